@@ -1,0 +1,138 @@
+"""What the SQL backends share: the MySQL schema text of a question's tables, the checks every agent query
+passes (one statement, read-only), and the translation of model-written MySQL to SQLite with sqlglot."""
+from __future__ import annotations
+
+import re
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
+from sqlglot.errors import ErrorLevel, ParseError, TokenError, UnsupportedError
+from sqlglot.tokens import TokenType
+
+from core.backends.base import QuerySyntaxError, RefusedWrite
+from sims.tables import Table, Tables
+
+#: VARCHAR widths the DQA dumps declare; the Tables model keeps no width, so other string columns get
+#: ``DEFAULT_VARCHAR``, widened to the longest value when one is longer.
+DQA_VARCHAR_WIDTHS = {("building", "name"): 80}
+DEFAULT_VARCHAR = 30
+
+#: First words of statements that change data, schema or session, refused before they reach an engine.
+WRITE_WORDS = frozenset("""INSERT UPDATE DELETE REPLACE CREATE DROP ALTER TRUNCATE RENAME ATTACH DETACH PRAGMA
+    VACUUM REINDEX ANALYZE OPTIMIZE REPAIR GRANT REVOKE LOAD SET LOCK UNLOCK CALL DO HANDLER MERGE UPSERT BEGIN
+    START COMMIT ROLLBACK SAVEPOINT RELEASE USE FLUSH KILL INSTALL UNINSTALL PREPARE EXECUTE DEALLOCATE
+    SHUTDOWN IMPORT XA""".split())
+#: First words of MySQL metadata statements, run on MySQL only.
+METADATA_WORDS = frozenset({"SHOW", "DESCRIBE", "DESC", "EXPLAIN"})
+
+_MYSQL = Dialect.get_or_raise("mysql")
+_FENCE = re.compile(r"```[\w+-]*[ \t]*\n?(.*?)\n?[ \t]*```", re.S)
+_WRITES = (exp.Insert, exp.Update, exp.Delete, exp.Create, exp.Drop, exp.Alter, exp.Merge, exp.TruncateTable,
+           exp.Command, exp.Pragma, exp.Set, exp.Use, exp.Into)
+#: Comparisons whose string literals get COLLATE NOCASE on SQLite (and ``IN`` lists of strings, their left
+#: operand), so that comparing any expression with a string ignores case as MySQL's collations do; string
+#: columns are NOCASE already.
+_COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Between)
+
+
+def varchar_width(table: Table, column: str) -> int:
+    """The declared VARCHAR width of a string column (see ``DQA_VARCHAR_WIDTHS``)."""
+    longest = max((len(v) for v in table.column(column) if v is not None), default=0)
+    return max(DQA_VARCHAR_WIDTHS.get((table.name, column), DEFAULT_VARCHAR), longest)
+
+
+def create_table(table: Table, float_type: str = "FLOAT") -> str:
+    """A MySQL ``CREATE TABLE`` for ``table`` (without the final ``;``), FLOAT columns spelled ``float_type``."""
+    parts = []
+    for c in table.columns:
+        if c.type == "VARCHAR":
+            parts.append(f"{c.name} VARCHAR({varchar_width(table, c.name)})")
+        else:
+            parts.append(f"{c.name} {float_type if c.type == 'FLOAT' else c.type}")
+    if table.primary_key:
+        parts.append(f"PRIMARY KEY ({', '.join(table.primary_key)})")
+    return f"CREATE TABLE {table.name} ({', '.join(parts)})"
+
+
+def schema_text(tables: Tables) -> str:
+    """The MySQL CREATE TABLE statements of the tables, one a line, as the DQA dumps declare them."""
+    return "\n".join(create_table(t) + ";" for t in tables)
+
+
+def one_statement(text: str) -> str:
+    """The single statement in ``text``, without surrounding whitespace, markdown code fence, trailing ``;``
+    or trailing comments. Raises QuerySyntaxError when it is empty, unreadable or several statements."""
+    text = text.strip()
+    fenced = _FENCE.fullmatch(text)
+    if fenced:
+        text = fenced.group(1).strip()
+    try:
+        tokens = _MYSQL.tokenize(text)
+    except TokenError as e:
+        raise QuerySyntaxError(f"cannot read the query ({e}); check quotes and brackets") from None
+    statements, current = [], []
+    for token in tokens:
+        if token.token_type == TokenType.SEMICOLON:
+            if current:
+                statements.append(current)
+            current = []
+        else:
+            current.append(token)
+    if current:
+        statements.append(current)
+    if not statements:
+        raise QuerySyntaxError("empty query: send one SELECT statement")
+    if len(statements) > 1:
+        raise QuerySyntaxError(f"{len(statements)} statements given; send exactly one SQL statement per query")
+    return text[statements[0][0].start:statements[0][-1].end + 1]
+
+
+def check_read_only(sql: str, metadata: bool) -> None:
+    """Refuse a statement that changes data, schema or session (or, unless ``metadata``, a SHOW/DESCRIBE/
+    EXPLAIN) by its first word. This only gives a clear message early: the engines enforce read-only access."""
+    word = _MYSQL.tokenize(sql)[0].text.upper()
+    if word in WRITE_WORDS:
+        raise RefusedWrite(f"{word} statements are refused: the database is read-only; send one SELECT query")
+    if word in METADATA_WORDS and not metadata:
+        raise QuerySyntaxError(f"{word} is not available on this backend; the tables are listed in the schema")
+
+
+def _parse_error(e: ParseError) -> str:
+    if not e.errors:
+        return str(e)
+    err = e.errors[0]
+    near = err.get("highlight") or ""
+    return f"{err['description']} at line {err['line']}, column {err['col']}" + (f" near {near!r}" if near else "")
+
+
+def _nocase(node: exp.Expression) -> exp.Expression:
+    def collate(e: exp.Expression) -> exp.Expression:
+        atom = isinstance(e, (exp.Column, exp.Literal, exp.Paren))
+        return exp.Collate(this=e if atom else exp.Paren(this=e), expression=exp.var("NOCASE"))
+
+    if isinstance(node, exp.In) and any(isinstance(e, exp.Literal) and e.is_string for e in node.expressions):
+        node.set("this", collate(node.this))
+    elif isinstance(node, exp.Literal) and node.is_string and isinstance(node.parent, _COMPARISONS):
+        return collate(node.copy())
+    return node
+
+
+def mysql_to_sqlite(sql: str) -> str:
+    """Translate one MySQL query to SQLite. Raises QuerySyntaxError when sqlglot cannot parse it or cannot
+    translate part of it, RefusedWrite when it is not a read-only query."""
+    try:
+        tree = sqlglot.parse_one(sql, read="mysql")
+    except (ParseError, TokenError) as e:
+        detail = _parse_error(e) if isinstance(e, ParseError) else str(e)
+        raise QuerySyntaxError(f"MySQL syntax error: {detail}") from None
+    write = tree.find(*_WRITES)
+    if write:
+        raise RefusedWrite(f"{write.key.upper()} is refused: the database is read-only; send one SELECT query")
+    if not isinstance(tree, exp.Query):
+        raise QuerySyntaxError(f"only SELECT queries run on this backend, not {tree.key.upper()}")
+    try:
+        return tree.transform(_nocase).sql(dialect="sqlite", unsupported_level=ErrorLevel.RAISE)
+    except UnsupportedError as e:
+        raise QuerySyntaxError(f"this MySQL cannot be translated to SQLite ({e}); rewrite it with "
+                               "standard SQL functions") from None

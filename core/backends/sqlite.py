@@ -1,0 +1,155 @@
+"""The embedded SQLite backend (the default). Each database content is written once per process into a file in
+a temporary directory; every Backend opens it read-only and runs the agent's MySQL translated by sqlglot.
+
+String columns are ``COLLATE NOCASE`` so comparisons, grouping and ordering on them ignore ASCII case as
+MySQL's default collations do; FLOAT is REAL (a double) and BOOLEAN is INTEGER 0/1, as MySQL stores them.
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import sqlite3
+import tempfile
+import threading
+import time
+from contextlib import closing
+from itertools import islice
+from pathlib import Path
+
+from core.backends import sql_dialect
+from core.backends.base import (DEFAULT_ROW_CAP, DEFAULT_TIMEOUT_S, QueryError, QueryResult, QuerySyntaxError,
+                                QueryTimeout, RefusedWrite)
+from core.scenario import Database
+from core.settings import DatabaseSettings
+from sims.tables import Tables
+
+_TYPES = {"VARCHAR": "TEXT COLLATE NOCASE", "INT": "INTEGER", "FLOAT": "REAL", "BOOLEAN": "INTEGER"}
+#: Authorizer actions an agent query may take; everything else (writes, DDL, ATTACH, PRAGMA ...) is denied.
+_ALLOWED = frozenset({sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION,
+                      sqlite3.SQLITE_RECURSIVE})
+
+_lock = threading.Lock()
+_files: dict[str, Path] = {}  # Database.key -> loaded file
+_dir: Path | None = None
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def build_file(tables: Tables, path: Path) -> None:
+    """Write ``tables`` into a new SQLite file at ``path``, in one transaction."""
+    part = path.with_name(path.name + ".part")
+    part.unlink(missing_ok=True)
+    try:
+        with closing(sqlite3.connect(part, isolation_level=None)) as con:
+            con.execute("PRAGMA journal_mode = OFF")
+            con.execute("PRAGMA synchronous = OFF")
+            con.execute("BEGIN")
+            for t in tables:
+                columns = [f"{_quote(c.name)} {_TYPES[c.type]}" for c in t.columns]
+                if t.primary_key:
+                    columns.append(f"PRIMARY KEY ({', '.join(map(_quote, t.primary_key))})")
+                con.execute(f"CREATE TABLE {_quote(t.name)} ({', '.join(columns)})")
+                con.executemany(f"INSERT INTO {_quote(t.name)} VALUES ({', '.join('?' * len(t.columns))})",
+                                t.rows)
+            con.execute("COMMIT")
+        os.replace(part, path)
+    finally:
+        part.unlink(missing_ok=True)
+
+
+def database_file(database: Database) -> Path:
+    """The SQLite file holding ``database``, written on first use in this process and reused afterwards."""
+    global _dir
+    with _lock:
+        path = _files.get(database.key)
+        if path is None:
+            if _dir is None:
+                _dir = Path(tempfile.mkdtemp(prefix="planrag-sqlite-"))
+                atexit.register(shutil.rmtree, _dir, True)
+            path = _dir / f"{database.key}.sqlite"
+            build_file(database.tables, path)
+            _files[database.key] = path
+        return path
+
+
+def _authorize(action: int, *_args) -> int:
+    return sqlite3.SQLITE_OK if action in _ALLOWED else sqlite3.SQLITE_DENY
+
+
+class SQLiteBackend:
+    """One read-only connection to a database file. Queries are serialized; any thread may call them."""
+
+    name = "sqlite"
+    language = "sql"
+
+    def __init__(self, database: Database, path: Path):
+        self.database = database
+        self._con = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, check_same_thread=False,
+                                    isolation_level=None)
+        self._con.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+        self._con.set_authorizer(_authorize)
+        self._lock = threading.Lock()
+
+    def schema_text(self) -> str:
+        return sql_dialect.schema_text(self.database.tables)
+
+    def query(self, text: str, *, timeout_s: float = DEFAULT_TIMEOUT_S,
+              row_cap: int = DEFAULT_ROW_CAP) -> QueryResult:
+        """Run one MySQL query (translated to SQLite). ``total_rows`` counts every row, read within the limit."""
+        sql = sql_dialect.one_statement(text)
+        sql_dialect.check_read_only(sql, metadata=False)
+        return self._run(sql_dialect.mysql_to_sqlite(sql), timeout_s, row_cap)
+
+    def _run(self, sql: str, timeout_s: float, row_cap: int) -> QueryResult:
+        """Run SQLite ``sql`` as given; the connection itself refuses writes, and a timer interrupts it."""
+        timed_out = threading.Event()
+
+        def stop():
+            timed_out.set()
+            self._con.interrupt()
+
+        with self._lock:
+            timer = threading.Timer(timeout_s, stop)
+            start = time.perf_counter()
+            timer.start()
+            try:
+                cur = self._con.execute(sql)
+                rows = [list(r) for r in islice(cur, row_cap)]
+                total = len(rows) + sum(1 for _ in cur)
+                columns = [d[0] for d in cur.description or ()]
+            except sqlite3.Error as e:
+                raise _error(e, sql, timeout_s if timed_out.is_set() else None) from None
+            finally:
+                timer.cancel()
+                timer.join()
+        return QueryResult(columns, rows, total, time.perf_counter() - start, executed=sql)
+
+    def close(self) -> None:
+        """Close the connection; the file stays cached for later opens until the process exits."""
+        self._con.close()
+
+
+def _error(e: sqlite3.Error, sql: str, timeout_s: float | None) -> QueryError:
+    code = getattr(e, "sqlite_errorcode", None)
+    if timeout_s is not None and code == sqlite3.SQLITE_INTERRUPT:
+        return QueryTimeout(f"the query ran longer than {timeout_s:g} s and was stopped; make it cheaper "
+                            "(fewer joins, filter early, aggregate)")
+    if code in (sqlite3.SQLITE_AUTH, sqlite3.SQLITE_READONLY) or "not authorized" in str(e):
+        return RefusedWrite(f"refused by the read-only connection ({e}); send one SELECT query")
+    message = f"SQLite: {e} (query as run: {sql})"
+    if "syntax error" in str(e) or "incomplete input" in str(e):
+        return QuerySyntaxError(message)
+    return QueryError(message)
+
+
+def unavailable(settings: DatabaseSettings) -> str | None:
+    """SQLite is part of Python: always available."""
+    return None
+
+
+def open_database(database: Database, settings: DatabaseSettings) -> SQLiteBackend:
+    """Load ``database`` (once per process) and open it read-only."""
+    return SQLiteBackend(database, database_file(database))

@@ -1,0 +1,101 @@
+"""Result types shared by both simulators: a scored candidate, a ranking of all candidates, input errors."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Union
+
+#: Simulation modes: ``dqa`` reproduces the benchmark's code and labels, ``rules`` follows the paper's text.
+MODES = ("dqa", "rules")
+
+Candidate = Union[str, int]
+
+
+class InputError(ValueError):
+    """A database or question the simulators cannot work on: unknown country or goods, missing table, ..."""
+
+
+def check_mode(mode: str) -> str:
+    """Return ``mode`` if it is one of MODES, else raise InputError."""
+    if mode not in MODES:
+        raise InputError(f"unknown mode {mode!r}; use one of {', '.join(MODES)}")
+    return mode
+
+
+@dataclass(frozen=True)
+class Scored:
+    """One candidate decision and its score (Locating: profit; Building: goods price)."""
+
+    candidate: Candidate
+    score: float
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """Every candidate of one question with its score, best first (equal scores keep table order).
+
+    ``baseline`` is the score without any decision; ``threshold`` is the score a candidate must beat
+    strictly to be picked by the benchmark's selection rule (see ``label``).
+    """
+
+    scenario: str  # "locating" or "building"
+    mode: str
+    entries: tuple[Scored, ...]
+    baseline: float
+    threshold: float
+    higher_is_better: bool
+
+    @property
+    def best(self) -> Scored | None:
+        """The top entry (None when there are no candidates)."""
+        return self.entries[0] if self.entries else None
+
+    def label(self) -> Candidate | None:
+        """The pick of the benchmark's rule: the first candidate in table order with the best score,
+        provided that score strictly beats ``threshold``; otherwise None."""
+        best = self.best
+        if best is None or not self._better(best.score, self.threshold):
+            return None
+        return best.candidate
+
+    def score_of(self, candidate: Candidate) -> float:
+        """The candidate's score; KeyError if it is not a candidate."""
+        position = self._positions.get(candidate)
+        if position is None:
+            raise KeyError(f"{candidate!r} is not a candidate of this {self.scenario} question")
+        return self.entries[position].score
+
+    def rank_of(self, candidate: Candidate) -> int | None:
+        """1-based position of the candidate in ``entries`` (ties in table order), None if not a candidate."""
+        found = self._positions.get(candidate)
+        return None if found is None else found + 1
+
+    def gain(self, candidate: Candidate) -> float:
+        """Improvement of the candidate's score over the baseline; positive means better in both scenarios."""
+        score = self.score_of(candidate)
+        return score - self.baseline if self.higher_is_better else self.baseline - score
+
+    def regret(self, candidate: Candidate) -> float:
+        """How much worse than the best entry the candidate scores (>= 0, in score units)."""
+        score, best = self.score_of(candidate), self.entries[0].score
+        return best - score if self.higher_is_better else score - best
+
+    def relative_regret(self, candidate: Candidate) -> float:
+        """``regret`` as a percentage of the best score's magnitude (0 when the best score is 0)."""
+        best = abs(self.entries[0].score)
+        return 0.0 if best == 0 else 100.0 * self.regret(candidate) / best
+
+    def _better(self, a: float, b: float) -> bool:
+        return a > b if self.higher_is_better else a < b
+
+    @cached_property
+    def _positions(self) -> dict[Candidate, int]:
+        return {e.candidate: i for i, e in enumerate(self.entries)}
+
+
+def make_ranking(scenario: str, mode: str, candidates: list, scores: list[float], baseline: float,
+                 threshold: float, higher_is_better: bool) -> Ranking:
+    """Build a Ranking from candidates and scores in table order (a stable sort keeps ties in table order)."""
+    order = sorted(range(len(candidates)), key=scores.__getitem__, reverse=higher_is_better)  # stable
+    entries = tuple(Scored(candidates[i], float(scores[i])) for i in order)
+    return Ranking(scenario, mode, entries, float(baseline), float(threshold), higher_is_better)

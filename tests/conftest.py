@@ -1,0 +1,39 @@
+"""Shared fixtures. Outside resources (DQA data, MariaDB, Neo4j) are skipped with a reason when absent,
+unless REQUIRE_<NAME>=1 is set (as CI does), which turns the skip into a failure."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+def require(name: str, reason: str):
+    """Skip (or fail, when REQUIRE_<NAME>=1) because resource ``name`` is missing."""
+    if os.environ.get(f"REQUIRE_{name.upper()}") == "1":
+        pytest.fail(f"{reason} (REQUIRE_{name.upper()}=1 makes this a failure)", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def dqa_dir() -> Path:
+    """The DQA data folder (DQA_DIR, default ../shared/dqa)."""
+    from core.settings import dqa_dir as configured
+
+    path = configured()
+    if path is None or not (path / "locating").is_dir():
+        require("dqa", f"DQA data not found (set DQA_DIR to the data/ folder of myeon9h/PlanRAG; looked at {path})")
+    return path
+
+
+@pytest.fixture(scope="session")
+def dqa(dqa_dir):
+    """The imported benchmark, shared by all tests of a session."""
+    from core.dqa import DQA
+
+    return DQA(dqa_dir)

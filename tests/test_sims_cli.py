@@ -1,0 +1,80 @@
+"""The ``python -m sims`` command line: JSON output other tools rely on, the benchmark check, errors."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sims import locating, synthetic
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "sims", *map(str, args)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+
+
+def test_rank_locating_json(dqa_dir):
+    done = run("rank", "locating", "--db", dqa_dir / "locating/queries/SQL_format/q1.sql", "--country", "SWE",
+               "--json")
+    assert done.returncode == 0, done.stderr
+    entries = json.loads(done.stdout)
+    assert len(entries) == 79 and set(entries[0]) == {"candidate", "score"}
+    assert entries[0]["candidate"] == "krakow"
+    scores = [e["score"] for e in entries]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_rank_building_json_and_table(dqa_dir):
+    db = dqa_dir / "building/queries/SQL_format/USA1836.sql"
+    done = run("rank", "building", "--db", db, "--goods", "furniture", "--json", "--mode", "rules")
+    assert done.returncode == 0, done.stderr
+    entries = json.loads(done.stdout)
+    assert all(isinstance(e["candidate"], int) for e in entries)
+    assert [e["score"] for e in entries] == sorted(e["score"] for e in entries)
+    table = run("rank", "building", "--db", db, "--goods", "furniture")
+    assert table.returncode == 0 and "pick 1485" in table.stdout
+
+
+def test_check_whole_benchmark(dqa_dir):
+    done = run("check", "--dqa", dqa_dir)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "locating: 200/200 agree" in done.stdout and "building: 101/101 agree" in done.stdout
+    assert "wall time:" in done.stdout
+
+
+def test_any_file_in_the_dump_format(tmp_path):
+    tables = synthetic.trade_network(60, seed=3)
+    db = synthetic.write_sql(tables, tmp_path / "synthetic.sql")
+    country = tables["country"].rows[0][0]
+    done = run("rank", "locating", "--db", db, "--country", country, "--json")
+    assert done.returncode == 0, done.stderr
+    expected = locating.rank(tables, country)
+    assert json.loads(done.stdout) == [{"candidate": e.candidate, "score": e.score} for e in expected.entries]
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda lines: lines[:30] + [lines[30][:20]], "truncated.sql, line 31: malformed INSERT"),
+    (lambda lines: lines[:12] + ['INSERT INTO flow(source,dest,flow) VALUES ("a", 1.0);'] + lines[12:],
+     "truncated.sql, line 13: 2 values for 3 columns of flow"),
+])
+def test_broken_file_is_reported_with_file_and_line(tmp_path, damage, message):
+    lines = synthetic.dump_sql(synthetic.trade_network(20)).splitlines()
+    db = tmp_path / "truncated.sql"
+    db.write_text("\n".join(damage(lines)) + "\n", encoding="utf-8")
+    done = run("rank", "locating", "--db", db, "--country", "C0000", "--json")
+    assert done.returncode == 2 and done.stdout == ""
+    assert message in done.stderr
+
+
+def test_input_errors(tmp_path, dqa_dir):
+    missing = run("rank", "building", "--db", tmp_path / "nowhere.sql", "--goods", "grain")
+    assert missing.returncode == 2 and "nowhere.sql" in missing.stderr
+    unknown = run("rank", "locating", "--db", dqa_dir / "locating/queries/SQL_format/q1.sql", "--country", "XXX")
+    assert unknown.returncode == 2 and "q1.sql: unknown country 'XXX'" in unknown.stderr
+    no_data = run("check", "--dqa", tmp_path)
+    assert no_data.returncode == 2 and "simulated_question.json" in no_data.stderr
