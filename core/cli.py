@@ -79,19 +79,19 @@ def _review(args):
 def cmd_run(args) -> int:
     """Run an agent on a DQA question (or resume a paused run) and print its trace and graded decision."""
     from core.agents import AgentRuntime, RunNotPaused, RunSettings
-    from core.llm import LLMError, LLMSettings
+    from core.llm import LLMError
 
-    missing = [f"--{k}" for k in ("scenario", "question", "db", "technique", "llm") if getattr(args, k) is None]
+    missing = [f"--{k}" for k in ("scenario", "question", "db", "technique") if getattr(args, k) is None]
     if not args.resume and missing:
         print(f"error: run needs {', '.join(missing)} (or --resume RUN_ID)", file=sys.stderr)
         return 2
     show = None if args.json else (lambda event: print(_describe(event), flush=True))
-    runtime = AgentRuntime(llm_settings=LLMSettings(base_url=args.base_url) if args.base_url else None)
+    runtime = AgentRuntime()
     try:
         if args.resume:
             result = runtime.resume(args.resume, _review(args), on_event=show)
         else:
-            settings = RunSettings(args.scenario, args.question, args.db, args.technique, args.llm,
+            settings = RunSettings(args.scenario, args.question, args.db, args.technique, args.llm or "",
                                    base_url=args.base_url, hitl=args.hitl)
             result = runtime.start(settings, on_event=show)
     except (LLMError, RunNotPaused, ValueError, KeyError) as e:
@@ -104,7 +104,7 @@ def cmd_run(args) -> int:
     usage = [e["llm"] for e in events if e.get("llm")]
     prompt, completion = sum(u["prompt_tokens"] for u in usage), sum(u["completion_tokens"] for u in usage)
     report = {"run_id": result.run_id, "status": result.status, "decision": outcome.get("decision"),
-              "correct": outcome.get("correct"), "label": outcome.get("label"),
+              "correct": outcome.get("correct"), "label": outcome.get("label"), "placement": outcome.get("placement"),
               "final_answer": outcome.get("final_answer"), "error": outcome.get("error"), "llm_calls": len(usage),
               "tokens": {"prompt": prompt, "completion": completion, "total": prompt + completion,
                          "estimated": any(u["estimated"] for u in usage)},
@@ -151,7 +151,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--question", type=int, help="question number N (1-based, file order)")
     p.add_argument("--db", choices=list(BACKENDS))
     p.add_argument("--technique", choices=list(TECHNIQUES))
-    p.add_argument("--llm", help="a model name (OpenAI or the --base-url server), or replay:FILE")
+    p.add_argument("--llm", help="a model name (OpenAI or the --base-url server; default OPENAI_MODEL), "
+                                 "or replay:FILE")
     p.add_argument("--base-url", help="an OpenAI-compatible server (default: OPENAI_BASE_URL)")
     p.add_argument("--hitl", choices=HITL_MODES, default="auto", help="when to pause for review (default auto)")
     p.add_argument("--json", action="store_true", help="print one JSON object: decision, correct, events, ...")

@@ -165,6 +165,17 @@ def load(database: Database, settings: DatabaseSettings, *, reload: bool = False
         admin.close()
 
 
+def forget(key: str, settings: DatabaseSettings | None = None) -> None:
+    """Drop a content's loaded database from the server, so the next open loads it again."""
+    settings = settings or DatabaseSettings()
+    admin = _connect(settings)
+    try:
+        with admin.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS `{database_name(key)}`")
+    finally:
+        admin.close()
+
+
 def _plain(value):
     if value is None or isinstance(value, (int, float, str)):
         return value

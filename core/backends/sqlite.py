@@ -75,6 +75,14 @@ def database_file(database: Database) -> Path:
         return path
 
 
+def forget(key: str) -> None:
+    """Drop a content's file from the cache, so the next open writes it again (open backends keep theirs)."""
+    with _lock:
+        path = _files.pop(key, None)
+    if path is not None:
+        path.unlink(missing_ok=True)
+
+
 def _authorize(action: int, *_args) -> int:
     return sqlite3.SQLITE_OK if action in _ALLOWED else sqlite3.SQLITE_DENY
 

@@ -1,0 +1,158 @@
+"""The prompts, after Figures 8-11 of the PlanRAG paper (Appendix A.6), composed from the technique's flags and
+the database's language and schema; and the texts of the observations the agent is given.
+
+The system prompt holds prefix, tool descriptions, format instructions and suffix; the question goes in the
+first user message (``Question: ...``), each reply in an assistant message, and each observation in a user
+message starting with ``Observation:``.
+"""
+from __future__ import annotations
+
+from core.agents.parsing import render_plan
+from core.agents.techniques import Technique
+
+TOOL_NAMES = {"sql": "Relational DB", "cypher": "Graph DB"}
+LANGUAGE_NAMES = {"sql": "MySQL", "cypher": "Cypher"}
+SELF_THINKING = "Self-thinking"
+ARGS = "args: {'tool_input': {'type': 'string'}}"
+#: Stop sequences: the model must stop before writing an observation itself.
+STOP = ["\nObservation:", "\nobservation:"]
+
+
+def dialect_note(backend_name: str) -> str | None:
+    """The note on the Cypher dialect of an embedded Ladybug database (None for other backends, or when the
+    note's module is not there)."""
+    if backend_name != "ladybug":
+        return None
+    try:
+        from core.backends.cypher_dialect import LADYBUG_DIALECT_NOTE
+    except ImportError:
+        return None
+    return LADYBUG_DIALECT_NOTE
+
+
+def tool_descriptions(language: str, schema: str, note: str | None = None) -> str:
+    """The database tool (``Relational DB`` with the MySQL schema, or ``Graph DB`` with the Cypher schema) and
+    ``Self-thinking``."""
+    db = (f"{TOOL_NAMES[language]}: Useful for when you need to collect the data that follows the following schema "
+          f"(You MUST generate a {LANGUAGE_NAMES[language]} query statement to interact with this tool):\n"
+          f"{schema.strip()}, {ARGS}")
+    if note:
+        db += f"\n{note.strip()}"
+    return f"{db}\n{SELF_THINKING}: Useful for when there is no available tool., {ARGS}"
+
+
+def _action_lines(language: str) -> list[str]:
+    return [f"Action: a suitable database name, MUST be one of ['{TOOL_NAMES[language]}', '{SELF_THINKING}'].",
+            "Action input: a syntactically correct query statement only, MUST be written by "
+            f"{LANGUAGE_NAMES[language]} query language."]
+
+
+def agent_prompt(tech: Technique, language: str, schema: str, note: str | None = None) -> str:
+    """The system prompt of a technique: Figure 8 (SingleRAG), 10 (IterRAG), 11 (PlanRAG; without its Re-plan
+    line for PlanRAG w/o RP)."""
+    prefix = ["You are a decision-making agent answering a given question."]
+    if tech.max_actions == 1:
+        prefix.append("You should collect the data to answer the question:")
+    else:
+        prefix.append("You should collect the data to answer the question.")
+        if tech.plans:
+            prefix.append("To this end, firstly, you need to plan which data would be needed in what order.")
+        prefix.append("Keep in mind that the question can require to access following databases multiple times:")
+    fmt = ["Use the following Strict format:", "Question: the input question you must answer."]
+    if tech.plans:
+        fmt += ["Plan: [Step 1: requirement 1, Step 2: requirement 2, ..., Step N: requirement N].",
+                "Current step: the current Step in the Plan.",
+                "Thought: you should always think about the Current step."]
+    else:
+        fmt.append("Thought: you should always think about what to do.")
+    fmt += _action_lines(language)
+    fmt.append(f"Observation: {'the data from the database' if tech.plans else 'the result of the action'}.")
+    if tech.replans:
+        fmt += ["Re-plan: respond with 'Y' and change your Plan if you think a current Plan is not helpful, otherwise "
+                "respond with 'N' and continue a process based on the current Plan.",
+                "... (a process of Plan, Current step, Thought, Action, Action input, Observation, and Re-plan can "
+                "repeat N times)"]
+    elif tech.plans:
+        fmt.append("... (a process of Current step, Thought, Action, Action input, and Observation can repeat N times)")
+    elif tech.max_actions != 1:
+        fmt.append("... (a process of Thought, Action, Action input, and Observation can repeat together N times)")
+    fmt += ["Thought: I now know the answer.",
+            "Final answer: the final answer to the question based on the observed data."]
+    suffix = "Begin! Keep in mind that Your response MUST follow the valid format above."
+    return "\n".join(["\n".join(prefix), tool_descriptions(language, schema, note), "\n".join(fmt), suffix])
+
+
+def answer_prompt(language: str, schema: str, note: str | None = None) -> str:
+    """Figure 9: answer now from the data collected (SingleRAG's second call; any technique at its limits)."""
+    return "\n".join(["You are a decision-making agent answering a given question.",
+                      "You have already collected the data to answer the question.",
+                      "Indeed, you should make your Final answer immediately.:",
+                      tool_descriptions(language, schema, note),
+                      "Use the following Strict format:",
+                      "Final answer: the final answer to the question based on the observed data.",
+                      "Begin!"])
+
+
+def question_message(question_text: str) -> str:
+    return f"Question: {question_text.strip()}"
+
+
+def observation_message(text: str) -> str:
+    return f"Observation: {text}"
+
+
+def format_hint(tech: Technique, language: str) -> str:
+    """How to go on, for a corrective observation."""
+    fields = "Current step, Thought, Action and Action input" if tech.plans else "Thought, Action and Action input"
+    return (f"Write {fields} (Action MUST be one of ['{TOOL_NAMES[language]}', '{SELF_THINKING}'], Action input a "
+            f"{LANGUAGE_NAMES[language]} query), or 'Thought: I now know the answer.' and the Final answer.")
+
+
+def correction(problem: str, tech: Technique, language: str) -> str:
+    """A corrective observation: what was wrong with the reply and how to go on."""
+    return f"Invalid format: {problem}. {format_hint(tech, language)}"
+
+
+def unknown_tool(action: str, language: str) -> str:
+    return f"'{action}' is not a valid tool; Action MUST be one of ['{TOOL_NAMES[language]}', '{SELF_THINKING}']"
+
+
+def wrong_database(action: str, language: str) -> str:
+    return (f"there is no {action} here: the data is in the {TOOL_NAMES[language]}, queried in "
+            f"{LANGUAGE_NAMES[language]}")
+
+
+def wrong_language(found: str, language: str) -> str:
+    return (f"your Action input looks like {LANGUAGE_NAMES[found]}, but the {TOOL_NAMES[language]} only runs "
+            f"{LANGUAGE_NAMES[language]} queries")
+
+
+def query_error(kind: str, message: str) -> str:
+    """The observation for a query that gave no rows; the agent may correct it."""
+    lead = {"refused": "Query refused (the database is read-only; only read queries run)",
+            "timeout": "Query timed out", "syntax": "Query error"}.get(kind, "Query failed")
+    return f"{lead}: {message}"
+
+
+def go_on_with_plan() -> str:
+    """The observation after a reply that only gave a plan."""
+    return "Go on with the Current step of your Plan."
+
+
+def _note(note: str) -> str:
+    return f" Their note: {note.strip().rstrip('.')}." if note.strip() else ""
+
+
+def plan_edited(steps: list[str], note: str = "") -> str:
+    said = _note(note)
+    return (f"The analyst edited your Plan.{said} Follow this Plan from now on:\nPlan:\n{render_plan(steps)}\n"
+            "Go on with its Current step.")
+
+
+def plan_rejected(note: str) -> str:
+    said = _note(note)
+    return f"The analyst rejected your Plan.{said} Re-plan: make a new Plan that takes this into account."
+
+
+def limit_reached(what: str) -> str:
+    return f"{what}; asking the agent for its final answer now"

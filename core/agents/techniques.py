@@ -1,0 +1,29 @@
+"""The four decision-making techniques of the paper, as the flags that parameterise the one agent loop."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Technique:
+    name: str  # as on the command line
+    label: str  # as in the paper
+    plans: bool  # the agent writes a Plan before acting
+    replans: bool  # after each observation the agent answers Re-plan: Y|N
+    max_actions: int | None  # actions allowed before the agent must answer (None: until the step limit)
+
+
+TECHNIQUES: dict[str, Technique] = {t.name: t for t in (
+    Technique("singlerag", "SingleRAG", plans=False, replans=False, max_actions=1),
+    Technique("iterrag", "IterRAG", plans=False, replans=False, max_actions=None),
+    Technique("planrag", "PlanRAG", plans=True, replans=True, max_actions=None),
+    Technique("planrag-norp", "PlanRAG w/o RP", plans=True, replans=False, max_actions=None),
+)}
+
+
+def technique(name: str) -> Technique:
+    """The technique called ``name``; ValueError listing the choices otherwise."""
+    try:
+        return TECHNIQUES[name]
+    except KeyError:
+        raise ValueError(f"unknown technique {name!r}; choose one of {', '.join(TECHNIQUES)}") from None

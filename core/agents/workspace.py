@@ -1,0 +1,32 @@
+"""What a run works on: its question, its database opened in the chosen backend, and the candidate decisions
+for grading; and the default way to get them, from the question catalog (DQA or the built-in demo)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from core.agents.config import RunSettings
+from core.backends.base import Backend
+
+if TYPE_CHECKING:
+    from core.scenario import Database, Question
+
+
+@dataclass
+class Workspace:
+    question: Question  # anything with .text, .scenario, .answer
+    backend: Backend
+    candidates: list
+    database: Database | None = None  # when given, the outcome places the decision in the simulator's ranking
+
+
+def open_catalog_workspace(settings: RunSettings) -> Workspace:
+    """Question N of ``settings.source`` (DQA from DQA_DIR or ../shared/dqa, or the demo) with its database
+    opened in ``settings.db``."""
+    from core import catalog
+    from core.backends.registry import open_backend
+    from core.scenario import candidates
+
+    question = catalog.question(settings.source, settings.scenario, settings.question)
+    database = catalog.database(question)
+    return Workspace(question, open_backend(settings.db, database), candidates(question, database), database)
