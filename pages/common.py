@@ -1,9 +1,40 @@
-"""Small helpers shared by the pages: the session's settings."""
+"""What the pages share: this session's settings and the selected question, kept in ``st.session_state``.
+
+Keys (set by the Scenarios and Settings pages, read by the others):
+- ``question_ref``: (source, scenario, number) of the selected question;
+- ``dqa_dir``: the DQA directory chosen on Settings (else DQA_DIR / ../shared/dqa);
+- ``llm``: a core.llm.LLMSettings for this session (the key stays in the session only);
+- ``run_id``: the run last opened in the Run view (the Decision check marks its pick).
+"""
+from __future__ import annotations
+
 import streamlit as st
 
+from core import catalog
+from core.dqa import DQAError
+from core.scenario import Database, Question
 from core.settings import dqa_dir
 
 
 def dqa_root():
     """The DQA directory of this session: the Settings page's value, else the configured default."""
     return st.session_state.get("dqa_dir") or dqa_dir()
+
+
+def select_question(question: Question) -> None:
+    """Make ``question`` the session's current question."""
+    st.session_state["question_ref"] = (question.source, question.scenario, question.number)
+
+
+def current_question() -> tuple[Question, Database]:
+    """The session's current question and its database; stops the page with a hint when there is none."""
+    ref = st.session_state.get("question_ref")
+    if not ref:
+        st.info("Pick a question on the **Scenarios** page first.", icon=":material/hub:")
+        st.stop()
+    try:
+        question = catalog.question(*ref, root=dqa_root())
+        return question, catalog.database(question, dqa_root())
+    except DQAError as e:
+        st.info(str(e))
+        st.stop()

@@ -5,7 +5,7 @@ import streamlit as st
 from core import catalog
 from core.dqa import DQAError
 from core.scenario import SCENARIOS, candidates
-from pages.common import dqa_root
+from pages.common import dqa_root, select_question
 
 st.title("Scenarios")
 
@@ -25,6 +25,7 @@ except DQAError as e:
 question = st.selectbox("Question", questions,
                         format_func=lambda q: f"{q.number}. {q.target}" + (f" (answer: {q.answer})" if q.answer else ""))
 database = catalog.database(question, dqa_root())
+select_question(question)
 
 left, right = st.columns([3, 2])
 with left:
