@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from functools import lru_cache
-from pathlib import Path
 
 from core.graphdata import graph_from_tables
 from core.scenario import Database, Question, ScenarioKind, ranking

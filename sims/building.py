@@ -17,7 +17,7 @@ from typing import Mapping
 
 import numpy as np
 
-from sims.ranking import InputError, Ranking, check_mode, make_ranking
+from sims.ranking import InputError, Ranking, check_mode, make_ranking, required_columns
 from sims.tables import Tables
 
 #: Levels added by a Building decision.
@@ -34,12 +34,7 @@ _CARRY_OVER = {"dqa": True, "rules": False}
 
 
 def _columns(tables: Tables, table: str, *names: str) -> list[list]:
-    if table not in tables:
-        raise InputError(f"not a Building database: no table {table}")
-    try:
-        return [tables[table].column(n) for n in names]
-    except ValueError as e:
-        raise InputError(f"not a Building database: table {table} lacks a column ({e})") from None
+    return required_columns(tables, "Building", table, *names)
 
 
 class _GroupSums:

@@ -23,7 +23,7 @@ from typing import Iterable
 
 import numpy as np
 
-from sims.ranking import InputError, Ranking, check_mode, make_ranking
+from sims.ranking import InputError, Ranking, check_mode, make_ranking, required_columns
 from sims.tables import Tables
 
 #: The trade value moving along an edge grows by this factor at the destination.
@@ -47,12 +47,7 @@ _RULES = {"dqa": _Rules(True, 1.0, True), "rules": _Rules(False, 3.0, False)}
 
 
 def _columns(tables: Tables, table: str, *names: str) -> list[list]:
-    if table not in tables:
-        raise InputError(f"not a Locating database: no table {table}")
-    try:
-        return [tables[table].column(n) for n in names]
-    except ValueError as e:
-        raise InputError(f"not a Locating database: table {table} lacks a column ({e})") from None
+    return required_columns(tables, "Locating", table, *names)
 
 
 class TradeNetwork:

@@ -15,6 +15,17 @@ class InputError(ValueError):
     """A database or question the simulators cannot work on: unknown country or goods, missing table, ..."""
 
 
+def required_columns(tables, scenario: str, table: str, *names: str) -> list[list]:
+    """The named columns of ``table`` (values in table order), or InputError saying the database is not a
+    ``scenario`` database."""
+    if table not in tables:
+        raise InputError(f"not a {scenario} database: no table {table}")
+    try:
+        return [tables[table].column(n) for n in names]
+    except ValueError as e:
+        raise InputError(f"not a {scenario} database: table {table} lacks a column ({e})") from None
+
+
 def check_mode(mode: str) -> str:
     """Return ``mode`` if it is one of MODES, else raise InputError."""
     if mode not in MODES:
