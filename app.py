@@ -1,7 +1,8 @@
 """PlanRAG Workbench: the Streamlit entry point and page router."""
 import streamlit as st
 
-st.set_page_config(page_title="PlanRAG Workbench", page_icon=":material/account_tree:", layout="wide")
+# An emoji icon: the browser would fetch a :material/...: favicon from fonts.gstatic.com (the app works offline).
+st.set_page_config(page_title="PlanRAG Workbench", page_icon="🧭", layout="wide")
 
 pages = {
     "Decide": [
@@ -13,6 +14,7 @@ pages = {
     "Review": [
         st.Page("pages/history.py", title="History", icon=":material/history:"),
         st.Page("pages/benchmark.py", title="Benchmark", icon=":material/leaderboard:"),
+        st.Page("pages/plans.py", title="Learned plans", icon=":material/route:"),
         st.Page("pages/settings.py", title="Settings", icon=":material/settings:"),
     ],
 }

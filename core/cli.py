@@ -8,8 +8,10 @@ import time
 
 from core.agents.config import HITL_MODES
 from core.agents.techniques import TECHNIQUES
+from core.autoplan import command as autoplan_command
 from core.backends.base import QueryError
 from core.backends.registry import BACKENDS, open_backend
+from core.benchmark import command as bench_command
 from core.dqa import DQA, DQAError
 from core.scenario import SCENARIOS
 from core.settings import dqa_dir
@@ -92,7 +94,8 @@ def cmd_run(args) -> int:
             result = runtime.resume(args.resume, _review(args), on_event=show)
         else:
             settings = RunSettings(args.scenario, args.question, args.db, args.technique, args.llm or "",
-                                   base_url=args.base_url, hitl=args.hitl)
+                                   base_url=args.base_url, hitl=args.hitl, plan_version=args.plan_version,
+                                   replan_on_failure=not args.no_replan)
             result = runtime.start(settings, on_event=show)
     except (LLMError, RunNotPaused, ValueError, KeyError) as e:
         print(f"error ({getattr(e, 'kind', 'run')}): {e}", file=sys.stderr)
@@ -155,6 +158,10 @@ def build_parser() -> argparse.ArgumentParser:
                                  "or replay:FILE")
     p.add_argument("--base-url", help="an OpenAI-compatible server (default: OPENAI_BASE_URL)")
     p.add_argument("--hitl", choices=HITL_MODES, default="auto", help="when to pause for review (default auto)")
+    p.add_argument("--plan-version", type=int, metavar="N",
+                   help="start from version N of the scenario's learned AutoPlan plan (loop techniques; technique "
+                        "autoplan: default the latest); never on one of its training questions")
+    p.add_argument("--no-replan", action="store_true", help="reaper: no re-plan call after failed steps")
     p.add_argument("--json", action="store_true", help="print one JSON object: decision, correct, events, ...")
     p.add_argument("--resume", metavar="RUN_ID", help="resume a paused run with a review")
     review = p.add_mutually_exclusive_group()
@@ -163,6 +170,15 @@ def build_parser() -> argparse.ArgumentParser:
     review.add_argument("--reject", metavar="NOTE", help="reject the plan with a note to the agent")
     p.add_argument("--note", help="a note kept with an approval or an edit")
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("bench", help="run DQA (or part of it) with techniques and a model; print the accuracy",
+                       description=bench_command.DESCRIPTION)
+    bench_command.add_arguments(p)
+    p.set_defaults(func=bench_command.main)
+
+    p = sub.add_parser("autoplan", help="learn a scenario's plan with AutoPlan (train), or show learned plans (show)",
+                       description=autoplan_command.DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    autoplan_command.add_arguments(p)
     return parser
 
 

@@ -1,174 +1,442 @@
-"""Plotly figures of a question's database: the trade network (Locating) and the goods/buildings market
-(Building), with the decision target highlighted and, optionally, a what-if effect drawn on it.
+"""Plotly figures of a question's database and of its decision check: the trade network (Locating), the market
+around the asked goods (Building) and the candidates' gains, with the decision target, the best decision and a
+pick highlighted and, optionally, a what-if effect drawn on the network.
 
-Pure functions from the scenario model (and simulator states) to ``plotly.graph_objects.Figure``; every node
-marker carries its id in ``customdata`` so a page can show the rows of a clicked node.
+Pure functions of the scenario model (and of simulator results) to ``plotly.graph_objects.Figure``. Every node
+marker carries a node id in ``customdata`` (``trade_node:NAME``, ``goods:NAME`` or ``building:ID``);
+``node_rows(database, node_id)`` gives the database rows of a clicked node.
 """
 from __future__ import annotations
 
+from collections import Counter
+from dataclasses import dataclass
 from functools import lru_cache
+from statistics import fmean
 
 import networkx as nx
 import plotly.graph_objects as go
 
 from core.scenario import Database, Question
+from sims.ranking import Ranking
+from sims.tables import Table
 
-HOME, CANDIDATE, OTHER, PICK, BEST = "#c0392b", "#2b6cb0", "#a0aec0", "#d69e2e", "#2f855a"
-GOODS, SUPPLIER, CONSUMER = "#805ad5", "#2f855a", "#dd6b20"
+HOME, PRESENT, OTHER = "#c53030", "#3182ce", "#a0aec0"  # Locating nodes; HOME also marks the asked goods
+GOODS, SUPPLIER, CONSUMER = "#805ad5", "#38a169", "#dd6b20"  # Building nodes (other buildings are OTHER)
+BEST, PICK = "#ecc94b", "#1a202c"  # a star on the best decision, a ring around the pick
+MORE, LESS, EDGE = "#2b6cb0", "#dd6b20", "#a0aec0"  # what-if edge changes; edges without one
+FAINT_EDGE = "rgba(160, 174, 192, 0.55)"  # market edges, under many labels
+TEXT = "#2d3748"
 WIDTH_BUCKETS = 5
+BARYCENTRE_SWEEPS = 8
+TINY = 1e-12
+
+#: Building detail levels for ``market(hops=...)``: what each adds around the asked goods.
+MARKET_DETAIL = {1: "its suppliers and consumers", 2: "+ their inputs and outputs",
+                 3: "+ the buildings making those inputs"}
 
 
-def _layered_layout(graph: nx.DiGraph) -> dict:
-    """Nodes in columns by topological generation (sources left, sinks right), spread within a column."""
-    pos = {}
-    for x, generation in enumerate(nx.topological_generations(graph)):
-        generation = sorted(generation)
-        for i, node in enumerate(generation):
-            pos[node] = (x, (i - (len(generation) - 1) / 2) * 1.0)
-    return pos
+# --- node ids and their rows ---------------------------------------------------------------------------------
+
+def node_rows(database: Database, node_id: str) -> dict[str, Table]:
+    """The database rows of a figure node, as tables: a trade node's trade_node, flow and node_country rows; a
+    goods' goods, supply and demand rows; a building's building, supply and demand rows. Empty for an id that
+    names nothing in the database."""
+    kind, _, key = str(node_id).partition(":")
+    t = database.tables
+    if kind == "trade_node" and "trade_node" in t:
+        tests = {"trade_node": lambda r: r["trade_node"] == key, "flow": lambda r: key in (r["source"], r["dest"]),
+                 "node_country": lambda r: r["trade_node"] == key}
+    elif kind == "goods" and "goods" in t:
+        code = next((r["code"] for r in t["goods"].records() if r["goods_name"] == key), None)
+        tests = {"goods": lambda r: r["code"] == code, "supply": lambda r: r["goods_id"] == code,
+                 "demand": lambda r: r["goods_id"] == code}
+    elif kind == "building" and "building" in t and key.isdigit():
+        tests = {"building": lambda r: r["id"] == int(key), "supply": lambda r: r["building_id"] == int(key),
+                 "demand": lambda r: r["building_id"] == int(key)}
+    else:
+        return {}
+    found = {name: Table(name, t[name].columns, t[name].primary_key,
+                         [row for row, record in zip(t[name].rows, t[name].records()) if test(record)])
+             for name, test in tests.items()}
+    return found if found[kind].rows else {}
 
 
-@lru_cache(maxsize=32)
-def _trade_layout(key: str, edges: tuple[tuple[str, str], ...], nodes: tuple[str, ...]) -> dict:
-    graph = nx.DiGraph(list(edges))
-    graph.add_nodes_from(nodes)
-    if nx.is_directed_acyclic_graph(graph):
-        return _layered_layout(graph)
-    return nx.spring_layout(graph, seed=7)
+def building_title(name: str) -> str:
+    """A building type for labels: ``building_maize_farmlevel`` (DQA spelling) -> ``maize farm``."""
+    name = name.removeprefix("building_")
+    return name.removesuffix("level").replace("_", " ").strip() or name
 
 
-def _edge_traces(segments: list[tuple[tuple, tuple, float, str]], color: str, max_value: float) -> list[go.Scatter]:
-    """Edges as a few line traces, one per width bucket, plus invisible midpoints carrying the hover text."""
-    buckets: dict[int, list] = {}
-    mids_x, mids_y, texts = [], [], []
-    for (x0, y0), (x1, y1), value, text in segments:
-        b = 0 if max_value <= 0 else min(WIDTH_BUCKETS - 1, int(WIDTH_BUCKETS * abs(value) / max_value))
+# --- shared drawing parts ------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Edge:
+    start: tuple[float, float]
+    end: tuple[float, float]
+    value: float  # drives the width
+    text: str  # hover text
+
+
+def _edge_traces(edges: list[_Edge], color: str, biggest: float) -> list[go.Scatter]:
+    """Edges as a few line traces (one per width bucket), arrowheads at 60% of each edge pointing along it, and
+    invisible markers there carrying the hover text."""
+    buckets: dict[int, tuple[list, list]] = {}
+    arrows_x, arrows_y, mids_x, mids_y = [], [], [], []
+    for e in edges:
+        b = 0 if biggest <= 0 else min(WIDTH_BUCKETS - 1, int(WIDTH_BUCKETS * abs(e.value) / biggest))
+        (x0, y0), (x1, y1) = e.start, e.end
         xs, ys = buckets.setdefault(b, ([], []))
         xs += [x0, x1, None]
         ys += [y0, y1, None]
-        mids_x.append(x0 + (x1 - x0) * 0.6)
-        mids_y.append(y0 + (y1 - y0) * 0.6)
-        texts.append(text)
-    traces = [go.Scatter(x=xs, y=ys, mode="lines", line=dict(width=0.6 + 1.6 * b, color=color), hoverinfo="skip",
+        mx, my = x0 + (x1 - x0) * 0.6, y0 + (y1 - y0) * 0.6
+        arrows_x += [x0, mx, None]
+        arrows_y += [y0, my, None]
+        mids_x.append(mx)
+        mids_y.append(my)
+    traces = [go.Scatter(x=xs, y=ys, mode="lines", line=dict(width=0.7 + 1.5 * b, color=color), hoverinfo="skip",
                          showlegend=False) for b, (xs, ys) in sorted(buckets.items())]
-    traces.append(go.Scatter(x=mids_x, y=mids_y, mode="markers", marker=dict(size=6, color=color, symbol="triangle-right"),
-                             hovertext=texts, hoverinfo="text", showlegend=False))
+    traces.append(go.Scatter(x=arrows_x, y=arrows_y, mode="markers", hoverinfo="skip", showlegend=False,
+                             marker=dict(symbol="arrow", angleref="previous", color=color,
+                                         size=[0, 9, 0] * len(edges))))
+    traces.append(go.Scatter(x=mids_x, y=mids_y, mode="markers", marker=dict(size=10, opacity=0),
+                             hovertext=[e.text for e in edges], hoverinfo="text", showlegend=False))
     return traces
 
 
+def _highlights(pos: dict, ids: dict, pick, best, pick_label: str) -> list[go.Scatter]:
+    """A star on the best decision and a ring around the pick, drawn over the nodes (clickable like them)."""
+    traces = []
+    if best is not None and best in pos:
+        traces.append(go.Scatter(x=[pos[best][0]], y=[pos[best][1]], mode="markers", name="best decision",
+                                 marker=dict(symbol="star", size=17, color=BEST, line=dict(width=1, color=PICK)),
+                                 customdata=[ids[best]], hovertext=[f"best decision: {best}"], hoverinfo="text"))
+    if pick is not None and pick in pos:
+        traces.append(go.Scatter(x=[pos[pick][0]], y=[pos[pick][1]], mode="markers", name=pick_label,
+                                 marker=dict(symbol="circle-open", size=30, color=PICK, line=dict(width=3)),
+                                 customdata=[ids[pick]], hovertext=[f"{pick_label}: {pick}"], hoverinfo="text"))
+    return traces
+
+
+def _legend_entry(label: str, color: str, symbol: str = "circle") -> go.Scatter:
+    return go.Scatter(x=[None], y=[None], mode="markers", marker=dict(size=10, color=color, symbol=symbol),
+                      name=label, hoverinfo="skip")
+
+
+def _style(fig: go.Figure, height: int) -> go.Figure:
+    """Layout of a network figure; clicking a node selects it without fading the others."""
+    for trace in fig.data:
+        if "markers" in (trace.mode or "") and trace.marker.opacity != 0:
+            trace.unselected = dict(marker=dict(opacity=1), textfont=dict(color=TEXT))
+    fig.update_layout(height=height, margin=dict(l=10, r=10, t=36, b=10), plot_bgcolor="white",
+                      paper_bgcolor="white", clickmode="event+select", dragmode="pan", hovermode="closest",
+                      xaxis=dict(visible=False), yaxis=dict(visible=False),
+                      legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0, itemclick=False,
+                                  itemdoubleclick=False))
+    return fig
+
+
+def _order_columns(columns: list[list], neighbours, sweeps: int, spread: bool = False) -> dict:
+    """Row of each node: columns centred, each sorted by the mean row of its nodes' neighbours, sweeping back
+    and forth (the barycentre heuristic, which keeps edges short and uncrossed). ``spread`` spaces a short
+    column's nodes out over the tallest column's height."""
+    row: dict = {}
+    tallest = max((len(c) for c in columns), default=1)
+
+    def place(column):
+        gap = max(1.0, tallest / max(1, len(column))) if spread else 1.0
+        for i, n in enumerate(column):
+            row[n] = (i - (len(column) - 1) / 2) * gap
+
+    for column in columns:
+        place(column)
+    for sweep in range(sweeps):
+        for column in (columns if sweep % 2 == 0 else columns[::-1]):
+            column.sort(key=lambda n: fmean([row[m] for m in neighbours(n) if m in row] or [row[n]]))
+            place(column)
+    return row
+
+
+# --- Locating --------------------------------------------------------------------------------------------------
+
+@lru_cache(maxsize=16)
+def _trade_layout(nodes: tuple[str, ...], edges: tuple[tuple[str, str], ...]) -> dict[str, tuple[float, float]]:
+    """Trade flows run left to right: a node's column is the longest path from it to an end node (a node without
+    dests); a flow graph with a cycle (no valid Locating data) gets a spring layout."""
+    graph = nx.DiGraph(list(edges))
+    graph.add_nodes_from(nodes)
+    if not nx.is_directed_acyclic_graph(graph):
+        return {n: tuple(p) for n, p in nx.spring_layout(graph, seed=7).items()}
+    depth: dict[str, int] = {}
+    for n in reversed(list(nx.topological_sort(graph))):
+        depth[n] = max((depth[d] + 1 for d in graph.successors(n)), default=0)
+    deepest = max(depth.values(), default=0)
+    columns: list[list[str]] = [[] for _ in range(deepest + 1)]
+    for n in nodes:
+        columns[deepest - depth[n]].append(n)
+    row = _order_columns(columns, lambda n: nx.all_neighbors(graph, n), BARYCENTRE_SWEEPS)
+    return {n: (float(x), row[n]) for x, column in enumerate(columns) for n in column}
+
+
 def trade_network(question: Question, database: Database, *, pick: str | None = None, best: str | None = None,
-                  flows: dict[tuple[str, str], float] | None = None,
+                  pick_label: str = "agent's pick", flows: dict[tuple[str, str], float] | None = None,
                   flow_change: dict[tuple[str, str], float] | None = None) -> go.Figure:
-    """The Locating trade network: home node and candidates highlighted, node size by value
-    (local + ingoing), edge width by flow. ``flow_change`` (e.g. a what-if minus the baseline) colours edges
-    by the change instead."""
-    nodes = database.tables["trade_node"].records()
-    edges = [(r["source"], r["dest"]) for r in database.tables["flow"].records()]
-    stored = {(r["source"], r["dest"]): r["flow"] for r in database.tables["flow"].records()}
-    flows = flows or stored
-    pos = _trade_layout(database.key, tuple(edges), tuple(n["trade_node"] for n in nodes))
-    present = {r["trade_node"] for r in database.tables["node_country"].records()
-               if r["country_name"] == question.country}
+    """The Locating trade network: the home node and the nodes where the country trades highlighted, node size
+    by value (local + ingoing), edge width by flow (the stored flows, or ``flows``, e.g. a what-if state's).
+    ``flow_change`` (a what-if minus no decision) colours and sizes edges by the change instead."""
+    t = database.tables
+    nodes = t["trade_node"].records()
+    names = tuple(n["trade_node"] for n in nodes)
+    edges = [(r["source"], r["dest"]) for r in t["flow"].records()]
+    flows = flows or {(r["source"], r["dest"]): r["flow"] for r in t["flow"].records()}
+    pos = _trade_layout(names, tuple(edges))
     fig = go.Figure()
-    if flow_change is not None:
-        up = [(pos[s], pos[d], v, f"{s} → {d}: {v:+.4g}") for (s, d), v in flow_change.items() if v > 1e-12]
-        down = [(pos[s], pos[d], v, f"{s} → {d}: {v:+.4g}") for (s, d), v in flow_change.items() if v < -1e-12]
-        same = [(pos[s], pos[d], 0.0, f"{s} → {d}: unchanged") for (s, d) in edges
-                if abs(flow_change.get((s, d), 0.0)) <= 1e-12]
-        biggest = max([abs(v) for v in flow_change.values()] + [1e-12])
-        for segs, color in ((same, "#e2e8f0"), (up, BEST), (down, HOME)):
-            if segs:
-                fig.add_traces(_edge_traces(segs, color, biggest))
+    if flow_change is None:
+        fig.add_traces(_edge_traces([_Edge(pos[s], pos[d], flows.get((s, d), 0.0),
+                                           f"{s} → {d}: flow {flows.get((s, d), 0.0):.4g}") for s, d in edges],
+                                    EDGE, max([abs(v) for v in flows.values()] + [TINY])))
     else:
-        segs = [(pos[s], pos[d], flows.get((s, d), 0.0), f"{s} → {d}: flow {flows.get((s, d), 0.0):.4g}")
-                for s, d in edges]
-        fig.add_traces(_edge_traces(segs, "#718096", max([abs(v) for v in flows.values()] + [1e-12])))
+        biggest = max([abs(v) for v in flow_change.values()] + [TINY])
+        for color, keep in ((EDGE, lambda v: abs(v) <= TINY), (MORE, lambda v: v > TINY), (LESS, lambda v: v < -TINY)):
+            drawn = [_Edge(pos[s], pos[d], v, f"{s} → {d}: flow {v:+.4g}" if abs(v) > TINY else f"{s} → {d}: unchanged")
+                     for s, d in edges if keep(v := flow_change.get((s, d), 0.0))]
+            if drawn:
+                fig.add_traces(_edge_traces(drawn, color, biggest if color != EDGE else 0.0))
+        fig.add_traces([_legend_entry(label, color, "line-ew-open")
+                        for label, color in (("more flow", MORE), ("less flow", LESS))])
 
-    def colour(name: str) -> str:
-        if name == question.home:
-            return HOME
-        if name == pick:
-            return PICK
-        if name == best:
-            return BEST
-        return CANDIDATE if name in present else OTHER
+    present = {r["trade_node"] for r in t["node_country"].records() if r["country_name"] == question.country}
+    value = {n["trade_node"]: n["local_value"] + n["ingoing"] for n in nodes}
+    biggest = max(list(value.values()) + [TINY])
+    columns = sorted({x for x, _ in pos.values()})
 
-    values = [n["local_value"] + n["ingoing"] for n in nodes]
-    biggest = max(values + [1e-12])
+    def colour(name):
+        return HOME if name == question.home else PRESENT if name in present else OTHER
+
     fig.add_trace(go.Scatter(
-        x=[pos[n["trade_node"]][0] for n in nodes], y=[pos[n["trade_node"]][1] for n in nodes],
-        mode="markers+text", text=[n["trade_node"] for n in nodes], textposition="top center",
-        textfont=dict(size=9), customdata=[n["trade_node"] for n in nodes],
-        marker=dict(size=[8 + 26 * (v / biggest) ** 0.5 for v in values], color=[colour(n["trade_node"]) for n in nodes],
-                    line=dict(width=1, color="white")),
+        x=[pos[n][0] for n in names], y=[pos[n][1] for n in names], mode="markers+text", showlegend=False,
+        text=[n.replace("_", " ") for n in names], textfont=dict(size=10, color=TEXT),
+        textposition=["top center" if columns.index(pos[n][0]) % 2 == 0 else "bottom center" for n in names],
+        customdata=[f"trade_node:{n}" for n in names],
+        marker=dict(size=[9 + 24 * (max(value[n], 0) / biggest) ** 0.5 for n in names],
+                    color=[colour(n) for n in names], line=dict(width=1, color="white")),
         hovertext=[f"<b>{n['trade_node']}</b><br>local value {n['local_value']:.4g}<br>ingoing {n['ingoing']:.4g}"
                    f"<br>total power {n['total_power']:.4g}{'<br>inland' if n['is_inland'] else ''}" for n in nodes],
-        hoverinfo="text", showlegend=False))
-    for label, color in (("home node", HOME), (f"{question.country} present", CANDIDATE), ("other node", OTHER),
-                         *((("agent's pick", PICK),) if pick else ()), *((("best decision", BEST),) if best else ())):
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", marker=dict(size=10, color=color), name=label))
-    return _style(fig)
+        hoverinfo="text"))
+    fig.add_traces([_legend_entry(f"home node ({question.home})", HOME),
+                    _legend_entry(f"{question.country} trades here", PRESENT), _legend_entry("other node", OTHER)])
+    fig.add_traces(_highlights(pos, {n: f"trade_node:{n}" for n in names}, pick, best, pick_label))
+    fig = _style(fig, 640)
+    if flow_change is not None:  # zoom to what changed; the toolbar's autoscale shows the whole network
+        changed = [n for (s, d), v in flow_change.items() if abs(v) > TINY for n in (s, d)]
+        _zoom(fig, [pos[n] for n in changed + [question.home, pick, best] if n in pos])
+    return fig
 
 
-def market(question: Question, database: Database, *, hops: int = 1, pick: int | None = None,
-           best: int | None = None, price_change: dict[str, float] | None = None) -> go.Figure:
-    """The Building market around the asked goods: its suppliers and consumers (``hops`` = 1), plus their other
-    goods and those goods' buildings for each further hop. ``price_change`` labels goods with a what-if's
-    price change."""
+def _zoom(fig: go.Figure, points: list[tuple[float, float]], margin: float = 0.7,
+          least: tuple[float, float] = (6.0, 4.0)) -> None:
+    """Set the axes to the box around ``points``, widened by ``margin`` and to at least ``least`` (x, y) units."""
+    for i, axis in enumerate(("xaxis", "yaxis")):
+        low, high = min(p[i] for p in points) - margin, max(p[i] for p in points) + margin
+        grow = max(0.0, least[i] - (high - low)) / 2
+        fig.layout[axis].range = [low - grow, high + grow]
+
+
+# --- Building --------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _MarketLinks:
+    """The supply (building -> goods) and demand (goods -> building) links of a market, with their amounts."""
+
+    supply: list[tuple[int, str, float]]  # building, goods, current_output
+    demand: list[tuple[str, int, float]]  # goods, building, current_input
+
+    @classmethod
+    def of(cls, database: Database) -> _MarketLinks:
+        t = database.tables
+        name = {r["code"]: r["goods_name"] for r in t["goods"].records()}
+        return cls([(r["building_id"], name[r["goods_id"]], r["current_output"]) for r in t["supply"].records()],
+                   [(name[r["goods_id"]], r["building_id"], r["current_input"]) for r in t["demand"].records()])
+
+    def columns(self, goods: str, hops: int) -> dict[str, int]:
+        """Column of each node id around ``goods`` (column 0): its suppliers at -1, their inputs at -2, the
+        buildings making those at -3; its consumers at +1, their outputs at +2. A node keeps the column nearest
+        to the goods (upstream first)."""
+        makers: dict[str, list[int]] = {}
+        users: dict[str, list[int]] = {}
+        inputs: dict[int, list[str]] = {}
+        outputs: dict[int, list[str]] = {}
+        for b, g, _ in self.supply:
+            makers.setdefault(g, []).append(b)
+            outputs.setdefault(b, []).append(g)
+        for g, b, _ in self.demand:
+            users.setdefault(g, []).append(b)
+            inputs.setdefault(b, []).append(g)
+        column = {f"goods:{goods}": 0}
+        up, down = [goods], [goods]
+        for depth in range(1, max(1, min(hops, 3)) + 1):
+            if depth % 2:  # buildings: makers of the goods upstream, users downstream
+                up = [b for g in up for b in makers.get(g, [])]
+                down = [b for g in down for b in users.get(g, [])] if depth == 1 else []
+                kind = "building"
+            else:
+                up = [g for b in up for g in inputs.get(b, [])]
+                down = [g for b in down for g in outputs.get(b, [])]
+                kind = "goods"
+            for side, found in ((-1, up), (1, down)):
+                for key in found:
+                    column.setdefault(f"{kind}:{key}", side * depth)
+        return column
+
+
+@dataclass(frozen=True)
+class _MarketView:
+    """What a market figure shows: node ids with their column and position, the edges between them (from, to,
+    amount, hover text) and, per column, how many buildings were left out."""
+
+    column: dict[str, int]
+    pos: dict[str, tuple[float, float]]
+    edges: list[tuple[str, str, float, str]]
+    hidden: dict[int, int]
+
+
+def _market_view(question: Question, links: _MarketLinks, names: dict[int, str], hops: int,
+                 max_per_column: int | None, keep: set) -> _MarketView:
+    column = links.columns(question.goods, hops)
+    edges = [(f"building:{b}", f"goods:{g}", v, f"{b} supplies {g}: output {v:.4g}") for b, g, v in links.supply]
+    edges += [(f"goods:{g}", f"building:{b}", v, f"{b} uses {g}: input {v:.4g}") for g, b, v in links.demand]
+    edges = [e for e in edges if e[0] in column and e[1] in column]
+    hidden: dict[int, int] = {}
+    if max_per_column:
+        inward: dict[str, float] = {}  # a building's flow to or from the column next to it on the goods' side
+        for a, b, v, _ in edges:
+            for node, other in ((a, b), (b, a)):
+                if node.startswith("building:") and column[node] - column[other] == (1 if column[node] > 0 else -1):
+                    inward[node] = inward.get(node, 0.0) + abs(v)
+        by_column: dict[int, list[str]] = {}
+        for node, c in column.items():
+            if node.startswith("building:"):
+                by_column.setdefault(c, []).append(node)
+        for c, nodes in by_column.items():
+            shown = {n for n in nodes if n in keep}
+            shown |= set(sorted(nodes, key=lambda n: -inward.get(n, 0.0))[:max(0, max_per_column - len(shown))])
+            if len(nodes) > len(shown):
+                hidden[c] = len(nodes) - len(shown)
+                for n in set(nodes) - shown:
+                    del column[n]
+        edges = [e for e in edges if e[0] in column and e[1] in column]
+    graph = nx.Graph([(a, b) for a, b, *_ in edges])
+    graph.add_nodes_from(column)
+    columns = [sorted((n for n, c in column.items() if c == x),
+                      key=lambda n: (names[int(n[9:])], int(n[9:])) if n.startswith("building:") else (n, 0))
+               for x in range(min(column.values()), max(column.values()) + 1)]
+    row = _order_columns(columns, graph.neighbors, BARYCENTRE_SWEEPS, spread=True)
+    return _MarketView(column, {n: (float(column[n]), -row[n]) for n in column}, edges, hidden)
+
+
+def market(question: Question, database: Database, *, hops: int = 1, max_per_column: int | None = None,
+           pick: int | None = None, best: int | None = None, pick_label: str = "agent's pick",
+           price_change: dict[str, float] | None = None) -> go.Figure:
+    """The Building market around the asked goods, upstream (its suppliers, their inputs, ...) to the left and
+    downstream (its consumers, their outputs) to the right; ``hops`` (1-3) is the level of detail, see
+    MARKET_DETAIL. A column shows at most ``max_per_column`` buildings (those with the largest flows towards the
+    goods; the pick and the best always) and says how many it leaves out. Node size by level, edge width by
+    current output or input. ``price_change`` (a what-if minus no decision) labels and colours goods by it."""
     t = database.tables
-    goods_name = {r["code"]: r["goods_name"] for r in t["goods"].records()}
+    links = _MarketLinks.of(database)
     buildings = {r["id"]: r for r in t["building"].records()}
-    supply = [(r["building_id"], goods_name[r["goods_id"]], r["current_output"]) for r in t["supply"].records()]
-    demand = [(goods_name[r["goods_id"]], r["building_id"], r["current_input"]) for r in t["demand"].records()]
-    keep_goods, keep_buildings = {question.goods}, set()
-    for _ in range(max(1, hops)):
-        keep_buildings |= {b for b, g, _ in supply if g in keep_goods} | {b for g, b, _ in demand if g in keep_goods}
-        keep_goods |= {g for b, g, _ in supply if b in keep_buildings} | {g for g, b, _ in demand if b in keep_buildings}
-    graph = nx.DiGraph()
-    graph.add_nodes_from(f"g:{g}" for g in keep_goods)
-    graph.add_nodes_from(f"b:{b}" for b in keep_buildings)
-    edges = [(f"b:{b}", f"g:{g}", v) for b, g, v in supply if b in keep_buildings and g in keep_goods]
-    edges += [(f"g:{g}", f"b:{b}", v) for g, b, v in demand if b in keep_buildings and g in keep_goods]
-    graph.add_edges_from((a, b) for a, b, _ in edges)
-    pos = nx.spring_layout(graph, seed=3, k=1.6 / max(1, len(graph)) ** 0.5)
+    view = _market_view(question, links, {b: r["name"] for b, r in buildings.items()}, hops, max_per_column,
+                        {f"building:{pick}", f"building:{best}"})
+    pos, column = view.pos, view.column
     fig = go.Figure()
-    biggest = max([abs(v) for *_, v in edges] + [1e-12])
-    fig.add_traces(_edge_traces([(pos[a], pos[b], v, f"{a[2:]} → {b[2:]}: {v:.4g}") for a, b, v in edges],
-                                "#a0aec0", biggest))
-    suppliers = {b for b, g, _ in supply if g == question.goods}
-    prices = {r["goods_name"]: r["current_price"] for r in t["goods"].records()}
-    gnodes = sorted(keep_goods)
-    fig.add_trace(go.Scatter(
-        x=[pos[f"g:{g}"][0] for g in gnodes], y=[pos[f"g:{g}"][1] for g in gnodes], mode="markers+text",
-        marker=dict(symbol="diamond", size=[22 if g == question.goods else 14 for g in gnodes], color=GOODS),
-        text=[g if not price_change else f"{g} ({price_change.get(g, 0):+.3g})" for g in gnodes],
-        textposition="top center", customdata=[f"goods:{g}" for g in gnodes],
-        hovertext=[f"<b>{g}</b><br>price {prices[g]:.4g}" for g in gnodes], hoverinfo="text", name="goods"))
+    fig.add_traces(_edge_traces([_Edge(pos[a], pos[b], v, text) for a, b, v, text in view.edges], FAINT_EDGE,
+                                max([abs(e[2]) for e in view.edges] + [TINY])))
+    suppliers = {b for b, g, _ in links.supply if g == question.goods}
+    consumers = {b for g, b, _ in links.demand if g == question.goods}
+    bnodes = sorted(int(n[9:]) for n in column if n.startswith("building:"))
+    top_level = max([buildings[b]["level"] for b in bnodes] + [1])
 
-    def colour(b: int) -> str:
-        if b == pick:
-            return PICK
-        if b == best:
-            return BEST
-        return SUPPLIER if b in suppliers else CONSUMER
+    def colour(b):
+        return SUPPLIER if b in suppliers else CONSUMER if b in consumers else OTHER
 
-    bnodes = sorted(keep_buildings)
     fig.add_trace(go.Scatter(
-        x=[pos[f"b:{b}"][0] for b in bnodes], y=[pos[f"b:{b}"][1] for b in bnodes], mode="markers+text",
-        marker=dict(size=[8 + 2 * min(buildings[b]["level"], 10) for b in bnodes], color=[colour(b) for b in bnodes]),
-        text=[str(b) for b in bnodes], textposition="bottom center", textfont=dict(size=9),
-        customdata=[f"building:{b}" for b in bnodes],
+        x=[pos[f"building:{b}"][0] for b in bnodes], y=[pos[f"building:{b}"][1] for b in bnodes],
+        mode="markers+text", showlegend=False, customdata=[f"building:{b}" for b in bnodes],
+        text=[f"{b} {building_title(buildings[b]['name'])}" for b in bnodes], textfont=dict(size=10, color=TEXT),
+        textposition=["middle left" if column[f"building:{b}"] < 0 else "middle right" for b in bnodes],
+        marker=dict(size=[7 + 11 * (max(buildings[b]["level"], 0) / top_level) ** 0.5 for b in bnodes],
+                    color=[colour(b) for b in bnodes], line=dict(width=1, color="white")),
         hovertext=[f"<b>{b}</b> {buildings[b]['name']}<br>level {buildings[b]['level']}" for b in bnodes],
-        hoverinfo="text", name="buildings", showlegend=False))
-    for label, color in ((f"supplies {question.goods}", SUPPLIER), ("other building", CONSUMER),
-                         *((("agent's pick", PICK),) if pick is not None else ()),
-                         *((("best decision", BEST),) if best is not None else ())):
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", marker=dict(size=10, color=color), name=label))
-    return _style(fig)
+        hoverinfo="text"))
+    prices = {r["goods_name"]: r["current_price"] for r in t["goods"].records()}
+    gnodes = sorted(n[6:] for n in column if n.startswith("goods:"))
+    change = price_change or {}
+
+    def goods_colour(g):
+        c = change.get(g, 0.0)
+        return LESS if c > TINY else SUPPLIER if c < -TINY else HOME if g == question.goods else GOODS
+
+    fig.add_trace(go.Scatter(
+        x=[pos[f"goods:{g}"][0] for g in gnodes], y=[pos[f"goods:{g}"][1] for g in gnodes], mode="markers+text",
+        showlegend=False, customdata=[f"goods:{g}" for g in gnodes], textposition="top center",
+        text=[f"<b>{g}</b>" + (f" {change[g]:+.3g}" if abs(change.get(g, 0.0)) > TINY else "") for g in gnodes],
+        textfont=dict(size=12, color=TEXT),
+        marker=dict(symbol="diamond", size=[24 if g == question.goods else 16 for g in gnodes],
+                    color=[goods_colour(g) for g in gnodes], line=dict(width=1, color="white")),
+        hovertext=[f"<b>{g}</b><br>stored price {prices[g]:.4g}"
+                   + (f"<br>what-if price change {change.get(g, 0.0):+.4g}" if price_change else "")
+                   for g in gnodes], hoverinfo="text"))
+    for c, n in view.hidden.items():
+        low = min(y for node, (x, y) in pos.items() if x == c)
+        fig.add_annotation(x=c, y=low - 1, text=f"+{n} more buildings", showarrow=False,
+                           font=dict(size=10, color="#718096"))
+    roles = {colour(b) for b in bnodes}
+    goods_legend = ((f"asked goods ({question.goods})", HOME), ("other goods", GOODS)) if not price_change else (
+        ("price falls", SUPPLIER), ("price rises", LESS), ("price unchanged", GOODS))
+    legend = [*((label, c, "diamond") for label, c in goods_legend),
+              *((label, c, "circle") for label, c in ((f"supplies {question.goods}", SUPPLIER),
+                                                      (f"uses {question.goods}", CONSUMER), ("other building", OTHER))
+                if c in roles)]
+    fig.add_traces([_legend_entry(*entry) for entry in legend])
+    fig.add_traces(_highlights({b: pos[f"building:{b}"] for b in bnodes}, {b: f"building:{b}" for b in bnodes},
+                               pick, best, pick_label))
+    left, right = min(column.values()), max(column.values())
+    room = {True: 1.0, False: 0.35}  # building columns (odd) have their labels outside
+    fig = _style(fig, max(480, min(1200, 110 + 24 * max(Counter(column.values()).values()))))
+    return fig.update_xaxes(range=[left - room[left % 2 == 1], right + room[right % 2 == 1]])
 
 
-def _style(fig: go.Figure) -> go.Figure:
-    fig.update_layout(height=560, margin=dict(l=10, r=10, t=10, b=10), plot_bgcolor="white", clickmode="event+select",
-                      xaxis=dict(visible=False), yaxis=dict(visible=False), dragmode="pan",
-                      legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0))
+# --- Decision check --------------------------------------------------------------------------------------------
+
+def ranking_bars(ranking: Ranking, names: dict, top: int, pick=None) -> go.Figure:
+    """Gain over no decision of the ``top`` best candidates, best first, plus the pick when it ranks lower; the
+    best decisions (no regret) and the pick coloured."""
+    shown = list(ranking.entries[:max(1, top)])
+    rank_of_pick = ranking.rank_of(pick) if pick is not None else None
+    if rank_of_pick and rank_of_pick > len(shown):
+        shown.append(ranking.entries[rank_of_pick - 1])
+    labels = [f"#{ranking.rank_of(e.candidate)} {names.get(e.candidate, e.candidate)}" for e in shown]
+    gains = [ranking.gain(e.candidate) for e in shown]
+
+    def colour(candidate):
+        return PICK if candidate == pick else BEST if ranking.regret(candidate) <= TINY else PRESENT
+
+    fig = go.Figure(go.Bar(
+        x=gains, y=labels, orientation="h", marker_color=[colour(e.candidate) for e in shown], showlegend=False,
+        text=[f"{g:+.4g}" for g in gains], textposition="outside", cliponaxis=False,
+        hovertext=[f"<b>{label}</b><br>score {e.score:.6g}<br>gain {g:+.4g}"
+                   for label, e, g in zip(labels, shown, gains)],
+        hoverinfo="text"))
+    fig.add_vline(x=0, line_width=1, line_color="#4a5568")
+    low, high = min(gains + [0.0]), max(gains + [0.0])
+    room = 0.22 * ((high - low) or 1.0)  # for the value labels outside the bars
+    span = [low - room if low < 0 else 0.0, high + room if high > 0 or low == high else 0.0]
+    for label, color in (("best decision", BEST), *((("pick", PICK),) if rank_of_pick else ()), ("other", PRESENT)):
+        fig.add_trace(go.Bar(x=[None], y=[None], marker_color=color, name=label, hoverinfo="skip"))
+    fig.update_layout(height=90 + 24 * len(shown), margin=dict(l=10, r=40, t=30, b=30), plot_bgcolor="white",
+                      paper_bgcolor="white", barmode="overlay", bargap=0.25,
+                      xaxis=dict(title="gain over no decision", zeroline=False, gridcolor="#edf2f7",
+                                 range=span),
+                      yaxis=dict(autorange="reversed", automargin=True),
+                      legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0, itemclick=False,
+                                  itemdoubleclick=False))
     return fig

@@ -2,14 +2,14 @@
 ``DATA_HOME/runs.sqlite``), for the History page, the benchmark and exports.
 
 Events are appended as the agent emits them, so a run that stopped half-way keeps its trace. The store never
-holds an API key: RunSettings has none. Safe to use from several threads (one connection per operation).
+holds an API key: RunSettings has none. Safe to use from several threads (one connection per thread).
 """
 from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 import time
-from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,17 +57,24 @@ class RunStore:
     def __init__(self, path: str | Path | None = None):
         self.path = Path(path) if path else DATA_HOME / "runs.sqlite"
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with closing(self._connect()) as con:
-            con.execute("PRAGMA journal_mode = WAL")
-            con.executescript(_SCHEMA)
+        self._local = threading.local()
+        con = self._connect()
+        con.execute("PRAGMA journal_mode = WAL")
+        con.executescript(_SCHEMA)
 
     def _connect(self) -> sqlite3.Connection:
-        return sqlite3.connect(self.path, timeout=30)
+        """This thread's connection, opened on first use and kept (reopening per operation costs a WAL
+        checkpoint each time). ``with`` on it commits, or rolls back on error."""
+        con = getattr(self._local, "con", None)
+        if con is None:
+            con = self._local.con = sqlite3.connect(self.path, timeout=30)
+            con.execute("PRAGMA synchronous = NORMAL")  # durable across a process crash in WAL mode
+        return con
 
     def create(self, run_id: str, settings: dict) -> None:
         """Record a new run (status ``running``) with its settings."""
         now = time.time()
-        with closing(self._connect()) as con, con:
+        with self._connect() as con:
             con.execute("INSERT INTO runs (id, created, updated, status, scenario, question, db, technique, llm, "
                         "hitl, settings) VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?)",
                         (run_id, now, now, settings.get("scenario"), settings.get("question"), settings.get("db"),
@@ -75,7 +82,7 @@ class RunStore:
 
     def add_event(self, run_id: str, event: dict) -> None:
         """Append one event (as ``Event.to_dict()`` gives it)."""
-        with closing(self._connect()) as con, con:
+        with self._connect() as con:
             con.execute("INSERT INTO events (run_id, seq, kind, data) SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ? "
                         "FROM events WHERE run_id = ?", (run_id, event["kind"], _json(event), run_id))
 
@@ -83,14 +90,14 @@ class RunStore:
         """Set the run's status, its pause (None clears it) and, once it ended, its outcome."""
         decision = None if not outcome or outcome.get("decision") is None else str(outcome["decision"])
         correct = None if not outcome or outcome.get("correct") is None else int(outcome["correct"])
-        with closing(self._connect()) as con, con:
+        with self._connect() as con:
             con.execute("UPDATE runs SET status = ?, updated = ?, pause = ?, outcome = COALESCE(?, outcome), "
                         "decision = COALESCE(?, decision), correct = COALESCE(?, correct) WHERE id = ?",
                         (status, time.time(), _json(pause), _json(outcome), decision, correct, run_id))
 
     def get(self, run_id: str) -> RunRecord:
         """The run with its events; KeyError if there is none."""
-        with closing(self._connect()) as con:
+        with self._connect() as con:
             row = con.execute("SELECT id, created, updated, status, settings, pause, outcome FROM runs WHERE id = ?",
                               (run_id,)).fetchone()
             if row is None:
@@ -110,7 +117,7 @@ class RunStore:
         if where:
             sql += " WHERE " + " AND ".join(f"{k} = ?" for k, _ in where)
         sql += " ORDER BY created DESC" + (f" LIMIT {int(limit)}" if limit else "")
-        with closing(self._connect()) as con:
+        with self._connect() as con:
             rows = con.execute(sql, [v for _, v in where]).fetchall()
         return [RunRecord(r[0], r[1], r[2], r[3], _load(r[4]), _load(r[5]), _load(r[6])) for r in rows]
 
@@ -126,6 +133,6 @@ class RunStore:
         return len(runs)
 
     def delete(self, run_id: str) -> None:
-        with closing(self._connect()) as con, con:
+        with self._connect() as con:
             con.execute("DELETE FROM events WHERE run_id = ?", (run_id,))
             con.execute("DELETE FROM runs WHERE id = ?", (run_id,))

@@ -4,6 +4,7 @@ Keys (set by the Scenarios and Settings pages, read by the others):
 - ``question_ref``: (source, scenario, number) of the selected question;
 - ``dqa_dir``: the DQA directory chosen on Settings (else DQA_DIR / ../shared/dqa);
 - ``llm``: a core.llm.LLMSettings for this session (the key stays in the session only);
+- ``db_settings``: a core.settings.DatabaseSettings for this session (MySQL, Neo4j; passwords stay in the session);
 - ``run_id``: the run last opened in the Run view (the Decision check marks its pick).
 """
 from __future__ import annotations

@@ -1,30 +1,101 @@
-"""Settings: the DQA directory and the database connections, each with a test."""
+"""Settings for this session: the language model, the database connections and the DQA directory, each with a
+test. The API key and passwords stay in the session; the environment gives the defaults."""
+from dataclasses import replace
+
 import streamlit as st
 
-from core import catalog
 from core.backends.registry import BACKENDS, unavailable
+from core.checks import check_dqa, check_llm
 from core.dqa import DQAError
-from core.scenario import SCENARIOS
+from core.llm import REPLAY_PREFIX, LLMError, LLMSettings
+from core.settings import DatabaseSettings
 from pages.common import dqa_root
 
-st.title("Settings")
+PROVIDERS = {"openai": "OpenAI", "compatible": "OpenAI-compatible server", "replay": "Replay file"}
+KEPT = "kept (leave empty to keep it)"
+ICONS = {"success": ":material/check_circle:", "warning": ":material/block:", "error": ":material/error:"}
 
-st.subheader("DQA benchmark")
-value = st.text_input("DQA directory", value=str(dqa_root() or ""),
-                      help="The data/ folder of the public myeon9h/PlanRAG repository (or set DQA_DIR).")
-if st.button("Use and test", key="dqa_test"):
-    try:
-        bench = catalog.dqa_benchmark(value)
-    except DQAError as e:
-        st.error(str(e))
-    else:
-        st.session_state["dqa_dir"] = value
-        st.success(", ".join(f"{s}: {len(bench.questions(s))} questions" for s in SCENARIOS))
+
+def show_results(section: str, results: list[tuple[str, str]] | None = None) -> None:
+    """Show a section's last test results ((kind, message) pairs), remembering new ones for later reruns."""
+    remembered = st.session_state.setdefault("settings_results", {})
+    if results is not None:
+        remembered[section] = results
+    for kind, message in remembered.get(section, []):
+        getattr(st, kind)(message, icon=ICONS[kind])
+
+
+st.title("Settings")
+st.caption("These settings hold for this browser session; environment variables give their defaults.")
+
+st.subheader("Language model")
+llm = st.session_state.get("llm") or LLMSettings()
+replaying = (llm.model or "").startswith(REPLAY_PREFIX)
+provider = st.segmented_control("Provider", list(PROVIDERS), format_func=PROVIDERS.get, required=True,
+                                default="replay" if replaying else "compatible" if llm.base_url else "openai",
+                                key="llm_provider")
+if provider == "replay":
+    path = st.text_input("Replay file", llm.model.removeprefix(REPLAY_PREFIX) if replaying else "",
+                         key="llm_replay", help="A JSON array of recorded replies, played back in order.")
+    chosen = replace(llm, model=REPLAY_PREFIX + path if path else None, base_url=None)
+else:
+    model = st.text_input("Model", "" if replaying else llm.model or "", key="llm_model", placeholder="e.g. gpt-4o")
+    base_url = (st.text_input("Base URL", llm.base_url or "", key="llm_base_url",
+                              placeholder="e.g. http://localhost:8000/v1") if provider == "compatible" else None)
+    key = st.text_input("API key", type="password", key="llm_key", placeholder=KEPT if llm.api_key else "")
+    chosen = replace(llm, model=model or None, base_url=base_url or None, api_key=key or llm.api_key)
+    st.caption("The key stays in this session's memory: it is never written to disk or to the run store. "
+               "For a key that persists, set `OPENAI_API_KEY` in the environment before starting the app.")
+use, test = st.columns([1, 5])
+if use.button("Use for this session", key="llm_use"):
+    st.session_state["llm"] = llm = chosen
+    st.toast(f"This session uses {chosen.model or 'no model'}.", icon=ICONS["success"])
+key_note = "" if (llm.model or "").startswith(REPLAY_PREFIX) else ", API key set" if llm.api_key else ", no API key"
+st.caption(f"In use: `{llm.model or 'no model'}`" + (f" at {llm.base_url}" if llm.base_url else "") + key_note)
+tested = None
+if test.button("Test", key="llm_test"):
+    with st.spinner("Asking the model for one token..."):
+        try:
+            tested = [("success", check_llm(chosen))]
+        except LLMError as e:
+            tested = [("error", str(e))]
+show_results("llm", tested)
 
 st.subheader("Databases")
-for name, (language, _) in BACKENDS.items():
-    reason = unavailable(name)
-    if reason:
-        st.warning(f"**{name}** ({language}) is not available: {reason}", icon=":material/block:")
-    else:
-        st.success(f"**{name}** ({language}) is available", icon=":material/check_circle:")
+db = st.session_state.get("db_settings") or DatabaseSettings()
+st.caption("SQLite and Ladybug are embedded and need nothing; MySQL / MariaDB and Neo4j are servers, used as set "
+           "below (defaults: MYSQL_URL, NEO4J_URI, NEO4J_USER, NEO4J_PASSWORD).")
+mysql_url = st.text_input("MySQL / MariaDB URL", db.mysql_url, key="db_mysql_url",
+                          help="mysql://USER[:PASSWORD]@HOST[:PORT]")
+uri, user, password = st.columns(3)
+neo4j_uri = uri.text_input("Neo4j URI", db.neo4j_uri or "", key="db_neo4j_uri", placeholder="bolt://localhost:7687")
+neo4j_user = user.text_input("Neo4j user", db.neo4j_user, key="db_neo4j_user")
+neo4j_password = password.text_input("Neo4j password", type="password", key="db_neo4j_password",
+                                     placeholder=KEPT if db.neo4j_password else "")
+chosen_db = DatabaseSettings(mysql_url=mysql_url, neo4j_uri=neo4j_uri or None, neo4j_user=neo4j_user,
+                             neo4j_password=neo4j_password or db.neo4j_password)
+use, test = st.columns([1, 5])
+if use.button("Use for this session", key="db_use"):
+    st.session_state["db_settings"] = chosen_db
+    st.toast("This session uses these connections.", icon=ICONS["success"])
+tested = None
+if test.button("Test connections", key="db_test"):
+    tested = []
+    with st.spinner("Connecting..."):
+        for name, (language, _) in BACKENDS.items():
+            reason = unavailable(name, chosen_db)
+            tested.append(("warning", f"**{name}** ({language}) cannot be used: {reason}") if reason
+                          else ("success", f"**{name}** ({language}) is available"))
+show_results("db", tested)
+
+st.subheader("DQA benchmark")
+folder = st.text_input("DQA directory", str(dqa_root() or ""), key="dqa_dir_input",
+                       help="The data/ folder of the public myeon9h/PlanRAG repository (default: DQA_DIR).")
+tested = None
+if st.button("Use and test", key="dqa_test"):
+    try:
+        tested = [("success", check_dqa(folder or None))]
+        st.session_state["dqa_dir"] = folder
+    except DQAError as e:
+        tested = [("error", str(e))]
+show_results("dqa", tested)

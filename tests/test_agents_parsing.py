@@ -116,6 +116,6 @@ def test_dialect_note_only_for_ladybug():
 
 
 def test_every_technique_is_listed():
-    assert set(TECHNIQUES) == {"singlerag", "iterrag", "planrag", "planrag-norp"}
+    assert set(TECHNIQUES) == {"singlerag", "iterrag", "planrag", "planrag-norp", "reaper", "autoplan"}
     with pytest.raises(ValueError, match="choose one of"):
         technique("react")

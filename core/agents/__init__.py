@@ -1,5 +1,5 @@
-"""Decision-making agents (SingleRAG, IterRAG, PlanRAG, PlanRAG w/o RP) on one LangGraph loop, with pauses for
-the analyst's review of plans. Start here: AgentRuntime (runtime.py). Names are imported on first use, so the
+"""Decision-making agents (SingleRAG, IterRAG, PlanRAG, PlanRAG w/o RP, AutoPlan) on one LangGraph loop and REAPER
+on its own graph, with pauses for the analyst's review of plans. Start here: AgentRuntime (runtime.py). Names are imported on first use, so the
 light modules (techniques, config, parsing) load without LangGraph."""
 import importlib
 

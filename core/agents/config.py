@@ -29,7 +29,11 @@ class Limits:
 @dataclass
 class RunSettings:
     """One run: the question (source, scenario and 1-based number), the database backend, the technique, the model
-    (a name, or ``replay:FILE``), the analyst's review mode and the limits. Holds no secret."""
+    (a name, or ``replay:FILE``), the analyst's review mode and the limits. Holds no secret.
+
+    The loop techniques can start from a plan: ``initial_plan`` (its steps), or ``plan_version``, a learned
+    AutoPlan plan of the scenario, which sets ``initial_plan`` when the run starts (technique ``autoplan``: the
+    latest when None). REAPER re-plans once after failed steps unless ``replan_on_failure`` is off."""
 
     scenario: str
     question: int
@@ -41,10 +45,19 @@ class RunSettings:
     temperature: float = 0.0
     source: str = "dqa"
     limits: Limits = field(default_factory=Limits)
+    initial_plan: list[str] | None = None
+    plan_version: int | None = None
+    replan_on_failure: bool = True
 
     def validate(self) -> RunSettings:
         """Self, or ValueError naming the bad field."""
-        technique(self.technique)
+        tech = technique(self.technique)
+        if (self.initial_plan or self.plan_version is not None) and tech.engine != "loop":
+            raise ValueError(f"{tech.label} writes its own plan: an initial plan is for the loop techniques")
+        if self.initial_plan is not None and not all(isinstance(s, str) and s.strip() for s in self.initial_plan):
+            raise ValueError("an initial plan needs one non-empty text per step")
+        if self.plan_version is not None and (not isinstance(self.plan_version, int) or self.plan_version < 1):
+            raise ValueError(f"plan version {self.plan_version!r} is not a version number (1, 2, ...)")
         if self.source not in ("dqa", "demo"):
             raise ValueError(f"unknown question source {self.source!r}; choose dqa or demo")
         if self.scenario not in ("locating", "building"):

@@ -83,7 +83,8 @@ class ActionEvent(Event):
 @dataclass(kw_only=True)
 class ObservationEvent(Event):
     """What came back: the rows (up to the row cap), the text the LLM saw, or the error (``error_kind``:
-    refused, timeout, syntax, error, or ``format`` for a corrective note on a malformed reply)."""
+    refused, timeout, syntax, error, or ``format`` for a corrective note on a malformed reply; REAPER also
+    ``reference`` for a result a step cannot use and ``skipped`` for a step that uses a failed step's result)."""
 
     kind: ClassVar[str] = "observation"
     text: str

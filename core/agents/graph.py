@@ -1,4 +1,4 @@
-"""The agent loop as a LangGraph state machine, one loop for the four techniques:
+"""The agent loop as a LangGraph state machine, one loop for the paper's four techniques and AutoPlan:
 
     call_llm --> review_plan (pauses for the analyst) --> run_action --> call_llm ... --> END
 
@@ -28,7 +28,7 @@ from core.agents.events import (ActionEvent, ErrorEvent, Event, FinalEvent, LLMU
 from core.agents.parsing import Reply, parse_reply, query_language, tool_kind
 from core.agents.techniques import Technique, technique
 from core.backends.base import Backend, BackendUnavailable, QueryError
-from core.llm import ChatLLM, LLMError
+from core.llm import ChatLLM, Completion, LLMError
 
 
 class AgentState(TypedDict):
@@ -53,6 +53,7 @@ class AgentState(TypedDict):
     status: str  # running | finished | failed
     error: str | None
     next: str  # the node to run next, or END
+    wall_s: float  # seconds the nodes ran (the run's wall time, without its pauses)
 
 
 @dataclass
@@ -64,14 +65,15 @@ class AgentContext:
 
 
 def initial_state(tech: Technique, hitl: str, limits: Limits, language: str, schema: str, question_text: str,
-                  note: str | None = None) -> AgentState:
+                  note: str | None = None, initial_plan: list[str] | None = None) -> AgentState:
+    """The state a run starts in; ``initial_plan``: the plan its system prompt gives it to start from."""
     return AgentState(technique=tech.name, hitl=hitl, limits=limits.__dict__.copy(), language=language,
-                      prompt=prompts.agent_prompt(tech, language, schema, note),
+                      prompt=prompts.agent_prompt(tech, language, schema, note, initial_plan),
                       answer_prompt=prompts.answer_prompt(language, schema, note),
                       messages=[{"role": "human", "content": prompts.question_message(question_text)}],
                       plan=[], reply="", proposal=None, action=None, llm_calls=0, prompt_tokens=0,
                       completion_tokens=0, tokens_estimated=False, actions=0, answer_only=False, final_answer=None,
-                      status="running", error=None, next="call_llm")
+                      status="running", error=None, next="call_llm", wall_s=0.0)
 
 
 class _Emitter:
@@ -116,6 +118,26 @@ def _finish(state: dict, reply: Reply, answer: str, emit: _Emitter) -> dict:
 def _fail(kind: str, message: str, emit: _Emitter) -> dict:
     emit(ErrorEvent(message=message, error_kind=kind))
     return {"status": "failed", "error": message, "next": END}
+
+
+def _answer(state: dict, reply: Reply, emit: _Emitter) -> dict:
+    """Settle the reply to a request for the final answer: its Final answer, else the reply itself unless it
+    is an action."""
+    answer = reply.final_answer or (None if reply.action else reply.text.strip())
+    if not answer:
+        return _fail("no_answer", "the agent gave no final answer when asked for it", emit)
+    if reply.final_answer and reply.thought:
+        emit(ThoughtEvent(text=reply.thought))
+    return _finish(state, reply, answer, emit)
+
+
+def _account(state: dict, c: Completion, step: int) -> tuple[dict, LLMUsage]:
+    """The state update counting LLM call ``step`` and its usage record."""
+    update = {"llm_calls": step, "prompt_tokens": state["prompt_tokens"] + c.prompt_tokens,
+              "completion_tokens": state["completion_tokens"] + c.completion_tokens,
+              "tokens_estimated": state["tokens_estimated"] or c.estimated}
+    return update, LLMUsage(call=step, prompt_tokens=c.prompt_tokens, completion_tokens=c.completion_tokens,
+                            latency_s=round(c.latency_s, 4), estimated=c.estimated, reply=c.text)
 
 
 def _limit_reached(state: AgentState, limits: Limits) -> str | None:
@@ -194,20 +216,12 @@ def call_llm(state: AgentState, runtime: Runtime[AgentContext]) -> dict:
         c = runtime.context.llm.complete(_chat(prompt, state["messages"]), prompts.STOP)
     except LLMError as e:
         return {**update, **_fail(e.kind, str(e), emit)}
-    update.update(llm_calls=step, prompt_tokens=state["prompt_tokens"] + c.prompt_tokens,
-                  completion_tokens=state["completion_tokens"] + c.completion_tokens,
-                  tokens_estimated=state["tokens_estimated"] or c.estimated)
-    emit.usage = LLMUsage(call=step, prompt_tokens=c.prompt_tokens, completion_tokens=c.completion_tokens,
-                          latency_s=round(c.latency_s, 4), estimated=c.estimated, reply=c.text)
+    counted, emit.usage = _account(state, c, step)
+    update.update(counted)
     reply = parse_reply(c.text)
     state = {**state, **update}
     if answer_only:
-        answer = reply.final_answer or (None if reply.action else c.text.strip())
-        if not answer:
-            return {**update, **_fail("no_answer", "the agent gave no final answer when asked for it", emit)}
-        if reply.final_answer and reply.thought:
-            emit(ThoughtEvent(text=reply.thought))
-        return {**update, **_finish(state, reply, answer, emit)}
+        return {**update, **_answer(state, reply, emit)}
     if technique(state["technique"]).plans:
         return {**update, **_settle_plan(state, reply, emit)}
     return {**update, **_proceed(state, reply, emit)}
@@ -233,6 +247,23 @@ def review_plan(state: AgentState, runtime: Runtime[AgentContext]) -> dict:
     return {"proposal": None, **_observe(state, reply.through_plan(), feedback, emit)}
 
 
+def run_query(backend: Backend, query: str, limits: Limits) -> ObservationEvent:
+    """Run one query and observe its rows or its error. Raises BackendUnavailable."""
+    start = time.perf_counter()
+    try:
+        r = backend.query(query, timeout_s=limits.query_timeout_s, row_cap=limits.row_cap)
+    except BackendUnavailable:
+        raise
+    except QueryError as e:
+        event = ObservationEvent(text=prompts.query_error(e.kind, str(e)), error=str(e), error_kind=e.kind)
+    else:
+        event = ObservationEvent(text=r.to_text(limits.observation_rows, limits.observation_chars),
+                                 columns=list(r.columns), rows=[list(row) for row in r.rows],
+                                 total_rows=r.total_rows, executed=r.executed)
+    event.latency_s = round(time.perf_counter() - start, 4)
+    return event
+
+
 def run_action(state: AgentState, runtime: Runtime[AgentContext]) -> dict:
     """Run the action's query (or echo a Self-thinking input) and observe the result or the error."""
     limits, action = Limits(**state["limits"]), state["action"]
@@ -240,19 +271,10 @@ def run_action(state: AgentState, runtime: Runtime[AgentContext]) -> dict:
     if action["tool"] == "self":
         event = ObservationEvent(text=action["query"])
     else:
-        start = time.perf_counter()
         try:
-            r = runtime.context.backend.query(action["query"], timeout_s=limits.query_timeout_s,
-                                              row_cap=limits.row_cap)
+            event = run_query(runtime.context.backend, action["query"], limits)
         except BackendUnavailable as e:
             return _fail(e.kind, str(e), emit)
-        except QueryError as e:
-            event = ObservationEvent(text=prompts.query_error(e.kind, str(e)), error=str(e), error_kind=e.kind)
-        else:
-            event = ObservationEvent(text=r.to_text(limits.observation_rows, limits.observation_chars),
-                                     columns=list(r.columns), rows=[list(row) for row in r.rows],
-                                     total_rows=r.total_rows, executed=r.executed)
-        event.latency_s = round(time.perf_counter() - start, 4)
     actions = state["actions"] + 1
     max_actions = technique(state["technique"]).max_actions
     answer_only = state["answer_only"] or bool(max_actions and actions >= max_actions)
@@ -264,12 +286,21 @@ def _next(state: AgentState) -> str:
     return state["next"]
 
 
+def timed(node):
+    """The node, adding the seconds it runs to the state's ``wall_s`` (not the time a pause waits)."""
+    def run(state, runtime):
+        start = time.perf_counter()
+        update = node(state, runtime)
+        return {**update, "wall_s": state.get("wall_s", 0.0) + time.perf_counter() - start}
+    return run
+
+
 def build_graph() -> StateGraph:
     """The uncompiled graph; compile it with a checkpointer."""
     graph = StateGraph(AgentState, context_schema=AgentContext)
-    graph.add_node("call_llm", call_llm)
-    graph.add_node("review_plan", review_plan)
-    graph.add_node("run_action", run_action)
+    graph.add_node("call_llm", timed(call_llm))
+    graph.add_node("review_plan", timed(review_plan))
+    graph.add_node("run_action", timed(run_action))
     graph.add_edge(START, "call_llm")
     for node in ("call_llm", "review_plan", "run_action"):
         graph.add_conditional_edges(node, _next, ["call_llm", "review_plan", "run_action", END])

@@ -30,15 +30,18 @@ def dialect_note(backend_name: str) -> str | None:
     return LADYBUG_DIALECT_NOTE
 
 
-def tool_descriptions(language: str, schema: str, note: str | None = None) -> str:
-    """The database tool (``Relational DB`` with the MySQL schema, or ``Graph DB`` with the Cypher schema) and
-    ``Self-thinking``."""
+def database_tool(language: str, schema: str, note: str | None = None) -> str:
+    """The database tool: ``Relational DB`` with the MySQL schema, or ``Graph DB`` with the Cypher schema."""
     db = (f"{TOOL_NAMES[language]}: Useful for when you need to collect the data that follows the following schema "
           f"(You MUST generate a {LANGUAGE_NAMES[language]} query statement to interact with this tool):\n"
           f"{schema.strip()}, {ARGS}")
-    if note:
-        db += f"\n{note.strip()}"
-    return f"{db}\n{SELF_THINKING}: Useful for when there is no available tool., {ARGS}"
+    return f"{db}\n{note.strip()}" if note else db
+
+
+def tool_descriptions(language: str, schema: str, note: str | None = None) -> str:
+    """The database tool and ``Self-thinking``."""
+    tools = database_tool(language, schema, note)
+    return f"{tools}\n{SELF_THINKING}: Useful for when there is no available tool., {ARGS}"
 
 
 def _action_lines(language: str) -> list[str]:
@@ -47,9 +50,10 @@ def _action_lines(language: str) -> list[str]:
             f"{LANGUAGE_NAMES[language]} query language."]
 
 
-def agent_prompt(tech: Technique, language: str, schema: str, note: str | None = None) -> str:
+def agent_prompt(tech: Technique, language: str, schema: str, note: str | None = None,
+                 initial_plan: list[str] | None = None) -> str:
     """The system prompt of a technique: Figure 8 (SingleRAG), 10 (IterRAG), 11 (PlanRAG; without its Re-plan
-    line for PlanRAG w/o RP)."""
+    line for PlanRAG w/o RP); with ``initial_plan``, the plan the agent starts from (e.g. an AutoPlan plan)."""
     prefix = ["You are a decision-making agent answering a given question."]
     if tech.max_actions == 1:
         prefix.append("You should collect the data to answer the question:")
@@ -79,7 +83,16 @@ def agent_prompt(tech: Technique, language: str, schema: str, note: str | None =
     fmt += ["Thought: I now know the answer.",
             "Final answer: the final answer to the question based on the observed data."]
     suffix = "Begin! Keep in mind that Your response MUST follow the valid format above."
-    return "\n".join(["\n".join(prefix), tool_descriptions(language, schema, note), "\n".join(fmt), suffix])
+    start = [start_from_plan(initial_plan, tech)] if initial_plan else []
+    return "\n".join(["\n".join(prefix), tool_descriptions(language, schema, note), "\n".join(fmt), *start, suffix])
+
+
+def start_from_plan(steps: list[str], tech: Technique) -> str:
+    """The plan a run starts from, for its system prompt: the planning techniques adapt it into their Plan, the
+    others follow it in their Thoughts."""
+    how = ("Start from this plan: write it as your Plan, adapting its steps to the question." if tech.plans
+           else "Follow this plan in your Thoughts and Actions, adapting its steps to the question.")
+    return f"A plan for questions of this kind:\n{render_plan(steps)}\n{how}"
 
 
 def answer_prompt(language: str, schema: str, note: str | None = None) -> str:

@@ -21,12 +21,13 @@ from pathlib import Path
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command
 
-from core.agents import prompts
+from core.agents import prompts, reaper
 from core.agents.config import Pause, Review, RunSettings
 from core.agents.events import ErrorEvent, Event
 from core.agents.graph import AgentContext, build_graph, initial_state
 from core.agents.techniques import technique
 from core.agents.workspace import Workspace, open_catalog_workspace
+from core.autoplan.store import PlanStore
 from core.grading import grade, place
 from core.llm import REPLAY_PREFIX, ChatLLM, LLMSettings, open_llm, replay_path
 from core.runs import RunStore
@@ -54,20 +55,27 @@ def new_run_id() -> str:
 
 
 class AgentRuntime:
-    """Runs agents with a SQLite checkpointer and a run store, both under ``home`` (default DATA_HOME).
+    """Runs agents with a SQLite checkpointer, a run store and the learned plans (``plans``), all under ``home``
+    (default DATA_HOME). Each technique runs on its engine's graph (the loop, or REAPER's).
     ``workspace`` opens a run's question and database (default: from the question catalog); ``llm_settings``
-    holds the API key and the defaults (default: from the environment)."""
+    holds the API key and the defaults (default: from the environment); ``llm_opener`` opens the model, with
+    core.llm.open_llm's signature (default open_llm; the benchmark passes one adding a reply cache)."""
 
     def __init__(self, home: str | Path | None = None, *, store: RunStore | None = None,
                  workspace: Callable[[RunSettings], Workspace] = open_catalog_workspace,
-                 llm_settings: LLMSettings | None = None):
+                 llm_settings: LLMSettings | None = None, llm_opener: Callable[..., ChatLLM] | None = None):
         home = Path(home) if home else DATA_HOME
         home.mkdir(parents=True, exist_ok=True)
         self.store = store or RunStore(home / "runs.sqlite")
         self._conn = sqlite3.connect(home / "checkpoints.sqlite", check_same_thread=False)
-        self._graph = build_graph().compile(checkpointer=SqliteSaver(self._conn))
+        self._conn.execute("PRAGMA synchronous = NORMAL")  # in WAL mode (SqliteSaver's): no fsync per step
+        saver = SqliteSaver(self._conn)
+        self._graphs = {"loop": build_graph().compile(checkpointer=saver),
+                        "reaper": reaper.build_graph().compile(checkpointer=saver)}
+        self.plans = PlanStore(home / "plans")  # AutoPlan's learned plans, the runs' initial plans
         self._workspace = workspace
         self._llm_settings = llm_settings or LLMSettings()
+        self._llm_opener = llm_opener
 
     def close(self) -> None:
         self._conn.close()
@@ -84,58 +92,71 @@ class AgentRuntime:
     def _open_llm(self, settings: RunSettings, skip: int) -> ChatLLM:
         llm_settings = dataclasses.replace(self._llm_settings, base_url=settings.base_url,
                                            temperature=settings.temperature)
-        return open_llm(settings.llm, llm_settings, skip=skip)
+        return (self._llm_opener or open_llm)(settings.llm, llm_settings, skip=skip)
+
+    def _graph_of(self, technique_name: str):
+        """The compiled graph that runs the technique (its ``engine``)."""
+        return self._graphs[technique(technique_name).engine]
 
     def _config(self, run_id: str) -> dict:
         return {"configurable": {"thread_id": run_id}, "recursion_limit": 10_000}
 
     def iter_start(self, settings: RunSettings, run_id: str | None = None) -> Iterator[Event]:
         """Start a run and yield its events until it pauses or ends (``result(run_id)`` then tells which).
-        Raises LLMError (no model configured), ValueError (bad settings) or the workspace's errors before any
-        event."""
-        settings = self._resolve(settings)
+        Raises LLMError (no model configured), ValueError (bad settings, no learned plan, a plan's training
+        question) or the workspace's errors before any event."""
+        settings = self.plans.resolve(self._resolve(settings))
         run_id = run_id or new_run_id()
         llm = self._open_llm(settings, skip=0)
         ws = self._workspace(settings)
         try:
             tech, backend = technique(settings.technique), ws.backend
-            state = initial_state(tech, settings.hitl if tech.plans else "auto", settings.limits, backend.language,
-                                  backend.schema_text(), ws.question.text, prompts.dialect_note(backend.name))
+            hitl, note = settings.hitl if tech.plans else "auto", prompts.dialect_note(backend.name)
+            if tech.engine == "reaper":
+                state = reaper.initial_state(hitl, settings.limits, backend.language, backend.schema_text(),
+                                             ws.question.text, note, settings.replan_on_failure)
+            else:
+                state = initial_state(tech, hitl, settings.limits, backend.language, backend.schema_text(),
+                                      ws.question.text, note, settings.initial_plan)
             self.store.create(run_id, settings.to_dict())
-            yield from self._drive(run_id, state, ws, llm)
+            yield from self._drive(run_id, self._graph_of(tech.name), state, ws, llm)
         finally:
             ws.backend.close()
 
     def iter_resume(self, run_id: str, review: Review) -> Iterator[Event]:
         """Resume a paused run with the analyst's review and yield its events until it pauses again or ends.
-        Works from a fresh runtime on the same home (after a restart). Raises RunNotPaused."""
+        Works from a fresh runtime on the same home (after a restart). Raises RunNotPaused (KeyError for an
+        unknown run; ValueError for a REAPER plan edited into steps that cannot run)."""
         review.validate()
-        snapshot = self._graph.get_state(self._config(run_id))
+        settings = RunSettings.from_dict(self.store.get(run_id).settings)
+        graph = self._graph_of(settings.technique)
+        snapshot = graph.get_state(self._config(run_id))
         if not snapshot.interrupts:
             raise RunNotPaused(f"run {run_id} is not waiting for a review")
-        settings = RunSettings.from_dict(self.store.get(run_id).settings)
+        if technique(settings.technique).engine == "reaper":
+            reaper.check_review(review, snapshot.values)
         llm = self._open_llm(settings, skip=snapshot.values["llm_calls"])
         ws = self._workspace(settings)
         try:
-            yield from self._drive(run_id, Command(resume=review.to_dict()), ws, llm)
+            yield from self._drive(run_id, graph, Command(resume=review.to_dict()), ws, llm)
         finally:
             ws.backend.close()
 
-    def _drive(self, run_id: str, graph_input, ws: Workspace, llm: ChatLLM) -> Iterator[Event]:
+    def _drive(self, run_id: str, graph, graph_input, ws: Workspace, llm: ChatLLM) -> Iterator[Event]:
         self.store.update(run_id, "running")
         try:
-            for event in self._graph.stream(graph_input, self._config(run_id), context=AgentContext(llm, ws.backend),
-                                            stream_mode="custom", durability="sync"):
+            for event in graph.stream(graph_input, self._config(run_id), context=AgentContext(llm, ws.backend),
+                                      stream_mode="custom", durability="sync"):
                 self.store.add_event(run_id, event.to_dict())
                 yield event
         except Exception as e:  # a defect or an unexpected failure: keep the trace, end the run
             event = ErrorEvent(message=f"internal error: {e!r}", error_kind="internal")
             self.store.add_event(run_id, event.to_dict())
             yield event
-            values = self._graph.get_state(self._config(run_id)).values
+            values = graph.get_state(self._config(run_id)).values
             self.store.update(run_id, "failed", outcome=_outcome({**values, "error": str(e)}, ws))
             return
-        snapshot = self._graph.get_state(self._config(run_id))
+        snapshot = graph.get_state(self._config(run_id))
         if snapshot.interrupts:
             self.store.update(run_id, "paused", pause=Pause(run_id=run_id, **snapshot.interrupts[0].value).to_dict())
         else:
@@ -159,7 +180,8 @@ class AgentRuntime:
 
     def transcript(self, run_id: str) -> list[dict]:
         """The conversation as the LLM sees it: the system prompt, the question, each reply and observation."""
-        values = self._graph.get_state(self._config(run_id)).values
+        graph = self._graph_of(self.store.get(run_id).settings["technique"])
+        values = graph.get_state(self._config(run_id)).values
         return [{"role": "system", "content": values["prompt"]}] + values["messages"]
 
     def result(self, run_id: str) -> RunResult:
@@ -185,6 +207,6 @@ def _outcome(values: dict, ws: Workspace) -> dict:
             "placement": dataclasses.asdict(placement) if placement else None,
             "final_answer": values.get("final_answer"), "error": values.get("error"),
             "llm_calls": values.get("llm_calls", 0), "actions": values.get("actions", 0),
-            "plan": values.get("plan", []),
+            "plan": values.get("plan", []), "wall_s": round(values.get("wall_s", 0.0), 3),
             "tokens": {"prompt": prompt, "completion": completion, "total": prompt + completion,
                        "estimated": values.get("tokens_estimated", False)}}

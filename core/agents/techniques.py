@@ -1,4 +1,6 @@
-"""The four decision-making techniques of the paper, as the flags that parameterise the one agent loop."""
+"""The decision-making techniques: the paper's four, as the flags that parameterise the one agent loop
+(graph.py); REAPER, which writes its whole retrieval plan in one call (reaper.py); and AutoPlan, PlanRAG
+started from the scenario's learned plan (core.autoplan)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -11,6 +13,8 @@ class Technique:
     plans: bool  # the agent writes a Plan before acting
     replans: bool  # after each observation the agent answers Re-plan: Y|N
     max_actions: int | None  # actions allowed before the agent must answer (None: until the step limit)
+    engine: str = "loop"  # the graph that runs it: loop (graph.py) | reaper (reaper.py)
+    learned_plan: bool = False  # starts from the scenario's learned AutoPlan plan
 
 
 TECHNIQUES: dict[str, Technique] = {t.name: t for t in (
@@ -18,6 +22,8 @@ TECHNIQUES: dict[str, Technique] = {t.name: t for t in (
     Technique("iterrag", "IterRAG", plans=False, replans=False, max_actions=None),
     Technique("planrag", "PlanRAG", plans=True, replans=True, max_actions=None),
     Technique("planrag-norp", "PlanRAG w/o RP", plans=True, replans=False, max_actions=None),
+    Technique("reaper", "REAPER", plans=True, replans=False, max_actions=None, engine="reaper"),
+    Technique("autoplan", "AutoPlan", plans=True, replans=True, max_actions=None, learned_plan=True),
 )}
 
 

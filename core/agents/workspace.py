@@ -9,7 +9,10 @@ from core.agents.config import RunSettings
 from core.backends.base import Backend
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from core.scenario import Database, Question
+    from core.settings import DatabaseSettings
 
 
 @dataclass
@@ -20,13 +23,15 @@ class Workspace:
     database: Database | None = None  # when given, the outcome places the decision in the simulator's ranking
 
 
-def open_catalog_workspace(settings: RunSettings) -> Workspace:
-    """Question N of ``settings.source`` (DQA from DQA_DIR or ../shared/dqa, or the demo) with its database
-    opened in ``settings.db``."""
+def open_catalog_workspace(settings: RunSettings, root: str | Path | None = None,
+                           db_settings: DatabaseSettings | None = None) -> Workspace:
+    """Question N of ``settings.source`` (DQA from ``root``, default DQA_DIR or ../shared/dqa; or the demo) with
+    its database opened in ``settings.db`` (servers as ``db_settings`` say, default from the environment)."""
     from core import catalog
     from core.backends.registry import open_backend
     from core.scenario import candidates
 
-    question = catalog.question(settings.source, settings.scenario, settings.question)
-    database = catalog.database(question)
-    return Workspace(question, open_backend(settings.db, database), candidates(question, database), database)
+    question = catalog.question(settings.source, settings.scenario, settings.question, root)
+    database = catalog.database(question, root)
+    return Workspace(question, open_backend(settings.db, database, db_settings), candidates(question, database),
+                     database)

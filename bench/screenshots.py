@@ -1,0 +1,188 @@
+"""Screenshots of the Scenarios, Decision check and Settings pages for the README, and the first-render time.
+
+Starts ``streamlit run app.py`` on a free localhost port, drives it in headless Chromium (Debian's
+/usr/bin/chromium, or $CHROMIUM; Playwright never downloads a browser) and writes docs/screenshots/*.png. Every
+request that leaves localhost is blocked and printed: the app must work offline. Prints the time from navigation
+to the first page's title (target: 2 s after the server is up). Needs the DQA data (DQA_DIR or ../shared/dqa).
+
+Usage: python bench/screenshots.py [--out DIR]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import urlparse
+
+from playwright.sync_api import Page, sync_playwright
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+VIEWPORT = {"width": 1440, "height": 1400}
+FIRST_RENDER_TARGET_S = 2.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def streamlit_app(timeout_s: float = 60.0):
+    """The app running on a free localhost port: yields its URL once its health check answers."""
+    port = free_port()
+    log = tempfile.TemporaryFile("w+")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.address",
+         "127.0.0.1", "--server.headless", "true", "--server.fileWatcherType", "none",
+         "--browser.gatherUsageStats", "false"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never through a proxy
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                with direct.open(f"{url}/_stcore/health", timeout=1) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if server.poll() is not None or time.monotonic() > deadline:
+                log.seek(0)
+                raise SystemExit(f"the app did not start on {url}:\n{log.read()[-3000:]}")
+            time.sleep(0.1)
+        yield url
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+        log.close()
+
+
+def settle(page: Page, charts: int = 0) -> None:
+    """Wait until the script run has finished and at least ``charts`` plotly charts are drawn."""
+    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=30_000)
+    page.wait_for_function(f"() => document.querySelectorAll('.js-plotly-plot .main-svg').length >= {charts}",
+                           timeout=30_000)
+    page.wait_for_timeout(600)  # plotly's transitions and Streamlit's element fade-in
+
+
+def choose(page: Page, label: str, text: str) -> None:
+    """Pick the option of the selectbox ``label`` that matches ``text`` (typed into its search)."""
+    page.get_by_label(label).first.click()
+    page.keyboard.type(text)
+    page.get_by_role("option").first.click()
+
+
+def click_node(page: Page, name: str) -> None:
+    """Click the network node labelled ``name`` (its marker is the point with the same index as the label)."""
+    node = page.evaluate_handle("""name => {
+        for (const trace of document.querySelectorAll('.js-plotly-plot .scatterlayer .trace')) {
+            const i = [...trace.querySelectorAll('.textpoint text')].map(t => t.textContent).indexOf(name);
+            if (i >= 0) return trace.querySelectorAll('.points path')[i];
+        }
+        throw new Error('no node labelled ' + name);
+    }""", name).as_element()
+    node.scroll_into_view_if_needed()
+    box = node.bounding_box()
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+
+
+def shoot(page: Page, out: Path, name: str, top: str = "h1") -> None:
+    """Screenshot the viewport, scrolled so that the first element matching ``top`` is at its top."""
+    page.locator(top).first.evaluate("e => e.scrollIntoView({block: 'start'})")
+    page.mouse.move(2, 2)  # no hover label
+    page.wait_for_timeout(400)
+    path = out / f"{name}.png"
+    page.screenshot(path=path)
+    print(f"wrote {path}")
+
+
+def first_render(page: Page, url: str, session: str) -> None:
+    """Open the app and print how long its first page takes to show its title and to draw its chart."""
+    start = time.perf_counter()
+    page.goto(url)
+    page.get_by_role("heading", name="Scenarios").wait_for()
+    title = time.perf_counter() - start
+    settle(page, charts=1)
+    drawn = time.perf_counter() - start
+    verdict = "within" if title <= FIRST_RENDER_TARGET_S else "OVER"
+    print(f"{session}: first page title visible {title:.2f} s after navigation ({verdict} the "
+          f"{FIRST_RENDER_TARGET_S:.0f} s target), its network chart drawn after {drawn:.2f} s "
+          f"(load average {os.getloadavg()[0]:.1f})")
+
+
+def scenarios(page: Page, out: Path) -> None:
+    page.get_by_role("radio", name="DQA benchmark").click()
+    page.get_by_text('the country named "SWE"').wait_for()
+    settle(page, charts=1)
+    click_node(page, "krakow")
+    page.get_by_text("trade_node:krakow").wait_for()
+    settle(page, charts=1)
+    shoot(page, out, "scenarios-locating")
+    page.get_by_role("radio", name="Building").click()
+    page.get_by_text("market price of furniture").wait_for()
+    settle(page, charts=1)
+    shoot(page, out, "scenarios-building")
+
+
+def decision_check(page: Page, out: Path) -> None:
+    page.get_by_role("radio", name="Locating").click()
+    page.get_by_text('the country named "SWE"').wait_for()
+    settle(page, charts=1)
+    page.get_by_role("link", name="Decision check").click()
+    page.get_by_role("heading", name="Decision check").wait_for()
+    settle(page, charts=2)
+    choose(page, "Pick a candidate", "novgorod")
+    page.get_by_text("rank 2 of 79").wait_for()
+    settle(page, charts=2)
+    shoot(page, out, "decision")
+    shoot(page, out, "decision-what-if", "h3:has-text('What if')")
+
+
+def settings(page: Page, out: Path) -> None:
+    page.get_by_role("link", name="Settings").click()
+    page.get_by_role("heading", name="Settings").wait_for()
+    page.get_by_role("button", name="Test connections").click()
+    page.get_by_text("ladybug (cypher) is available").wait_for()
+    page.get_by_role("button", name="Use and test").click()
+    page.get_by_text("200 locating questions").wait_for()
+    settle(page)
+    shoot(page, out, "settings")
+
+
+def run(out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    blocked: list[str] = []
+    with streamlit_app() as url, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        context = browser.new_context(viewport=VIEWPORT)
+        context.route("**/*", lambda route: route.continue_() if urlparse(route.request.url).hostname in
+                      ("127.0.0.1", "localhost") else (blocked.append(route.request.url), route.abort()))
+        first_render(context.new_page(), url, "server's first session")
+        page = context.new_page()
+        first_render(page, url, "a second session")
+        scenarios(page, out)
+        decision_check(page, out)
+        settings(page, out)
+        browser.close()
+    print("requests that left localhost (blocked): " + (", ".join(sorted(set(blocked))) or "none"))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "screenshots")
+    run(parser.parse_args().out.resolve())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,73 @@
+"""REAPER's prompts (after its prompt design, section 4.1: role, the tool with its schema, the task's
+instructions and format; the plan format of Figure 2) and the texts of what its steps observed. The final
+answer is asked for with the PlanRAG paper's Figure 9 prompt, as for the other techniques."""
+from __future__ import annotations
+
+from core.agents import prompts
+from core.agents.parsing import render_plan
+from core.agents.prompts import LANGUAGE_NAMES, TOOL_NAMES
+from core.agents.reaper_plan import Step
+
+
+def planner_prompt(language: str, schema: str, note: str | None = None) -> str:
+    """The system prompt of the call that writes the whole retrieval plan."""
+    tool, lang = TOOL_NAMES[language], LANGUAGE_NAMES[language]
+    in_list = "IN (#E1)" if language == "sql" else "IN [#E1]"
+    return "\n".join([
+        "You are a decision-making agent answering a given question.",
+        "Your goal is to write a step by step plan that retrieves all the data needed to answer the question. "
+        "The plan runs without you: each step runs one query, the result of step N is called #EN, and a later "
+        "step can use it in its query. When every step has run, you will answer from the results alone, so "
+        "retrieve everything the answer depends on.",
+        "The tool:",
+        prompts.database_tool(language, schema, note),
+        "A result in a later query: #EN stands for the value of a result with one row and one column, or for the "
+        f"comma-separated values of a result with one column (write {in_list}). Values are given as {lang} "
+        "literals, so do not put quotes around #EN. A result with several columns can only be read for the answer.",
+        "Use the following Strict format, one step per line:",
+        f"Step 1: what the step retrieves - #E1 = {tool}[a {lang} query]",
+        f"Step 2: what the step retrieves - #E2 = {tool}[a {lang} query, which may use #E1]",
+        "... (as many steps as needed, each with one query)",
+        "Write only the plan: no results and no answer. Begin!"])
+
+
+def evidence(step: Step, position: int, text: str) -> str:
+    """What a step observed, as the next call reads it."""
+    head = step.name(position) + (f" ({step.purpose})" if step.purpose else "")
+    return f"{head}:\n{text}" if "\n" in text else f"{head}: {text}"
+
+
+def unreadable(problem: str) -> str:
+    return f"not run: this step cannot be read: {problem}."
+
+
+def skipped(failed: list[int]) -> str:
+    names = ", ".join(f"#E{n}" for n in failed)
+    return f"not run: it uses {names}, which failed."
+
+
+def unusable(problem: str) -> str:
+    return f"not run: {problem}."
+
+
+def no_steps(language: str) -> str:
+    return (f"Your plan has no steps. Write each step as 'Step N: what it retrieves - #EN = "
+            f"{TOOL_NAMES[language]}[{LANGUAGE_NAMES[language]} query]'.")
+
+
+def observations(texts: list[str]) -> str:
+    """The user message with what a plan's steps observed."""
+    return prompts.observation_message("\n\n".join(texts))
+
+
+def replan_request(failed: list[str], next_step: int, next_label: int) -> str:
+    """The request for the one re-plan, after failed steps (or a plan with none)."""
+    if next_step == 1:
+        return "Re-plan: write the whole plan in that format, from Step 1 with #E1."
+    return (f"{', '.join(failed)} gave no result. Re-plan: write only the steps to run instead, in the same format, "
+            f"numbered on from Step {next_step} with #E{next_label}; they may use the results of the steps that "
+            "succeeded.")
+
+
+def plan_edited(steps: list[str], note: str = "") -> str:
+    return f"The analyst edited your plan.{prompts._note(note)} It ran as:\n{render_plan(steps)}"

@@ -1,0 +1,69 @@
+"""AutoPlan's reflection and plan-update prompts (its Table 2: Summary-, Flaw-, Rev- and Upd-prompt), adapted to
+decision questions answered from a database, with the simulator's outcome of the run as its reward."""
+from __future__ import annotations
+
+import re
+
+from core.agents.parsing import render_plan
+
+SYSTEM = ("You review the work of a decision-making agent that answers questions by querying a database, following "
+          "a plan written for every question of the same kind.")
+SECTIONS = ("summary", "flaws", "revision")
+_SECTION = re.compile(r"^[ \t>*#-]*\**[ \t]*(summary|flaws?|revision)[ \t]*\**[ \t]*:[ \t]*\**", re.I | re.M)
+
+
+def _plan(steps: list[str]) -> str:
+    return render_plan(steps) if steps else "(none yet: the agent made its own plan)"
+
+
+def outcome_text(outcome: dict) -> str:
+    """A run's reward as the reflection reads it: right or wrong, and where its decision ranks."""
+    decision, label, placement = outcome.get("decision"), outcome.get("label"), outcome.get("placement")
+    best = f"The best decision is {label}." if label is not None else "The question has no labelled best decision."
+    if decision is None:
+        failed = f" (the run failed: {outcome['error']})" if outcome.get("error") else ""
+        return f"Outcome: wrong. The agent named no candidate decision{failed}. {best}"
+    where = (f" (rank {placement['rank']} of {placement['of']} in the simulator's ranking, regret "
+             f"{placement['regret']:.4g})" if placement else "")
+    if outcome.get("correct"):
+        return f"Outcome: correct. The agent chose {decision}, the best decision{where}."
+    verdict = "wrong" if outcome.get("correct") is False else "unknown"
+    return f"Outcome: {verdict}. The agent chose {decision}{where}. {best}"
+
+
+def reflection_message(plan: list[str], run: str, outcome: dict) -> str:
+    """SIR reflection on one run, in one call: summary, flaws of the plan, revision."""
+    return "\n\n".join([
+        f"The plan the agent was given:\n{_plan(plan)}", f"The agent's run:\n{run}", outcome_text(outcome),
+        "Reflect on the run in three parts:\n"
+        "Summary: Summarize the interaction history in steps.\n"
+        "Flaws: Identify all flawed parts of the plan (not flawed actions). Remember that the database and the "
+        "outcome are always correct; the plan may have flaws.\n"
+        "Revision: Suggest revision to the current flawed part of the plan. Only the flawed part."])
+
+
+def parse_reflection(text: str) -> dict[str, str]:
+    """The ``summary``, ``flaws`` and ``revision`` of a reflection ("" for a part it does not write)."""
+    parts = {name: "" for name in SECTIONS}
+    matches = list(_SECTION.finditer(text))
+    for m, nxt in zip(matches, matches[1:] + [None]):
+        name = m.group(1).lower()
+        name = "flaws" if name.startswith("flaw") else name
+        if not parts[name]:
+            parts[name] = text[m.end():nxt.start() if nxt else len(text)].strip()
+    return parts
+
+
+def update_message(plan: list[str], experiences: list[dict]) -> str:
+    """The plan update: the current plan and each run's question, outcome and reflection (``experiences``: dicts
+    with question, text, outcome and the reflection's parts)."""
+    runs = "\n---\n".join(
+        f"Question {e['question']}:\n{e['text']}\n{outcome_text(e['outcome'])}\n"
+        + "\n".join(f"{name.title()}: {e[name] or '(none)'}" for name in SECTIONS) for e in experiences)
+    return "\n\n".join([
+        f"The current plan:\n{_plan(plan)}", f"The agent's experiences with it:\n{runs}",
+        "Based on the above experiences, rewrite the current plan. Pay attention to the summaries of the correct "
+        "runs, and to the flaws and suggested revisions of all runs. The plan should be generalizable to all "
+        "questions of this kind: name nothing particular to one question. Each step says which data to collect "
+        "from the database, or how to decide from it.",
+        "Use the following Strict format:\nPlan: [Step 1: ..., Step 2: ..., ..., Step N: ...]"])

@@ -1,0 +1,129 @@
+"""Learned plans: AutoPlan's task-level plans of a scenario, versioned as JSON files
+(``DATA_HOME/plans/<scenario>/v<N>.json``), each with the reflections that produced it, its training questions
+and the accuracy of every training iteration up to it; and a run's start from one, never on a training question.
+"""
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import json
+import os
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from core.agents.config import RunSettings
+from core.agents.techniques import technique
+from core.numbers import spans
+from core.scenario import SCENARIOS
+from core.settings import DATA_HOME
+
+
+class TrainingQuestionError(ValueError):
+    """A learned plan was asked to run on one of the questions it was trained on."""
+
+
+@dataclass
+class LearnedPlan:
+    """One version of a scenario's plan: its steps, the questions it was trained on (``source`` and numbers,
+    never evaluated on), the iteration and the version it revised (``parent``; None: the empty plan), the
+    training session, the reflections on the runs of the batch and the update reply that wrote it, and
+    ``history``: the accuracy of each iteration of its training up to it."""
+
+    scenario: str
+    steps: list[str]
+    source: str
+    train: list[int]
+    iteration: int
+    parent: int | None
+    training: str
+    trained_with: dict  # technique, db, llm, batch_size, iterations, seed
+    reflections: list[dict]
+    update_reply: str
+    history: list[dict]
+    version: int = 0  # set when saved
+    created: float = field(default_factory=time.time)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> LearnedPlan:
+        return cls(**data)
+
+
+def diff_steps(old: list[str], new: list[str]) -> list[tuple[str, str]]:
+    """The steps of ``new`` against ``old``, in order, each marked ``same``, ``removed`` or ``added``."""
+    marks = {" ": "same", "-": "removed", "+": "added"}
+    return [(marks[line[0]], line[2:]) for line in difflib.ndiff(old, new) if line[0] in marks]
+
+
+class PlanStore:
+    """The learned plans under ``root`` (default DATA_HOME/plans), one folder per scenario."""
+
+    def __init__(self, root: str | Path | None = None):
+        self.root = Path(root) if root else DATA_HOME / "plans"
+
+    def _folder(self, scenario: str) -> Path:
+        if scenario not in SCENARIOS:
+            raise ValueError(f"unknown scenario {scenario!r}; choose one of {', '.join(SCENARIOS)}")
+        return self.root / scenario
+
+    def versions(self, scenario: str) -> list[int]:
+        """The saved versions of the scenario's plan, oldest first."""
+        folder = self._folder(scenario)
+        names = (p.stem[1:] for p in folder.glob("v*.json")) if folder.is_dir() else ()
+        return sorted(int(n) for n in names if n.isdigit())
+
+    def load(self, scenario: str, version: int | None = None) -> LearnedPlan:
+        """A version of the scenario's plan (default the latest); ValueError when there is none."""
+        versions = self.versions(scenario)
+        if not versions:
+            raise ValueError(f"no learned plan for {scenario} yet: train one with "
+                             f"python -m core autoplan train --scenario {scenario} ...")
+        version = versions[-1] if version is None else version
+        if version not in versions:
+            raise ValueError(f"no learned plan v{version} for {scenario}; there are v{spans(versions)}")
+        path = self._folder(scenario) / f"v{version}.json"
+        try:
+            return LearnedPlan.from_dict(json.loads(path.read_text(encoding="utf-8")))
+        except (json.JSONDecodeError, TypeError) as e:
+            raise ValueError(f"learned plan file {path} cannot be read ({e})") from None
+
+    def all(self, scenario: str) -> list[LearnedPlan]:
+        """Every version of the scenario's plan, oldest first."""
+        return [self.load(scenario, v) for v in self.versions(scenario)]
+
+    def save(self, plan: LearnedPlan) -> LearnedPlan:
+        """Save ``plan`` as the scenario's next version (never overwriting one) and return it with its number."""
+        folder = self._folder(plan.scenario)
+        folder.mkdir(parents=True, exist_ok=True)
+        draft = folder / f".draft-{uuid.uuid4().hex}.json"
+        try:
+            while True:
+                plan = dataclasses.replace(plan, version=max(self.versions(plan.scenario), default=0) + 1)
+                draft.write_text(json.dumps(plan.to_dict(), indent=1, default=str), encoding="utf-8")
+                try:
+                    os.link(draft, folder / f"v{plan.version}.json")  # fails if another process took the number
+                    return plan
+                except FileExistsError:
+                    continue
+        finally:
+            draft.unlink(missing_ok=True)
+
+    def resolve(self, settings: RunSettings) -> RunSettings:
+        """The settings with the learned plan they ask for as their initial plan (``plan_version``, or the latest
+        for technique ``autoplan``). Raises ValueError when there is none or an initial plan given differs from it,
+        TrainingQuestionError when the question is one the plan was trained on."""
+        if settings.plan_version is None and not technique(settings.technique).learned_plan:
+            return settings
+        plan = self.load(settings.scenario, settings.plan_version)
+        if settings.source == plan.source and settings.question in plan.train:
+            raise TrainingQuestionError(
+                f"{settings.source} {settings.scenario} question {settings.question} is a training question of "
+                f"learned plan v{plan.version} (trained on questions {spans(plan.train)}); evaluate it on others")
+        if settings.initial_plan and settings.initial_plan != plan.steps:
+            raise ValueError(f"give an initial plan or a learned plan, not both (the initial plan given is not the "
+                             f"steps of learned plan v{plan.version})")
+        return dataclasses.replace(settings, initial_plan=list(plan.steps), plan_version=plan.version)

@@ -1,0 +1,150 @@
+"""AutoPlan's training (section 3.2): starting from the empty plan, for I iterations, collect experience on a
+random batch of B training questions with the current plan (PlanRAG or IterRAG given it as their initial plan),
+reflect on each run with its outcome as the reward (SIR: summary, flaws, revision; one LLM call per run), and
+update the plan (one LLM call merging the revisions). Each updated plan is saved as the scenario's next version.
+"""
+from __future__ import annotations
+
+import dataclasses
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from langchain_core.messages import HumanMessage, SystemMessage
+
+from core.agents import AgentRuntime, Limits, RunSettings, new_run_id
+from core.agents.parsing import parse_reply
+from core.agents.workspace import Workspace, open_catalog_workspace
+from core.autoplan import EXPERIENCE_TECHNIQUES, prompts
+from core.autoplan.store import LearnedPlan
+from core.llm import ChatLLM, LLMSettings, open_llm
+
+
+class AutoPlanError(Exception):
+    """A training that cannot go on (the message says why); the versions saved before it stay."""
+
+
+@dataclass
+class TrainSettings:
+    """One training: the scenario's questions ``train`` (numbers of ``source``) on database ``db`` with model
+    ``llm`` (a name or ``replay:FILE``), B = ``batch_size`` questions per iteration, I = ``iterations``."""
+
+    scenario: str
+    db: str
+    llm: str
+    train: list[int]
+    batch_size: int = 4
+    iterations: int = 3
+    technique: str = "planrag"
+    source: str = "dqa"
+    seed: int = 0
+    base_url: str | None = None
+    limits: Limits = field(default_factory=Limits)
+
+    def validate(self) -> TrainSettings:
+        """Self, or ValueError naming the bad field."""
+        self.run_settings(1).validate()
+        if self.technique not in EXPERIENCE_TECHNIQUES:
+            raise ValueError(f"AutoPlan collects experience with {', '.join(EXPERIENCE_TECHNIQUES)}, "
+                             f"not {self.technique!r}")
+        if not self.train or any(not isinstance(n, int) or n < 1 for n in self.train):
+            raise ValueError("the training questions must be question numbers (1, 2, ...), at least one")
+        if len(set(self.train)) != len(self.train):
+            raise ValueError("a training question is listed twice")
+        if not 1 <= self.batch_size <= len(self.train):
+            raise ValueError(f"the batch size must be 1 to {len(self.train)} (the training questions), "
+                             f"not {self.batch_size}")
+        if self.iterations < 1:
+            raise ValueError(f"the iterations must be 1 or more, not {self.iterations}")
+        return self
+
+    def run_settings(self, question: int, plan: list[str] | None = None) -> RunSettings:
+        return RunSettings(self.scenario, question, self.db, self.technique, self.llm, base_url=self.base_url,
+                           source=self.source, limits=self.limits, initial_plan=plan or None)
+
+    def batch(self, iteration: int) -> list[int]:
+        """The questions of an iteration: B drawn at random (seeded by the seed and the iteration), in order."""
+        return sorted(random.Random(f"{self.seed}:{iteration}").sample(self.train, self.batch_size))
+
+
+def _ask(llm: ChatLLM, message: str) -> tuple[str, int]:
+    """One reflection or update call: the reply and its tokens."""
+    c = llm.complete([SystemMessage(prompts.SYSTEM), HumanMessage(message)], None)
+    return c.text, c.prompt_tokens + c.completion_tokens
+
+
+def _experience(runtime: AgentRuntime, settings: TrainSettings, question: int, plan: list[str]) -> dict:
+    """Run the agent on a training question with the plan; its run, outcome and conversation."""
+    result = runtime.start(settings.run_settings(question, plan))
+    conversation = runtime.transcript(result.run_id)[1:]  # the question, then each reply and observation
+    return {"question": question, "run_id": result.run_id, "outcome": result.outcome,
+            "text": conversation[0]["content"], "run": "\n\n".join(m["content"] for m in conversation)}
+
+
+def _reflect(llm: ChatLLM, plan: list[str], experience: dict) -> tuple[dict, int]:
+    """The SIR reflection on one run, kept with the run's outcome."""
+    reply, tokens = _ask(llm, prompts.reflection_message(plan, experience["run"], experience["outcome"]))
+    outcome = experience["outcome"]
+    kept = {k: outcome.get(k) for k in ("decision", "label", "correct", "placement", "error")}
+    return {"question": experience["question"], "run_id": experience["run_id"], **kept,
+            **prompts.parse_reflection(reply), "reply": reply}, tokens
+
+
+def _record(iteration: int, parent: int | None, experiences: list[dict], tokens: int) -> dict:
+    """The accuracy of an iteration's batch (the plan in force: version ``parent``; None: the empty plan)."""
+    outcomes = [e["outcome"] for e in experiences]
+    correct = sum(bool(o["correct"]) for o in outcomes)
+    regrets = [o["placement"]["regret"] for o in outcomes if o["placement"]]
+    calls = sum(o["llm_calls"] for o in outcomes) + len(outcomes) + 1  # runs, reflections, update
+    return {"iteration": iteration, "plan_version": parent, "questions": [e["question"] for e in experiences],
+            "runs": [e["run_id"] for e in experiences], "correct": correct, "total": len(outcomes),
+            "accuracy": round(correct / len(outcomes), 4),
+            "mean_regret": round(sum(regrets) / len(regrets), 6) if regrets else None,
+            "llm_calls": calls, "tokens": tokens + sum(o["tokens"]["total"] for o in outcomes)}
+
+
+def train(settings: TrainSettings, home: str | Path | None = None, *,
+          workspace: Callable[[RunSettings], Workspace] = open_catalog_workspace,
+          llm_settings: LLMSettings | None = None,
+          progress: Callable[[str], None] | None = None) -> list[LearnedPlan]:
+    """Train the scenario's plan; return the versions saved, one per iteration. The runs go to the run store and
+    the plans to the plan store of ``home`` (default DATA_HOME). One model serves every call (a replay is read
+    through in order). Raises ValueError (bad settings), LLMError or AutoPlanError."""
+    settings.validate()
+    say = progress or (lambda line: None)
+    llm_settings = llm_settings or LLMSettings()
+    llm = open_llm(settings.llm, dataclasses.replace(llm_settings, base_url=settings.base_url or llm_settings.base_url))
+    runtime = AgentRuntime(home, workspace=workspace, llm_settings=llm_settings, llm_opener=lambda *a, **kw: llm)
+    training, plan, parent, history, saved = new_run_id(), [], None, [], []
+    try:
+        for i in range(1, settings.iterations + 1):
+            experiences, reflections, tokens = [], [], 0
+            for question in settings.batch(i):
+                experience = _experience(runtime, settings, question, plan)
+                reflection, used = _reflect(llm, plan, experience)
+                experiences.append(experience)
+                reflections.append(reflection)
+                tokens += used
+                verdict = {True: "correct", False: "wrong", None: "unlabelled"}[reflection["correct"]]
+                say(f"iteration {i}: question {question}: {verdict} (decision {reflection['decision']})")
+            merged = [{**e, **r} for e, r in zip(experiences, reflections)]
+            reply, used = _ask(llm, prompts.update_message(plan, merged))
+            history.append(_record(i, parent, experiences, tokens + used))
+            steps = parse_reply(reply).plan
+            if not steps:
+                raise AutoPlanError(f"the plan update of iteration {i} wrote no 'Plan: [Step 1: ...]'; "
+                                    f"its reply began: {reply[:300]!r}")
+            learned = runtime.plans.save(LearnedPlan(
+                settings.scenario, steps, settings.source, sorted(settings.train), i, parent, training,
+                {"technique": settings.technique, "db": settings.db, "llm": settings.llm or llm.label,
+                 "batch_size": settings.batch_size, "iterations": settings.iterations, "seed": settings.seed},
+                reflections, reply, list(history)))
+            saved.append(learned)
+            plan, parent = learned.steps, learned.version
+            record = history[-1]
+            say(f"iteration {i}: accuracy {record['correct']}/{record['total']}; saved {settings.scenario} plan "
+                f"v{learned.version}")
+    finally:
+        runtime.close()
+    return saved

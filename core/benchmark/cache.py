@@ -1,0 +1,123 @@
+"""The LLM reply cache: replies kept on disk (SQLite), keyed by the model, its parameters (temperature, stop
+sequences, max reply tokens, base URL) and the full prompt (every message), so an identical rerun costs
+nothing and repeats itself exactly.
+
+:class:`CachingLLM` stands in for a :class:`core.llm.ChatLLM`: it answers from the cache when it can and opens
+the model only at its first miss (a replay then starts at the right reply; a fully cached run needs no key).
+:func:`caching_opener` makes the ``llm_opener`` that AgentRuntime takes.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+
+from langchain_core.messages import BaseMessage
+
+from core.llm import REPLAY_PREFIX, ChatLLM, Completion, LLMSettings, open_llm, replay_path
+
+
+class ReplyCache:
+    """Replies by key, in one SQLite file; safe to share between threads and processes."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._con = sqlite3.connect(self.path, timeout=30, check_same_thread=False, isolation_level=None)
+        self._con.execute("PRAGMA journal_mode = WAL")
+        self._con.execute("PRAGMA synchronous = NORMAL")  # a killed process keeps every committed reply
+        self._con.execute("CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, model TEXT, created REAL, "
+                          "data TEXT)")
+
+    def get(self, key: str) -> Completion | None:
+        with self._lock:
+            row = self._con.execute("SELECT data FROM replies WHERE key = ?", (key,)).fetchone()
+        return Completion(**json.loads(row[0])) if row else None
+
+    def put(self, key: str, model: str, completion: Completion) -> None:
+        with self._lock:
+            self._con.execute("INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?)",
+                              (key, model, time.time(), json.dumps(asdict(completion))))
+
+    def close(self) -> None:
+        self._con.close()
+
+
+def model_identity(spec: str) -> str:
+    """What names the model in a key: its name, or for a replay the hash of the file's bytes (an edited
+    transcript is a different model)."""
+    if not spec.startswith(REPLAY_PREFIX):
+        return spec
+    path = replay_path(spec)
+    try:
+        return "replay:" + hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return f"replay:{path}"  # missing: opening it reports the error
+
+
+def cache_key(identity: dict, stop: list[str], messages: list[BaseMessage]) -> str:
+    """The key of one call: model and parameters (``identity``), stop sequences and every message."""
+    prompt = [[m.type, m.content] for m in messages]
+    text = json.dumps({**identity, "stop": stop, "messages": prompt}, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class CachingLLM:
+    """A ChatLLM stand-in with a reply cache (None: no cache) and a wait before each model call (``throttle``,
+    e.g. a rate limiter). ``calls`` counts model calls, ``hits`` cached replies, ``wait_s`` the time spent in
+    ``complete`` (model, throttle and cache)."""
+
+    def __init__(self, opener: Callable[[int], ChatLLM], identity: dict, cache: ReplyCache | None,
+                 throttle: Callable[[], None] | None = None):
+        self._opener = opener  # answered -> the model, positioned after the replies already given
+        self._identity = identity
+        self._cache = cache
+        self._throttle = throttle
+        self._model: ChatLLM | None = None
+        self.calls = self.hits = 0
+        self.wait_s = 0.0
+        self.first_call_at: float | None = None  # perf_counter at the first complete()
+
+    def complete(self, messages: list[BaseMessage], stop: list[str]) -> Completion:
+        start = time.perf_counter()
+        self.first_call_at = self.first_call_at or start
+        try:
+            key = cache_key(self._identity, stop, messages) if self._cache else None
+            cached = self._cache.get(key) if key else None
+            if cached:
+                self.hits += 1
+                return cached
+            if self._model is None:
+                self._model = self._opener(self.hits + self.calls)
+            if self._throttle:
+                self._throttle()
+            completion = self._model.complete(messages, stop)
+            self.calls += 1
+            if key:
+                self._cache.put(key, self._identity["model"], completion)
+            return completion
+        finally:
+            self.wait_s += time.perf_counter() - start
+
+
+def caching_opener(cache: ReplyCache | None, throttle: Callable[[], None] | None = None,
+                   on_open: Callable[[CachingLLM], None] | None = None):
+    """An ``llm_opener`` for AgentRuntime (same signature as core.llm.open_llm) giving CachingLLMs; ``on_open``
+    sees each one (to read its counters after the run)."""
+
+    def opener(spec: str, settings: LLMSettings, *, skip: int = 0) -> CachingLLM:
+        replay = spec.startswith(REPLAY_PREFIX)
+        identity = {"model": model_identity(spec), "temperature": settings.temperature,
+                    "max_tokens": settings.max_reply_tokens, "base_url": None if replay else settings.base_url}
+        llm = CachingLLM(lambda answered: open_llm(spec, settings, skip=skip + answered), identity, cache, throttle)
+        if on_open:
+            on_open(llm)
+        return llm
+
+    return opener

@@ -1,0 +1,93 @@
+"""The work list of a benchmark: one item per (scenario, question, database, technique) for one model, from the
+command line's selections (``--questions 1-10,15``, ``--db all``, ``--scenario all``), with notes on what was
+left out and why."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from core.numbers import parse_numbers as parse_number_list
+from core.numbers import spans
+from core.backends.registry import BACKENDS, unavailable
+from core.scenario import SCENARIOS
+
+class BenchError(Exception):
+    """A benchmark that cannot run as asked; the message says what to change."""
+
+
+@dataclass(frozen=True)
+class Item:
+    """One question on one database with one technique and one model (``model`` as the results key it)."""
+
+    scenario: str
+    question: int
+    db: str
+    technique: str
+    model: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.scenario}/{self.question}/{self.db}/{self.technique}/{self.model}"
+
+    @property
+    def name(self) -> str:
+        """Short, for progress lines and replay file names: ``locating-12-sqlite-planrag``."""
+        return f"{self.scenario}-{self.question}-{self.db}-{self.technique}"
+
+
+def parse_numbers(text: str) -> list[int]:
+    """Question numbers from ``all`` (returns []), or ranges and lists like ``1-10,15``: sorted, unique."""
+    if text.strip().lower() == "all":
+        return []
+    try:
+        return parse_number_list(text, "--questions")
+    except ValueError as e:
+        raise BenchError(f"{e} or all") from None
+
+
+def scenarios_of(choice: str) -> list[str]:
+    return list(SCENARIOS) if choice == "all" else [choice]
+
+
+def databases_of(choice: str, notes: list[str]) -> list[str]:
+    """The backends to run: ``all`` is those available here (each skipped one noted with its reason); a named
+    one must be available."""
+    if choice != "all":
+        reason = unavailable(choice)
+        if reason:
+            raise BenchError(f"database {choice} cannot be used here: {reason}")
+        return [choice]
+    chosen = []
+    for name in BACKENDS:
+        reason = unavailable(name)
+        if reason:
+            notes.append(f"database {name} skipped: {reason}")
+        else:
+            chosen.append(name)
+    if not chosen:
+        raise BenchError("no database backend is available here")
+    return chosen
+
+
+@dataclass
+class WorkList:
+    items: list[Item]
+    notes: list[str] = field(default_factory=list)
+
+
+def work_list(scenarios: list[str], dbs: list[str], techniques: list[str], model: str, numbers: list[int],
+              counts: dict[str, int], notes: list[str] | None = None) -> WorkList:
+    """Every item, ordered by scenario, question, database, technique. ``numbers`` empty means all questions;
+    ``counts`` is each scenario's number of questions. Numbers past a scenario's count are left out with a
+    note when several scenarios run, and are an error for a single one."""
+    notes = list(notes or [])
+    items = []
+    for scenario in scenarios:
+        count = counts[scenario]
+        chosen = [n for n in numbers if n <= count] if numbers else list(range(1, count + 1))
+        beyond = [n for n in numbers if n > count]
+        if beyond and len(scenarios) == 1:
+            raise BenchError(f"{scenario} has questions 1-{count}; there is no question {spans(beyond)}")
+        if beyond:
+            notes.append(f"{scenario} has questions 1-{count}: {spans(beyond)} left out")
+        items += [Item(scenario, n, db, t, model) for n in chosen for db in dbs for t in techniques]
+    return WorkList(items, notes)

@@ -1,0 +1,41 @@
+"""Connection tests for the Settings page: the LLM (a one-token call; for a replay, that its file parses) and the
+DQA directory (that its question files import). Each returns a short success message or raises with the reason."""
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from langchain_core.messages import HumanMessage
+
+from core import catalog
+from core.llm import REPLAY_PREFIX, LLMError, LLMNotConfigured, LLMSettings, open_llm, read_replay, replay_path
+from core.scenario import SCENARIOS
+
+TEST_TIMEOUT_S = 30.0
+
+
+def check_llm(settings: LLMSettings) -> str:
+    """Ask the configured model for one token (no retries). Raises LLMError with the reason, never the key."""
+    spec = settings.model or ""
+    if spec.startswith(REPLAY_PREFIX):
+        path = replay_path(spec)
+        replies = read_replay(path)
+        if not replies:
+            raise LLMNotConfigured(f"replay file {path} holds no replies")
+        return f"replay file {path} holds {len(replies)} replies"
+    llm = open_llm(settings=replace(settings, max_reply_tokens=1, max_retries=0,
+                                    timeout_s=min(settings.timeout_s, TEST_TIMEOUT_S)))
+    try:
+        reply = llm.complete([HumanMessage("Reply with one word: OK")], stop=[])
+    except LLMError:
+        raise
+    except Exception as e:  # a client error the LLM layer does not classify (e.g. a malformed base URL)
+        message = f"{llm.label}: {type(e).__name__}: {e}"
+        raise LLMError("config", message.replace(settings.api_key, "***") if settings.api_key else message) from None
+    return f"{llm.label} answered in {reply.latency_s:.1f} s"
+
+
+def check_dqa(root: str | Path | None) -> str:
+    """Import the DQA benchmark at ``root`` (default: the configured directory). Raises DQAError with the reason."""
+    bench = catalog.dqa_benchmark(root)
+    return f"DQA at {bench.root}: " + ", ".join(f"{len(bench.questions(s))} {s} questions" for s in SCENARIOS)

@@ -1,0 +1,40 @@
+"""One-line summaries of stored runs: for the History table (settings and outcome) and the Compare table (also
+what the trace shows: plan, re-plans, queries)."""
+from __future__ import annotations
+
+from datetime import datetime
+
+from core.agents.techniques import TECHNIQUES
+from core.replays import model_label
+from core.runs import RunRecord
+from core.trace import Trace
+
+
+def technique_label(name: str) -> str:
+    """A technique's name as in the paper (as stored, for a technique this version does not know)."""
+    return TECHNIQUES[name].label if name in TECHNIQUES else name
+
+
+def question_id(settings: dict) -> str:
+    """The run's question as ``source/scenario/number``."""
+    return f"{settings.get('source', 'dqa')}/{settings['scenario']}/{settings['question']}"
+
+
+def outcome_row(record: RunRecord) -> dict:
+    """The run's settings and outcome (no events needed)."""
+    s, o = record.settings, record.outcome or {}
+    placement = o.get("placement")
+    return {"run": record.id, "started": datetime.fromtimestamp(record.created).strftime("%Y-%m-%d %H:%M:%S"),
+            "question": question_id(s), "technique": technique_label(s["technique"]), "database": s["db"],
+            "model": model_label(s["llm"]), "review": s["hitl"], "status": record.status,
+            "decision": None if o.get("decision") is None else str(o["decision"]), "correct": o.get("correct"),
+            "rank": f"{placement['rank']} of {placement['of']}" if placement else None,
+            "LLM calls": o.get("llm_calls"), "tokens": (o.get("tokens") or {}).get("total"),
+            "time (s)": o.get("wall_s")}
+
+
+def compare_row(record: RunRecord) -> dict:
+    """``outcome_row`` with the plan's length, the re-plans and the queries of its trace (``record`` with events)."""
+    trace = Trace.of(record.events)
+    return {**outcome_row(record), "plan steps": len(trace.plan), "re-plans": trace.replans,
+            "queries": trace.queries}

@@ -1,0 +1,83 @@
+"""Compare: techniques side by side on the current question, with one database and one model (runs in automatic
+mode): their plans, queries, counts, tokens, time, decisions and ranks. Past runs of the question can join."""
+import pandas as pd
+import streamlit as st
+
+from core import jobs
+from core.agents.config import RunSettings
+from core.agents.techniques import TECHNIQUES
+from core.runs import RunRecord
+from core.scenario import Question
+from core.summary import compare_row, technique_label
+from pages.common import current_question
+from pages.run_options import choose_database, choose_models, start_run
+from pages.run_view import RunPanel, follow, load, run_label, show_outcome, show_state
+
+COLUMNS = ["technique", "status", "decision", "correct", "rank", "plan steps", "re-plans", "queries", "LLM calls",
+           "tokens", "time (s)", "database", "model", "run"]
+PER_ROW = 4
+
+
+def runs_of(question: Question, started: list[str]) -> dict[str, str]:
+    """The runs that can be compared, with their labels: those started here, then the stored runs of the question."""
+    past = [r for r in jobs.open_store().list(scenario=question.scenario, question=question.number, limit=None)
+            if r.settings.get("source") == question.source]
+    labels = {run_id: run_label(run_id, job.settings.to_dict(), job.started)
+              for run_id in started if (job := jobs.job(run_id))}
+    return {**labels, **{r.id: run_label(r.id, r.settings, r.created) for r in past}}
+
+
+def side_by_side(run_ids: list[str]) -> list[RunRecord]:
+    """The runs in columns, followed live while they run; their stored records after."""
+    shown = []
+    for start in range(0, len(run_ids), PER_ROW):
+        for column, run_id in zip(st.columns(min(PER_ROW, len(run_ids))), run_ids[start:start + PER_ROW]):
+            with column:
+                record, job = load(run_id)
+                panel = RunPanel(run_id, job.settings.to_dict() if job else record.settings, compact=True)
+                if not job:
+                    panel.add(record.events)
+                shown.append((panel, job, column.container()))
+    follow([(panel, job) for panel, job, _ in shown if job])
+    records = []
+    for panel, job, below in shown:
+        record = load(panel.run_id)[0]
+        with below:
+            show_state(record, job)
+            if record and record.status in ("finished", "failed"):
+                show_outcome(record, compact=True)
+        records += [record] if record else []
+    return records
+
+
+st.title("Compare")
+question, database = current_question()
+st.caption(f"Question `{question.id}` · {question.target}")
+compared = f"compare-{question.id}"  # the runs compared on this question (widget key)
+
+with st.container(border=True):
+    left, middle, right = st.columns(3)
+    with left:
+        techniques = st.pills("Techniques", list(TECHNIQUES), selection_mode="multi", default=["iterrag", "planrag"],
+                              format_func=technique_label, key="compare_techniques")
+    with middle:
+        db, unavailable_reason = choose_database(key="compare_db")
+    with right:
+        models = choose_models(question, techniques, db, key="compare_llm")
+        if st.button("Run side by side", type="primary", icon=":material/play_arrow:", width="stretch",
+                     disabled=bool(unavailable_reason or not models)):
+            started = [start_run(RunSettings(question.scenario, question.number, db, technique, model, hitl="auto",
+                                             source=question.source)) for technique, model in models.items()]
+            st.session_state[compared] = started + st.session_state.get(compared, [])
+
+labels = runs_of(question, st.session_state.get(compared, []))
+st.session_state[compared] = [run_id for run_id in st.session_state.get(compared, []) if run_id in labels]
+chosen = st.multiselect("Runs compared", list(labels), key=compared, format_func=labels.get,
+                        help="The runs started here, and any earlier run of this question.")
+if not chosen:
+    st.info("Choose techniques and press **Run side by side**, or pick earlier runs of this question.")
+    st.stop()
+
+table = st.empty()
+records = side_by_side(chosen)
+table.dataframe(pd.DataFrame([compare_row(r) for r in records]), column_order=COLUMNS, hide_index=True)

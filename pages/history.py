@@ -1,0 +1,64 @@
+"""History: every stored run with its settings, trace and outcome; filter them, export them as JSON, and open one
+in the Run or Decision check view."""
+import json
+
+import pandas as pd
+import streamlit as st
+
+from core import jobs
+from core.replays import model_label
+from core.summary import outcome_row, technique_label
+from pages.run_view import open_run, run_label, show_outcome, show_run
+
+ANY = "any"
+CORRECT = {True: "correct", False: "wrong"}
+
+
+def choose(column, label: str, values, format_func=str):
+    """A filter on one field: ``any`` or one of the values the stored runs have."""
+    options = [ANY, *sorted(set(values) - {None})]
+    choice = column.selectbox(label, options, key=f"history_{label}",
+                              format_func=lambda v: ANY if v == ANY else format_func(v))
+    return None if choice == ANY else choice
+
+
+st.title("History")
+store = jobs.open_store()
+runs = store.list(limit=None)
+if not runs:
+    st.info("No runs yet: start one on the **Run** page.", icon=":material/history:")
+    st.stop()
+
+columns = st.columns(6)
+filters = {
+    "scenario": choose(columns[0], "Scenario", (r.settings["scenario"] for r in runs), str.title),
+    "technique": choose(columns[1], "Technique", (r.settings["technique"] for r in runs), technique_label),
+    "db": choose(columns[2], "Database", (r.settings["db"] for r in runs)),
+    "llm": choose(columns[3], "Model", (r.settings["llm"] for r in runs), model_label),
+    "status": choose(columns[4], "Status", (r.status for r in runs)),
+    "correct": choose(columns[5], "Correct", ((r.outcome or {}).get("correct") for r in runs), CORRECT.get),
+}
+shown = store.list(limit=None, **filters)
+st.dataframe(pd.DataFrame([outcome_row(r) for r in shown]), hide_index=True)
+ids = [r.id for r in shown]
+st.download_button(f"Export {len(ids)} run{'s' * (len(ids) != 1)} as JSON", icon=":material/download:",
+                   file_name="planrag-runs.json", mime="application/json", disabled=not ids,
+                   data=lambda: json.dumps(store.export(ids), indent=1, default=str))
+if not shown:
+    st.info("No run matches these filters.")
+    st.stop()
+
+st.subheader("Run")
+labels = {r.id: f"{run_label(r.id, r.settings, r.created)} · {r.status}" for r in shown}
+run_id = st.selectbox("Open a run", ids, format_func=labels.get, key="history_run")
+record = store.get(run_id)
+to_run, to_decision = st.columns(2)
+if to_run.button("Open in the Run view", icon=":material/play_circle:", width="stretch"):
+    open_run(record, "pages/run.py")
+if to_decision.button("Open in Decision check", icon=":material/fact_check:", width="stretch"):
+    open_run(record, "pages/decision.py")
+with st.expander("Settings"):
+    st.json(record.settings)
+record = show_run(run_id)
+if record.status in ("finished", "failed"):
+    show_outcome(record)

@@ -1,0 +1,104 @@
+"""The choices a run starts from, shared by the Run and Compare pages: technique, database (unavailable ones
+greyed with the reason), model (this session's, the environment's, or a recorded replay) and review mode."""
+from __future__ import annotations
+
+from functools import partial
+
+import streamlit as st
+
+from core import jobs
+from core.agents.config import HITL_MODES, RunSettings
+from core.agents.techniques import TECHNIQUES
+from core.backends.registry import BACKENDS, language, unavailable
+from core.llm import LLMSettings
+from core.replays import Replay, model_label, replays
+from core.scenario import Question
+from core.settings import DatabaseSettings
+from core.summary import technique_label
+from pages.common import dqa_root
+
+HITL_LABELS = {"auto": "None (automatic)", "approve-replans": "Approve re-plans",
+               "approve-every-plan": "Approve every plan"}
+REPLAYS = "replays"  # the model choice "each technique's recorded replay"
+NO_MODEL = ("No LLM configured: enter a model on **Settings** (or set OPENAI_MODEL with OPENAI_API_KEY, or "
+            "OPENAI_BASE_URL for a local server)")
+
+
+def session_db() -> DatabaseSettings:
+    """This session's database servers (from Settings), else the environment's."""
+    return st.session_state.get("db_settings") or DatabaseSettings()
+
+
+@st.cache_data(ttl=30, show_spinner=False)
+def _why_unavailable(name: str, settings: DatabaseSettings) -> str | None:
+    return unavailable(name, settings)
+
+
+def choose_database(key: str) -> tuple[str, str | None]:
+    """A database backend, and why it cannot be used here (None when it can)."""
+    reasons = {name: _why_unavailable(name, session_db()) for name in BACKENDS}
+    name = st.radio("Database", list(BACKENDS), key=key,
+                    format_func=lambda n: f":gray[{n}]" if reasons[n] else n,
+                    captions=[f"{language(n).upper()}" + (f" · unavailable: {reasons[n]}" if reasons[n] else "")
+                              for n in BACKENDS])
+    return name, reasons[name]
+
+
+def session_llm() -> LLMSettings:
+    """This session's model settings (from Settings), else the environment's."""
+    return st.session_state.get("llm") or LLMSettings()
+
+
+def configured_model() -> str | None:
+    """The model this session runs with, when one is configured."""
+    return session_llm().model
+
+
+def choose_hitl(technique: str, key: str) -> str:
+    """The analyst's review mode (only the planning techniques pause)."""
+    plans = TECHNIQUES[technique].plans
+    mode = st.radio("Analyst review", HITL_MODES, key=key, format_func=HITL_LABELS.get, disabled=not plans,
+                    help=None if plans else f"{technique_label(technique)} writes no plan, so it never pauses.")
+    return mode if plans else "auto"
+
+
+def question_replays(question: Question, db: str, technique: str | None = None) -> list[Replay]:
+    """The recorded replays of the question for the database's language (and a technique)."""
+    return replays(question.source, question.scenario, question.number, language(db), technique)
+
+
+def choose_model(question: Question, technique: str, db: str, key: str) -> str | None:
+    """The model of a run: the configured one or a replay of this question; None (with the reason shown) if
+    there is neither."""
+    labels = {r.spec: f"Replay · {r.path.name}" for r in question_replays(question, db, technique)}
+    options = [m for m in [configured_model()] if m] + list(labels)
+    if not options:
+        st.warning(f"{NO_MODEL}; no replay of {technique_label(technique)} is recorded for this question on a "
+                   f"{language(db).upper()} database.", icon=":material/smart_toy:")
+        return None
+    return st.selectbox("LLM", options, key=key, format_func=lambda o: labels.get(o) or model_label(o))
+
+
+def choose_models(question: Question, techniques: list[str], db: str, key: str) -> dict[str, str]:
+    """One model for several techniques: the configured one, or each technique's replay of this question (those
+    without one are named in a warning). Technique -> model spec."""
+    model = st.selectbox("LLM", [m for m in [configured_model()] if m] + [REPLAYS], key=key,
+                         format_func=lambda m: "Recorded replays (one per technique)" if m == REPLAYS else m)
+    if model != REPLAYS:
+        return {t: model for t in techniques}
+    specs = {t: found[0].spec for t in techniques if (found := question_replays(question, db, t))}
+    missing = [technique_label(t) for t in techniques if t not in specs]
+    if missing:
+        st.warning(f"No replay of {', '.join(missing)} is recorded for this question on a {language(db).upper()} "
+                   "database." + ("" if configured_model() else f" {NO_MODEL}."), icon=":material/smart_toy:")
+    return specs
+
+
+def start_run(settings: RunSettings) -> str:
+    """Start a run in the background with this session's settings (see ``runtime_factory``); its id."""
+    return jobs.start(settings, runtime_factory()).run_id
+
+
+def runtime_factory():
+    """What a background run opens its runtime with: this session's DQA folder, model and database servers."""
+    return partial(jobs.open_runtime, dqa_root(), session_llm(), session_db())

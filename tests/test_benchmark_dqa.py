@@ -1,0 +1,223 @@
+"""Benchmark runs over real DQA questions with scripted replay transcripts (tests/bench_scripts.py, written to
+tmp_path): all 301 questions on SQLite, a handful on Ladybug; the numbers the reports give for the crafted mix of
+right and wrong answers; resuming after a killed CLI run; the reply cache; the command line's errors."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+
+import pytest
+
+from core.benchmark import reports
+from core.benchmark.items import BenchError
+from core.benchmark.results import read_results
+from core.benchmark.runner import Bench, BenchConfig
+from core.llm import LLMSettings
+from tests.bench_scripts import VARIANTS, write_transcripts
+from tests.conftest import ROOT
+
+ALL = {"locating": list(range(1, 201)), "building": list(range(1, 102))}
+
+
+def variant_of(question):
+    return VARIANTS[question.number % len(VARIANTS)]
+
+
+def replans_of(question):
+    return question.number % 6
+
+
+@pytest.fixture(scope="module")
+def scripts(dqa, tmp_path_factory):
+    """PlanRAG transcripts of every question on SQLite, and of questions 1-3 on Ladybug: (folder, scripts)."""
+    folder = tmp_path_factory.mktemp("bench_scripts")
+    made = write_transcripts(dqa, folder, ALL, ["sqlite"], ["planrag"], variant_of, replans_of)
+    made.update(write_transcripts(dqa, folder, {"locating": [1, 2, 3], "building": [1, 2, 3]}, ["ladybug"],
+                                  ["planrag"], variant_of, replans_of))
+    return folder, made
+
+
+def config(folder, tmp_path, dqa_dir, **kw) -> BenchConfig:
+    kw.setdefault("out", tmp_path / "out")
+    return BenchConfig(kw.pop("techniques", ["planrag"]), f"replay:{folder}", home=tmp_path / "home",
+                       dqa_root=dqa_dir, **kw)
+
+
+def expected(made: dict, keys) -> dict:
+    return {k: made[k] for k in keys}
+
+
+def test_sweep_of_all_questions_gives_the_crafted_numbers(scripts, tmp_path, dqa_dir):
+    folder, made = scripts
+    bench = Bench(config(folder, tmp_path, dqa_dir, scenario="all", db="sqlite", concurrency=2))
+    assert len(bench.pending) == 301 and not bench.notes
+    progress = bench.run()
+    assert (progress.done, progress.skipped, progress.errors) == (301, 0, [])
+    results = bench.results()
+    got = {f"{r['scenario']}-{r['question']}-{r['db']}-{r['technique']}": r for r in results}
+    want = expected(made, got)
+    assert len(got) == 301
+    for stem, r in got.items():
+        s = want[stem]
+        assert (r["correct"], r["failure"], r["replans"], r["retrievals"]) == (s.correct, s.failure, s.replans,
+                                                                               s.retrievals), stem
+        assert r["status"] == "finished" and r["llm_calls"] == s.retrievals + s.replans + 1
+        assert bool(r["missed"]) is (s.variant in ("missed", "query_error")), stem
+        if not s.correct and r["decision"] is not None:
+            assert r["regret"] >= 0 and r["rank"] >= 1 and r["relative_regret"] >= 0
+    acc = reports.accuracy(results).set_index("scenario")
+    for scenario, numbers in ALL.items():
+        right = sum(want[f"{scenario}-{n}-sqlite-planrag"].correct for n in numbers)
+        assert (acc.loc[scenario, "correct"], acc.loc[scenario, "total"]) == (right, len(numbers))
+        assert acc.loc[scenario, "accuracy"] == round(100 * right / len(numbers), 1)
+    assert 0 < acc["correct"].sum() < 301
+    failures = reports.failures(results).set_index("scenario")
+    for scenario in ALL:
+        counts = Counter(s.failure for k, s in want.items() if k.startswith(scenario) and s.failure)
+        for category in ("QUR", "CAN", "MIS", "unclassified"):
+            assert failures.loc[scenario, category] == counts[category], (scenario, category)
+        assert failures.loc[scenario, "OTH"] == 0 and counts["CAN"] and counts["QUR"] and counts["MIS"]
+    replans = reports.replans(results)
+    locating = replans[replans["scenario"] == "locating"].set_index("replans")["pairs"]
+    assert locating.to_dict() == {"0": 33, "1": 34, "2": 34, "3": 33, "4+": 66}  # question number % 6
+    missed = reports.missed(results).set_index("scenario")
+    assert missed.loc["locating", "missed"] == sum(1 for n in ALL["locating"] if n % 5 in (2, 3))
+
+    again = Bench(config(folder, tmp_path, dqa_dir, scenario="all", db="sqlite", concurrency=2))
+    assert again.pending == []
+    progress = again.run()
+    assert (progress.done, progress.skipped, progress.correct) == (0, 301, acc["correct"].sum())
+
+
+def test_ladybug_gives_the_same_decisions(scripts, tmp_path, dqa_dir):
+    folder, made = scripts
+    bench = Bench(config(folder, tmp_path, dqa_dir, db="ladybug", questions="1-3"))
+    progress = bench.run()
+    assert progress.done == 6 and not progress.errors
+    for r in bench.results():
+        s = made[f"{r['scenario']}-{r['question']}-ladybug-planrag"]
+        assert (r["language"], r["correct"], r["failure"], r["replans"]) == ("cypher", s.correct, s.failure,
+                                                                             s.replans)
+
+
+def test_the_cache_makes_an_identical_rerun_free(scripts, tmp_path, dqa_dir):
+    folder, _ = scripts
+    first = Bench(config(folder, tmp_path, dqa_dir, scenario="locating", questions="1-6", out=tmp_path / "a"))
+    first.run()
+    second = Bench(config(folder, tmp_path, dqa_dir, scenario="locating", questions="1-6", out=tmp_path / "b"))
+    second.run()
+    before, after = first.results(), second.results()
+    assert sum(r["cached_calls"] for r in before) == 0
+    assert all(r["cached_calls"] == r["llm_calls"] > 0 for r in after)  # no LLM call at all
+    same = ("decision", "correct", "failure", "prompt_tokens", "completion_tokens", "llm_calls")
+    assert [[r[k] for k in same] for r in before] == [[r[k] for k in same] for r in after]
+    uncached = Bench(config(folder, tmp_path, dqa_dir, scenario="locating", questions="1-2", out=tmp_path / "c",
+                            cache=False))
+    uncached.run()
+    assert all(r["cached_calls"] == 0 for r in uncached.results())
+
+
+def test_one_transcript_for_every_item_and_the_short_file_names(dqa, tmp_path, dqa_dir):
+    replay = tmp_path / "one.json"
+    replay.write_text(json.dumps(["Thought: look\nAction: Relational DB\nAction input: SELECT * FROM trade_node",
+                                  "Thought: I now know the answer.\nFinal answer: krakow"]))
+    bench = Bench(BenchConfig(["iterrag"], f"replay:{replay}", scenario="locating", questions="1-4",
+                              out=tmp_path / "one", home=tmp_path / "home", dqa_root=dqa_dir))
+    bench.run()
+    results = bench.results()
+    assert [r["llm_calls"] for r in results] == [2] * 4 and results[0]["correct"] is True
+    assert [r["correct"] for r in results] == [dqa.question("locating", n).answer == "krakow" for n in range(1, 5)]
+    folder = tmp_path / "short"
+    write_transcripts(dqa, folder, {"building": [5]}, ["sqlite"], ["iterrag"], lambda q: "right")
+    (folder / "building-5-sqlite-iterrag.json").rename(folder / "building-5-iterrag.json")
+    bench = Bench(BenchConfig(["iterrag"], f"replay:{folder}", scenario="building", questions="5", db="ladybug",
+                              out=tmp_path / "short-out", home=tmp_path / "home", dqa_root=dqa_dir))
+    bench.run()
+    assert bench.results()[0]["correct"] is True
+
+
+def test_what_cannot_run_is_said_before_anything_runs(scripts, tmp_path, dqa_dir):
+    folder, _ = scripts
+    with pytest.raises(BenchError, match=r"has no transcript for 1 of 1 items, e.g. building-5-ladybug-planrag.json"):
+        Bench(config(folder, tmp_path, dqa_dir, scenario="building", db="ladybug", questions="5"))
+    with pytest.raises(BenchError, match="building has questions 1-101; there is no question 102-110"):
+        Bench(config(folder, tmp_path, dqa_dir, scenario="building", questions="100-110"))
+    with pytest.raises(ValueError, match="unknown technique 'nope'"):
+        Bench(config(folder, tmp_path, dqa_dir, techniques=["nope"]))
+    Bench(config(folder, tmp_path, dqa_dir, questions="1"))
+    with pytest.raises(BenchError, match=r"other parameters \(temperature 0.0 -> 0.7\)"):
+        Bench(config(folder, tmp_path, dqa_dir, questions="1", temperature=0.7))
+    bench = Bench(config(folder, tmp_path, dqa_dir, questions="1-200"))
+    assert bench.notes == ["building has questions 1-101: 102-200 left out"] and len(bench.work.items) == 301
+
+
+def cli(home, *args, **kw):
+    env = {**os.environ, "PLANRAG_HOME": str(home), "DQA_DIR": str(kw.pop("dqa_dir"))}
+    return subprocess.Popen([sys.executable, "-m", "core", "bench", *args], cwd=ROOT, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
+
+
+def test_cli_resumes_after_a_kill(scripts, tmp_path, dqa_dir):
+    folder, made = scripts
+    args = ["--scenario", "locating", "--db", "sqlite", "--technique", "planrag", "--llm", f"replay:{folder}",
+            "--questions", "1-40", "--concurrency", "2", "--out", str(tmp_path / "out")]
+    process = cli(tmp_path, *args, dqa_dir=dqa_dir)
+    deadline = time.time() + 60
+    while len(read_results(tmp_path / "out")) < 8 and time.time() < deadline and process.poll() is None:
+        time.sleep(0.1)
+    process.send_signal(signal.SIGKILL)
+    process.communicate()
+    done = len(read_results(tmp_path / "out"))
+    assert 8 <= done < 40, "the run ended before it could be killed"
+    rerun = cli(tmp_path, *args, dqa_dir=dqa_dir)
+    out, err = rerun.communicate(timeout=120)
+    assert rerun.returncode == 0, err
+    assert f"skipped {done} items already done; {40 - done} to run, 2 at a time" in out
+    assert len(re.findall(r"^\[\d+/40\] locating-\d+-sqlite-planrag: ", out, re.M)) == 40 - done
+    right = sum(made[f"locating-{n}-sqlite-planrag"].correct for n in range(1, 41))
+    assert re.search(rf"^  locating  sqlite   planrag +{right}/40  {100 * right / 40:.1f}%  \(paper 64.5\)$", out, re.M)
+    assert (tmp_path / "out" / "report" / "failures.csv").exists()
+    assert len({r["question"] for r in read_results(tmp_path / "out")}) == 40
+
+
+def test_a_model_server_rate_limited_cached_and_a_bad_key_stopping_the_run(tmp_path, dqa_dir):
+    from tests.test_llm import KEY, StandIn, _completion
+
+    replies = ['Thought: look\nAction: Relational DB\nAction input: SELECT source FROM flow WHERE dest = "baltic_sea"',
+               "Thought: I now know the answer.\nFinal answer: krakow"]
+    server = StandIn([(200, _completion(r, 300, 20)) for r in replies])
+    llm = LLMSettings(api_key=KEY, max_retries=0)
+
+    def bench(out, **kw):
+        return Bench(BenchConfig(["iterrag"], "stand-in", scenario="locating", questions="1", base_url=server.url,
+                                 out=tmp_path / out, home=tmp_path / "home", dqa_root=dqa_dir, llm_settings=llm, **kw))
+
+    try:
+        first = bench("a", rpm=120)
+        assert first.model == f"stand-in @ {server.url}"
+        started = time.monotonic()
+        first.run()
+        assert time.monotonic() - started >= 0.5  # 120 a minute: the second request waits half a second
+        [r] = first.results()
+        assert (r["correct"], r["llm_calls"], r["prompt_tokens"], r["tokens_estimated"]) == (True, 2, 600, False)
+        second = bench("b")
+        second.run()
+        assert len(server.requests) == 2 and second.results()[0]["cached_calls"] == 2  # no request at all
+    finally:
+        server.close()
+    server = StandIn([(401, {"error": {"message": "bad key", "type": "invalid_request_error"}})])
+    try:
+        denied = Bench(BenchConfig(["iterrag", "planrag"], "stand-in", scenario="locating", questions="2",
+                                   base_url=server.url, out=tmp_path / "c", home=tmp_path / "home", dqa_root=dqa_dir,
+                                   llm_settings=llm))
+        progress = denied.run()
+        assert "auth error" in progress.stopped and len(progress.errors) == 1 and progress.done == 0
+        assert denied.results() == [] and KEY not in progress.stopped
+    finally:
+        server.close()

@@ -1,0 +1,95 @@
+"""The paper's tables from a crafted mix of right and wrong results, and their export."""
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from core.benchmark import reports
+from core.benchmark.prices import DEFAULT_PRICES
+
+MODEL = "gpt-4o"
+
+
+def result(db, technique, question, correct, **kw):
+    base = {"scenario": "locating", "question": question, "db": db, "technique": technique, "model": MODEL,
+            "language": "sql" if db == "sqlite" else "cypher", "status": "finished", "correct": correct,
+            "decision": "krakow", "label": "krakow", "retrievals": 2, "replans": 0, "missed": [], "query_errors": 0,
+            "failure": None if correct else "unclassified", "regret": None, "relative_regret": None, "rank": None,
+            "llm_calls": 4, "cached_calls": 0, "prompt_tokens": 1000, "completion_tokens": 100,
+            "tokens_estimated": False, "llm_latency_s": 2.0, "wall_s": 2.1, "overhead_s": 0.02, "ready_s": 0.05,
+            "run_id": f"{db}{technique}{question}", "final_answer": "krakow", "error": None}
+    return {**base, **kw}
+
+
+RESULTS = [
+    result("sqlite", "iterrag", 1, True, retrievals=1),
+    result("sqlite", "iterrag", 2, True, retrievals=3),
+    result("sqlite", "iterrag", 3, False, retrievals=1, failure="CAN", decision=None),
+    result("sqlite", "iterrag", 4, False, failure="MIS", missed=["ingoing"], regret=2.0, relative_regret=10.0, rank=3),
+    result("sqlite", "planrag", 1, True),
+    result("sqlite", "planrag", 2, True, replans=2),
+    result("sqlite", "planrag", 3, True, replans=5),
+    result("sqlite", "planrag", 4, False, retrievals=3, replans=1, regret=1.0, relative_regret=5.0, rank=2),
+    result("ladybug", "planrag", 1, True),
+    result("ladybug", "planrag", 2, False, failure="QUR", missed=["ingoing", "total_power"]),
+]
+
+
+def rows(df: pd.DataFrame, columns: list[str]) -> list[tuple]:
+    return [tuple(None if pd.isna(v) else v for v in r) for r in df[columns].itertuples(index=False)]
+
+
+def test_accuracy_in_the_layout_of_tables_4_and_5():
+    acc = reports.accuracy(list(reversed(RESULTS)))  # order of the input does not matter
+    assert rows(acc, ["db", "kind", "technique", "correct", "total", "accuracy", "paper"]) == [
+        ("sqlite", "RDB", "iterrag", 2, 4, 50.0, 37.5), ("sqlite", "RDB", "planrag", 3, 4, 75.0, 64.5),
+        ("ladybug", "GDB", "planrag", 1, 2, 50.0, 64.0)]
+    layout = reports.paper_layout(RESULTS).set_index("technique")
+    assert layout.loc["planrag", "locating RDB sqlite"] == 75.0 and layout.loc["planrag", "locating GDB ladybug"] == 50.0
+    assert layout.loc["planrag", "locating average"] == 62.5 and layout.loc["planrag", "locating average paper"] == 64.3
+    assert layout.loc["iterrag", "locating average"] == 50.0 and pd.isna(layout.loc["iterrag", "locating GDB ladybug"])
+
+
+def test_single_and_multi_retrieval_split_by_own_and_by_iterrag_retrievals():
+    split = reports.retrieval_split(RESULTS)
+    assert rows(split, ["technique", "basis", "split", "pairs", "share", "correct", "accuracy", "paper"]) == [
+        ("iterrag", "own", "SR", 2, 50.0, 1, 50.0, 43.9), ("iterrag", "own", "MR", 2, 50.0, 1, 50.0, 49.4),
+        ("planrag", "own", "SR", 0, 0.0, 0, None, 65.6), ("planrag", "own", "MR", 6, 100.0, 4, 66.7, 61.9),
+        ("planrag", "IterRAG", "SR", 2, 50.0, 2, 100.0, 65.6), ("planrag", "IterRAG", "MR", 2, 50.0, 1, 50.0, 61.9)]
+
+
+def test_replans_missed_failures_and_regret():
+    replans = reports.replans(RESULTS)
+    assert set(replans["technique"]) == {"planrag"}  # IterRAG never re-plans
+    assert rows(replans, ["replans", "pairs", "accuracy", "paper pairs", "paper accuracy"]) == [
+        ("0", 3, 66.7, 376, 66.8), ("1", 1, 0.0, 0, None), ("2", 1, 100.0, 12, 41.7), ("3", 0, None, 5, 20.0),
+        ("4+", 1, 100.0, 7, 0.0)]
+    missed = reports.missed(RESULTS)
+    assert rows(missed, ["technique", "pairs", "missed", "rate", "by value", "paper rate"]) == [
+        ("iterrag", 4, 1, 25.0, "ingoing 1, total_power 0", 3.3),
+        ("planrag", 6, 1, 16.7, "ingoing 1, total_power 1", 1.3)]
+    failures = reports.failures(RESULTS).set_index("technique")
+    assert failures.loc["iterrag", ["wrong", "CAN", "CAN rate", "MIS", "MIS rate", "QUR"]].tolist() == [2, 1, 25.0, 1,
+                                                                                                      25.0, 0]
+    assert failures.loc["planrag", ["wrong", "QUR", "QUR rate", "unclassified", "unclassified rate"]].tolist() == [
+        2, 1, 16.7, 1, 16.7]
+    regret = reports.regret(RESULTS)
+    assert rows(regret, ["technique", "wrong", "ranked", "mean regret", "mean relative regret %", "median rank"]) == [
+        ("iterrag", 2, 1, 2.0, 10.0, 3.0), ("planrag", 2, 1, 1.0, 5.0, 2.0)]
+
+
+def test_costs_and_export(tmp_path):
+    costs = reports.costs(RESULTS, DEFAULT_PRICES)
+    first = costs.iloc[0]
+    assert (first["db"], first["technique"], first["pairs"], first["llm calls"]) == ("sqlite", "iterrag", 4, 4.0)
+    assert first["cost USD"] == pytest.approx(4 * (1000 * 2.5 + 100 * 10) / 1e6)
+    assert first["overhead ms per step"] == 5.0 and first["ready s max"] == 0.05
+    assert reports.costs(RESULTS, {})["cost USD"].isna().all()  # no price: unknown, not free
+    written = reports.export(RESULTS, DEFAULT_PRICES, tmp_path)
+    assert {p.name for p in written} == {f"{n}.csv" for n in reports.tables([], {})} | {"report.json"}
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["accuracy"][0]["correct"] == 2 and len(report["items"]) == len(RESULTS)
+    assert pd.read_csv(tmp_path / "failures.csv")["pairs"].tolist() == [4, 6]
+    assert all(df.empty for df in reports.tables([], {}).values())

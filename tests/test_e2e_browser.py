@@ -1,0 +1,206 @@
+"""End to end in headless Chromium, offline: ``streamlit run app.py`` on a free localhost port; pick DQA Locating
+question 1 on Scenarios; run PlanRAG from a replay (tests/transcripts/locating_sql_planrag_replan_edit.json) with
+approve-replans; edit a step of the re-plan and approve it; finish; open the Decision check.
+
+Prints two figures: the time from the server answering its health check to the first page rendered (target
+<= 2 s), and the delay from the agent emitting an event (its ``at``) to its element appearing in the browser (seen
+by a MutationObserver at the next animation frame; target <= 300 ms). Replies are paced at PACE_S, as a model
+would take, so the page can be seen mid-run. Screenshots go to docs/screenshots/."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+from core.runs import RunStore
+from tests.conftest import require
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+TRANSCRIPT = Path(__file__).parent / "transcripts" / "locating_sql_planrag_replan_edit.json"
+EDITED_STEP = ('Compute for krakow and novgorod the value "SWE" would steer to "baltic_sea", counting the inland bonus '
+               'of krakow')  # the re-plan's step 2 as the analyst rewrites it (the transcript follows it)
+SCREENSHOTS = ROOT / "docs" / "screenshots"
+PACE_S = 0.4
+LOCAL_HOSTS = {"127.0.0.1", "localhost"}
+NOT_LOCAL = re.compile(r"^(?!(?:https?|wss?)://(?:127\.0\.0\.1|localhost)[:/])")
+
+# `streamlit run` with replayed replies paced like a model's (test only: the product replays at once).
+PACED_STREAMLIT = f"""
+import sys, time
+from core import llm
+generate = llm.ReplayChatModel._generate
+def paced(self, *args, **kwargs):
+    time.sleep({PACE_S})
+    return generate(self, *args, **kwargs)
+llm.ReplayChatModel._generate = paced
+from streamlit.web.cli import main
+sys.argv[0] = "streamlit"
+main()
+"""
+
+# Records, per event element (a container keyed ev-RUN-N), the first animation frame it is in the page.
+OBSERVER = """
+window.__seen = {};
+new MutationObserver(records => {
+  for (const record of records) for (const node of record.addedNodes) {
+    if (!(node instanceof Element)) continue;
+    const found = [node, ...node.querySelectorAll('[class*="st-key-ev-"]')];
+    for (const el of found) for (const c of el.classList) {
+      if (c.startsWith('st-key-ev-') && !(c in window.__seen)) {
+        window.__seen[c] = null;
+        requestAnimationFrame(() => { window.__seen[c] = Date.now(); });
+      }
+    }
+  }
+}).observe(document, {childList: true, subtree: true});
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_healthy(url: str, process: subprocess.Popen, timeout: float = 30) -> float:
+    """When the server first answered its health check (time.time())."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        assert process.poll() is None, "streamlit exited before serving"
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=1) as r:
+                if r.status == 200:
+                    return time.time()
+        except OSError:
+            time.sleep(0.05)
+    raise AssertionError(f"streamlit did not answer at {url} within {timeout} s")
+
+
+@pytest.fixture
+def chromium():
+    if not CHROMIUM.exists():
+        require("browser", f"Chromium not found at {CHROMIUM} (install Debian's chromium package)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def server(tmp_path, dqa_dir):
+    """The app's URL, its process and its data home; replays from a folder holding the test transcript."""
+    replays = tmp_path / "replays"
+    replays.mkdir()
+    shutil.copy(TRANSCRIPT, replays / "dqa_locating_1_sql_planrag.json")
+    home = tmp_path / "home"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    env.update(PLANRAG_HOME=str(home), PLANRAG_REPLAYS=str(replays), DQA_DIR=str(dqa_dir))
+    port = free_port()
+    log = (tmp_path / "server.log").open("w")
+    process = subprocess.Popen(
+        [sys.executable, "-c", PACED_STREAMLIT, "run", "app.py", "--server.port", str(port),
+         "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false",
+         "--server.fileWatcherType", "none"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    yield f"http://127.0.0.1:{port}", process, home
+    process.terminate()
+    process.wait(10)
+    log.close()
+
+
+def test_run_with_an_edited_replan_in_the_browser(chromium, server):
+    from playwright.sync_api import expect
+
+    url, process, home = server
+    context = chromium.new_context(viewport={"width": 1600, "height": 1200})
+    attempted = []
+
+    def block(route):
+        attempted.append(route.request.url)
+        route.abort()
+
+    def local_sockets(ws):
+        if urlparse(ws.url).hostname in LOCAL_HOSTS:
+            ws.connect_to_server()
+        else:
+            attempted.append(ws.url)
+            ws.close()
+
+    context.route(NOT_LOCAL, block)  # matched in the browser driver: local requests are not slowed down
+    context.route_web_socket("**/*", local_sockets)
+    context.add_init_script(OBSERVER)
+    page = context.new_page()
+    page.set_default_timeout(20_000)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+
+    up = wait_healthy(url, process)
+    page.goto(url)
+    page.get_by_role("heading", name="Scenarios").wait_for()
+    first_render = time.time() - up
+
+    page.get_by_role("radio", name="DQA benchmark").click()
+    page.get_by_text('Our home node is "baltic_sea"').first.wait_for()  # Locating question 1
+    page.get_by_role("link", name="Run", exact=True).click()
+    page.get_by_role("heading", name="Run").wait_for()
+    page.get_by_text("Approve re-plans").click()
+    expect(page.get_by_role("combobox", name="LLM")).to_have_value("Replay · dqa_locating_1_sql_planrag.json")
+    page.get_by_role("button", name="Start").click()
+
+    timeline = page.locator('[class*="st-key-timeline-"]')
+    expect(timeline.locator("code").first).to_contain_text("SELECT")
+    page.screenshot(path=SCREENSHOTS / "run-midrun.png")
+
+    approve_edited = page.get_by_role("button", name="Approve edited")
+    approve_edited.wait_for()
+    page.get_by_text("The agent wants to change its plan").scroll_into_view_if_needed()
+    page.screenshot(path=SCREENSHOTS / "run-pause.png")
+    step_2 = page.locator('[class*="-step-1"] input')
+    step_2.fill(EDITED_STEP)
+    approve_edited.click()  # as an analyst would: type, then click (the box sends its text as it loses focus)
+
+    check = page.get_by_role("button", name="Check the decision")
+    check.wait_for()
+    page.get_by_text("Final answer:").first.wait_for()
+    page.screenshot(path=SCREENSHOTS / "run-finished.png")
+    seen = page.evaluate("window.__seen")
+
+    [run] = RunStore(home / "runs.sqlite").export()
+    assert run["status"] == "finished" and run["outcome"]["decision"] == "krakow" and run["outcome"]["correct"]
+    edit = next(e for e in run["events"] if e["kind"] == "plan" and e["origin"] == "analyst")
+    assert edit["status"] == "edited" and edit["steps"][1] == EDITED_STEP
+
+    check.click()
+    page.get_by_role("heading", name="Decision check").wait_for()
+    page.get_by_text(run["id"]).first.wait_for()  # the agent's pick, from this run
+    assert attempted == [], f"requests beyond localhost were attempted: {attempted}"
+
+    events = run["events"]
+
+    def key(n: int) -> str:  # the class of the n-th event's element
+        return f"st-key-ev-{run['id']}-{n}"
+
+    echoes = {n for n, (action, e) in enumerate(zip(events, events[1:]), 2)
+              if action["kind"] == "action" and action["language"] == "self"}  # Self-thinking echoes show nothing
+    missing = [(n, e["kind"]) for n, e in enumerate(events, 1) if n not in echoes and not seen.get(key(n))]
+    assert not missing, f"events that never appeared in the browser: {missing}"
+    delays = [seen[key(n)] - e["at"] * 1000 for n, e in enumerate(events, 1) if n not in echoes]
+    assert statistics.median(delays) < 1000, "events are not shown as they happen"  # a gross check; targets below
+    print(f"\nfirst page rendered {first_render:.2f} s after the server was up (target <= 2 s)")
+    print(f"event -> browser delay over {len(delays)} events: median {statistics.median(delays):.0f} ms, "
+          f"max {max(delays):.0f} ms (target <= 300 ms)")
+    print(json.dumps({"first_render_s": round(first_render, 3), "event_delay_ms": [round(d) for d in delays]}))

@@ -1,0 +1,127 @@
+"""core.figures: network figures carry node ids, highlight the target, the best and the pick, draw a what-if, cap
+the market view; node ids give the node's rows; the ranking bars show the top N and the pick."""
+import pytest
+
+from core import catalog, figures
+from core.scenario import ranking
+
+
+def _demo(scenario, number=1):
+    q = catalog.question("demo", scenario, number)
+    return q, catalog.database(q)
+
+
+def _node_ids(fig) -> set:
+    return {c for t in fig.data if t.customdata is not None for c in t.customdata}
+
+
+def _trace(fig, name):
+    return next(t for t in fig.data if t.name == name)
+
+
+def _x(fig, node_id) -> float:
+    for t in fig.data:
+        if t.customdata is not None and node_id in t.customdata:
+            return t.x[list(t.customdata).index(node_id)]
+    raise KeyError(node_id)
+
+
+def test_trade_network_ids_highlights_and_flow_direction():
+    q, db = _demo("locating")
+    fig = figures.trade_network(q, db, pick="ceylon", best=q.answer)
+    assert _node_ids(fig) == {f"trade_node:{n}" for n in db.tables["trade_node"].column("trade_node")}
+    nodes = next(t for t in fig.data if t.mode == "markers+text")
+    assert nodes.marker.color[list(nodes.customdata).index(f"trade_node:{q.home}")] == figures.HOME
+    assert list(_trace(fig, "best decision").customdata) == [f"trade_node:{q.answer}"]
+    assert list(_trace(fig, "agent's pick").customdata) == ["trade_node:ceylon"]
+    for source, dest in zip(db.tables["flow"].column("source"), db.tables["flow"].column("dest")):
+        assert _x(fig, f"trade_node:{source}") < _x(fig, f"trade_node:{dest}")  # trade flows left to right
+
+
+def test_trade_network_draws_flow_changes():
+    q, db = _demo("locating")
+    edges = list(zip(db.tables["flow"].column("source"), db.tables["flow"].column("dest")))
+    fig = figures.trade_network(q, db, flow_change={edges[0]: 0.5, edges[1]: -0.25}, pick="ceylon",
+                                pick_label="simulated decision")
+    colours = {t.line.color for t in fig.data if t.mode == "lines"}
+    assert {figures.MORE, figures.LESS, figures.EDGE} <= colours
+    assert "simulated decision" in {t.name for t in fig.data}
+    low, high = fig.layout.xaxis.range  # zoomed to the changed edges
+    assert low <= _x(fig, f"trade_node:{edges[0][0]}") < _x(fig, f"trade_node:{edges[0][1]}") <= high
+
+
+def test_trade_network_of_a_dqa_question(dqa):
+    q = dqa.question("locating", 1)
+    db = dqa.database(q)
+    fig = figures.trade_network(q, db, best=q.answer)
+    assert len(_node_ids(fig)) == len(db.tables["trade_node"].rows)
+
+
+def test_market_detail_levels_grow_and_keep_the_goods():
+    q, db = _demo("building")
+    sizes = [len(_node_ids(figures.market(q, db, hops=h))) for h in figures.MARKET_DETAIL]
+    assert sizes == sorted(sizes) and sizes[0] < sizes[-1]
+    assert f"goods:{q.goods}" in _node_ids(figures.market(q, db, hops=1))
+
+
+def test_market_caps_columns_but_keeps_pick_and_best(dqa):
+    q = dqa.question("building", 1)
+    db = dqa.database(q)
+    full = figures.market(q, db, hops=3)
+    buildings = {i for i in _node_ids(full) if i.startswith("building:")}
+    pick = min(int(i[9:]) for i in buildings)
+    capped = figures.market(q, db, hops=3, max_per_column=5, pick=pick, best=q.answer)
+    shown = {i for i in _node_ids(capped) if i.startswith("building:")}
+    assert {f"building:{pick}", f"building:{q.answer}"} <= shown < buildings
+    hidden = sum(int(a.text.split()[0][1:]) for a in capped.layout.annotations)
+    assert len(shown) + hidden == len(buildings)
+
+
+def test_market_labels_price_changes():
+    q, db = _demo("building")
+    fig = figures.market(q, db, hops=2, price_change={q.goods: -1.5})
+    goods = next(t for t in fig.data if t.marker.symbol == "diamond" and t.customdata is not None)
+    label = goods.text[list(goods.customdata).index(f"goods:{q.goods}")]
+    assert "-1.5" in label
+
+
+@pytest.mark.parametrize("scenario,node,tables", [
+    ("locating", "trade_node:{home}", {"trade_node": 1, "flow": None, "node_country": None}),
+    ("building", "goods:{goods}", {"goods": 1, "supply": None, "demand": None}),
+])
+def test_node_rows(scenario, node, tables):
+    q, db = _demo(scenario)
+    rows = figures.node_rows(db, node.format(home=q.home, goods=q.goods))
+    assert set(rows) == set(tables)
+    for name, count in tables.items():
+        assert rows[name].column_names == db.tables[name].column_names
+        assert count is None or len(rows[name].rows) == count
+    if scenario == "locating":
+        assert all(q.home in (r[0], r[1]) for r in rows["flow"].rows)
+
+
+def test_building_rows_and_unknown_ids():
+    q, db = _demo("building")
+    building = db.tables["building"].rows[0][0]
+    rows = figures.node_rows(db, f"building:{building}")
+    assert [r[0] for r in rows["building"].rows] == [building]
+    assert all(r[1] == building for r in rows["supply"].rows + rows["demand"].rows)
+    for unknown in ("building:999999", "building:x", "goods:nothing", "trade_node:nowhere", "nonsense", ""):
+        assert figures.node_rows(db, unknown) == {}
+
+
+def test_building_title():
+    assert figures.building_title("building_maize_farmlevel") == "maize farm"
+    assert figures.building_title("building_logging_camp") == "logging camp"
+
+
+def test_ranking_bars_top_n_and_a_lower_pick():
+    q, db = _demo("building")
+    r = ranking(q, db)
+    last = r.entries[-1].candidate
+    fig = figures.ranking_bars(r, {}, 3, pick=last)
+    bars = fig.data[0]
+    assert list(bars.y[:3]) == [f"#{i} {e.candidate}" for i, e in enumerate(r.entries[:3], 1)]
+    assert bars.y[-1] == f"#{len(r.entries)} {last}" and len(bars.y) == 4
+    assert bars.marker.color[0] == figures.BEST and bars.marker.color[-1] == figures.PICK
+    assert list(bars.x) == [r.gain(c) for c in [e.candidate for e in r.entries[:3]] + [last]]

@@ -1,0 +1,72 @@
+"""What the run pages build on: replays found by name (core.replays), a trace folded event by event
+(core.trace), and runs driven in background threads (core.jobs)."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from core import jobs
+from core.agents.config import Review, RunSettings
+from core.replays import model_label, replays
+from core.runs import RunRecord
+from core.trace import Trace, step_index
+from tests.page_app import isolate
+
+PLAN = ["Find the sources of deccan", "Get their values", "Choose the node"]
+
+
+def test_replays_are_found_by_question_language_and_technique(monkeypatch, tmp_path):
+    shipped = replays("demo", "locating", 1)
+    assert {(r.language, r.technique) for r in shipped} == {(lang, t) for lang in ("sql", "cypher")
+                                                            for t in ("planrag", "iterrag")}
+    assert replays("demo", "locating", 2) == [] and replays("demo", "building", 1, "cypher", "iterrag")
+    (tmp_path / "dqa_building_7_sql_planrag-norp.json").write_text("[]")
+    (tmp_path / "notes.json").write_text("[]")
+    monkeypatch.setenv("PLANRAG_REPLAYS", str(tmp_path))
+    [mine] = replays("dqa", "building", 7)
+    assert (mine.language, mine.technique, mine.spec) == ("sql", "planrag-norp", f"replay:{mine.path}")
+    assert model_label(mine.spec) == "replay: dqa_building_7_sql_planrag-norp.json"
+    assert model_label("gpt-4o") == "gpt-4o"
+
+
+@pytest.mark.parametrize("said, index", [("Step 2: Get their values.", 1), ("step 3", 2), ("Get their values", 1),
+                                         ("Step 9: something else", None), ("Look around", None)])
+def test_the_current_step_is_found_by_number_or_text(said, index):
+    assert step_index(PLAN, said) == index
+
+
+def test_a_trace_follows_the_plan_in_force():
+    trace = Trace.of([{"kind": "plan", "origin": "agent", "status": "adopted", "steps": PLAN},
+                      {"kind": "thought", "current_step": "Step 2: Get their values"},
+                      {"kind": "action", "language": "sql"}, {"kind": "action", "language": "self"}])
+    assert [s for _, s in trace.step_states()] == ["done", "current", "todo"] and trace.queries == 1
+    trace.add({"kind": "replan", "replan": True, "status": "proposed", "new_plan": ["Other"]})
+    assert trace.plan == PLAN and trace.replans == 1  # a proposal is not in force until approved
+    trace.add({"kind": "plan", "origin": "analyst", "status": "edited", "steps": ["Mine"]})
+    assert trace.step_states() == [("Mine", "todo")]
+    trace.add({"kind": "final"})
+    assert trace.step_states() == [("Mine", "done")]
+
+
+def test_a_job_reports_what_stopped_it_and_a_run_is_driven_once(monkeypatch, tmp_path):
+    isolate(monkeypatch, tmp_path)
+    settings = RunSettings("locating", 1, "sqlite", "iterrag", f"replay:{tmp_path / 'missing.json'}", source="demo")
+    failed = jobs.start(settings, jobs.open_runtime)
+    assert failed.wait(0, timeout=10) == [] and failed.done and "not found" in str(failed.error)
+
+    spec = replays("demo", "locating", 1, "sql", "iterrag")[0].spec
+    settings = RunSettings("locating", 1, "sqlite", "iterrag", spec, source="demo")
+
+    def slow_runtime():
+        time.sleep(0.3)
+        return jobs.open_runtime()
+
+    job = jobs.start(settings, slow_runtime)
+    with pytest.raises(jobs.RunBusy):  # a second review while the run goes on
+        jobs.resume(RunRecord(job.run_id, 0, 0, "paused", settings.to_dict()), Review.approve(), jobs.open_runtime)
+    seen = []
+    while not (job.done and len(seen) == len(job.events)):
+        seen += job.wait(len(seen), timeout=1)
+    assert job.error is None and seen == jobs.open_store().get(job.run_id).events and seen[-1]["kind"] == "final"
+    assert jobs.job(job.run_id) is job and not jobs.running(job.run_id)

@@ -1,0 +1,45 @@
+"""The Compare page (Streamlit AppTest): two techniques side by side on demo Building question 1 from their
+recorded replays, then an earlier run of the question joining the comparison."""
+from __future__ import annotations
+
+import pytest
+
+from core import jobs
+from core.agents.config import RunSettings
+from core.replays import replays
+from tests.page_app import button, isolate, open_page
+
+
+@pytest.fixture
+def home(monkeypatch, tmp_path):
+    return isolate(monkeypatch, tmp_path)
+
+
+def test_two_techniques_side_by_side_then_an_earlier_run_joins(home):
+    at = open_page("pages/compare.py", ("demo", "building", 1))
+    assert at.info  # nothing compared yet
+    assert at.button_group(key="compare_techniques").value == ["iterrag", "planrag"]
+    button(at, "Run side by side").click().run()
+    assert not at.exception
+
+    table = at.dataframe[0].value.set_index("technique")
+    assert list(table.index) == ["IterRAG", "PlanRAG"]  # in the order chosen
+    assert set(table["status"]) == {"finished"} and set(table["decision"]) == {"107"}
+    assert set(table["rank"]) == {"1 of 10"} and table["correct"].all()
+    assert table.loc["PlanRAG", "plan steps"] == 3 and table.loc["PlanRAG", "re-plans"] == 1
+    assert table.loc["IterRAG", "plan steps"] == 0 and table.loc["IterRAG", "queries"] == 3
+    assert table.loc["PlanRAG", "LLM calls"] == 6 and table.loc["IterRAG", "LLM calls"] == 4
+    assert (table["tokens"] > 0).all() and (table["time (s)"] >= 0).all()
+    assert [m.value for m in at.markdown if m.value.startswith("#### ")] == ["#### IterRAG", "#### PlanRAG"]
+    assert sum(c.language == "sql" for c in at.code) == 2 * 7  # each query, and as SQLite ran it (translated)
+
+    runtime = jobs.open_runtime()  # an earlier run of the question, on the same database
+    spec = replays("demo", "building", 1, "sql", "iterrag")[0].spec
+    earlier = runtime.start(RunSettings("building", 1, "mysql", "iterrag", spec, source="demo"))
+    runtime.close()
+    at.run()
+    compared = at.multiselect(key="compare-demo/building/1")
+    assert any(o.endswith(earlier.run_id) for o in compared.options) and earlier.run_id not in compared.value
+    compared.select(earlier.run_id).run()
+    table = at.dataframe[0].value
+    assert len(table) == 3 and list(table["database"]) == ["sqlite", "sqlite", "mysql"]

@@ -1,0 +1,73 @@
+"""The Decision check page (AppTest): the ranking, the best decision, a manual or a run's pick with its rank and
+regret, the what-if panel and the simulation mode."""
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from core import catalog, decision
+from core.runs import RunStore
+from core.scenario import ranking
+from tests.page_app import open_file
+
+
+
+def open_page(**state) -> AppTest:
+    return open_file("pages/decision.py", **state)
+
+
+def metrics(at) -> dict:
+    return {m.label: (m.value, m.delta) for m in at.metric}
+
+
+def test_without_a_question_points_to_scenarios():
+    at = open_page()
+    assert "Scenarios" in at.info[0].value and not at.exception
+
+
+def test_manual_pick_shows_rank_and_regret():
+    q = catalog.question("demo", "locating", 1)
+    r = ranking(q, catalog.database(q), "rules")
+    second = r.entries[1].candidate
+    at = open_page(question_ref=("demo", "locating", 1))
+    assert metrics(at)["Best decision"][0] == r.best.candidate
+    assert "Pick" not in metrics(at)
+    at.selectbox[0].set_value(second).run()
+    shown = metrics(at)
+    assert shown["Pick"] == (second, f"rank 2 of {len(r.entries)}")
+    assert shown["Regret"] == (f"{r.regret(second):.4g}", f"{r.relative_regret(second):.2f}% worse than the best")
+    assert at.selectbox[1].value == second  # the what-if panel simulates the pick
+    assert shown[f"{decision.score_name(q)}, with {second}"][0] == f"{r.score_of(second):.4g}"
+    ranked, changes = at.dataframe
+    assert len(ranked.value) == len(r.entries) and len(changes.value) > 0
+
+
+def test_run_pick_is_marked(tmp_path, monkeypatch):
+    store = RunStore(tmp_path / "runs.sqlite")
+    monkeypatch.setattr(decision, "RunStore", lambda: store)
+    store.create("run1", {"source": "demo", "scenario": "building", "question": 1})
+    q = catalog.question("demo", "building", 1)
+    r = ranking(q, catalog.database(q))
+    second = r.entries[1].candidate
+    store.update("run1", "finished", outcome={"decision": second})
+    at = open_page(question_ref=("demo", "building", 1), run_id="run1")
+    assert not at.selectbox or at.selectbox[0].label != "Pick a candidate"
+    assert metrics(at)["Pick"] == (str(second), f"rank 2 of {len(r.entries)}")
+    assert any("run `run1`" in c.value for c in at.caption)
+    at = open_page(question_ref=("demo", "building", 2), run_id="run1")  # the run answered another question
+    assert any("answered demo/building/1, not demo/building/2" in c.value for c in at.caption)
+    assert at.selectbox[0].label == "Pick a candidate"
+
+
+def test_mode_switch_reranks():
+    at = open_page(question_ref=("demo", "building", 1))
+    assert at.segmented_control[0].value == "rules"  # the demo's default mode
+    at.segmented_control[0].set_value("dqa").run()
+    assert not at.exception and any(c.value.startswith("**dqa**") for c in at.caption)
+
+
+@pytest.mark.parametrize("scenario", ["locating", "building"])
+def test_dqa_question(dqa_dir, scenario):
+    at = open_page(question_ref=("dqa", scenario, 1))
+    assert not at.exception
+    assert metrics(at)["Benchmark label"][0] == metrics(at)["Best decision"][0]
+    if scenario == "building":
+        assert any("stored price" in c.value for c in at.caption)  # the dqa baseline explained

@@ -1,0 +1,69 @@
+"""The History page (Streamlit AppTest): stored runs filtered, exported as JSON, and opened in the Run view."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from streamlit.runtime.media_file_manager import MediaFileManager
+
+from core import jobs
+from core.agents.config import RunSettings
+from core.replays import replays
+from tests.page_app import button, isolate, open_page
+
+
+@pytest.fixture
+def home(monkeypatch, tmp_path):
+    isolate(monkeypatch, tmp_path)
+    runtime = jobs.open_runtime()
+    for scenario, technique in (("locating", "iterrag"), ("locating", "planrag"), ("building", "planrag")):
+        spec = replays("demo", scenario, 1, "sql", technique)[0].spec
+        runtime.start(RunSettings(scenario, 1, "sqlite", technique, spec, source="demo"))
+    runtime.close()
+    return tmp_path
+
+
+@pytest.fixture
+def downloads(monkeypatch) -> dict:
+    """The data makers of download buttons (the export is made when clicked), by file id."""
+    makers = {}
+    add_deferred = MediaFileManager.add_deferred
+
+    def recording(self, data_callable, *args, **kwargs):
+        file_id = add_deferred(self, data_callable, *args, **kwargs)
+        makers[file_id] = data_callable
+        return file_id
+
+    monkeypatch.setattr(MediaFileManager, "add_deferred", recording)
+    return makers
+
+
+def test_filter_export_and_open_a_run(home, downloads):
+    at = open_page("pages/history.py", question_ref=None)
+    assert len(at.dataframe[0].value) == 3
+    at.selectbox(key="history_Technique").set_value("planrag").run()
+    table = at.dataframe[0].value
+    assert list(table["question"]) == ["demo/building/1", "demo/locating/1"]
+    at.selectbox(key="history_Scenario").set_value("locating").run()
+    [row] = at.dataframe[0].value.to_dict("records")
+    assert (row["technique"], row["decision"], row["correct"], row["rank"]) == ("PlanRAG", "doab", True, "1 of 9")
+
+    [download] = at.get("download_button")
+    [run] = json.loads(downloads[download.proto.deferred_file_id]())
+    assert run["id"] == row["run"] and run["settings"]["technique"] == "planrag"
+    assert run["outcome"]["decision"] == "doab" and [e["kind"] for e in run["events"]][-1] == "final"
+    assert download.proto.label == "Export 1 run as JSON"
+
+    assert {m.label: m.value for m in at.metric}["Decision"] == "doab"  # the run shown below the table
+    at.selectbox(key="history_Technique").set_value("iterrag").run()  # IterRAG ran on Locating only
+    at.selectbox(key="history_Scenario").set_value("building").run()
+    assert at.dataframe[0].value.empty and "No run matches" in at.info[0].value
+    at.selectbox(key="history_Scenario").set_value("locating").run()
+    assert at.selectbox(key="history_Correct").options == ["any", "correct"]  # the values the runs have
+    at.selectbox(key="history_Correct").set_value(True).run()
+    [iterrag] = at.dataframe[0].value.to_dict("records")
+
+    button(at, "Open in the Run view").click().run()
+    assert at.session_state["run_id"] == iterrag["run"]
+    assert at.session_state["question_ref"] == ("demo", "locating", 1)
+    assert at.title[0].value == "Run" and {m.label: m.value for m in at.metric}["Rank"] == "1 of 9"

@@ -1,0 +1,118 @@
+"""The Run page (Streamlit AppTest) on demo Locating question 1 with its recorded replays: a run through a pause
+and an edited approval, a paused run resumed after a restart, and the errors it shows."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import streamlit as st
+
+from core import jobs
+from core.agents.config import RunSettings
+from core.replays import replays
+from tests.page_app import button, isolate, keyed, open_page
+
+EXTRA_STEP = "Check that no other source of deccan is missed"
+EDITED_STEP_2 = "Get the traders of doab and ganges, with their home nodes and trading power"
+
+
+@pytest.fixture
+def home(monkeypatch, tmp_path):
+    return isolate(monkeypatch, tmp_path)
+
+
+def step_boxes(at) -> list:
+    return [t for t in at.text_input if "-step-" in (t.key or "")]
+
+
+def test_a_replayed_run_pauses_at_the_replan_and_follows_the_edited_plan(home):
+    at = open_page("pages/run.py")
+    assert at.selectbox(key="run_llm").value == replays("demo", "locating", 1, "sql", "planrag")[0].spec
+    at.radio(key="run_hitl").set_value("approve-replans").run()
+    button(at, "Start").click().run()
+
+    run_id = at.session_state["run_id"]
+    assert jobs.open_store().get(run_id).status == "paused"
+    assert "The agent wants to change its plan" in at.subheader[0].value
+    proposed = [box.value for box in step_boxes(at)]
+    assert len(proposed) == 3 and proposed[0].startswith('Get the development of "BAH"')
+    checklist = next(m.value for m in at.markdown if "check_circle" in m.value)  # the plan in force, step 2 current
+    assert ":blue-background[**2\\." in checklist and ":gray[1\\." in checklist
+    assert [c.language for c in at.code][:2] == ["sql", "sql"]
+    assert list(at.table[0].value.columns) == ["source", "flow"]
+
+    step_boxes(at)[1].set_value(EDITED_STEP_2)
+    button(at, "Add a step").click().run()
+    step_boxes(at)[3].set_value(EXTRA_STEP).run()
+    keyed(at.button, "-up-3")[0].click().run()  # the added step moves before the last one
+    keyed(at.text_input, "-note")[0].set_value("count the other traders")
+    button(at, "Approve edited").click().run()
+
+    record = jobs.open_store().get(run_id)
+    assert record.status == "finished" and not at.exception
+    edited = next(e for e in record.events if e["kind"] == "plan" and e["origin"] == "analyst")
+    assert edited["status"] == "edited" and edited["note"] == "count the other traders"
+    assert edited["steps"] == [proposed[0], EDITED_STEP_2, EXTRA_STEP, proposed[2]]
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Decision"] == "doab" and metrics["Correct"] == "correct" and metrics["Rank"] == "1 of 9"
+    assert metrics["LLM calls"] == "6" and metrics["Tokens"].startswith("≈")
+    assert any("Final answer" in m.value for m in at.markdown)
+
+    button(at, "Check the decision").click().run()
+    assert at.session_state["run_id"] == run_id and at.session_state["question_ref"] == ("demo", "locating", 1)
+
+
+def test_a_paused_run_from_before_a_restart_is_listed_and_resumed(home):
+    runtime = jobs.open_runtime()  # a run paused in another process: no job of this one drives it
+    spec = replays("demo", "building", 1, "sql", "planrag")[0].spec
+    paused = runtime.start(RunSettings("building", 1, "sqlite", "planrag", spec, hitl="approve-replans",
+                                       source="demo"))
+    runtime.close()
+    assert paused.status == "paused"
+
+    at = open_page("pages/run.py", question_ref=None)  # no question chosen yet in this session
+    assert "Paused runs (1)" in at.expander[0].label and at.info  # the guard asks for a question below the list
+    button(at, "Open").click().run()
+    assert at.session_state["run_id"] == paused.run_id
+    assert at.session_state["question_ref"] == ("demo", "building", 1)
+    button(at, "Reject with the note").click().run()  # with no note
+    assert "Write a note for the agent" in at.error[0].value
+    assert jobs.open_store().get(paused.run_id).status == "paused"
+    button(at, "Approve").click().run()
+    record = jobs.open_store().get(paused.run_id)
+    assert record.status == "finished" and record.outcome["decision"] == 107
+    assert {m.label: m.value for m in at.metric}["Correct"] == "correct"
+
+
+def test_errors_are_shown_and_the_events_so_far_kept(home, monkeypatch, tmp_path):
+    folder = tmp_path / "replays"
+    folder.mkdir()
+    (folder / "demo_locating_1_sql_singlerag.json").write_text("{not json")
+    plan_and_act = json.loads(replays("demo", "locating", 1, "sql", "planrag")[0].path.read_text())[:1]
+    (folder / "demo_locating_1_sql_planrag-norp.json").write_text(json.dumps(plan_and_act))
+    monkeypatch.setenv("MYSQL_URL", "mysql://root@127.0.0.1:1")  # nothing listens there
+    st.cache_data.clear()
+
+    at = open_page("pages/run.py")
+    at.radio(key="run_db").set_value("mysql").run()
+    assert button(at, "Start").disabled and any("mysql is unavailable" in c.value for c in at.caption)
+    at.radio(key="run_db").set_value("sqlite")
+    at.selectbox(key="run_technique").set_value("iterrag").run()
+    at.selectbox(key="run_llm").set_value(replays("demo", "locating", 1, "sql", "iterrag")[0].spec).run()
+    assert not button(at, "Start").disabled
+
+    monkeypatch.delenv("PLANRAG_REPLAYS", raising=False)
+    at.selectbox(key="run_technique").set_value("singlerag").run()
+    assert button(at, "Start").disabled and "No LLM configured" in at.warning[0].value
+
+    monkeypatch.setenv("PLANRAG_REPLAYS", str(folder))
+    at.run()
+    button(at, "Start").click().run()
+    assert "The run could not go on" in at.error[0].value and "is not JSON" in at.error[0].value
+
+    at.selectbox(key="run_technique").set_value("planrag-norp").run()
+    button(at, "Start").click().run()
+    record = jobs.open_store().get(at.session_state["run_id"])
+    assert record.status == "failed" and [e["kind"] for e in record.events][-2:] == ["observation", "error"]
+    assert "ran out of replies" in " ".join(e.value for e in at.error)
+    assert list(at.table[0].value.columns) == ["source", "flow"]  # the observation before the failure

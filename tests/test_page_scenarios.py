@@ -1,0 +1,70 @@
+"""The Scenarios page (AppTest): picking a source, scenario and question; the question, its rules and repaired
+defects; the network with a clicked node's rows; the tables; the choice kept when the page is opened again."""
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.page_app import open_file
+
+
+
+def open_page(**state) -> AppTest:
+    return open_file("pages/scenarios.py", **state)
+
+
+def metrics(at) -> dict:
+    return {m.label: m.value for m in at.metric}
+
+
+def test_demo_question_is_shown_and_selected():
+    at = open_page()
+    assert not at.exception
+    assert at.session_state["question_ref"] == ("demo", "locating", 1)
+    assert metrics(at)["Candidate decisions"] == "9"
+    assert at.get("plotly_chart") and any("Click a node" in c.value for c in at.caption)
+    at.segmented_control(key="scenarios_scenario").set_value("building").run()
+    assert at.session_state["question_ref"] == ("demo", "building", 1)
+    assert at.select_slider[0].value == 2  # the market's level of detail
+    at.selectbox(key="scenarios_question").select_index(1).run()
+    assert at.session_state["question_ref"] == ("demo", "building", 2) and not at.exception
+
+
+def test_clicked_node_shows_its_rows():
+    at = open_page()
+    home = at.selectbox(key="scenarios_question").value.home
+    at.session_state["network-demo/locating/1"] = {
+        "selection": {"points": [{"customdata": f"trade_node:{home}"}], "point_indices": [0], "box": [], "lasso": []}}
+    at.run()
+    assert f"**trade_node:{home}**" in [m.value for m in at.markdown]
+    captions = [c.value for c in at.caption]
+    assert "trade_node: 1 rows" in captions and any(c.startswith("node_country:") for c in captions)
+
+
+def test_dqa_question_with_repaired_defects(dqa_dir):
+    at = open_page(question_ref=("dqa", "locating", 13))  # q13 spells has_merchant as has_has_merchant
+    assert at.selectbox(key="scenarios_question").value.id == "dqa/locating/13"
+    assert metrics(at)["Labelled best decision"] == at.selectbox(key="scenarios_question").value.answer
+    defects = next(e for e in at.expander if e.label.startswith("Repaired data defects"))
+    assert "has_has_merchant" in defects.markdown[0].value
+    at.segmented_control(key="scenarios_scenario").set_value("building").run()
+    assert at.session_state["question_ref"] == ("dqa", "building", 1) and not at.exception
+    assert metrics(at)["Labelled best decision"] == "1485"
+
+
+def test_choice_kept_when_the_page_is_opened_again():
+    at = open_page(question_ref=("demo", "building", 3))
+    assert at.selectbox(key="scenarios_question").value.number == 3
+    assert at.segmented_control(key="scenarios_scenario").value == "building"
+
+
+def test_missing_dqa_directory_says_where_to_set_it(tmp_path):
+    at = open_page(dqa_dir=str(tmp_path))
+    at.segmented_control(key="scenarios_source").set_value("dqa").run()
+    assert not at.exception
+    assert "not found" in at.info[0].value and "Settings" in at.info[0].value
+
+
+@pytest.mark.parametrize("scenario,tables", [("locating", 4), ("building", 4)])
+def test_tables_tab_lists_every_table(scenario, tables):
+    at = open_page(question_ref=("demo", scenario, 1))
+    names = [t.label for t in at.tabs][2:]  # after Network and Tables
+    assert len(names) == tables and all("(" in n for n in names)

@@ -1,0 +1,101 @@
+"""The Settings page (AppTest): the DQA directory test (success and failure), the LLM test with a replay file,
+keeping the LLM and database settings in the session, and never sending a key back to the browser."""
+import json
+
+from streamlit.testing.v1 import AppTest
+
+from core.llm import LLMSettings
+from core.settings import DatabaseSettings
+from tests.conftest import ROOT
+from tests.page_app import open_file
+from tests.test_llm import StandIn, _completion
+
+REPLAY = ROOT / "tests" / "transcripts" / "locating_sql_planrag.json"
+
+
+def open_page(**state) -> AppTest:
+    return open_file("pages/settings.py", **state)
+
+
+def test_dqa_directory_test_success(dqa_dir):
+    at = open_page()
+    at.text_input(key="dqa_dir_input").set_value(str(dqa_dir))
+    at.button(key="dqa_test").click().run()
+    assert "200 locating questions, 101 building questions" in at.success[0].value
+    assert at.session_state["dqa_dir"] == str(dqa_dir)
+
+
+def test_dqa_directory_test_failure_keeps_the_previous_directory(tmp_path):
+    at = open_page(dqa_dir="/previous")
+    at.text_input(key="dqa_dir_input").set_value(str(tmp_path))
+    at.button(key="dqa_test").click().run()
+    assert "not found" in at.error[0].value and str(tmp_path) in at.error[0].value
+    assert at.session_state["dqa_dir"] == "/previous"
+    at.button(key="llm_use").click().run()  # another button: the last test result stays on the page
+    assert "not found" in at.error[0].value
+
+
+def test_replay_file_llm_test_and_use():
+    at = open_page()
+    at.segmented_control(key="llm_provider").set_value("replay").run()
+    at.text_input(key="llm_replay").set_value(str(REPLAY))
+    at.button(key="llm_test").click().run()
+    replies = len(json.loads(REPLAY.read_text()))
+    assert at.success[0].value == f"replay file {REPLAY} holds {replies} replies"
+    at.button(key="llm_use").click().run()
+    assert at.session_state["llm"].model == f"replay:{REPLAY}"
+
+
+def test_bad_replay_file_error_is_shown(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    at = open_page(llm=LLMSettings(model=f"replay:{bad}"))
+    assert at.segmented_control(key="llm_provider").value == "replay"
+    at.button(key="llm_test").click().run()
+    assert "is not JSON" in at.error[0].value and not at.exception
+
+
+def test_api_key_stays_in_the_session(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    at = open_page()
+    key = at.text_input(key="llm_key")
+    assert key.value == "" and "kept" in key.proto.placeholder  # the environment's key is not sent back
+    at.text_input(key="llm_model").set_value("gpt-test")
+    key.set_value("sk-typed")
+    at.button(key="llm_use").click().run()
+    assert at.session_state["llm"] == LLMSettings(model="gpt-test", api_key="sk-typed")
+    assert "sk-typed" not in repr(at.session_state["llm"])
+
+
+def test_compatible_server_test_is_a_one_token_call():
+    server = StandIn([(200, _completion("OK"))])
+    try:
+        at = open_page()
+        at.segmented_control(key="llm_provider").set_value("compatible").run()
+        at.text_input(key="llm_model").set_value("stand-in")
+        at.text_input(key="llm_base_url").set_value(server.url)
+        at.button(key="llm_test").click().run()
+    finally:
+        server.close()
+    assert at.success[0].value.startswith(f"stand-in @ {server.url} answered in")
+    assert server.requests[0]["body"]["max_completion_tokens"] == 1
+
+
+def test_openai_test_without_a_key_says_what_to_set(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    at = open_page()
+    at.text_input(key="llm_model").set_value("gpt-test")
+    at.button(key="llm_test").click().run()
+    assert "OPENAI_API_KEY" in at.error[0].value
+
+
+def test_database_settings_kept_in_the_session():
+    at = open_page()
+    at.text_input(key="db_neo4j_uri").set_value("bolt://example:7687")
+    at.text_input(key="db_neo4j_password").set_value("secret")
+    at.button(key="db_use").click().run()
+    kept = at.session_state["db_settings"]
+    assert isinstance(kept, DatabaseSettings)
+    assert (kept.neo4j_uri, kept.neo4j_password) == ("bolt://example:7687", "secret")
