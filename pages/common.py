@@ -10,11 +10,24 @@ Keys (set by the Scenarios and Settings pages, read by the others):
 from __future__ import annotations
 
 import streamlit as st
+from streamlit.runtime.pages_manager import PagesManager
 
 from core import catalog
 from core.dqa import DQAError
 from core.scenario import Database, Question
 from core.settings import dqa_dir
+
+
+def _use_app_navigation() -> None:
+    """On a fresh server, Streamlit serves a deep link (e.g. /run) by running the page file alone, with the files of
+    pages/ as the menu, until app.py has run once. Every page imports this module: switch such a run over to
+    app.py's navigation and rerun it, keeping the requested page."""
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
+_use_app_navigation()
 
 
 def dqa_root():

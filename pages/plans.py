@@ -7,6 +7,7 @@ import streamlit as st
 
 from core.autoplan.store import PlanStore, diff_steps
 from core.numbers import spans
+from pages import common  # noqa: F401 - switches a deep link to app.py's navigation
 from core.scenario import SCENARIOS
 
 DIFF = {"same": "{}", "removed": ":red[~~{}~~]", "added": ":green[{}]"}

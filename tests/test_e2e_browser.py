@@ -204,3 +204,18 @@ def test_run_with_an_edited_replan_in_the_browser(chromium, server):
     print(f"event -> browser delay over {len(delays)} events: median {statistics.median(delays):.0f} ms, "
           f"max {max(delays):.0f} ms (target <= 300 ms)")
     print(json.dumps({"first_render_s": round(first_render, 3), "event_delay_ms": [round(d) for d in delays]}))
+
+
+def test_deep_link_on_a_fresh_server_uses_the_app_navigation(chromium, server):
+    """The first visit of a new server may be a deep link: it gets app.py's menu and page, not pages/ files."""
+    from playwright.sync_api import expect
+
+    url, process, _ = server
+    wait_healthy(url, process)
+    page = chromium.new_page()
+    page.goto(f"{url}/benchmark")
+    expect(page.get_by_role("heading", name="Benchmark")).to_be_visible(timeout=30_000)
+    nav = page.get_by_test_id("stSidebarNav")
+    expect(nav.get_by_text("Learned plans")).to_be_visible()
+    expect(nav.get_by_text("run view")).to_have_count(0)
+    page.close()
