@@ -74,6 +74,8 @@ def read_results(directory: str | Path, keys: set[str] | None = None) -> list[di
         return []
     con = sqlite3.connect(path, timeout=30)
     try:
+        if not con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'results'").fetchone():
+            return []  # a store another process is creating right now
         rows = con.execute("SELECT key, data FROM results ORDER BY scenario, question, db, technique, model").fetchall()
     finally:
         con.close()
