@@ -1,9 +1,15 @@
-"""Screenshots of the Scenarios, Decision check and Settings pages for the README, and the first-render time.
+"""Screenshots of the app's pages for the README (all but Run, which tests/test_e2e_browser.py takes), and the
+first-render time.
 
-Starts ``streamlit run app.py`` on a free localhost port, drives it in headless Chromium (Debian's
-/usr/bin/chromium, or $CHROMIUM; Playwright never downloads a browser) and writes docs/screenshots/*.png. Every
-request that leaves localhost is blocked and printed: the app must work offline. Prints the time from navigation
-to the first page's title (target: 2 s after the server is up). Needs the DQA data (DQA_DIR or ../shared/dqa).
+Starts ``streamlit run app.py`` on a free localhost port with a temporary PLANRAG_HOME (no user data is read or
+written) and no OPENAI_* variables, drives it in headless Chromium (Debian's /usr/bin/chromium, or $CHROMIUM;
+Playwright never downloads a browser) and writes docs/screenshots/*.png. Every request that leaves localhost is
+blocked and printed: the app must work offline. Prints the time from navigation to the first page's title (target:
+2 s after the server is up). Needs the DQA data (DQA_DIR or ../shared/dqa).
+
+No model is used: Compare runs the recorded replays of assets/replays; the Benchmark page runs scripted transcripts
+(tests/bench_scripts.py) of DQA questions 1-3; Learned plans shows the versions ``python -m core autoplan train``
+learns from the tests' scripted transcript, trained into the temporary home before the app starts.
 
 Usage: python bench/screenshots.py [--out DIR]
 """
@@ -24,11 +30,22 @@ from urllib.parse import urlparse
 from playwright.sync_api import Page, sync_playwright
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from core.dqa import DQA  # noqa: E402
+from core.settings import dqa_dir  # noqa: E402
+from tests.bench_scripts import write_transcripts  # noqa: E402
+
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
 VIEWPORT = {"width": 1440, "height": 1400}
 FIRST_RENDER_TARGET_S = 2.0
+AUTOPLAN_TRAIN = ["autoplan", "train", "--scenario", "locating", "--db", "sqlite", "--llm",
+                  f"replay:{ROOT / 'tests' / 'transcripts' / 'autoplan' / 'locating_sql_train.json'}",
+                  "--train", "2-3", "--batch", "2", "--iterations", "2"]  # as tests/test_autoplan.py: v1 and v2
+BENCH_QUESTIONS = {"locating": [1, 2, 3], "building": [1, 2, 3]}
+BENCH_VARIANTS = {"planrag": ["right", "right", "wrong"], "iterrag": ["right", "missed", "query_error"]}
 
 
 def free_port() -> int:
@@ -37,15 +54,38 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def app_env(home: Path) -> dict[str, str]:
+    """The environment of the app and its commands: data in ``home``, no model configured."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    env["PLANRAG_HOME"] = str(home)
+    return env
+
+
+def prepare(home: Path) -> Path:
+    """Fill ``home`` before the app starts: AutoPlan's learned Locating plans v1 and v2 (trained on scripted
+    replies), and scripted benchmark transcripts for PlanRAG and IterRAG on DQA questions 1-3 (SQLite); their folder."""
+    trained = subprocess.run([sys.executable, "-m", "core", *AUTOPLAN_TRAIN], cwd=ROOT, env=app_env(home),
+                             capture_output=True, text=True)
+    if trained.returncode != 0:
+        raise SystemExit(f"autoplan train failed:\n{trained.stdout}{trained.stderr}")
+    print(trained.stdout.strip().splitlines()[-1])
+    dqa, replays = DQA(dqa_dir()), home / "bench-replays"
+    for technique, variants in BENCH_VARIANTS.items():
+        write_transcripts(dqa, replays, BENCH_QUESTIONS, ["sqlite"], [technique],
+                          lambda q, v=variants: v[q.number - 1], lambda q: q.number % 2)
+    return replays
+
+
 @contextmanager
-def streamlit_app(timeout_s: float = 60.0):
-    """The app running on a free localhost port: yields its URL once its health check answers."""
+def streamlit_app(home: Path, timeout_s: float = 60.0):
+    """The app running on a free localhost port with its data in ``home``: yields its URL once its health check
+    answers."""
     port = free_port()
     log = tempfile.TemporaryFile("w+")
     server = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.address",
          "127.0.0.1", "--server.headless", "true", "--server.fileWatcherType", "none",
-         "--browser.gatherUsageStats", "false"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+         "--browser.gatherUsageStats", "false"], cwd=ROOT, env=app_env(home), stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never through a proxy
     try:
@@ -160,10 +200,69 @@ def settings(page: Page, out: Path) -> None:
     shoot(page, out, "settings")
 
 
+def compare(page: Page, out: Path) -> None:
+    page.get_by_role("link", name="Scenarios").click()
+    page.get_by_role("heading", name="Scenarios").wait_for()
+    page.get_by_role("radio", name="Built-in demo scenarios").click()
+    page.get_by_role("radio", name="Locating").click()
+    settle(page, charts=1)
+    page.get_by_role("link", name="Compare").click()
+    page.get_by_role("heading", name="Compare").wait_for()
+    page.get_by_text("demo/locating/1").first.wait_for()
+    settle(page)
+    choose(page, "LLM", "Recorded replays")
+    page.get_by_role("button", name="Run side by side").click()
+    page.get_by_text("Decision:").nth(1).wait_for(timeout=60_000)  # both runs ended
+    settle(page)
+    shoot(page, out, "compare")
+
+
+def history(page: Page, out: Path) -> None:
+    page.get_by_role("link", name="History").click()
+    page.get_by_role("heading", name="History").wait_for()
+    choose(page, "Open a run", "PlanRAG · demo")
+    page.get_by_text("Final answer:").first.wait_for()
+    settle(page)
+    shoot(page, out, "history")
+
+
+def benchmark(page: Page, out: Path, replays: Path) -> None:
+    page.get_by_role("link", name="Benchmark").click()
+    page.get_by_role("heading", name="Benchmark").wait_for()
+    choose(page, "Techniques", "IterRAG")
+    page.get_by_label("Model", exact=True).fill(f"replay:{replays}")
+    page.get_by_label("Questions", exact=True).fill("1-3")
+    page.get_by_label("Results name", exact=True).fill("scripted-replays")
+    page.get_by_role("button", name="Start").click()
+    page.get_by_text("the results are on the Results tab").wait_for(timeout=60_000)
+    page.get_by_role("link", name="Benchmark").click()  # a fresh run of the page reads the finished results
+    page.get_by_role("tab", name="Results").click()
+    page.get_by_text("Accuracy (Tables 4-5)").wait_for()
+    settle(page, charts=4)
+    shoot(page, out, "benchmark")
+
+
+def learned_plans(page: Page, out: Path) -> None:
+    page.get_by_role("link", name="Learned plans").click()
+    page.get_by_role("heading", name="Learned plans").wait_for()
+    page.get_by_role("heading", name="Accuracy by iteration").wait_for()
+    page.locator("[data-testid='stVegaLiteChart'] canvas, [data-testid='stVegaLiteChart'] svg").first.wait_for()
+    settle(page)
+    shoot(page, out, "plans")
+
+
 def run(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     blocked: list[str] = []
-    with streamlit_app() as url, sync_playwright() as p:
+    with tempfile.TemporaryDirectory(prefix="planrag-screenshots-") as home:
+        replays = prepare(Path(home))
+        with streamlit_app(Path(home)) as url:
+            browse(url, out, replays, blocked)
+    print("requests that left localhost (blocked): " + (", ".join(sorted(set(blocked))) or "none"))
+
+
+def browse(url: str, out: Path, replays: Path, blocked: list[str]) -> None:
+    with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         context = browser.new_context(viewport=VIEWPORT)
         context.route("**/*", lambda route: route.continue_() if urlparse(route.request.url).hostname in
@@ -174,8 +273,11 @@ def run(out: Path) -> None:
         scenarios(page, out)
         decision_check(page, out)
         settings(page, out)
+        compare(page, out)
+        history(page, out)
+        benchmark(page, out, replays)
+        learned_plans(page, out)
         browser.close()
-    print("requests that left localhost (blocked): " + (", ".join(sorted(set(blocked))) or "none"))
 
 
 def main() -> None:

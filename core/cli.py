@@ -98,7 +98,8 @@ def cmd_run(args) -> int:
                                    replan_on_failure=not args.no_replan)
             result = runtime.start(settings, on_event=show)
     except (LLMError, RunNotPaused, ValueError, KeyError) as e:
-        print(f"error ({getattr(e, 'kind', 'run')}): {e}", file=sys.stderr)
+        message = e.args[0] if isinstance(e, KeyError) and e.args else e  # a KeyError's str() adds quotes
+        print(f"error ({getattr(e, 'kind', 'run')}): {message}", file=sys.stderr)
         return 1
     finally:
         runtime.close()
