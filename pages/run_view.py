@@ -20,7 +20,7 @@ from core.summary import question_id, technique_label
 from core.trace import Trace
 from pages.run_options import HITL_LABELS
 
-SMALL_TABLE = 12  # rows shown as a plain table; longer results get a scrolling grid
+SMALL_TABLE = 12  # rows shown in full; a longer table scrolls in a box
 POLL_S = 0.25  # how often a waiting page refreshes its status line (and notices the analyst's clicks)
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>#|~$:])")
 _STATE_ICONS = {"done": ":material/check_circle:", "current": ":material/arrow_circle_right:",
@@ -110,10 +110,10 @@ def _observation(e: dict, trace: Trace) -> None:
     elif e["columns"]:
         kept = f", first {len(e['rows'])} kept" if e["total_rows"] > len(e["rows"]) else ""
         table = pd.DataFrame(e["rows"], columns=_unique(e["columns"]))
-        if len(table) <= SMALL_TABLE:
+        # A static table, scrolled when long: the interactive grid's code would load on the first one and hold
+        # that step back by about half a second.
+        with st.container(height="content" if len(table) <= SMALL_TABLE else 360):
             st.table(table, hide_index=True, border="horizontal")
-        else:
-            st.dataframe(table, hide_index=True)
         st.caption(f"{e['total_rows']} rows{kept} · {e['latency_s'] * 1000:.0f} ms")
         if action and e["executed"] and e["executed"].strip() != action["query"].strip():
             with st.expander("As the database ran it"):

@@ -5,7 +5,8 @@ approve-replans; edit a step of the re-plan and approve it; finish; open the Dec
 Prints two figures: the time from the server answering its health check to the first page rendered (target
 <= 2 s), and the delay from the agent emitting an event (its ``at``) to its element appearing in the browser (seen
 by a MutationObserver at the next animation frame; target <= 300 ms). Replies are paced at PACE_S, as a model
-would take, so the page can be seen mid-run. Screenshots go to docs/screenshots/."""
+would take, so the page can be seen mid-run. Its screenshots go to a temporary folder, or to PLANRAG_SCREENSHOTS
+(the README's are taken with PLANRAG_SCREENSHOTS=docs/screenshots)."""
 from __future__ import annotations
 
 import json
@@ -33,7 +34,6 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
 TRANSCRIPT = Path(__file__).parent / "transcripts" / "locating_sql_planrag_replan_edit.json"
 EDITED_STEP = ('Compute for krakow and novgorod the value "SWE" would steer to "baltic_sea", counting the inland bonus '
                'of krakow')  # the re-plan's step 2 as the analyst rewrites it (the transcript follows it)
-SCREENSHOTS = ROOT / "docs" / "screenshots"
 PACE_S = 0.4
 LOCAL_HOSTS = {"127.0.0.1", "localhost"}
 NOT_LOCAL = re.compile(r"^(?!(?:https?|wss?)://(?:127\.0\.0\.1|localhost)[:/])")
@@ -123,7 +123,7 @@ def server(tmp_path, dqa_dir):
     log.close()
 
 
-def test_run_with_an_edited_replan_in_the_browser(chromium, server):
+def test_run_with_an_edited_replan_in_the_browser(chromium, server, tmp_path):
     from playwright.sync_api import expect
 
     url, process, home = server
@@ -146,7 +146,8 @@ def test_run_with_an_edited_replan_in_the_browser(chromium, server):
     context.add_init_script(OBSERVER)
     page = context.new_page()
     page.set_default_timeout(20_000)
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    shots = Path(os.environ.get("PLANRAG_SCREENSHOTS") or tmp_path)
+    shots.mkdir(parents=True, exist_ok=True)
 
     up = wait_healthy(url, process)
     page.goto(url)
@@ -163,12 +164,12 @@ def test_run_with_an_edited_replan_in_the_browser(chromium, server):
 
     timeline = page.locator('[class*="st-key-timeline-"]')
     expect(timeline.locator("code").first).to_contain_text("SELECT")
-    page.screenshot(path=SCREENSHOTS / "run-midrun.png")
+    page.screenshot(path=shots / "run-midrun.png")
 
     approve_edited = page.get_by_role("button", name="Approve edited")
     approve_edited.wait_for()
     page.get_by_text("The agent wants to change its plan").scroll_into_view_if_needed()
-    page.screenshot(path=SCREENSHOTS / "run-pause.png")
+    page.screenshot(path=shots / "run-pause.png")
     step_2 = page.locator('[class*="-step-1"] input')
     step_2.fill(EDITED_STEP)
     approve_edited.click()  # as an analyst would: type, then click (the box sends its text as it loses focus)
@@ -176,7 +177,7 @@ def test_run_with_an_edited_replan_in_the_browser(chromium, server):
     check = page.get_by_role("button", name="Check the decision")
     check.wait_for()
     page.get_by_text("Final answer:").first.wait_for()
-    page.screenshot(path=SCREENSHOTS / "run-finished.png")
+    page.screenshot(path=shots / "run-finished.png")
     seen = page.evaluate("window.__seen")
 
     [run] = RunStore(home / "runs.sqlite").export()
