@@ -40,12 +40,15 @@ CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
 VIEWPORT = {"width": 1440, "height": 1400}
+WIDE = {"width": 1920, "height": 1480}  # for the pages with wide tables (Compare, History, Benchmark, Learned plans)
 FIRST_RENDER_TARGET_S = 2.0
 AUTOPLAN_TRAIN = ["autoplan", "train", "--scenario", "locating", "--db", "sqlite", "--llm",
                   f"replay:{ROOT / 'tests' / 'transcripts' / 'autoplan' / 'locating_sql_train.json'}",
                   "--train", "2-3", "--batch", "2", "--iterations", "2"]  # as tests/test_autoplan.py: v1 and v2
-BENCH_QUESTIONS = {"locating": [1, 2, 3], "building": [1, 2, 3]}
-BENCH_VARIANTS = {"planrag": ["right", "right", "wrong"], "iterrag": ["right", "missed", "query_error"]}
+BENCH_VARIANTS = {  # technique -> scenario -> what the transcript of questions 1-3 does (tests/bench_scripts.py)
+    "planrag": {"locating": ["right", "right", "wrong"], "building": ["right", "right", "not_candidate"]},
+    "iterrag": {"locating": ["right", "missed", "query_error"], "building": ["missed", "right", "not_candidate"]},
+}
 
 
 def free_port() -> int:
@@ -55,8 +58,9 @@ def free_port() -> int:
 
 
 def app_env(home: Path) -> dict[str, str]:
-    """The environment of the app and its commands: data in ``home``, no model configured."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    """The environment of the app and its commands: data in ``home``, no model configured, only the shipped
+    replays."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_") and k != "PLANRAG_REPLAYS"}
     env["PLANRAG_HOME"] = str(home)
     return env
 
@@ -64,15 +68,17 @@ def app_env(home: Path) -> dict[str, str]:
 def prepare(home: Path) -> Path:
     """Fill ``home`` before the app starts: AutoPlan's learned Locating plans v1 and v2 (trained on scripted
     replies), and scripted benchmark transcripts for PlanRAG and IterRAG on DQA questions 1-3 (SQLite); their folder."""
+    if dqa_dir() is None:
+        raise SystemExit("the DQA data is needed: set DQA_DIR (see the README)")
     trained = subprocess.run([sys.executable, "-m", "core", *AUTOPLAN_TRAIN], cwd=ROOT, env=app_env(home),
                              capture_output=True, text=True)
     if trained.returncode != 0:
         raise SystemExit(f"autoplan train failed:\n{trained.stdout}{trained.stderr}")
     print(trained.stdout.strip().splitlines()[-1])
-    dqa, replays = DQA(dqa_dir()), home / "bench-replays"
+    dqa, replays = DQA(dqa_dir()), home / "scripted"  # short: the results table shows the path
     for technique, variants in BENCH_VARIANTS.items():
-        write_transcripts(dqa, replays, BENCH_QUESTIONS, ["sqlite"], [technique],
-                          lambda q, v=variants: v[q.number - 1], lambda q: q.number % 2)
+        write_transcripts(dqa, replays, {scenario: [1, 2, 3] for scenario in variants}, ["sqlite"], [technique],
+                          lambda q, v=variants: v[q.scenario][q.number - 1], lambda q: q.number % 2)
     return replays
 
 
@@ -123,6 +129,13 @@ def choose(page: Page, label: str, text: str) -> None:
     page.get_by_role("option").first.click()
 
 
+def pick(page: Page, name: str) -> None:
+    """Select the segmented-control option ``name`` unless it is selected (clicking it again would deselect it)."""
+    option = page.get_by_role("radio", name=name, exact=True)
+    if not option.is_checked():
+        option.click()
+
+
 def click_node(page: Page, name: str) -> None:
     """Click the network node labelled ``name`` (its marker is the point with the same index as the label)."""
     node = page.evaluate_handle("""name => {
@@ -137,14 +150,29 @@ def click_node(page: Page, name: str) -> None:
     page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
 
 
-def shoot(page: Page, out: Path, name: str, top: str = "h1") -> None:
-    """Screenshot the viewport, scrolled so that the first element matching ``top`` is at its top."""
+def shoot(page: Page, out: Path, name: str, top: str = "h1", until: str | None = None) -> None:
+    """Screenshot the viewport, scrolled so that the first element matching ``top`` is at its top; cut below the
+    first element matching ``until`` when it ends higher up."""
     page.locator(top).first.evaluate("e => e.scrollIntoView({block: 'start'})")
     page.mouse.move(2, 2)  # no hover label
     page.wait_for_timeout(400)
     path = out / f"{name}.png"
-    page.screenshot(path=path)
+    size = page.viewport_size
+    if until:
+        box = page.locator(until).first.bounding_box()
+        size = {**size, "height": min(size["height"], round(box["y"] + box["height"] + 32))}
+    page.screenshot(path=path, clip={"x": 0, "y": 0, **size})
     print(f"wrote {path}")
+
+
+@contextmanager
+def viewport(page: Page, size: dict):
+    """The page at another viewport size, then back at VIEWPORT."""
+    page.set_viewport_size(size)
+    try:
+        yield
+    finally:
+        page.set_viewport_size(VIEWPORT)
 
 
 def first_render(page: Page, url: str, session: str) -> None:
@@ -203,8 +231,9 @@ def settings(page: Page, out: Path) -> None:
 def compare(page: Page, out: Path) -> None:
     page.get_by_role("link", name="Scenarios").click()
     page.get_by_role("heading", name="Scenarios").wait_for()
-    page.get_by_role("radio", name="Built-in demo scenarios").click()
-    page.get_by_role("radio", name="Locating").click()
+    for option in ("Built-in demo scenarios", "Locating"):
+        pick(page, option)
+    page.get_by_text("demo/locating/1").first.wait_for()
     settle(page, charts=1)
     page.get_by_role("link", name="Compare").click()
     page.get_by_role("heading", name="Compare").wait_for()
@@ -213,8 +242,9 @@ def compare(page: Page, out: Path) -> None:
     choose(page, "LLM", "Recorded replays")
     page.get_by_role("button", name="Run side by side").click()
     page.get_by_text("Decision:").nth(1).wait_for(timeout=60_000)  # both runs ended
-    settle(page)
-    shoot(page, out, "compare")
+    with viewport(page, WIDE):
+        settle(page)
+        shoot(page, out, "compare")
 
 
 def history(page: Page, out: Path) -> None:
@@ -222,8 +252,9 @@ def history(page: Page, out: Path) -> None:
     page.get_by_role("heading", name="History").wait_for()
     choose(page, "Open a run", "PlanRAG · demo")
     page.get_by_text("Final answer:").first.wait_for()
-    settle(page)
-    shoot(page, out, "history")
+    with viewport(page, WIDE):
+        settle(page)
+        shoot(page, out, "history")
 
 
 def benchmark(page: Page, out: Path, replays: Path) -> None:
@@ -238,8 +269,9 @@ def benchmark(page: Page, out: Path, replays: Path) -> None:
     page.get_by_role("link", name="Benchmark").click()  # a fresh run of the page reads the finished results
     page.get_by_role("tab", name="Results").click()
     page.get_by_text("Accuracy (Tables 4-5)").wait_for()
-    settle(page, charts=4)
-    shoot(page, out, "benchmark")
+    with viewport(page, WIDE):
+        settle(page, charts=4)
+        shoot(page, out, "benchmark", until="[data-testid='stPlotlyChart']")  # the accuracy table and bars
 
 
 def learned_plans(page: Page, out: Path) -> None:
@@ -247,14 +279,15 @@ def learned_plans(page: Page, out: Path) -> None:
     page.get_by_role("heading", name="Learned plans").wait_for()
     page.get_by_role("heading", name="Accuracy by iteration").wait_for()
     page.locator("[data-testid='stVegaLiteChart'] canvas, [data-testid='stVegaLiteChart'] svg").first.wait_for()
-    settle(page)
-    shoot(page, out, "plans")
+    with viewport(page, WIDE):
+        settle(page)
+        shoot(page, out, "plans", until="[data-testid='stDataFrame'] >> nth=1")  # down to the iterations' table
 
 
 def run(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     blocked: list[str] = []
-    with tempfile.TemporaryDirectory(prefix="planrag-screenshots-") as home:
+    with tempfile.TemporaryDirectory(prefix="planrag-") as home:
         replays = prepare(Path(home))
         with streamlit_app(Path(home)) as url:
             browse(url, out, replays, blocked)

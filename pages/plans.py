@@ -59,7 +59,7 @@ with diff_col:
 st.subheader("Accuracy by iteration")
 history = pd.DataFrame(plan.history)
 st.line_chart(history.set_index("iteration")[["accuracy"]], y_label="batch accuracy")
-history["plan"] = [f"v{v}" if v else "empty plan" for v in history["plan_version"]]
+history["plan"] = [f"v{h['plan_version']}" if h.get("plan_version") else "empty plan" for h in plan.history]
 st.dataframe(history[["iteration", "plan", "questions", "correct", "total", "accuracy", "mean_regret", "llm_calls",
                       "tokens"]], hide_index=True)
 
