@@ -186,8 +186,9 @@ def trade_network(question: Question, database: Database, *, pick: str | None = 
     t = database.tables
     nodes = t["trade_node"].records()
     names = tuple(n["trade_node"] for n in nodes)
-    edges = [(r["source"], r["dest"]) for r in t["flow"].records()]
-    flows = flows or {(r["source"], r["dest"]): r["flow"] for r in t["flow"].records()}
+    flow_rows = t["flow"].records()
+    edges = [(r["source"], r["dest"]) for r in flow_rows]
+    flows = flows or {(r["source"], r["dest"]): r["flow"] for r in flow_rows}
     pos = _trade_layout(names, tuple(edges))
     fig = go.Figure()
     if flow_change is None:

@@ -91,7 +91,7 @@ class Placement:
 def place(decision, ranking) -> Placement | None:
     """The decision's place in a ``sims`` Ranking, e.g. ``core.scenario.ranking(question, database)`` (None when
     there is no decision or it is not a candidate)."""
-    if decision is None or ranking.rank_of(decision) is None:
+    rank = None if decision is None else ranking.rank_of(decision)
+    if rank is None:
         return None
-    return Placement(ranking.rank_of(decision), len(ranking.entries), ranking.regret(decision),
-                     ranking.gain(decision))
+    return Placement(rank, len(ranking.entries), ranking.regret(decision), ranking.gain(decision))

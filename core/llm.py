@@ -8,16 +8,17 @@ settings or ``OPENAI_API_KEY`` only when the model is opened; it is never part o
 from __future__ import annotations
 
 import json
-import os
 import random
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import BaseMessage
+
+from core.settings import LLMSettings
 
 REPLAY_PREFIX = "replay:"
 CHARS_PER_TOKEN = 4  # the estimate used when a model reports no usage (replays)
@@ -37,21 +38,6 @@ class LLMNotConfigured(LLMError):
 
     def __init__(self, message: str):
         super().__init__("config", message)
-
-
-@dataclass
-class LLMSettings:
-    """Which model and server, from explicit values or the environment (OPENAI_MODEL, OPENAI_BASE_URL,
-    OPENAI_API_KEY)."""
-
-    model: str | None = field(default_factory=lambda: os.environ.get("OPENAI_MODEL") or None)
-    base_url: str | None = field(default_factory=lambda: os.environ.get("OPENAI_BASE_URL") or None)
-    api_key: str | None = field(default_factory=lambda: os.environ.get("OPENAI_API_KEY") or None, repr=False)
-    temperature: float = 0.0
-    timeout_s: float = 120.0
-    max_retries: int = 4
-    retry_base_s: float = 1.0  # first backoff delay; doubled on each retry, capped at 30 s
-    max_reply_tokens: int | None = 2048
 
 
 @dataclass

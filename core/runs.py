@@ -95,16 +95,17 @@ class RunStore:
                         "decision = COALESCE(?, decision), correct = COALESCE(?, correct) WHERE id = ?",
                         (status, time.time(), _json(pause), _json(outcome), decision, correct, run_id))
 
-    def get(self, run_id: str) -> RunRecord:
-        """The run with its events; KeyError if there is none."""
+    def get(self, run_id: str, events: bool = True) -> RunRecord:
+        """The run with its events (``events=False``: without them, for its settings, status or outcome);
+        KeyError if there is none."""
         with self._connect() as con:
             row = con.execute("SELECT id, created, updated, status, settings, pause, outcome FROM runs WHERE id = ?",
                               (run_id,)).fetchone()
             if row is None:
                 raise KeyError(f"no run {run_id!r} in {self.path}")
-            events = [json.loads(d) for (d,) in con.execute("SELECT data FROM events WHERE run_id = ? ORDER BY seq",
-                                                            (run_id,))]
-        return RunRecord(row[0], row[1], row[2], row[3], _load(row[4]), _load(row[5]), _load(row[6]), events)
+            kept = [json.loads(d) for (d,) in con.execute("SELECT data FROM events WHERE run_id = ? ORDER BY seq",
+                                                          (run_id,))] if events else []
+        return RunRecord(row[0], row[1], row[2], row[3], _load(row[4]), _load(row[5]), _load(row[6]), kept)
 
     def list(self, limit: int | None = 200, **filters) -> list[RunRecord]:
         """Runs, newest first, without their events; ``filters`` on any of FILTERS, e.g.

@@ -1,4 +1,5 @@
-"""Settings from the environment, with the project's defaults. The UI may override them per session."""
+"""Settings from the environment, with the project's defaults (data folders, database servers, the LLM). The UI
+may override them per session. Plain values only: importing this loads no driver or LLM library."""
 from __future__ import annotations
 
 import os
@@ -27,3 +28,18 @@ class DatabaseSettings:
     neo4j_uri: str | None = field(default_factory=lambda: os.environ.get("NEO4J_URI") or None)
     neo4j_user: str = field(default_factory=lambda: os.environ.get("NEO4J_USER", "neo4j"))
     neo4j_password: str = field(default_factory=lambda: os.environ.get("NEO4J_PASSWORD", ""), repr=False)
+
+
+@dataclass
+class LLMSettings:
+    """Which model and server, from explicit values or the environment (OPENAI_MODEL, OPENAI_BASE_URL,
+    OPENAI_API_KEY)."""
+
+    model: str | None = field(default_factory=lambda: os.environ.get("OPENAI_MODEL") or None)
+    base_url: str | None = field(default_factory=lambda: os.environ.get("OPENAI_BASE_URL") or None)
+    api_key: str | None = field(default_factory=lambda: os.environ.get("OPENAI_API_KEY") or None, repr=False)
+    temperature: float = 0.0
+    timeout_s: float = 120.0
+    max_retries: int = 4
+    retry_base_s: float = 1.0  # first backoff delay; doubled on each retry, capped at 30 s
+    max_reply_tokens: int | None = 2048

@@ -7,7 +7,6 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from core import jobs as run_jobs
 from core.agents.techniques import TECHNIQUES
 from core.backends.registry import BACKENDS
 from core.benchmark import jobs, reports
@@ -18,17 +17,17 @@ from core.benchmark.prices import load_prices, prices_path
 from core.benchmark.results import read_results
 from core.benchmark.runner import BenchConfig, bench_home
 from core.dqa import DQAError
-from core.llm import LLMError, LLMSettings
+from core.llm import LLMError
 from core.scenario import SCENARIOS
-from pages.common import dqa_root
-from pages.run_options import technique_label
-from pages.run_view import open_run
+from core.summary import technique_label
+from pages.common import dqa_root, session_llm
+from pages.run_view import load, open_run
 
 POLL_S = 1.0
 
 
 def start_form() -> None:
-    llm = st.session_state.get("llm") or LLMSettings()
+    llm = session_llm()
     with st.form("bench_start"):
         left, middle, right = st.columns(3)
         scenario = left.selectbox("Scenario", [*SCENARIOS, "all"], index=len(SCENARIOS), format_func=str.title, key="bench_scenario")
@@ -180,9 +179,8 @@ def show_results(results: list[dict]) -> None:
     picked = st.dataframe(items, hide_index=True, on_select="rerun", selection_mode="single-row", key="bench_items")
     rows = picked.selection.rows
     if rows and st.button("Open its trace in the Run view", icon=":material/play_circle:"):
-        try:
-            record = run_jobs.open_store().get(items.iloc[rows[0]]["run_id"])
-        except KeyError:
+        record = load(items.iloc[rows[0]]["run_id"])[0]
+        if record is None:
             st.warning("That run is not in this app's run store (it ran with another home).")
         else:
             open_run(record, "pages/run.py")

@@ -15,7 +15,7 @@ from streamlit.runtime.pages_manager import PagesManager
 from core import catalog
 from core.dqa import DQAError
 from core.scenario import Database, Question
-from core.settings import dqa_dir
+from core.settings import DatabaseSettings, LLMSettings, dqa_dir
 
 
 def _use_app_navigation() -> None:
@@ -33,6 +33,16 @@ _use_app_navigation()
 def dqa_root():
     """The DQA directory of this session: the Settings page's value, else the configured default."""
     return st.session_state.get("dqa_dir") or dqa_dir()
+
+
+def session_llm() -> LLMSettings:
+    """This session's model settings (from Settings), else the environment's."""
+    return st.session_state.get("llm") or LLMSettings()
+
+
+def session_db() -> DatabaseSettings:
+    """This session's database servers (from Settings), else the environment's."""
+    return st.session_state.get("db_settings") or DatabaseSettings()
 
 
 def select_question(question: Question) -> None:

@@ -7,8 +7,8 @@ import streamlit as st
 
 from core.autoplan.store import PlanStore, diff_steps
 from core.numbers import spans
-from pages import common  # noqa: F401 - switches a deep link to app.py's navigation
 from core.scenario import SCENARIOS
+from pages import common  # noqa: F401 - switches a deep link to app.py's navigation
 
 DIFF = {"same": "{}", "removed": ":red[~~{}~~]", "added": ":green[{}]"}
 VERDICT = {True: ":green[correct]", False: ":red[wrong]", None: "unlabelled"}

@@ -10,23 +10,17 @@ from core import jobs
 from core.agents.config import HITL_MODES, RunSettings
 from core.agents.techniques import TECHNIQUES
 from core.backends.registry import BACKENDS, language, unavailable
-from core.llm import LLMSettings
 from core.replays import Replay, model_label, replays
 from core.scenario import Question
 from core.settings import DatabaseSettings
 from core.summary import technique_label
-from pages.common import dqa_root
+from pages.common import dqa_root, session_db, session_llm
 
 HITL_LABELS = {"auto": "None (automatic)", "approve-replans": "Approve re-plans",
                "approve-every-plan": "Approve every plan"}
 REPLAYS = "replays"  # the model choice "each technique's recorded replay"
 NO_MODEL = ("No LLM configured: enter a model on **Settings** (or set OPENAI_MODEL with OPENAI_API_KEY, or "
             "OPENAI_BASE_URL for a local server)")
-
-
-def session_db() -> DatabaseSettings:
-    """This session's database servers (from Settings), else the environment's."""
-    return st.session_state.get("db_settings") or DatabaseSettings()
 
 
 @st.cache_data(ttl=30, show_spinner=False)
@@ -42,11 +36,6 @@ def choose_database(key: str) -> tuple[str, str | None]:
                     captions=[f"{language(n).upper()}" + (f" · unavailable: {reasons[n]}" if reasons[n] else "")
                               for n in BACKENDS])
     return name, reasons[name]
-
-
-def session_llm() -> LLMSettings:
-    """This session's model settings (from Settings), else the environment's."""
-    return st.session_state.get("llm") or LLMSettings()
 
 
 def configured_model() -> str | None:

@@ -7,9 +7,9 @@ import streamlit as st
 from core.backends.registry import BACKENDS, unavailable
 from core.checks import check_dqa, check_llm
 from core.dqa import DQAError
-from core.llm import REPLAY_PREFIX, LLMError, LLMSettings
+from core.llm import REPLAY_PREFIX, LLMError
 from core.settings import DatabaseSettings
-from pages.common import dqa_root
+from pages.common import dqa_root, session_db, session_llm
 
 PROVIDERS = {"openai": "OpenAI", "compatible": "OpenAI-compatible server", "replay": "Replay file"}
 KEPT = "kept (leave empty to keep it)"
@@ -29,7 +29,7 @@ st.title("Settings")
 st.caption("These settings hold for this browser session; environment variables give their defaults.")
 
 st.subheader("Language model")
-llm = st.session_state.get("llm") or LLMSettings()
+llm = session_llm()
 replaying = (llm.model or "").startswith(REPLAY_PREFIX)
 provider = st.segmented_control("Provider", list(PROVIDERS), format_func=PROVIDERS.get, required=True,
                                 default="replay" if replaying else "compatible" if llm.base_url else "openai",
@@ -62,7 +62,7 @@ if test.button("Test", key="llm_test"):
 show_results("llm", tested)
 
 st.subheader("Databases")
-db = st.session_state.get("db_settings") or DatabaseSettings()
+db = session_db()
 st.caption("SQLite and Ladybug are embedded and need nothing; MySQL / MariaDB and Neo4j are servers, used as set "
            "below (defaults: MYSQL_URL, NEO4J_URI, NEO4J_USER, NEO4J_PASSWORD).")
 mysql_url = st.text_input("MySQL / MariaDB URL", db.mysql_url, key="db_mysql_url",

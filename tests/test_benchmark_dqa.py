@@ -167,7 +167,8 @@ def test_cli_resumes_after_a_kill(scripts, tmp_path, dqa_dir):
     folder, made = scripts
     args = ["--scenario", "locating", "--db", "sqlite", "--technique", "planrag", "--llm", f"replay:{folder}",
             "--questions", "1-40", "--concurrency", "2", "--out", str(tmp_path / "out")]
-    process = cli(tmp_path, *args, dqa_dir=dqa_dir)
+    # Paced (4 LLM calls a second) so that the kill lands mid-run, however fast the machine; the rerun is not.
+    process = cli(tmp_path, *args, "--rpm", "240", dqa_dir=dqa_dir)
     deadline = time.time() + 60
     while len(read_results(tmp_path / "out")) < 8 and time.time() < deadline and process.poll() is None:
         time.sleep(0.1)

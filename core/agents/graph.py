@@ -4,8 +4,8 @@
 
 ``call_llm`` asks the model for one reply and settles it: a plan to adopt or to send for review, a final
 answer, an action for ``run_action``, or a corrective observation. ``review_plan`` holds the only
-``interrupt()``; LangGraph re-runs it from its top on resume, and it does nothing before the interrupt, while
-the LLM call that proposed the plan sits in the node before. The state is plain JSON so the SQLite
+``interrupt()`` (in ``_await_review``); LangGraph re-runs it from its top on resume, and it does nothing before
+the interrupt, while the LLM call that proposed the plan sits in the node before. The state is plain JSON so the SQLite
 checkpointer can keep it; the model and the database come from the run's context.
 
 Every user message of the transcript after the question is an ``observation`` event.
@@ -140,6 +140,30 @@ def _account(state: dict, c: Completion, step: int) -> tuple[dict, LLMUsage]:
                             latency_s=round(c.latency_s, 4), estimated=c.estimated, reply=c.text)
 
 
+def _complete(state: dict, runtime: Runtime[AgentContext], prompt: str,
+              emit: _Emitter) -> tuple[dict, Completion | None]:
+    """LLM call ``emit.step`` on the transcript under ``prompt``: the state update counting it (its usage goes
+    with the next event emitted) and the completion; on LLMError, the failure update and None."""
+    try:
+        c = runtime.context.llm.complete(_chat(prompt, state["messages"]), prompts.STOP)
+    except LLMError as e:
+        return _fail(e.kind, str(e), emit), None
+    update, emit.usage = _account(state, c, emit.step)
+    return update, c
+
+
+def _announce(hitl: str, kind: str, old_plan: list[str], new_plan: list[str], emit: _Emitter) -> bool:
+    """Emit the plan (``kind`` plan) or re-plan (``replan``) the agent wrote, and whether the analyst reviews it
+    first (``hitl``)."""
+    review = hitl == "approve-every-plan" or (hitl == "approve-replans" and kind == "replan")
+    status = "proposed" if review else "adopted"
+    if kind == "plan":
+        emit(PlanEvent(steps=new_plan, status=status))
+    else:
+        emit(ReplanEvent(replan=True, old_plan=old_plan, new_plan=new_plan, status=status))
+    return review
+
+
 def _limit_reached(state: AgentState, limits: Limits) -> str | None:
     if state["llm_calls"] + 1 >= limits.max_llm_calls:
         return f"step limit reached ({limits.max_llm_calls} LLM calls)"
@@ -187,14 +211,7 @@ def _settle_plan(state: dict, reply: Reply, emit: _Emitter) -> dict:
             note = "Re-plan: Y without a new Plan; the Plan is kept" if reply.replan else ""
             emit(ReplanEvent(replan=False, old_plan=plan, new_plan=plan, note=note))
         return _proceed(state, reply, emit)
-    review = state["hitl"] == "approve-every-plan" or (state["hitl"] == "approve-replans"
-                                                       and proposal["kind"] == "replan")
-    status = "proposed" if review else "adopted"
-    if proposal["kind"] == "plan":
-        emit(PlanEvent(steps=proposal["plan"], status=status))
-    else:
-        emit(ReplanEvent(replan=True, old_plan=plan, new_plan=proposal["plan"], status=status))
-    if review:
+    if _announce(state["hitl"], proposal["kind"], plan, proposal["plan"], emit):
         return {"reply": reply.text, "proposal": proposal, "next": "review_plan"}
     return {"plan": proposal["plan"], **_proceed({**state, "plan": proposal["plan"]}, reply, emit)}
 
@@ -212,12 +229,10 @@ def call_llm(state: AgentState, runtime: Runtime[AgentContext]) -> dict:
             update["answer_only"] = True
     answer_only = state["answer_only"] or update.get("answer_only", False)
     prompt = state["answer_prompt"] if answer_only else state["prompt"]
-    try:
-        c = runtime.context.llm.complete(_chat(prompt, state["messages"]), prompts.STOP)
-    except LLMError as e:
-        return {**update, **_fail(e.kind, str(e), emit)}
-    counted, emit.usage = _account(state, c, step)
+    counted, c = _complete(state, runtime, prompt, emit)
     update.update(counted)
+    if c is None:
+        return update
     reply = parse_reply(c.text)
     state = {**state, **update}
     if answer_only:
@@ -227,16 +242,26 @@ def call_llm(state: AgentState, runtime: Runtime[AgentContext]) -> dict:
     return {**update, **_proceed(state, reply, emit)}
 
 
+def _await_review(state: dict, runtime: Runtime[AgentContext]) -> tuple[Review, str, _Emitter]:
+    """Pause for the analyst's review of the proposed plan (nothing may come before this in a node: LangGraph
+    re-runs the node from its top on resume). Returns the review, its verdict (``approved``, also for an edit
+    that changes nothing; ``edited`` or ``rejected``) and the emitter of what follows."""
+    review = Review.from_dict(interrupt({**state["proposal"], "reply": state["reply"]}))
+    if review.action == "approve" or (review.action == "edit" and list(review.plan) == state["proposal"]["plan"]):
+        verdict = "approved"
+    else:
+        verdict = "edited" if review.action == "edit" else "rejected"
+    return review, verdict, _Emitter(runtime, state["llm_calls"])
+
+
 def review_plan(state: AgentState, runtime: Runtime[AgentContext]) -> dict:
     """Pause until the analyst approves, edits or rejects the proposed plan; then go on accordingly."""
-    proposal = state["proposal"]
-    review = Review.from_dict(interrupt({**proposal, "reply": state["reply"]}))
-    emit = _Emitter(runtime, state["llm_calls"])
-    reply, proposed = parse_reply(state["reply"]), proposal["plan"]
-    if review.action == "approve" or (review.action == "edit" and list(review.plan) == proposed):
+    review, verdict, emit = _await_review(state, runtime)
+    reply, proposed = parse_reply(state["reply"]), state["proposal"]["plan"]
+    if verdict == "approved":
         emit(PlanEvent(steps=proposed, origin="analyst", status="approved", note=review.note))
         return {"plan": proposed, "proposal": None, **_proceed({**state, "plan": proposed}, reply, emit)}
-    if review.action == "edit":
+    if verdict == "edited":
         steps = list(review.plan)
         emit(PlanEvent(steps=steps, origin="analyst", status="edited", proposed_steps=proposed,
                        note=review.note))

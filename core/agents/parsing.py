@@ -83,7 +83,7 @@ def parse_reply(text: str) -> Reply:
     reply = Reply(text)
     matches = list(_LABEL.finditer(text))
     preamble = text[:matches[0].start()] if matches else text
-    for m, following in zip(matches, matches[1:] + [None]):
+    for m, following in zip(matches, matches[1:] + [None], strict=False):
         name = _FIELDS[re.sub(r"[ _]", " ", m.group(1).lower()).replace("replan", "re-plan")]
         end = following.start() if following else len(text)
         reply.order.append(name)
@@ -130,7 +130,8 @@ def parse_plan(text: str) -> list[str]:
         body = body[1:-1]
     marks = list(_STEP.finditer(body))
     if marks:
-        parts = [body[m.end():nxt.start() if nxt else len(body)] for m, nxt in zip(marks, marks[1:] + [None])]
+        parts = [body[m.end():nxt.start() if nxt else len(body)]
+                 for m, nxt in zip(marks, marks[1:] + [None], strict=False)]
     else:
         lines = [line for line in body.splitlines() if line.strip()]
         parts = [_ITEM.sub("", line) for line in lines] if len(lines) > 1 else [body]

@@ -18,18 +18,16 @@ from typing import TypedDict
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
-from langgraph.types import interrupt
 
 from core.agents import prompts
 from core.agents import reaper_prompts as texts
 from core.agents.config import Limits, Review
-from core.agents.events import ActionEvent, ErrorEvent, ObservationEvent, PlanEvent, ReplanEvent
-from core.agents.graph import (AgentContext, _account, _answer, _chat, _Emitter, _fail, _limit_reached, _next,
-                               run_query, timed)
+from core.agents.events import ActionEvent, ErrorEvent, ObservationEvent, PlanEvent
+from core.agents.graph import (AgentContext, _announce, _answer, _await_review, _complete, _Emitter, _fail,
+                               _limit_reached, _next, _observe, run_query, timed)
 from core.agents.parsing import parse_reply
 from core.agents.reaper_plan import Step, UnusableResult, parse_plan, parse_steps, substitute
 from core.backends.base import BackendUnavailable
-from core.llm import LLMError
 
 
 class ReaperState(TypedDict):
@@ -152,22 +150,14 @@ def write_plan(state: ReaperState, runtime: Runtime[AgentContext]) -> dict:
     if reason:
         emit(ErrorEvent(message=prompts.limit_reached(reason), error_kind="limit", fatal=False))
         return {"next": "answer"}
-    try:
-        c = runtime.context.llm.complete(_chat(state["prompt"], state["messages"]), prompts.STOP)
-    except LLMError as e:
-        return _fail(e.kind, str(e), emit)
-    update, emit.usage = _account(state, c, step)
+    update, c = _complete(state, runtime, state["prompt"], emit)
+    if c is None:
+        return update
     state = {**state, **update}
     steps = parse_plan(c.text, state["language"], _labels(state["steps"]))
     kind, new_plan = ("replan" if state["steps"] else "plan"), [s.render() for s in steps]
-    review = bool(steps) and (state["hitl"] == "approve-every-plan"
-                              or (state["hitl"] == "approve-replans" and kind == "replan"))
-    status = "proposed" if review else "adopted"
-    if kind == "plan":
-        emit(PlanEvent(steps=new_plan, status=status))
-    else:
-        emit(ReplanEvent(replan=True, old_plan=state["plan"], new_plan=new_plan, status=status))
-    if review:
+    # a plan with no steps is never reviewed: it is adopted, and observed as having none
+    if _announce(state["hitl"] if steps else "auto", kind, state["plan"], new_plan, emit):
         return {**update, "reply": c.text, "proposal": {"kind": kind, "plan": new_plan, "old_plan": state["plan"]},
                 "next": "review_plan"}
     return {**update, **_adopt(state, c.text, steps, emit)}
@@ -175,24 +165,19 @@ def write_plan(state: ReaperState, runtime: Runtime[AgentContext]) -> dict:
 
 def review_plan(state: ReaperState, runtime: Runtime[AgentContext]) -> dict:
     """Pause until the analyst approves, edits or rejects the proposed steps; then run them, or ask again."""
-    proposal = state["proposal"]
-    review = Review.from_dict(interrupt({**proposal, "reply": state["reply"]}))
-    emit = _Emitter(runtime, state["llm_calls"])
-    known, proposed = _labels(state["steps"]), proposal["plan"]
-    if review.action == "approve" or (review.action == "edit" and list(review.plan) == proposed):
+    review, verdict, emit = _await_review(state, runtime)
+    known, proposed = _labels(state["steps"]), state["proposal"]["plan"]
+    if verdict == "approved":
         emit(PlanEvent(steps=proposed, origin="analyst", status="approved", note=review.note))
         return _adopt(state, state["reply"], parse_plan(state["reply"], state["language"], known), emit)
-    if review.action == "edit":
+    if verdict == "edited":
         steps = parse_steps(list(review.plan), state["language"], known)
         edited = [s.render() for s in steps]
         emit(PlanEvent(steps=edited, origin="analyst", status="edited", proposed_steps=proposed, note=review.note))
         return _adopt(state, state["reply"], steps, emit, texts.plan_edited(edited, review.note))
     emit(PlanEvent(steps=proposed, origin="analyst", status="rejected", note=review.note))
     feedback = ObservationEvent(text=prompts.plan_rejected(review.note))
-    emit(feedback)
-    messages = state["messages"] + [{"role": "ai", "content": state["reply"]},
-                                    {"role": "human", "content": prompts.observation_message(feedback.text)}]
-    return {"messages": messages, "reply": "", "proposal": None, "next": "write_plan"}
+    return {**_observe(state, state["reply"], feedback, emit), "proposal": None, "next": "write_plan"}
 
 
 def run_step(state: ReaperState, runtime: Runtime[AgentContext]) -> dict:
@@ -216,13 +201,10 @@ def run_step(state: ReaperState, runtime: Runtime[AgentContext]) -> dict:
 
 def answer(state: ReaperState, runtime: Runtime[AgentContext]) -> dict:
     """One LLM call for the final answer from everything the steps observed (Figure 9's prompt)."""
-    step = state["llm_calls"] + 1
-    emit = _Emitter(runtime, step)
-    try:
-        c = runtime.context.llm.complete(_chat(state["answer_prompt"], state["messages"]), prompts.STOP)
-    except LLMError as e:
-        return _fail(e.kind, str(e), emit)
-    update, emit.usage = _account(state, c, step)
+    emit = _Emitter(runtime, state["llm_calls"] + 1)
+    update, c = _complete(state, runtime, state["answer_prompt"], emit)
+    if c is None:
+        return update
     return {**update, **_answer({**state, **update}, parse_reply(c.text), emit)}
 
 

@@ -151,7 +151,7 @@ def _unassigned(text: str, language: str) -> list[Step]:
     """``Step N:`` lines in ``text`` that assign no result: steps without a query."""
     marks = [m for m in _MARK.finditer(text) if m.group(1)]
     steps = []
-    for m, nxt in zip(marks, marks[1:] + [None]):
+    for m, nxt in zip(marks, marks[1:] + [None], strict=False):
         body = text[m.start():nxt.start() if nxt else len(text)].strip()
         steps.append(Step(body, problem="it runs no query: write each step as '... - #EN = "
                                         f"{TOOL_NAMES[language]}[{LANGUAGE_NAMES[language]} query]'"))

@@ -128,7 +128,7 @@ class AgentRuntime:
         Works from a fresh runtime on the same home (after a restart). Raises RunNotPaused (KeyError for an
         unknown run; ValueError for a REAPER plan edited into steps that cannot run)."""
         review.validate()
-        settings = RunSettings.from_dict(self.store.get(run_id).settings)
+        settings = RunSettings.from_dict(self.store.get(run_id, events=False).settings)
         graph = self._graph_of(settings.technique)
         snapshot = graph.get_state(self._config(run_id))
         if not snapshot.interrupts:
@@ -180,13 +180,13 @@ class AgentRuntime:
 
     def transcript(self, run_id: str) -> list[dict]:
         """The conversation as the LLM sees it: the system prompt, the question, each reply and observation."""
-        graph = self._graph_of(self.store.get(run_id).settings["technique"])
+        graph = self._graph_of(self.store.get(run_id, events=False).settings["technique"])
         values = graph.get_state(self._config(run_id)).values
         return [{"role": "system", "content": values["prompt"]}] + values["messages"]
 
     def result(self, run_id: str) -> RunResult:
         """The stored state of a run (KeyError if unknown)."""
-        record = self.store.get(run_id)
+        record = self.store.get(run_id, events=False)
         pause = Pause(**record.pause) if record.pause else None
         return RunResult(run_id, record.status, pause, record.outcome)
 

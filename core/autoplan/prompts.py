@@ -46,7 +46,7 @@ def parse_reflection(text: str) -> dict[str, str]:
     """The ``summary``, ``flaws`` and ``revision`` of a reflection ("" for a part it does not write)."""
     parts = {name: "" for name in SECTIONS}
     matches = list(_SECTION.finditer(text))
-    for m, nxt in zip(matches, matches[1:] + [None]):
+    for m, nxt in zip(matches, matches[1:] + [None], strict=False):
         name = m.group(1).lower()
         name = "flaws" if name.startswith("flaw") else name
         if not parts[name]:

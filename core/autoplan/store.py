@@ -85,6 +85,10 @@ class PlanStore:
         version = versions[-1] if version is None else version
         if version not in versions:
             raise ValueError(f"no learned plan v{version} for {scenario}; there are v{spans(versions)}")
+        return self._read(scenario, version)
+
+    def _read(self, scenario: str, version: int) -> LearnedPlan:
+        """A saved version's file; ValueError when it cannot be read."""
         path = self._folder(scenario) / f"v{version}.json"
         try:
             return LearnedPlan.from_dict(json.loads(path.read_text(encoding="utf-8")))
@@ -93,7 +97,7 @@ class PlanStore:
 
     def all(self, scenario: str) -> list[LearnedPlan]:
         """Every version of the scenario's plan, oldest first."""
-        return [self.load(scenario, v) for v in self.versions(scenario)]
+        return [self._read(scenario, v) for v in self.versions(scenario)]
 
     def save(self, plan: LearnedPlan) -> LearnedPlan:
         """Save ``plan`` as the scenario's next version (never overwriting one) and return it with its number."""

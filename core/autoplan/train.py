@@ -128,7 +128,7 @@ def train(settings: TrainSettings, home: str | Path | None = None, *,
                 tokens += used
                 verdict = {True: "correct", False: "wrong", None: "unlabelled"}[reflection["correct"]]
                 say(f"iteration {i}: question {question}: {verdict} (decision {reflection['decision']})")
-            merged = [{**e, **r} for e, r in zip(experiences, reflections)]
+            merged = [{**e, **r} for e, r in zip(experiences, reflections, strict=True)]
             reply, used = _ask(llm, prompts.update_message(plan, merged))
             history.append(_record(i, parent, experiences, tokens + used))
             steps = parse_reply(reply).plan

@@ -282,7 +282,7 @@ class Bench:
         events = [e.to_dict() for e in runtime.iter_start(settings, run_id)]
         wall = time.perf_counter() - start
         llm: CachingLLM = self._local.llm
-        record = runtime.store.get(run_id)
+        record = runtime.store.get(run_id, events=False)  # the events are in hand
         outcome = record.outcome or {}
         facts = read_trace(events, item.scenario, outcome.get("decision"))
         if record.status == "failed" and facts.error_kind in RETRY:
