@@ -8,7 +8,7 @@ from core.agents.techniques import TECHNIQUES
 from core.summary import technique_label
 from pages.common import current_question
 from pages.plan_review import show_review
-from pages.run_options import choose_database, choose_hitl, choose_model, start_run
+from pages.run_options import choose_database, choose_hitl, choose_model, choose_plan_version, start_run
 from pages.run_view import md, open_run, run_label, show_outcome, show_run
 
 st.title("Run")
@@ -31,12 +31,13 @@ with st.container(border=True):
         technique = st.selectbox("Technique", list(TECHNIQUES), format_func=technique_label, key="run_technique",
                                  index=list(TECHNIQUES).index("planrag"))
         hitl = choose_hitl(technique, key="run_hitl")
+        plan_version = choose_plan_version(question.scenario, technique, key="run_plan_version")
     with middle:
         db, unavailable_reason = choose_database(key="run_db")
     with right:
         model = choose_model(question, technique, db, key="run_llm")
         settings = RunSettings(question.scenario, question.number, db, technique, model or "", hitl=hitl,
-                               source=question.source)
+                               source=question.source, plan_version=plan_version)
         busy = jobs.running(st.session_state.get("run_id", ""))
         if st.button("Start", type="primary", icon=":material/play_arrow:", width="stretch",
                      disabled=bool(unavailable_reason or not model or busy),

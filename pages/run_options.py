@@ -1,5 +1,6 @@
 """The choices a run starts from, shared by the Run and Compare pages: technique, database (unavailable ones
-greyed with the reason), model (this session's, the environment's, or a recorded replay) and review mode."""
+greyed with the reason), model (this session's, the environment's, or a recorded replay), review mode and a learned
+plan to start from."""
 from __future__ import annotations
 
 from functools import partial
@@ -9,9 +10,12 @@ import streamlit as st
 from core import jobs
 from core.agents.config import HITL_MODES, RunSettings
 from core.agents.techniques import TECHNIQUES
+from core.autoplan import EXPERIENCE_TECHNIQUES
+from core.autoplan.store import PlanStore
 from core.backends.registry import BACKENDS, language, unavailable
 from core.replays import Replay, model_label, replays
 from core.scenario import Question
+from core import settings as config
 from core.settings import DatabaseSettings
 from core.summary import technique_label
 from pages.common import dqa_root, session_db, session_llm
@@ -49,6 +53,18 @@ def choose_hitl(technique: str, key: str) -> str:
     mode = st.radio("Analyst review", HITL_MODES, key=key, format_func=HITL_LABELS.get, disabled=not plans,
                     help=None if plans else f"{technique_label(technique)} writes no plan, so it never pauses.")
     return mode if plans else "auto"
+
+
+def choose_plan_version(scenario: str, technique: str, key: str) -> int | None:
+    """For the techniques AutoPlan trains with, a learned plan of the scenario to start from (None: the paper's
+    prompt alone). Shown only when the scenario has learned plans."""
+    versions = PlanStore(config.DATA_HOME / "plans").versions(scenario) if technique in EXPERIENCE_TECHNIQUES else []
+    if not versions:
+        return None
+    return st.selectbox("Start from a learned plan", [None, *reversed(versions)], key=key,
+                        format_func=lambda v: "none (the paper's prompt)" if v is None else f"v{v} (AutoPlan)",
+                        help="A plan learned by AutoPlan (see Learned plans); runs on its training questions are "
+                             "refused.")
 
 
 def question_replays(question: Question, db: str, technique: str | None = None) -> list[Replay]:

@@ -116,3 +116,21 @@ def test_errors_are_shown_and_the_events_so_far_kept(home, monkeypatch, tmp_path
     assert record.status == "failed" and [e["kind"] for e in record.events][-2:] == ["observation", "error"]
     assert "ran out of replies" in " ".join(e.value for e in at.error)
     assert list(at.table[0].value.columns) == ["source", "flow"]  # the observation before the failure
+
+
+def test_a_learned_plan_can_be_chosen_as_the_start(monkeypatch, tmp_path):
+    """With a learned plan of the scenario, PlanRAG can start from it; the run's settings record the version."""
+    from core.autoplan.store import LearnedPlan, PlanStore
+
+    home = isolate(monkeypatch, tmp_path)
+    at = open_page("pages/run.py")
+    assert not keyed(at.selectbox, "run_plan_version")  # no learned plan yet: no choice shown
+    steps = ["Find the nodes flowing into the home node", "Choose the node that steers most value home"]
+    PlanStore(home / "plans").save(LearnedPlan("locating", steps, "demo", [2, 3], 1, None, "t", {}, [], "", []))
+    at = open_page("pages/run.py")
+    [choice] = keyed(at.selectbox, "run_plan_version")
+    assert choice.options == ["none (the paper's prompt)", "v1 (AutoPlan)"]
+    choice.set_value(1).run()
+    button(at, "Start").click().run()
+    record = jobs.open_store().get(at.session_state["run_id"])
+    assert record.settings["plan_version"] == 1 and record.status == "finished" and not at.exception
