@@ -1,12 +1,23 @@
 """The one small interface every database backend implements, its result type and its typed errors."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Protocol
 
 #: Default bounds on every agent query.
 DEFAULT_TIMEOUT_S = 10.0
 DEFAULT_ROW_CAP = 200
+
+
+_FENCE = re.compile(r"```[\w+-]*[ \t]*\n?(.*?)\n?[ \t]*```", re.S)
+
+
+def unfence(text: str) -> str:
+    """An agent's query without surrounding whitespace and the markdown code fence it may be wrapped in."""
+    text = text.strip()
+    fenced = _FENCE.fullmatch(text)
+    return fenced.group(1).strip() if fenced else text
 
 
 class QueryError(Exception):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from core.backends.base import QueryError, QuerySyntaxError, RefusedWrite
+from core.backends.base import QueryError, QuerySyntaxError, RefusedWrite, unfence
 from core.graphdata import GraphData
 
 #: For prompts on the Ladybug backend: what an agent used to Neo4j's Cypher must know.
@@ -104,7 +104,6 @@ def _is_bare(toks: list[Token], i: int) -> bool:
 
 
 # --- cleaning and refusing --------------------------------------------------------------------------
-_FENCE = re.compile(r"^```[\w-]*[ \t]*\n?(.*?)\n?```$", re.S)
 WRITE_KEYWORDS = frozenset(
     "CREATE MERGE SET DELETE DETACH REMOVE DROP ALTER FOREACH COPY LOAD INSTALL UNINSTALL ATTACH USE IMPORT "
     "EXPORT CHECKPOINT BEGIN COMMIT ROLLBACK GRANT REVOKE DENY TERMINATE".split())
@@ -113,10 +112,7 @@ WRITE_KEYWORDS = frozenset(
 def prepare(text: str) -> str:
     """One read-only statement from an agent's text: markdown fences, surrounding whitespace and a trailing
     ``;`` removed. Raises QuerySyntaxError (empty, several statements, ``$parameters``) or RefusedWrite."""
-    text = text.strip()
-    fenced = _FENCE.match(text)
-    if fenced:
-        text = fenced.group(1).strip()
+    text = unfence(text)
     toks = tokens(text)
     while toks and toks[-1].text == ";":
         text = text[:toks.pop().start].rstrip()

@@ -2,7 +2,6 @@
 passes (one statement, read-only), and the translation of model-written MySQL to SQLite with sqlglot."""
 from __future__ import annotations
 
-import re
 
 import sqlglot
 from sqlglot import exp
@@ -10,7 +9,7 @@ from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ErrorLevel, ParseError, TokenError, UnsupportedError
 from sqlglot.tokens import TokenType
 
-from core.backends.base import QuerySyntaxError, RefusedWrite
+from core.backends.base import QuerySyntaxError, RefusedWrite, unfence
 from sims.tables import Table, Tables
 
 #: VARCHAR widths the DQA dumps declare; the Tables model keeps no width, so other string columns get
@@ -27,7 +26,6 @@ WRITE_WORDS = frozenset("""INSERT UPDATE DELETE REPLACE CREATE DROP ALTER TRUNCA
 METADATA_WORDS = frozenset({"SHOW", "DESCRIBE", "DESC", "EXPLAIN"})
 
 _MYSQL = Dialect.get_or_raise("mysql")
-_FENCE = re.compile(r"```[\w+-]*[ \t]*\n?(.*?)\n?[ \t]*```", re.S)
 _WRITES = (exp.Insert, exp.Update, exp.Delete, exp.Create, exp.Drop, exp.Alter, exp.Merge, exp.TruncateTable,
            exp.Command, exp.Pragma, exp.Set, exp.Use, exp.Into)
 #: Comparisons whose string literals get COLLATE NOCASE on SQLite (and ``IN`` lists of strings, their left
@@ -63,10 +61,7 @@ def schema_text(tables: Tables) -> str:
 def one_statement(text: str) -> str:
     """The single statement in ``text``, without surrounding whitespace, markdown code fence, trailing ``;``
     or trailing comments. Raises QuerySyntaxError when it is empty, unreadable or several statements."""
-    text = text.strip()
-    fenced = _FENCE.fullmatch(text)
-    if fenced:
-        text = fenced.group(1).strip()
+    text = unfence(text)
     try:
         tokens = _MYSQL.tokenize(text)
     except TokenError as e:
