@@ -44,7 +44,9 @@ WIDE = {"width": 1920, "height": 1480}  # for the pages with wide tables (Compar
 FIRST_RENDER_TARGET_S = 2.0
 AUTOPLAN_TRAIN = ["autoplan", "train", "--scenario", "locating", "--db", "sqlite", "--llm",
                   f"replay:{ROOT / 'tests' / 'transcripts' / 'autoplan' / 'locating_sql_train.json'}",
-                  "--train", "2-3", "--batch", "2", "--iterations", "2"]  # as tests/test_autoplan.py: v1 and v2
+                  "--train", "2-3", "--batch", "2", "--iterations", "2",
+                  "--reflection", "one-call", "--reward", "rich"]  # as tests/test_autoplan.py (its transcript's
+                                                                     # form): v1 and v2
 BENCH_VARIANTS = {  # technique -> scenario -> what the transcript of questions 1-3 does (tests/bench_scripts.py)
     "planrag": {"locating": ["right", "right", "wrong"], "building": ["right", "right", "not_candidate"]},
     "iterrag": {"locating": ["right", "missed", "query_error"], "building": ["missed", "right", "not_candidate"]},

@@ -1,15 +1,16 @@
-"""Where questions come from: the built-in demo scenarios, and DQA when its directory is set."""
+"""Where questions come from: the built-in demo scenarios, DQA when its directory is set, and each plugin scenario's
+own questions (the source ``scenario``); the scenario's type (core.scenarios) reads them."""
 from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
 
-from core import demo
+from core import scenarios
 from core.dqa import DQA, DQAError
 from core.scenario import Database, Question, ScenarioKind
 from core.settings import dqa_dir
 
-SOURCES = {"demo": "Built-in demo scenarios", "dqa": "DQA benchmark"}
+SOURCES = {"demo": "Built-in demo scenarios", "dqa": "DQA benchmark", "scenario": "The scenario's own questions"}
 
 
 @lru_cache(maxsize=4)
@@ -27,10 +28,15 @@ def dqa_benchmark(root: str | Path | None = None) -> DQA:
 
 
 def questions(source: str, scenario: ScenarioKind, root: str | Path | None = None) -> list[Question]:
-    """The questions of one source and scenario, in file order."""
-    if source == "demo":
-        return demo.questions(scenario)
-    return dqa_benchmark(root).questions(scenario)
+    """The questions of one source and scenario, in file order; DQAError for a scenario or source that is not
+    there."""
+    try:
+        kind = scenarios.get(scenario)
+    except KeyError as e:
+        raise DQAError(e.args[0]) from None
+    if source not in kind.source_keys():
+        raise DQAError(f"scenario {scenario} has no {source!r} questions; its sources: {', '.join(kind.source_keys())}")
+    return kind.questions(source, root)
 
 
 def question(source: str, scenario: ScenarioKind, number: int, root: str | Path | None = None) -> Question:
@@ -43,6 +49,9 @@ def question(source: str, scenario: ScenarioKind, number: int, root: str | Path 
 
 def database(q: Question, root: str | Path | None = None) -> Database:
     """The question's database."""
-    if q.source == "demo":
-        return demo.database(q)
-    return dqa_benchmark(root).database(q)
+    return scenarios.get(q.scenario).database(q, root)
+
+
+def default_source(scenario: str) -> str:
+    """The first question source a scenario offers (``dqa`` for the DQA scenarios, ``scenario`` for a plugin)."""
+    return scenarios.get(scenario).source_keys()[0]

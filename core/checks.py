@@ -10,6 +10,7 @@ from langchain_core.messages import HumanMessage
 from core import catalog
 from core.llm import REPLAY_PREFIX, LLMError, LLMNotConfigured, LLMSettings, open_llm, read_replay, replay_path
 from core.scenario import SCENARIOS
+from core.secrets import scrub
 
 TEST_TIMEOUT_S = 30.0
 
@@ -30,8 +31,7 @@ def check_llm(settings: LLMSettings) -> str:
     except LLMError:
         raise
     except Exception as e:  # a client error the LLM layer does not classify (e.g. a malformed base URL)
-        message = f"{llm.label}: {type(e).__name__}: {e}"
-        raise LLMError("config", message.replace(settings.api_key, "***") if settings.api_key else message) from None
+        raise LLMError("config", scrub(f"{llm.label}: {type(e).__name__}: {e}", [settings.api_key])) from None
     return f"{llm.label} answered in {reply.latency_s:.1f} s"
 
 

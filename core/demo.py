@@ -11,6 +11,7 @@ import json
 from dataclasses import replace
 from functools import lru_cache
 
+from core import scenarios
 from core.graphdata import graph_from_tables
 from core.scenario import Database, Question, ScenarioKind, ranking
 from core.settings import PROJECT_ROOT
@@ -33,7 +34,21 @@ def _cols(*spec: str) -> tuple[Column, ...]:
     return tuple(Column(*s.split(":")) for s in spec)
 
 
-def _locating_tables(spec: dict) -> Tables:
+def locating_question(n: int, spec: dict, q: dict, rules: str) -> Question:
+    """Demo Locating question ``n`` of a demo file's ``q`` entry, worded as DQA's."""
+    home = next(c["home_node"] for c in spec["countries"] if c["name"] == q["country"])
+    fields = dict(country=q["country"], home=home, year=spec["year"])
+    return Question("locating", "demo", n, n, rules, LOCATING_QUESTION.format(**fields), LOCATING_GOAL.format(**fields),
+                    q["country"], home=home, year=spec["year"], database_ref=spec["name"])
+
+
+def building_question(n: int, spec: dict, q: dict, rules: str) -> Question:
+    """Demo Building question ``n`` of a demo file's ``q`` entry, worded as DQA's."""
+    return Question("building", "demo", n, n, rules, BUILDING_QUESTION.format(goods=q["goods"]), "", spec["name"],
+                    goods=q["goods"], year=spec["year"], database_ref=spec["name"])
+
+
+def locating_tables(spec: dict) -> Tables:
     """Demo trade network with its stored state computed by one fresh pass without merchants."""
     homes = {c["name"]: c["home_node"] for c in spec["countries"]}
     presence = [(n, c, homes[c] == n, False, float(p), float(p)) for n, c, p in spec["presence"]]
@@ -63,7 +78,7 @@ def _locating_tables(spec: dict) -> Tables:
     return tables
 
 
-def _building_tables(spec: dict) -> Tables:
+def building_tables(spec: dict) -> Tables:
     """Demo market with current inputs, outputs and prices computed by one fresh base run."""
     code = {g["name"]: i for i, g in enumerate(spec["goods"])}
     supply, demand = [], []
@@ -99,20 +114,13 @@ def _load(scenario: ScenarioKind) -> tuple[list[Question], dict[str, Database]]:
         spec = json.loads(path.read_text(encoding="utf-8"))
         if spec["scenario"] != scenario:
             continue
-        tables = (_locating_tables if scenario == "locating" else _building_tables)(spec)
+        kind = scenarios.get(scenario)
+        tables = kind.demo_tables(spec)
         db = Database(f"demo-{spec['name']}", scenario, tables, graph_from_tables(scenario, tables), [str(path)])
         databases[spec["name"]] = db
         for q in spec["questions"]:
             n = len(questions) + 1
-            if scenario == "locating":
-                home = next(c["home_node"] for c in spec["countries"] if c["name"] == q["country"])
-                fields = dict(country=q["country"], home=home, year=spec["year"])
-                question = Question(scenario, "demo", n, n, rules, LOCATING_QUESTION.format(**fields),
-                                    LOCATING_GOAL.format(**fields), q["country"], home=home, year=spec["year"],
-                                    database_ref=spec["name"])
-            else:
-                question = Question(scenario, "demo", n, n, rules, BUILDING_QUESTION.format(goods=q["goods"]), "",
-                                    spec["name"], goods=q["goods"], year=spec["year"], database_ref=spec["name"])
+            question = kind.demo_question(n, spec, q, rules)
             questions.append(replace(question, answer=ranking(question, db, DEMO_MODE).label()))
     return questions, databases
 

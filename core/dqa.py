@@ -12,11 +12,14 @@ from pathlib import Path
 
 from core.graphdata import GraphData, read_cypher_dump
 from core.scenario import SCENARIOS, Database, Question, ScenarioKind
+from sims.generator import GenerateError, read_manifest
 from sims.sqldump import read_sql_dump
 from sims.tables import Tables
 
 QUESTION_FILES = {"locating": "locating/questions/simulated_question.json",
                   "building": "building/questions/simulated_questions.json"}
+#: The name reports give the released benchmark; a set made by ``python -m sims generate`` names itself.
+DQA_SET = "DQA"
 
 
 class DQAError(Exception):
@@ -32,14 +35,10 @@ def _cql_path(root: Path, scenario: ScenarioKind, ref: str) -> Path:
 
 
 def _question(scenario: ScenarioKind, number: int, raw: dict) -> Question:
-    if scenario == "locating":
-        return Question(scenario, "dqa", number, int(raw["question_num"]), raw["business_rules"], raw["question"],
-                        raw.get("goal", ""), raw["country"], home=raw["home"], year=str(raw.get("year", "")),
-                        answer=raw.get("answer"), database_ref=f"q{raw['question_num']}")
-    answer = raw.get("answer")
-    return Question(scenario, "dqa", number, int(raw["question_num"]), raw["business_rules"], raw["question"], "",
-                    raw["country"], goods=raw["goods"], year=raw["country"][-4:],
-                    answer=None if answer is None else int(answer), database_ref=raw["country"])
+    """Question ``number`` of a DQA question file, read by its scenario type (core.scenarios.dqa_kinds)."""
+    from core import scenarios
+
+    return scenarios.get(scenario).dqa_question(number, raw)
 
 
 class DQA:
@@ -47,6 +46,12 @@ class DQA:
 
     def __init__(self, root: str | Path):
         self.root = Path(root)
+        try:
+            manifest = read_manifest(self.root)
+        except GenerateError as e:
+            raise DQAError(str(e)) from None
+        #: Which question set this is, for reports: DQA, or a generated set's name (its generated.json).
+        self.name: str = str(manifest.get("name") or self.root.name) if manifest else DQA_SET
         self._questions: dict[str, list[Question]] = {}
         for scenario in SCENARIOS:
             path = self.root / QUESTION_FILES[scenario]

@@ -412,10 +412,11 @@ def ranking_bars(ranking: Ranking, names: dict, top: int, pick=None) -> go.Figur
     """Gain over no decision of the ``top`` best candidates, best first, plus the pick when it ranks lower; the
     best decisions (no regret) and the pick coloured."""
     shown = list(ranking.entries[:max(1, top)])
-    rank_of_pick = ranking.rank_of(pick) if pick is not None else None
+    rank_of_pick = ranking.position_of(pick) if pick is not None else None
     if rank_of_pick and rank_of_pick > len(shown):
         shown.append(ranking.entries[rank_of_pick - 1])
-    labels = [f"#{ranking.rank_of(e.candidate)} {names.get(e.candidate, e.candidate)}" for e in shown]
+    labels = [f"#{'=' if ranking.tied(e.candidate) > 1 else ''}{ranking.rank_of(e.candidate)} "
+              f"{names.get(e.candidate, e.candidate)}" for e in shown]
     gains = [ranking.gain(e.candidate) for e in shown]
 
     def colour(candidate):

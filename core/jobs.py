@@ -57,12 +57,13 @@ class RunJob:
         self.events = list(events)
         self.error: Exception | None = None
         self.done = False
+        self.runtime = None  # the AgentRuntime driving it, once opened (Stop goes through it)
         self._changed = threading.Condition()
 
     def _drive(self, make_runtime: Callable, iterate: Callable[..., Iterator[Event]]) -> None:
         runtime = None
         try:
-            runtime = make_runtime()
+            runtime = self.runtime = make_runtime()
             for event in iterate(runtime):
                 with self._changed:
                     self.events.append(event.to_dict())
@@ -109,10 +110,58 @@ def start(settings: RunSettings, make_runtime: Callable) -> RunJob:
     return _launch(job, make_runtime, lambda runtime: runtime.iter_start(settings, job.run_id))
 
 
-def resume(record: RunRecord, review: Review, make_runtime: Callable) -> RunJob:
-    """Resume a paused run (its stored record) with the analyst's review, in the background."""
+def _not_running(run_id: str) -> None:
+    """RunBusy when a job of this process drives the run now."""
+    if running(run_id):
+        raise RunBusy(f"run {run_id} is already running")
+
+
+def _prepared(make_runtime: Callable, begin: Callable) -> tuple[object, Iterator[Event]]:
+    """A runtime and the events ``begin(runtime)`` gives, its checks and claims made now (their errors raised
+    here, for the page to show), the run itself driven later in the job's thread."""
+    runtime = make_runtime()
+    try:
+        return runtime, begin(runtime)
+    except BaseException:
+        runtime.close()
+        raise
+
+
+def resume(record: RunRecord, review: Review, make_runtime: Callable, pause_id: str | None = None) -> RunJob:
+    """Resume a paused run (its stored record) with the analyst's review of pause ``pause_id``, in the background.
+    The pause is claimed now: RunNotPaused (core.agents.runtime) when it is no longer current."""
+    _not_running(record.id)
+    runtime, events = _prepared(make_runtime, lambda rt: rt.iter_resume(record.id, review, pause_id))
     job = RunJob(record.id, RunSettings.from_dict(record.settings), record.events)
-    return _launch(job, make_runtime, lambda runtime: runtime.iter_resume(record.id, review))
+    return _launch(job, lambda: runtime, lambda _: events)
+
+
+def proceed(record: RunRecord, make_runtime: Callable) -> RunJob:
+    """Resume an interrupted or stopped run from its last checkpoint, in the background (claimed now)."""
+    _not_running(record.id)
+    runtime, events = _prepared(make_runtime, lambda rt: rt.iter_continue(record.id))
+    job = RunJob(record.id, RunSettings.from_dict(record.settings), record.events)
+    return _launch(job, lambda: runtime, lambda _: events)
+
+
+def branch(record: RunRecord, step: int, make_runtime: Callable, **changes) -> RunJob:
+    """Start a branch of a run at ``step`` (``changes``: plan, query, note, reviewer) in the background; its job
+    (``run_id``: the new run). ValueError now when the run has no such step or the change does not fit."""
+    from core.agents.runtime import new_run_id
+
+    new_id = new_run_id()
+    runtime, events = _prepared(make_runtime, lambda rt: rt.iter_branch(record.id, step, new_id=new_id, **changes))
+    job = RunJob(new_id, RunSettings.from_dict(record.settings), [])
+    return _launch(job, lambda: runtime, lambda _: events)
+
+
+def stop(run_id: str) -> str:
+    """Stop a run: at once when a job of this process drives it, else through the run store (another process's
+    run stops within a poll; a paused or interrupted run is closed). Its status after the request."""
+    current = job(run_id)
+    if current is not None and not current.done and current.runtime is not None:
+        return current.runtime.stop(run_id)
+    return open_store().request_stop(run_id)
 
 
 def job(run_id: str) -> RunJob | None:

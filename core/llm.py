@@ -2,8 +2,11 @@
 LangChain's ChatOpenAI, or a replay of recorded replies (``replay:FILE``) for tests and demos.
 
 Every call goes through :class:`ChatLLM.complete`, which passes stop sequences, cuts the reply client-side
-as well, retries transient failures with backoff and reports token usage. The API key is read from the
-settings or ``OPENAI_API_KEY`` only when the model is opened; it is never part of a repr, a message or a trace.
+as well, retries transient failures with backoff (a timed-out attempt is retried with a longer timeout: a
+one-at-a-time server is still computing the abandoned request) and reports token usage and every attempt
+(start, duration, error). A reply that is not a chat completion (HTTP 200 with an error body or an HTML page) is
+a server error, retried like one. The API key is read from the settings or ``OPENAI_API_KEY`` only when the
+model is opened; it is registered with core.secrets, so it and its masked forms never reach a message or a trace.
 """
 from __future__ import annotations
 
@@ -11,13 +14,16 @@ import json
 import random
 import re
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import BaseMessage
 
+from core import secrets
 from core.settings import LLMSettings
 
 REPLAY_PREFIX = "replay:"
@@ -26,11 +32,13 @@ CHARS_PER_TOKEN = 4  # the estimate used when a model reports no usage (replays)
 
 class LLMError(Exception):
     """An LLM call that failed for good. ``kind``: config, auth, rate_limit, server, timeout, network,
-    bad_request, model or replay. The message never contains the API key."""
+    bad_request, model or replay. The message never contains the API key. ``attempts``: each attempt made (see
+    Completion.attempts)."""
 
-    def __init__(self, kind: str, message: str):
+    def __init__(self, kind: str, message: str, attempts: list[dict] | None = None):
         super().__init__(message)
         self.kind = kind
+        self.attempts = attempts or []
 
 
 class LLMNotConfigured(LLMError):
@@ -42,13 +50,23 @@ class LLMNotConfigured(LLMError):
 
 @dataclass
 class Completion:
-    """One reply, cut before any ``Observation:``, with its token usage and latency."""
+    """One reply, cut before any ``Observation:``, with its token usage and latency. ``latency_s``: the attempt
+    that answered; ``wait_s``: the whole wait, from the first attempt's start (retries and backoff included);
+    ``attempts``: each attempt as {attempt, start (epoch s), duration_s, timeout_s, error_kind, error} (error None
+    for the one that answered); ``finish_reason`` and ``metadata``: the server's (LangChain's response_metadata),
+    e.g. ``length`` for a reply cut by the reply cap; ``cached``: served from a reply cache (its latency is then the
+    original call's, not time waited now)."""
 
     text: str
     prompt_tokens: int
     completion_tokens: int
     latency_s: float
     estimated: bool  # token counts estimated from characters (the model reported none)
+    wait_s: float | None = None
+    attempts: list[dict] = field(default_factory=list)
+    finish_reason: str | None = None
+    metadata: dict = field(default_factory=dict)
+    cached: bool = False
 
 
 def estimate_tokens(text: str) -> int:
@@ -102,6 +120,11 @@ def replay_path(spec: str) -> Path:
     return Path(spec[len(REPLAY_PREFIX):]).expanduser().resolve()
 
 
+#: Exceptions LangChain raises for an HTTP 200 that is no chat completion (an error body, an HTML page, null
+#: choices): the server's failure, not ours.
+_NOT_A_COMPLETION = (ValueError, KeyError, TypeError)
+
+
 def _error_kind(e: Exception) -> str | None:
     """The LLMError kind of a client exception; None for exceptions that are not about the LLM call."""
     import openai
@@ -120,12 +143,24 @@ def _error_kind(e: Exception) -> str | None:
         return "network"
     if isinstance(e, openai.APIStatusError):
         return "server" if e.status_code >= 500 else "bad_request"
+    if isinstance(e, (openai.APIResponseValidationError, *_NOT_A_COMPLETION)):
+        return "server"
     return None
+
+
+def _detail(e: Exception) -> str:
+    """What an exception says, naming a reply that was no chat completion as such."""
+    import openai
+
+    if isinstance(e, (openai.APIError, ReplayExhausted)):
+        return str(e)
+    return f"the server answered without a chat completion ({type(e).__name__}: {e})"
 
 
 TRANSIENT = frozenset({"rate_limit", "server", "timeout", "network"})
 _HINTS = {"auth": "check OPENAI_API_KEY", "model": "check the model name and the base URL",
           "network": "check the base URL and that the server is running"}
+TIMEOUT_GROWTH, TIMEOUT_GROWTH_CAP = 1.5, 2.0  # a retry after a timeout waits longer, up to 2x the setting
 
 
 def _retry_after(e: Exception) -> float | None:
@@ -133,7 +168,7 @@ def _retry_after(e: Exception) -> float | None:
     value = response.headers.get("retry-after") if response is not None else None
     try:
         return min(float(value), 60.0) if value else None
-    except ValueError:
+    except (ValueError, AttributeError):
         return None
 
 
@@ -141,7 +176,8 @@ class ChatLLM:
     """A chat model with the agents' calling conventions. ``label`` names it in traces (never the key)."""
 
     def __init__(self, model: BaseChatModel, label: str, *, estimate_usage: bool = False, max_retries: int = 0,
-                 retry_base_s: float = 1.0, secret: str | None = None, sleep=time.sleep):
+                 retry_base_s: float = 1.0, secret: str | None = None, sleep=time.sleep,
+                 timeout_s: float | None = None):
         self.model = model
         self.label = label
         self._estimate = estimate_usage
@@ -149,49 +185,106 @@ class ChatLLM:
         self._retry_base_s = retry_base_s
         self._secret = secret
         self._sleep = sleep
+        self._timeout_s = timeout_s  # the per-attempt timeout of a server model (None: the model's own)
         self._use_stop = True
 
     def _scrub(self, text: str) -> str:
-        return text.replace(self._secret, "***") if self._secret else text
+        return secrets.scrub(text, [self._secret] if self._secret else None)
 
-    def _invoke(self, messages: list[BaseMessage], stop: list[str]):
+    def _invoke(self, messages: list[BaseMessage], stop: list[str], timeout_s: float | None):
+        kwargs = {"timeout": timeout_s} if timeout_s is not None else {}
         try:
-            return self.model.invoke(messages, stop=stop if self._use_stop else None)
+            return self.model.invoke(messages, stop=stop if self._use_stop else None, **kwargs)
         except Exception as e:
             import openai
 
-            # Some models (reasoning models) refuse stop sequences: go on without them, cutting client-side.
-            if self._use_stop and isinstance(e, openai.BadRequestError) and "'stop'" in str(e):
+            if not isinstance(e, openai.BadRequestError):
+                raise
+            # Some models (reasoning models) refuse stop sequences or a temperature other than their default:
+            # go on without them (cutting the reply client-side).
+            if self._use_stop and "'stop'" in str(e):
                 self._use_stop = False
-                return self.model.invoke(messages)
+                return self._invoke(messages, stop, timeout_s)
+            if "temperature" in str(e) and getattr(self.model, "temperature", None) is not None:
+                self.model.temperature = None
+                return self._invoke(messages, stop, timeout_s)
             raise
 
-    def complete(self, messages: list[BaseMessage], stop: list[str]) -> Completion:
-        """One reply to ``messages``. Raises LLMError when the call fails for good."""
+    def complete(self, messages: list[BaseMessage], stop: list[str],
+                 on_retry: Callable[[dict], None] | None = None) -> Completion:
+        """One reply to ``messages``. ``on_retry`` gets each failed attempt that is retried (its record, with
+        ``retry_in_s``) as it happens. Raises LLMError when the call fails for good."""
+        attempts: list[dict] = []
+        first = time.perf_counter()
+        timeout_s = self._timeout_s
         for attempt in range(self._max_retries + 1):
-            start = time.perf_counter()
+            start, started_at = time.perf_counter(), time.time()
+            record = {"attempt": attempt + 1, "start": round(started_at, 3), "timeout_s": timeout_s}
             try:
-                message = self._invoke(messages, stop)
-                break
+                message = self._invoke(messages, stop, timeout_s)
             except Exception as e:
                 kind = _error_kind(e)
                 if kind is None:
                     raise
+                detail = self._scrub(_detail(e))
+                attempts.append({**record, "duration_s": round(time.perf_counter() - start, 4),
+                                 "error_kind": kind, "error": detail})
                 if kind not in TRANSIENT or attempt == self._max_retries:
                     hint = f" ({_HINTS[kind]})" if kind in _HINTS else ""
                     tries = f" after {attempt + 1} attempts" if attempt else ""
-                    raise LLMError(kind, self._scrub(f"{self.label}: {kind} error{tries}{hint}: {e}")) from None
-                self._sleep(_retry_after(e) or min(self._retry_base_s * 2 ** attempt, 30.0)
-                            * (1 + 0.25 * random.random()))
+                    raise LLMError(kind, self._scrub(f"{kind} error{tries}{hint}: {self.label}: {detail}"),
+                                   attempts) from None
+                delay = _retry_after(e) or (min(self._retry_base_s * 2 ** attempt, 30.0)
+                                            * (1 + 0.25 * random.random()))
+                if kind == "timeout" and timeout_s:
+                    timeout_s = min(timeout_s * TIMEOUT_GROWTH, self._timeout_s * TIMEOUT_GROWTH_CAP)
+                if on_retry:
+                    on_retry({**attempts[-1], "retry_in_s": round(delay, 3), "of": self._max_retries + 1})
+                self._sleep(delay)
+            else:
+                break
         latency = time.perf_counter() - start
+        attempts.append({**record, "duration_s": round(latency, 4), "error_kind": None, "error": None})
         content = message.content if isinstance(message.content, str) else "".join(
             part.get("text", "") if isinstance(part, dict) else str(part) for part in message.content)
         text = cut_reply(content)
+        metadata = dict(getattr(message, "response_metadata", None) or {})
+        extra = {"wait_s": round(time.perf_counter() - first, 4), "attempts": attempts,
+                 "finish_reason": metadata.get("finish_reason"), "metadata": _plain(metadata)}
         usage = getattr(message, "usage_metadata", None)
         if usage and not self._estimate:
-            return Completion(text, usage.get("input_tokens", 0), usage.get("output_tokens", 0), latency, False)
+            return Completion(text, usage.get("input_tokens", 0), usage.get("output_tokens", 0), latency, False,
+                              **extra)
         prompt = sum(estimate_tokens(m.content if isinstance(m.content, str) else str(m.content)) for m in messages)
-        return Completion(text, prompt, estimate_tokens(content), latency, True)
+        return Completion(text, prompt, estimate_tokens(content), latency, True, **extra)
+
+
+def _plain(value):
+    """``value`` as JSON-ready data (response metadata may hold objects)."""
+    try:
+        return json.loads(json.dumps(value, default=str))
+    except (TypeError, ValueError):
+        return {}
+
+
+def base_url_problem(url: str | None) -> str | None:
+    """What is wrong with an OpenAI-compatible server's base URL, with the fix; None when it looks right."""
+    if not url:
+        return None
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return (f"the base URL {url!r} must start with http:// or https://, e.g. "
+                f"http://{url.strip().split('://')[-1]}")
+    return None
+
+
+def is_openai(base_url: str | None) -> bool:
+    """Whether the server is OpenAI's own API (no base URL, or api.openai.com)."""
+    return not base_url or urlsplit(base_url).hostname == "api.openai.com"
+
+
+#: OpenAI reasoning models take only their default temperature (o1, o3, o4-mini, gpt-5 but not gpt-5-chat).
+_FIXED_TEMPERATURE = re.compile(r"^(o\d|gpt-5(?!-chat))", re.I)
 
 
 def open_llm(spec: str | None = None, settings: LLMSettings | None = None, *, skip: int = 0) -> ChatLLM:
@@ -210,14 +303,27 @@ def open_llm(spec: str | None = None, settings: LLMSettings | None = None, *, sk
         return ChatLLM(model, f"replay:{path.name}", estimate_usage=True)
     from langchain_openai import ChatOpenAI
 
+    problem = base_url_problem(settings.base_url)
+    if problem:
+        raise LLMNotConfigured(problem)
+    secrets.register(settings.api_key)
     key = settings.api_key
     if not key:
         if not settings.base_url:
             raise LLMNotConfigured(f"model {spec!r} needs an API key: set OPENAI_API_KEY, or set OPENAI_BASE_URL "
                                    "(--base-url) to an OpenAI-compatible server")
         key = "unused"  # local servers take any key
-    model = ChatOpenAI(model=spec, base_url=settings.base_url, api_key=key, temperature=settings.temperature,
-                       timeout=settings.timeout_s, max_retries=0, max_tokens=settings.max_reply_tokens)
+    cap = settings.max_reply_tokens
+    options = {}
+    if cap:
+        # OpenAI takes max_completion_tokens (what LangChain sends); llama.cpp, vLLM and Ollama servers know
+        # max_tokens (llama.cpp ignores the other).
+        options = {"max_tokens": cap} if is_openai(settings.base_url) else {"extra_body": {"max_tokens": cap}}
+    temperature = None if is_openai(settings.base_url) and _FIXED_TEMPERATURE.match(spec) else settings.temperature
+    if settings.top_p is not None:
+        options["top_p"] = settings.top_p
+    model = ChatOpenAI(model=spec, base_url=settings.base_url, api_key=key, temperature=temperature,
+                       timeout=settings.timeout_s, max_retries=0, **options)
     label = f"{spec} @ {settings.base_url}" if settings.base_url else spec
     return ChatLLM(model, label, max_retries=settings.max_retries, retry_base_s=settings.retry_base_s,
-                   secret=settings.api_key)
+                   secret=settings.api_key, timeout_s=settings.timeout_s)

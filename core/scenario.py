@@ -1,16 +1,20 @@
-"""The scenario model: a decision question, its candidate decisions and its database (SQL and graph views)."""
+"""The scenario model: a decision question, its candidate decisions and its database (SQL and graph views).
+
+What differs between scenarios (candidates, simulator, how answers name decisions, drawing) comes from the scenario's
+type in the registry, ``core.scenarios.get(question.scenario)``; the functions here are thin wrappers over it."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
 from core.graphdata import GraphData
-from sims import building as building_sim
-from sims import locating as locating_sim
 from sims.ranking import Ranking
 from sims.tables import Tables
 
-ScenarioKind = Literal["locating", "building"]
+#: A scenario's name: ``locating``, ``building`` or a plugin's (core.scenarios.names() lists them).
+ScenarioKind = str
+#: The DQA benchmark's scenarios (its question files); every scenario: core.scenarios.names().
 SCENARIOS: tuple[ScenarioKind, ...] = ("locating", "building")
 
 
@@ -43,6 +47,12 @@ class Question:
     year: str | None = None
     answer: str | int | None = None  # the labelled best decision, when known
     database_ref: str = ""  # which database of its source the question uses (file stem or demo name)
+    params: tuple = ()  # a plugin question's parameters, as (name, value) pairs in declaration order
+
+    @property
+    def parameters(self) -> dict:
+        """A plugin question's parameters by name (what its template was filled with)."""
+        return dict(self.params)
 
     @property
     def id(self) -> str:
@@ -57,26 +67,65 @@ class Question:
     @property
     def target(self) -> str:
         """A short description of the decision target."""
-        if self.scenario == "locating":
-            return f"{self.country}, home node {self.home}"
-        return f"price of {self.goods} in {self.country}"
+        return scenario_type(self.scenario).target(self)
+
+
+@dataclass(frozen=True)
+class DecisionWords:
+    """How answers name a scenario's decisions, for grading: by name (trade nodes) or by id (buildings); the
+    words that cue an id (``building 1485``, ``id 1485``, ``#1485``); the words after which a number is a
+    quantity, not an id (``by 5 levels``); and which comparatives favour the compared subject (``X adds more
+    than Y``) or the thing it is compared with (``X adds less than Y``)."""
+
+    by: Literal["name", "id"]
+    id_cues: tuple[str, ...] = ()
+    quantity_before: tuple[str, ...] = ()
+    quantity_after: tuple[str, ...] = ()
+    better: tuple[str, ...] = ("more", "better", "higher", "greater", "larger", "bigger", "stronger")
+    worse: tuple[str, ...] = ("less", "worse", "lower", "smaller", "fewer", "weaker")
+
+
+class _DecisionWordsByScenario(Mapping):
+    """How each scenario's answers name decisions, from its declaration (``DECISION_WORDS["building"]``)."""
+
+    def __getitem__(self, scenario: str) -> DecisionWords:
+        try:
+            return scenario_type(scenario).words
+        except KeyError:
+            raise KeyError(scenario) from None
+
+    def __iter__(self):
+        from core import scenarios
+
+        return iter(scenarios.names())
+
+    def __len__(self) -> int:
+        from core import scenarios
+
+        return len(scenarios.names())
+
+
+DECISION_WORDS: Mapping[str, DecisionWords] = _DecisionWordsByScenario()
+
+
+def scenario_type(name: str):
+    """The registered scenario type called ``name`` (core.scenarios.get)."""
+    from core import scenarios
+
+    return scenarios.get(name)
 
 
 def candidates(question: Question, database: Database) -> list:
-    """Every candidate decision, in table order: trade nodes but the home node (Locating), building ids (Building)."""
-    if question.scenario == "locating":
-        return locating_sim.candidates(database.tables, question.home)
-    return building_sim.candidates(database.tables)
+    """Every candidate decision, in table order (trade nodes but the home node, building ids, a plugin's list)."""
+    return scenario_type(question.scenario).candidates(question, database)
 
 
 def default_mode(question: Question) -> str:
     """The simulation mode that labels a question: ``dqa`` for the benchmark, ``rules`` for the demo scenarios."""
-    return "dqa" if question.source == "dqa" else "rules"
+    return scenario_type(question.scenario).default_mode(question)
 
 
 def ranking(question: Question, database: Database, mode: str | None = None) -> Ranking:
-    """The simulators' ranking of every candidate decision of the question (best first, with the baseline)."""
-    mode = mode or default_mode(question)
-    if question.scenario == "locating":
-        return locating_sim.rank(database.tables, question.country, mode)
-    return building_sim.rank(database.tables, question.goods, mode)
+    """The simulator's ranking of every candidate decision of the question (best first, with the baseline); a
+    scenario without a simulator raises sims.ranking.InputError."""
+    return scenario_type(question.scenario).ranking(question, database, mode)

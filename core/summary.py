@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from core.agents.config import setting_label
 from core.agents.techniques import TECHNIQUES
+from core.grading import placement_text
 from core.replays import model_label
 from core.runs import RunRecord
 from core.trace import Trace
@@ -20,15 +22,23 @@ def question_id(settings: dict) -> str:
     return f"{settings.get('source', 'dqa')}/{settings['scenario']}/{settings['question']}"
 
 
-def outcome_row(record: RunRecord) -> dict:
-    """The run's settings and outcome (no events needed)."""
+def outcome_row(record: RunRecord, override=None) -> dict:
+    """The run's settings and outcome (no events needed); ``override`` (a core.grading.Override) replaces the
+    decision and correctness, marked in the ``grade`` column."""
     s, o = record.settings, record.outcome or {}
     placement = o.get("placement")
+    grade = "overridden by " + override.by if override else o.get("grade_status")
+    if override:
+        if override.decision != o.get("decision"):
+            placement = None  # the analyst's decision has no stored rank
+        o = {**o, "decision": override.decision, "correct": override.correct}
     return {"run": record.id, "started": datetime.fromtimestamp(record.created).strftime("%Y-%m-%d %H:%M:%S"),
             "question": question_id(s), "technique": technique_label(s["technique"]), "database": s["db"],
-            "model": model_label(s["llm"]), "review": s["hitl"], "status": record.status,
+            "model": model_label(s["llm"]), "setting": setting_label(s["technique"], s.get("prompts"),
+                                                                     s.get("reaper_planner")),
+            "review": s["hitl"], "status": record.status,
             "decision": None if o.get("decision") is None else str(o["decision"]), "correct": o.get("correct"),
-            "rank": f"{placement['rank']} of {placement['of']}" if placement else None,
+            "grade": grade, "rank": placement_text(placement),
             "LLM calls": o.get("llm_calls"), "tokens": (o.get("tokens") or {}).get("total"),
             "time (s)": o.get("wall_s")}
 

@@ -27,14 +27,22 @@ def step_index(plan: list[str], current_step: str) -> int | None:
 
 @dataclass
 class Trace:
-    """The events so far; ``plan`` is the plan in force and ``current`` the index of its step being worked on."""
+    """The events so far; ``plan`` is the plan in force and ``current`` the index of its step being worked on;
+    ``reached`` the furthest step the agent named as current, ``acted`` the actions since the plan was adopted."""
 
     events: list[dict] = field(default_factory=list)
     plan: list[str] = field(default_factory=list)
     current: int | None = None
+    reached: int | None = None
+    acted: int = 0
     finished: bool = False
     replans: int = 0
     queries: int = 0  # database queries (Self-thinking actions not counted)
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    tokens_estimated: bool = False  # some counts estimated from characters (replays)
+    proposed: list[str] | None = None  # a plan the agent proposed that waits for the analyst's review
 
     @classmethod
     def of(cls, events: list[dict]) -> Trace:
@@ -47,27 +55,101 @@ class Trace:
         """Fold in the next event."""
         kind = event["kind"]
         self.events.append(event)
-        if kind == "plan" and event["status"] in ("adopted", "approved", "edited"):
-            self._adopt(event["steps"])
+        usage = event.get("llm")
+        if usage:
+            self.llm_calls += 1
+            self.prompt_tokens += usage["prompt_tokens"]
+            self.completion_tokens += usage["completion_tokens"]
+            self.tokens_estimated = self.tokens_estimated or usage["estimated"]
+        if kind == "plan" and event["status"] == "proposed":
+            self.proposed = list(event["steps"])
+        elif kind == "plan" and event["status"] in ("adopted", "approved", "edited", "rejected"):
+            self.proposed = None
+            if event["status"] != "rejected":
+                self._adopt(event["steps"])
         elif kind == "replan" and event["replan"]:
             self.replans += 1
             if event["status"] == "adopted":
                 self._adopt(event["new_plan"])
+            else:
+                self.proposed = list(event["new_plan"])
+        elif kind == "branch" and event.get("plan"):
+            self._adopt(event["plan"])
         elif kind == "thought" and event.get("current_step"):
             self.current = step_index(self.plan, event["current_step"])
-        elif kind == "action" and event["language"] != "self":
-            self.queries += 1
+            if self.current is not None:
+                self.reached = max(self.current, -1 if self.reached is None else self.reached)
+        elif kind == "action":
+            self.acted += 1
+            self.queries += event["language"] != "self"
         elif kind == "final":
             self.finished = True
 
     def _adopt(self, steps: list[str]) -> None:
-        self.plan, self.current = list(steps), None
+        self.plan, self.current, self.reached, self.acted = list(steps), None, None, 0
 
     def step_states(self) -> list[tuple[str, str]]:
-        """Each step of the plan in force with its state: ``done``, ``current`` or ``todo``."""
+        """Each step of the plan in force with its state: ``done``, ``current`` or ``todo``. A finished run ticks
+        the steps it worked on (up to the furthest one named as current; when it named none, one step per
+        action taken under the plan), never the steps that did not run."""
+        ran = self.reached if self.reached is not None else self.acted - 1
+
         def state(i: int) -> str:
-            if self.finished or (self.current is not None and i < self.current):
+            if self.finished:
+                return "done" if i <= ran else "todo"
+            if self.current is not None and i < self.current:
                 return "done"
             return "current" if i == self.current else "todo"
 
         return [(step, state(i)) for i, step in enumerate(self.plan)]
+
+
+def step_summary(events: list[dict]) -> str:
+    """One step's events (those of one LLM call) in a line: its query, review, answer or error."""
+    parts = []
+    for e in events:
+        kind = e["kind"]
+        if kind == "plan" and e["origin"] == "analyst":
+            parts.append(f"plan {e['status']}")
+        elif kind == "plan" or (kind == "replan" and e["replan"]):
+            parts.append("plan: " + " | ".join(e.get("steps") or e.get("new_plan") or []))
+        elif kind == "action":
+            parts.append(f"{e['language']}: {e['query']}")
+        elif kind == "query_review":
+            parts.append(f"query {e['status']}")
+        elif kind == "observation" and e.get("error"):
+            parts.append(f"error: {e['error_kind']}")
+        elif kind == "observation" and e.get("columns"):
+            parts.append(f"{e['total_rows']} rows")
+        elif kind == "final":
+            parts.append(f"answer: {e['answer']}")
+        elif kind == "error":
+            parts.append(f"{e['error_kind']}: {e['message']}")
+        elif kind == "branch":
+            changed = ", ".join(k for k in ("plan", "query", "note") if e.get(k))
+            parts.append(f"branched here ({changed})")
+    return " · ".join(parts)
+
+
+def align_by_step(runs: dict[str, list[dict]]) -> tuple[list[int], dict[str, dict[int, str]], dict[str, int | None]]:
+    """Runs' events (run id -> events) side by side by step: the steps, each run's step summaries, and for each
+    run the first step where it differs from the first run (None: the same all along; a branch diverges at
+    its branch event's step)."""
+    by_run: dict[str, dict[int, list[dict]]] = {}
+    for run_id, events in runs.items():
+        steps: dict[int, list[dict]] = {}
+        for e in events:
+            steps.setdefault(e["step"], []).append(e)
+        by_run[run_id] = steps
+    all_steps = sorted({s for steps in by_run.values() for s in steps})
+    summaries = {run_id: {s: step_summary(evs) for s, evs in steps.items()} for run_id, steps in by_run.items()}
+    first = next(iter(summaries), None)
+    diverges: dict[str, int | None] = {}
+    for run_id, steps in by_run.items():
+        branch = next((e for evs in steps.values() for e in evs if e["kind"] == "branch"), None)
+        if branch is not None:
+            diverges[run_id] = branch["step"]
+            continue
+        diverges[run_id] = next((s for s in all_steps if run_id != first
+                                 and summaries[run_id].get(s) != summaries[first].get(s)), None)
+    return all_steps, summaries, diverges

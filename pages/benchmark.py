@@ -7,30 +7,58 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
+from core import scenarios
 from core.agents.techniques import TECHNIQUES
 from core.backends.registry import BACKENDS
-from core.benchmark import jobs, reports
-from core.benchmark.command import duration
+from core.benchmark import fidelity, jobs, reports
+from core.benchmark.command import duration, spent
 from core.benchmark.failures import CATEGORIES, PRECEDENCE, UNCLASSIFIED
 from core.benchmark.items import BenchError
 from core.benchmark.prices import load_prices, prices_path
-from core.benchmark.results import read_results
+from core.benchmark.command import smoke_config
+from core.benchmark.results import read_all
 from core.benchmark.runner import BenchConfig, bench_home
-from core.dqa import DQAError
+from core.catalog import SOURCES
+from core.dqa import DQA_SET, DQAError
 from core.llm import LLMError
-from core.scenario import SCENARIOS
 from core.summary import technique_label
-from pages.common import dqa_root, session_llm
+from pages.common import dqa_root, session_limits, session_llm
+from pages.grading_view import override_form, override_note
+from pages.limit_inputs import budget_inputs, limit_inputs
 from pages.run_view import load, open_run
+from pages.run_options import PLANNER_LABELS, PROMPT_LABELS
 
 POLL_S = 1.0
+ACCURACY_COLUMNS = ["source", "scenario", "db", "technique", "model", "n", "correct", "errors", "accuracy", "ci95_low",
+                    "ci95_high", "answered accuracy", "optimal rate", "optimal ci95_low", "optimal ci95_high",
+                    "undecided", "overridden", "all tied", "mean regret", "paper"]
+
+
+def smoke_start() -> None:
+    """A benchmark without a model: the demo questions played from the shipped scripted transcripts."""
+    st.caption("No model? The smoke benchmark plays demo question 1 of each scenario from the scripted transcripts "
+               "shipped in assets/replays (PlanRAG and IterRAG, SQLite): the whole pipeline in seconds, results "
+               "under **smoke**.")
+    if st.button("Run the smoke benchmark", icon=":material/science:", key="bench_smoke"):
+        try:
+            job = jobs.start(smoke_config())
+        except (BenchError, LLMError, ValueError, DQAError) as e:
+            st.error(str(e))
+        else:
+            st.session_state["bench_dir"] = str(job.bench.directory)
 
 
 def start_form() -> None:
     llm = session_llm()
     with st.form("bench_start"):
+        source = st.segmented_control("Questions", list(SOURCES), default="dqa", format_func=SOURCES.get,
+                                      required=True, key="bench_source")
         left, middle, right = st.columns(3)
-        scenario = left.selectbox("Scenario", [*SCENARIOS, "all"], index=len(SCENARIOS), format_func=str.title, key="bench_scenario")
+        names = scenarios.names()
+        scenario = left.selectbox("Scenario", [*names, "all"], index=len(names), key="bench_scenario",
+                                  format_func=lambda n: "All" if n == "all" else scenarios.get(n).title,
+                                  help="All: every scenario with questions in the chosen set (a plugin scenario's "
+                                       "questions are its own: choose “The scenario's own questions”)")
         db = middle.selectbox("Database", [*BACKENDS, "all"], help="all: every backend available here",
                               key="bench_db")
         techniques = right.multiselect("Techniques", list(TECHNIQUES), default=["planrag"],
@@ -41,22 +69,37 @@ def start_form() -> None:
                                      "transcript for every item) or replay:DIR (one per item)", key="bench_model")
         questions = right.text_input("Questions", "1-10", help="Numbers and ranges, e.g. 1-10,15, or all",
                                      key="bench_questions")
+        question_set = st.text_input("Question set", str(dqa_root() or ""), key="bench_set",
+                                     help="A DQA folder, or a set made by `python -m sims generate` (default: the "
+                                          "DQA directory of Settings)")
         a, b, c, d = st.columns(4)
         concurrency = a.number_input("Items at once", 1, 32, 2, key="bench_concurrency")
         rpm = b.number_input("Requests per minute", 0, 100_000, 0, help="0: no limit", key="bench_rpm")
         name = c.text_input("Results name", placeholder="the model's name", key="bench_name")
         cache = d.checkbox("Use the LLM reply cache", True, help="An identical rerun then costs nothing",
                            key="bench_cache")
+        e, f = st.columns(2)
+        prompt_setting = e.selectbox("Prompts", list(PROMPT_LABELS), format_func=PROMPT_LABELS.get,
+                                     key="bench_prompts",
+                                     help="The loop techniques' prompts (docs/paper-deviations.md)")
+        planner = f.selectbox("REAPER planner", list(PLANNER_LABELS), format_func=PLANNER_LABELS.get,
+                              key="bench_reaper_planner")
+        with st.expander("Limits of each run and the benchmark's budget"):
+            limits = limit_inputs(session_limits(), key="bench_limits")
+            budget_tokens, budget_cost = budget_inputs(key="bench")
         started = st.form_submit_button("Start", icon=":material/play_arrow:")
     if not started:
         return
     if not techniques:
         st.error("Choose at least one technique.")
         return
-    config = BenchConfig(techniques, model.strip(), scenario=scenario, db=db, questions=questions,
-                         concurrency=int(concurrency), rpm=rpm or None, name=name.strip() or None, cache=cache,
-                         base_url=llm.base_url, temperature=llm.temperature, dqa_root=dqa_root(), llm_settings=llm)
     try:
+        config = BenchConfig(techniques, model.strip(), scenario=scenario, db=db, questions=questions,
+                             concurrency=int(concurrency), rpm=rpm or None, name=name.strip() or None, cache=cache,
+                             base_url=llm.base_url, temperature=llm.temperature,
+                             dqa_root=question_set.strip() or dqa_root(),
+                             llm_settings=llm, limits=limits.validate(), budget_tokens=budget_tokens,
+                             budget_cost=budget_cost, source=source, prompts=prompt_setting, reaper_planner=planner)
         job = jobs.start(config)
     except (BenchError, LLMError, ValueError, DQAError) as e:
         st.error(str(e))
@@ -66,17 +109,22 @@ def start_form() -> None:
 
 def show_job(job: jobs.BenchJob) -> None:
     bench, progress = job.bench, job.bench.progress
-    st.markdown(f"**{bench.directory.name}**: {len(bench.work.items)} items, model `{bench.model}`")
+    st.markdown(f"**{bench.directory.name}**: {len(bench.work.items)} items of set **{bench.set_name}**, "
+                f"model `{bench.model}`")
     for note in bench.notes:
         st.caption(note)
     if progress is None:
         st.progress(0.0, text="starting")
         return
     finished = progress.finished + len(progress.errors)
-    accuracy = "-" if progress.accuracy is None else f"{progress.accuracy:.1f}%"
+    accuracy = "-" if progress.accuracy is None else (f"{progress.accuracy:.1f}% of n={progress.n} so far"
+                                                      + (f" ({len(progress.errors)} not run, counted wrong)"
+                                                         if progress.errors else ""))
     text = (f"{finished}/{progress.total} ({progress.skipped} done before) · accuracy {accuracy} · "
-            f"ETA {duration(progress.eta_s)}")
+            f"{spent(progress)} · ETA {duration(progress.eta_s)}")
     st.progress(finished / progress.total, text=text)
+    for note in progress.notes:  # what the run changed on its own, e.g. fewer LLM calls at once after timeouts
+        st.warning(note, icon=":material/speed:")
     if job.error:
         st.error(f"stopped: {job.error}")
     elif job.done:
@@ -99,13 +147,25 @@ def follow() -> None:
 
 
 def bars_with_paper(acc: pd.DataFrame) -> None:
-    """Accuracy per technique and database beside the paper's figures."""
-    ours = acc.assign(series=acc["db"])[["scenario", "technique", "series", "accuracy"]]
-    paper = (acc.dropna(subset=["paper"]).drop_duplicates(["scenario", "technique", "kind"])
-             .assign(series=lambda d: "paper " + d["kind"], accuracy=lambda d: d["paper"]))
-    data = pd.concat([ours, paper[["scenario", "technique", "series", "accuracy"]]])
-    st.plotly_chart(px.bar(data, x="technique", y="accuracy", color="series", barmode="group", facet_col="scenario",
-                           labels={"accuracy": "accuracy %"}, range_y=[0, 100]))
+    """Label accuracy and optimal-decision rate per technique and database, each bar with its 95% interval and
+    n, beside the paper's figures (their interval from the paper's n)."""
+    st.plotly_chart(px.bar(reports.bar_data(acc), x="technique", y="value", color="series", barmode="group",
+                           facet_col="scenario", facet_row="metric", error_y="plus", error_y_minus="minus",
+                           text="n", hover_data=["low", "high"], labels={"value": "%"}, range_y=[0, 105]))
+
+
+def show_fidelity(results: list[dict]) -> None:
+    """The setting of each result beside the paper's figure and setting; REAPER's plan call beside IterRAG."""
+    st.subheader("Setting beside the paper")
+    st.caption("Each result's setting (prompts improved or paper; REAPER's planner) next to the paper figure it is "
+               "compared with and that figure's setting. Every deviation and its switch: docs/paper-deviations.md.")
+    st.dataframe(fidelity.paper_comparison(results), hide_index=True)
+    cost = fidelity.planner_cost(results)
+    if not cost.empty:
+        st.subheader("REAPER's plan call beside IterRAG")
+        st.caption("Per question: LLM calls, the first call's latency (REAPER's plan call), a call's mean latency and "
+                   "the LLM time (cached replies count with their original latency).")
+        st.dataframe(cost, hide_index=True)
 
 
 def show_results(results: list[dict]) -> None:
@@ -115,35 +175,88 @@ def show_results(results: list[dict]) -> None:
         st.warning(f"{e}; costs are left out", icon=":material/warning:")
         prices = {}
     tables = reports.tables(results, prices)
+    sets = ", ".join(sorted({r.get("set") or DQA_SET for r in results}))
+    st.caption(f"Question set: **{sets}**" + ("" if sets == DQA_SET else " (a generated set: the paper's DQA "
+                                                                       "figures are not shown beside it)"))
     st.download_button("Export all tables (JSON)", icon=":material/download:", file_name="benchmark-report.json",
                        mime="application/json",
                        data=json.dumps({k: json.loads(v.to_json(orient="records")) for k, v in tables.items()}))
 
     st.subheader("Accuracy (Tables 4-5)")
-    st.caption("Accuracy % per scenario and database (SQL = RDB, graph = GDB), their average, and the paper's GPT-4 "
-               "figures (columns marked paper).")
+    st.caption("Accuracy % per scenario and database (SQL = RDB, graph = GDB) with its 95% Wilson interval and n, "
+               "their average, and the paper's GPT-4 figures (columns marked paper; the paper ran 200 Locating and "
+               "101 Building questions). Optimal: the share of decisions with regret 0 by the simulator (a pick tied "
+               "with the best counts).")
     st.dataframe(tables["paper_layout"], hide_index=True)
-    bars_with_paper(tables["accuracy"])
+    acc = tables["accuracy"]
+    st.dataframe(acc[ACCURACY_COLUMNS], hide_index=True)
+    notes = []
+    if acc["errors"].sum():
+        notes.append(f"{int(acc['errors'].sum())} items could not run: they count in n as not correct (column "
+                     "errors; answered accuracy leaves them out).")
+    if acc["undecided"].sum():
+        notes.append(f"{int(acc['undecided'].sum())} answers commit to no single candidate and count as not correct "
+                     "(listed below).")
+    if acc["overridden"].sum():
+        notes.append(f"{int(acc['overridden'].sum())} grades were overridden by an analyst.")
+    if acc["all tied"].sum():
+        notes.append(f"{int(acc['all tied'].sum())} items are questions where every candidate ties in the simulator.")
+    stuck = acc.get("stuck")
+    if stuck is not None and stuck.sum():
+        n = int(stuck.sum())
+        notes.append(f"{n} {'run was' if n == 1 else 'runs were'} stuck: the loop guard ended them after repeated "
+                     "actions (counted wrong; the Questions table shows their status).")
+    for note in notes:
+        st.caption(note)
+    bars_with_paper(acc)
+    show_fidelity(results)
+
+    st.subheader("Paired comparisons")
+    pairs = tables["paired"]
+    if pairs.empty:
+        st.caption("Run two or more techniques on the same questions to compare them pairwise.")
+    else:
+        st.caption("Each pair of techniques on the questions both ran (same database and model): both right, only "
+                   "A, only B, neither; the exact McNemar test on the discordant questions; A − B in points with "
+                   "its 95% interval.")
+        for row in pairs.to_dict("records"):
+            text = f"**{row['scenario']} · {row['db']}**: {reports.paired_text(row)}"
+            (st.success if row["significant"] else st.info)(text, icon=":material/compare_arrows:")
+        st.dataframe(pairs, hide_index=True)
+
+    undecided = tables["undecided"]
+    if not undecided.empty:
+        st.subheader("Answers that decide nothing")
+        st.caption("Graded ambiguous (several candidates, none committed to) or none (no candidate, or the "
+                   "answer says it cannot decide); they count as not correct. Override a grade from the Questions "
+                   "table below.")
+        st.dataframe(undecided, hide_index=True)
 
     st.subheader("Single and multiple retrievals (Figure 5)")
     st.caption("SR: questions answered with one database query, MR: more; by each run's own queries (basis own) "
                "and, as the paper splits them, by IterRAG's queries on the same question and database (basis "
                "IterRAG, when the results have IterRAG).")
     split = tables["retrieval_split"]
-    st.plotly_chart(px.bar(split, x="split", y="accuracy", color="technique", barmode="group", facet_col="scenario",
-                           facet_row="basis", hover_data=["pairs", "paper"], labels={"accuracy": "accuracy %"}))
+    shown = split.dropna(subset=["accuracy"]).assign(n=lambda d: "n=" + d["pairs"].astype(str),
+                                                      plus=lambda d: d["ci95_high"] - d["accuracy"],
+                                                      minus=lambda d: d["accuracy"] - d["ci95_low"])
+    st.plotly_chart(px.bar(shown, x="split", y="accuracy", color="technique", barmode="group", facet_col="scenario",
+                           facet_row="basis", error_y="plus", error_y_minus="minus", text="n",
+                           hover_data=["pairs", "ci95_low", "ci95_high", "paper"], labels={"accuracy": "accuracy %"}))
     st.dataframe(split, hide_index=True)
 
     st.subheader("Missed data analysis (Table 6)")
-    st.caption("Pairs whose run never queried a critical value: Locating ingoing, total_power; Building "
-               "current_output, pop_demand (found in the queries and their results).")
+    st.caption("Measured: pairs whose run did not see every value that decides the question by the simulator "
+               "(missed, rate over the measured pairs; mean coverage; the values missed most). Beside it, labelled "
+               "heuristic, the old keyword check: a critical column (Locating ingoing, total_power; Building "
+               "current_output, pop_demand) never named in the queries and results. Method: docs/evidence.md.")
     st.dataframe(tables["missed"], hide_index=True)
 
     st.subheader("Re-plans (Table 7)")
     replans = tables["replans"]
     if not replans.empty:
         figure = px.bar(replans, x="replans", y="pairs", color="technique", barmode="group", facet_col="scenario",
-                        hover_data=["accuracy", "paper pairs", "paper accuracy"])
+                        text="pairs", hover_data=["accuracy", "ci95_low", "ci95_high", "paper pairs", "paper accuracy"])
         st.plotly_chart(figure.update_xaxes(type="category"))
     st.dataframe(replans, hide_index=True)
 
@@ -153,8 +266,13 @@ def show_results(results: list[dict]) -> None:
     long = failures.melt(id_vars=["scenario", "technique"], value_vars=[f"{c} rate" for c in categories],
                          var_name="category", value_name="rate")
     long["category"] = long["category"].str.removesuffix(" rate")
-    st.plotly_chart(px.bar(long, x="technique", y="rate", color="category", facet_col="scenario",
+    pairs = failures.set_index(["scenario", "technique"])["pairs"]
+    long["n"] = [f"n={pairs[(s, t)]}" for s, t in zip(long["scenario"], long["technique"])]
+    st.plotly_chart(px.bar(long, x="technique", y="rate", color="category", facet_col="scenario", hover_data=["n"],
                            labels={"rate": "failure rate % (of all pairs)"}))
+    st.caption("Per technique, n = the pairs that ran: " + ", ".join(
+        f"{t} {s} n={n}" for (s, t), n in pairs.items()) + ". MIS is measured from the evidence coverage "
+        "(docs/evidence.md); CAN is a heuristic; DEEP is not detectable from a trace (unclassified).")
     st.caption(" · ".join(f"**{c}**: {text}" for c, text in CATEGORIES.items()))
     st.dataframe(failures, hide_index=True)
 
@@ -178,18 +296,27 @@ def show_results(results: list[dict]) -> None:
                        mime="text/csv", data=items.to_csv(index=False))
     picked = st.dataframe(items, hide_index=True, on_select="rerun", selection_mode="single-row", key="bench_items")
     rows = picked.selection.rows
-    if rows and st.button("Open its trace in the Run view", icon=":material/play_circle:"):
-        record = load(items.iloc[rows[0]]["run_id"])[0]
+    if rows:
+        row = items.iloc[rows[0]]
+        record = load(row["run_id"])[0] if isinstance(row.get("run_id"), str) else None
         if record is None:
-            st.warning("That run is not in this app's run store (it ran with another home).")
+            st.caption("That item has no run in this app's run store (it could not run, or ran with another home).")
         else:
-            open_run(record, "pages/run.py")
+            left, right = st.columns(2)
+            if left.button("Open its trace in the Run view", icon=":material/play_circle:"):
+                open_run(record, "pages/run.py")
+            with right:
+                override_form(record.id, record.settings, key=f"bench-{record.id}")
+            note = override_note(record.id)
+            if note:
+                st.caption(note)
 
 
 st.title("Benchmark")
 run_tab, results_tab = st.tabs(["Run", "Results"])
 with run_tab:
     start_form()
+    smoke_start()
     follow()
 with results_tab:
     directories = sorted(p.parent for p in bench_home().glob("*/results.sqlite"))
@@ -201,7 +328,7 @@ with results_tab:
         names = [str(d) for d in directories]
         directory = st.selectbox("Results", names, index=names.index(chosen) if chosen in names else 0,
                                  format_func=lambda d: Path(d).name)
-        results = read_results(directory)
+        results = read_all(directory)
         models = sorted({r["model"] for r in results})
         if len(models) > 1:
             keep = st.multiselect("Models", models, default=models)

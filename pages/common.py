@@ -5,7 +5,9 @@ Keys (set by the Scenarios and Settings pages, read by the others):
 - ``dqa_dir``: the DQA directory chosen on Settings (else DQA_DIR / ../shared/dqa);
 - ``llm``: a core.llm.LLMSettings for this session (the key stays in the session only);
 - ``db_settings``: a core.settings.DatabaseSettings for this session (MySQL, Neo4j; passwords stay in the session);
-- ``run_id``: the run last opened in the Run view (the Decision check marks its pick).
+- ``limits``: a core.agents.config.Limits for this session's runs (set on Settings);
+- ``run_id``: the run last opened in the Run view (the Decision check marks its pick);
+- ``reviewer``: the name this session's reviews are recorded under (Settings; default the OS user).
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
 
 from core import catalog
+from core.agents.config import Limits
 from core.dqa import DQAError
 from core.scenario import Database, Question
 from core.settings import DatabaseSettings, LLMSettings, dqa_dir
@@ -43,6 +46,16 @@ def session_llm() -> LLMSettings:
 def session_db() -> DatabaseSettings:
     """This session's database servers (from Settings), else the environment's."""
     return st.session_state.get("db_settings") or DatabaseSettings()
+
+
+def session_limits() -> Limits:
+    """The limits of this session's runs (from Settings), else the defaults."""
+    return st.session_state.get("limits") or Limits()
+def session_reviewer() -> str:
+    """Who reviews in this session (Settings), else the OS user."""
+    from core.agents.config import default_reviewer
+
+    return st.session_state.get("reviewer") or default_reviewer()
 
 
 def select_question(question: Question) -> None:

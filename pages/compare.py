@@ -1,17 +1,19 @@
 """Compare: techniques side by side on the current question, with one database and one model (runs in automatic
-mode): their plans, queries, counts, tokens, time, decisions and ranks. Past runs of the question can join."""
+mode): their plans, queries, counts, tokens, time, decisions and ranks; Stop ends a run. Past runs of the question
+can join, and a run can be lined up step by step with its branches, where they diverge marked."""
 import pandas as pd
 import streamlit as st
 
 from core import jobs
 from core.agents.config import RunSettings
 from core.agents.techniques import TECHNIQUES
-from core.runs import RunRecord
+from core.runs import ENDED, RunRecord
 from core.scenario import Question
 from core.summary import compare_row, technique_label
-from pages.common import current_question
+from core.trace import align_by_step
+from pages.common import current_question, session_limits
 from pages.run_options import choose_database, choose_models, start_run
-from pages.run_view import RunPanel, follow, load, run_label, show_outcome, show_state
+from pages.run_view import RunPanel, follow, load, run_label, show_outcome, show_state, stop_button
 
 COLUMNS = ["technique", "status", "decision", "correct", "rank", "plan steps", "re-plans", "queries", "LLM calls",
            "tokens", "time (s)", "database", "model", "run"]
@@ -34,6 +36,8 @@ def side_by_side(run_ids: list[str]) -> list[RunRecord]:
         for column, run_id in zip(st.columns(min(PER_ROW, len(run_ids))), run_ids[start:start + PER_ROW]):
             with column:
                 record, job = load(run_id)
+                if job and not job.done:
+                    stop_button(run_id, key=f"compare-stop-{run_id}")
                 panel = RunPanel(run_id, job.settings.to_dict() if job else record.settings, compact=True)
                 if not job:
                     panel.add(record.events)
@@ -43,11 +47,37 @@ def side_by_side(run_ids: list[str]) -> list[RunRecord]:
     for panel, job, below in shown:
         record = load(panel.run_id)[0]
         with below:
-            show_state(record, job)
-            if record and record.status in ("finished", "failed"):
+            show_state(record, job, key="compare")
+            if record and record.status in ENDED:
                 show_outcome(record, compact=True)
         records += [record] if record else []
     return records
+
+
+def with_branches(records: list[RunRecord]) -> None:
+    """A run and its branches lined up by step, the step where each branch diverges marked."""
+    store = jobs.open_store()
+    family = {r.id: store.branches(r.id) for r in records}
+    parents = [r for r in records if family[r.id]]
+    if not parents:
+        return
+    st.subheader("A run and its branches")
+    parent = st.selectbox("Run", parents, format_func=lambda r: run_label(r.id, r.settings, r.created),
+                          key="compare_branches_of")
+    runs = {parent.id: store.get(parent.id).events}
+    runs.update({b.id: store.get(b.id).events for b in family[parent.id]})
+    steps, summaries, diverges = align_by_step(runs)
+    rows = []
+    for step in steps:
+        row = {"step": step}
+        for run_id in runs:
+            mark = "\u2442 " if diverges[run_id] == step and run_id != parent.id else ""
+            row[f"{'run' if run_id == parent.id else 'branch'} {run_id}"] = mark + summaries[run_id].get(step, "")
+        rows.append(row)
+    st.dataframe(pd.DataFrame(rows), hide_index=True)
+    points = ", ".join(f"`{b.id}` at step {b.branch_step}" for b in family[parent.id])
+    st.caption(f"\u2442 marks where a branch diverges from its run: {points}. Before that step a branch repeats "
+               "its run's steps.")
 
 
 st.title("Compare")
@@ -67,7 +97,8 @@ with st.container(border=True):
         if st.button("Run side by side", type="primary", icon=":material/play_arrow:", width="stretch",
                      disabled=bool(unavailable_reason or not models)):
             started = [start_run(RunSettings(question.scenario, question.number, db, technique, model, hitl="auto",
-                                             source=question.source)) for technique, model in models.items()]
+                                             source=question.source, limits=session_limits()))
+                       for technique, model in models.items()]
             st.session_state[compared] = started + st.session_state.get(compared, [])
 
 labels = runs_of(question, st.session_state.get(compared, []))
@@ -81,3 +112,5 @@ if not chosen:
 table = st.empty()
 records = side_by_side(chosen)
 table.dataframe(pd.DataFrame([compare_row(r) for r in records]), column_order=COLUMNS, hide_index=True)
+with_branches(records)
+

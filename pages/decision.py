@@ -2,19 +2,28 @@
 agent's (or a chosen) pick with its rank and regret, and what any decision changes, drawn on the network."""
 import streamlit as st
 
-from core import decision, figures
+from core import decision, evidence, figures, scenarios
 from core.grading import place
 from core.scenario import default_mode, ranking
 from pages.common import current_question
-from sims.ranking import MODES, InputError
+from sims.ranking import InputError
 
 st.title("Decision check")
 question, database = current_question()
+kind = scenarios.get(question.scenario)
 st.markdown(f"**{question.id}**: {question.target}")
+if not kind.can_check:
+    st.info(f"{kind.title} declares no simulator, so its decisions cannot be checked; runs still record their "
+            "answers (Run, History).", icon=":material/block:")
+    st.stop()
 
-mode = st.segmented_control("Simulation mode", MODES, default=default_mode(question), required=True,
-                            help="The question's source is labelled by the default mode.")
-st.caption(f"**{mode}** {decision.MODE_NOTES[mode]}.")
+if len(kind.modes) > 1:
+    mode = st.segmented_control("Simulation mode", kind.modes, default=default_mode(question), required=True,
+                                help="The question's source is labelled by the default mode.")
+else:
+    mode = kind.modes[0]
+if mode in kind.mode_notes:
+    st.caption(f"**{mode}** {kind.mode_notes[mode]}.")
 try:
     ranked = ranking(question, database, mode)
 except InputError as e:
@@ -45,12 +54,35 @@ cells[1].metric("Benchmark label", str(question.answer) if question.answer is no
                 help="The question's labelled answer; the simulator's label in this mode is "
                      f"{ranked.label() if ranked.label() is not None else 'none'}.")
 if placed:
-    cells[2].metric("Pick", str(pick), f"rank {placed.rank} of {placed.of}", delta_color="off", delta_arrow="off",
+    cells[2].metric("Pick", str(pick), f"rank {placed.text()}", delta_color="off", delta_arrow="off",
                     help=names[pick])
     cells[3].metric("Regret", f"{placed.regret:.4g}", f"{ranked.relative_regret(pick):.2f}% worse than the best",
-                    delta_color="off", delta_arrow="off", help=f"How much worse than the best, in {unit}.")
+                    delta_color="off", delta_arrow="off", help=f"How much worse than the best, in {unit}; 0 for a pick "
+                                                               "tied with the best.")
+if ranked.all_tied:
+    st.warning("Every candidate ties in the simulator: no decision is better than another here.",
+               icon=":material/balance:")
+elif ranked.tied(best.candidate) > 1:
+    st.caption(f"{ranked.tied(best.candidate)} candidates tie for the best score: any of them is a best decision.")
 st.caption(f"Score: {unit}. Best: {names[best.candidate]}, {best.score:.6g} (no decision: {ranked.baseline:.6g})."
            + (f" Pick: {names[pick]}, {ranked.score_of(pick):.6g}." if placed else ""))
+
+st.subheader("Evidence")
+deciding = evidence.deciding_values(question, database, mode)
+if not deciding:
+    st.caption("No database value moves the best decision's score in this mode.")
+else:
+    record = decision.run_record(run_id) if run_id and from_run.decision is not None else None
+    if record is not None:
+        covered = evidence.coverage(deciding, record.events)
+        text = covered.text().capitalize()
+        if covered.complete:
+            st.success(f"{text}.", icon=":material/fact_check:")
+        else:
+            st.warning(f"{text}; missing: {', '.join(covered.missing)}.", icon=":material/search_off:")
+    st.caption(f"The {len(deciding)} values that decide this question: those whose change (+10%) moves the "
+               "simulator's score of the best decision or its nearest rival (docs/evidence.md).")
+    st.dataframe(evidence.values_table(deciding, covered.seen if record is not None else None), hide_index=True)
 
 st.subheader("Ranking")
 top = st.slider("Best candidates shown", 1, max(2, len(ranked.entries)), min(15, len(ranked.entries)))
@@ -65,20 +97,21 @@ options = list(names)
 start = pick if pick in names else best.candidate
 chosen = st.selectbox("Decision to simulate", options, index=options.index(start), format_func=names.get)
 effect = decision.what_if(question, database, chosen, mode)
+if effect is None:
+    st.info(f"{kind.title} declares no what-if: the simulator scores decisions but does not say what they change.")
+    st.stop()
 before, after = st.columns(2)
 before.metric(f"{effect.target}, no decision", f"{effect.before:.4g}")
 after.metric(f"{effect.target}, with {names[chosen]}", f"{effect.after:.4g}", f"{effect.after - effect.before:+.4g}",
-             delta_color="normal" if question.scenario == "locating" else "inverse")
+             delta_color="normal" if ranked.higher_is_better else "inverse")
 if effect.note:
     st.caption(effect.note)
-if question.scenario == "locating":
-    figure = figures.trade_network(question, database, pick=chosen, best=best.candidate,
-                                   pick_label="simulated decision", flow_change=effect.deltas)
-    st.caption("Zoomed to the flows the decision changes; the chart toolbar's autoscale shows the whole network.")
-else:
-    figure = figures.market(question, database, hops=2, max_per_column=20, pick=chosen, best=best.candidate,
-                            pick_label="simulated decision", price_change=effect.deltas)
-st.plotly_chart(figure, config={"displaylogo": False, "scrollZoom": True})
+figure = kind.network(question, database, pick=chosen, best=best.candidate, pick_label="simulated decision",
+                      change=effect.deltas)
+if figure is not None:
+    if kind.change_caption:
+        st.caption(kind.change_caption)
+    st.plotly_chart(figure, config={"displaylogo": False, "scrollZoom": True})
 biggest = effect.biggest(10)
 if biggest.empty:
     st.info(f"{names[chosen]} changes nothing in the simulation.")

@@ -1,14 +1,18 @@
-"""History: every stored run with its settings, trace and outcome; filter them, export them as JSON, and open one
-in the Run or Decision check view."""
+"""History: every stored run with its settings, trace and outcome, branches under the run they branched from;
+filter them, export them as JSON, open one in the Run or Decision check view, read who reviewed its pauses and
+when, and branch it from a step."""
 import json
+from datetime import datetime
 
 import pandas as pd
 import streamlit as st
 
 from core import jobs
+from core.overrides import OverrideStore
 from core.replays import model_label
+from core.runs import ENDED, as_tree
 from core.summary import outcome_row, technique_label
-from pages.run_view import open_run, run_label, show_outcome, show_run
+from pages.run_view import branch_form, open_run, run_label, show_outcome, show_run
 
 ANY = "any"
 CORRECT = {True: "correct", False: "wrong"}
@@ -38,8 +42,20 @@ filters = {
     "status": choose(columns[4], "Status", (r.status for r in runs)),
     "correct": choose(columns[5], "Correct", ((r.outcome or {}).get("correct") for r in runs), CORRECT.get),
 }
-shown = store.list(limit=None, **filters)
-st.dataframe(pd.DataFrame([outcome_row(r) for r in shown]), hide_index=True)
+tree = as_tree(store.list(limit=None, **filters))
+shown = [r for r, _ in tree]
+overrides = OverrideStore().all([r.id for r in shown])
+
+
+def branch_of(record, depth: int) -> str:
+    """The run's place in the branch tree: indented under its parent, with the step it branched at."""
+    if record.parent_id is None:
+        return ""
+    return "\u2003" * (depth - 1) + f"\u2514 step {record.branch_step} of {record.parent_id}"
+
+
+st.dataframe(pd.DataFrame([{"branch": branch_of(r, depth), **outcome_row(r, overrides.get(r.id))} for r, depth in tree]),
+             hide_index=True)
 ids = [r.id for r in shown]
 st.download_button(f"Export {len(ids)} run{'s' * (len(ids) != 1)} as JSON", icon=":material/download:",
                    file_name="planrag-runs.json", mime="application/json", disabled=not ids,
@@ -49,7 +65,9 @@ if not shown:
     st.stop()
 
 st.subheader("Run")
-labels = {r.id: f"{run_label(r.id, r.settings, r.created)} · {r.status}" for r in shown}
+labels = {r.id: "\u2003" * depth + ("\u2514 " if depth else "")
+             + f"{run_label(r.id, r.settings, r.created)} · {r.status}"
+          for r, depth in tree}
 run_id = st.selectbox("Open a run", ids, format_func=labels.get, key="history_run")
 record = store.get(run_id)
 to_run, to_decision = st.columns(2)
@@ -59,6 +77,13 @@ if to_decision.button("Open in Decision check", icon=":material/fact_check:", wi
     open_run(record, "pages/decision.py")
 with st.expander("Settings"):
     st.json(record.settings)
-record = show_run(run_id)
-if record.status in ("finished", "failed"):
+reviews = store.reviews(run_id)
+if reviews:
+    st.markdown("**Reviews**")
+    st.dataframe(pd.DataFrame([{"pause": r["pause_id"], "of": r["kind"], "review": r["action"],
+                                "reviewer": r["reviewer"], "at": datetime.fromtimestamp(r["at"]),
+                                "note": (r["review"] or {}).get("note", "")} for r in reviews]), hide_index=True)
+record = show_run(run_id, key="history")
+if record.status in ENDED:
     show_outcome(record)
+branch_form(record, key="history")

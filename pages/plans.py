@@ -5,16 +5,18 @@ from datetime import datetime
 import pandas as pd
 import streamlit as st
 
+from core.autoplan.command import training_setting
 from core.autoplan.store import PlanStore, diff_steps
 from core.numbers import spans
-from core.scenario import SCENARIOS
+from core import scenarios
 from pages import common  # noqa: F401 - switches a deep link to app.py's navigation
 
 DIFF = {"same": "{}", "removed": ":red[~~{}~~]", "added": ":green[{}]"}
 VERDICT = {True: ":green[correct]", False: ":red[wrong]", None: "unlabelled"}
 
 st.title("Learned plans")
-scenario = st.segmented_control("Scenario", SCENARIOS, format_func=str.title, default="locating",
+scenario = st.segmented_control("Scenario", scenarios.names(), format_func=lambda n: scenarios.get(n).title,
+                                default="locating",
                                 key="plans_scenario")
 if not scenario:
     st.stop()
@@ -45,6 +47,7 @@ with steps_col:
     st.subheader(f"v{plan.version}")
     st.markdown("\n".join(f"{i}. {step}" for i, step in enumerate(plan.steps, 1)))
     st.caption(f"Use it: `python -m core run --technique autoplan` (the latest) or `--plan-version {plan.version}`.")
+    st.caption(f"Trained with {training_setting(plan.trained_with)}.")
 with diff_col:
     others = [v for v in plans if v != version]
     if others:

@@ -1,26 +1,48 @@
-"""Run: start an agent on the current question, watch its plan and steps as they happen, review its plans, and
-read its outcome. Paused runs (also from before a restart) can be opened and resumed."""
+"""Run: start an agent on the current question, watch its plan and steps as they happen (Stop ends it), review its
+plans (and, if asked, each query), and read its outcome. At a pause, a banner and the review form come first.
+Paused and interrupted runs (also from before a restart) can be opened, resumed or closed; any run can be branched
+from a step."""
 import streamlit as st
 
 from core import jobs
 from core.agents.config import RunSettings
 from core.agents.techniques import TECHNIQUES
+from core.runs import ENDED
 from core.summary import technique_label
-from pages.common import current_question
-from pages.plan_review import show_review
-from pages.run_options import choose_database, choose_hitl, choose_model, choose_plan_version, start_run
-from pages.run_view import md, open_run, run_label, show_outcome, show_run
+from pages.common import current_question, session_limits
+from pages.plan_review import show_review, show_review_error
+from pages.run_options import (choose_database, choose_hitl, choose_model, choose_plan_version, choose_query_review,
+                               choose_setting, start_run)
+from pages.run_view import branch_form, load, md, open_run, run_label, show_outcome, show_run
+
+PAUSE_KINDS = {"plan": "its plan", "replan": "a new plan", "query": "a query"}
 
 st.title("Run")
 
-paused = [r for r in jobs.open_store().list(status="paused", limit=None) if not jobs.running(r.id)]
-if paused:
-    with st.expander(f":material/pause_circle: Paused runs ({len(paused)})"):
-        for record in paused:
+run_id = st.session_state.get("run_id")
+record, job = load(run_id) if run_id else (None, None)
+reviewing = record is not None and record.status == "paused" and not jobs.running(run_id)
+top = st.empty()  # one slot, emptied when not reviewing: a review form shown before must not linger as the run goes on
+if reviewing:
+    with top.container():
+        st.warning(f"**Waiting for your review** — run `{run_id}` proposes "
+                   f"{PAUSE_KINDS.get(record.pause['kind'], '')} (pause `{record.pause.get('id')}`). The run goes on "
+                   "when you approve, edit or reject it.", icon=":material/pending_actions:")
+        with st.container(border=True):
+            show_review(record)
+elif run_id:
+    with top.container():
+        show_review_error(run_id)  # a review refused (the pause was taken first), with the run's state now
+
+waiting = [r for r in jobs.open_store().list(limit=None) if r.status in ("paused", "interrupted")
+           and not jobs.running(r.id)]
+if waiting:
+    with st.expander(f":material/pause_circle: Paused and interrupted runs ({len(waiting)})"):
+        for other in waiting:
             text, button = st.columns([5, 1], vertical_alignment="center")
-            text.markdown(md(run_label(record.id, record.settings, record.created)))
-            if button.button("Open", key=f"open-{record.id}"):
-                open_run(record, "pages/run.py")
+            text.markdown(md(f"{run_label(other.id, other.settings, other.created)} · {other.status}"))
+            if button.button("Open", key=f"open-{other.id}"):
+                open_run(other, "pages/run.py")
 
 question, database = current_question()
 st.caption(f"Question `{question.id}` · {question.target}")
@@ -31,31 +53,34 @@ with st.container(border=True):
         technique = st.selectbox("Technique", list(TECHNIQUES), format_func=technique_label, key="run_technique",
                                  index=list(TECHNIQUES).index("planrag"))
         hitl = choose_hitl(technique, key="run_hitl")
+        review_queries = choose_query_review(key="run_review_queries")
         plan_version = choose_plan_version(question.scenario, technique, key="run_plan_version")
+        prompt_setting, planner = choose_setting(technique, key="run_setting")
     with middle:
         db, unavailable_reason = choose_database(key="run_db")
     with right:
         model = choose_model(question, technique, db, key="run_llm")
         settings = RunSettings(question.scenario, question.number, db, technique, model or "", hitl=hitl,
-                               source=question.source, plan_version=plan_version)
-        busy = jobs.running(st.session_state.get("run_id", ""))
+                               source=question.source, plan_version=plan_version, limits=session_limits(),
+                               prompts=prompt_setting, reaper_planner=planner, review_queries=review_queries)
+        busy = jobs.running(run_id or "")
         if st.button("Start", type="primary", icon=":material/play_arrow:", width="stretch",
                      disabled=bool(unavailable_reason or not model or busy),
-                     help="Wait until the run below pauses or ends." if busy else None):
-            st.session_state["run_id"] = start_run(settings)
+                     help="Wait until the run below pauses or ends, or stop it." if busy else None):
+            st.session_state["run_id"] = run_id = start_run(settings)
         if unavailable_reason:
             st.caption(f"{db} is unavailable: {unavailable_reason}")
 
-run_id = st.session_state.get("run_id")
 if not run_id:
     st.stop()
 record = show_run(run_id)
 if record is None:
     st.stop()
-if record.status == "paused":
-    show_review(record)
-elif record.status in ("finished", "failed"):
+if record.status == "paused" and not reviewing:  # it paused while followed here: lay the page out for the review
+    st.rerun()
+if record.status in ENDED:
     st.divider()
     show_outcome(record)
     if st.button("Check the decision", icon=":material/fact_check:", type="primary"):
         open_run(record, "pages/decision.py")
+branch_form(record, key="run")

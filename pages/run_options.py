@@ -55,6 +55,13 @@ def choose_hitl(technique: str, key: str) -> str:
     return mode if plans else "auto"
 
 
+def choose_query_review(key: str) -> bool:
+    """Whether the analyst approves each query before it runs (with any plan review)."""
+    return st.checkbox("Approve every query", key=key,
+                       help="Before each query touches the database you see it with the step it serves, and "
+                            "approve, edit or reject it (the agent then gets your note).")
+
+
 def choose_plan_version(scenario: str, technique: str, key: str) -> int | None:
     """For the techniques AutoPlan trains with, a learned plan of the scenario to start from (None: the paper's
     prompt alone). Shown only when the scenario has learned plans."""
@@ -65,6 +72,24 @@ def choose_plan_version(scenario: str, technique: str, key: str) -> int | None:
                         format_func=lambda v: "none (the paper's prompt)" if v is None else f"v{v} (AutoPlan)",
                         help="A plan learned by AutoPlan (see Learned plans); runs on its training questions are "
                              "refused.")
+
+
+PROMPT_LABELS = {"improved": "Improved (the project's)", "paper": "Paper (PlanRAG, Figures 8-11 as sent)"}
+PLANNER_LABELS = {"examples": "With example plans", "zero-shot": "Zero-shot"}
+
+
+def choose_setting(technique: str, key: str) -> tuple[str, str]:
+    """The faithfulness switch of a run (docs/paper-deviations.md): the prompt setting of the loop techniques, or
+    REAPER's planner prompt; returns (prompts, reaper_planner)."""
+    if TECHNIQUES[technique].engine == "reaper":
+        planner = st.radio("REAPER planner", list(PLANNER_LABELS), format_func=PLANNER_LABELS.get, key=f"{key}_planner",
+                           horizontal=True, help="The paper's planner is a fine-tuned model; example retrieval "
+                                                 "plans for the scenario are as close as a prompt gets.")
+        return "improved", planner
+    prompts = st.radio("Prompts", list(PROMPT_LABELS), format_func=PROMPT_LABELS.get, key=f"{key}_prompts",
+                       horizontal=True, help="Paper: the schema as property names, the ReAct scratchpad in one "
+                                             "message, no format corrections, no dialect note.")
+    return prompts, "examples"
 
 
 def question_replays(question: Question, db: str, technique: str | None = None) -> list[Replay]:

@@ -1,10 +1,10 @@
-"""Scenarios: pick a source and a question, read its rules and question, see its database as a network and as
-tables; clicking a node shows its rows."""
+"""Scenarios: pick a scenario (DQA's, the demos, a plugin's), a source and a question, read its rules and question,
+see its database as a network (when the scenario draws one) and as tables; clicking a node shows its rows."""
 import streamlit as st
 
-from core import catalog, figures
+from core import catalog, scenarios
 from core.dqa import DQAError
-from core.scenario import SCENARIOS, candidates
+from core.scenario import candidates
 from pages.common import dqa_root, select_question
 
 
@@ -18,20 +18,54 @@ def show(table, height: int) -> None:
 
 st.title("Scenarios")
 
+def first_with_questions(sources: list[str], scenario: str) -> str:
+    """The first of ``sources`` that has questions of ``scenario`` here (DQA only when its directory is set), else
+    the first."""
+    for source in sources:
+        try:
+            if catalog.questions(source, scenario, dqa_root()):
+                return source
+        except DQAError:
+            continue
+    return sources[0]
+
+
 # Keyed widgets keep the user's choice while their defaults follow the session's question (set on other pages too).
 ref = st.session_state.get("question_ref") or ("demo", "locating", 1)
+kinds = {k.name: k for k in scenarios.all_types()}
 left, right = st.columns(2)
-source = left.segmented_control("Source", list(catalog.SOURCES), format_func=catalog.SOURCES.get, default=ref[0],
-                                key="scenarios_source")
-scenario = right.segmented_control("Scenario", SCENARIOS, format_func=str.title, default=ref[1],
-                                   key="scenarios_scenario")
-if not source or not scenario:
-    st.info("Choose a source and a scenario.")
+scenario = left.segmented_control("Scenario", list(kinds), format_func=lambda n: kinds[n].title,
+                                  default=ref[1] if ref[1] in kinds else None, key="scenarios_scenario")
+if not scenario:
+    st.info("Choose a scenario.")
     st.stop()
+kind = kinds[scenario]
+offered = {s.key: s.title for s in kind.sources}
+if st.session_state.get("scenarios_source") not in (None, *offered):  # kept from a scenario with other sources
+    del st.session_state["scenarios_source"]
+source = right.segmented_control("Source", list(offered), format_func=offered.get,
+                                 default=ref[0] if ref[0] in offered else first_with_questions(list(offered), scenario),
+                                 key="scenarios_source")
+if not source:
+    st.info("Choose a source.")
+    st.stop()
+if kind.description:
+    st.caption(kind.description + ("" if kind.origin == "built-in" else f" Plugin folder: `{kind.origin}`."))
+if not kind.can_check:
+    st.warning("This scenario declares no simulator: agents run and answers are recorded, but decisions cannot be "
+               "checked.", icon=":material/block:")
+not_loaded = scenarios.problems()
+if not_loaded:
+    with st.expander(f"Scenario folders not loaded ({len(not_loaded)})", icon=":material/error:"):
+        st.markdown("\n".join(f"- {p}" for p in not_loaded))
+        st.caption(f"Scenarios folder: `{scenarios.scenarios_dir()}`; `python -m core scenario check PATH` says more.")
 try:
     questions = catalog.questions(source, scenario, dqa_root())
 except DQAError as e:
     st.info(f"{e}. The **Settings** page sets the DQA directory for this session.", icon=":material/folder_off:")
+    st.stop()
+if not questions:
+    st.info(f"This question set has no {scenario} questions.", icon=":material/folder_off:")
     st.stop()
 
 same_list = (source, scenario) == tuple(ref[:2]) and ref[2] <= len(questions)
@@ -52,7 +86,7 @@ with text:
             st.markdown(f"*{question.goal.strip()}*")
     with st.expander("Business rules"):
         st.markdown(question.business_rules.strip())
-    notes = catalog.dqa_benchmark(dqa_root()).notes(question) if question.source == "dqa" else []
+    notes = kind.notes(question, dqa_root())
     if notes:
         with st.expander(f"Repaired data defects ({len(notes)})", icon=":material/build:"):
             st.markdown("\n".join(f"- {n}" for n in notes))
@@ -64,26 +98,34 @@ with facts:
 st.subheader("Database")
 network, tables = st.tabs(["Network", "Tables"])
 with network:
-    if question.scenario == "locating":
-        figure = figures.trade_network(question, database, best=question.answer)
+    options = kind.view_options()
+    chosen = {}
+    for column, option in zip(st.columns(len(options)) if options else [], options):
+        chosen[option.name] = column.select_slider(option.label, list(option.choices), value=option.default,
+                                                   format_func=option.choices.get, help=option.help or None)
+    figure = kind.network(question, database, best=question.answer, **chosen)
+    if figure is None:
+        st.info("This scenario declares no network view: its data is in the **Tables** tab.", icon=":material/table:")
     else:
-        detail, width = st.columns(2)
-        hops = detail.select_slider("Detail around the goods", list(figures.MARKET_DETAIL), value=2,
-                                    format_func=figures.MARKET_DETAIL.get)
-        cap = width.slider("Buildings per column", 5, 100, 20, help="Those with the largest flows first.")
-        figure = figures.market(question, database, hops=hops, max_per_column=cap, best=question.answer)
-    event = st.plotly_chart(figure, key=f"network-{question.id}", on_select="rerun", selection_mode="points",
-                            config={"displaylogo": False, "scrollZoom": True})
-    picked = [p["customdata"] for p in event["selection"]["points"] if p.get("customdata")]
-    rows = figures.node_rows(database, picked[0]) if picked else {}
-    if rows:
-        st.markdown(f"**{picked[0]}**")
-        for table in rows.values():
-            st.caption(f"{table.name}: {len(table.rows)} rows")
-            show(table, min(320, 38 + 35 * max(1, len(table.rows))))
-    else:
-        st.caption("Click a node to see its rows. Drag to pan, scroll to zoom, double-click to reset.")
+        event = st.plotly_chart(figure, key=f"network-{question.id}", on_select="rerun", selection_mode="points",
+                                config={"displaylogo": False, "scrollZoom": True})
+        picked = [p["customdata"] for p in event["selection"]["points"] if p.get("customdata")]
+        rows = kind.node_rows(database, picked[0]) if picked else {}
+        if rows:
+            st.markdown(f"**{picked[0]}**")
+            for table in rows.values():
+                st.caption(f"{table.name}: {len(table.rows)} rows")
+                show(table, min(320, 38 + 35 * max(1, len(table.rows))))
+        else:
+            st.caption("Click a node to see its rows. Drag to pan, scroll to zoom, double-click to reset.")
 with tables:
     for tab, table in zip(st.tabs([f"{t.name} ({len(t.rows)})" for t in database.tables]), database.tables):
         with tab:
             show(table, 360)
+
+note, rescan = st.columns([5, 1], vertical_alignment="center")
+note.caption(f"Your own decision problems: scenario folders in `{scenarios.scenarios_dir()}` (`python -m core "
+             "scenario new NAME` writes one; docs/scenarios.md).")
+if rescan.button("Rescan", icon=":material/refresh:", help="Look for new or changed scenario folders"):
+    scenarios.reload()
+    st.rerun()

@@ -9,7 +9,8 @@ from core.checks import check_dqa, check_llm
 from core.dqa import DQAError
 from core.llm import REPLAY_PREFIX, LLMError
 from core.settings import DatabaseSettings
-from pages.common import dqa_root, session_db, session_llm
+from pages.common import dqa_root, session_db, session_limits, session_llm, session_reviewer
+from pages.limit_inputs import limit_inputs
 
 PROVIDERS = {"openai": "OpenAI", "compatible": "OpenAI-compatible server", "replay": "Replay file"}
 KEPT = "kept (leave empty to keep it)"
@@ -43,7 +44,18 @@ else:
     base_url = (st.text_input("Base URL", llm.base_url or "", key="llm_base_url",
                               placeholder="e.g. http://localhost:8000/v1") if provider == "compatible" else None)
     key = st.text_input("API key", type="password", key="llm_key", placeholder=KEPT if llm.api_key else "")
-    chosen = replace(llm, model=model or None, base_url=base_url or None, api_key=key or llm.api_key)
+    timeout, retries, cap = st.columns(3)
+    timeout_s = timeout.number_input("Timeout per attempt (s)", 1.0, 3600.0, float(llm.timeout_s), step=10.0,
+                                     key="llm_timeout", help="How long to wait for one reply; a retry after a "
+                                     "timeout waits longer, up to twice this (a busy server is still computing "
+                                     "the abandoned request).")
+    max_retries = retries.number_input("Retries", 0, 10, int(llm.max_retries), key="llm_retries",
+                                       help="Retries of a call that timed out, hit a server error or a rate limit.")
+    max_tokens = cap.number_input("Reply cap (tokens)", 1, 100_000, int(llm.max_reply_tokens or 2048),
+                                  key="llm_max_tokens", help="Sent as max_tokens to OpenAI-compatible servers, as "
+                                  "max_completion_tokens to OpenAI.")
+    chosen = replace(llm, model=model or None, base_url=base_url or None, api_key=key or llm.api_key,
+                     timeout_s=timeout_s, max_retries=max_retries, max_reply_tokens=max_tokens)
     st.caption("The key stays in this session's memory: it is never written to disk or to the run store. "
                "For a key that persists, set `OPENAI_API_KEY` in the environment before starting the app.")
 use, test = st.columns([1, 5])
@@ -60,6 +72,17 @@ if test.button("Test", key="llm_test"):
         except LLMError as e:
             tested = [("error", str(e))]
 show_results("llm", tested)
+
+st.subheader("Limits of each run")
+st.caption("At the call, token or cost limit the agent is asked for its final answer at once; an action repeated "
+           "that many times ends the run as stuck. Costs are estimated from the benchmark's price table.")
+chosen_limits = limit_inputs(session_limits(), key="limits")
+if st.button("Use for this session", key="limits_use"):
+    try:
+        st.session_state["limits"] = chosen_limits.validate()
+        st.toast("This session's runs use these limits.", icon=ICONS["success"])
+    except ValueError as e:
+        st.error(str(e), icon=ICONS["error"])
 
 st.subheader("Databases")
 db = session_db()
@@ -99,3 +122,10 @@ if st.button("Use and test", key="dqa_test"):
     except DQAError as e:
         tested = [("error", str(e))]
 show_results("dqa", tested)
+
+st.subheader("Reviewer")
+name = st.text_input("Your name", session_reviewer(), key="reviewer_input",
+                     help="Recorded with each review you make (History shows who approved what, and when).")
+if st.button("Use for this session", key="reviewer_use"):
+    st.session_state["reviewer"] = name.strip()
+    st.toast(f"Your reviews are recorded as {session_reviewer()}.", icon=ICONS["success"])

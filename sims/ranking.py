@@ -1,6 +1,7 @@
 """Result types shared by both simulators: a scored candidate, a ranking of all candidates, input errors."""
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Union
@@ -9,6 +10,13 @@ from typing import Union
 MODES = ("dqa", "rules")
 
 Candidate = Union[str, int]
+#: Scores this close (relative to the larger magnitude) are equal: their candidates tie.
+TIE_TOLERANCE = 1e-9
+
+
+def same_score(a: float, b: float) -> bool:
+    """Whether two scores are equal within ``TIE_TOLERANCE`` relative."""
+    return a == b or abs(a - b) <= TIE_TOLERANCE * max(abs(a), abs(b))
 
 
 class InputError(ValueError):
@@ -76,10 +84,31 @@ class Ranking:
             raise KeyError(f"{candidate!r} is not a candidate of this {self.scenario} question")
         return self.entries[position].score
 
-    def rank_of(self, candidate: Candidate) -> int | None:
+    def position_of(self, candidate: Candidate) -> int | None:
         """1-based position of the candidate in ``entries`` (ties in table order), None if not a candidate."""
         found = self._positions.get(candidate)
         return None if found is None else found + 1
+
+    def rank_of(self, candidate: Candidate) -> int | None:
+        """1-based rank of the candidate: the best position of its tie group (shared by the group), None if not
+        a candidate."""
+        found = self._positions.get(candidate)
+        return None if found is None else self._groups[found][0] + 1
+
+    def tied(self, candidate: Candidate) -> int:
+        """How many candidates share the candidate's score (1 when it ties with none); KeyError if not a
+        candidate."""
+        self.score_of(candidate)
+        return self._groups[self._positions[candidate]][1]
+
+    @property
+    def all_tied(self) -> bool:
+        """Whether every candidate has the same score (then no decision is better than another)."""
+        return len(self.entries) > 1 and self._groups[0][1] == len(self.entries)
+
+    def groups(self) -> list[tuple[int, int]]:
+        """Per entry, in order: (rank, group size) of its tie group."""
+        return [(start + 1, size) for start, size in self._groups]
 
     def gain(self, candidate: Candidate) -> float:
         """Improvement of the candidate's score over the baseline; positive means better in both scenarios."""
@@ -87,8 +116,11 @@ class Ranking:
         return score - self.baseline if self.higher_is_better else self.baseline - score
 
     def regret(self, candidate: Candidate) -> float:
-        """How much worse than the best entry the candidate scores (>= 0, in score units)."""
+        """How much worse than the best entry the candidate scores (>= 0, in score units; 0 for a candidate
+        tied with the best)."""
         score, best = self.score_of(candidate), self.entries[0].score
+        if same_score(score, best):
+            return 0.0
         return best - score if self.higher_is_better else score - best
 
     def relative_regret(self, candidate: Candidate) -> float:
@@ -102,6 +134,18 @@ class Ranking:
     @cached_property
     def _positions(self) -> dict[Candidate, int]:
         return {e.candidate: i for i, e in enumerate(self.entries)}
+
+    @cached_property
+    def _groups(self) -> list[tuple[int, int]]:
+        """Per entry: (first position, size) of its tie group; a group holds the entries whose score equals
+        the group's first score."""
+        starts, start = [], 0
+        for i, e in enumerate(self.entries):
+            if not same_score(e.score, self.entries[start].score):
+                start = i
+            starts.append(start)
+        sizes = Counter(starts)
+        return [(s, sizes[s]) for s in starts]
 
 
 def make_ranking(scenario: str, mode: str, candidates: list, scores: list[float], baseline: float,

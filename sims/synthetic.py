@@ -14,7 +14,8 @@ from sims import building, locating
 from sims.tables import Column, Table, Tables
 
 
-def _table(name: str, columns: str, primary_key: tuple[str, ...], rows: list[tuple]) -> Table:
+def make_table(name: str, columns: str, primary_key: tuple[str, ...], rows: list[tuple]) -> Table:
+    """A Table from a column spec such as ``"name:VARCHAR level:INT"``."""
     cols = tuple(Column(*c.split(":")) for c in columns.split())
     return Table(name, cols, primary_key, rows)
 
@@ -47,7 +48,7 @@ def trade_network(n_nodes: int, seed: int = 0, n_countries: int | None = None) -
         countries.append((tag, names[home], round(rng.uniform(5, 400), 3)))
         rows[(home, tag)] = (True, round(rng.uniform(5, 80), 3))
         presence = max(8, n_nodes // 20) if large else rng.randint(1, 8)
-        upstream = _nearest_upstream(sources, home, 4 * presence)
+        upstream = nearest_upstream(sources, home, 4 * presence)
         for node in rng.sample(upstream, min(presence, len(upstream))):
             rows[(node, tag)] = (False, round(rng.uniform(0.5, 40), 3))
     node_rows = sorted(rows.items())
@@ -56,24 +57,24 @@ def trade_network(n_nodes: int, seed: int = 0, n_countries: int | None = None) -
     for (n, _), (_, p) in node_rows:
         total[n] += p
     tables = Tables({
-        "country": _table("country", "country_name:VARCHAR home_node:VARCHAR development:FLOAT",
+        "country": make_table("country", "country_name:VARCHAR home_node:VARCHAR development:FLOAT",
                           ("country_name",), countries),
-        "trade_node": _table("trade_node", "trade_node:VARCHAR local_value:FLOAT is_inland:BOOLEAN "
+        "trade_node": make_table("trade_node", "trade_node:VARCHAR local_value:FLOAT is_inland:BOOLEAN "
                              "total_power:FLOAT outgoing:FLOAT ingoing:FLOAT", ("trade_node",),
                              [(n, round(rng.uniform(0.5, 30), 3), rng.random() < 0.3, total[i], 0.0, 0.0)
                               for i, n in enumerate(names)]),
-        "flow": _table("flow", "source:VARCHAR dest:VARCHAR flow:FLOAT", ("source", "dest"),
+        "flow": make_table("flow", "source:VARCHAR dest:VARCHAR flow:FLOAT", ("source", "dest"),
                        [(names[s], names[d], 0.0) for s, d in edges]),
-        "node_country": _table("node_country", "trade_node:VARCHAR country_name:VARCHAR is_home:BOOLEAN "
+        "node_country": make_table("node_country", "trade_node:VARCHAR country_name:VARCHAR is_home:BOOLEAN "
                                "has_merchant:BOOLEAN base_trading_power:FLOAT calculated_trading_power:FLOAT",
                                ("trade_node", "country_name"),
                                [(names[n], c, home, False, p, p) for (n, c), (home, p) in node_rows]),
     })
-    _store_first_pass(tables)
+    store_first_pass(tables)
     return tables
 
 
-def _nearest_upstream(sources: list[list[int]], node: int, limit: int) -> list[int]:
+def nearest_upstream(sources: list[list[int]], node: int, limit: int) -> list[int]:
     """Up to ``limit`` ancestors of ``node``, nearest first (breadth-first)."""
     found, queue = [], [node]
     seen = {node}
@@ -86,7 +87,7 @@ def _nearest_upstream(sources: list[list[int]], node: int, limit: int) -> list[i
     return found
 
 
-def _store_first_pass(tables: Tables) -> None:
+def store_first_pass(tables: Tables) -> None:
     """Make the stored total_power/outgoing/ingoing those of one merchant-free pass from a fresh state."""
     state = locating.what_if(tables, tables["country"].rows[0][0], mode="rules")
     nodes = tables["trade_node"]
@@ -96,8 +97,11 @@ def _store_first_pass(tables: Tables) -> None:
     flows.rows = [(s, d, state.flows[(s, d)]) for s, d, _ in flows.rows]
 
 
-def market(n_buildings: int, n_goods: int = 52, seed: int = 0) -> Tables:
-    """A Building database: ``n_buildings`` buildings (levels 1-20) with 0-3 inputs and 1-2 outputs each.
+def market(n_buildings: int, n_goods: int = 52, seed: int = 0, consumer_share: float = 0.0,
+           supply_scale: float = 1.0) -> Tables:
+    """A Building database: ``n_buildings`` buildings (levels 1-20) with 0-3 inputs and 1-2 outputs each. A share
+    ``consumer_share`` of the goods are consumer goods, no building's input (as many DQA goods); each output's
+    max_supply is up to 30 * ``supply_scale`` per level (DQA markets supply about twice the buildings' demand).
 
     The stored current_output, current_input and current_price are the result of the base run
     (rules mode, no level change), as in the DQA databases.
@@ -105,24 +109,26 @@ def market(n_buildings: int, n_goods: int = 52, seed: int = 0) -> Tables:
     rng = random.Random(seed)
     goods = [(f"goods_{g:02d}", g, float(rng.choice((20, 30, 40, 50, 60, 80, 100))), 0.0,
               round(rng.uniform(0, 3000), 3) if rng.random() < 0.6 else 0.0) for g in range(n_goods)]
+    consumer = set(rng.sample(range(n_goods), round(consumer_share * n_goods))) if consumer_share else set()
     buildings, supply, demand = [], [], []
     for b in range(n_buildings):
         bid, level = 1000 + b, rng.randint(1, 20)
         buildings.append((bid, f"building_type_{rng.randrange(40)}", level))
         outputs = rng.sample(range(n_goods), rng.choice((1, 1, 2)))
-        inputs = rng.sample([g for g in range(n_goods) if g not in outputs], rng.choice((0, 1, 2, 2, 3)))
+        pool = [g for g in range(n_goods) if g not in outputs and g not in consumer]
+        inputs = rng.sample(pool, min(len(pool), rng.choice((0, 1, 2, 2, 3))))
         demand += [(g, bid, level * round(rng.uniform(1, 20), 2), 0.0, level) for g in inputs]
         for g in outputs:
-            max_supply = level * round(rng.uniform(1, 30), 2)
+            max_supply = level * round(rng.uniform(1, 30) * supply_scale, 2)
             supply.append((g, bid, max_supply, max_supply, level))
     tables = Tables({
-        "goods": _table("goods", "goods_name:VARCHAR code:INT base_price:FLOAT current_price:FLOAT pop_demand:FLOAT",
-                        ("code",), goods),
-        "building": _table("building", "id:INT name:VARCHAR level:INT", ("id",), buildings),
-        "supply": _table("supply", "goods_id:INT building_id:INT max_supply:FLOAT current_output:FLOAT level:INT",
-                         ("goods_id", "building_id"), supply),
-        "demand": _table("demand", "goods_id:INT building_id:INT max_demand:FLOAT current_input:FLOAT level:INT",
-                         ("goods_id", "building_id"), demand),
+        "goods": make_table("goods", "goods_name:VARCHAR code:INT base_price:FLOAT current_price:FLOAT pop_demand:FLOAT",
+                           ("code",), goods),
+        "building": make_table("building", "id:INT name:VARCHAR level:INT", ("id",), buildings),
+        "supply": make_table("supply", "goods_id:INT building_id:INT max_supply:FLOAT current_output:FLOAT level:INT",
+                            ("goods_id", "building_id"), supply),
+        "demand": make_table("demand", "goods_id:INT building_id:INT max_demand:FLOAT current_input:FLOAT level:INT",
+                            ("goods_id", "building_id"), demand),
     })
     state = building.what_if(tables, {}, mode="rules")
     tables["goods"].rows = [(g, c, bp, state.goods[g].price, pop) for g, c, bp, _, pop in goods]

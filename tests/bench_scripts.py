@@ -94,7 +94,8 @@ def transcript(question, database, db: str, technique: str, variant: str, replan
     for i in range(replans):
         replies.append(f"Re-plan: Y\nPlan: [Step 1: Compare the candidates again (revision {i + 1}), Step 2: "
                        "Choose the best]\nCurrent step: Step 1: Compare the candidates again.\n"
-                       "Thought: The plan missed a comparison.\nAction: Self-thinking\nAction input: compare them")
+                       "Thought: The plan missed a comparison.\nAction: Self-thinking\nAction input: compare them "
+                       f"(revision {i + 1})")  # each a new action: the loop guard stops a repeated one
     answer = (f'Allocate the merchant to "{pick}".' if question.scenario == "locating"
               else f"Increase the level of building id {pick} by 5.")
     replies.append(("Re-plan: N\n" if technique == "planrag" else "") + f"Thought: I now know the answer.\n"

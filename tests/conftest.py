@@ -37,3 +37,30 @@ def dqa(dqa_dir):
     from core.dqa import DQA
 
     return DQA(dqa_dir)
+
+
+@pytest.fixture(scope="session")
+def neo4j_server():
+    """A Neo4j-protocol server for the session, put in the environment (NEO4J_URI, NEO4J_USER, NEO4J_PASSWORD)
+    where every backend open reads it: the one NEO4J_URI names, else the local ArcadeDB server (core.graph_server)
+    started on free ports when it is installed."""
+    from core import graph_server
+    from core.backends.registry import unavailable
+
+    if os.environ.get("NEO4J_URI"):
+        reason = unavailable("neo4j")
+        if reason:
+            require("neo4j", reason)
+        yield os.environ["NEO4J_URI"]
+        return
+    if not graph_server.installed():
+        require("neo4j", "no Neo4j-protocol server: set NEO4J_URI (with NEO4J_USER, NEO4J_PASSWORD), or install the "
+                         "local one with: python -m core graph-server install")
+    server = graph_server.start(0, 0, heap_mb=512, command_timeout_s=20, die_with_parent=True)
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            for name, value in server.env().items():
+                mp.setenv(name, value)
+            yield server.uri
+    finally:
+        graph_server.stop(server)

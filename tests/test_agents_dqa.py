@@ -177,21 +177,21 @@ def test_resume_from_a_fresh_runtime_after_a_restart(home):
     assert calls == [1, 2, 3, 4, 5]
 
 
-def cli(home: Path, *args: str) -> tuple[int, dict]:
-    env = {**os.environ, "PLANRAG_HOME": str(home)}
+def cli(home: Path, dqa_dir: Path, *args: str) -> tuple[int, dict]:
+    env = {**os.environ, "PLANRAG_HOME": str(home), "DQA_DIR": str(dqa_dir)}
     done = subprocess.run([sys.executable, "-m", "core", "run", *args, "--json"], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=120)
     assert done.stdout, done.stderr
     return done.returncode, json.loads(done.stdout)
 
 
-def test_cli_pause_exit_and_resume_in_a_new_process(tmp_path):
+def test_cli_pause_exit_and_resume_in_a_new_process(tmp_path, dqa_dir):
     transcript = TRANSCRIPTS / "locating_cypher_planrag.json"
-    code, paused = cli(tmp_path, "--scenario", "locating", "--question", "1", "--db", backend("cypher"),
+    code, paused = cli(tmp_path, dqa_dir, "--scenario", "locating", "--question", "1", "--db", backend("cypher"),
                        "--technique", "planrag", "--llm", f"replay:{transcript}", "--hitl", "approve-replans")
-    assert code == 0 and paused["status"] == "paused" and paused["decision"] is None
-    assert paused["pause"]["kind"] == "replan" and paused["llm_calls"] == 3
-    code, done = cli(tmp_path, "--resume", paused["run_id"], "--approve")
+    assert code == 3 and paused["status"] == "paused" and paused["decision"] is None
+    assert paused["pause"]["kind"] == "replan" and paused["llm_calls"] == 3 and paused["pause"]["id"] == "p1"
+    code, done = cli(tmp_path, dqa_dir, "--resume", paused["run_id"], "--pause", "p1", "--approve")
     assert code == 0 and done["status"] == "finished" and done["run_id"] == paused["run_id"]
     assert (done["decision"], done["correct"], done["llm_calls"]) == ("krakow", True, 5)
     assert done["final_answer"] == "Allocate the merchant to krakow." and done["tokens"]["total"] > 0

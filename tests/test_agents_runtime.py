@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 from dataclasses import dataclass
 
@@ -21,19 +22,24 @@ class FakeQuestion:
 
 
 class FakeBackend:
-    """Rows for any read query; errors for queries naming them; ``delay`` seconds per query."""
+    """Rows for any read query; errors for queries naming them; ``delay`` seconds per query; with a ``gate``, each
+    query waits for the gate to open first (``opened`` records, per query, whether it did)."""
 
     name = "fake"
 
-    def __init__(self, language: str = "sql", rows: int = 2, delay: float = 0.0):
-        self.language, self.rows, self.delay = language, rows, delay
+    def __init__(self, language: str = "sql", rows: int = 2, delay: float = 0.0,
+                 gate: threading.Event | None = None):
+        self.language, self.rows, self.delay, self.gate = language, rows, delay, gate
         self.queries: list[str] = []
+        self.opened: list[bool] = []
 
     def schema_text(self) -> str:
         return "CREATE TABLE trade_node (trade_node VARCHAR(30), local_value FLOAT);"
 
     def query(self, text, *, timeout_s=10.0, row_cap=200):
         self.queries.append(text)
+        if self.gate is not None:
+            self.opened.append(self.gate.wait(timeout=60))
         time.sleep(self.delay)
         for word, error in (("DELETE", RefusedWrite), ("SLEEP", QueryTimeout), ("SELEKT", QuerySyntaxError),
                             ("OFFLINE", BackendUnavailable)):
@@ -78,14 +84,22 @@ def kinds(events) -> list[str]:
 
 
 def test_events_stream_while_the_query_runs(home, tmp_path):
-    runtime = make_runtime(home, FakeBackend(delay=0.5))
+    # The query cannot finish before the action has reached the listener: the listener opens its gate.
+    gate = threading.Event()
+    backend = FakeBackend(gate=gate)
+    runtime = make_runtime(home, backend)
     seen = []
-    result = runtime.start(settings(replay(tmp_path, [ACT, FINAL])), on_event=lambda e: seen.append((e, time.time())))
-    assert result.status == "finished" and kinds(e for e, _ in seen) == ["thought", "action", "observation", "thought",
-                                                                           "final"]
-    action_seen, observation_seen = seen[1][1], seen[2][1]
-    assert action_seen - seen[1][0].at < 0.3  # delivered at once, not after the query
-    assert observation_seen - action_seen >= 0.45
+
+    def listen(event):
+        seen.append((event.kind, gate.is_set()))
+        if event.kind == "action":
+            gate.set()
+
+    result = runtime.start(settings(replay(tmp_path, [ACT, FINAL])), on_event=listen)
+    assert result.status == "finished" and [k for k, _ in seen] == ["thought", "action", "observation", "thought",
+                                                                    "final"]
+    assert backend.opened == [True]  # the action was delivered while its query was waiting, not after it
+    assert seen[2] == ("observation", True)
 
 
 def test_single_rag_makes_one_query_then_answers_with_the_answer_prompt(home, tmp_path, monkeypatch):
@@ -95,7 +109,8 @@ def test_single_rag_makes_one_query_then_answers_with_the_answer_prompt(home, tm
     def recording(*args, **kw):
         llm = rt_open_llm(*args, **kw)
         complete = llm.complete
-        llm.complete = lambda messages, stop: (prompts_seen.append(messages[0].content), complete(messages, stop))[1]
+        llm.complete = lambda messages, stop, **kw: (prompts_seen.append(messages[0].content),
+                                                     complete(messages, stop, **kw))[1]
         return llm
 
     rt_open_llm = rt.open_llm
@@ -210,7 +225,8 @@ def test_pause_approve_edit_reject_on_one_run(home, tmp_path):
     replies = [PLAN,
                "Re-plan: N\nCurrent step: Step 1: list the nodes and their value\n" + ACT,
                "Re-plan: Y\nPlan: [Step 1: compare, Step 2: answer]\nCurrent step: Step 1: compare\n" + ACT,
-               "Re-plan: Y\nPlan: [Step 1: compare again, Step 2: answer]\nCurrent step: Step 1\n" + ACT,
+               "Re-plan: Y\nPlan: [Step 1: compare again, Step 2: answer]\nCurrent step: Step 1\n" + ACT
+               + " WHERE local_value > 0",  # not the same query again: the loop guard would not run it
                "Re-plan: N\n" + FINAL]
     runtime = make_runtime(home)
     first = runtime.start(settings(replay(tmp_path, replies), "planrag", hitl="approve-every-plan"))

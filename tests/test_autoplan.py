@@ -25,14 +25,16 @@ TRAIN = f"replay:{TRANSCRIPTS / 'autoplan' / 'locating_sql_train.json'}"
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory, dqa_dir):
-    """A home where `autoplan train` learned v1 and v2 of the Locating plan on questions 2 and 3; its output."""
+    """A home where `autoplan train` learned v1 and v2 of the Locating plan on questions 2 and 3 (one-call reflection
+    and the rich reward, the transcript's form); its output."""
     from core.cli import main
 
     home, out = tmp_path_factory.mktemp("autoplan_home"), io.StringIO()
     with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(out):
         mp.setattr(core_settings, "DATA_HOME", home)
         code = main(["autoplan", "train", "--scenario", "locating", "--db", backend("sql"), "--llm", TRAIN,
-                     "--train", "2-3", "--batch", "2", "--iterations", "2"])
+                     "--train", "2-3", "--batch", "2", "--iterations", "2", "--reflection", "one-call",
+                     "--reward", "rich"])
     lines = out.getvalue().splitlines()
     assert code == 0, lines
     return home, lines
@@ -59,7 +61,8 @@ def test_training_saves_a_version_per_iteration(trained):
     assert [h["accuracy"] for h in v2.history] == [0.5, 1.0] and v1.history == v2.history[:1]
     assert [h["plan_version"] for h in v2.history] == [None, 1] and v2.history[1]["llm_calls"] == 7
     assert v2.trained_with == {"technique": "planrag", "db": "sqlite", "llm": TRAIN, "batch_size": 2,
-                               "iterations": 2, "seed": 0}
+                               "iterations": 2, "seed": 0, "temperature": 1.0, "top_p": 0.9,
+                               "reflection": "one-call", "reward": "rich", "prompts": "improved"}
 
 
 def test_iteration_two_ran_with_the_first_plan(trained):
@@ -129,7 +132,7 @@ def command_args(**values):
 
 def test_an_update_without_a_plan_stops_the_training(tmp_path, dqa_dir):
     bad = f"replay:{TRANSCRIPTS / 'autoplan' / 'locating_sql_bad_update.json'}"
-    settings = TrainSettings("locating", backend("sql"), bad, [2], batch_size=1, iterations=2)
+    settings = TrainSettings("locating", backend("sql"), bad, [2], batch_size=1, iterations=2, reflection="one-call")
     with pytest.raises(AutoPlanError, match=r"iteration 1 wrote no 'Plan: \[Step 1: ...\]'; its reply began: 'I "
                                             "would keep"):
         train(settings, tmp_path)

@@ -3,7 +3,6 @@ to typical analysis queries, every write refused, runaway queries stopped, synta
 from __future__ import annotations
 
 import math
-import os
 
 import pytest
 
@@ -70,10 +69,10 @@ SYNTAX_ERRORS = {"sql": "SELEC country_name FROM country", "cypher": "MATCH (n:C
 @pytest.fixture(scope="module", params=BACKENDS)
 def backend_name(request):
     name = request.param
+    if name == "neo4j":
+        request.getfixturevalue("neo4j_server")
     reason = unavailable(name)
     if reason:
-        if name == "neo4j" and not os.environ.get("NEO4J_URI"):
-            pytest.skip("neo4j: set NEO4J_URI (and NEO4J_USER, NEO4J_PASSWORD) to run against a server")
         require(name, reason)
     return name
 

@@ -1,12 +1,12 @@
 """The graph backends on real DQA files: Ladybug loading (counts, types, exact doubles, caching), read-only
 enforcement, timeouts, errors, the Neo4j → Ladybug rewrites, result shaping and thread safety; Neo4j's
-adapter without a server (fast unavailability, value conversion, error mapping) and, with NEO4J_URI, on one."""
+adapter without a server (fast unavailability, value conversion, error mapping) and on one
+(tests.conftest.neo4j_server)."""
 from __future__ import annotations
 
 import json
 import os
 import threading
-import time
 
 import pytest
 
@@ -15,7 +15,6 @@ from core.backends import ladybug as lb
 from core.backends.base import QueryError, QuerySyntaxError, QueryTimeout, RefusedWrite
 from core.backends.registry import open_backend
 from core.settings import DatabaseSettings
-from tests.conftest import require
 
 
 @pytest.fixture(scope="module")
@@ -87,13 +86,14 @@ def test_every_value_round_trips_exactly(which, loc, bld, locating_db, building_
         assert _bits(got) == _bits(r.rows), r.type
 
 
-def test_built_file_is_cached_per_content(locating_db, loc):
+def test_built_file_is_cached_per_content(locating_db, loc, monkeypatch):
     path = lb.database_file(locating_db)
     assert path.is_file() and lb.database_file(locating_db) == path
-    start = time.perf_counter()
+    built = []
+    monkeypatch.setattr(lb, "build", lambda *args: built.append(args))
     again = open_backend("ladybug", locating_db)
     try:
-        assert time.perf_counter() - start < 0.2
+        assert built == []  # opened from the cached file, not built again
         assert _one(again, "MATCH (n:Trade_node) RETURN count(n)") == 80
     finally:
         again.close()
@@ -153,18 +153,15 @@ PRODUCT = ("MATCH (a:Country), (b:Country), (c:Country), (d:Country) WHERE a.dev
 
 
 def test_runaway_query_stopped_by_timeout(loc):
-    start = time.perf_counter()
+    # How soon the limit stops it is measured by bench/bench_limits.py, not asserted here.
     with pytest.raises(QueryTimeout):
         loc.query(PRODUCT, timeout_s=0.5)
-    assert time.perf_counter() - start < 2.5
     assert _one(loc, "MATCH (n:Trade_node) RETURN count(n)") == 80  # still usable
 
 
 def test_runaway_query_really_runs_long(loc):
-    start = time.perf_counter()
-    with pytest.raises(QueryTimeout):
+    with pytest.raises(QueryTimeout):  # a longer limit is reached too
         loc.query(PRODUCT, timeout_s=2.0)
-    assert time.perf_counter() - start >= 2.0
 
 
 def test_path_explosion_stopped_by_memory_limit_or_timeout(loc):
@@ -349,9 +346,7 @@ def test_neo4j_unavailable_quickly_with_a_reason():
     from core.backends import neo4j as nb
 
     assert "NEO4J_URI is not set" in nb.unavailable(DatabaseSettings(neo4j_uri=None))
-    start = time.perf_counter()
     reason = nb.unavailable(DatabaseSettings(neo4j_uri="bolt://127.0.0.1:7", neo4j_password="x"))
-    assert time.perf_counter() - start < 3
     assert reason and "bolt://127.0.0.1:7" in reason
 
 
@@ -393,16 +388,8 @@ def test_neo4j_errors_mapped(code, error):
 
 
 @pytest.fixture(scope="module")
-def neo4j_loc(locating_db):
-    from core.backends import neo4j as nb
-
-    settings = DatabaseSettings()
-    reason = nb.unavailable(settings)
-    if reason:
-        if not settings.neo4j_uri:
-            pytest.skip("neo4j: set NEO4J_URI (and NEO4J_USER, NEO4J_PASSWORD) to run against a server")
-        require("neo4j", reason)
-    backend = open_backend("neo4j", locating_db, settings)
+def neo4j_loc(locating_db, neo4j_server):
+    backend = open_backend("neo4j", locating_db)
     yield backend
     backend.close()
 

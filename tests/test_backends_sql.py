@@ -4,8 +4,8 @@ enforcement by the engines, time limits, one statement per query, row caps."""
 from __future__ import annotations
 
 import re
+import sqlite3
 import threading
-import time
 
 import pytest
 
@@ -267,15 +267,12 @@ def test_reader_cannot_see_other_databases(mysql_locating):
 
 
 def test_runaway_query_stopped(request, engine):
+    # How soon the limit stops it is measured by bench/bench_limits.py, not asserted here.
     backend = backend_for(request, engine, "locating")
-    start = time.perf_counter()
     with pytest.raises(QueryTimeout):
         backend.query(RUNAWAY, timeout_s=0.5)
-    assert time.perf_counter() - start < 3
-    start = time.perf_counter()
     with pytest.raises(QueryTimeout):  # it really runs long: a longer limit is reached too
         backend.query(RUNAWAY, timeout_s=2)
-    assert time.perf_counter() - start >= 1.9
     assert count(backend, "country") == LOCATING_COUNTS["country"]  # the connection still works
 
 
@@ -369,18 +366,20 @@ def test_queries_from_several_threads(request, engine):
     assert not errors and results == [LOCATING_COUNTS["node_country"]] * 20
 
 
-def test_sqlite_file_cached_per_content(locating, tmp_path):
+def test_sqlite_file_cached_per_content(locating, tmp_path, monkeypatch):
     path = sqlite.database_file(locating)
-    start = time.perf_counter()
+    build_file, built = sqlite.build_file, []
+    monkeypatch.setattr(sqlite, "build_file", lambda *args: built.append(args))
     again = sqlite.open_database(locating, DatabaseSettings())
-    assert time.perf_counter() - start < 0.05 and sqlite.database_file(locating) == path
+    assert built == [] and sqlite.database_file(locating) == path  # opened from the cached file, not built again
     other = sqlite.open_database(locating, DatabaseSettings())
     again.close()
     assert count(other, "country") == LOCATING_COUNTS["country"]
     other.close()
-    start = time.perf_counter()
-    sqlite.build_file(locating.tables, tmp_path / "fresh.sqlite")
-    assert time.perf_counter() - start < 0.5  # about 10 ms; bench/bench_sql_load.py measures it
+    build_file(locating.tables, tmp_path / "fresh.sqlite")  # bench/bench_load.py measures how long this takes
+    fresh = sqlite3.connect(tmp_path / "fresh.sqlite")
+    assert fresh.execute("SELECT COUNT(*) FROM country").fetchone()[0] == LOCATING_COUNTS["country"]
+    fresh.close()
 
 
 def test_mysql_load_skipped_when_complete(mysql_building, building):

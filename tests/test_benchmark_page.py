@@ -2,6 +2,7 @@
 started from the page, followed while it runs in the background."""
 from __future__ import annotations
 
+import json
 import time
 
 from core.benchmark import jobs
@@ -9,6 +10,10 @@ from core.benchmark.results import ResultStore
 from tests.bench_scripts import write_transcripts
 from tests.page_app import isolate, open_page
 from tests.test_benchmark_reports import RESULTS
+
+
+def accuracy_table(at):
+    return next(d.value for d in at.dataframe if "ci95_low" in d.value.columns and "optimal rate" in d.value.columns)
 
 
 def test_results_show_the_tables_and_figures(monkeypatch, tmp_path):
@@ -21,7 +26,19 @@ def test_results_show_the_tables_and_figures(monkeypatch, tmp_path):
     assert not at.exception
     layout = at.dataframe[0].value.set_index("technique")
     assert layout.loc["planrag", "locating RDB sqlite"] == 75.0 and layout.loc["planrag", "locating average paper"] == 64.3
-    assert len(at.get("plotly_chart")) == 5 and len(at.dataframe) == 8
+    assert len(at.get("plotly_chart")) == 5 and len(at.dataframe) == 12  # with the two tables of the settings
+    acc = accuracy_table(at).set_index(["db", "technique"])
+    row = acc.loc[("sqlite", "planrag")]
+    assert (row["n"], row["correct"], row["errors"], row["ci95_low"], row["ci95_high"]) == (4, 3, 0, 30.1, 95.4)
+    # every bar has its interval and n
+    figure = json.loads(at.get("plotly_chart")[0].proto.spec)
+    bars = [t for t in figure["data"] if t["type"] == "bar"]
+    assert bars and all(t.get("error_y", {}).get("array") is not None
+                        and all(str(x).startswith("n=") for x in t["text"]) for t in bars)
+    assert any("not significant" in i.value for i in at.info)  # IterRAG vs PlanRAG on 4 questions
+    setting = next(d.value for d in at.dataframe if "paper_setting" in d.value.columns)
+    planrag = setting[(setting["technique"] == "planrag") & (setting["db"] == "sqlite")].iloc[0]
+    assert planrag["setting"] == "prompts improved" and planrag["paper"] == 64.5
     at.toggle[0].set_value(True).run()
     assert len(at.dataframe[-1].value) == 4  # the wrong answers
 
@@ -36,6 +53,7 @@ def test_a_benchmark_started_from_the_page(monkeypatch, tmp_path, dqa, dqa_dir):
     at.selectbox(key="bench_scenario").set_value("locating")
     at.text_input(key="bench_model").input(f"replay:{folder}")
     at.text_input(key="bench_questions").input("1-3")
+    at.selectbox(key="bench_prompts").set_value("paper")
     at.get("form_submit_button")[0].click().run()
     assert not at.exception and not at.error
     job = jobs.jobs()[-1]
@@ -44,5 +62,35 @@ def test_a_benchmark_started_from_the_page(monkeypatch, tmp_path, dqa, dqa_dir):
         time.sleep(0.1)
     at.run()
     assert job.bench.progress.done == 3 and job.bench.progress.correct == 3
+    assert job.bench.config.prompts == "paper" and {r["prompts"] for r in job.bench.results()} == {"paper"}
     assert any("ended" in s.value for s in at.success)
     assert at.dataframe[0].value.iloc[0]["locating RDB sqlite"] == 100.0
+
+
+def test_smoke_benchmark_without_a_model(monkeypatch, tmp_path):
+    isolate(monkeypatch, tmp_path)
+    at = open_page("pages/benchmark.py", question_ref=None)
+    at.button(key="bench_smoke").click().run()
+    assert not at.exception and not at.error
+    job = jobs.jobs()[-1]
+    job._thread.join(120)
+    at.run()
+    assert job.bench.progress.done == 4 and job.bench.progress.correct == 4
+    acc = accuracy_table(at)
+    assert set(acc["source"]) == {"demo"} and acc["paper"].isna().all() and (acc["n"] == 1).all()
+
+
+def test_an_analyst_overrides_a_grade_from_the_benchmark_view(monkeypatch, tmp_path):
+    from core.grading import make_override
+    from core.overrides import OverrideStore
+
+    home = isolate(monkeypatch, tmp_path)
+    store = ResultStore(home / "bench" / "gpt-4o")
+    for r in RESULTS:
+        store.put({**r, "finished": 0.0})
+    store.close()
+    OverrideStore(home).put("sqliteiterrag3", make_override("krakow", "krakow", by="ana"))
+    at = open_page("pages/benchmark.py", question_ref=None)
+    acc = accuracy_table(at).set_index(["db", "technique"])
+    assert acc.loc[("sqlite", "iterrag"), "correct"] == 3 and acc.loc[("sqlite", "iterrag"), "overridden"] == 1
+    assert any("1 grades were overridden" in c.value for c in at.caption)

@@ -67,9 +67,16 @@ def test_replans_missed_failures_and_regret():
         ("0", 3, 66.7, 376, 66.8), ("1", 1, 0.0, 0, None), ("2", 1, 100.0, 12, 41.7), ("3", 0, None, 5, 20.0),
         ("4+", 1, 100.0, 7, 0.0)]
     missed = reports.missed(RESULTS)
-    assert rows(missed, ["technique", "pairs", "missed", "rate", "by value", "paper rate"]) == [
-        ("iterrag", 4, 1, 25.0, "ingoing 1, total_power 0", 3.3),
-        ("planrag", 6, 1, 16.7, "ingoing 1, total_power 1", 1.3)]
+    assert rows(missed, ["technique", "pairs", "heuristic missed", "heuristic rate", "heuristic by value",
+                         "paper rate"]) == [("iterrag", 4, 1, 25.0, "ingoing 1, total_power 0", 3.3),
+                                            ("planrag", 6, 1, 16.7, "ingoing 1, total_power 1", 1.3)]
+    assert rows(missed, ["measured pairs", "missed", "rate"]) == [(0, None, None), (0, None, None)]  # no evidence
+    measured = reports.missed([result("sqlite", "planrag", 1, True, evidence_total=7, evidence_seen=7,
+                                      evidence_missing=[]),
+                               result("sqlite", "planrag", 2, False, evidence_total=7, evidence_seen=4,
+                                      evidence_missing=["trade_node.ingoing of krakow"])])
+    assert rows(measured, ["measured pairs", "missed", "rate", "mean coverage %", "most missed"]) == [
+        (2, 1, 50.0, 78.6, "trade_node.ingoing of krakow 1")]
     failures = reports.failures(RESULTS).set_index("technique")
     assert failures.loc["iterrag", ["wrong", "CAN", "CAN rate", "MIS", "MIS rate", "QUR"]].tolist() == [2, 1, 25.0, 1,
                                                                                                       25.0, 0]
@@ -93,3 +100,62 @@ def test_costs_and_export(tmp_path):
     assert report["accuracy"][0]["correct"] == 2 and len(report["items"]) == len(RESULTS)
     assert pd.read_csv(tmp_path / "failures.csv")["pairs"].tolist() == [4, 6]
     assert all(df.empty for df in reports.tables([], {}).values())
+
+
+def test_accuracy_rows_carry_n_errors_and_wilson_interval_and_the_optimal_rate():
+    errored = {"scenario": "locating", "question": 5, "db": "sqlite", "technique": "planrag", "model": MODEL,
+               "status": "error", "error_kind": "timeout", "error": "read timed out", "correct": False}
+    tied_pick = result("sqlite", "iterrag", 5, False, decision="kongo", regret=0.0, rank=1, tied=2, optimal=True)
+    acc = reports.accuracy(RESULTS + [errored, tied_pick]).set_index(["db", "technique"])
+    planrag = acc.loc[("sqlite", "planrag")]
+    assert (planrag["n"], planrag["correct"], planrag["errors"], planrag["answered"]) == (5, 3, 1, 4)
+    assert planrag["accuracy"] == 60.0 and planrag["answered accuracy"] == 75.0
+    assert (planrag["ci95_low"], planrag["ci95_high"]) == (23.1, 88.2)  # Wilson 3/5
+    iterrag = acc.loc[("sqlite", "iterrag")]
+    assert (iterrag["n"], iterrag["correct"], iterrag["optimal"]) == (5, 2, 1)  # the label is right twice, but
+    # only the tied pick has regret 0 on record here (the crafted rights carry no regret)
+    assert reports.accuracy_text(planrag.to_dict() | {"n": 5}) == "60.0% [23.1–88.2], n=5"
+
+
+def test_paired_comparison_on_the_same_questions():
+    pairs = reports.paired(RESULTS)
+    assert list(pairs.columns[:16]) == ["source", "scenario", "db", "model", "a", "b", "n", "both", "only_a", "only_b",
+                                        "neither", "p_value", "diff", "diff_ci95_low", "diff_ci95_high", "significant"]
+    row = pairs.iloc[0]
+    assert (row["db"], row["a"], row["b"], row["n"]) == ("sqlite", "iterrag", "planrag", 4)
+    assert (row["both"], row["only_a"], row["only_b"], row["neither"]) == (2, 0, 1, 1)
+    assert row["p_value"] == 1.0 and row["diff"] == -25.0 and not row["significant"]
+    assert row["diff_ci95_low"] < -25.0 < row["diff_ci95_high"]
+    assert "not significant" in reports.paired_text(row.to_dict())
+    assert len(pairs) == 1  # ladybug has one technique only
+
+
+def test_errors_and_undecided_answers_reach_the_report_files(tmp_path):
+    errored = {"scenario": "locating", "question": 9, "db": "sqlite", "technique": "planrag", "model": MODEL,
+               "status": "error", "error_kind": "rate_limit", "error": "429", "correct": False}
+    vague = result("sqlite", "planrag", 8, False, decision=None, grade_status="ambiguous",
+                   grade_reason="it commits to no single candidate: krakow or novgorod")
+    reports.export(RESULTS + [errored, vague], DEFAULT_PRICES, tmp_path)
+    report = json.loads((tmp_path / "report.json").read_text())
+    row = next(r for r in report["accuracy"] if r["db"] == "sqlite" and r["technique"] == "planrag")
+    assert {k: row[k] for k in ("n", "correct", "errors")} == {"n": 6, "correct": 3, "errors": 1}
+    assert {"ci95_low", "ci95_high"} <= set(row) and report["paired"][0]["n"] == 4
+    assert [(r["question"], r["grade_status"]) for r in report["undecided"]] == [(8, "ambiguous")]
+    items = pd.read_csv(tmp_path / "items.csv")
+    assert items[items["question"] == 9]["status"].tolist() == ["error"]
+    assert set(pd.read_csv(tmp_path / "paired.csv").columns) >= {"p_value", "diff_ci95_low", "diff_ci95_high"}
+    assert "cost per correct USD" in pd.read_csv(tmp_path / "costs.csv").columns
+
+
+def test_overrides_replace_the_grade_and_are_counted(tmp_path):
+    from core.grading import make_override
+    from core.overrides import OverrideStore, apply
+
+    store = OverrideStore(tmp_path)
+    store.put("sqliteiterrag3", make_override("krakow", "krakow", by="ana", note="the answer says krakow"))
+    results = apply(RESULTS, store.all())
+    row = next(r for r in results if r["run_id"] == "sqliteiterrag3")
+    assert (row["correct"], row["auto_correct"], row["override_by"], row["overridden"]) == (True, False, "ana", True)
+    acc = reports.accuracy(results).set_index(["db", "technique"])
+    assert acc.loc[("sqlite", "iterrag"), "correct"] == 3 and acc.loc[("sqlite", "iterrag"), "overridden"] == 1
+    assert store.clear("sqliteiterrag3") and store.get("sqliteiterrag3") is None

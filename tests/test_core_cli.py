@@ -1,4 +1,6 @@
-"""The ``python -m core dqa`` and ``python -m core query`` command lines, run as other tools run them."""
+"""The ``python -m core`` command line (``dqa``, ``schema``, ``query``, the demo source, help, errors, pipes), run
+as other tools run them."""
+import argparse
 import json
 import os
 import subprocess
@@ -14,11 +16,83 @@ def run(*args, env=None):
                           timeout=120, env={**os.environ, **(env or {})})
 
 
-def test_dqa_counts(dqa_dir):
+def test_dqa_counts_and_repairs(dqa_dir):
     out = run("dqa", str(dqa_dir))
     assert out.returncode == 0, out.stderr
-    assert out.stdout.splitlines() == ["locating: 200 questions (3 distinct databases)",
-                                       "building: 101 questions (37 distinct databases)"]
+    lines = out.stdout.splitlines()
+    assert lines[:3] == ["locating: 200 questions (3 distinct databases)",
+                         "building: 101 questions (37 distinct databases)",
+                         "data repairs (by rule, never by dropping rows):"]
+    assert ("  locating: node_country.has_has_merchant read as node_country.has_merchant (SQL): "
+            "questions 13, 97, 105, 140, 143, 175") in lines
+    assert ('  locating: NodeCountry.has_merchant stored as the strings "True"/"False": read as booleans (graph): '
+            "questions 1-200") in lines
+    assert any(line.startswith("  locating: property has_has_merchant read as has_merchant (graph): questions ")
+               and "105" in line for line in lines)
+
+
+DEMO = {"DQA_DIR": "/nonexistent"}  # the demo source needs no DQA data
+
+
+def test_schema_is_what_the_agent_is_given(capsys):
+    from core import catalog, cli
+    from core.backends.registry import open_backend
+
+    for scenario, db in (("locating", "sqlite"), ("building", "ladybug")):
+        assert cli.main(["schema", "--source", "demo", "--scenario", scenario, "--question", "1", "--db", db]) == 0
+        question = catalog.question("demo", scenario, 1)
+        backend = open_backend(db, catalog.database(question))
+        assert capsys.readouterr().out == backend.schema_text() + "\n"
+        backend.close()
+    out = run("schema", "--source", "demo", "--scenario", "locating", "--question", "1", "--db", "sqlite", env=DEMO)
+    assert out.returncode == 0 and "CREATE TABLE trade_node (" in out.stdout
+
+
+def test_schema_of_a_dqa_question(dqa_dir):
+    out = run("schema", "--scenario", "building", "--question", "1", "--db", "ladybug", env={"DQA_DIR": str(dqa_dir)})
+    assert out.returncode == 0, out.stderr
+    assert "(:Goods {" in out.stdout and "-[:Demand {" in out.stdout
+
+
+def test_demo_query_and_errors_without_dqa():
+    out = run("query", "--source", "demo", "--scenario", "locating", "--question", "1", "--db", "sqlite", "--json",
+              "SELECT COUNT(*) AS n FROM flow", env=DEMO)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["rows"] == [[13]]
+    out = run("query", "--source", "demo", "--scenario", "locating", "--question", "9", "--db", "sqlite", "SELECT 1",
+              env=DEMO)
+    assert out.returncode == 1 and out.stderr == "error: no demo locating question 9: there are questions 1-3\n"
+    out = run("query", "--scenario", "locating", "--question", "1", "--db", "sqlite", "SELECT 1", env=DEMO)
+    assert out.returncode == 1 and out.stderr.startswith("error: /nonexistent/") and "error (" not in out.stderr
+
+
+def test_output_piped_into_a_reader_that_stops_early():
+    # The rows (about 100 kB) do not fit in the pipe: the command is still writing when the reader goes away.
+    process = subprocess.Popen([sys.executable, "-m", "core", "query", "--source", "demo", "--scenario", "locating",
+                                "--question", "1", "--db", "sqlite", "--row-cap", "10000",
+                                "SELECT a.source, b.dest, c.flow FROM flow a, flow b, flow c"],
+                               cwd=ROOT, env={**os.environ, **DEMO}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert process.stdout.readline().decode().strip() == "source | dest | flow"
+    process.stdout.close()  # as `| head -1` does
+    err = process.stderr.read().decode()
+    process.stderr.close()
+    assert process.wait(timeout=120) == 141 and err == ""
+
+
+def _options(parser: argparse.ArgumentParser, path: str = "python -m core"):
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _options(sub, f"{path} {name}")
+        elif not isinstance(action, argparse._HelpAction):
+            yield path, action
+
+
+def test_every_option_has_help():
+    from core.cli import build_parser
+
+    missing = [f"{path} {'/'.join(a.option_strings) or a.dest}" for path, a in _options(build_parser()) if not a.help]
+    assert missing == []
 
 
 def test_dqa_bad_directory(tmp_path):
@@ -69,3 +143,17 @@ def test_unknown_question(dqa_dir):
     out = run("query", "--scenario", "locating", "--question", "999", "--db", "sqlite", "SELECT 1",
               env={"DQA_DIR": str(dqa_dir)})
     assert out.returncode != 0 and "questions 1-200" in out.stderr
+    assert out.stderr.startswith("error: no dqa locating question 999")
+
+
+def test_run_a_demo_question(tmp_path, monkeypatch, capsys):
+    from core import cli
+    from core.agents import runtime as runtime_module
+
+    monkeypatch.setattr(runtime_module, "DATA_HOME", tmp_path)
+    monkeypatch.setenv("DQA_DIR", str(tmp_path / "no-dqa"))
+    replay = f"replay:{ROOT / 'assets/replays/demo_building_1_sql_iterrag.json'}"
+    code = cli.main(["run", "--source", "demo", "--scenario", "building", "--question", "1", "--db", "sqlite",
+                     "--technique", "iterrag", "--llm", replay, "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0 and (report["decision"], report["correct"]) == (107, True)

@@ -31,7 +31,11 @@ def test_ranking_table_is_the_ranking(scenario):
     q, db = _demo(scenario)
     r = ranking(q, db)
     table = decision.ranking_table(r, decision.candidate_names(q, db))
-    assert list(table["rank"]) == list(range(1, len(r.entries) + 1))
+    assert list(table["rank"]) == [rank for rank, _ in r.groups()]  # a tie group shares its best position
+    assert list(table["tied"]) == [tied for _, tied in r.groups()] and table["tied"].max() > 1
+    tied = table[table["tied"] > 1].iloc[0]
+    assert tied["place"] == f"tied {tied['rank']}{'rd' if tied['rank'] == 3 else 'th'}–" \
+        f"{tied['rank'] + tied['tied'] - 1}th of {len(r.entries)}"
     assert list(table["score"]) == [e.score for e in r.entries]
     assert list(table["gain"]) == [r.gain(e.candidate) for e in r.entries]
     assert table["regret"].iloc[0] == 0 and (table["regret"] >= 0).all()

@@ -2,10 +2,11 @@
 question 1 on Scenarios; run PlanRAG from a replay (tests/transcripts/locating_sql_planrag_replan_edit.json) with
 approve-replans; edit a step of the re-plan and approve it; finish; open the Decision check.
 
-Prints two figures: the time from the server answering its health check to the first page rendered (target
-<= 2 s), and the delay from the agent emitting an event (its ``at``) to its element appearing in the browser (seen
-by a MutationObserver at the next animation frame; target <= 300 ms). Replies are paced at PACE_S, as a model
-would take, so the page can be seen mid-run. Its screenshots go to a temporary folder, or to PLANRAG_SCREENSHOTS
+Events are shown as they happen: the run's final reply is held back (a gate the test opens) until the browser
+shows the event before it. Prints two figures (no timed assertion): the time from the server answering its health
+check to the first page rendered (target <= 2 s), and the delay from the agent emitting an event (its ``at``) to
+its element appearing in the browser (seen by a MutationObserver at the next animation frame; target <= 300 ms).
+Replies are paced at PACE_S, as a model would take, so the page can be seen mid-run. Its screenshots go to a temporary folder, or to PLANRAG_SCREENSHOTS
 (the README's are taken with PLANRAG_SCREENSHOTS=docs/screenshots)."""
 from __future__ import annotations
 
@@ -35,17 +36,27 @@ TRANSCRIPT = Path(__file__).parent / "transcripts" / "locating_sql_planrag_repla
 EDITED_STEP = ('Compute for krakow and novgorod the value "SWE" would steer to "baltic_sea", counting the inland bonus '
                'of krakow')  # the re-plan's step 2 as the analyst rewrites it (the transcript follows it)
 PACE_S = 0.4
+WAIT_MS = 60_000  # a hang guard for the browser's waits, never a speed target
 LOCAL_HOSTS = {"127.0.0.1", "localhost"}
 NOT_LOCAL = re.compile(r"^(?!(?:https?|wss?)://(?:127\.0\.0\.1|localhost)[:/])")
 
-# `streamlit run` with replayed replies paced like a model's (test only: the product replays at once).
+# `streamlit run` with replayed replies paced like a model's (test only: the product replays at once); the final
+# answer waits until the file PLANRAG_TEST_GATE/open exists (PLANRAG_TEST_GATE/waiting says it is waiting).
 PACED_STREAMLIT = f"""
-import sys, time
+import os, sys, time
+from pathlib import Path
 from core import llm
 generate = llm.ReplayChatModel._generate
+gate = Path(os.environ["PLANRAG_TEST_GATE"])
 def paced(self, *args, **kwargs):
     time.sleep({PACE_S})
-    return generate(self, *args, **kwargs)
+    result = generate(self, *args, **kwargs)
+    if "Final answer" in result.generations[0].message.content:
+        (gate / "waiting").touch()
+        deadline = time.time() + 120
+        while not (gate / "open").exists() and time.time() < deadline:
+            time.sleep(0.05)
+    return result
 llm.ReplayChatModel._generate = paced
 from streamlit.web.cli import main
 sys.argv[0] = "streamlit"
@@ -70,13 +81,19 @@ new MutationObserver(records => {
 """
 
 
+def echoes_of(events: list[dict]) -> set[int]:
+    """The numbers (1-based) of the events the page shows nothing for: the echoes of Self-thinking actions."""
+    return {n for n, (action, e) in enumerate(zip(events, events[1:]), 2)
+            if action["kind"] == "action" and action["language"] == "self"}
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-def wait_healthy(url: str, process: subprocess.Popen, timeout: float = 30) -> float:
+def wait_healthy(url: str, process: subprocess.Popen, timeout: float = WAIT_MS / 1000) -> float:
     """When the server first answered its health check (time.time())."""
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -94,7 +111,11 @@ def wait_healthy(url: str, process: subprocess.Popen, timeout: float = 30) -> fl
 def chromium():
     if not CHROMIUM.exists():
         require("browser", f"Chromium not found at {CHROMIUM} (install Debian's chromium package)")
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
+
+    # Every wait is for a condition; its bound only guards against a hang, so it is generous for a loaded machine
+    # (expect()'s 5 s default was passed mid-run on a 2-core machine running several suites at once).
+    expect.set_options(timeout=WAIT_MS)
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
@@ -110,7 +131,9 @@ def server(tmp_path, dqa_dir):
     shutil.copy(TRANSCRIPT, replays / "dqa_locating_1_sql_planrag.json")
     home = tmp_path / "home"
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
-    env.update(PLANRAG_HOME=str(home), PLANRAG_REPLAYS=str(replays), DQA_DIR=str(dqa_dir))
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    env.update(PLANRAG_HOME=str(home), PLANRAG_REPLAYS=str(replays), DQA_DIR=str(dqa_dir), PLANRAG_TEST_GATE=str(gate))
     port = free_port()
     log = (tmp_path / "server.log").open("w")
     process = subprocess.Popen(
@@ -145,7 +168,7 @@ def test_run_with_an_edited_replan_in_the_browser(chromium, server, tmp_path):
     context.route_web_socket("**/*", local_sockets)
     context.add_init_script(OBSERVER)
     page = context.new_page()
-    page.set_default_timeout(20_000)
+    page.set_default_timeout(WAIT_MS)
     shots = Path(os.environ.get("PLANRAG_SCREENSHOTS") or tmp_path)
     shots.mkdir(parents=True, exist_ok=True)
 
@@ -174,6 +197,16 @@ def test_run_with_an_edited_replan_in_the_browser(chromium, server, tmp_path):
     step_2.fill(EDITED_STEP)
     approve_edited.click()  # as an analyst would: type, then click (the box sends its text as it loses focus)
 
+    # The run holds its final answer back until the browser has shown every event before it: shown as they happen.
+    deadline = time.time() + 120  # guards against a hang only
+    while not (tmp_path / "gate" / "waiting").exists() and time.time() < deadline and process.poll() is None:
+        page.wait_for_timeout(50)  # lets Playwright go on relaying the page's messages meanwhile
+    [so_far] = RunStore(home / "runs.sqlite").export()
+    assert so_far["status"] == "running" and not any(e["kind"] == "final" for e in so_far["events"])
+    shown = [n for n, e in enumerate(so_far["events"], 1) if n not in echoes_of(so_far["events"])]
+    page.locator(f'[class*="st-key-ev-{so_far["id"]}-{shown[-1]}"]').first.wait_for()
+    (tmp_path / "gate" / "open").touch()
+
     check = page.get_by_role("button", name="Check the decision")
     check.wait_for()
     page.get_by_text("Final answer:").first.wait_for()
@@ -195,12 +228,10 @@ def test_run_with_an_edited_replan_in_the_browser(chromium, server, tmp_path):
     def key(n: int) -> str:  # the class of the n-th event's element
         return f"st-key-ev-{run['id']}-{n}"
 
-    echoes = {n for n, (action, e) in enumerate(zip(events, events[1:]), 2)
-              if action["kind"] == "action" and action["language"] == "self"}  # Self-thinking echoes show nothing
+    echoes = echoes_of(events)
     missing = [(n, e["kind"]) for n, e in enumerate(events, 1) if n not in echoes and not seen.get(key(n))]
     assert not missing, f"events that never appeared in the browser: {missing}"
     delays = [seen[key(n)] - e["at"] * 1000 for n, e in enumerate(events, 1) if n not in echoes]
-    assert statistics.median(delays) < 1000, "events are not shown as they happen"  # a gross check; targets below
     print(f"\nfirst page rendered {first_render:.2f} s after the server was up (target <= 2 s)")
     print(f"event -> browser delay over {len(delays)} events: median {statistics.median(delays):.0f} ms, "
           f"max {max(delays):.0f} ms (target <= 300 ms)")
@@ -215,8 +246,27 @@ def test_deep_link_on_a_fresh_server_uses_the_app_navigation(chromium, server):
     wait_healthy(url, process)
     page = chromium.new_page()
     page.goto(f"{url}/benchmark")
-    expect(page.get_by_role("heading", name="Benchmark")).to_be_visible(timeout=30_000)
+    expect(page.get_by_role("heading", name="Benchmark")).to_be_visible()
     nav = page.get_by_test_id("stSidebarNav")
     expect(nav.get_by_text("Learned plans")).to_be_visible()
     expect(nav.get_by_text("run view")).to_have_count(0)
+    page.close()
+
+
+def test_plugin_scenario_in_the_browser(chromium, server, tmp_path):
+    """The shipped depot plugin on the Scenarios page: its road network is drawn and its tables listed."""
+    from playwright.sync_api import expect
+
+    url, process, _ = server
+    wait_healthy(url, process)
+    page = chromium.new_page(viewport={"width": 1600, "height": 1200})
+    page.goto(f"{url}/scenarios")
+    expect(page.get_by_role("heading", name="Scenarios")).to_be_visible(timeout=30_000)
+    page.get_by_text("Distribution centre", exact=True).click()
+    expect(page.get_by_text("weekly cost in winter").first).to_be_visible(timeout=30_000)
+    expect(page.locator(".js-plotly-plot")).to_have_count(1, timeout=30_000)
+    shots = Path(os.environ.get("PLANRAG_SCREENSHOTS") or tmp_path)
+    page.screenshot(path=shots / "scenarios-depot.png")
+    page.get_by_role("tab", name="Tables").click()
+    expect(page.get_by_role("tab", name="town (16)")).to_be_visible()
     page.close()

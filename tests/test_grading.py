@@ -3,7 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from core.grading import extract_decision, grade, normalize_name, place, same_decision
+import json
+from pathlib import Path
+
+from core.grading import extract_decision, grade, normalize_name, place, rank_text, read_decision, same_decision
 from sims.ranking import make_ranking
 
 NODES = ["african_great_lakes", "krakow", "lubeck", "novgorod", "north_sea", "white_sea"]
@@ -36,7 +39,8 @@ def test_all_mentions_are_kept_in_order_and_longer_names_win():
     ("Building 1485.", 1485),
     ("Raise it by 5 levels: building #1485 lowers the price by 0.75", 1485),
     ("1539", 1539),
-    ("Increase level by 5 of the furniture manufactory", 5),  # a bare number that is a candidate id
+    ("Increase level by 5 of the furniture manufactory", None),  # a level, not an id (issue 10)
+    ("Upgrade 5 first", 5),  # a bare number that is a candidate id, read as no quantity
     ("The price falls from 40.43 to 39.7", None),
     ("Building 99999 is best", None),  # not a candidate
 ])
@@ -47,7 +51,7 @@ def test_building_id_decisions(answer, decision):
 def test_grade_against_the_label():
     assert grade("allocate to Krakow", "locating", NODES, "krakow").correct is True
     assert grade("allocate to lubeck", "locating", NODES, "krakow").correct is False
-    assert grade("no idea", "locating", NODES, "krakow") == grade(None, "locating", NODES, "krakow")
+    assert grade("no idea", "locating", NODES, "krakow").decision is grade(None, "locating", NODES, "krakow").decision
     assert grade("no idea", "locating", NODES, "krakow").correct is False
     assert grade("krakow", "locating", NODES, None).correct is None
     assert grade("building 1485", "building", [1485], 1485).correct is True
@@ -58,7 +62,7 @@ def test_place_in_a_ranking():
     ranking = make_ranking("locating", "dqa", ["krakow", "lubeck", "novgorod"], [1.0, 3.0, 2.0], baseline=1.5,
                            threshold=1.5, higher_is_better=True)
     p = place("novgorod", ranking)
-    assert (p.rank, p.of, p.regret, p.gain) == (2, 3, 1.0, 0.5)
+    assert (p.rank, p.of, p.regret, p.gain, p.tied) == (2, 3, 1.0, 0.5, 1)
     assert place("white_sea", ranking) is None and place(None, ranking) is None
 
 
@@ -71,3 +75,47 @@ def test_place_in_the_simulators_ranking(dqa):
     building = dqa.question("building", 1)
     worse = place(1539, ranking(building, dqa.database(building)))
     assert worse.rank > 1 and worse.regret > 0
+
+
+CORPUS = json.loads((Path(__file__).parent / "data" / "grading_corpus.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("case", CORPUS["answers"], ids=lambda c: c["answer"][:40])
+def test_corpus_answer_reads_its_conclusion(case):
+    """Written final answers (comparisons, negations, lists, numbers that are not ids, no decision)."""
+    d, _, status, reason = read_decision(case["answer"], case["scenario"], CORPUS["candidates"][case["scenario"]])
+    assert (d, status) == (case["expected"], case["status"]), reason
+    assert reason
+
+
+def test_corpus_is_large_and_covers_both_scenarios_and_every_status():
+    answers = CORPUS["answers"]
+    assert len(answers) >= 60
+    assert {a["scenario"] for a in answers} == {"locating", "building"}
+    assert {a["status"] for a in answers} == {"decided", "ambiguous", "none"}
+
+
+@pytest.mark.parametrize("answer,status", [
+    ("either krakow or novgorod", "ambiguous"), ("I cannot determine the best node.", "none"), ("", "none")])
+def test_undecided_answers_are_not_correct_and_say_why(answer, status):
+    g = grade(answer, "locating", NODES, "krakow")
+    assert (g.decision, g.status, g.correct) == (None, status, False) and g.reason
+
+
+def test_tied_placement_reads_as_a_tie_and_has_no_regret():
+    ranking = make_ranking("locating", "dqa", ["a", "b", "c", "d"], [3.0, 3.0, 1.0, 1.0], baseline=1.0,
+                           threshold=1.0, higher_is_better=True)
+    assert place("b", ranking).regret == 0 and place("b", ranking).optimal
+    assert place("d", ranking).text() == "tied 3rd–4th of 4" and rank_text(2, 79) == "2 of 79"
+    assert rank_text(3, 79, 77) == "tied 3rd–79th of 79" and rank_text(11, 20, 3) == "tied 11th–13th of 20"
+
+
+@pytest.mark.parametrize("answer,decision", [
+    ("Decision-making here favours novgorod at first sight, but krakow adds more, so krakow.", "krakow"),
+    ("Answer - krakow", "krakow"),
+    ("Final answer: krakow (novgorod is second)", "krakow"),
+    ("**Answer:** Lubeck", "lubeck"),
+    ("### Recommendation\nPlace the merchant in **Krakow**.", "krakow"),
+])
+def test_final_lines_and_headings(answer, decision):
+    assert read_decision(answer, "locating", NODES)[0] == decision

@@ -46,7 +46,27 @@ def test_a_trace_follows_the_plan_in_force():
     trace.add({"kind": "plan", "origin": "analyst", "status": "edited", "steps": ["Mine"]})
     assert trace.step_states() == [("Mine", "todo")]
     trace.add({"kind": "final"})
-    assert trace.step_states() == [("Mine", "done")]
+    assert trace.step_states() == [("Mine", "todo")]  # the run ended without working on it
+
+
+def test_a_finished_run_ticks_only_the_steps_that_ran():
+    plan = {"kind": "plan", "origin": "agent", "status": "adopted", "steps": PLAN}
+    named = Trace.of([plan, {"kind": "thought", "current_step": "Step 2: Get their values"}, {"kind": "final"}])
+    assert [s for _, s in named.step_states()] == ["done", "done", "todo"]
+    unnamed = Trace.of([plan, {"kind": "action", "language": "sql"}, {"kind": "final"}])  # e.g. REAPER's steps
+    assert [s for _, s in unnamed.step_states()] == ["done", "todo", "todo"]
+    none_ran = Trace.of([plan, {"kind": "final"}])
+    assert [s for _, s in none_ran.step_states()] == ["todo", "todo", "todo"]
+
+
+def test_plan_steps_lose_the_models_markdown_bold():
+    from core.agents.parsing import parse_plan, parse_reply
+
+    assert parse_plan("**Step 1:** Find the **candidate** nodes\n**Step 2:** Compare") == [
+        "Find the candidate nodes", "Compare"]
+    reply = parse_reply("**Plan:**\n1. **Step 1:** Find nodes\n2. **Step 2:** choose\n**Current step:** Step 1")
+    assert reply.plan == ["Find nodes", "choose"]
+    assert parse_plan("Step 1: price * qty, Step 2: pick") == ["price * qty", "pick"]
 
 
 def test_a_job_reports_what_stopped_it_and_a_run_is_driven_once(monkeypatch, tmp_path):

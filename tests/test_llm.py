@@ -10,25 +10,30 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
 
+from core import secrets
 from core.llm import LLMError, LLMNotConfigured, LLMSettings, cut_reply, estimate_tokens, open_llm
 
 KEY = "sk-test-DO-NOT-LEAK-1234567890"
 STOP = ["\nObservation:"]
+HANG = 0  # a StandIn status: never answer
 
 
-def _completion(text: str, prompt_tokens: int = 11, completion_tokens: int = 7) -> dict:
+def _completion(text: str, prompt_tokens: int = 11, completion_tokens: int = 7, finish_reason: str = "stop") -> dict:
     return {"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": "stand-in",
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                         "finish_reason": finish_reason}],
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                       "total_tokens": prompt_tokens + completion_tokens}}
 
 
 class StandIn:
-    """A local OpenAI-compatible server answering from a script of (status, body) pairs."""
+    """A local OpenAI-compatible server answering from a script of (status, body) pairs: a dict body is sent as
+    JSON, a str as an HTML page; status HANG never answers (until the server closes), as a stuck server."""
 
-    def __init__(self, script: list[tuple[int, dict]]):
+    def __init__(self, script: list[tuple[int, dict | str]]):
         self.script = list(script)
         self.requests: list[dict] = []
+        self.closing = threading.Event()
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -36,9 +41,13 @@ class StandIn:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 outer.requests.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
                 status, payload = outer.script.pop(0)
-                data = json.dumps(payload).encode()
+                if status == HANG:
+                    outer.closing.wait()
+                    return
+                html = isinstance(payload, str)
+                data = payload.encode() if html else json.dumps(payload).encode()
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", "text/html" if html else "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
@@ -51,6 +60,7 @@ class StandIn:
         threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True).start()
 
     def close(self):
+        self.closing.set()
         self.server.shutdown()
         self.server.server_close()
 
@@ -189,3 +199,140 @@ def test_replay_file_must_be_an_array_of_strings(tmp_path, content):
 def test_cut_reply_stops_at_a_line_starting_an_observation():
     assert cut_reply("Action input: SELECT 1\n**Observation:** rows") == "Action input: SELECT 1"
     assert cut_reply("Thought: the observation: was odd") == "Thought: the observation: was odd"
+
+
+# --- server settings: reply cap, temperature, timeouts and retries (issue 20) ---
+
+def test_the_reply_cap_goes_to_a_compatible_server_as_max_tokens(serve):
+    # llama.cpp ignores max_completion_tokens (what LangChain sends OpenAI): a cap of 24 gave 262 tokens.
+    server = serve((200, _completion("Thought: short")))
+    open_llm(None, _settings(server.url, max_reply_tokens=24)).complete(MESSAGES, STOP)
+    body = server.requests[0]["body"]
+    assert body["max_tokens"] == 24 and "max_completion_tokens" not in body
+
+
+def test_openai_itself_gets_max_completion_tokens():
+    llm = open_llm("gpt-4o", LLMSettings(api_key=KEY, max_reply_tokens=24))
+    payload = llm.model._get_request_payload(MESSAGES)  # what would be sent; no network
+    assert payload["max_completion_tokens"] == 24 and "max_tokens" not in payload and payload["temperature"] == 0
+
+
+@pytest.mark.parametrize("model", ["o1", "o3-mini", "gpt-5"])
+def test_openai_reasoning_models_are_sent_no_temperature(model):
+    payload = open_llm(model, LLMSettings(api_key=KEY)).model._get_request_payload(MESSAGES)
+    assert "temperature" not in payload
+
+
+def test_a_model_refusing_temperature_0_is_called_without_it(serve):
+    refusal = {"error": {"message": "Unsupported value: 'temperature' does not support 0 with this model. Only the "
+                                    "default (1) value is supported.", "type": "invalid_request_error",
+                         "param": "temperature", "code": "unsupported_value"}}
+    server = serve((400, refusal), (200, _completion("Final answer: krakow")), (200, _completion("again")))
+    llm = open_llm(None, _settings(server.url))
+    assert llm.complete(MESSAGES, STOP).text == "Final answer: krakow"
+    assert server.requests[0]["body"]["temperature"] == 0 and "temperature" not in server.requests[1]["body"]
+    llm.complete(MESSAGES, STOP)  # remembered for the next calls
+    assert "temperature" not in server.requests[2]["body"] and len(server.requests) == 3
+
+
+def test_settings_timeout_retries_and_cap_come_from_the_environment(monkeypatch):
+    monkeypatch.setenv("PLANRAG_LLM_TIMEOUT", "15")
+    monkeypatch.setenv("PLANRAG_LLM_RETRIES", "0")
+    monkeypatch.setenv("PLANRAG_MAX_REPLY_TOKENS", "512")
+    s = LLMSettings()
+    assert (s.timeout_s, s.max_retries, s.max_reply_tokens) == (15.0, 0, 512)
+    assert LLMSettings.unattended().timeout_s == 15.0
+    monkeypatch.setenv("PLANRAG_LLM_RETRIES", "many")
+    with pytest.raises(ValueError, match="PLANRAG_LLM_RETRIES='many' is not a valid whole number"):
+        LLMSettings()
+
+
+def test_interactive_runs_fail_sooner_than_unattended_ones(monkeypatch):
+    for name in ("PLANRAG_LLM_TIMEOUT", "PLANRAG_LLM_RETRIES"):
+        monkeypatch.delenv(name, raising=False)
+    interactive, unattended = LLMSettings(), LLMSettings.unattended()
+    # worst case for a hung server, growing timeouts included: 60 + 90 + 120 s interactive (was 5 x 120 s)
+    assert interactive.timeout_s * interactive.max_retries < unattended.timeout_s * unattended.max_retries
+    assert interactive.max_retries == 2 and interactive.timeout_s == 60
+
+
+@pytest.mark.parametrize("flag, value, message", [("timeout_s", float("nan"), "--llm-timeout must be a finite"),
+                                                  ("retries", -1, "--llm-retries must be 0 or more"),
+                                                  ("reply_tokens", 0, "--max-reply-tokens must be above 0")])
+def test_invalid_limits_get_a_clear_error(flag, value, message):
+    with pytest.raises(ValueError, match=message):
+        LLMSettings().with_limits(**{flag: value})
+
+
+def test_a_base_url_without_its_scheme_gets_a_hint():
+    with pytest.raises(LLMNotConfigured, match=r"must start with http:// or https://, e\.g\. http://localhost:8080/v1"):
+        open_llm("m", LLMSettings(base_url="localhost:8080/v1", api_key=None))
+
+
+def test_every_attempt_is_recorded_and_each_retry_reported(serve):
+    server = serve((503, {"error": {"message": "busy"}}), (200, _completion("Final answer: krakow")))
+    llm = open_llm(None, _settings(server.url))
+    llm._sleep = lambda s: None
+    retries = []
+    c = llm.complete(MESSAGES, STOP, on_retry=retries.append)
+    assert [a["error_kind"] for a in c.attempts] == ["server", None]
+    assert [a["attempt"] for a in c.attempts] == [1, 2] and "busy" in c.attempts[0]["error"]
+    assert c.attempts[0]["start"] <= c.attempts[1]["start"]
+    assert c.wait_s >= c.latency_s and c.finish_reason == "stop"
+    assert len(retries) == 1 and retries[0]["error_kind"] == "server" and retries[0]["retry_in_s"] > 0
+
+
+def test_a_reply_cut_by_the_cap_keeps_its_finish_reason(serve):
+    server = serve((200, _completion("Thought: a very long", finish_reason="length")))
+    c = open_llm(None, _settings(server.url)).complete(MESSAGES, STOP)
+    assert c.finish_reason == "length" and c.metadata["finish_reason"] == "length"
+
+
+def test_timeouts_are_retried_with_a_longer_timeout_and_recorded(serve):
+    server = serve((HANG, {}), (HANG, {}), (HANG, {}))
+    llm = open_llm(None, _settings(server.url, timeout_s=0.2, max_retries=2))
+    llm._sleep = lambda s: None
+    with pytest.raises(LLMError, match=r"^timeout error after 3 attempts") as e:
+        llm.complete(MESSAGES, STOP)
+    assert e.value.kind == "timeout" and len(server.requests) == 3
+    assert [a["timeout_s"] for a in e.value.attempts] == [0.2, pytest.approx(0.3), pytest.approx(0.4)]
+    assert all(a["error_kind"] == "timeout" for a in e.value.attempts)
+
+
+# --- errors that are replies: HTTP 200 with an error body or an HTML page; the key kept out (issues 12, 20) ---
+
+def test_an_error_body_with_status_200_is_a_server_error_retried_and_scrubbed(serve):
+    echo = {"error": {"message": f"Invalid key {KEY} (shown as sk-test-DO******7890)", "code": 401}}
+    server = serve((200, echo), (200, echo))
+    llm = open_llm(None, _settings(server.url, max_retries=1))
+    with pytest.raises(LLMError) as e:
+        llm.complete(MESSAGES, STOP)
+    assert e.value.kind == "server" and len(server.requests) == 2
+    assert "without a chat completion" in str(e.value)
+    text = str(e.value) + json.dumps(e.value.attempts)
+    assert KEY not in text and "sk-test-DO******7890" not in text and "sk-test-DO" not in text
+
+
+def test_an_html_page_with_status_200_is_a_server_error_then_the_retry_answers(serve):
+    server = serve((200, "<html><body>502 Bad Gateway</body></html>"), (200, _completion("Final answer: x1")))
+    llm = open_llm(None, _settings(server.url))
+    c = llm.complete(MESSAGES, STOP)
+    assert c.text == "Final answer: x1" and c.attempts[0]["error_kind"] == "server"
+    assert "Bad Gateway" in c.attempts[0]["error"]
+
+
+def test_a_masked_echo_of_the_key_is_scrubbed(serve):
+    server = serve((401, {"error": {"message": "Incorrect API key provided: sk-test-DO******7890.",
+                                    "code": "invalid_api_key"}}))
+    with pytest.raises(LLMError) as e:
+        open_llm(None, _settings(server.url)).complete(MESSAGES, STOP)
+    assert "******7890" not in str(e.value) and "Incorrect API key provided: ***." in str(e.value)
+
+
+def test_a_short_dummy_key_mangles_nothing(serve):
+    server = serve((400, {"error": {"message": "maximum context length is 8192 tokens; x exceeded"}}))
+    llm = open_llm("ctx", LLMSettings(base_url=server.url, api_key="x"))
+    with pytest.raises(LLMError) as e:
+        llm.complete(MESSAGES, STOP)
+    assert "maximum context length is 8192 tokens; x exceeded" in str(e.value)
+    assert llm.label.startswith("ctx @ ") and "x" in secrets.scrub("x ctx max")

@@ -6,7 +6,9 @@ import pytest
 
 from core import jobs
 from core.agents.config import RunSettings
+from core.backends.registry import unavailable
 from core.replays import replays
+from tests.conftest import require
 from tests.page_app import button, isolate, open_page
 
 
@@ -33,7 +35,10 @@ def test_two_techniques_side_by_side_then_an_earlier_run_joins(home):
     assert [m.value for m in at.markdown if m.value.startswith("#### ")] == ["#### IterRAG", "#### PlanRAG"]
     assert sum(c.language == "sql" for c in at.code) == 2 * 7  # each query, and as SQLite ran it (translated)
 
-    runtime = jobs.open_runtime()  # an earlier run of the question, on the same database
+    reason = unavailable("mysql")
+    if reason:
+        require("mysql", reason)
+    runtime = jobs.open_runtime()  # an earlier run of the question, on the same question database
     spec = replays("demo", "building", 1, "sql", "iterrag")[0].spec
     earlier = runtime.start(RunSettings("building", 1, "mysql", "iterrag", spec, source="demo"))
     runtime.close()

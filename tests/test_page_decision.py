@@ -36,8 +36,9 @@ def test_manual_pick_shows_rank_and_regret():
     assert shown["Regret"] == (f"{r.regret(second):.4g}", f"{r.relative_regret(second):.2f}% worse than the best")
     assert at.selectbox[1].value == second  # the what-if panel simulates the pick
     assert shown[f"{decision.score_name(q)}, with {second}"][0] == f"{r.score_of(second):.4g}"
-    ranked, changes = at.dataframe
+    deciding, ranked, changes = at.dataframe
     assert len(ranked.value) == len(r.entries) and len(changes.value) > 0
+    assert "trade_node.local_value of doab" in set(deciding.value["value"])
 
 
 def test_run_pick_is_marked(tmp_path, monkeypatch):
@@ -52,6 +53,8 @@ def test_run_pick_is_marked(tmp_path, monkeypatch):
     assert not at.selectbox or at.selectbox[0].label != "Pick a candidate"
     assert metrics(at)["Pick"] == (str(second), f"rank 2 of {len(r.entries)}")
     assert any("run `run1`" in c.value for c in at.caption)
+    total = len(at.dataframe[0].value)
+    assert any(f"The agent saw 0 of {total} values that decide this question; missing: " in w.value for w in at.warning)
     at = open_page(question_ref=("demo", "building", 2), run_id="run1")  # the run answered another question
     assert any("answered demo/building/1, not demo/building/2" in c.value for c in at.caption)
     assert at.selectbox[0].label == "Pick a candidate"
@@ -71,3 +74,14 @@ def test_dqa_question(dqa_dir, scenario):
     assert metrics(at)["Benchmark label"][0] == metrics(at)["Best decision"][0]
     if scenario == "building":
         assert any("stored price" in c.value for c in at.caption)  # the dqa baseline explained
+
+
+def test_a_tied_pick_reads_as_a_tie():
+    q = catalog.question("demo", "locating", 1)
+    r = ranking(q, catalog.database(q), "rules")
+    tied = next(e.candidate for e in r.entries if r.tied(e.candidate) > 1)
+    rank, size = r.rank_of(tied), r.tied(tied)
+    at = open_page(question_ref=("demo", "locating", 1))
+    at.selectbox[0].set_value(tied).run()
+    assert metrics(at)["Pick"][1].startswith(f"rank tied {rank}") and f"of {len(r.entries)}" in metrics(at)["Pick"][1]
+    assert size > 1

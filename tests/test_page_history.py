@@ -67,3 +67,17 @@ def test_filter_export_and_open_a_run(home, downloads):
     assert at.session_state["run_id"] == iterrag["run"]
     assert at.session_state["question_ref"] == ("demo", "locating", 1)
     assert at.title[0].value == "Run" and {m.label: m.value for m in at.metric}["Rank"] == "1 of 9"
+
+
+def test_an_override_shows_as_such_in_the_table(home):
+    from core.grading import make_override
+    from core.overrides import OverrideStore
+
+    run = next(r for r in jobs.open_store().list(limit=None) if r.settings["technique"] == "iterrag")
+    OverrideStore(home).put(run.id, make_override("ganges", "doab", by="ana", note="reads ganges"))
+    at = open_page("pages/history.py", question_ref=None)
+    rows = {r["run"]: r for r in at.dataframe[0].value.to_dict("records")}
+    assert (rows[run.id]["decision"], rows[run.id]["correct"], rows[run.id]["grade"]) == (
+        "ganges", False, "overridden by ana")
+    assert not isinstance(rows[run.id]["rank"], str)  # the analyst's decision has no stored rank
+    assert {r["grade"] for k, r in rows.items() if k != run.id} == {"decided"}

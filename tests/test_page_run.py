@@ -3,6 +3,7 @@ and an edited approval, a paused run resumed after a restart, and the errors it 
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 import streamlit as st
@@ -32,6 +33,7 @@ def test_a_replayed_run_pauses_at_the_replan_and_follows_the_edited_plan(home):
     button(at, "Start").click().run()
 
     run_id = at.session_state["run_id"]
+    assert jobs.job(run_id).error is None, jobs.job(run_id).error  # a run that could not start says why
     assert jobs.open_store().get(run_id).status == "paused"
     assert "The agent wants to change its plan" in at.subheader[0].value
     proposed = [box.value for box in step_boxes(at)]
@@ -71,14 +73,15 @@ def test_a_paused_run_from_before_a_restart_is_listed_and_resumed(home):
     assert paused.status == "paused"
 
     at = open_page("pages/run.py", question_ref=None)  # no question chosen yet in this session
-    assert "Paused runs (1)" in at.expander[0].label and at.info  # the guard asks for a question below the list
+    # the guard asks for a question below the list
+    assert "Paused and interrupted runs (1)" in at.expander[0].label and at.info
     button(at, "Open").click().run()
     assert at.session_state["run_id"] == paused.run_id
     assert at.session_state["question_ref"] == ("demo", "building", 1)
     button(at, "Reject with the note").click().run()  # with no note
     assert "Write a note for the agent" in at.error[0].value
     assert jobs.open_store().get(paused.run_id).status == "paused"
-    button(at, "Approve").click().run()
+    button(at, "Approve as proposed").click().run()
     record = jobs.open_store().get(paused.run_id)
     assert record.status == "finished" and record.outcome["decision"] == 107
     assert {m.label: m.value for m in at.metric}["Correct"] == "correct"
@@ -134,3 +137,42 @@ def test_a_learned_plan_can_be_chosen_as_the_start(monkeypatch, tmp_path):
     button(at, "Start").click().run()
     record = jobs.open_store().get(at.session_state["run_id"])
     assert record.settings["plan_version"] == 1 and record.status == "finished" and not at.exception
+
+
+def test_a_finished_run_shows_its_evidence_coverage_and_takes_an_override(home):
+    at = open_page("pages/run.py")
+    button(at, "Start").click().run()
+    run_id = at.session_state["run_id"]
+    record = jobs.open_store().get(run_id)
+    assert record.status == "finished" and not at.exception
+    coverage = next(w.value for w in list(at.success) + list(at.warning) if "values that decide this question" in w.value)
+    assert coverage.startswith("The agent saw ") and " of 10 values" in coverage
+    assert any("decided — doab" in c.value for c in at.caption)
+    form = f"run-{run_id}"
+    at.selectbox(key=f"ov-d-{form}").set_value("ganges")
+    at.text_input(key=f"ov-by-{form}").input("ana")
+    at.text_input(key=f"ov-note-{form}").input("the answer hedges")
+    next(b for b in at.get("form_submit_button") if b.label == "Save override").click().run()
+    from core.overrides import OverrideStore
+
+    saved = OverrideStore(home).get(run_id)
+    assert (saved.decision, saved.correct, saved.by) == ("ganges", False, "ana")
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Decision"] == "ganges (overridden)" and metrics["Correct"] == "wrong (overridden)"
+    assert any("Grade overridden by ana" in c.value for c in at.caption)
+def test_the_prompt_setting_and_the_reaper_planner_are_chosen_on_the_page(home):
+    at = open_page("pages/run.py")
+    at.selectbox(key="run_technique").set_value("iterrag").run()
+    at.selectbox(key="run_llm").set_value(replays("demo", "locating", 1, "sql", "iterrag")[0].spec).run()
+    assert at.radio(key="run_setting_prompts").value == "improved"
+    at.radio(key="run_setting_prompts").set_value("paper").run()
+    button(at, "Start").click().run()
+    run_id = at.session_state["run_id"]
+    deadline = time.time() + 60
+    while jobs.running(run_id) and time.time() < deadline:  # the run goes on in the background
+        time.sleep(0.05)
+    record = jobs.open_store().get(run_id, events=False)
+    assert record.settings["prompts"] == "paper" and record.status == "finished"
+    at.selectbox(key="run_technique").set_value("reaper").run()
+    assert at.radio(key="run_setting_planner").value == "examples"
+    assert "run_setting_prompts" not in [r.key for r in at.radio]

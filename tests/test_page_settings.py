@@ -79,7 +79,29 @@ def test_compatible_server_test_is_a_one_token_call():
     finally:
         server.close()
     assert at.success[0].value.startswith(f"stand-in @ {server.url} answered in")
-    assert server.requests[0]["body"]["max_completion_tokens"] == 1
+    assert server.requests[0]["body"]["max_tokens"] == 1  # what llama.cpp-style servers understand
+
+
+def test_server_timeout_retries_and_reply_cap_are_session_settings():
+    at = open_page()
+    at.segmented_control(key="llm_provider").set_value("compatible").run()
+    at.text_input(key="llm_model").set_value("stand-in")
+    at.text_input(key="llm_base_url").set_value("http://localhost:8080/v1")
+    at.number_input(key="llm_timeout").set_value(15.0)
+    at.number_input(key="llm_retries").set_value(0)
+    at.number_input(key="llm_max_tokens").set_value(512)
+    at.button(key="llm_use").click().run()
+    kept = at.session_state["llm"]
+    assert (kept.timeout_s, kept.max_retries, kept.max_reply_tokens) == (15.0, 0, 512)
+
+
+def test_a_base_url_without_http_gets_a_hint():
+    at = open_page()
+    at.segmented_control(key="llm_provider").set_value("compatible").run()
+    at.text_input(key="llm_model").set_value("stand-in")
+    at.text_input(key="llm_base_url").set_value("localhost:8080/v1")
+    at.button(key="llm_test").click().run()
+    assert "must start with http:// or https://, e.g. http://localhost:8080/v1" in at.error[0].value
 
 
 def test_openai_test_without_a_key_says_what_to_set(monkeypatch):
@@ -99,3 +121,11 @@ def test_database_settings_kept_in_the_session():
     kept = at.session_state["db_settings"]
     assert isinstance(kept, DatabaseSettings)
     assert (kept.neo4j_uri, kept.neo4j_password) == ("bolt://example:7687", "secret")
+
+
+def test_the_reviewer_name_is_kept_for_the_session():
+    at = open_page()
+    assert at.text_input(key="reviewer_input").value  # the OS user by default
+    at.text_input(key="reviewer_input").set_value("  Ana Lyst ")
+    at.button(key="reviewer_use").click().run()
+    assert at.session_state["reviewer"] == "Ana Lyst"

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,9 +14,9 @@ from sims import locating, synthetic
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def run(*args: str) -> subprocess.CompletedProcess:
+def run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "sims", *map(str, args)], cwd=ROOT, capture_output=True,
-                          text=True, timeout=60)
+                          text=True, timeout=60, env={**os.environ, **(env or {})})
 
 
 def test_rank_locating_json(dqa_dir):
@@ -23,8 +24,12 @@ def test_rank_locating_json(dqa_dir):
                "--json")
     assert done.returncode == 0, done.stderr
     entries = json.loads(done.stdout)
-    assert len(entries) == 79 and set(entries[0]) == {"candidate", "score"}
+    assert len(entries) == 79 and set(entries[0]) == {"candidate", "score", "rank", "tied", "measure", "better"}
     assert entries[0]["candidate"] == "krakow"
+    assert {(e["measure"], e["better"]) for e in entries} == {("profit", "higher")}
+    # q1: krakow 1st, novgorod 2nd, the other 77 candidates have the same profit: one tie group ranked 3rd
+    assert [(e["rank"], e["tied"]) for e in entries[:3]] == [(1, 1), (2, 1), (3, 77)]
+    assert {(e["rank"], e["tied"]) for e in entries[2:]} == {(3, 77)}
     scores = [e["score"] for e in entries]
     assert scores == sorted(scores, reverse=True)
 
@@ -35,6 +40,7 @@ def test_rank_building_json_and_table(dqa_dir):
     assert done.returncode == 0, done.stderr
     entries = json.loads(done.stdout)
     assert all(isinstance(e["candidate"], int) for e in entries)
+    assert {(e["measure"], e["better"]) for e in entries} == {("price", "lower")}
     assert [e["score"] for e in entries] == sorted(e["score"] for e in entries)
     table = run("rank", "building", "--db", db, "--goods", "furniture")
     assert table.returncode == 0 and "pick 1485" in table.stdout
@@ -54,7 +60,9 @@ def test_any_file_in_the_dump_format(tmp_path):
     done = run("rank", "locating", "--db", db, "--country", country, "--json")
     assert done.returncode == 0, done.stderr
     expected = locating.rank(tables, country)
-    assert json.loads(done.stdout) == [{"candidate": e.candidate, "score": e.score} for e in expected.entries]
+    assert json.loads(done.stdout) == [{"candidate": e.candidate, "score": e.score, "rank": rank, "tied": tied,
+                                        "measure": "profit", "better": "higher"}
+                                       for e, (rank, tied) in zip(expected.entries, expected.groups())]
 
 
 @pytest.mark.parametrize("damage, message", [
@@ -78,3 +86,31 @@ def test_input_errors(tmp_path, dqa_dir):
     assert unknown.returncode == 2 and "q1.sql: unknown country 'XXX'" in unknown.stderr
     no_data = run("check", "--dqa", tmp_path)
     assert no_data.returncode == 2 and "simulated_question.json" in no_data.stderr
+    from_env = run("check", env={"DQA_DIR": str(tmp_path / "elsewhere")})  # without --dqa, DQA_DIR is read
+    assert from_env.returncode == 2 and str(tmp_path / "elsewhere") in from_env.stderr
+
+
+def test_output_piped_into_a_reader_that_stops_early(tmp_path):
+    tables = synthetic.trade_network(3000, seed=1)  # its ranking (over 100 kB) does not fit in the pipe
+    db = synthetic.write_sql(tables, tmp_path / "big.sql")
+    process = subprocess.Popen([sys.executable, "-m", "sims", "rank", "locating", "--db", str(db), "--country",
+                                tables["country"].rows[0][0]], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert process.stdout.readline().startswith(b"locating (dqa mode): pick ")
+    process.stdout.close()  # as `| head -1` does
+    err = process.stderr.read().decode()
+    process.stderr.close()
+    assert process.wait(timeout=120) == 141 and err == ""
+
+
+def test_every_option_has_help():
+    from sims.__main__ import _parser
+    from tests.test_core_cli import _options
+
+    missing = [f"{path} {'/'.join(a.option_strings) or a.dest}" for path, a in _options(_parser(), "python -m sims")
+               if not a.help]
+    assert missing == []
+
+
+def test_rank_table_marks_ties(dqa_dir):
+    done = run("rank", "locating", "--db", dqa_dir / "locating/queries/SQL_format/q1.sql", "--country", "SWE")
+    assert done.returncode == 0 and "  =3  " in done.stdout and "tied with the others of rank N" in done.stdout

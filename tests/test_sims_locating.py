@@ -148,7 +148,8 @@ def test_rules_mode_by_hand_with_merchant():
     ranking = locating.rank(net, "X", "rules")
     assert [e.candidate for e in ranking.entries] == ["a", "b", "c"]  # b and c: no row of X, baseline
     assert ranking.label() == "a" and ranking.gain("b") == 0 and ranking.gain("a") > 0
-    assert ranking.rank_of("c") == 3 and ranking.rank_of("h") is None
+    assert ranking.position_of("c") == 3 and ranking.rank_of("c") == 2 and ranking.tied("c") == 2  # b, c tie
+    assert ranking.rank_of("h") is None
 
 
 def test_caravan_bonus_differs_by_mode():

@@ -2,7 +2,8 @@
 
 Kinds: ``plan`` (a plan the agent proposed or adopted, or the analyst's review of one), ``replan`` (the agent's
 Re-plan decision, with old and new plan), ``thought`` (with the current step), ``action`` (tool and query),
-``observation`` (rows, the text the LLM saw, or the error), ``final`` and ``error``.
+``observation`` (rows, the text the LLM saw, or the error), ``final`` and ``error``; ``query_review`` (the
+analyst's review of a query before it ran) and ``branch`` (where a branched run starts).
 
 Each event carries the LLM call it follows from (``step``) and its wall-clock time (``at``). The first event
 emitted after an LLM call carries that call's usage (``llm``: tokens, latency, the raw reply), so summing
@@ -17,7 +18,10 @@ from typing import ClassVar
 
 @dataclass(kw_only=True)
 class LLMUsage:
-    """One LLM call: its tokens (estimated from characters for replays), latency and reply as kept."""
+    """One LLM call: its tokens (estimated from characters for replays), latency and reply as kept. ``latency_s``:
+    the attempt that answered (for a cached reply, the original call's); ``wait_s``: the time actually waited,
+    retries and backoff included (about 0 for a cached reply); ``attempts``: each attempt (start, duration_s,
+    timeout_s, error_kind, error); ``cached``: served from the benchmark's reply cache."""
 
     call: int
     prompt_tokens: int
@@ -25,6 +29,9 @@ class LLMUsage:
     latency_s: float
     estimated: bool
     reply: str
+    wait_s: float | None = None
+    attempts: list[dict] = field(default_factory=list)
+    cached: bool = False
 
 
 @dataclass(kw_only=True)
@@ -49,6 +56,7 @@ class PlanEvent(Event):
     status: str = "adopted"  # proposed | adopted | approved | edited | rejected
     proposed_steps: list[str] | None = None
     note: str = ""
+    reviewer: str = ""  # who reviewed it (analyst origin)
 
 
 @dataclass(kw_only=True)
@@ -83,8 +91,9 @@ class ActionEvent(Event):
 @dataclass(kw_only=True)
 class ObservationEvent(Event):
     """What came back: the rows (up to the row cap), the text the LLM saw, or the error (``error_kind``:
-    refused, timeout, syntax, error, or ``format`` for a corrective note on a malformed reply; REAPER also
-    ``reference`` for a result a step cannot use and ``skipped`` for a step that uses a failed step's result)."""
+    refused, timeout, syntax, error, or ``format`` for a corrective note on a malformed reply, ``repeat`` for an
+    action the loop guard did not run again; REAPER also ``reference`` for a result a step cannot use and
+    ``skipped`` for a step that uses a failed step's result)."""
 
     kind: ClassVar[str] = "observation"
     text: str
@@ -105,17 +114,50 @@ class FinalEvent(Event):
 
 @dataclass(kw_only=True)
 class ErrorEvent(Event):
-    """A failure. ``fatal`` ends the run (LLM errors, an unreachable database); a limit reached is not fatal:
-    the agent is then asked for its final answer."""
+    """A failure. ``fatal`` ends the run (LLM errors, an unreachable database; ``stuck`` from the loop guard,
+    ``context`` when a request cannot fit the context window, ``empty_reply``, ``no_answer``, ``budget`` for a
+    benchmark's budget). Not fatal: ``limit`` (a limit reached: the agent is asked for its final answer; the
+    message says which), ``context`` (older observations shortened to fit), ``truncated`` (a final answer cut
+    off by the reply cap, taken as written) and ``retry`` (an LLM attempt that is retried). ``attempts``: for a
+    failed LLM call, each attempt made (see LLMUsage)."""
 
     kind: ClassVar[str] = "error"
     message: str
     error_kind: str
     fatal: bool = True
+    attempts: list[dict] = field(default_factory=list)
+
+
+@dataclass(kw_only=True)
+class QueryReviewEvent(Event):
+    """The analyst's review of a query before it ran (review mode "approve every query"): ``approved``, ``edited``
+    (``query`` ran instead of ``proposed``) or ``rejected`` (not run; ``note`` is the agent's observation)."""
+
+    kind: ClassVar[str] = "query_review"
+    status: str
+    query: str
+    proposed: str
+    note: str = ""
+    reviewer: str = ""
+
+
+@dataclass(kw_only=True)
+class BranchEvent(Event):
+    """The start of a branched run: the run it branched from, the step it branched at (the state just before that
+    LLM call, or with ``query`` just before the step's query) and what the analyst changed there."""
+
+    kind: ClassVar[str] = "branch"
+    parent: str
+    at_step: int
+    plan: list[str] | None = None
+    query: str | None = None
+    note: str = ""
+    reviewer: str = ""
 
 
 EVENT_TYPES: dict[str, type[Event]] = {t.kind: t for t in (PlanEvent, ReplanEvent, ThoughtEvent, ActionEvent,
-                                                           ObservationEvent, FinalEvent, ErrorEvent)}
+                                                           ObservationEvent, FinalEvent, ErrorEvent,
+                                                           QueryReviewEvent, BranchEvent)}
 
 
 def event_from_dict(data: dict) -> Event:

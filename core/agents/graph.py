@@ -21,10 +21,12 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
-from core.agents import prompts
+from core.agents import control as run_control
+from core.agents import guards, paper_prompts, prompts
 from core.agents.config import Limits, Review
+from core.agents.control import RunControl
 from core.agents.events import (ActionEvent, ErrorEvent, Event, FinalEvent, LLMUsage, ObservationEvent, PlanEvent,
-                                ReplanEvent, ThoughtEvent)
+                                QueryReviewEvent, ReplanEvent, ThoughtEvent)
 from core.agents.parsing import Reply, parse_reply, query_language, tool_kind
 from core.agents.techniques import Technique, technique
 from core.backends.base import Backend, BackendUnavailable, QueryError
@@ -50,30 +52,59 @@ class AgentState(TypedDict):
     actions: int
     answer_only: bool  # the next call asks for the final answer (SingleRAG after its query; any limit reached)
     final_answer: str | None
-    status: str  # running | finished | failed
+    status: str  # running | finished | failed | stuck | context_exceeded
     error: str | None
     next: str  # the node to run next, or END
     wall_s: float  # seconds the nodes ran (the run's wall time, without its pauses)
+    # guards.py: budgets, loop guard, context window, answer-only exchange (absent from older checkpoints)
+    cost_usd: float | None  # estimated from the price table; None when the model has no price
+    limit: str | None  # what sent the run to its final answer: llm_calls | tokens | cost | context
+    seen: dict  # action or reply key -> {"call": LLM call, "text": what it gave}
+    repeats: int  # actions (or replies) repeated, and query errors met again
+    empty_replies: int  # empty replies in a row
+    answer_from: int | None  # where in messages the answer-only exchange begins
+    answer_tries: int  # replies to the answer request that were no answer
+    shortened: int  # observations shortened in the last request
+    chars_per_token: float | None  # measured on the last call that reported its usage
+    prompts: str  # the prompt setting: improved | paper (paper_prompts.py); absent in older checkpoints: improved
+    review_queries: bool  # each query waits for the analyst's approval (review_query)
 
 
 @dataclass
 class AgentContext:
-    """What a run works with, outside the checkpointed state."""
+    """What a run works with, outside the checkpointed state; ``control``: its Stop (None: cannot be stopped)."""
 
     llm: ChatLLM
     backend: Backend
+    price: list[float] | None = None  # USD per 1M prompt and completion tokens (None: unknown)
+    control: RunControl | None = None
 
 
 def initial_state(tech: Technique, hitl: str, limits: Limits, language: str, schema: str, question_text: str,
-                  note: str | None = None, initial_plan: list[str] | None = None) -> AgentState:
-    """The state a run starts in; ``initial_plan``: the plan its system prompt gives it to start from."""
+                  note: str | None = None, initial_plan: list[str] | None = None,
+                  prompt_setting: str = paper_prompts.IMPROVED, review_queries: bool = False) -> AgentState:
+    """The state a run starts in; ``initial_plan``: the plan its system prompt gives it to start from;
+    ``prompt_setting``: improved (prompts.py) or paper (paper_prompts.py, which gives no dialect ``note``);
+    ``review_queries``: each query waits for the analyst's approval."""
+    if paper_prompts.check(prompt_setting) == paper_prompts.PAPER:
+        prompt = paper_prompts.agent_prompt(tech, language, schema, initial_plan)
+        answer_prompt = paper_prompts.answer_prompt(language, schema)
+    else:
+        prompt = prompts.agent_prompt(tech, language, schema, note, initial_plan)
+        answer_prompt = prompts.answer_prompt(language, schema, note)
     return AgentState(technique=tech.name, hitl=hitl, limits=limits.__dict__.copy(), language=language,
-                      prompt=prompts.agent_prompt(tech, language, schema, note, initial_plan),
-                      answer_prompt=prompts.answer_prompt(language, schema, note),
+                      prompt=prompt, answer_prompt=answer_prompt, prompts=prompt_setting,
                       messages=[{"role": "human", "content": prompts.question_message(question_text)}],
                       plan=[], reply="", proposal=None, action=None, llm_calls=0, prompt_tokens=0,
                       completion_tokens=0, tokens_estimated=False, actions=0, answer_only=False, final_answer=None,
-                      status="running", error=None, next="call_llm", wall_s=0.0)
+                      status="running", error=None, next="call_llm", wall_s=0.0, review_queries=review_queries,
+                      **guard_state())
+
+
+def guard_state() -> dict:
+    """The initial values of the guards' part of a run's state."""
+    return {"cost_usd": 0.0, "limit": None, "seen": {}, "repeats": 0, "empty_replies": 0, "answer_from": None,
+            "answer_tries": 0, "shortened": 0, "chars_per_token": None}
 
 
 class _Emitter:
@@ -104,9 +135,28 @@ def _observe(state: dict, reply_text: str, event: ObservationEvent, emit: _Emitt
     return {"messages": messages, "reply": "", "next": "call_llm"}
 
 
-def _correct(state: dict, reply: Reply, problem: str, emit: _Emitter) -> dict:
-    text = prompts.correction(problem, technique(state["technique"]), state["language"])
-    return _observe(state, reply.text, ObservationEvent(text=text, error=problem, error_kind="format"), emit)
+def _correct(state: dict, reply: Reply, problem: str, emit: _Emitter, hint: str | None = None) -> dict:
+    """A corrective observation (``hint``: how to go on, default the format's). The same reply corrected
+    before counts as a repeat."""
+    text = prompts.correction(problem, technique(state["technique"]), state["language"], hint)
+    key, seen = guards.reply_key(reply.text), state.get("seen") or {}
+    if key in seen:
+        return _repeat(state, reply, prompts.same_reply(seen[key]["call"]) + " " + text, problem, emit)
+    seen = {**seen, key: {"call": state["llm_calls"], "text": problem}}
+    return {"seen": seen, **_observe(state, reply.text, ObservationEvent(text=text, error=problem,
+                                                                         error_kind="format"), emit)}
+
+
+def _repeat(state: dict, reply: Reply, text: str, what: str, emit: _Emitter) -> dict:
+    """A repeat the loop guard caught: observed with ``text``; at ``Limits.max_repeats`` repeats the run ends as
+    ``stuck``."""
+    repeats, limits = state.get("repeats", 0) + 1, Limits.from_dict(state["limits"])
+    if repeats >= limits.max_repeats:
+        message = prompts.stuck(repeats, what)
+        return {"repeats": repeats, "messages": state["messages"] + [{"role": "ai", "content": reply.text}],
+                "reply": "", **_end("stuck", "stuck", message, emit)}
+    event = ObservationEvent(text=text, error=what, error_kind="repeat")
+    return {"repeats": repeats, **_observe(state, reply.text, event, emit)}
 
 
 def _finish(state: dict, reply: Reply, answer: str, emit: _Emitter) -> dict:
@@ -115,41 +165,92 @@ def _finish(state: dict, reply: Reply, answer: str, emit: _Emitter) -> dict:
             "status": "finished", "reply": "", "next": END}
 
 
-def _fail(kind: str, message: str, emit: _Emitter) -> dict:
-    emit(ErrorEvent(message=message, error_kind=kind))
-    return {"status": "failed", "error": message, "next": END}
+def _end(status: str, kind: str, message: str, emit: _Emitter, attempts: list[dict] | None = None) -> dict:
+    """End the run with ``status`` (failed, stuck, context_exceeded), saying why."""
+    emit(ErrorEvent(message=message, error_kind=kind, attempts=attempts or []))
+    return {"status": status, "error": message, "next": END}
 
 
-def _answer(state: dict, reply: Reply, emit: _Emitter) -> dict:
-    """Settle the reply to a request for the final answer: its Final answer, else the reply itself unless it
-    is an action."""
-    answer = reply.final_answer or (None if reply.action else reply.text.strip())
-    if not answer:
-        return _fail("no_answer", "the agent gave no final answer when asked for it", emit)
-    if reply.final_answer and reply.thought:
-        emit(ThoughtEvent(text=reply.thought))
-    return _finish(state, reply, answer, emit)
+def _fail(kind: str, message: str, emit: _Emitter, attempts: list[dict] | None = None) -> dict:
+    return _end("failed", kind, message, emit, attempts)
 
 
-def _account(state: dict, c: Completion, step: int) -> tuple[dict, LLMUsage]:
-    """The state update counting LLM call ``step`` and its usage record."""
+def _answer(state: dict, reply: Reply, emit: _Emitter, finish_reason: str | None = None,
+            again: str = "call_llm") -> dict:
+    """Settle the reply to a request for the final answer: its Final answer, else the reply itself when it is
+    plain text. A reply that is no answer (empty, cut off, an action, a plan) is corrected once when the limits
+    allow one more call (node ``again`` asks again), else the run fails saying so."""
+    problem = guards.not_an_answer(reply, finish_reason)
+    if problem is None:
+        if reply.final_answer and reply.thought:
+            emit(ThoughtEvent(text=reply.thought))
+        if finish_reason == "length":
+            emit(ErrorEvent(message=prompts.cut_off_answer(), error_kind="truncated", fatal=False))
+        return _finish(state, reply, (reply.final_answer or reply.text).strip(), emit)
+    if state.get("answer_tries", 0) < 1 and guards.calls_left(state, Limits.from_dict(state["limits"])):
+        text = guards.answer_correction(problem)
+        emit(ObservationEvent(text=text.removeprefix("Observation: "), error=problem, error_kind="format"))
+        return {"messages": state["messages"] + [{"role": "ai", "content": reply.text}, {"role": "human",
+                                                                                          "content": text}],
+                "answer_tries": state.get("answer_tries", 0) + 1, "reply": "", "next": again}
+    return _fail("no_answer", f"the agent gave no final answer when asked for it: {problem}", emit)
+
+
+def _account(state: dict, c: Completion, step: int, price: list[float] | None = None) -> tuple[dict, LLMUsage]:
+    """The state update counting LLM call ``step`` (tokens, and cost at ``price``) and its usage record."""
+    cost, spent = guards.call_cost(price, c.prompt_tokens, c.completion_tokens), state.get("cost_usd", 0.0)
     update = {"llm_calls": step, "prompt_tokens": state["prompt_tokens"] + c.prompt_tokens,
               "completion_tokens": state["completion_tokens"] + c.completion_tokens,
-              "tokens_estimated": state["tokens_estimated"] or c.estimated}
+              "tokens_estimated": state["tokens_estimated"] or c.estimated,
+              "cost_usd": None if cost is None or spent is None else spent + cost}
+    wait = c.latency_s if c.wait_s is None else c.wait_s
     return update, LLMUsage(call=step, prompt_tokens=c.prompt_tokens, completion_tokens=c.completion_tokens,
-                            latency_s=round(c.latency_s, 4), estimated=c.estimated, reply=c.text)
+                            latency_s=round(c.latency_s, 4), estimated=c.estimated, reply=c.text,
+                            wait_s=round(wait, 4), attempts=c.attempts, cached=c.cached)
 
 
-def _complete(state: dict, runtime: Runtime[AgentContext], prompt: str,
-              emit: _Emitter) -> tuple[dict, Completion | None]:
-    """LLM call ``emit.step`` on the transcript under ``prompt``: the state update counting it (its usage goes
-    with the next event emitted) and the completion; on LLMError, the failure update and None."""
+def _complete(state: dict, runtime: Runtime[AgentContext], prompt: str, emit: _Emitter,
+              messages: list[dict] | None = None) -> tuple[dict, Completion | None]:
+    """LLM call ``emit.step`` on ``messages`` (default the transcript) under ``prompt``, kept within the context
+    window: the state update counting it (its usage goes with the next event emitted) and the completion; on
+    LLMError, or a request that cannot fit the context window, the update ending the run and None."""
+    messages = state["messages"] if messages is None else messages
+    limits = Limits.from_dict(state["limits"])
+    fitted, shortened, need = guards.fit(prompt, messages, limits.context_tokens, state.get("chars_per_token"))
+    if fitted is None:
+        return _end("context_exceeded", "context", prompts.context_exceeded(need, limits.context_tokens), emit), None
+    if shortened > state.get("shortened", 0):
+        emit(ErrorEvent(message=prompts.context_shortened(shortened, limits.context_tokens), error_kind="context",
+                        fatal=False))
     try:
-        c = runtime.context.llm.complete(_chat(prompt, state["messages"]), prompts.STOP)
+        paper = state.get("prompts") == paper_prompts.PAPER
+        chat, stop = (paper_prompts.chat, paper_prompts.STOP) if paper else (_chat, prompts.STOP)
+        c = run_control.call(getattr(runtime.context, "control", None), runtime.context.llm.complete,
+                             chat(prompt, fitted), stop, on_retry=lambda a: emit(_retry_event(a)))
     except LLMError as e:
-        return _fail(e.kind, str(e), emit), None
-    update, emit.usage = _account(state, c, emit.step)
+        return _fail(e.kind, str(e), emit, e.attempts), None
+    update, emit.usage = _account(state, c, emit.step, getattr(runtime.context, "price", None))
+    update["shortened"] = shortened
+    if not c.estimated:
+        update["chars_per_token"] = (guards.measured_chars_per_token(prompt, fitted, c.prompt_tokens)
+                                     or state.get("chars_per_token"))
     return update, c
+
+
+def _retry_event(attempt: dict) -> ErrorEvent:
+    """The event of an LLM attempt that failed and is retried (emitted as it happens)."""
+    return ErrorEvent(message=f"{attempt['error_kind']} error on attempt {attempt['attempt']} of {attempt['of']} "
+                              f"after {attempt['duration_s']:.1f} s; retrying in {attempt['retry_in_s']:.1f} s: "
+                              f"{attempt['error']}", error_kind="retry", fatal=False, attempts=[attempt])
+
+
+def _answer_request(state: dict) -> list[dict]:
+    """The messages asking for the final answer: the question and the data the transcript collected, then the
+    answer-only exchange so far."""
+    start = state.get("answer_from") or len(state["messages"])
+    return guards.fit_answer(state["answer_prompt"], state["messages"][0]["content"],
+                             guards.collected_data(state["messages"][:start]), state["messages"][start:],
+                             Limits.from_dict(state["limits"]).context_tokens, state.get("chars_per_token"))
 
 
 def _announce(hitl: str, kind: str, old_plan: list[str], new_plan: list[str], emit: _Emitter) -> bool:
@@ -164,17 +265,25 @@ def _announce(hitl: str, kind: str, old_plan: list[str], new_plan: list[str], em
     return review
 
 
-def _limit_reached(state: AgentState, limits: Limits) -> str | None:
-    if state["llm_calls"] + 1 >= limits.max_llm_calls:
-        return f"step limit reached ({limits.max_llm_calls} LLM calls)"
-    used = state["prompt_tokens"] + state["completion_tokens"]
-    if used >= limits.max_tokens:
-        return f"token limit reached ({used} tokens used, limit {limits.max_tokens})"
+def _to_answer(state: dict, limit: str, reason: str, emit: _Emitter) -> dict:
+    """Say which limit was reached and send the run to its final answer."""
+    emit(ErrorEvent(message=prompts.limit_reached(reason), error_kind="limit", fatal=False))
+    return {"answer_only": True, "limit": limit, "answer_from": len(state["messages"])}
+
+
+def _context_full(state: dict, limits: Limits) -> tuple[str, str] | None:
+    """When the next request cannot fit the context window even with older observations shortened."""
+    fitted, _, need = guards.fit(state["prompt"], state["messages"], limits.context_tokens,
+                                 state.get("chars_per_token"))
+    if fitted is None:
+        return "context", f"context window full (about {need:,} tokens needed, {limits.context_tokens:,} available)"
     return None
 
 
 def _proceed(state: dict, reply: Reply, emit: _Emitter) -> dict:
     """Act on a reply once its plan, if any, is settled: final answer, action, or a corrective observation."""
+    if state.get("prompts") == paper_prompts.PAPER:
+        return _act_paper(state, reply, emit)
     if reply.thought or reply.current_step:
         emit(ThoughtEvent(text=reply.thought or "", current_step=reply.current_step))
     if reply.problems:
@@ -193,8 +302,14 @@ def _proceed(state: dict, reply: Reply, emit: _Emitter) -> dict:
     found = query_language(reply.action_input) if kind != "self" else None
     if found and found != language:
         return _correct(state, reply, prompts.wrong_language(found, language), emit)
-    emit(ActionEvent(tool=reply.action, query=reply.action_input, language=kind))
-    return {"reply": reply.text, "action": {"tool": kind, "query": reply.action_input}, "next": "run_action"}
+    key = guards.action_key(kind, reply.action_input)
+    earlier = (state.get("seen") or {}).get(key)
+    if earlier is not None:
+        return _repeat(state, reply, prompts.repeated_action(earlier["call"], earlier["text"]),
+                       f"the same action as at LLM call {earlier['call']}: {reply.action_input}", emit)
+    tool = prompts.TOOL_NAMES[kind] if reply.query_moved and kind in prompts.TOOL_NAMES else reply.action
+    emit(ActionEvent(tool=tool, query=reply.action_input, language=kind))
+    return _queue_action(state, reply.text, kind, reply.action_input)
 
 
 def _settle_plan(state: dict, reply: Reply, emit: _Emitter) -> dict:
@@ -202,10 +317,14 @@ def _settle_plan(state: dict, reply: Reply, emit: _Emitter) -> dict:
     tech, plan = technique(state["technique"]), state["plan"]
     if not plan:
         if not reply.plan:
-            return _correct(state, reply, "your reply has no Plan; begin with the Plan", emit)
+            return _correct(state, reply, "your reply has no Plan, and no Plan is in force; begin with the Plan",
+                            emit, prompts.plan_hint(tech, state["language"]))
         proposal = {"kind": "plan", "plan": reply.plan, "old_plan": []}
     elif tech.replans and reply.replan is not False and reply.plan and reply.plan != plan:
         proposal = {"kind": "replan", "plan": reply.plan, "old_plan": plan}
+    elif tech.replans and reply.replan and not reply.action and reply.final_answer is None and not reply.problems:
+        return _correct(state, reply, "you answered Re-plan: Y but wrote no new Plan", emit,
+                        prompts.plan_hint(tech, state["language"]))
     else:
         if tech.replans and reply.replan is not None:
             note = "Re-plan: Y without a new Plan; the Plan is kept" if reply.replan else ""
@@ -218,28 +337,51 @@ def _settle_plan(state: dict, reply: Reply, emit: _Emitter) -> dict:
 
 def call_llm(state: AgentState, runtime: Runtime[AgentContext]) -> dict:
     """One LLM call, and what its reply leads to."""
-    limits = Limits(**state["limits"])
+    limits = Limits.from_dict(state["limits"])
     step = state["llm_calls"] + 1
     emit = _Emitter(runtime, step)
     update: dict = {}
     if not state["answer_only"]:
-        reason = _limit_reached(state, limits)
-        if reason:
-            emit(ErrorEvent(message=prompts.limit_reached(reason), error_kind="limit", fatal=False))
-            update["answer_only"] = True
-    answer_only = state["answer_only"] or update.get("answer_only", False)
-    prompt = state["answer_prompt"] if answer_only else state["prompt"]
-    counted, c = _complete(state, runtime, prompt, emit)
+        reached = guards.limit_reached(state, limits) or _context_full(state, limits)
+        if reached:
+            update.update(_to_answer(state, *reached, emit))
+    elif state.get("answer_from") is None:  # SingleRAG after its query
+        update["answer_from"] = len(state["messages"])
+    state = {**state, **update}
+    if state["answer_only"]:
+        counted, c = _complete(state, runtime, state["answer_prompt"], emit, _answer_request(state))
+    else:
+        counted, c = _complete(state, runtime, state["prompt"], emit)
     update.update(counted)
     if c is None:
         return update
-    reply = parse_reply(c.text)
+    reply, finish_reason = parse_reply(c.text), getattr(c, "finish_reason", None)
     state = {**state, **update}
-    if answer_only:
-        return {**update, **_answer(state, reply, emit)}
+    if state["answer_only"]:
+        return {**update, **_answer(state, reply, emit, finish_reason)}
+    if state.get("prompts") == paper_prompts.PAPER:  # the paper's setting: no corrections of any kind
+        return {**update, **_settle_paper(state, reply, emit)}
+    if not c.text.strip():
+        return {**update, **_empty_reply(state, reply, emit)}
+    update["empty_replies"] = 0
+    if finish_reason == "length" and (reply.final_answer is None or reply.problems):
+        return {**update, **_correct(state, reply, prompts.CUT_OFF, emit)}
+    if finish_reason == "length":
+        emit(ErrorEvent(message=prompts.cut_off_answer(), error_kind="truncated", fatal=False))
     if technique(state["technique"]).plans:
         return {**update, **_settle_plan(state, reply, emit)}
     return {**update, **_proceed(state, reply, emit)}
+
+
+def _empty_reply(state: dict, reply: Reply, emit: _Emitter) -> dict:
+    """An empty reply: observed as such; ``guards.MAX_EMPTY_REPLIES`` in a row end the run."""
+    empty = state.get("empty_replies", 0) + 1
+    if empty >= guards.MAX_EMPTY_REPLIES:
+        return {"empty_replies": empty, **_fail("empty_reply", prompts.empty_replies(empty), emit)}
+    problem = "your reply was empty"
+    text = prompts.correction(problem, technique(state["technique"]), state["language"])
+    return {"empty_replies": empty,
+            **_observe(state, reply.text, ObservationEvent(text=text, error=problem, error_kind="format"), emit)}
 
 
 def _await_review(state: dict, runtime: Runtime[AgentContext]) -> tuple[Review, str, _Emitter]:
@@ -259,24 +401,101 @@ def review_plan(state: AgentState, runtime: Runtime[AgentContext]) -> dict:
     review, verdict, emit = _await_review(state, runtime)
     reply, proposed = parse_reply(state["reply"]), state["proposal"]["plan"]
     if verdict == "approved":
-        emit(PlanEvent(steps=proposed, origin="analyst", status="approved", note=review.note))
+        emit(PlanEvent(steps=proposed, origin="analyst", status="approved", note=review.note,
+                       reviewer=review.reviewer))
         return {"plan": proposed, "proposal": None, **_proceed({**state, "plan": proposed}, reply, emit)}
     if verdict == "edited":
         steps = list(review.plan)
         emit(PlanEvent(steps=steps, origin="analyst", status="edited", proposed_steps=proposed,
-                       note=review.note))
+                       note=review.note, reviewer=review.reviewer))
         feedback = ObservationEvent(text=prompts.plan_edited(steps, review.note))
         return {"plan": steps, "proposal": None, **_observe(state, reply.through_plan(), feedback, emit)}
-    emit(PlanEvent(steps=proposed, origin="analyst", status="rejected", note=review.note))
+    emit(PlanEvent(steps=proposed, origin="analyst", status="rejected", note=review.note, reviewer=review.reviewer))
     feedback = ObservationEvent(text=prompts.plan_rejected(review.note))
     return {"proposal": None, **_observe(state, reply.through_plan(), feedback, emit)}
 
 
-def run_query(backend: Backend, query: str, limits: Limits) -> ObservationEvent:
-    """Run one query and observe its rows or its error. Raises BackendUnavailable."""
+def _settle_paper(state: dict, reply: Reply, emit: _Emitter) -> dict:
+    """The ``paper`` setting: a plan the reply writes is taken (or sent for review) as in the improved setting, but
+    a reply without one is not corrected; then the reply is acted on as the original implementation did."""
+    tech, plan = technique(state["technique"]), state["plan"]
+    new = (tech.plans and reply.plan and reply.plan != plan
+           and (not plan or (tech.replans and reply.replan is not False)))
+    if not new:
+        if plan and tech.replans and reply.replan is not None:  # the trace counts re-plans as in the improved setting
+            emit(ReplanEvent(replan=False, old_plan=plan, new_plan=plan))
+        return _act_paper(state, reply, emit)
+    proposal = {"kind": "replan" if plan else "plan", "plan": reply.plan, "old_plan": plan}
+    if _announce(state["hitl"], proposal["kind"], plan, proposal["plan"], emit):
+        return {"reply": reply.text, "proposal": proposal, "next": "review_plan"}
+    return {"plan": proposal["plan"], **_act_paper({**state, "plan": proposal["plan"]}, reply, emit)}
+
+
+def _act_paper(state: dict, reply: Reply, emit: _Emitter) -> dict:
+    """Act on a reply as the original parser read it: an Action with its Action input runs (an Action naming no tool
+    of the run observes so); else a Final answer ends the run; a reply with both, or with neither, ends the run
+    failed (the original raised a parse error there), with no corrective observation."""
+    if reply.thought or reply.current_step:
+        emit(ThoughtEvent(text=reply.thought or "", current_step=reply.current_step))
+    acts = reply.get("action") is not None and reply.get("action_input") is not None
+    if acts and reply.final_answer is not None:
+        return _fail("format", "the reply has both an Action and a Final answer (paper prompt setting: no "
+                               "correction is asked for)", emit)
+    if reply.final_answer is not None:
+        return _finish(state, reply, reply.final_answer, emit)
+    if not acts:
+        return _fail("format", "the reply has neither an Action with its Action input nor a Final answer (paper "
+                               "prompt setting: no correction is asked for)", emit)
+    language, kind = state["language"], tool_kind(reply.action)
+    if kind is None or (kind != "self" and kind != language):
+        event = ObservationEvent(text=paper_prompts.invalid_tool(reply.action, language), error="invalid tool",
+                                 error_kind="format")
+        return _observe(state, reply.text, event, emit)
+    emit(ActionEvent(tool=reply.action, query=reply.action_input, language=kind))
+    return _queue_action(state, reply.text, kind, reply.action_input)
+
+
+def _queue_action(state: dict, text: str, kind: str, query: str) -> dict:
+    """The update that runs the agent's action next: after the analyst's review in review mode "approve every
+    query" (a database query, not a self-thinking step), else at once."""
+    reviewed = state.get("review_queries") and kind != "self"
+    return {"reply": text, "action": {"tool": kind, "query": query},
+            "next": "review_query" if reviewed else "run_action"}
+
+
+def _current_step(state: dict) -> str:
+    """The plan step the agent's pending reply says it works on ("" when it names none)."""
+    return parse_reply(state["reply"]).current_step or "" if state.get("reply") else ""
+
+
+def review_query(state: AgentState, runtime: Runtime[AgentContext]) -> dict:
+    """Pause until the analyst approves, edits or rejects the query the agent wants to run (review mode "approve
+    every query"); a rejection's note is the agent's observation. Nothing comes before the interrupt (see
+    ``_await_review``)."""
+    action = state["action"]
+    review = Review.from_dict(interrupt({"kind": "query", "plan": state["plan"], "old_plan": [],
+                                         "reply": state["reply"], "query": action["query"],
+                                         "language": action["tool"], "current_step": _current_step(state)}))
+    emit = _Emitter(runtime, state["llm_calls"])
+    edited = review.action == "edit" and review.query.strip() != action["query"].strip()
+    status = "rejected" if review.action == "reject" else "edited" if edited else "approved"
+    query = review.query.strip() if edited else action["query"]
+    emit(QueryReviewEvent(status=status, query=query, proposed=action["query"], note=review.note,
+                          reviewer=review.reviewer))
+    if status == "rejected":
+        feedback = ObservationEvent(text=prompts.query_rejected(review.note), error="rejected by the analyst",
+                                    error_kind="rejected")
+        return {"action": None, **_observe(state, state["reply"], feedback, emit)}
+    return {"action": {**action, "query": query}, "next": "run_action"}
+
+
+def run_query(backend: Backend, query: str, limits: Limits, control: RunControl | None = None) -> ObservationEvent:
+    """Run one query and observe its rows or its error (abandoned, and cancelled through the backend's ``cancel``
+    hook where it has one, when ``control`` stops the run: RunStopped). Raises BackendUnavailable."""
     start = time.perf_counter()
     try:
-        r = backend.query(query, timeout_s=limits.query_timeout_s, row_cap=limits.row_cap)
+        r = run_control.call(control, backend.query, query, timeout_s=limits.query_timeout_s,
+                             row_cap=limits.row_cap, cancel=getattr(backend, "cancel", None))
     except BackendUnavailable:
         raise
     except QueryError as e:
@@ -291,20 +510,41 @@ def run_query(backend: Backend, query: str, limits: Limits) -> ObservationEvent:
 
 def run_action(state: AgentState, runtime: Runtime[AgentContext]) -> dict:
     """Run the action's query (or echo a Self-thinking input) and observe the result or the error."""
-    limits, action = Limits(**state["limits"]), state["action"]
+    limits, action = Limits.from_dict(state["limits"]), state["action"]
     emit = _Emitter(runtime, state["llm_calls"])
     if action["tool"] == "self":
         event = ObservationEvent(text=action["query"])
     else:
         try:
-            event = run_query(runtime.context.backend, action["query"], limits)
+            event = run_query(runtime.context.backend, action["query"], limits,
+                              getattr(runtime.context, "control", None))
         except BackendUnavailable as e:
             return _fail(e.kind, str(e), emit)
     actions = state["actions"] + 1
     max_actions = technique(state["technique"]).max_actions
     answer_only = state["answer_only"] or bool(max_actions and actions >= max_actions)
-    return {"actions": actions, "action": None, "answer_only": answer_only,
-            **_observe(state, state["reply"], event, emit)}
+    update = {"actions": actions, "action": None, "answer_only": answer_only, **_remember(state, action, event)}
+    if update.get("repeats", 0) >= limits.max_repeats:
+        emit(event)
+        return {**update, "messages": state["messages"] + [{"role": "ai", "content": state["reply"]}], "reply": "",
+                **_end("stuck", "stuck", prompts.stuck(update["repeats"], f"the same error: {event.error}"), emit)}
+    return {**update, **_observe(state, state["reply"], event, emit)}
+
+
+def _remember(state: dict, action: dict, event: ObservationEvent) -> dict:
+    """The loop guard's record of an action and what it gave; a query error met before (from another query)
+    counts as a repeat, and the observation says so (not a timeout: a slow database is not the agent's loop)."""
+    seen = dict(state.get("seen") or {})
+    seen[guards.action_key(action["tool"], action["query"])] = {"call": state["llm_calls"],
+                                                               "text": guards.earlier_result(event.text)}
+    if not event.error or event.error_kind == "timeout":
+        return {"seen": seen}
+    key = "error:" + event.error
+    if key not in seen:
+        seen[key] = {"call": state["llm_calls"], "text": event.error}
+        return {"seen": seen}
+    event.text += " " + prompts.same_error(seen[key]["call"])
+    return {"seen": seen, "repeats": state.get("repeats", 0) + 1}
 
 
 def _next(state: AgentState) -> str:
@@ -312,8 +552,11 @@ def _next(state: AgentState) -> str:
 
 
 def timed(node):
-    """The node, adding the seconds it runs to the state's ``wall_s`` (not the time a pause waits)."""
+    """The node, adding the seconds it runs to the state's ``wall_s`` (not the time a pause waits); a stopped
+    run ends before it (RunStopped)."""
     def run(state, runtime):
+        if getattr(runtime.context, "control", None) is not None:
+            runtime.context.control.check()
         start = time.perf_counter()
         update = node(state, runtime)
         return {**update, "wall_s": state.get("wall_s", 0.0) + time.perf_counter() - start}
@@ -326,7 +569,8 @@ def build_graph() -> StateGraph:
     graph.add_node("call_llm", timed(call_llm))
     graph.add_node("review_plan", timed(review_plan))
     graph.add_node("run_action", timed(run_action))
+    graph.add_node("review_query", timed(review_query))
     graph.add_edge(START, "call_llm")
-    for node in ("call_llm", "review_plan", "run_action"):
-        graph.add_conditional_edges(node, _next, ["call_llm", "review_plan", "run_action", END])
+    for node in ("call_llm", "review_plan", "run_action", "review_query"):
+        graph.add_conditional_edges(node, _next, ["call_llm", "review_plan", "run_action", "review_query", END])
     return graph

@@ -16,7 +16,9 @@ _FIELDS = {"plan": "plan", "current step": "current_step", "thought": "thought",
 _LABEL = re.compile(r"^[ \t>*#-]*\**[ \t]*(plan|current[ _]step|thought|action[ _]input|action|observation|"
                     r"re-?plan|final[ _]answer|question)[ \t]*\**[ \t]*:[ \t]*\**", re.I | re.M)
 _FENCE = re.compile(r"^```[\w-]*[ \t]*\n?|\n?```[ \t]*$")
-_STEP = re.compile(r"(?:^|(?<=[\s\[,;]))step[ \t]*(\d+)[ \t]*:", re.I)
+_STEP = re.compile(r"(?:^|(?<=[\s\[,;*]))step[ \t]*(\d+)[ \t]*\**[ \t]*:", re.I)
+_BOLD = re.compile(r"\*\*+|__")  # markdown emphasis around a step or its words, not part of the step
+_LIST_MARK_LINE = re.compile(r"\n[ \t]*(?:\d+[.)]|[-*\u2022])?[ \t]*$")  # the next step's list number
 _ITEM = re.compile(r"^\s*(?:\d+[.)]|[-*\u2022])\s+")
 
 
@@ -30,6 +32,7 @@ class Reply:
     plan: list[str] | None = None
     replan: bool | None = None  # Re-plan: Y (True) or N (False); None when absent
     problems: list[str] = field(default_factory=list)
+    query_moved: bool = False  # the Action line held the query itself, taken as the Action input
     _ends: dict[str, int] = field(default_factory=dict, repr=False)  # field name -> end of its text
 
     def get(self, name: str) -> str | None:
@@ -102,8 +105,30 @@ def parse_reply(text: str) -> Reply:
     for name in ("action", "action_input"):
         if name in reply.fields:
             reply.fields[name] = _clean_query(reply.fields[name])
+    _query_in_action(reply)
     _check(reply)
     return reply
+
+
+def _same(a: str, b: str) -> bool:
+    return " ".join(a.split()).lower() == " ".join(b.split()).lower()
+
+
+def _query_in_action(reply: Reply) -> None:
+    """An Action line holding a query instead of a tool name: taken as the Action input when that is unambiguous
+    (no Action input, the same query again, or the tool name written there instead), else a problem saying
+    where each goes."""
+    action, given = reply.get("action"), reply.get("action_input")
+    language = query_language(action) if action and tool_kind(action) is None else None
+    if language is None:
+        return
+    if not given or _same(given, action) or tool_kind(given) is not None:
+        tool = given if given and tool_kind(given) is not None else language
+        reply.fields["action"], reply.fields["action_input"] = tool, action
+        reply.query_moved = True
+    else:
+        reply.problems.append("your Action line holds a query, not a tool name: write the tool name in Action and "
+                              "the query in Action input")
 
 
 def _check(reply: Reply) -> None:
@@ -124,18 +149,18 @@ def _check(reply: Reply) -> None:
 
 def parse_plan(text: str) -> list[str]:
     """The steps of a plan written as ``[Step 1: ..., Step 2: ...]``, one ``Step N:`` per line, or a numbered or
-    bulleted list; each step without its ``Step N:`` prefix."""
+    bulleted list; each step without its ``Step N:`` prefix and without markdown bold (``**``)."""
     body = text.strip()
     if body.startswith("[") and body.endswith("]"):
         body = body[1:-1]
     marks = list(_STEP.finditer(body))
     if marks:
-        parts = [body[m.end():nxt.start() if nxt else len(body)]
+        parts = [_LIST_MARK_LINE.sub("", _BOLD.sub("", body[m.end():nxt.start() if nxt else len(body)]))
                  for m, nxt in zip(marks, marks[1:] + [None], strict=False)]
     else:
         lines = [line for line in body.splitlines() if line.strip()]
         parts = [_ITEM.sub("", line) for line in lines] if len(lines) > 1 else [body]
-    steps = [re.sub(r"\s+", " ", p).strip().strip(",;").strip() for p in parts]
+    steps = [re.sub(r"\s+", " ", _BOLD.sub("", p)).strip().strip(",;").strip() for p in parts]
     return [s for s in steps if s]
 
 

@@ -121,9 +121,61 @@ def format_hint(tech: Technique, language: str) -> str:
             f"{LANGUAGE_NAMES[language]} query), or 'Thought: I now know the answer.' and the Final answer.")
 
 
-def correction(problem: str, tech: Technique, language: str) -> str:
-    """A corrective observation: what was wrong with the reply and how to go on."""
-    return f"Invalid format: {problem}. {format_hint(tech, language)}"
+def plan_hint(tech: Technique, language: str) -> str:
+    """How to go on when no plan is in force: the plan first (a final answer is not accepted without one)."""
+    return (f"Write your Plan: [Step 1: requirement 1, Step 2: requirement 2, ..., Step N: requirement N], then "
+            f"Current step, Thought, Action and Action input (Action MUST be one of ['{TOOL_NAMES[language]}', "
+            f"'{SELF_THINKING}'], Action input a {LANGUAGE_NAMES[language]} query).")
+
+
+def correction(problem: str, tech: Technique, language: str, hint: str | None = None) -> str:
+    """A corrective observation: what was wrong with the reply and how to go on (``hint``, default the
+    format's)."""
+    return f"Invalid format: {problem}. {hint or format_hint(tech, language)}"
+
+
+#: The problem of a reply cut off by the reply length limit.
+CUT_OFF = ("your reply was cut off at the reply length limit before it ended; write a shorter reply (one Thought, "
+           "then Action and Action input, or the Final answer)")
+
+
+def cut_off_answer() -> str:
+    return "the reply was cut off at the reply length limit; its Final answer is taken as written"
+
+
+def empty_replies(count: int) -> str:
+    return (f"the model gave {count} empty replies in a row; check the model and its server (a reply cap too "
+            "small, or a template that ends the reply at once)")
+
+
+def repeated_action(call: int, earlier: str) -> str:
+    """The observation for an action the agent already took (at LLM call ``call``), not run again."""
+    return (f"Not run: you already took this action (LLM call {call}), and it gave: {earlier}\nRunning it again "
+            "gives the same. Do something different: another query, or the Final answer if the data suffices.")
+
+
+def same_reply(call: int) -> str:
+    return f"Not run: you sent this same reply before (LLM call {call})."
+
+
+def same_error(call: int) -> str:
+    return (f"(The same error as your query at LLM call {call}: change what causes it instead of writing the "
+            "query again.)")
+
+
+def stuck(repeats: int, what: str) -> str:
+    """The message of a run ended by the loop guard."""
+    return f"the agent repeated itself {repeats} times (last: {what}); the run ends here"
+
+
+def context_shortened(count: int, context_tokens: int) -> str:
+    return (f"{count} older observation{'s' if count != 1 else ''} shortened to fit the model's "
+            f"{context_tokens:,}-token context window")
+
+
+def context_exceeded(need: int, context_tokens: int) -> str:
+    return (f"the request needs about {need:,} tokens, more than the model's {context_tokens:,}-token context "
+            "window allows even with older observations shortened; the run ends here")
 
 
 def unknown_tool(action: str, language: str) -> str:
@@ -162,9 +214,19 @@ def plan_edited(steps: list[str], note: str = "") -> str:
             "Go on with its Current step.")
 
 
-def plan_rejected(note: str) -> str:
+def plan_rejected(note: str, plan_format: str = "Plan: [Step 1: ..., Step 2: ..., ...]") -> str:
     said = _note(note)
-    return f"The analyst rejected your Plan.{said} Re-plan: make a new Plan that takes this into account."
+    return (f"The analyst rejected your Plan.{said} Re-plan: make a new Plan that takes this into account, and "
+            f"write it ({plan_format}) before going on.")
+
+
+def query_rejected(note: str) -> str:
+    return f"The analyst did not run your query.{_note(note)} Go on with this in mind."
+
+
+def analyst_note(note: str) -> str:
+    """A note the analyst added where a run was branched, for the agent's next step."""
+    return f"Note from the analyst: {note.strip()}"
 
 
 def limit_reached(what: str) -> str:

@@ -5,6 +5,8 @@ failed, one re-plan call (``RunSettings.replan_on_failure``, at most once) write
     write_plan --> review_plan (pauses for the analyst) --> run_step ... --> answer --> END
                                                                      \\--> write_plan (re-plan, once)
 
+With "approve every query", ``review_step`` pauses before each step's query runs.
+
 The events are those of the other techniques: ``plan`` (the written plan), ``action`` and ``observation`` for
 each step, ``replan`` (the steps written after failures), ``final`` and ``error``; a step that cannot run is an
 observation with an error (``format``, ``reference`` or ``skipped``). An action is emitted by the node before
@@ -18,13 +20,14 @@ from typing import TypedDict
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
+from langgraph.types import interrupt
 
-from core.agents import prompts
+from core.agents import guards, prompts
 from core.agents import reaper_prompts as texts
 from core.agents.config import Limits, Review
-from core.agents.events import ActionEvent, ErrorEvent, ObservationEvent, PlanEvent
-from core.agents.graph import (AgentContext, _announce, _answer, _await_review, _complete, _Emitter, _fail,
-                               _limit_reached, _next, _observe, run_query, timed)
+from core.agents.events import ActionEvent, ErrorEvent, ObservationEvent, PlanEvent, QueryReviewEvent
+from core.agents.graph import (AgentContext, _announce, _answer, _await_review, _complete, _context_full, _Emitter,
+                               _fail, _next, _observe, _to_answer, guard_state, run_query, timed)
 from core.agents.parsing import parse_reply
 from core.agents.reaper_plan import Step, UnusableResult, parse_plan, parse_steps, substitute
 from core.backends.base import BackendUnavailable
@@ -54,22 +57,38 @@ class ReaperState(TypedDict):
     tokens_estimated: bool
     actions: int
     final_answer: str | None
-    status: str  # running | finished | failed
+    status: str  # running | finished | failed | context_exceeded
     error: str | None
     next: str
     wall_s: float
+    collected: list[str]  # what every step observed, for the final answer
+    # guards.py (see graph.AgentState; absent from older checkpoints)
+    cost_usd: float | None
+    limit: str | None
+    seen: dict
+    repeats: int
+    empty_replies: int
+    answer_from: int | None
+    answer_tries: int
+    shortened: int
+    chars_per_token: float | None
+    review_queries: bool  # each step's query waits for the analyst's approval (review_step)
 
 
 def initial_state(hitl: str, limits: Limits, language: str, schema: str, question_text: str,
-                  note: str | None = None, replan_on_failure: bool = True) -> ReaperState:
+                  note: str | None = None, replan_on_failure: bool = True, review_queries: bool = False, *,
+                  examples: str = "") -> ReaperState:
+    """The state a run starts in; ``examples``: example plans for the planner prompt (reaper_examples.py; "" for
+    the zero-shot planner)."""
     return ReaperState(hitl=hitl, limits=limits.__dict__.copy(), language=language,
                        replan_on_failure=replan_on_failure, replanned=False,
-                       prompt=texts.planner_prompt(language, schema, note),
+                       prompt=texts.planner_prompt(language, schema, note, examples),
                        answer_prompt=prompts.answer_prompt(language, schema, note),
                        messages=[{"role": "human", "content": prompts.question_message(question_text)}],
                        steps=[], plan=[], cursor=0, results={}, evidence=[], failed=[], reply="", proposal=None,
                        action=None, llm_calls=0, prompt_tokens=0, completion_tokens=0, tokens_estimated=False,
-                       actions=0, final_answer=None, status="running", error=None, next="write_plan", wall_s=0.0)
+                       actions=0, final_answer=None, status="running", error=None, next="write_plan", wall_s=0.0,
+                       collected=[], review_queries=review_queries, **guard_state())
 
 
 def _labels(steps: list[dict]) -> set[int]:
@@ -94,6 +113,7 @@ def _observed(state: dict, evidence: list[str], failed: list[str]) -> dict:
         next_label = max(_labels(state["steps"]), default=0) + 1
         text += "\n\n" + texts.replan_request(failed, len(state["steps"]) + 1, next_label)
     return {"messages": state["messages"] + [{"role": "human", "content": text}], "evidence": [], "failed": [],
+            "collected": state.get("collected", []) + evidence,
             "replanned": state["replanned"] or replan, "action": None, "next": "write_plan" if replan else "answer"}
 
 
@@ -117,7 +137,7 @@ def _settle(state: dict, emit: _Emitter) -> dict:
             else:
                 emit(ActionEvent(tool=step.tool, query=query, language=language))
                 return {"cursor": i, "action": {"query": query}, "results": results, "evidence": evidence,
-                        "failed": failed, "next": "run_step"}
+                        "failed": failed, "next": "review_step" if state.get("review_queries") else "run_step"}
         event = ObservationEvent(text=texts.evidence(step, i + 1, text), error=problem, error_kind=kind)
         emit(event)
         if step.label is not None:  # a label assigned twice keeps its first result
@@ -144,16 +164,17 @@ def _adopt(state: dict, reply_text: str, steps: list[Step], emit: _Emitter, feed
 def write_plan(state: ReaperState, runtime: Runtime[AgentContext]) -> dict:
     """One LLM call writing the retrieval plan, or (after failed steps, or a rejected plan) the steps to run
     instead; then adopt them or send them for review."""
-    limits, step = Limits(**state["limits"]), state["llm_calls"] + 1
+    limits, step = Limits.from_dict(state["limits"]), state["llm_calls"] + 1
     emit = _Emitter(runtime, step)
-    reason = _limit_reached(state, limits)
-    if reason:
-        emit(ErrorEvent(message=prompts.limit_reached(reason), error_kind="limit", fatal=False))
-        return {"next": "answer"}
+    reached = guards.limit_reached(state, limits) or _context_full(state, limits)
+    if reached:
+        return {**_to_answer(state, *reached, emit), "next": "answer"}
     update, c = _complete(state, runtime, state["prompt"], emit)
     if c is None:
         return update
     state = {**state, **update}
+    if getattr(c, "finish_reason", None) == "length":
+        emit(ErrorEvent(message=texts.CUT_OFF, error_kind="truncated", fatal=False))
     steps = parse_plan(c.text, state["language"], _labels(state["steps"]))
     kind, new_plan = ("replan" if state["steps"] else "plan"), [s.render() for s in steps]
     # a plan with no steps is never reviewed: it is adopted, and observed as having none
@@ -168,16 +189,47 @@ def review_plan(state: ReaperState, runtime: Runtime[AgentContext]) -> dict:
     review, verdict, emit = _await_review(state, runtime)
     known, proposed = _labels(state["steps"]), state["proposal"]["plan"]
     if verdict == "approved":
-        emit(PlanEvent(steps=proposed, origin="analyst", status="approved", note=review.note))
+        emit(PlanEvent(steps=proposed, origin="analyst", status="approved", note=review.note,
+                       reviewer=review.reviewer))
         return _adopt(state, state["reply"], parse_plan(state["reply"], state["language"], known), emit)
     if verdict == "edited":
         steps = parse_steps(list(review.plan), state["language"], known)
         edited = [s.render() for s in steps]
-        emit(PlanEvent(steps=edited, origin="analyst", status="edited", proposed_steps=proposed, note=review.note))
+        emit(PlanEvent(steps=edited, origin="analyst", status="edited", proposed_steps=proposed, note=review.note,
+                       reviewer=review.reviewer))
         return _adopt(state, state["reply"], steps, emit, texts.plan_edited(edited, review.note))
-    emit(PlanEvent(steps=proposed, origin="analyst", status="rejected", note=review.note))
-    feedback = ObservationEvent(text=prompts.plan_rejected(review.note))
+    emit(PlanEvent(steps=proposed, origin="analyst", status="rejected", note=review.note,
+                   reviewer=review.reviewer))
+    feedback = ObservationEvent(text=prompts.plan_rejected(review.note, texts.STEP_FORMAT.format(
+        tool=prompts.TOOL_NAMES[state["language"]], lang=prompts.LANGUAGE_NAMES[state["language"]])))
     return {**_observe(state, state["reply"], feedback, emit), "proposal": None, "next": "write_plan"}
+
+
+def review_step(state: ReaperState, runtime: Runtime[AgentContext]) -> dict:
+    """Pause until the analyst approves, edits or rejects the query of the next step (review mode "approve every
+    query"); a rejected step fails, the analyst's note its observation. Nothing comes before the interrupt."""
+    i, query = state["cursor"], state["action"]["query"]
+    step = Step(**state["steps"][i])
+    review = Review.from_dict(interrupt({"kind": "query", "plan": state["plan"], "old_plan": [], "reply": "",
+                                         "query": query, "language": state["language"],
+                                         "current_step": f"Step {i + 1}: {step.purpose or step.render()}"}))
+    emit = _Emitter(runtime, state["llm_calls"])
+    edited = review.action == "edit" and review.query.strip() != query.strip()
+    status = "rejected" if review.action == "reject" else "edited" if edited else "approved"
+    emit(QueryReviewEvent(status=status, query=review.query.strip() if edited else query, proposed=query,
+                          note=review.note, reviewer=review.reviewer))
+    if status != "rejected":
+        return {"action": {"query": review.query.strip() if edited else query}, "next": "run_step"}
+    problem = "rejected by the analyst"
+    event = ObservationEvent(text=texts.evidence(step, i + 1, prompts.query_rejected(review.note)), error=problem,
+                             error_kind="rejected")
+    emit(event)
+    results = dict(state["results"])
+    if step.label is not None:
+        results.setdefault(f"E{step.label}", {"error": problem})
+    new = {"results": results, "cursor": i + 1, "evidence": state["evidence"] + [event.text],
+           "failed": state["failed"] + [step.name(i + 1)]}
+    return {**new, **_settle({**state, **new}, emit)}
 
 
 def run_step(state: ReaperState, runtime: Runtime[AgentContext]) -> dict:
@@ -186,7 +238,8 @@ def run_step(state: ReaperState, runtime: Runtime[AgentContext]) -> dict:
     i = state["cursor"]
     step = Step(**state["steps"][i])
     try:
-        event = run_query(runtime.context.backend, state["action"]["query"], Limits(**state["limits"]))
+        event = run_query(runtime.context.backend, state["action"]["query"], Limits(**state["limits"]),
+                          getattr(runtime.context, "control", None))
     except BackendUnavailable as e:
         return _fail(e.kind, str(e), emit)
     event.text = texts.evidence(step, i + 1, event.text)
@@ -202,16 +255,25 @@ def run_step(state: ReaperState, runtime: Runtime[AgentContext]) -> dict:
 def answer(state: ReaperState, runtime: Runtime[AgentContext]) -> dict:
     """One LLM call for the final answer from everything the steps observed (Figure 9's prompt)."""
     emit = _Emitter(runtime, state["llm_calls"] + 1)
-    update, c = _complete(state, runtime, state["answer_prompt"], emit)
+    start = state.get("answer_from")
+    update = {} if start is not None else {"answer_from": len(state["messages"])}
+    state = {**state, **update}
+    request = guards.fit_answer(state["answer_prompt"], state["messages"][0]["content"], state.get("collected", []),
+                                state["messages"][state["answer_from"]:],
+                                Limits.from_dict(state["limits"]).context_tokens, state.get("chars_per_token"))
+    counted, c = _complete(state, runtime, state["answer_prompt"], emit, request)
+    update.update(counted)
     if c is None:
         return update
-    return {**update, **_answer({**state, **update}, parse_reply(c.text), emit)}
+    return {**update, **_answer({**state, **update}, parse_reply(c.text), emit, getattr(c, "finish_reason", None),
+                                again="answer")}
 
 
 def build_graph() -> StateGraph:
     """The uncompiled graph; compile it with a checkpointer."""
     graph = StateGraph(ReaperState, context_schema=AgentContext)
-    nodes = {"write_plan": write_plan, "review_plan": review_plan, "run_step": run_step, "answer": answer}
+    nodes = {"write_plan": write_plan, "review_plan": review_plan, "run_step": run_step, "answer": answer,
+             "review_step": review_step}
     for name, node in nodes.items():
         graph.add_node(name, timed(node))
     graph.add_edge(START, "write_plan")

@@ -34,6 +34,8 @@ _ASSIGN = re.compile(r"#E(\d+)[ \t*]*=[ \t*]*")
 _TOOL = re.compile(r"([A-Za-z][\w .-]{0,40}?)[ \t]*([\[(])")
 _MARK = re.compile(r"^[ \t>*#-]*(?:step[ \t]*(\d+)|plan)[ \t*]*[:.)][ \t*]*", re.I | re.M)
 _NEXT = re.compile(_MARK.pattern + r"|^[ \t>*-]*#E\d+[ \t*]*=", re.I | re.M)  # where a next step begins
+_BARE = re.compile(r"[ \t*]*(?:```[\w-]*[ \t]*\n?[ \t]*)?[\"'`]?(?:SELECT|WITH|MATCH|OPTIONAL[ \t]+MATCH|UNWIND|CALL|"
+                   r"SHOW)\b", re.I)  # a query written without the tool around it
 _REF = re.compile(r"""(["'`]?)#E(\d+)(?!\d)\1""")
 _PAIRS = {"(": ")", "[": "]", "{": "}"}
 
@@ -108,6 +110,8 @@ def _assignment(text: str, start: int, language: str) -> tuple[Step, int]:
     """The step whose ``#EN =`` starts at ``start`` (its purpose still empty), and where its text ends."""
     m = _ASSIGN.match(text, start)
     label, rest = int(m.group(1)), m.end()
+    if _BARE.match(text, rest):
+        return _bare_assignment(text, start, rest, label, language)
     tool = _TOOL.match(text, rest)
     if not tool:
         line_end = text.find("\n", rest)
@@ -126,6 +130,19 @@ def _assignment(text: str, start: int, language: str) -> tuple[Step, int]:
     step = Step(text[start:close + 1].strip(), label, tool=tool.group(1).strip(),
                 query=_clean_query(text[open_at + 1:close]))
     return replace(step, **_check_tool(step, language)), close + 1
+
+
+def _bare_assignment(text: str, start: int, rest: int, label: int, language: str) -> tuple[Step, int]:
+    """``#EN = SELECT ...`` without the tool around the query: the query runs to the next step (or a blank line),
+    on the database's tool."""
+    nxt = _NEXT.search(text, rest)
+    end = nxt.start() if nxt else len(text)
+    blank = re.search(r"\n[ \t]*\n", text[rest:end])
+    if blank:
+        end = rest + blank.start()
+    step = Step(text[start:end].strip(), label, tool=TOOL_NAMES[language],
+                query=_clean_query(text[rest:end].strip().strip("*").strip()))
+    return replace(step, **_check_tool(step, language)), end
 
 
 def _check_tool(step: Step, language: str) -> dict:
@@ -172,15 +189,23 @@ def _raw_steps(text: str, language: str) -> list[Step]:
     return steps + _unassigned(text[pos:], language)
 
 
+def _rename(query: str, renamed: dict[int, int]) -> str:
+    return _REF.sub(lambda m: f"{m.group(1)}#E{renamed.get(int(m.group(2)), int(m.group(2)))}{m.group(1)}", query)
+
+
 def check_references(steps: list[Step], known: set[int] = frozenset()) -> list[Step]:
-    """The steps with a problem where a label is assigned twice or a query uses a result no earlier step (nor
-    one of the ``known`` labels) gives."""
-    seen, checked = set(known), []
+    """The steps with their labels made unique, and a problem where a query uses a result no earlier step (nor one
+    of the ``known`` labels) gives. A label assigned again (a re-plan numbered from #E1 again, a plan reusing
+    #E1) is read as a new result: the step gets the next free label, and the later steps' references to it follow
+    (a reference before it still means the earlier result)."""
+    seen, checked, renamed = set(known), [], {}
+    free = max([*known, *(s.label for s in steps if s.label is not None)], default=0) + 1
     for step in steps:
+        if renamed and step.query:
+            step = replace(step, query=_rename(step.query, renamed))
         if step.label is not None and step.label in seen:
-            step = replace(step, problem=f"#E{step.label} is assigned by an earlier step; give each step a new "
-                                        f"#EN (next: #E{max(seen) + 1})")
-        elif step.problem is None:
+            renamed[step.label], step, free = free, replace(step, label=free), free + 1
+        if step.problem is None:
             missing = [r for r in step.refs if r not in seen]
             if missing:
                 step = replace(step, problem=f"#E{step.label} uses #E{missing[0]}, which no earlier step gives")

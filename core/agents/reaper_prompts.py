@@ -8,9 +8,15 @@ from core.agents.parsing import render_plan
 from core.agents.prompts import LANGUAGE_NAMES, TOOL_NAMES
 from core.agents.reaper_plan import Step
 
+#: The note on a plan cut off by the reply length limit.
+CUT_OFF = "the plan was cut off at the reply length limit: its last step may be incomplete and is not run if so"
+#: How a step is written, for corrections.
+STEP_FORMAT = "one step per line: Step N: what it retrieves - #EN = {tool}[a {lang} query]"
 
-def planner_prompt(language: str, schema: str, note: str | None = None) -> str:
-    """The system prompt of the call that writes the whole retrieval plan."""
+
+def planner_prompt(language: str, schema: str, note: str | None = None, examples: str = "") -> str:
+    """The system prompt of the call that writes the whole retrieval plan; ``examples``, example plans in its
+    format, come after the format (none: zero-shot)."""
     tool, lang = TOOL_NAMES[language], LANGUAGE_NAMES[language]
     in_list = "IN (#E1)" if language == "sql" else "IN [#E1]"
     return "\n".join([
@@ -28,6 +34,7 @@ def planner_prompt(language: str, schema: str, note: str | None = None) -> str:
         f"Step 1: what the step retrieves - #E1 = {tool}[a {lang} query]",
         f"Step 2: what the step retrieves - #E2 = {tool}[a {lang} query, which may use #E1]",
         "... (as many steps as needed, each with one query)",
+        *([examples.strip()] if examples.strip() else []),
         "Write only the plan: no results and no answer. Begin!"])
 
 

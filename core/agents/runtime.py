@@ -7,12 +7,17 @@ a review, also from another process after a restart (the graph's state is checkp
         result = runtime.resume(result.run_id, Review.approve(), on_event=show)
     result.outcome                                # decision, correct, tokens, ...
 
-``iter_start`` / ``iter_resume`` are the same as generators of events.
+``iter_start`` / ``iter_resume`` are the same as generators of events. Run control (issue 11): a review names the
+pause it is for (``resume(run_id, review, pause_id)``) and claims it atomically in the run store; ``stop`` ends a run
+driven here (``RunStore.request_stop`` one driven elsewhere); ``iter_continue`` resumes an interrupted or stopped
+run from its last checkpoint; ``iter_branch`` starts a new run from the state just before a step of another run
+(LangGraph's checkpoint history), with the analyst's changes.
 """
 from __future__ import annotations
 
 import dataclasses
 import sqlite3
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -21,28 +26,37 @@ from pathlib import Path
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command
 
-from core.agents import prompts, reaper
-from core.agents.config import Pause, Review, RunSettings
-from core.agents.events import ErrorEvent, Event
+from core.agents import prompts, reaper, reaper_examples
+from core.agents.config import Pause, Review, RunSettings, default_reviewer
+from core.agents.control import RunControl, RunStopped
+from core.agents.events import BranchEvent, ErrorEvent, Event, event_from_dict
 from core.agents.graph import AgentContext, build_graph, initial_state
 from core.agents.techniques import technique
 from core.agents.workspace import Workspace, open_catalog_workspace
 from core.autoplan.store import PlanStore
 from core.grading import grade, place
 from core.llm import REPLAY_PREFIX, ChatLLM, LLMSettings, open_llm, replay_path
-from core.runs import RunStore
+from core.runs import PauseTaken, RunStore
 from core.scenario import ranking
+from core.secrets import scrub
+from core.server_info import context_window
 from core.settings import DATA_HOME
 
 
-class RunNotPaused(Exception):
-    """A review was given for a run that is not waiting for one."""
+class RunNotPaused(PauseTaken):
+    """A review was given for a run that is not waiting for one, or for a pause that is no longer current (the
+    message says the run's state now)."""
+
+
+#: the graph nodes that make an LLM call: a step (``Event.step``) starts when one of them is next
+LLM_NODES = ("call_llm", "write_plan", "answer")
 
 
 @dataclass
 class RunResult:
-    """Where a run stands after ``start`` or ``resume``: ``paused`` (see ``pause``), ``finished`` or ``failed``
-    (see ``outcome``: decision, correct, final_answer, error, llm_calls, tokens, ...)."""
+    """Where a run stands after ``start`` or ``resume``: ``paused`` (see ``pause``), or ended (see ``outcome``:
+    decision, correct, final_answer, error, llm_calls, tokens, cost_usd, limit, ...) as ``finished``, ``failed``,
+    ``stuck`` (the loop guard ended it) or ``context_exceeded`` (a request could not fit the context window)."""
 
     run_id: str
     status: str
@@ -76,9 +90,23 @@ class AgentRuntime:
         self._workspace = workspace
         self._llm_settings = llm_settings or LLMSettings()
         self._llm_opener = llm_opener
+        self._home = home
+        self._prices: dict | None = None
+        self._controls: dict[str, RunControl] = {}  # the runs this runtime drives now
+        self._controls_lock = threading.Lock()
 
     def close(self) -> None:
         self._conn.close()
+
+    def stop(self, run_id: str) -> str:
+        """Stop a run: at once when this runtime drives it, else through the run store (its owner stops it within
+        a poll; a paused or interrupted run is closed). Returns its status after the request."""
+        status = self.store.request_stop(run_id)
+        with self._controls_lock:
+            control = self._controls.get(run_id)
+        if control:
+            control.stop()
+        return status
 
     def _resolve(self, settings: RunSettings) -> RunSettings:
         """The settings as they will be stored: model and base URL from the defaults when not given, a replay
@@ -87,12 +115,35 @@ class AgentRuntime:
         llm = settings.llm or self._llm_settings.model or ""
         if llm.startswith(REPLAY_PREFIX):
             return dataclasses.replace(settings, llm=f"{REPLAY_PREFIX}{replay_path(llm)}", base_url=None)
-        return dataclasses.replace(settings, llm=llm, base_url=settings.base_url or self._llm_settings.base_url)
+        base_url = settings.base_url or self._llm_settings.base_url
+        limits = settings.limits
+        if limits.context_tokens is None and base_url:  # what the server reports, when it says
+            reported = context_window(base_url, llm, self._llm_settings.api_key)
+            limits = dataclasses.replace(limits, context_tokens=reported) if reported else limits
+        return dataclasses.replace(settings, llm=llm, base_url=base_url, limits=limits)
 
     def _open_llm(self, settings: RunSettings, skip: int) -> ChatLLM:
         llm_settings = dataclasses.replace(self._llm_settings, base_url=settings.base_url,
-                                           temperature=settings.temperature)
+                                           temperature=settings.temperature, top_p=settings.top_p)
         return (self._llm_opener or open_llm)(settings.llm, llm_settings, skip=skip)
+
+    def price(self, llm: str) -> list[float] | None:
+        """USD per 1M prompt and completion tokens of a model, from the price table under ``home``/bench (None:
+        not in the table)."""
+        from core.benchmark.prices import DEFAULT_PRICES, load_prices, price_of
+
+        if self._prices is None:
+            path = self._home / "bench" / "prices.json"
+            self._prices = load_prices(path) if path.exists() else DEFAULT_PRICES  # written only by benchmarks
+        return price_of(llm, self._prices)
+
+    def _price_for(self, settings: RunSettings) -> list[float] | None:
+        """The model's price; ValueError when a cost limit is set and the model has no price."""
+        price = self.price(settings.llm)
+        if price is None and settings.limits.max_cost_usd is not None:
+            raise ValueError(f"a cost limit needs the model's price, and {settings.llm!r} is not in the price table "
+                             f"({self._home / 'bench' / 'prices.json'}): add it there, or drop the cost limit")
+        return price
 
     def _graph_of(self, technique_name: str):
         """The compiled graph that runs the technique (its ``engine``)."""
@@ -107,6 +158,7 @@ class AgentRuntime:
         question) or the workspace's errors before any event."""
         settings = self.plans.resolve(self._resolve(settings))
         run_id = run_id or new_run_id()
+        price = self._price_for(settings)
         llm = self._open_llm(settings, skip=0)
         ws = self._workspace(settings)
         try:
@@ -114,51 +166,223 @@ class AgentRuntime:
             hitl, note = settings.hitl if tech.plans else "auto", prompts.dialect_note(backend.name)
             if tech.engine == "reaper":
                 state = reaper.initial_state(hitl, settings.limits, backend.language, backend.schema_text(),
-                                             ws.question.text, note, settings.replan_on_failure)
+                                             ws.question.text, note, settings.replan_on_failure,
+                                             settings.review_queries,
+                                             examples=reaper_examples.for_planner(settings, backend.language))
             else:
                 state = initial_state(tech, hitl, settings.limits, backend.language, backend.schema_text(),
-                                      ws.question.text, note, settings.initial_plan)
+                                      ws.question.text, note, settings.initial_plan, settings.prompts,
+                                      settings.review_queries)
             self.store.create(run_id, settings.to_dict())
-            yield from self._drive(run_id, self._graph_of(tech.name), state, ws, llm)
+            yield from self._drive(run_id, self._graph_of(tech.name), state, ws, llm, price)
         finally:
             ws.backend.close()
 
-    def iter_resume(self, run_id: str, review: Review) -> Iterator[Event]:
-        """Resume a paused run with the analyst's review and yield its events until it pauses again or ends.
-        Works from a fresh runtime on the same home (after a restart). Raises RunNotPaused (KeyError for an
-        unknown run; ValueError for a REAPER plan edited into steps that cannot run)."""
-        review.validate()
-        settings = RunSettings.from_dict(self.store.get(run_id, events=False).settings)
+    def iter_resume(self, run_id: str, review: Review, pause_id: str | None = None) -> Iterator[Event]:
+        """Resume a paused run with the analyst's review of pause ``pause_id`` (None: the pause current now) and
+        yield its events until it pauses again or ends. The review is claimed atomically in the run store: of two
+        reviews of one pause, one goes on and the other raises RunNotPaused, as does a review of a pause that is
+        no longer current. Works from a fresh runtime on the same home (after a restart). Raises RunNotPaused
+        (KeyError for an unknown run; ValueError for a review that does not fit the pause, e.g. a REAPER plan
+        edited into steps that cannot run). The checks and the claim are made when called, before the first event
+        is asked for."""
+        record = self.store.get(run_id, events=False)
+        review.validate((record.pause or {}).get("kind") or ("query" if review.query else "plan"))
+        if record.status != "paused" or not record.pause:
+            raise RunNotPaused(self.store.describe_state(run_id, pause_id))
+        settings = RunSettings.from_dict(record.settings)
         graph = self._graph_of(settings.technique)
         snapshot = graph.get_state(self._config(run_id))
         if not snapshot.interrupts:
             raise RunNotPaused(f"run {run_id} is not waiting for a review")
+        pause = record.pause if record.pause.get("id") else self.store.set_pause(  # paused before pauses had ids
+            run_id, record.pause, snapshot.interrupts[0].id)
+        review.validate(pause["kind"])
         if technique(settings.technique).engine == "reaper":
             reaper.check_review(review, snapshot.values)
-        llm = self._open_llm(settings, skip=snapshot.values["llm_calls"])
-        ws = self._workspace(settings)
+        pause_id = pause_id or pause["id"]
+        review = dataclasses.replace(review, reviewer=review.reviewer or default_reviewer())
         try:
-            yield from self._drive(run_id, graph, Command(resume=review.to_dict()), ws, llm)
+            at = self.store.claim_pause(run_id, pause_id, review.to_dict(), review.reviewer, pause["kind"])
+        except PauseTaken as e:
+            raise RunNotPaused(str(e)) from None
+        review = dataclasses.replace(review, at=at)
+        return self._opened(run_id, settings, graph, Command(resume=review.to_dict()), snapshot.values["llm_calls"],
+                            undo=lambda: self.store.release_pause(run_id, pause_id))
+
+    def _opened(self, run_id: str, settings: RunSettings, graph, graph_input, llm_calls: int,
+                undo: Callable[[], None]) -> Iterator[Event]:
+        """Open the run's model and workspace, then drive it; ``undo()`` gives back what was claimed when they
+        cannot be opened."""
+        try:
+            price = self._price_for(settings)
+            llm = self._open_llm(settings, skip=llm_calls)
+            ws = self._workspace(settings)
+        except BaseException:
+            undo()
+            raise
+        try:
+            yield from self._drive(run_id, graph, graph_input, ws, llm, price)
         finally:
             ws.backend.close()
 
-    def _drive(self, run_id: str, graph, graph_input, ws: Workspace, llm: ChatLLM) -> Iterator[Event]:
-        self.store.update(run_id, "running")
+    def iter_continue(self, run_id: str) -> Iterator[Event]:
+        """Resume an ``interrupted`` run (its process died) or a ``stopped`` one from its last checkpoint, and yield
+        its events until it pauses or ends. A run killed just after a review was claimed goes on with that review;
+        a run that was waiting at a pause waits there again. Raises RunNotPaused when the run is in neither state
+        (or another process took it first), KeyError for an unknown run, when called."""
+        record = self.store.get(run_id, events=False)
+        settings = RunSettings.from_dict(record.settings)
+        graph = self._graph_of(settings.technique)
         try:
-            for event in graph.stream(graph_input, self._config(run_id), context=AgentContext(llm, ws.backend),
+            was = self.store.claim_run(run_id, ("interrupted", "stopped"))
+        except PauseTaken as e:
+            raise RunNotPaused(str(e)) from None
+        snapshot = graph.get_state(self._config(run_id))
+        pause = record.pause or {}
+        if not snapshot.values:
+            self.store.update(run_id, "failed", outcome={"error": "the run was interrupted before its first step; "
+                                                                  "start it again"})
+            return iter(())
+        if snapshot.interrupts:
+            taken = (self.store.review_of(run_id, pause["id"])
+                     if pause.get("interrupt") == snapshot.interrupts[0].id and pause.get("id") else None)
+            if taken is None:  # no review was applied: the run waits at its pause again
+                value = snapshot.interrupts[0].value
+                self.store.set_pause(run_id, Pause(run_id=run_id, **value).to_dict(), snapshot.interrupts[0].id)
+                return iter(())
+            graph_input = Command(resume={**taken["review"], "at": taken["at"]})
+        elif not snapshot.next:  # it ended in the checkpoint, but the store never heard
+            ws = self._workspace(settings)
+            try:
+                self.store.update(run_id, snapshot.values["status"], outcome=_outcome(snapshot.values, ws))
+            finally:
+                ws.backend.close()
+            return iter(())
+        else:
+            graph_input = None
+        return self._opened(run_id, settings, graph, graph_input, snapshot.values["llm_calls"],
+                            undo=lambda: self.store.update(run_id, was))
+
+    def branch_point(self, run_id: str, step: int, at_query: bool = False):
+        """The checkpoint (a LangGraph StateSnapshot) of ``run_id`` just before its step ``step`` (LLM call number,
+        as in ``Event.step``), or with ``at_query`` just before that step's query runs. ValueError if the run has
+        no such point."""
+        technique_name = self.store.get(run_id, events=False).settings["technique"]
+        graph = self._graph_of(technique_name)
+        for snapshot in graph.get_state_history(self._config(run_id)):
+            values, nxt = snapshot.values, snapshot.next
+            if not values or not nxt:
+                continue
+            if at_query and nxt[0] in ("run_action", "review_query") and values["llm_calls"] == step:
+                return snapshot
+            if not at_query and nxt[0] in LLM_NODES and values["llm_calls"] == step - 1:
+                return snapshot
+        where = f"a query at step {step}" if at_query else f"a step {step}"
+        raise ValueError(f"run {run_id} has no {where} to branch from")
+
+    def iter_branch(self, run_id: str, step: int, *, plan: list[str] | None = None, query: str | None = None,
+                    note: str = "", reviewer: str = "", new_id: str | None = None) -> Iterator[Event]:
+        """Start a new run (``new_id``) from the state of ``run_id`` just before its step ``step``, with the plan
+        replaced by ``plan`` and/or a ``note`` for the agent; or, with ``query``, just before that step's query,
+        running ``query`` instead. The parent run is left as it was; the branch keeps the parent's events up to
+        that point, then a ``branch`` event, and is driven until it pauses or ends. Raises ValueError (no such
+        step, an edit the technique cannot take), KeyError for an unknown run, when called."""
+        parent = self.store.get(run_id)
+        settings = RunSettings.from_dict(parent.settings)
+        tech = technique(settings.technique)
+        if not (plan or query or note.strip()):
+            raise ValueError("a branch changes something: give a plan, a query or a note")
+        if query is not None and (plan or note.strip()):
+            raise ValueError("a branch at a query changes the query only (branch before the step for a plan or "
+                             "a note)")
+        if (plan or query) and tech.engine != "loop":
+            raise ValueError(f"{tech.label} runs its written plan: a branch of it takes a note only")
+        if plan is not None and not [s for s in plan if s.strip()]:
+            raise ValueError("an edited plan needs at least one step")
+        snapshot = self.branch_point(run_id, step, at_query=query is not None)
+        values = dict(snapshot.values)
+        if query is not None:
+            if not query.strip():
+                raise ValueError("an edited query cannot be empty")
+            values["action"] = {**values["action"], "query": query.strip()}
+            values["next"] = "run_action"  # the analyst wrote it: no second review
+        else:
+            added = []
+            if plan:
+                values["plan"] = [s.strip() for s in plan if s.strip()]
+                added.append(prompts.plan_edited(values["plan"]))
+            if note.strip():
+                added.append(prompts.analyst_note(note))
+            messages = list(values["messages"])
+            messages[-1] = {**messages[-1], "content": "\n\n".join([messages[-1]["content"], *added])}
+            values["messages"] = messages
+        return self._branched(parent, snapshot, values, step, plan=plan, query=query, note=note.strip(),
+                              reviewer=reviewer or default_reviewer(), new_id=new_id or new_run_id())
+
+    def _branched(self, parent, snapshot, values: dict, step: int, *, plan, query, note: str, reviewer: str,
+                  new_id: str) -> Iterator[Event]:
+        run_id, settings = parent.id, RunSettings.from_dict(parent.settings)
+        graph = self._graph_of(settings.technique)
+        price = self._price_for(settings)
+        llm = self._open_llm(settings, skip=values["llm_calls"])
+        ws = self._workspace(settings)
+        try:
+            graph.update_state(self._config(new_id), values, as_node=snapshot.next[0] if snapshot.next[0] in
+                               LLM_NODES else "call_llm")
+            self.store.create(new_id, settings.to_dict(), parent_id=run_id, branch_step=step)
+            for event in _events_before(parent.events, step, at_query=query is not None):
+                self.store.add_event(new_id, event)
+                yield event_from_dict(event)
+            mark = BranchEvent(parent=run_id, at_step=step, plan=values["plan"] if plan else None, query=query,
+                               note=note, reviewer=reviewer)
+            mark.step = step  # shown with the step it changes
+            self.store.add_event(new_id, mark.to_dict())
+            yield mark
+            yield from self._drive(new_id, graph, None, ws, llm, price)
+        finally:
+            ws.backend.close()
+
+    def _drive(self, run_id: str, graph, graph_input, ws: Workspace, llm: ChatLLM,
+               price: list[float] | None = None) -> Iterator[Event]:
+        self.store.update(run_id, "running")
+        control = RunControl(self.store, run_id)
+        with self._controls_lock:
+            self._controls[run_id] = control
+        try:
+            yield from self._stream(run_id, graph, graph_input, ws, llm, control, price)
+        finally:
+            control.close()
+            with self._controls_lock:
+                self._controls.pop(run_id, None)
+
+    def _stream(self, run_id: str, graph, graph_input, ws: Workspace, llm: ChatLLM, control: RunControl,
+                price: list[float] | None) -> Iterator[Event]:
+        try:
+            for event in graph.stream(graph_input, self._config(run_id),
+                                      context=AgentContext(llm, ws.backend, price, control),
                                       stream_mode="custom", durability="sync"):
                 self.store.add_event(run_id, event.to_dict())
                 yield event
-        except Exception as e:  # a defect or an unexpected failure: keep the trace, end the run
-            event = ErrorEvent(message=f"internal error: {e!r}", error_kind="internal")
+        except RunStopped:  # the analyst's Stop: keep the trace and the last checkpoint (it can be resumed)
+            event = ErrorEvent(message="stopped by the analyst", error_kind="stopped")
+            event.step = graph.get_state(self._config(run_id)).values.get("llm_calls", 0)
             self.store.add_event(run_id, event.to_dict())
             yield event
             values = graph.get_state(self._config(run_id)).values
-            self.store.update(run_id, "failed", outcome=_outcome({**values, "error": str(e)}, ws))
+            self.store.update(run_id, "stopped", outcome=_outcome({**values, "error": "stopped by the analyst"}, ws))
+            return
+        except Exception as e:  # a defect or an unexpected failure: keep the trace, end the run
+            event = ErrorEvent(message=scrub(f"internal error: {e!r}"), error_kind="internal")
+            self.store.add_event(run_id, event.to_dict())
+            yield event
+            values = graph.get_state(self._config(run_id)).values
+            self.store.update(run_id, "failed", outcome=_outcome({**values, "error": scrub(str(e))}, ws))
             return
         snapshot = graph.get_state(self._config(run_id))
         if snapshot.interrupts:
-            self.store.update(run_id, "paused", pause=Pause(run_id=run_id, **snapshot.interrupts[0].value).to_dict())
+            found = snapshot.interrupts[0]
+            self.store.set_pause(run_id, Pause(run_id=run_id, **found.value).to_dict(), found.id)
         else:
             self.store.update(run_id, snapshot.values["status"], outcome=_outcome(snapshot.values, ws))
 
@@ -171,12 +395,29 @@ class AgentRuntime:
                 on_event(event)
         return self.result(run_id)
 
-    def resume(self, run_id: str, review: Review, on_event: Callable[[Event], None] | None = None) -> RunResult:
-        """Resume a paused run with ``Review.approve()``, ``Review.edit(steps)`` or ``Review.reject(note)``."""
-        for event in self.iter_resume(run_id, review):
+    def resume(self, run_id: str, review: Review, on_event: Callable[[Event], None] | None = None,
+               pause_id: str | None = None) -> RunResult:
+        """Resume a paused run with ``Review.approve()``, ``Review.edit(steps)`` or ``Review.reject(note)`` (at a
+        query: ``Review.edit_query(query)``) of pause ``pause_id`` (None: the current one)."""
+        for event in self.iter_resume(run_id, review, pause_id):
             if on_event:
                 on_event(event)
         return self.result(run_id)
+
+    def proceed(self, run_id: str, on_event: Callable[[Event], None] | None = None) -> RunResult:
+        """``iter_continue`` to its end: resume an interrupted or stopped run from its last checkpoint."""
+        for event in self.iter_continue(run_id):
+            if on_event:
+                on_event(event)
+        return self.result(run_id)
+
+    def branch(self, run_id: str, step: int, on_event: Callable[[Event], None] | None = None, **changes) -> RunResult:
+        """``iter_branch`` to its end (``changes``: plan, query, note, reviewer, new_id); the branch's result."""
+        new_id = changes.pop("new_id", None) or new_run_id()
+        for event in self.iter_branch(run_id, step, new_id=new_id, **changes):
+            if on_event:
+                on_event(event)
+        return self.result(new_id)
 
     def transcript(self, run_id: str) -> list[dict]:
         """The conversation as the LLM sees it: the system prompt, the question, each reply and observation."""
@@ -187,8 +428,21 @@ class AgentRuntime:
     def result(self, run_id: str) -> RunResult:
         """The stored state of a run (KeyError if unknown)."""
         record = self.store.get(run_id, events=False)
-        pause = Pause(**record.pause) if record.pause else None
+        pause = Pause(**record.pause) if record.pause and record.status == "paused" else None
         return RunResult(run_id, record.status, pause, record.outcome)
+
+
+def _events_before(events: list[dict], step: int, at_query: bool) -> list[dict]:
+    """A run's events before its step ``step`` (with ``at_query``: up to and including that step's action)."""
+    kept = [e for e in events if e["step"] < step]
+    if at_query:
+        for e in events[len(kept):]:
+            if e["step"] != step:
+                break
+            kept.append(e)
+            if e["kind"] == "action":
+                break
+    return kept
 
 
 def _outcome(values: dict, ws: Workspace) -> dict:
@@ -204,9 +458,12 @@ def _outcome(values: dict, ws: Workspace) -> dict:
             placement = None
     prompt, completion = values.get("prompt_tokens", 0), values.get("completion_tokens", 0)
     return {"decision": g.decision, "mentions": list(g.mentions), "correct": g.correct, "label": question.answer,
+            "grade_status": g.status, "grade_reason": g.reason,
             "placement": dataclasses.asdict(placement) if placement else None,
             "final_answer": values.get("final_answer"), "error": values.get("error"),
             "llm_calls": values.get("llm_calls", 0), "actions": values.get("actions", 0),
             "plan": values.get("plan", []), "wall_s": round(values.get("wall_s", 0.0), 3),
+            "no_decision": bool(values.get("final_answer")) and g.decision is None,
+            "cost_usd": values.get("cost_usd"), "limit": values.get("limit"), "repeats": values.get("repeats", 0),
             "tokens": {"prompt": prompt, "completion": completion, "total": prompt + completion,
                        "estimated": values.get("tokens_estimated", False)}}

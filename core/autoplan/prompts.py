@@ -1,14 +1,28 @@
 """AutoPlan's reflection and plan-update prompts (its Table 2: Summary-, Flaw-, Rev- and Upd-prompt), adapted to
-decision questions answered from a database, with the simulator's outcome of the run as its reward."""
+decision questions answered from a database, with the run's outcome as its reward: the paper's success or failure
+(``success``, the default), or the richer ``rich`` reward (the best decision, the rank and regret of the agent's).
+
+The reflection is the paper's three calls (section 3.2.2, equations 6-8: summary; flaws; revision, after the flaws)
+by default (``three-step``), or one call writing all three parts (``one-call``)."""
 from __future__ import annotations
 
 import re
 
 from core.agents.parsing import render_plan
+from core.grading import placement_text
 
 SYSTEM = ("You review the work of a decision-making agent that answers questions by querying a database, following "
           "a plan written for every question of the same kind.")
 SECTIONS = ("summary", "flaws", "revision")
+#: The rewards: the paper's success/failure, or the label, rank and regret too.
+REWARDS = ("success", "rich")
+#: The reflections: the paper's three calls, or one call.
+REFLECTIONS = ("three-step", "one-call")
+#: Table 2's prompts, with "the game" read as the database and the outcome.
+SUMMARY_PROMPT = "Summarize the interaction history in steps."
+FLAW_PROMPT = ("Identify all flawed parts of the plan (not flawed actions). Remember that the database and the outcome "
+               "are always correct; the plan may have flaws.")
+REVISION_PROMPT = "Suggest revision to the current flawed part of the plan. Only the flawed part."
 _SECTION = re.compile(r"^[ \t>*#-]*\**[ \t]*(summary|flaws?|revision)[ \t]*\**[ \t]*:[ \t]*\**", re.I | re.M)
 
 
@@ -16,14 +30,26 @@ def _plan(steps: list[str]) -> str:
     return render_plan(steps) if steps else "(none yet: the agent made its own plan)"
 
 
-def outcome_text(outcome: dict) -> str:
-    """A run's reward as the reflection reads it: right or wrong, and where its decision ranks."""
+def success_text(outcome: dict) -> str:
+    """The paper's reward: 1 when the agent's decision is the best one, else 0 (no label: unknown)."""
+    if outcome.get("correct") is None and outcome.get("label") is None:
+        return "Outcome: unknown (the question has no labelled best decision)."
+    if outcome.get("correct"):
+        return "Outcome: success (reward 1): the agent's decision is the best one."
+    return "Outcome: failure (reward 0): the agent did not find the best decision."
+
+
+def outcome_text(outcome: dict, reward: str = "rich") -> str:
+    """A run's reward as the reflection reads it: ``success`` (the paper's success or failure), or ``rich``: right
+    or wrong, the best decision, and where the agent's decision ranks."""
+    if reward == "success":
+        return success_text(outcome)
     decision, label, placement = outcome.get("decision"), outcome.get("label"), outcome.get("placement")
     best = f"The best decision is {label}." if label is not None else "The question has no labelled best decision."
     if decision is None:
         failed = f" (the run failed: {outcome['error']})" if outcome.get("error") else ""
         return f"Outcome: wrong. The agent named no candidate decision{failed}. {best}"
-    where = (f" (rank {placement['rank']} of {placement['of']} in the simulator's ranking, regret "
+    where = (f" (rank {placement_text(placement)} in the simulator's ranking, regret "
              f"{placement['regret']:.4g})" if placement else "")
     if outcome.get("correct"):
         return f"Outcome: correct. The agent chose {decision}, the best decision{where}."
@@ -31,10 +57,23 @@ def outcome_text(outcome: dict) -> str:
     return f"Outcome: {verdict}. The agent chose {decision}{where}. {best}"
 
 
-def reflection_message(plan: list[str], run: str, outcome: dict) -> str:
+def experience(plan: list[str], run: str, outcome: dict, reward: str = "rich") -> str:
+    """H and R of equations 6-8: the plan, the agent's run and its reward."""
+    return "\n\n".join([f"The plan the agent was given:\n{_plan(plan)}", f"The agent's run:\n{run}",
+                        outcome_text(outcome, reward)])
+
+
+def reflection_steps(plan: list[str], run: str, outcome: dict, reward: str = "success") -> dict[str, str]:
+    """The three-step SIR reflection's user messages: the summary and the flaws each on the experience; the
+    revision follows the flaws' call and its reply (equation 8)."""
+    h = experience(plan, run, outcome, reward)
+    return {"summary": f"{h}\n\n{SUMMARY_PROMPT}", "flaws": f"{h}\n\n{FLAW_PROMPT}", "revision": REVISION_PROMPT}
+
+
+def reflection_message(plan: list[str], run: str, outcome: dict, reward: str = "rich") -> str:
     """SIR reflection on one run, in one call: summary, flaws of the plan, revision."""
     return "\n\n".join([
-        f"The plan the agent was given:\n{_plan(plan)}", f"The agent's run:\n{run}", outcome_text(outcome),
+        experience(plan, run, outcome, reward),
         "Reflect on the run in three parts:\n"
         "Summary: Summarize the interaction history in steps.\n"
         "Flaws: Identify all flawed parts of the plan (not flawed actions). Remember that the database and the "
@@ -54,11 +93,11 @@ def parse_reflection(text: str) -> dict[str, str]:
     return parts
 
 
-def update_message(plan: list[str], experiences: list[dict]) -> str:
+def update_message(plan: list[str], experiences: list[dict], reward: str = "rich") -> str:
     """The plan update: the current plan and each run's question, outcome and reflection (``experiences``: dicts
     with question, text, outcome and the reflection's parts)."""
     runs = "\n---\n".join(
-        f"Question {e['question']}:\n{e['text']}\n{outcome_text(e['outcome'])}\n"
+        f"Question {e['question']}:\n{e['text']}\n{outcome_text(e['outcome'], reward)}\n"
         + "\n".join(f"{name.title()}: {e[name] or '(none)'}" for name in SECTIONS) for e in experiences)
     return "\n\n".join([
         f"The current plan:\n{_plan(plan)}", f"The agent's experiences with it:\n{runs}",

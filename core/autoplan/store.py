@@ -16,7 +16,6 @@ from pathlib import Path
 from core.agents.config import RunSettings
 from core.agents.techniques import technique
 from core.numbers import spans
-from core.scenario import SCENARIOS
 from core.settings import DATA_HOME
 
 
@@ -38,7 +37,7 @@ class LearnedPlan:
     iteration: int
     parent: int | None
     training: str
-    trained_with: dict  # technique, db, llm, batch_size, iterations, seed
+    trained_with: dict  # technique, db, llm, batch_size, iterations, seed, temperature, top_p, reflection, reward
     reflections: list[dict]
     update_reply: str
     history: list[dict]
@@ -66,8 +65,10 @@ class PlanStore:
         self.root = Path(root) if root else DATA_HOME / "plans"
 
     def _folder(self, scenario: str) -> Path:
-        if scenario not in SCENARIOS:
-            raise ValueError(f"unknown scenario {scenario!r}; choose one of {', '.join(SCENARIOS)}")
+        from core import scenarios
+
+        if scenario not in scenarios.names():
+            raise ValueError(f"unknown scenario {scenario!r}; choose one of {', '.join(scenarios.names())}")
         return self.root / scenario
 
     def versions(self, scenario: str) -> list[int]:

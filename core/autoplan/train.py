@@ -1,7 +1,11 @@
 """AutoPlan's training (section 3.2): starting from the empty plan, for I iterations, collect experience on a
 random batch of B training questions with the current plan (PlanRAG or IterRAG given it as their initial plan),
-reflect on each run with its outcome as the reward (SIR: summary, flaws, revision; one LLM call per run), and
-update the plan (one LLM call merging the revisions). Each updated plan is saved as the scenario's next version.
+reflect on each run with its outcome as the reward (SIR: summary, flaws, revision; three LLM calls per run, or one),
+and update the plan (one LLM call merging the revisions). Each updated plan is saved as the scenario's next version.
+
+As in the paper (section 4.1), every call of the training samples (nucleus sampling, ``top_p`` 0.9; the paper states
+no temperature, so the API's default of 1 is used), while a run from a learned plan (evaluation) decodes greedily
+(temperature 0, the runs' default); ``greedy_training`` trains at temperature 0 instead.
 """
 from __future__ import annotations
 
@@ -11,12 +15,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from core.agents import AgentRuntime, Limits, RunSettings, new_run_id
 from core.agents.parsing import parse_reply
 from core.agents.workspace import Workspace, open_catalog_workspace
 from core.autoplan import EXPERIENCE_TECHNIQUES, prompts
+from core.autoplan.prompts import REFLECTIONS, REWARDS
 from core.autoplan.store import LearnedPlan
 from core.llm import ChatLLM, LLMSettings, open_llm
 
@@ -28,7 +33,10 @@ class AutoPlanError(Exception):
 @dataclass
 class TrainSettings:
     """One training: the scenario's questions ``train`` (numbers of ``source``) on database ``db`` with model
-    ``llm`` (a name or ``replay:FILE``), B = ``batch_size`` questions per iteration, I = ``iterations``."""
+    ``llm`` (a name or ``replay:FILE``), B = ``batch_size`` questions per iteration, I = ``iterations``.
+    Sampling during training: ``temperature`` and ``top_p`` (paper: nucleus sampling p = 0.9; None: not sent);
+    ``reflection``: ``three-step`` (paper) or ``one-call``; ``reward``: ``success`` (paper: success or failure) or
+    ``rich`` (also the best decision, the rank and the regret)."""
 
     scenario: str
     db: str
@@ -41,6 +49,15 @@ class TrainSettings:
     seed: int = 0
     base_url: str | None = None
     limits: Limits = field(default_factory=Limits)
+    temperature: float = 1.0
+    top_p: float | None = 0.9
+    reflection: str = "three-step"
+    reward: str = "success"
+    prompts: str = "improved"  # the experience runs' prompt setting: improved | paper (PlanRAG's prompts)
+
+    def sampling(self) -> dict:
+        """The sampling parameters of every training call."""
+        return {"temperature": self.temperature, "top_p": self.top_p}
 
     def validate(self) -> TrainSettings:
         """Self, or ValueError naming the bad field."""
@@ -55,22 +72,29 @@ class TrainSettings:
         if not 1 <= self.batch_size <= len(self.train):
             raise ValueError(f"the batch size must be 1 to {len(self.train)} (the training questions), "
                              f"not {self.batch_size}")
+        if self.reflection not in REFLECTIONS:
+            raise ValueError(f"unknown reflection {self.reflection!r}; choose one of {', '.join(REFLECTIONS)}")
+        if self.reward not in REWARDS:
+            raise ValueError(f"unknown reward {self.reward!r}; choose one of {', '.join(REWARDS)}")
+        if not 0 <= self.temperature <= 2:
+            raise ValueError(f"the temperature must be 0 to 2, not {self.temperature}")
         if self.iterations < 1:
             raise ValueError(f"the iterations must be 1 or more, not {self.iterations}")
         return self
 
     def run_settings(self, question: int, plan: list[str] | None = None) -> RunSettings:
         return RunSettings(self.scenario, question, self.db, self.technique, self.llm, base_url=self.base_url,
-                           source=self.source, limits=self.limits, initial_plan=plan or None)
+                           source=self.source, limits=self.limits, initial_plan=plan or None,
+                           temperature=self.temperature, top_p=self.top_p, prompts=self.prompts)
 
     def batch(self, iteration: int) -> list[int]:
         """The questions of an iteration: B drawn at random (seeded by the seed and the iteration), in order."""
         return sorted(random.Random(f"{self.seed}:{iteration}").sample(self.train, self.batch_size))
 
 
-def _ask(llm: ChatLLM, message: str) -> tuple[str, int]:
-    """One reflection or update call: the reply and its tokens."""
-    c = llm.complete([SystemMessage(prompts.SYSTEM), HumanMessage(message)], None)
+def _ask(llm: ChatLLM, message: str, before: list | None = None) -> tuple[str, int]:
+    """One reflection or update call (after the exchange ``before``, if any): the reply and its tokens."""
+    c = llm.complete([SystemMessage(prompts.SYSTEM), *(before or []), HumanMessage(message)], None)
     return c.text, c.prompt_tokens + c.completion_tokens
 
 
@@ -82,21 +106,34 @@ def _experience(runtime: AgentRuntime, settings: TrainSettings, question: int, p
             "text": conversation[0]["content"], "run": "\n\n".join(m["content"] for m in conversation)}
 
 
-def _reflect(llm: ChatLLM, plan: list[str], experience: dict) -> tuple[dict, int]:
-    """The SIR reflection on one run, kept with the run's outcome."""
-    reply, tokens = _ask(llm, prompts.reflection_message(plan, experience["run"], experience["outcome"]))
+def _reflect(llm: ChatLLM, plan: list[str], experience: dict, settings: TrainSettings) -> tuple[dict, int]:
+    """The SIR reflection on one run (three calls, or one), kept with the run's outcome."""
     outcome = experience["outcome"]
+    if settings.reflection == "one-call":
+        reply, tokens = _ask(llm, prompts.reflection_message(plan, experience["run"], outcome, settings.reward))
+        parts, calls = {**prompts.parse_reflection(reply), "reply": reply}, 1
+    else:
+        asks = prompts.reflection_steps(plan, experience["run"], outcome, settings.reward)
+        summary, used_s = _ask(llm, asks["summary"])
+        flaws, used_f = _ask(llm, asks["flaws"])
+        revision, used_r = _ask(llm, asks["revision"], [HumanMessage(asks["flaws"]), AIMessage(flaws)])
+        parts = {"summary": summary.strip(), "flaws": flaws.strip(), "revision": revision.strip(),
+                 "reply": "\n\n".join(f"{n.title()}: {t.strip()}" for n, t in
+                                       (("summary", summary), ("flaws", flaws), ("revision", revision)))}
+        tokens, calls = used_s + used_f + used_r, 3
     kept = {k: outcome.get(k) for k in ("decision", "label", "correct", "placement", "error")}
-    return {"question": experience["question"], "run_id": experience["run_id"], **kept,
-            **prompts.parse_reflection(reply), "reply": reply}, tokens
+    return {"question": experience["question"], "run_id": experience["run_id"], **kept, **parts,
+            "reflection_calls": calls}, tokens
 
 
-def _record(iteration: int, parent: int | None, experiences: list[dict], tokens: int) -> dict:
-    """The accuracy of an iteration's batch (the plan in force: version ``parent``; None: the empty plan)."""
+def _record(iteration: int, parent: int | None, experiences: list[dict], tokens: int,
+            reflection_calls: int) -> dict:
+    """The accuracy of an iteration's batch (the plan in force: version ``parent``; None: the empty plan): the
+    success rate (the paper's reward) and, apart, the mean regret (the richer reward's)."""
     outcomes = [e["outcome"] for e in experiences]
     correct = sum(bool(o["correct"]) for o in outcomes)
     regrets = [o["placement"]["regret"] for o in outcomes if o["placement"]]
-    calls = sum(o["llm_calls"] for o in outcomes) + len(outcomes) + 1  # runs, reflections, update
+    calls = sum(o["llm_calls"] for o in outcomes) + reflection_calls + 1  # runs, reflections, update
     return {"iteration": iteration, "plan_version": parent, "questions": [e["question"] for e in experiences],
             "runs": [e["run_id"] for e in experiences], "correct": correct, "total": len(outcomes),
             "accuracy": round(correct / len(outcomes), 4),
@@ -114,7 +151,8 @@ def train(settings: TrainSettings, home: str | Path | None = None, *,
     settings.validate()
     say = progress or (lambda line: None)
     llm_settings = llm_settings or LLMSettings()
-    llm = open_llm(settings.llm, dataclasses.replace(llm_settings, base_url=settings.base_url or llm_settings.base_url))
+    llm = open_llm(settings.llm, dataclasses.replace(llm_settings, base_url=settings.base_url or llm_settings.base_url,
+                                                     **settings.sampling()))
     runtime = AgentRuntime(home, workspace=workspace, llm_settings=llm_settings, llm_opener=lambda *a, **kw: llm)
     training, plan, parent, history, saved = new_run_id(), [], None, [], []
     try:
@@ -122,15 +160,16 @@ def train(settings: TrainSettings, home: str | Path | None = None, *,
             experiences, reflections, tokens = [], [], 0
             for question in settings.batch(i):
                 experience = _experience(runtime, settings, question, plan)
-                reflection, used = _reflect(llm, plan, experience)
+                reflection, used = _reflect(llm, plan, experience, settings)
                 experiences.append(experience)
                 reflections.append(reflection)
                 tokens += used
                 verdict = {True: "correct", False: "wrong", None: "unlabelled"}[reflection["correct"]]
                 say(f"iteration {i}: question {question}: {verdict} (decision {reflection['decision']})")
             merged = [{**e, **r} for e, r in zip(experiences, reflections, strict=True)]
-            reply, used = _ask(llm, prompts.update_message(plan, merged))
-            history.append(_record(i, parent, experiences, tokens + used))
+            reply, used = _ask(llm, prompts.update_message(plan, merged, settings.reward))
+            history.append(_record(i, parent, experiences, tokens + used,
+                                   sum(r["reflection_calls"] for r in reflections)))
             steps = parse_reply(reply).plan
             if not steps:
                 raise AutoPlanError(f"the plan update of iteration {i} wrote no 'Plan: [Step 1: ...]'; "
@@ -138,7 +177,9 @@ def train(settings: TrainSettings, home: str | Path | None = None, *,
             learned = runtime.plans.save(LearnedPlan(
                 settings.scenario, steps, settings.source, sorted(settings.train), i, parent, training,
                 {"technique": settings.technique, "db": settings.db, "llm": settings.llm or llm.label,
-                 "batch_size": settings.batch_size, "iterations": settings.iterations, "seed": settings.seed},
+                 "batch_size": settings.batch_size, "iterations": settings.iterations, "seed": settings.seed,
+                 **settings.sampling(), "reflection": settings.reflection, "reward": settings.reward,
+                 "prompts": settings.prompts},
                 reflections, reply, list(history)))
             saved.append(learned)
             plan, parent = learned.steps, learned.version

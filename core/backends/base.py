@@ -118,3 +118,6 @@ class Backend(Protocol):
 
     def close(self) -> None:
         """Release the connection and any temporary files."""
+
+    # Optional: ``cancel()`` stops the query running now from another thread (the analyst's Stop), best effort;
+    # a backend without it lets an abandoned query end by its own timeout.

@@ -130,6 +130,33 @@ def prepare(text: str) -> str:
     return text
 
 
+# --- Neo4j: checks ------------------------------------------------------------------------------------
+#: Procedures an agent may CALL on Neo4j: they only read the schema. Any other may write (apoc.merge.node,
+#: apoc.periodic.*), and a server that ignores the read access mode would run it.
+NEO4J_PROCEDURES = ("db.labels", "db.relationshipTypes", "db.propertyKeys", "db.schema.visualization",
+                    "db.schema.nodeTypeProperties", "db.schema.relTypeProperties")
+
+
+def check_neo4j(text: str) -> None:
+    """Refuse a CALL of any procedure but NEO4J_PROCEDURES (``CALL { subquery }`` stays allowed; its clauses
+    went through ``prepare``'s write check)."""
+    toks = tokens(text)
+    for i, t in enumerate(toks):
+        if t.word != "CALL" or not _is_bare(toks, i) or (i + 1 < len(toks) and toks[i + 1].text in ("{", "(")):
+            continue
+        parts, j = [], i + 1
+        while j < len(toks) and toks[j].kind in ("name", "quoted"):
+            parts.append(toks[j].text.strip("`").replace("``", "`").lower())
+            if j + 1 < len(toks) and toks[j + 1].text == ".":
+                j += 2
+            else:
+                break
+        name = ".".join(parts)
+        if name not in {p.lower() for p in NEO4J_PROCEDURES}:
+            raise RefusedWrite(f"refused: CALL {name or '...'} is not allowed here; the procedures are "
+                               + ", ".join(f"{p}()" for p in NEO4J_PROCEDURES))
+
+
 # --- Ladybug: checks ----------------------------------------------------------------------------------
 _LADYBUG_STARTS = {"MATCH", "OPTIONAL", "UNWIND", "WITH", "RETURN", "CALL"}
 _LADYBUG_CALLS = {"show_tables", "table_info", "show_connection", "show_functions", "db_version"}

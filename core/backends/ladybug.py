@@ -198,6 +198,12 @@ class LadybugBackend:
         columns = column_names(original, len(columns)) or columns
         return QueryResult(columns, rows, total, elapsed, executed, notes)
 
+    def cancel(self) -> None:
+        """Stop the query running now (any thread may call this)."""
+        conn = self._conn
+        if conn is not None:
+            conn.interrupt()
+
     def close(self) -> None:
         """Close the connection and the database (the built file stays cached for later opens)."""
         with self._lock:

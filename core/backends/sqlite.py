@@ -135,6 +135,10 @@ class SQLiteBackend:
                 timer.join()
         return QueryResult(columns, rows, total, time.perf_counter() - start, executed=sql)
 
+    def cancel(self) -> None:
+        """Stop the query running now (any thread may call this)."""
+        self._con.interrupt()
+
     def close(self) -> None:
         """Close the connection; the file stays cached for later opens until the process exits."""
         self._con.close()

@@ -14,11 +14,12 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from langchain_core.messages import BaseMessage
 
+from core.benchmark.budget import Budget
 from core.llm import REPLAY_PREFIX, ChatLLM, Completion, LLMSettings, open_llm, replay_path
 
 
@@ -69,22 +70,27 @@ def cache_key(identity: dict, stop: list[str], messages: list[BaseMessage]) -> s
 
 
 class CachingLLM:
-    """A ChatLLM stand-in with a reply cache (None: no cache) and a wait before each model call (``throttle``,
-    e.g. a rate limiter). ``calls`` counts model calls, ``hits`` cached replies, ``wait_s`` the time spent in
-    ``complete`` (model, throttle and cache)."""
+    """A ChatLLM stand-in with a reply cache (None: no cache), a wait before each model call (``throttle``,
+    e.g. a rate limiter), a gate each model call passes (``gate``, a core.benchmark.runner.CallGate: how many
+    calls at once, told of timeouts) and a benchmark budget checked before each model call and charged after it.
+    ``calls`` counts model calls, ``hits`` cached replies, ``wait_s`` the time spent in ``complete`` (model,
+    throttle and cache)."""
 
     def __init__(self, opener: Callable[[int], ChatLLM], identity: dict, cache: ReplyCache | None,
-                 throttle: Callable[[], None] | None = None):
+                 throttle: Callable[[], None] | None = None, gate=None, budget: Budget | None = None):
         self._opener = opener  # answered -> the model, positioned after the replies already given
         self._identity = identity
         self._cache = cache
         self._throttle = throttle
+        self._gate = gate
+        self._budget = budget
         self._model: ChatLLM | None = None
         self.calls = self.hits = 0
         self.wait_s = 0.0
         self.first_call_at: float | None = None  # perf_counter at the first complete()
 
-    def complete(self, messages: list[BaseMessage], stop: list[str]) -> Completion:
+    def complete(self, messages: list[BaseMessage], stop: list[str], on_retry=None) -> Completion:
+        """The cached reply (``cached``, its original latency, no attempts now), else the model's (stored)."""
         start = time.perf_counter()
         self.first_call_at = self.first_call_at or start
         try:
@@ -92,13 +98,25 @@ class CachingLLM:
             cached = self._cache.get(key) if key else None
             if cached:
                 self.hits += 1
-                return cached
+                return replace(cached, cached=True, attempts=[], wait_s=round(time.perf_counter() - start, 4))
+            if self._budget:
+                self._budget.check()
             if self._model is None:
                 self._model = self._opener(self.hits + self.calls)
+            waiting = time.perf_counter()
             if self._throttle:
                 self._throttle()
-            completion = self._model.complete(messages, stop)
+            if self._gate is None:
+                completion = self._model.complete(messages, stop, on_retry=on_retry)
+            else:
+                with self._gate:
+                    completion = self._model.complete(messages, stop, on_retry=self._gate.watch(on_retry))
+            # the time waited for this reply: the model's attempts, and the throttle and the gate before them
+            completion = replace(completion, wait_s=max(completion.wait_s or 0.0,
+                                                        round(time.perf_counter() - waiting, 4)))
             self.calls += 1
+            if self._budget:
+                self._budget.spend(completion)
             if key:
                 self._cache.put(key, self._identity["model"], completion)
             return completion
@@ -107,15 +125,18 @@ class CachingLLM:
 
 
 def caching_opener(cache: ReplyCache | None, throttle: Callable[[], None] | None = None,
-                   on_open: Callable[[CachingLLM], None] | None = None):
-    """An ``llm_opener`` for AgentRuntime (same signature as core.llm.open_llm) giving CachingLLMs; ``on_open``
-    sees each one (to read its counters after the run)."""
+                   on_open: Callable[[CachingLLM], None] | None = None, gate=None, budget: Budget | None = None):
+    """An ``llm_opener`` for AgentRuntime (same signature as core.llm.open_llm) giving CachingLLMs (passing
+    ``gate``, charging ``budget``); ``on_open`` sees each one (to read its counters after the run)."""
 
     def opener(spec: str, settings: LLMSettings, *, skip: int = 0) -> CachingLLM:
         replay = spec.startswith(REPLAY_PREFIX)
         identity = {"model": model_identity(spec), "temperature": settings.temperature,
                     "max_tokens": settings.max_reply_tokens, "base_url": None if replay else settings.base_url}
-        llm = CachingLLM(lambda answered: open_llm(spec, settings, skip=skip + answered), identity, cache, throttle)
+        if getattr(settings, "top_p", None) is not None:  # only when sampled, so earlier cached replies stay keyed
+            identity["top_p"] = settings.top_p
+        llm = CachingLLM(lambda answered: open_llm(spec, settings, skip=skip + answered), identity, cache, throttle,
+                         gate, budget)
         if on_open:
             on_open(llm)
         return llm

@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from core.numbers import parse_numbers as parse_number_list
 from core.numbers import spans
 from core.backends.registry import BACKENDS, unavailable
-from core.scenario import SCENARIOS
 
 class BenchError(Exception):
     """A benchmark that cannot run as asked; the message says what to change."""
@@ -23,15 +22,19 @@ class Item:
     db: str
     technique: str
     model: str
+    source: str = "dqa"  # where the question comes from: DQA, or the built-in demo scenarios
 
     @property
     def key(self) -> str:
-        return f"{self.scenario}/{self.question}/{self.db}/{self.technique}/{self.model}"
+        prefix = "" if self.source == "dqa" else f"{self.source}:"
+        return f"{prefix}{self.scenario}/{self.question}/{self.db}/{self.technique}/{self.model}"
 
     @property
     def name(self) -> str:
-        """Short, for progress lines and replay file names: ``locating-12-sqlite-planrag``."""
-        return f"{self.scenario}-{self.question}-{self.db}-{self.technique}"
+        """Short, for progress lines and replay file names: ``locating-12-sqlite-planrag`` (``demo-locating-1-...``
+        for a demo question)."""
+        prefix = "" if self.source == "dqa" else f"{self.source}-"
+        return f"{prefix}{self.scenario}-{self.question}-{self.db}-{self.technique}"
 
 
 def parse_numbers(text: str) -> list[int]:
@@ -44,8 +47,21 @@ def parse_numbers(text: str) -> list[int]:
         raise BenchError(f"{e} or all") from None
 
 
-def scenarios_of(choice: str) -> list[str]:
-    return list(SCENARIOS) if choice == "all" else [choice]
+def scenarios_of(choice: str, source: str = "dqa") -> list[str]:
+    """The scenarios to run: ``all`` is every scenario offering questions from ``source``; a named one must be
+    known and offer them."""
+    from core import scenarios
+
+    if choice == "all":
+        return [k.name for k in scenarios.all_types() if source in k.source_keys()]
+    try:
+        kind = scenarios.get(choice)
+    except KeyError as e:
+        raise BenchError(e.args[0]) from None
+    if source not in kind.source_keys():
+        raise BenchError(f"scenario {choice} has no {source!r} questions; use --source "
+                         f"{' or '.join(kind.source_keys())}")
+    return [choice]
 
 
 def databases_of(choice: str, notes: list[str]) -> list[str]:
@@ -75,7 +91,7 @@ class WorkList:
 
 
 def work_list(scenarios: list[str], dbs: list[str], techniques: list[str], model: str, numbers: list[int],
-              counts: dict[str, int], notes: list[str] | None = None) -> WorkList:
+              counts: dict[str, int], notes: list[str] | None = None, source: str = "dqa") -> WorkList:
     """Every item, ordered by scenario, question, database, technique. ``numbers`` empty means all questions;
     ``counts`` is each scenario's number of questions. Numbers past a scenario's count are left out with a
     note when several scenarios run, and are an error for a single one."""
@@ -89,5 +105,5 @@ def work_list(scenarios: list[str], dbs: list[str], techniques: list[str], model
             raise BenchError(f"{scenario} has questions 1-{count}; there is no question {spans(beyond)}")
         if beyond:
             notes.append(f"{scenario} has questions 1-{count}: {spans(beyond)} left out")
-        items += [Item(scenario, n, db, t, model) for n in chosen for db in dbs for t in techniques]
+        items += [Item(scenario, n, db, t, model, source) for n in chosen for db in dbs for t in techniques]
     return WorkList(items, notes)

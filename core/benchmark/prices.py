@@ -63,3 +63,11 @@ def cost(model: str, prompt_tokens: int, completion_tokens: int, table: dict[str
     """USD for the tokens, None when the model has no price."""
     price = price_of(model, table)
     return None if price is None else (prompt_tokens * price[0] + completion_tokens * price[1]) / 1e6
+
+
+def model_price(model: str) -> list[float] | None:
+    """The price of a model in the editable table (None: not in it, or the table cannot be read)."""
+    try:
+        return price_of(model, load_prices())
+    except (OSError, ValueError):
+        return None

@@ -1,14 +1,22 @@
 """The paper's tables from a benchmark's results (the dicts core.benchmark.runner stores), as pandas DataFrames,
 with the paper's GPT-4 figures beside; and their export to CSV and JSON.
 
-- accuracy / paper_layout: per scenario x database x technique (Tables 4-5; SQL databases are RDB, graph GDB);
+- accuracy / paper_layout: per scenario x database x technique (Tables 4-5; SQL databases are RDB, graph GDB),
+  with n and a 95% Wilson interval; items that could not run (``status`` "error", from
+  core.benchmark.results.read_errors) count in n as not correct, in their own column; beside it the
+  optimal-decision rate (regret 0 by the simulator: a pick tied with the best counts) and the mean regret;
+- paired: each pair of techniques on the same items (both / only A / only B / neither right, exact McNemar
+  p-value, accuracy difference with Newcombe's 95% interval);
+- undecided: the answers graded ambiguous or deciding nothing, listed apart;
 - retrieval_split: single- vs multi-retrieval questions (Figure 5), split by each run's own retrievals and, where
   the results have IterRAG on the same question and database, by IterRAG's (as the paper does);
 - replans: re-plan count buckets and their accuracy (Table 7), for the techniques that re-plan;
-- missed: rate of missed critical values (Table 6);
+- missed: rate of pairs that did not see every value deciding the question, by the simulator (Table 6,
+  measured; the keyword heuristic beside, labelled);
 - failures: failure categories of the wrong answers (Figure 6), as rates over all pairs;
 - regret: how far the wrong picks fall behind the best decision in the simulator's ranking;
-- costs: LLM calls, tokens, cost, latency and framework overhead per question.
+- costs: LLM calls, tokens, cost, latency and framework overhead per question;
+- not_run: the items that could not run (network, auth, server failures past their retries), with what happened.
 """
 from __future__ import annotations
 
@@ -22,11 +30,16 @@ from core.backends.registry import BACKENDS
 from core.benchmark import paper
 from core.benchmark.failures import PRECEDENCE, UNCLASSIFIED
 from core.benchmark.prices import cost
+from core.benchmark.stats import paired as paired_stats
+from core.benchmark.stats import wilson
 from core.benchmark.trace import CRITICAL
+from core.scenarios import ByScenario
+from core.dqa import DQA_SET
 from core.scenario import SCENARIOS
+from core.secrets import scrub
 
 KIND = {"sql": "RDB", "cypher": "GDB"}
-GROUP = ["scenario", "technique", "model"]
+GROUP = ["source", "scenario", "technique", "model"]
 REPLAN_BUCKETS = ("0", "1", "2", "3", "4+")
 
 
@@ -37,30 +50,173 @@ def _order(name: str, known) -> tuple:
 
 def _frame(results: list[dict]) -> pd.DataFrame:
     """The results in the paper's order (scenario, database, technique as registered; then question)."""
-    df = pd.DataFrame(sorted(results, key=lambda r: (_order(r["scenario"], SCENARIOS), _order(r["db"], BACKENDS),
-                                                     _order(r["technique"], TECHNIQUES), r["model"], r["question"])))
+    df = pd.DataFrame(sorted(results, key=lambda r: (r.get("source", "dqa") != "dqa", _order(r["scenario"], SCENARIOS),
+                                                     _order(r["db"], BACKENDS), _order(r["technique"], TECHNIQUES),
+                                                     r["model"], r["question"])))
     if df.empty:
         return df
+    for column, default in (("source", "dqa"), ("status", "finished"), ("grade_status", None), ("optimal", None),
+                            ("all_tied", False), ("overridden", False), ("regret", None), ("language", None)):
+        if column not in df:
+            df[column] = default
+    df["source"] = df["source"].fillna("dqa")
+    df["language"] = [lang if isinstance(lang, str) else language_of(db) for lang, db in zip(df["language"], df["db"])]
+    if "set" not in df:  # results from before sets had names
+        df["set"] = None
+    df["set"] = [qset if isinstance(qset, str) else DQA_SET if source == "dqa" else source
+                 for qset, source in zip(df["set"], df["source"])]
     df["kind"] = df["language"].map(KIND)
     df["right"] = df["correct"].fillna(False).astype(bool)
+    df["errored"] = df["status"] == "error"
+    df["optimal"] = [bool(o) if isinstance(o, bool) else (r == 0 if pd.notna(r) else False)
+                     for o, r in zip(df["optimal"], df["regret"])]
+    df["overridden"] = df["overridden"].fillna(False).astype(bool)
+    df["all_tied"] = df["all_tied"].fillna(False).astype(bool)
     return df
+
+
+def _ran(df: pd.DataFrame) -> pd.DataFrame:
+    """The items that ran (those that could not run have no trace to analyse)."""
+    return df[~df["errored"]] if not df.empty else df
+
+
+def language_of(db: str) -> str | None:
+    """The query language of a backend (sql or cypher), None for one this version does not know."""
+    return BACKENDS[db][0] if db in BACKENDS else None
 
 
 def _pct(part, whole):
     return round(100.0 * part / whole, 1) if whole else None
 
 
+def _interval(k: int, n: int) -> tuple[float | None, float | None]:
+    if not n:
+        return None, None
+    low, high = wilson(int(k), int(n))
+    return round(100 * low, 1), round(100 * high, 1)
+
+
 def accuracy(results: list[dict]) -> pd.DataFrame:
-    """correct, total and accuracy % per scenario, database, technique and model; the paper's figure beside."""
+    """Per question set, source, scenario, database, technique and model: n (every item, those that could not run
+    included), correct, errors, label accuracy % with its 95% Wilson interval (ci95_low, ci95_high), the
+    answered-only accuracy, the optimal-decision rate % (regret 0 by the simulator) with its interval, answers graded
+    ambiguous or deciding nothing, grades overridden by an analyst, questions where every candidate ties, the mean
+    regret of the ranked decisions, runs the loop guard ended (stuck, counted apart from other failures); the
+    paper's figure beside (the DQA set only: a generated set's questions are others)."""
     df = _frame(results)
     if df.empty:
         return pd.DataFrame()
     rows = []
-    for (scenario, db, kind, tech, model), g in df.groupby(["scenario", "db", "kind", "technique", "model"], sort=False):
-        rows.append({"scenario": scenario, "db": db, "kind": kind, "technique": tech, "model": model,
-                     "correct": int(g["right"].sum()), "total": len(g), "accuracy": _pct(g["right"].sum(), len(g)),
-                     "paper": paper.ACCURACY.get((scenario, kind), {}).get(tech)})
+    keys = ["set", "source", "scenario", "db", "kind", "technique", "model"]
+    for (qset, source, scenario, db, kind, tech, model), g in df.groupby(keys, sort=False, dropna=False):
+        n, right, optimal = len(g), int(g["right"].sum()), int(g["optimal"].sum())
+        errors = int(g["errored"].sum())
+        answered = n - errors
+        low, high = _interval(right, n)
+        o_low, o_high = _interval(optimal, n)
+        regrets = g["regret"].dropna()
+        rows.append({"set": qset, "source": source, "scenario": scenario, "db": db, "kind": kind, "technique": tech,
+                     "model": model, "n": n, "correct": right, "errors": errors, "total": n,
+                     "accuracy": _pct(right, n), "ci95_low": low, "ci95_high": high,
+                     "answered": answered, "answered accuracy": _pct(right, answered),
+                     "optimal": optimal, "optimal rate": _pct(optimal, n), "optimal ci95_low": o_low,
+                     "optimal ci95_high": o_high,
+                     "undecided": int(g["grade_status"].isin(["ambiguous", "none"]).sum()),
+                     "overridden": int(g["overridden"].sum()), "all tied": int(g["all_tied"].sum()),
+                     "mean regret": _round(regrets.mean()) if len(regrets) else None,
+                     "stuck": int((g["status"] == "stuck").sum()),
+                     "paper": paper.ACCURACY.get((scenario, kind), {}).get(tech) if qset == DQA_SET else None})
     return pd.DataFrame(rows)
+
+
+#: The paper's number of questions per scenario (each on RDB and on GDB), for the interval of its figures.
+PAPER_N = ByScenario("paper_n")
+
+
+def bar_data(acc: pd.DataFrame) -> pd.DataFrame:
+    """Long data for bars with intervals: per scenario, technique and series (a database, or ``paper RDB`` /
+    ``paper GDB``), the label accuracy and the optimal-decision rate (metric), value %, its 95% Wilson interval
+    (low, high; plus and minus from the value) and n as text. The paper's intervals come from its n."""
+    rows = []
+    for r in acc.to_dict("records"):
+        for metric, value, low, high in (("label accuracy", r["accuracy"], r["ci95_low"], r["ci95_high"]),
+                                         ("optimal decisions", r["optimal rate"], r["optimal ci95_low"],
+                                          r["optimal ci95_high"])):
+            rows.append({"scenario": r["scenario"], "technique": r["technique"], "series": r["db"], "metric": metric,
+                         "value": value, "low": low, "high": high, "n": f"n={r['n']}"})
+    if "paper" in acc:
+        for r in acc.dropna(subset=["paper"]).drop_duplicates(["scenario", "technique", "kind"]).to_dict("records"):
+            n = PAPER_N[r["scenario"]]
+            low, high = _interval(round(r["paper"] * n / 100), n)
+            rows.append({"scenario": r["scenario"], "technique": r["technique"], "series": f"paper {r['kind']}",
+                         "metric": "label accuracy", "value": r["paper"], "low": low, "high": high, "n": f"n={n}"})
+    data = pd.DataFrame(rows)
+    if not data.empty:
+        data["plus"], data["minus"] = data["high"] - data["value"], data["value"] - data["low"]
+    return data
+
+
+def accuracy_text(row) -> str:
+    """An accuracy as shown everywhere: ``62.5% [40.9–80.0], n=24`` (row: an ``accuracy`` row or its dict)."""
+    get = row.get if isinstance(row, dict) else lambda k: getattr(row, k)
+    if not get("n"):
+        return "–"
+    return f"{get('accuracy'):.1f}% [{get('ci95_low'):.1f}–{get('ci95_high'):.1f}], n={get('n')}"
+
+
+def paired(results: list[dict]) -> pd.DataFrame:
+    """Each pair of techniques (a, b, in the registered order) run on the same questions with the same source,
+    scenario, database and model: the questions both got right, only a, only b, neither (an item that could not
+    run is not right), the exact McNemar p-value, a's accuracy minus b's in percentage points with its 95%
+    interval (Newcombe), and whether the difference is significant at 5%."""
+    df = _frame(results)
+    if df.empty:
+        return pd.DataFrame(columns=PAIRED_COLUMNS)
+    rows = []
+    for (source, scenario, db, model), g in df.groupby(["source", "scenario", "db", "model"], sort=False):
+        right = {t: dict(zip(s["question"], s["right"])) for t, s in g.groupby("technique", sort=False)}
+        techniques = list(right)
+        for i, a in enumerate(techniques):
+            for b in techniques[i + 1:]:
+                common = sorted(set(right[a]) & set(right[b]))
+                if not common:
+                    continue
+                p = paired_stats([right[a][q] for q in common], [right[b][q] for q in common])
+                rows.append({"source": source, "scenario": scenario, "db": db, "model": model, "a": a, "b": b,
+                             "n": p.n, "both": p.both, "only_a": p.only_a, "only_b": p.only_b, "neither": p.neither,
+                             "p_value": round(p.p_value, 4), "diff": round(100 * p.diff, 1),
+                             "diff_ci95_low": round(100 * p.low, 1), "diff_ci95_high": round(100 * p.high, 1),
+                             "significant": p.significant})
+    return pd.DataFrame(rows, columns=PAIRED_COLUMNS)
+
+
+PAIRED_COLUMNS = ["source", "scenario", "db", "model", "a", "b", "n", "both", "only_a", "only_b", "neither", "p_value",
+                  "diff", "diff_ci95_low", "diff_ci95_high", "significant"]
+
+
+def paired_text(row) -> str:
+    """A paired comparison in words: which technique did better, by how much, and whether that is significant."""
+    get = row.get if isinstance(row, dict) else lambda k: getattr(row, k)
+    a, b = technique_name(get("a")), technique_name(get("b"))
+    verdict = ("significant" if get("significant") else "not significant: the data cannot tell them apart")
+    return (f"{a} − {b}: {get('diff'):+.1f} points [{get('diff_ci95_low'):+.1f}, {get('diff_ci95_high'):+.1f}] on "
+            f"n={get('n')} paired questions (only {a} right {get('only_a')}, only {b} right {get('only_b')}); exact "
+            f"McNemar p={get('p_value'):.3g}, {verdict}")
+
+
+def technique_name(name: str) -> str:
+    return TECHNIQUES[name].label if name in TECHNIQUES else name
+
+
+def undecided(results: list[dict]) -> pd.DataFrame:
+    """The answers graded ambiguous or deciding nothing (they count as not correct), with the grader's reason."""
+    df = _frame(results)
+    columns = ["source", "scenario", "question", "db", "technique", "model", "grade_status", "grade_reason",
+               "final_answer", "run_id"]
+    if df.empty:
+        return pd.DataFrame(columns=columns)
+    df = df[df["grade_status"].isin(["ambiguous", "none"])]
+    return df[[c for c in columns if c in df]].reset_index(drop=True)
 
 
 def paper_layout(results: list[dict]) -> pd.DataFrame:
@@ -70,14 +226,18 @@ def paper_layout(results: list[dict]) -> pd.DataFrame:
     if acc.empty:
         return acc
     rows = []
-    for (tech, model), g in acc.groupby(["technique", "model"], sort=False):
-        row = {"technique": tech, "model": model}
+    for (qset, source, tech, model), g in acc.groupby(["set", "source", "technique", "model"], sort=False):
+        row = {"set": qset, "source": source, "technique": tech, "model": model}
         for scenario, s in g.groupby("scenario", sort=False):
-            for r in s.itertuples():
-                row[f"{scenario} {r.kind} {r.db}"] = r.accuracy
-                row[f"{scenario} {r.kind} paper"] = r.paper
+            for r in s.to_dict("records"):
+                cell = f"{scenario} {r['kind']} {r['db']}"
+                row[cell] = r["accuracy"]
+                row[f"{cell} 95% CI, n"] = f"{r['ci95_low']:.1f}–{r['ci95_high']:.1f}, n={r['n']}"
+                row[f"{cell} optimal"] = r["optimal rate"]
+                row[f"{scenario} {r['kind']} paper"] = r["paper"]
             row[f"{scenario} average"] = round(s["accuracy"].mean(), 1)
-            row[f"{scenario} average paper"] = paper.AVERAGE.get(scenario, {}).get(tech)
+            row[f"{scenario} average paper"] = (paper.AVERAGE.get(scenario, {}).get(tech) if qset == DQA_SET
+                                                else None)
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -86,71 +246,95 @@ def retrieval_split(results: list[dict]) -> pd.DataFrame:
     """Accuracy on single-retrieval (SR: one database query) and multi-retrieval (MR) questions, and on those
     answered with no query (none): by each run's own queries (basis ``own``) and, for the other techniques on
     the pairs IterRAG also ran, by IterRAG's queries (basis ``IterRAG``, the paper's split)."""
-    df = _frame(results)
+    df = _ran(_frame(results))
     if df.empty:
         return pd.DataFrame()
-    iterrag = {(r.model, r.scenario, r.question, r.db): r.retrievals
+    iterrag = {(r.source, r.model, r.scenario, r.question, r.db): r.retrievals
                for r in df[df["technique"] == "iterrag"].itertuples()}
     theirs = df[df["technique"] != "iterrag"]
-    theirs = theirs.assign(n=[iterrag.get((r.model, r.scenario, r.question, r.db)) for r in theirs.itertuples()])
+    theirs = theirs.assign(n=[iterrag.get((r.source, r.model, r.scenario, r.question, r.db))
+                              for r in theirs.itertuples()])
     data = pd.concat([df.assign(basis="own", n=df["retrievals"]), theirs.dropna(subset=["n"]).assign(basis="IterRAG")])
     data["split"] = ["none" if n == 0 else "SR" if n == 1 else "MR" for n in data["n"]]
     rows = []
-    for (scenario, tech, model, basis), g in data.groupby(GROUP + ["basis"], sort=False):
+    for (source, scenario, tech, model, basis), g in data.groupby(GROUP + ["basis"], sort=False):
         for split in ("SR", "MR", "none"):
             s = g[g["split"] == split]
             if split == "none" and s.empty:
                 continue
-            published = paper.RETRIEVAL_SPLIT.get((scenario, split), {})
-            rows.append({"scenario": scenario, "technique": tech, "model": model, "basis": basis, "split": split,
-                         "pairs": len(s), "share": _pct(len(s), len(g)), "correct": int(s["right"].sum()),
-                         "accuracy": _pct(s["right"].sum(), len(s)), "paper share": published.get("share"),
+            published = paper.RETRIEVAL_SPLIT.get((scenario, split), {}) if source == "dqa" else {}
+            rows.append({"source": source, "scenario": scenario, "technique": tech, "model": model, "basis": basis,
+                         "split": split, "pairs": len(s), "share": _pct(len(s), len(g)),
+                         "correct": int(s["right"].sum()),
+                         "accuracy": _pct(s["right"].sum(), len(s)),
+                         **dict(zip(("ci95_low", "ci95_high"), _interval(s["right"].sum(), len(s)))),
+                         "paper share": published.get("share"),
                          "paper": published.get(tech)})
     return pd.DataFrame(rows)
 
 
 def replans(results: list[dict]) -> pd.DataFrame:
     """Pairs and accuracy by number of re-plans (0, 1, 2, 3, 4+), for the techniques that re-plan."""
-    df = _frame(results)
+    df = _ran(_frame(results))
     if df.empty:
         return pd.DataFrame()
     df = df[[getattr(TECHNIQUES.get(t), "replans", False) for t in df["technique"]]]
-    df = df.assign(bucket=[REPLAN_BUCKETS[min(n, 4)] for n in df["replans"]])
+    df = df.assign(bucket=[REPLAN_BUCKETS[min(int(n), 4)] for n in df["replans"]])
     rows = []
-    for (scenario, tech, model), g in df.groupby(GROUP, sort=False):
+    for (source, scenario, tech, model), g in df.groupby(GROUP, sort=False):
         for bucket in REPLAN_BUCKETS:
             s = g[g["bucket"] == bucket]
-            pairs, acc = paper.REPLANS.get(scenario, {}).get(bucket, (None, None))
-            rows.append({"scenario": scenario, "technique": tech, "model": model, "replans": bucket,
+            published = paper.REPLANS.get(scenario, {}) if source == "dqa" else {}
+            pairs, acc = published.get(bucket, (None, None))
+            rows.append({"source": source, "scenario": scenario, "technique": tech, "model": model, "replans": bucket,
                          "pairs": len(s), "share": _pct(len(s), len(g)), "accuracy": _pct(s["right"].sum(), len(s)),
+                         **dict(zip(("ci95_low", "ci95_high"), _interval(s["right"].sum(), len(s)))),
                          "paper pairs": pairs if tech == "planrag" else None,
                          "paper accuracy": acc if tech == "planrag" else None})
     return pd.DataFrame(rows)
 
 
 def missed(results: list[dict]) -> pd.DataFrame:
-    """Rate % of pairs whose run never queried a critical value (Table 6), and how often each was missed."""
-    df = _frame(results)
+    """Missed data analysis (Table 6), measured: the pairs whose run did not see every value that decides the
+    question (by the simulator; core.evidence), their rate %, the mean share of deciding values seen, and the
+    values missed most; beside it the keyword heuristic (a critical column name never appeared in the queries or
+    results), labelled as such, and the paper's rate."""
+    df = _ran(_frame(results))
     if df.empty:
         return pd.DataFrame()
+    if "evidence_total" not in df:
+        df["evidence_total"], df["evidence_seen"], df["evidence_missing"] = None, None, None
     rows = []
-    for (scenario, tech, model), g in df.groupby(GROUP, sort=False):
-        gaps = g["missed"].map(len) > 0
-        by_value = ", ".join(f"{name} {sum(name in m for m in g['missed'])}" for name in CRITICAL[scenario])
-        rows.append({"scenario": scenario, "technique": tech, "model": model, "pairs": len(g),
-                     "missed": int(gaps.sum()), "rate": _pct(gaps.sum(), len(g)), "by value": by_value,
-                     "paper rate": paper.MISSED.get(scenario, {}).get(tech)})
+    for (source, scenario, tech, model), g in df.groupby(GROUP, sort=False):
+        measured = g[g["evidence_total"].notna() & (g["evidence_total"].fillna(0) > 0)]
+        gaps = measured["evidence_seen"] < measured["evidence_total"]
+        share = (measured["evidence_seen"] / measured["evidence_total"]).mean() if len(measured) else None
+        counts: dict[str, int] = {}
+        for missing in measured["evidence_missing"]:
+            for label in missing or []:
+                counts[label] = counts.get(label, 0) + 1
+        top = ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1])[:5])
+        keyword = g["missed"].map(lambda m: len(m) if isinstance(m, list) else 0) > 0
+        by_value = ", ".join(f"{name} {sum(name in m for m in g['missed'] if isinstance(m, list))}"
+                             for name in CRITICAL[scenario])
+        rows.append({"source": source, "scenario": scenario, "technique": tech, "model": model, "pairs": len(g),
+                     "measured pairs": len(measured), "missed": int(gaps.sum()) if len(measured) else None,
+                     "rate": _pct(gaps.sum(), len(measured)), "mean coverage %": _round(100 * share, 1)
+                     if share is not None else None, "most missed": top,
+                     "heuristic missed": int(keyword.sum()), "heuristic rate": _pct(keyword.sum(), len(g)),
+                     "heuristic by value": by_value,
+                     "paper rate": paper.MISSED.get(scenario, {}).get(tech) if source == "dqa" else None})
     return pd.DataFrame(rows)
 
 
 def failures(results: list[dict]) -> pd.DataFrame:
     """Wrong answers by failure category (count, and rate % over all pairs as in Figure 6)."""
-    df = _frame(results)
+    df = _ran(_frame(results))
     if df.empty:
         return pd.DataFrame()
     rows = []
-    for (scenario, tech, model), g in df.groupby(GROUP, sort=False):
-        row = {"scenario": scenario, "technique": tech, "model": model, "pairs": len(g),
+    for (source, scenario, tech, model), g in df.groupby(GROUP, sort=False):
+        row = {"source": source, "scenario": scenario, "technique": tech, "model": model, "pairs": len(g),
                "wrong": int((g["correct"] == False).sum())}  # noqa: E712 - None (unlabelled) is not wrong
         for category in PRECEDENCE + (UNCLASSIFIED,):
             n = int((g["failure"] == category).sum())
@@ -163,13 +347,14 @@ def failures(results: list[dict]) -> pd.DataFrame:
 def regret(results: list[dict]) -> pd.DataFrame:
     """The wrong picks that are candidates: their regret against the best decision (score units) and relative
     regret (% of the best score)."""
-    df = _frame(results)
+    df = _ran(_frame(results))
     if df.empty:
         return pd.DataFrame()
     rows = []
-    for (scenario, tech, model), g in df[df["correct"] == False].groupby(GROUP, sort=False):  # noqa: E712
+    for (source, scenario, tech, model), g in df[df["correct"] == False].groupby(GROUP, sort=False):  # noqa: E712
         w = g[g["regret"].notna()]
-        rows.append({"scenario": scenario, "technique": tech, "model": model, "wrong": len(g), "ranked": len(w),
+        rows.append({"source": source, "scenario": scenario, "technique": tech, "model": model, "wrong": len(g),
+                     "ranked": len(w),
                      "mean regret": _round(w["regret"].mean()), "median regret": _round(w["regret"].median()),
                      "mean relative regret %": _round(w["relative_regret"].mean()),
                      "median rank": _round(w["rank"].median())})
@@ -183,10 +368,15 @@ def _round(value, digits: int = 3):
 def costs(results: list[dict], prices: dict[str, list[float]]) -> pd.DataFrame:
     """Per scenario, database, technique and model, per question on average: LLM calls (and the share served
     from the cache), tokens, cost (USD at list price for all the tokens, cached replies included; None without a
-    price), LLM latency, wall time, framework overhead per agent step and the time to get a question ready."""
-    df = _frame(results)
+    price), the time waited for the model (retries and backoff included, cached replies not: their original
+    latency is shown apart), attempts per model call, wall time, framework overhead per agent step and the time to
+    get a question ready."""
+    df = _ran(_frame(results))
     if df.empty:
         return pd.DataFrame()
+    for column in ("cached_latency_s", "llm_attempts"):  # results stored before these were recorded
+        if column not in df:
+            df[column] = None
     df["cost"] = [cost(r.model, r.prompt_tokens, r.completion_tokens, prices) for r in df.itertuples()]
     rows = []
     for (scenario, db, tech, model), g in df.groupby(["scenario", "db", "technique", "model"], sort=False):
@@ -199,16 +389,25 @@ def costs(results: list[dict], prices: dict[str, list[float]]) -> pd.DataFrame:
                      "tokens estimated": bool(g["tokens_estimated"].any()),
                      "cost USD": _round(g["cost"].sum(), 4) if priced else None,
                      "cost per question USD": _round(g["cost"].mean(), 5) if priced else None,
-                     "llm latency s": _round(g["llm_latency_s"].mean()), "wall s": _round(g["wall_s"].mean()),
+                     "correct": int(g["right"].sum()),
+                     "cost per correct USD": (_round(g["cost"].sum() / g["right"].sum(), 5)
+                                              if priced and g["right"].sum() else None),
+                     "llm latency s": _round(g["llm_latency_s"].mean()),
+                     "cached latency s": _round(g["cached_latency_s"].mean()),
+                     "attempts per call": _round(g["llm_attempts"].sum() / max(calls - g["cached_calls"].sum(), 1), 2)
+                     if g["llm_attempts"].notna().all() else None,
+                     "wall s": _round(g["wall_s"].mean()),
                      "overhead ms per step": _round(1000 * g["overhead_s"].sum() / max(calls, 1), 2),
                      "ready s max": _round(g["ready_s"].max())})
     return pd.DataFrame(rows)
 
 
-ITEM_COLUMNS = ["scenario", "question", "db", "technique", "model", "status", "decision", "label", "correct",
-                "failure", "retrievals", "replans", "missed", "query_errors", "format_corrections", "rank", "regret",
-                "relative_regret", "llm_calls", "cached_calls", "prompt_tokens", "completion_tokens", "llm_latency_s",
-                "wall_s", "run_id", "final_answer", "error"]
+ITEM_COLUMNS = ["set", "source", "scenario", "question", "db", "technique", "model", "status", "decision", "label",
+                "correct", "grade_status", "grade_reason", "overridden", "override_by", "override_at", "optimal", "all_tied",
+                "failure", "evidence_seen", "evidence_total", "evidence_missing", "retrievals", "replans", "missed",
+                "query_errors", "format_corrections", "rank", "tied", "candidates", "regret", "relative_regret",
+                "error_kind", "llm_calls", "cached_calls", "prompt_tokens", "completion_tokens", "llm_latency_s",
+                "cached_latency_s", "llm_attempts", "wall_s", "run_id", "final_answer", "error"]
 
 
 def items(results: list[dict]) -> pd.DataFrame:
@@ -219,22 +418,38 @@ def items(results: list[dict]) -> pd.DataFrame:
 
 def tables(results: list[dict], prices: dict[str, list[float]]) -> dict[str, pd.DataFrame]:
     """Every report, by name."""
-    return {"accuracy": accuracy(results), "paper_layout": paper_layout(results),
+    return {"accuracy": accuracy(results), "paired": paired(results), "undecided": undecided(results),
+            "paper_layout": paper_layout(results),
             "retrieval_split": retrieval_split(results), "replans": replans(results), "missed": missed(results),
             "failures": failures(results), "regret": regret(results), "costs": costs(results, prices),
             "items": items(results)}
 
 
-def export(results: list[dict], prices: dict[str, list[float]], directory: str | Path) -> list[Path]:
-    """Write each report as ``NAME.csv`` and all of them as ``report.json`` into ``directory``."""
+NOT_RUN_COLUMNS = ["scenario", "question", "db", "technique", "model", "error_kind", "error", "attempts"]
+
+
+def could_not_run(items: list[dict]) -> pd.DataFrame:
+    """The items that could not run (core.benchmark.results.read_not_run), with what happened and how many
+    attempts the failed LLM call made."""
+    rows = [{**{c: i.get(c) for c in NOT_RUN_COLUMNS}, "attempts": len(i.get("attempts") or [])} for i in items]
+    return pd.DataFrame(rows, columns=NOT_RUN_COLUMNS)
+
+
+def export(results: list[dict], prices: dict[str, list[float]], directory: str | Path,
+           not_run: list[dict] | None = None) -> list[Path]:
+    """Write each report as ``NAME.csv`` and all of them as ``report.json`` into ``directory``; with
+    ``not_run`` (the items that could not run) also ``not_run.csv``. Every secret is scrubbed."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     written, everything = [], {}
-    for name, df in tables(results, prices).items():
+    frames = tables(results, prices)
+    if not_run is not None:
+        frames["not_run"] = could_not_run(not_run)
+    for name, df in frames.items():
         path = directory / f"{name}.csv"
-        df.to_csv(path, index=False)
+        path.write_text(scrub(df.to_csv(index=False)), encoding="utf-8")
         written.append(path)
         everything[name] = json.loads(df.to_json(orient="records"))
     path = directory / "report.json"
-    path.write_text(json.dumps(everything, indent=1), encoding="utf-8")
+    path.write_text(scrub(json.dumps(everything, indent=1)), encoding="utf-8")
     return written + [path]

@@ -6,16 +6,23 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import time
 from pathlib import Path
 
 from core.benchmark.items import BenchError, Item
+from core.dqa import DQA_SET
+from core.secrets import scrub
 
 FILE = "results.sqlite"
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, scenario TEXT, question INTEGER, db TEXT,
     technique TEXT, model TEXT, status TEXT, correct INTEGER, finished REAL, data TEXT);
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS not_run (key TEXT PRIMARY KEY, scenario TEXT, question INTEGER, db TEXT,
+    technique TEXT, model TEXT, error_kind TEXT, error TEXT, attempts TEXT, at REAL);
 """
+#: The fields of an item that could not run (ResultStore.not_run, read_not_run).
+NOT_RUN_FIELDS = ("scenario", "question", "db", "technique", "model", "error_kind", "error", "attempts", "at")
 
 
 class ResultStore:
@@ -53,12 +60,23 @@ class ResultStore:
 
     def put(self, result: dict) -> None:
         """Store a finished item's result (see core.benchmark.runner for its fields)."""
-        item = Item(result["scenario"], result["question"], result["db"], result["technique"], result["model"])
+        item = Item(result["scenario"], result["question"], result["db"], result["technique"], result["model"],
+                    result.get("source", "dqa"))
         correct = None if result.get("correct") is None else int(result["correct"])
         with self._lock:
             self._con.execute("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                               (item.key, item.scenario, item.question, item.db, item.technique, item.model,
-                               result["status"], correct, result["finished"], json.dumps(result, default=str)))
+                               result["status"], correct, result["finished"], scrub(json.dumps(result, default=str))))
+            self._con.execute("DELETE FROM not_run WHERE key = ?", (item.key,))
+
+    def put_not_run(self, item: Item, error_kind: str, error: str, attempts: list[dict] | None = None) -> None:
+        """Keep an item that could not run (a network, auth, rate-limit or server failure past its retries...):
+        what happened (``error_kind``, the scrubbed ``error``) and the LLM call's attempts, so reports can list
+        it. A rerun tries it again; its result then replaces this."""
+        with self._lock:
+            self._con.execute("INSERT OR REPLACE INTO not_run VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                              (item.key, item.scenario, item.question, item.db, item.technique, item.model,
+                               error_kind, scrub(error), scrub(json.dumps(attempts or [], default=str)), time.time()))
 
     def done(self) -> set[str]:
         """The keys of the stored items."""
@@ -80,3 +98,60 @@ def read_results(directory: str | Path, keys: set[str] | None = None) -> list[di
     finally:
         con.close()
     return [json.loads(data) for key, data in rows if keys is None or key in keys]
+
+
+def read_not_run(directory: str | Path, keys: set[str] | None = None) -> list[dict]:
+    """The items of a benchmark directory that could not run and have no result yet (all, or those of ``keys``),
+    each with ``source`` and NOT_RUN_FIELDS (``attempts`` a list of the failed LLM call's attempts); [] when there
+    are none."""
+    path = Path(directory) / FILE
+    if not path.exists():
+        return []
+    con = sqlite3.connect(path, timeout=30)
+    try:
+        if not con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'not_run'").fetchone():
+            return []
+        rows = con.execute("SELECT key, " + ", ".join(NOT_RUN_FIELDS) + " FROM not_run WHERE key NOT IN "
+                           "(SELECT key FROM results) ORDER BY scenario, question, db, technique, model").fetchall()
+    finally:
+        con.close()
+    found = [{"source": row[0].split(":", 1)[0] if ":" in row[0] else "dqa", **dict(zip(NOT_RUN_FIELDS, row[1:]))}
+             for row in rows if keys is None or row[0] in keys]
+    for item in found:
+        item["attempts"] = json.loads(item["attempts"] or "[]")
+    return found
+
+
+def read_errors(directory: str | Path, keys: set[str] | None = None) -> list[dict]:
+    """The items that could not run (read_not_run) as report rows: the item's fields, ``status`` "error",
+    ``error_kind``, ``error`` and ``correct`` False (reports count them in n as not correct)."""
+    generated = _params(directory).get("set")  # a generated question set's name (DQA's are not recorded)
+    return [{"set": row["source"] if row["source"] != "dqa" else generated or DQA_SET,
+             **{k: row[k] for k in ("source", "scenario", "question", "db", "technique", "model", "error_kind",
+                                   "error")},
+             "status": "error", "finished": row["at"], "correct": False}
+            for row in read_not_run(directory, keys)]
+
+
+def _params(directory: str | Path) -> dict:
+    """The run parameters a benchmark directory's results were made with ({} when none are stored)."""
+    path = Path(directory) / FILE
+    if not path.exists():
+        return {}
+    con = sqlite3.connect(path, timeout=30)
+    try:
+        if not con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone():
+            return {}
+        row = con.execute("SELECT value FROM meta WHERE name = 'params'").fetchone()
+    finally:
+        con.close()
+    return json.loads(row[0]) if row else {}
+
+
+def read_all(directory: str | Path, keys: set[str] | None = None, home: str | Path | None = None) -> list[dict]:
+    """What reports are made of: the stored results with the analysts' grade overrides (from the override store
+    under ``home``, default DATA_HOME) applied, and the items that could not run (``status`` "error")."""
+    from core.overrides import OverrideStore, apply
+
+    results = read_results(directory, keys)
+    return apply(results, OverrideStore(home).all()) + read_errors(directory, keys)

@@ -6,7 +6,8 @@ A rerun skips the finished items; a killed run loses only the items in flight.
     progress = bench.run(on_result=print_line)    # bench.notes, bench.directory, bench.results()
 
 Items that could not run for reasons outside the agent (the server unreachable, a rate limit past its retries)
-are not stored, so a rerun tries them again; a bad key or model name stops the benchmark.
+are not stored, so a rerun tries them again; a bad key or model name stops the benchmark, and so does its budget
+(``budget_tokens``, ``budget_cost``: checked before each LLM call; the item cut short is not stored).
 """
 from __future__ import annotations
 
@@ -25,18 +26,28 @@ from core.agents import AgentRuntime, Limits, RunSettings, new_run_id
 from core.agents.techniques import technique
 from core.agents.workspace import open_catalog_workspace
 from core.backends.registry import language
+from core.benchmark.budget import Budget
 from core.benchmark.cache import CachingLLM, ReplyCache, caching_opener
+from core.benchmark import fidelity
 from core.benchmark.failures import classify
 from core.benchmark.items import BenchError, Item, WorkList, databases_of, parse_numbers, scenarios_of, work_list
-from core.benchmark.results import ResultStore, read_results
+from core.benchmark.prices import load_prices, price_of
+from core.benchmark.results import ResultStore, read_not_run, read_results
 from core.benchmark.trace import read_trace
+from core.dqa import DQA_SET
+from core.evidence import run_coverage
 from core.llm import REPLAY_PREFIX, TRANSIENT, LLMSettings, open_llm, read_replay, replay_path
 from core.scenario import ranking
+from sims.ranking import InputError
+from core.secrets import scrub
 
 #: Fatal error kinds that are not the agent's doing: the item is not stored, and a rerun tries it again.
-RETRY = TRANSIENT | {"auth", "config", "model", "unavailable"}
+RETRY = TRANSIENT | {"auth", "config", "model", "unavailable", "budget"}
 #: Of those, the ones no other item will escape: they stop the benchmark.
-FATAL = frozenset({"auth", "config", "model"})
+FATAL = frozenset({"auth", "config", "model", "budget"})
+#: Limits added after benchmarks first stored their parameters: left out of them while at their defaults, so
+#: the results stored before still match.
+_LATER_LIMITS = ("max_cost_usd", "max_repeats", "context_tokens")
 
 
 def bench_home(home: str | Path | None = None) -> Path:
@@ -74,8 +85,19 @@ class BenchConfig:
     temperature: float = 0.0
     limits: Limits = field(default_factory=Limits)
     dqa_root: str | Path | None = None
-    llm_settings: LLMSettings = field(default_factory=LLMSettings)  # the key and defaults
+    llm_settings: LLMSettings = field(default_factory=LLMSettings.unattended)  # the key and defaults
     home: Path | None = None
+    budget_tokens: int | None = None  # what this benchmark's LLM calls may spend (None: no cap)
+    budget_cost: float | None = None  # USD, at the price table's rate
+    source: str = "dqa"  # the questions: DQA, or the built-in demo scenarios ("demo")
+    prompts: str = "improved"  # the loop techniques' prompt setting: improved | paper
+    reaper_planner: str = "examples"  # REAPER's planner prompt: examples | zero-shot
+
+    def settings_params(self) -> dict:
+        """The faithfulness settings, for the stored parameters when not the defaults (so the results of earlier
+        benchmarks, made with the defaults, stay comparable)."""
+        chosen = {"prompts": self.prompts, "reaper_planner": self.reaper_planner}
+        return {k: v for k, v in chosen.items() if v != BenchConfig.__dataclass_fields__[k].default}
 
 
 @dataclass
@@ -88,17 +110,33 @@ class Progress:
     correct: int
     done: int = 0
     errors: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what the run changed on its own (lower concurrency)
     started: float = field(default_factory=time.time)
     stopped: str | None = None  # why the run stopped early
     running: set[str] = field(default_factory=set)
+    budget: Budget | None = None  # tokens and cost spent by this run's model calls, live
+
+    @property
+    def tokens(self) -> int:
+        return self.budget.tokens if self.budget else 0
+
+    @property
+    def cost_usd(self) -> float | None:
+        return self.budget.cost_usd if self.budget else None
 
     @property
     def finished(self) -> int:
         return self.skipped + self.done
 
     @property
+    def n(self) -> int:
+        """The items with a verdict so far: the finished ones and those that could not run (not correct)."""
+        return self.finished + len(self.errors)
+
+    @property
     def accuracy(self) -> float | None:
-        return 100.0 * self.correct / self.finished if self.finished else None
+        """Correct % of ``n`` (items that could not run count as not correct)."""
+        return 100.0 * self.correct / self.n if self.n else None
 
     @property
     def eta_s(self) -> float | None:
@@ -128,10 +166,71 @@ class RateLimiter:
             time.sleep(at - now)
 
 
+class CallGate:
+    """At most ``limit`` LLM calls at once across a benchmark's items. A one-at-a-time server (llama.cpp) goes on
+    computing a request the client gave up on, so calls made side by side time out together: when a call times
+    out while others are in flight, the limit halves (down to 1) and ``on_note`` says so. Used as a context
+    manager around each model call (its retries included)."""
+
+    def __init__(self, limit: int, on_note: Callable[[str], None] | None = None):
+        self.limit = limit
+        self.in_flight = 0
+        self._cond = threading.Condition()
+        self._on_note = on_note
+
+    def __enter__(self):
+        with self._cond:
+            self._cond.wait_for(lambda: self.in_flight < self.limit)
+            self.in_flight += 1
+        return self
+
+    def __exit__(self, kind, error, tb):
+        if getattr(error, "kind", None) == "timeout":
+            self.timed_out()
+        with self._cond:
+            self.in_flight -= 1
+            self._cond.notify_all()
+
+    def timed_out(self) -> None:
+        """A call timed out: lower the limit if other calls were in flight with it."""
+        with self._cond:
+            at_once = self.in_flight
+            if at_once < 2 or self.limit < 2:
+                return
+            self.limit = min(self.limit, max(1, at_once // 2))
+            note = (f"the server timed out with {at_once} LLM calls at once: at most {self.limit} at a time from "
+                    "now on")
+        if self._on_note:
+            self._on_note(note)
+
+    def watch(self, on_retry: Callable[[dict], None] | None) -> Callable[[dict], None]:
+        """An ``on_retry`` for ChatLLM.complete that tells the gate of timed-out attempts, then calls ``on_retry``."""
+        def seen(attempt: dict) -> None:
+            if attempt.get("error_kind") == "timeout":
+                self.timed_out()
+            if on_retry:
+                on_retry(attempt)
+
+        return seen
+
+
 @lru_cache(maxsize=1024)
-def _ranking(root: str | None, scenario: str, number: int):
-    question = catalog.question("dqa", scenario, number, root)
-    return ranking(question, catalog.database(question, root))
+def _ranking(root: str | None, scenario: str, number: int, source: str = "dqa"):
+    """The simulator's ranking of a question (None for a scenario without a simulator)."""
+    question = catalog.question(source, scenario, number, root)
+    try:
+        return ranking(question, catalog.database(question, root))
+    except InputError:
+        return None
+
+
+def _evidence(root: str | None, item: Item, events: list[dict]):
+    """The run's evidence coverage (core.evidence), None where the simulator cannot rank the question."""
+    question = catalog.question(item.source, item.scenario, item.question, root)
+    try:
+        return run_coverage(question, catalog.database(question, root), events)
+    except ValueError:  # sims.ranking.InputError
+        return None
 
 
 class Bench:
@@ -142,23 +241,37 @@ class Bench:
             technique(name)  # ValueError naming the choices
         if config.concurrency < 1:
             raise BenchError("--concurrency must be at least 1")
+        fidelity.check(config.prompts, config.reaper_planner)  # ValueError naming the choices
         self._throttle = RateLimiter(config.rpm) if config.rpm is not None else None
         self.config = config
         self.root = str(config.dqa_root) if config.dqa_root else None
         self.spec, self.model = self._model()
         notes: list[str] = []
         dbs = databases_of(config.db, notes)
-        scenarios = scenarios_of(config.scenario)
-        counts = {s: len(catalog.questions("dqa", s, self.root)) for s in scenarios}
+        if config.source not in catalog.SOURCES:
+            raise BenchError(f"unknown question source {config.source!r}; choose {', '.join(catalog.SOURCES)}")
+        scenarios = scenarios_of(config.scenario, config.source)
+        counts = {s: len(catalog.questions(config.source, s, self.root)) for s in scenarios}
+        # the question set: DQA, a generated set's name, or the demo scenarios
+        self.set_name = catalog.dqa_benchmark(self.root).name if config.source == "dqa" else config.source
         self.work: WorkList = work_list(scenarios, dbs, config.techniques, self.model, parse_numbers(config.questions),
-                                        counts, notes)
+                                        counts, notes, config.source)
         if not self.work.items:
             raise BenchError("no questions selected")
         self._replays = self._check_llm()
-        self.directory = (Path(config.out) if config.out else
-                          bench_home(config.home) / (config.name or default_name(self.model)))
+        other_set = self.set_name not in (DQA_SET, "demo")
+        self.directory = (Path(config.out) if config.out else bench_home(config.home) / (
+            config.name or default_name(self.model) + (f"-{default_name(self.set_name)}" if other_set else "")))
+        config.limits.validate()
+        self.budget_price = price_of(self.model, load_prices(bench_home(config.home) / "prices.json"))
+        Budget(config.budget_tokens, config.budget_cost, self.budget_price, self.model)  # BenchError if unusable
+        if config.limits.max_cost_usd is not None and self.budget_price is None:
+            raise BenchError(f"a cost limit per run needs the model's price, and {self.model!r} is not in the price "
+                             "table: add it there, or drop the cost limit")
         self.store = ResultStore(self.directory)
-        self.store.check_params({"temperature": config.temperature, "limits": asdict(config.limits)})
+        params = {"temperature": config.temperature, "limits": _limit_params(config.limits),
+                  **config.settings_params()}
+        self.store.check_params({**params, "set": self.set_name} if other_set else params)  # sets never mix
         done = self.store.done()
         self.pending = [i for i in self.work.items if i.key not in done]
         self.progress: Progress | None = None  # set when run() starts
@@ -185,7 +298,9 @@ class Bench:
         folder, replays, missing = replay_path(self.spec), {}, []
         for item in self.work.items:
             found = [p for p in (folder / f"{item.name}.json",
-                                 folder / f"{item.scenario}-{item.question}-{item.technique}.json") if p.is_file()]
+                                 folder / f"{item.scenario}-{item.question}-{item.technique}.json",
+                                 folder / f"{item.source}_{item.scenario}_{item.question}_{language(item.db)}_"
+                                          f"{item.technique}.json") if p.is_file()]
             if found:
                 replays[item.key] = f"{REPLAY_PREFIX}{found[0]}"
             else:
@@ -207,23 +322,47 @@ class Bench:
         """The stored results of this benchmark's work list."""
         return read_results(self.directory, {i.key for i in self.work.items})
 
+    def not_run(self) -> list[dict]:
+        """The items of this benchmark's work list that could not run and have no result yet, with what happened
+        (see core.benchmark.results.read_not_run)."""
+        return read_not_run(self.directory, {i.key for i in self.work.items})
+
     def run(self, on_result: Callable[[Item, dict | None, str | None, Progress], None] | None = None,
-            stop: threading.Event | None = None) -> Progress:
+            stop: threading.Event | None = None, on_note: Callable[[str], None] | None = None) -> Progress:
         """Run the pending items; ``on_result`` gets each item with its result, or None and why it could not run,
-        and the progress, from the worker's thread; ``stop`` ends the run once the items in flight finish. The
-        progress is also ``self.progress`` while the run goes on."""
+        and the progress, from the worker's thread; ``on_note`` what the run changes on its own (concurrency
+        lowered after timeouts under load; also ``progress.notes``); ``stop`` ends the run once the items in
+        flight finish. The progress is also ``self.progress`` while the run goes on. An item that could not run
+        is kept in the result store (ResultStore.put_not_run; ``not_run()`` lists them) until a rerun finishes
+        it."""
         stop = stop or threading.Event()
         stored = self.results()
+        budget = Budget(self.config.budget_tokens, self.config.budget_cost, self.budget_price, self.model)
         progress = self.progress = Progress(len(self.work.items), len(stored),
-                                            sum(bool(r.get("correct")) for r in stored))
+                                            sum(bool(r.get("correct")) for r in stored), budget=budget)
         lock = threading.Lock()
+
+        def note(text: str) -> None:
+            with lock:
+                progress.notes.append(text)
+            if on_note:
+                on_note(text)
+
+        gate = CallGate(self.config.concurrency, note) if self.config.concurrency > 1 else None
         cache = ReplyCache(bench_home(self.config.home) / "llm-cache.sqlite") if self.config.cache else None
         runtime = AgentRuntime(self.config.home, workspace=partial(open_catalog_workspace, root=self.root),
                                llm_settings=self._llm_settings(),
-                               llm_opener=caching_opener(cache, self._throttle, on_open=self._opened))
+                               llm_opener=caching_opener(cache, self._throttle, on_open=self._opened, gate=gate,
+                                                         budget=budget))
 
         def work(item: Item) -> None:
             if stop.is_set():
+                return
+            reached = budget.reached()
+            if reached:
+                with lock:
+                    progress.stopped = progress.stopped or reached
+                stop.set()
                 return
             with lock:
                 progress.running.add(item.name)
@@ -231,11 +370,12 @@ class Bench:
             try:
                 result = self._run_item(item, runtime)
             except Exception as e:  # noqa: BLE001 - any failure to run is reported, and the item retried later
-                error, kind = str(e), getattr(e, "kind", None)
+                error, kind = scrub(str(e) or type(e).__name__), getattr(e, "kind", None)
+                self.store.put_not_run(item, kind or "error", error, getattr(e, "attempts", []))
                 with lock:
-                    progress.errors.append(f"{item.name}: {e}")
+                    progress.errors.append(f"{item.name}: {error}")
                     if kind in FATAL:
-                        progress.stopped = f"{item.name}: {e}"
+                        progress.stopped = progress.stopped or (error if kind == "budget" else f"{item.name}: {error}")
                         stop.set()
             else:
                 self.store.put(result)
@@ -275,7 +415,8 @@ class Bench:
         """Run one item and return its result; raises for a run that failed for reasons outside the agent."""
         c = self.config
         settings = RunSettings(item.scenario, item.question, item.db, item.technique, self._spec(item),
-                               base_url=c.base_url, temperature=c.temperature, limits=c.limits)
+                               base_url=c.base_url, temperature=c.temperature, limits=c.limits, source=item.source,
+                               prompts=c.prompts, reaper_planner=c.reaper_planner).validate()
         run_id = new_run_id()
         self._local.llm = None
         start = time.perf_counter()
@@ -285,31 +426,59 @@ class Bench:
         record = runtime.store.get(run_id, events=False)  # the events are in hand
         outcome = record.outcome or {}
         facts = read_trace(events, item.scenario, outcome.get("decision"))
+        fatal = next((e for e in reversed(events) if e["kind"] == "error" and e.get("fatal", True)), None)
+        failed_attempts = (fatal or {}).get("attempts") or []
         if record.status == "failed" and facts.error_kind in RETRY:
-            raise _NotRun(facts.error_kind, outcome.get("error") or "the run failed")
+            raise _NotRun(facts.error_kind, outcome.get("error") or "the run failed", failed_attempts)
+        evidence = _evidence(self.root, item, events)
         category, signs = classify(outcome.get("correct"), facts, record.status, outcome.get("final_answer"),
-                                   outcome.get("decision"))
+                                   outcome.get("decision"), evidence)
         placement = outcome.get("placement") or {}
         relative = None
         if placement:
-            relative = _ranking(self.root, item.scenario, item.question).relative_regret(outcome["decision"])
+            relative = _ranking(self.root, item.scenario, item.question, item.source).relative_regret(
+                outcome["decision"])
         tokens = outcome.get("tokens") or {}
-        return {"scenario": item.scenario, "question": item.question, "db": item.db, "language": language(item.db),
+        usage = [e["llm"] for e in events if e.get("llm")]
+        fresh, cached = [u for u in usage if not u.get("cached")], [u for u in usage if u.get("cached")]
+        return {"set": self.set_name, "source": item.source, "scenario": item.scenario, "question": item.question,
+                "db": item.db,
+                "language": language(item.db),
                 "technique": item.technique, "model": item.model, "run_id": run_id, "status": record.status,
                 "decision": outcome.get("decision"), "label": outcome.get("label"), "correct": outcome.get("correct"),
                 "final_answer": outcome.get("final_answer"), "error": outcome.get("error"),
                 "llm_calls": outcome.get("llm_calls", 0), "cached_calls": llm.hits,
                 "prompt_tokens": tokens.get("prompt", 0), "completion_tokens": tokens.get("completion", 0),
                 "tokens_estimated": tokens.get("estimated", False),
-                "llm_latency_s": sum(e["llm"]["latency_s"] for e in events if e.get("llm")),
+                # time waited for the model now (retries, backoff and a failed last call included); cached replies
+                # apart, with their original latency
+                "llm_latency_s": sum(u.get("wait_s") or u["latency_s"] for u in fresh)
+                + sum(a.get("duration_s", 0.0) for a in failed_attempts),
+                "cached_latency_s": sum(u["latency_s"] for u in cached),
+                "llm_attempts": sum(len(u.get("attempts") or [1]) for u in fresh) + len(failed_attempts),
                 "wall_s": wall, "overhead_s": wall - llm.wait_s,
                 "ready_s": llm.first_call_at - start if llm.first_call_at else None,
                 **facts.to_dict(), "failure": category, "failure_signs": signs,
+                **(evidence.to_dict() if evidence else {"evidence_total": None, "evidence_seen": None,
+                                                        "evidence_missing": None}),
+                "grade_status": outcome.get("grade_status"), "grade_reason": outcome.get("grade_reason"),
                 "rank": placement.get("rank"), "candidates": placement.get("of"), "regret": placement.get("regret"),
-                "relative_regret": relative, "finished": time.time()}
+                "tied": placement.get("tied"), "optimal": placement.get("regret") == 0 if placement else False,
+                "all_tied": bool(getattr(_ranking(self.root, item.scenario, item.question, item.source), "all_tied",
+                                         False)),
+                "relative_regret": relative, "cost_usd": outcome.get("cost_usd"), "limit": outcome.get("limit"),
+                "repeats": outcome.get("repeats", 0), "finished": time.time(),
+                **fidelity.result_fields(settings, usage)}
+
+
+def _limit_params(limits: Limits) -> dict:
+    """The limits as the result store keeps them among its parameters."""
+    values, defaults = asdict(limits), asdict(Limits())
+    return {k: v for k, v in values.items() if k not in _LATER_LIMITS or v != defaults[k]}
 
 
 class _NotRun(Exception):
-    def __init__(self, kind: str, message: str):
+    def __init__(self, kind: str, message: str, attempts: list[dict] | None = None):
         super().__init__(message)
         self.kind = kind
+        self.attempts = attempts or []

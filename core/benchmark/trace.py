@@ -6,14 +6,15 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, field
 
+from core.scenarios import ByScenario
+
 #: The critical values of Table 6, as the column / property names of the DQA schemas: Locating's incoming value
 #: (IV, ``ingoing``) and total trading power (TP_total, ``total_power``); Building's current output (CO,
 #: ``current_output``) and pop demand (PD, ``pop_demand``).
-CRITICAL = {"locating": ("ingoing", "total_power"), "building": ("current_output", "pop_demand")}
+CRITICAL = ByScenario("critical_columns")  # core.scenarios.dqa_kinds declares them
 #: Where each scenario's candidate decisions come from: the trade flows into the home node (the ``flow`` table,
 #: the graph's ``source`` relationships), the buildings supplying the goods (``supply`` / ``Supply``).
-CANDIDATE_SOURCES = {"locating": re.compile(r"\b(?:flow|source)\b", re.I),
-                     "building": re.compile(r"\bsupply\b", re.I)}
+CANDIDATE_SOURCES = ByScenario("candidate_source")
 QUERY_ERRORS = frozenset({"syntax", "error", "timeout", "refused"})
 
 
@@ -78,6 +79,7 @@ def read_trace(events: list[dict], scenario: str, decision=None) -> TraceFacts:
                 facts.error_kind = e["error_kind"]
     text = "\n".join(seen_text)
     facts.critical_seen = {name: _mentions(name, text) for name in CRITICAL[scenario]}
-    facts.looked_at_candidates = CANDIDATE_SOURCES[scenario].search(text) is not None
+    pattern = CANDIDATE_SOURCES[scenario]
+    facts.looked_at_candidates = pattern is not None and pattern.search(text) is not None
     facts.pick_seen = decision is not None and _mentions(str(decision), "\n".join(returned))
     return facts

@@ -1,0 +1,48 @@
+# The two commands of the quick start, and a few more. Each sets up what it needs first, once: a virtual
+# environment in .venv with the pinned requirements, reinstalled only when a requirements file changes.
+#
+#   make run     set up, then start the app (http://localhost:8501)
+#   make test    set up (with the development tools), then run the test suite
+#   make lint    ruff, as CI runs it
+#   make clean   remove .venv (your runs in .planrag/ are kept)
+
+# Python: $(PYTHON) if given (make run PYTHON=/path/to/python3.12), else the first of python3.13, python3.12,
+# python3.11 and python3 that is 3.11 or newer. Looked for only when .venv is made.
+PYTHON ?=
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: run test lint setup setup-dev clean
+
+run: setup
+	$(BIN)/streamlit run app.py
+
+test: setup-dev
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: setup-dev
+	$(BIN)/ruff check .
+
+setup: $(VENV)/.runtime
+setup-dev: $(VENV)/.dev
+
+$(VENV)/bin/python:
+	@python="$(PYTHON)"; new_enough="import sys; sys.exit(sys.version_info < (3, 11))"; \
+	if [ -z "$$python" ]; then for p in python3.13 python3.12 python3.11 python3; do \
+		if $$p -c "$$new_enough" 2>/dev/null; then python=$$p; break; fi; done; fi; \
+	if [ -z "$$python" ] || ! $$python -c "$$new_enough" 2>/dev/null; then \
+		echo "error: PlanRAG Workbench needs Python 3.11 or newer; found: $$($${python:-python3} --version 2>&1)."; \
+		echo "  Install one, then: make $(or $(MAKECMDGOALS),run) PYTHON=/path/to/python3.11"; \
+		exit 1; fi; \
+	echo "$$python -m venv $(VENV)"; $$python -m venv $(VENV)
+
+$(VENV)/.runtime: requirements.txt | $(VENV)/bin/python
+	$(BIN)/python -m pip install -q --disable-pip-version-check -r requirements.txt
+	@touch $@
+
+$(VENV)/.dev: requirements.txt requirements-dev.txt | $(VENV)/bin/python
+	$(BIN)/python -m pip install -q --disable-pip-version-check -r requirements-dev.txt
+	@touch $@ $(VENV)/.runtime
+
+clean:
+	rm -rf $(VENV)

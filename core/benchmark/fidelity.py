@@ -1,0 +1,143 @@
+"""How faithful each benchmark result is to the paper it is compared with (docs/paper-deviations.md): the setting
+each result ran with, shown next to the paper's figure and the paper's own setting; and REAPER's point, the cost of
+its one planning call against IterRAG's calls, per question.
+
+- ``paper_comparison``: accuracy per scenario x database x technique x setting, beside the PlanRAG paper's figure
+  (Table 5 for SingleRAG, IterRAG and PlanRAG; Table 4's RDB/GDB average for PlanRAG w/o RP) and the setting
+  that figure was made with; REAPER and AutoPlan have no DQA figure in their papers.
+- ``planner_cost``: REAPER's and IterRAG's LLM calls per question, the latency of the first call (REAPER's plan
+  call) and of a call on average, and the LLM time per question (sums of the calls' latencies; a cached reply
+  counts with its original latency).
+
+Kept apart from reports.py so those tables stay as they are; written as paper_comparison.csv and
+planner_cost.csv beside the other reports.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from core.agents.config import PROMPT_SETTINGS, REAPER_PLANNERS, RunSettings, setting_label
+from core.agents.techniques import technique
+from core.benchmark import paper
+
+KIND = {"sql": "RDB", "cypher": "GDB"}
+#: The setting of the PlanRAG paper's figures.
+PAPER_SETTING = "prompts paper (Figures 8-11), GPT-4, temperature 0, zero-shot"
+COMPARISON_COLUMNS = ["scenario", "db", "kind", "technique", "model", "setting", "correct", "total", "accuracy",
+                      "paper", "paper_source", "paper_setting"]
+COST_COLUMNS = ["scenario", "db", "technique", "model", "setting", "questions", "calls_per_question",
+                "plan_call_latency_s", "latency_per_call_s", "llm_time_per_question_s", "paper_latency_s",
+                "paper_setting"]
+#: REAPER's paper (section 5.1): the whole plan in 207 ms (fine-tuned Mistral-7B), against about 2 s per step for an
+#: agent (Claude3-Sonnet) calling the model once per retrieval step.
+REAPER_PAPER = {"reaper": (0.207, "REAPER 5.1: whole plan, fine-tuned Mistral-7B-Instruct-v0.2"),
+                "iterrag": (2.0, "REAPER 5.1: about 2 s per step, Claude3-Sonnet agent")}
+
+
+def check(prompts: str, reaper_planner: str) -> None:
+    """ValueError for an unknown setting."""
+    if prompts not in PROMPT_SETTINGS:
+        raise ValueError(f"unknown prompt setting {prompts!r}; choose one of {', '.join(PROMPT_SETTINGS)}")
+    if reaper_planner not in REAPER_PLANNERS:
+        raise ValueError(f"unknown REAPER planner {reaper_planner!r}; choose one of {', '.join(REAPER_PLANNERS)}")
+
+
+def result_fields(settings: RunSettings, usage: list[dict]) -> dict:
+    """What a benchmark result records of its setting and of its calls' latencies (``usage``: the runs' LLM usage
+    records, in call order)."""
+    reaper = technique(settings.technique).engine == "reaper"
+    prompts = None if reaper else settings.prompts
+    planner = settings.reaper_planner if reaper else None
+    return {"prompts": prompts, "reaper_planner": planner,
+            "setting": setting_label(settings.technique, prompts, planner),
+            "call_latencies_s": [round(u.get("latency_s") or 0.0, 4) for u in usage]}
+
+
+def _setting(result: dict) -> str:
+    """A result's setting; results from before settings were recorded ran with the defaults then (improved
+    prompts; REAPER zero-shot)."""
+    return result.get("setting") or setting_label(result["technique"], result.get("prompts"),
+                                                  result.get("reaper_planner"))
+
+
+def _paper_figure(scenario: str, kind: str, tech: str) -> tuple[float | None, str | None]:
+    figure = paper.ACCURACY.get((scenario, kind), {}).get(tech)
+    if figure is not None:
+        return figure, f"PlanRAG Table 5 ({kind})"
+    figure = paper.AVERAGE.get(scenario, {}).get(tech)
+    if figure is not None:
+        return figure, "PlanRAG Table 4 (RDB/GDB average)"
+    return None, None
+
+
+def paper_comparison(results: list[dict]) -> pd.DataFrame:
+    """Accuracy per scenario, database, technique, model and setting, beside the paper's figure and its setting."""
+    if not results:
+        return pd.DataFrame(columns=COMPARISON_COLUMNS)
+    df = pd.DataFrame(results)
+    df["setting"] = [_setting(r) for r in results]
+    df["kind"] = df["language"].map(KIND)
+    rows = []
+    for (scenario, db, kind, tech, model, setting), g in df.groupby(
+            ["scenario", "db", "kind", "technique", "model", "setting"], sort=False):
+        correct, total = int(g["correct"].fillna(False).astype(bool).sum()), len(g)
+        figure, source = _paper_figure(scenario, kind, tech)
+        rows.append({"scenario": scenario, "db": db, "kind": kind, "technique": tech, "model": model,
+                     "setting": setting, "correct": correct, "total": total,
+                     "accuracy": round(100.0 * correct / total, 1), "paper": figure, "paper_source": source,
+                     "paper_setting": PAPER_SETTING if figure is not None else None})
+    return pd.DataFrame(rows, columns=COMPARISON_COLUMNS)
+
+
+def planner_cost(results: list[dict]) -> pd.DataFrame:
+    """REAPER beside IterRAG: calls per question, the plan call's latency (REAPER's first call; IterRAG's first
+    call for comparison), the mean latency of a call and the LLM time per question."""
+    rows = []
+    chosen = [r for r in results if r["technique"] in ("reaper", "iterrag")]
+    groups: dict[tuple, list[dict]] = {}
+    for r in chosen:
+        groups.setdefault((r["scenario"], r["db"], r["technique"], r["model"], _setting(r)), []).append(r)
+    for (scenario, db, tech, model, setting), group in sorted(groups.items()):
+        latencies = [r.get("call_latencies_s") or [] for r in group]
+        calls = [len(lat) if lat else r.get("llm_calls", 0) for r, lat in zip(group, latencies, strict=True)]
+        first = [lat[0] for lat in latencies if lat]
+        every = [x for lat in latencies for x in lat]
+        rows.append({"scenario": scenario, "db": db, "technique": tech, "model": model, "setting": setting,
+                     "questions": len(group), "calls_per_question": round(sum(calls) / len(group), 2),
+                     "plan_call_latency_s": round(sum(first) / len(first), 3) if first else None,
+                     "latency_per_call_s": round(sum(every) / len(every), 3) if every else None,
+                     "llm_time_per_question_s": round(sum(every) / len(group), 3) if every else None,
+                     "paper_latency_s": REAPER_PAPER[tech][0], "paper_setting": REAPER_PAPER[tech][1]})
+    return pd.DataFrame(rows, columns=COST_COLUMNS)
+
+
+def summary_lines(results: list[dict]) -> list[str]:
+    """The comparison with the paper and REAPER's cost, for the command line."""
+    lines = ["setting beside the paper's figure:"]
+    for r in paper_comparison(results).itertuples():
+        versus = f"paper {r.paper} ({r.paper_source}; {r.paper_setting})" if pd.notna(r.paper) else "no paper figure"
+        lines.append(f"  {r.scenario:<9} {r.db:<8} {r.technique:<13} {r.setting:<17} {r.accuracy:.1f}%  vs {versus}")
+    cost = planner_cost(results)
+    if not cost.empty:
+        lines.append("REAPER's plan call beside IterRAG (per question):")
+        for r in cost.itertuples():
+            plan = "-" if pd.isna(r.plan_call_latency_s) else f"{r.plan_call_latency_s:.2f} s"
+            time = "-" if pd.isna(r.llm_time_per_question_s) else f"{r.llm_time_per_question_s:.2f} s"
+            lines.append(f"  {r.scenario:<9} {r.db:<8} {r.technique:<8} {r.setting:<17} {r.calls_per_question:g} "
+                         f"calls, first call {plan}, LLM time {time} (n={r.questions}; paper "
+                         f"{r.paper_latency_s:g} s, {r.paper_setting})")
+    return lines
+
+
+def export(results: list[dict], directory: str | Path) -> list[Path]:
+    """Write paper_comparison.csv and planner_cost.csv to ``directory``; the files written."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, frame in (("paper_comparison", paper_comparison(results)), ("planner_cost", planner_cost(results))):
+        path = directory / f"{name}.csv"
+        frame.to_csv(path, index=False)
+        written.append(path)
+    return written

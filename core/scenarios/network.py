@@ -1,0 +1,86 @@
+"""The network view of a plugin scenario's data: the nodes of one table (placed by its x/y columns, else a spring
+layout), the edges of another (width by their weight column), the candidates marked, the best decision starred,
+a pick ringed, and a what-if's change per node coloured. Every marker carries its node id in ``customdata``."""
+from __future__ import annotations
+
+import networkx as nx
+import plotly.graph_objects as go
+
+NODE, CANDIDATE, BEST, PICK, EDGE, TEXT = "#a0aec0", "#3182ce", "#d69e2e", "#1a202c", "#cbd5e0", "#2d3748"
+MORE, LESS = "#c53030", "#38a169"
+
+
+def draw(tables, nodes: dict, edges: dict, *, pick=None, best=None, pick_label: str = "agent's pick",
+         change: dict | None = None, candidates: set = frozenset()) -> go.Figure:
+    """The figure (see the module doc). ``nodes``: table, key, optional x, y, label, size columns; ``edges``:
+    table, source, target, optional weight column."""
+    nt, et = tables[nodes["table"]], tables[edges["table"]]
+    key = nodes.get("key") or (nt.primary_key[0] if nt.primary_key else nt.column_names[0])
+    recs = nt.records()
+    ids = [str(r[key]) for r in recs]
+    links = [(str(r[edges["source"]]), str(r[edges["target"]]), float(r[edges["weight"]]) if edges.get("weight")
+              else 1.0) for r in et.records()]
+    if nodes.get("x") and nodes.get("y"):
+        pos = {i: (float(r[nodes["x"]]), float(r[nodes["y"]])) for i, r in zip(ids, recs)}
+    else:
+        graph = nx.Graph()
+        graph.add_nodes_from(ids)
+        graph.add_edges_from((a, b) for a, b, _ in links if a in set(ids) and b in set(ids))
+        pos = {n: tuple(p) for n, p in nx.spring_layout(graph, seed=7).items()}
+    fig = go.Figure()
+    xs, ys, mx, my, hover = [], [], [], [], []
+    for a, b, w in links:
+        if a in pos and b in pos:
+            xs += [pos[a][0], pos[b][0], None]
+            ys += [pos[a][1], pos[b][1], None]
+            mx.append((pos[a][0] + pos[b][0]) / 2)
+            my.append((pos[a][1] + pos[b][1]) / 2)
+            hover.append(f"{a} – {b}" + (f": {edges['weight']} {w:.4g}" if edges.get("weight") else ""))
+    fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line=dict(width=1.5, color=EDGE), hoverinfo="skip",
+                             showlegend=False))
+    fig.add_trace(go.Scatter(x=mx, y=my, mode="markers", marker=dict(size=8, opacity=0), hovertext=hover,
+                             hoverinfo="text", showlegend=False))
+    change = {str(k): v for k, v in (change or {}).items()}
+
+    def colour(n):
+        c = change.get(n)
+        if c is not None and abs(c) > 1e-12:
+            return MORE if c > 0 else LESS
+        return CANDIDATE if n in candidates else NODE
+
+    label = nodes.get("label") or key
+    size = nodes.get("size")
+    top = (max((abs(float(r[size])) for r in recs), default=1.0) or 1.0) if size else 1.0
+    fig.add_trace(go.Scatter(
+        x=[pos[i][0] for i in ids], y=[pos[i][1] for i in ids], mode="markers+text", showlegend=False,
+        customdata=ids, text=[str(r[label]) for r in recs], textposition="top center", textfont=dict(size=10,
+                                                                                                   color=TEXT),
+        marker=dict(size=[10 + (14 * (abs(float(r[size])) / top) ** 0.5 if size else 4) for r in recs],
+                    color=[colour(i) for i in ids], line=dict(width=1, color="white")),
+        hovertext=["<br>".join(f"{k}: {v}" for k, v in r.items())
+                   + (f"<br>change: {change[i]:+.4g}" if i in change else "") for i, r in zip(ids, recs)],
+        hoverinfo="text"))
+    for name, color in (("candidate", CANDIDATE), ("other", NODE)) + ((("rises", MORE), ("falls", LESS))
+                                                                   if change else ()):
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", marker=dict(size=10, color=color), name=name,
+                                 hoverinfo="skip"))
+    best, pick = (None if v is None else str(v) for v in (best, pick))
+    if best in pos:
+        fig.add_trace(go.Scatter(x=[pos[best][0]], y=[pos[best][1]], mode="markers", name="best decision",
+                                 customdata=[best], marker=dict(symbol="star", size=18, color=BEST,
+                                                                line=dict(width=1, color=PICK)),
+                                 hovertext=[f"best decision: {best}"], hoverinfo="text"))
+    if pick in pos:
+        fig.add_trace(go.Scatter(x=[pos[pick][0]], y=[pos[pick][1]], mode="markers", name=pick_label,
+                                 customdata=[pick], marker=dict(symbol="circle-open", size=30, color=PICK,
+                                                                line=dict(width=3)),
+                                 hovertext=[f"{pick_label}: {pick}"], hoverinfo="text"))
+    for trace in fig.data:
+        if "markers" in (trace.mode or "") and trace.marker.opacity != 0:
+            trace.unselected = dict(marker=dict(opacity=1), textfont=dict(color=TEXT))
+    fig.update_layout(height=520, margin=dict(l=10, r=10, t=36, b=10), plot_bgcolor="white", paper_bgcolor="white",
+                      clickmode="event+select", dragmode="pan", hovermode="closest", xaxis=dict(visible=False),
+                      yaxis=dict(visible=False, scaleanchor="x"),
+                      legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0, itemclick=False,
+                                  itemdoubleclick=False))
+    return fig

@@ -1,0 +1,185 @@
+"""AutoPlan as the paper trains (scripted transcripts on the built-in demo, real SQLite): the three reflection calls
+and the messages each is sent, the one-call form as an option; the success/failure reward and, as an option, the
+richer one; nucleus sampling sent to the model during training and not at evaluation (a local stand-in server)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+
+from core import settings as core_settings
+from core.agents import AgentRuntime, RunSettings
+from core.autoplan import prompts
+from core.autoplan import train as train_module
+from core.autoplan.command import describe
+from core.autoplan.store import PlanStore
+from core.autoplan.train import TrainSettings, train
+from core.llm import LLMSettings
+from tests.test_llm import KEY, _completion, serve  # noqa: F401 - serve is a fixture
+
+PLAN_ACT = ("Plan: [Step 1: find the nodes flowing into deccan, Step 2: choose the best]\nCurrent step: Step 1\n"
+            "Thought: I need the nodes flowing into the home node.\nAction: Relational DB\n"
+            "Action input: SELECT source FROM flow WHERE dest = 'deccan'")
+FINAL = "Re-plan: N\nThought: I now know the answer.\nFinal answer: Allocate the merchant to doab."
+SUMMARY = "1. The agent listed the nodes flowing into deccan. 2. It chose doab."
+FLAWS = "Step 2 does not say how to compare the nodes."
+REVISION = "Step 2: compare the nodes by the value a merchant would steer to the home node."
+UPDATE = ("Plan: [Step 1: Find the nodes flowing into the home node, Step 2: Compare them by the value a merchant "
+          "would steer to the home node]")
+TRAINING = [PLAN_ACT, FINAL, SUMMARY, FLAWS, REVISION, UPDATE]
+
+
+def replay(tmp_path, replies) -> str:
+    path = tmp_path / "training.json"
+    path.write_text(json.dumps(replies))
+    return f"replay:{path}"
+
+
+@pytest.fixture
+def recorded(monkeypatch):
+    """Every training call's messages (the runs' and the reflections')."""
+    calls = []
+    opened = train_module.open_llm
+
+    def opener(spec, settings, **kw):
+        llm = opened(spec, settings, **kw)
+        complete = llm.complete
+        llm.complete = lambda messages, stop, **kw: (calls.append(list(messages)), complete(messages, stop, **kw))[1]
+        return llm
+
+    monkeypatch.setattr(train_module, "open_llm", opener)
+    return calls
+
+
+def test_three_step_reflection_makes_three_calls_with_the_papers_prompts(tmp_path, recorded):
+    settings = TrainSettings("locating", "sqlite", replay(tmp_path, TRAINING), [1], batch_size=1, iterations=1,
+                             source="demo")
+    (v1,) = train(settings, tmp_path)
+    assert len(recorded) == 6  # the run's two calls, three reflection calls, the update
+    summary, flaws, revision = recorded[2:5]
+    assert [type(m) for m in summary] == [type(m) for m in flaws] == [SystemMessage, HumanMessage]
+    assert summary[1].content.endswith("\n\nSummarize the interaction history in steps.")
+    assert flaws[1].content.endswith("\n\n" + prompts.FLAW_PROMPT)
+    experience = summary[1].content[:-len("Summarize the interaction history in steps.")]
+    assert flaws[1].content.startswith(experience)  # both on the same history and reward
+    assert "The plan the agent was given:\n(none yet" in experience and PLAN_ACT in experience
+    assert "Outcome: success (reward 1): the agent's decision is the best one." in experience
+    assert "rank" not in experience and "regret" not in experience  # the paper's reward only
+    assert [type(m) for m in revision] == [SystemMessage, HumanMessage, AIMessage, HumanMessage]
+    assert revision[1].content == flaws[1].content and revision[2].content == FLAWS
+    assert revision[3].content == prompts.REVISION_PROMPT
+    (reflection,) = v1.reflections
+    assert (reflection["summary"], reflection["flaws"], reflection["revision"]) == (SUMMARY, FLAWS, REVISION)
+    assert reflection["reflection_calls"] == 3 and v1.history[0]["llm_calls"] == 6
+    assert v1.steps[1].startswith("Compare them by the value")
+    assert v1.trained_with["reflection"] == "three-step" and v1.trained_with["reward"] == "success"
+    assert "reflection three-step (paper); reward success (paper: success/failure)" in describe(v1)
+    update = recorded[5][1].content
+    assert f"Summary: {SUMMARY}" in update and f"Revision: {REVISION}" in update and "Outcome: success" in update
+
+
+def test_one_call_reflection_and_the_rich_reward_are_options(tmp_path, recorded):
+    one_call = f"Summary: {SUMMARY}\nFlaws: {FLAWS}\nRevision: {REVISION}"
+    settings = TrainSettings("locating", "sqlite", replay(tmp_path, [PLAN_ACT, FINAL, one_call, UPDATE]), [1],
+                             batch_size=1, iterations=1, source="demo", reflection="one-call", reward="rich")
+    (v1,) = train(settings, tmp_path)
+    assert len(recorded) == 4 and v1.history[0]["llm_calls"] == 4
+    message = recorded[2][1].content
+    assert "Reflect on the run in three parts:" in message
+    assert "Outcome: correct. The agent chose doab, the best decision (rank 1 of" in message and "regret" in message
+    assert v1.reflections[0]["revision"] == REVISION and v1.reflections[0]["reflection_calls"] == 1
+    assert "reward rich (label, rank, regret: not the paper)" in describe(v1)
+
+
+def test_the_success_reward_says_failure_without_naming_the_best_decision():
+    outcome = {"decision": "saxony", "label": "rheinland", "correct": False,
+               "placement": {"rank": 2, "of": 5, "regret": 0.3}}
+    paper = prompts.reflection_steps(["a step"], "the run", outcome)
+    assert "Outcome: failure (reward 0)" in paper["summary"] and "rheinland" not in paper["summary"]
+    rich = prompts.reflection_steps(["a step"], "the run", outcome, reward="rich")
+    assert "The best decision is rheinland." in rich["flaws"] and "rank 2 of 5" in rich["flaws"]
+
+
+def _answers(*texts):
+    return [(200, _completion(t)) for t in texts]
+
+
+def test_training_samples_and_evaluation_decodes_greedily(tmp_path, serve, monkeypatch):  # noqa: F811
+    server = serve(*_answers(*TRAINING), *_answers(PLAN_ACT, FINAL))
+    llm_settings = LLMSettings(model="stand-in", base_url=server.url, api_key=KEY, retry_base_s=0.001)
+    settings = TrainSettings("locating", "sqlite", "stand-in", [1], batch_size=1, iterations=1, source="demo",
+                             base_url=server.url)
+    train(settings, tmp_path, llm_settings=llm_settings)
+    training = [r["body"] for r in server.requests]
+    assert len(training) == 6
+    assert all(b["temperature"] == 1.0 and b["top_p"] == 0.9 for b in training)
+    runtime = AgentRuntime(tmp_path, llm_settings=llm_settings)
+    try:
+        result = runtime.start(RunSettings("locating", 2, "sqlite", "autoplan", "stand-in", base_url=server.url,
+                                           source="demo"))
+        stored = runtime.store.get(result.run_id, events=False).settings
+    finally:
+        runtime.close()
+    evaluation = [r["body"] for r in server.requests[6:]]
+    assert len(evaluation) == 2 and all(b["temperature"] == 0 and "top_p" not in b for b in evaluation)
+    assert stored["temperature"] == 0 and stored["top_p"] is None
+    trained_runs = PlanStore(tmp_path / "plans").load("locating").history[0]["runs"]
+    runtime = AgentRuntime(tmp_path)
+    try:
+        run = runtime.store.get(trained_runs[0], events=False).settings
+    finally:
+        runtime.close()
+    assert (run["temperature"], run["top_p"]) == (1.0, 0.9)  # the training's runs record their sampling
+
+
+def test_greedy_training_is_a_command_line_option(tmp_path, serve, monkeypatch, capsys):  # noqa: F811
+    from core.cli import main
+
+    server = serve(*_answers(*TRAINING))
+    monkeypatch.setattr(core_settings, "DATA_HOME", tmp_path)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    code = main(["autoplan", "train", "--scenario", "locating", "--db", "sqlite", "--source", "demo", "--train", "1",
+                 "--batch", "1", "--iterations", "1", "--llm", "stand-in", "--base-url", server.url, "--greedy"])
+    assert code == 0, capsys.readouterr().err
+    assert all(r["body"]["temperature"] == 0 and "top_p" not in r["body"] for r in server.requests)
+    plan = PlanStore(tmp_path / "plans").load("locating")
+    assert (plan.trained_with["temperature"], plan.trained_with["top_p"]) == (0.0, None)
+    assert "sampling temperature 0 (not as the paper)" in describe(plan)
+
+
+@pytest.mark.parametrize("change,message", [({"reflection": "two-step"}, "unknown reflection"),
+                                            ({"reward": "regret"}, "unknown reward"),
+                                            ({"top_p": 1.5}, "top_p must be above 0")])
+def test_the_papers_training_settings_are_checked(change, message):
+    settings = TrainSettings("locating", "sqlite", "replay:x.json", [2, 3], batch_size=2, **change)
+    with pytest.raises(ValueError, match=message):
+        settings.validate()
+
+
+def test_experience_can_be_collected_with_the_papers_prompts(tmp_path, recorded):
+    settings = TrainSettings("locating", "sqlite", replay(tmp_path, TRAINING), [1], batch_size=1, iterations=1,
+                             source="demo", prompts="paper")
+    (v1,) = train(settings, tmp_path)
+    second_run_call = recorded[1]
+    assert [type(m) for m in second_run_call] == [SystemMessage, HumanMessage]
+    assert "This was your previous work" in second_run_call[1].content
+    assert v1.trained_with["prompts"] == "paper"
+    runtime = AgentRuntime(tmp_path)
+    try:
+        assert runtime.store.get(v1.history[0]["runs"][0], events=False).settings["prompts"] == "paper"
+    finally:
+        runtime.close()
+
+
+def test_the_learned_plans_page_shows_the_training_setting(tmp_path, monkeypatch):
+    from tests.page_app import isolate, open_page
+
+    home = isolate(monkeypatch, tmp_path)
+    settings = TrainSettings("locating", "sqlite", replay(tmp_path, TRAINING), [1], batch_size=1, iterations=1,
+                             source="demo")
+    train(settings, home)
+    at = open_page("pages/plans.py", question_ref=None)
+    assert not at.exception
+    assert any("Trained with sampling temperature 1, top-p 0.9 (as the paper); reflection three-step (paper)"
+               in c.value for c in at.caption)

@@ -1,0 +1,332 @@
+"""The Neo4j backend on a Neo4j-protocol server (NEO4J_URI, else the local ArcadeDB server of core.graph_server):
+one database shared by questions and processes never answers from another question's graph; agent transactions
+are rolled back; CALL only reaches schema procedures; the client bounds a query's time; a server without
+CREATE DATABASE is used in single-database mode; the agents' replayed Cypher runs decide as on Ladybug.
+Checks hold for real Neo4j too (they rest on no ArcadeDB quirk)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import neo4j
+import pytest
+
+from core.backends import cypher_dialect as cd
+from core.backends import neo4j as nb
+from core.backends.base import BackendUnavailable, QueryTimeout, RefusedWrite
+from core.backends.registry import open_backend
+from core.settings import DatabaseSettings
+
+ROOT = Path(__file__).resolve().parent.parent
+RUNAWAY = ("MATCH (a:Country), (b:Country), (c:Country), (d:Country) "
+           "WHERE a.development + b.development > c.development + d.development RETURN count(*)")
+
+
+def _one(backend, text: str):
+    return backend.query(text).rows[0][0]
+
+
+@pytest.fixture(scope="module")
+def dbs(dqa):
+    """Three questions with different graphs: Locating 1, Locating 82 and Building 1."""
+    return {name: dqa.database(dqa.question(scenario, n))
+            for name, scenario, n in (("loc1", "locating", 1), ("loc82", "locating", 82), ("bld1", "building", 1))}
+
+
+def _counts(db) -> dict:
+    return db.graph.counts()
+
+
+def _graph_counts(backend, db) -> dict:
+    got = {label: _one(backend, f"MATCH (x:{label}) RETURN count(x)") for label in db.graph.nodes}
+    return got | {rel: _one(backend, f"MATCH ()-[x:{rel}]->() RETURN count(x)") for rel in db.graph.rels}
+
+
+def _raw_driver() -> neo4j.Driver:
+    s = DatabaseSettings()
+    return neo4j.GraphDatabase.driver(s.neo4j_uri, auth=(s.neo4j_user, s.neo4j_password))
+
+
+# --- no server needed ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("text", [
+    "CALL apoc.merge.node(['Country'], {name: 'ZZY'})", "CALL apoc.periodic.iterate('MATCH (n) RETURN n', '', {})",
+    "call `apoc`.`merge`.node(['Country'], {name: 'ZZY'}) YIELD node RETURN node",
+    "MATCH (n) CALL apoc.create.addLabels(n, ['X']) YIELD node RETURN count(node)", "CALL dbms.killQuery('x')",
+    "CALL db.createLabel('X')", "CALL db.labels.write()",
+])
+def test_call_refused_unless_a_known_read_procedure(text):
+    with pytest.raises(RefusedWrite, match="CALL"):
+        cd.check_neo4j(cd.prepare(text))
+
+
+@pytest.mark.parametrize("text", [
+    "CALL db.labels()", "CALL db.relationshipTypes() YIELD relationshipType RETURN relationshipType",
+    "CALL db.schema.nodeTypeProperties()", "MATCH (n:Country) CALL { MATCH (t:Trade_node) RETURN count(t) AS c } "
+    "RETURN n.name, c", "MATCH (n:Country) RETURN n.call LIMIT 1",
+])
+def test_read_procedures_and_subqueries_allowed(text):
+    cd.check_neo4j(cd.prepare(text))
+
+
+def test_graph_server_status_and_stop_without_a_server(tmp_path, monkeypatch, capsys):
+    from core.cli import main
+
+    monkeypatch.setenv("PLANRAG_GRAPH_SERVER_HOME", str(tmp_path))
+    assert main(["graph-server", "status", "--bolt-port", "17999"]) == 1
+    assert "no graph server started on port 17999" in capsys.readouterr().err
+    assert main(["graph-server", "stop", "--bolt-port", "17999"]) == 0
+    (tmp_path / "server-17999.json").write_text('{"pid": 1, "bolt_port": 17999, "http_port": 1, "password": "x", '
+                                               '"root": "/nowhere"}')  # a stale state: pid 1 is not the server
+    assert main(["graph-server", "status", "--bolt-port", "17999"]) == 1
+
+
+class _FailingSession:
+    def __init__(self, error):
+        self.error = error
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, *exc):
+        return False
+
+    async def run(self, query, **params):
+        raise self.error
+
+
+class _FailingDriver:
+    def __init__(self, error):
+        self.error = error
+
+    def session(self, **config):
+        return _FailingSession(self.error)
+
+
+@pytest.mark.parametrize("code", ["Neo.ClientError.Statement.SyntaxError", "Neo.DatabaseError.General.UnknownError",
+                                  "Neo.TransientError.General.DatabaseUnavailable", ""])
+def test_any_failure_of_create_database_means_single_database(code, monkeypatch):
+    monkeypatch.setattr(nb, "_single", set())
+    error = neo4j.exceptions.Neo4jError._hydrate_neo4j(code=code, message="no") if code else \
+        neo4j.exceptions.Neo4jError("no")
+    assert nb._call(nb._target_database(_FailingDriver(error), "bolt://x", "k")) is None
+    assert "bolt://x" in nb._single
+
+
+# --- on a server ----------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def server(neo4j_server):
+    return neo4j_server
+
+
+def test_interleaved_questions_in_one_process_each_get_their_own_graph(server, dbs, monkeypatch):
+    """Three threads open three questions on one database at the same moment (the first use of the driver
+    included) and query them in turn: each query answers from its own graph (another's open or reload never
+    leaks into it, and no two threads reload in turn for ever)."""
+    drivers = {}
+    monkeypatch.setattr(nb, "_drivers", drivers)  # a first use, from every thread at once
+    label = {"loc1": "Country", "loc82": "Country", "bld1": "Building"}
+    expected = {name: _counts(dbs[name])[label[name]] for name in label}
+    got, errors, barrier = {name: [] for name in label}, [], threading.Barrier(len(label))
+
+    def work(name):
+        try:
+            barrier.wait()
+            backend = open_backend("neo4j", dbs[name])
+            for _ in range(5):
+                got[name].append(_one(backend, f"MATCH (x:{label[name]}) RETURN count(x)"))
+            backend.close()
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(name,)) for name in label]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        for driver in drivers.values():
+            nb._call(driver.close())
+    assert errors == []
+    assert got == {name: [expected[name]] * 5 for name in label}
+
+
+def test_another_process_loading_another_question_is_never_read(server, dbs):
+    """A long-lived backend keeps answering for its question after `core query` in another process loaded
+    another question's graph into the same database; reopening reloads it."""
+    loc1, loc82 = dbs["loc1"], dbs["loc82"]
+    assert _counts(loc1) != _counts(loc82)
+    backend = open_backend("neo4j", loc1)
+    try:
+        assert _graph_counts(backend, loc1) == _counts(loc1)
+        done = subprocess.run([sys.executable, "-m", "core", "query", "--scenario", "locating", "--question", "82",
+                               "--db", "neo4j", "--json", "MATCH (n:Country) RETURN count(n)"],
+                              cwd=ROOT, capture_output=True, text=True, timeout=300, env=os.environ.copy())
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["rows"] == [[_counts(loc82)["Country"]]]
+        result = backend.query("MATCH (n:Country) RETURN count(n)")
+        assert result.rows == [[_counts(loc1)["Country"]]] and "loaded again" in result.notes[0]
+        assert _graph_counts(backend, loc1) == _counts(loc1)
+        reopened = open_backend("neo4j", loc82)
+        assert _graph_counts(reopened, loc82) == _counts(loc82)
+        assert _graph_counts(open_backend("neo4j", loc1), loc1) == _counts(loc1)
+    finally:
+        backend.close()
+
+
+READER = """
+import sys
+from core.backends.base import BackendUnavailable
+from core.backends.registry import open_backend
+from core.dqa import DQA
+from core.settings import dqa_dir
+
+dqa = DQA(dqa_dir())
+backend = open_backend("neo4j", dqa.database(dqa.question("locating", int(sys.argv[1]))))
+for _ in range(4):
+    try:
+        print(backend.query("MATCH (n:Country) RETURN count(n)").rows[0][0], flush=True)
+    except BackendUnavailable as e:
+        print("unavailable", e, flush=True)
+"""
+
+
+def test_processes_reading_different_questions_at_once_each_read_their_own(server, dqa):
+    """Three processes query three questions' graphs in one database at the same time: every answer is from the
+    process's own question (or, when others keep replacing it, an error saying so), never from another's."""
+    numbers = (1, 82, 141)
+    expected = {n: dqa.database(dqa.question("locating", n)).graph.counts()["Country"] for n in numbers}
+    assert len(set(expected.values())) == len(numbers)
+    procs = {n: subprocess.Popen([sys.executable, "-c", READER, str(n)], cwd=ROOT, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True, env=os.environ.copy()) for n in numbers}
+    for n, proc in procs.items():
+        out, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, err
+        lines = out.split("\n")[:-1]
+        assert len(lines) == 4
+        assert all(line == str(expected[n]) or line.startswith("unavailable another client keeps replacing")
+                   for line in lines), (n, expected[n], lines)
+
+
+@pytest.mark.parametrize("fails", [False, True], ids=["rows", "error"])
+def test_a_load_starting_during_a_read_discards_the_read(server, dbs, monkeypatch, fails):
+    """Another client claims the database while a query's rows are being read: the rows (or the error the
+    query met on the graph being replaced) are thrown away and the query answers from its own graph, loaded
+    again."""
+    backend = open_backend("neo4j", dbs["loc1"])
+    real_plain, calls = nb.plain, []
+
+    def plain_and_interfere(value):
+        if not calls:
+            with _raw_driver() as driver:
+                driver.execute_query("MATCH (m:PlanRAGGraph {id: 1}) SET m.state = 'loading', m.key = 'other', "
+                                     "m.beat = 0, m.generation = m.generation + 1")
+            if fails:
+                calls.append(value)
+                raise neo4j.exceptions.Neo4jError._hydrate_neo4j(code="Neo.DatabaseError.General.UnknownError",
+                                                                 message="record deleted")
+        calls.append(value)
+        return real_plain(value)
+
+    monkeypatch.setattr(nb, "plain", plain_and_interfere)
+    result = backend.query("MATCH (n:Trade_node) RETURN n.name ORDER BY n.name", row_cap=1000)
+    assert sorted(r[0] for r in result.rows) == sorted(r[0] for r in dbs["loc1"].graph.nodes["Trade_node"].rows)
+    assert len(calls) > 80 and "loaded again" in result.notes[0]
+
+
+def test_a_foreign_database_is_never_cleared(server, dbs):
+    """A database holding data without PlanRAG's marker is refused, and left as it was. (The test only deletes
+    what it made: the database holds PlanRAG's graph of Locating 1 when it removes the marker.)"""
+    open_backend("neo4j", dbs["loc1"]).close()
+    with _raw_driver() as driver:
+        driver.execute_query("MATCH (m:PlanRAGGraph {id: 1}) DELETE m")
+        driver.execute_query("CREATE (:Precious {name: 'keep me'})")
+        try:
+            with pytest.raises(BackendUnavailable, match="did not load"):
+                open_backend("neo4j", dbs["bld1"])
+            assert driver.execute_query("MATCH (n:Precious) RETURN n.name AS name").records[0]["name"] == "keep me"
+            assert driver.execute_query("MATCH (n:Trade_node) RETURN count(n) AS n").records[0]["n"] == 80
+        finally:
+            driver.execute_query("MATCH (n) DETACH DELETE n")
+    assert _one(open_backend("neo4j", dbs["loc1"]), "MATCH (n:Trade_node) RETURN count(n)") == 80
+
+
+def test_agent_transactions_are_rolled_back(server, dbs, monkeypatch):
+    """With the keyword and CALL checks out of the way, a write in an agent query changes nothing: a Neo4j server
+    refuses it (read access mode), and the transaction is never committed anyway."""
+    backend = open_backend("neo4j", dbs["loc1"])
+    monkeypatch.setattr(nb, "prepare", lambda text: text)
+    monkeypatch.setattr(nb, "check_neo4j", lambda text: None)
+    for text in ("CREATE (:Country {name: 'ZZY'})", "MATCH (n:Trade_node) SET n.local_value = -1 RETURN count(n)",
+                 "MERGE (c:Country {name: 'ZZY'}) RETURN c.name"):
+        try:
+            backend.query(text)
+        except RefusedWrite:
+            pass
+    monkeypatch.undo()
+    assert _one(backend, "MATCH (c:Country {name: 'ZZY'}) RETURN count(c)") == 0
+    assert _one(backend, "MATCH (n:Trade_node) WHERE n.local_value = -1 RETURN count(n)") == 0
+    with pytest.raises(RefusedWrite, match="CALL apoc.merge.node"):
+        backend.query("CALL apoc.merge.node(['Country'], {name: 'ZZY'})")
+    labels = backend.query("CALL db.labels() YIELD label RETURN label").rows
+    assert {"Country", "Trade_node"} <= {r[0] for r in labels}
+
+
+def test_client_side_deadline_stops_a_query_the_server_lets_run(server, dbs, monkeypatch):
+    """The client gives up before the server-side timeout (as when a server ignores it) and kills the connection;
+    the backend is usable afterwards."""
+    backend = open_backend("neo4j", dbs["loc1"])
+    monkeypatch.setattr(nb, "CLIENT_GRACE_S", -2.0)  # client deadline 1 s, server-side timeout 3 s
+    with pytest.raises(QueryTimeout, match="by the client"):
+        backend.query(RUNAWAY, timeout_s=3.0)
+    monkeypatch.undo()
+    assert _one(backend, "MATCH (n:Trade_node) RETURN count(n)") == 80
+
+
+# --- the agents' replayed Cypher runs -----------------------------------------------------------------
+#: A known defect, open in issue 16: a plugin scenario's graph (depot) decides as on Ladybug when it is the first
+#: graph the Neo4j-protocol server holds, but not after other questions' graphs were loaded into that database.
+PLUGIN_ON_SHARED_SERVER = pytest.mark.xfail(reason="plugin scenario graph after other graphs on one Neo4j database "
+                                                   "(issue 16, open)", strict=False)
+REPLAYS = sorted([pytest.param(p.name, p.stem.split("_")[0], p, id=p.name,
+                               marks=[PLUGIN_ON_SHARED_SERVER] if p.name.startswith("scenario_") else [])
+                  for p in (ROOT / "assets" / "replays").glob("*_cypher_*.json")]
+                 + [pytest.param(p.name, "dqa", p, id=p.name)
+                    for p in (ROOT / "tests" / "transcripts").glob("*_cypher_*.json") if "malformed" not in p.name],
+                 key=lambda param: param.values[0])
+
+
+@pytest.fixture(scope="module")
+def runtime(tmp_path_factory, dqa_dir):
+    from core.agents import AgentRuntime
+
+    runtime = AgentRuntime(tmp_path_factory.mktemp("planrag_home"))
+    yield runtime
+    runtime.close()
+
+
+def _run(runtime, source: str, path: Path, backend: str):
+    from core.agents import RunSettings
+
+    parts = path.stem.split("_")  # assets/replays: {source}_{scenario}_{number}_{language}_{technique}
+    shipped = source != "dqa"
+    scenario, technique = (parts[1], parts[4]) if shipped else (parts[0], "_".join(parts[2:]))
+    number = int(parts[2]) if shipped else 1
+    technique = technique.replace("planrag_norp", "planrag-norp")
+    result = runtime.start(RunSettings(scenario, number, backend, technique, f"replay:{path}", source=source))
+    observations = [e for e in runtime.store.get(result.run_id).events if e["kind"] == "observation"]
+    return result, observations
+
+
+@pytest.mark.parametrize("name, source, path", REPLAYS)
+def test_replayed_cypher_runs_decide_as_on_ladybug(server, runtime, name, source, path):
+    on_ladybug, seen_ladybug = _run(runtime, source, path, "ladybug")
+    on_neo4j, seen_neo4j = _run(runtime, source, path, "neo4j")
+    assert on_neo4j.status == on_ladybug.status == "finished"
+    assert on_neo4j.outcome["decision"] == on_ladybug.outcome["decision"]
+    assert [o["error"] is None for o in seen_neo4j] == [o["error"] is None for o in seen_ladybug]
+

@@ -1,0 +1,177 @@
+"""Run control on the pages (Streamlit AppTest): two sessions reviewing one pause, the review form's guard against
+losing an edit, the banner at a pause, query review, interrupted runs closed, and branching from History."""
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from core import jobs
+from core.agents.config import RunSettings
+from core.replays import replays
+from tests.page_app import button, isolate, keyed, open_page
+
+
+@pytest.fixture
+def home(monkeypatch, tmp_path):
+    return isolate(monkeypatch, tmp_path)
+
+
+def paused_run(**kw) -> str:
+    """A demo PlanRAG run paused at its re-plan, as another process would leave it."""
+    runtime = jobs.open_runtime()
+    spec = replays("demo", "locating", 1, "sql", "planrag")[0].spec
+    paused = runtime.start(RunSettings("locating", 1, "sqlite", "planrag", spec, hitl="approve-replans",
+                                       source="demo", **kw))
+    runtime.close()
+    assert paused.status == "paused"
+    return paused.run_id
+
+
+def session(run_id: str, reviewer: str):
+    at = open_page("pages/run.py")
+    at.session_state["run_id"] = run_id
+    at.session_state["reviewer"] = reviewer
+    return at.run()
+
+
+def analyst_reviews(run_id: str) -> list[dict]:
+    return [e for e in jobs.open_store().get(run_id).events if e["kind"] == "plan" and e["origin"] == "analyst"]
+
+
+def test_the_pause_screen_banner_form_first_proposed_plan_and_replay_label(home):
+    run_id = paused_run()
+    at = session(run_id, "ana")
+    assert "Waiting for your review" in at.warning[0].value and "pause `p1`" in at.warning[0].value
+    assert "The agent wants to change its plan" in at.subheader[0].value
+    assert any("replays recorded replies" in i.value for i in at.info)
+    assert any("**Proposed plan** — waiting for your review" in m.value for m in at.markdown)
+
+
+def test_a_second_tab_reviewing_the_same_pause_is_refused_with_the_state_now(home):
+    run_id = paused_run()
+    first, second = session(run_id, "ana"), session(run_id, "ben")  # both show pause p1
+    second.text_input(key=keyed(second.text_input, "-note")[0].key).set_value("looks wrong")
+    button(first, "Approve as proposed").click().run()
+    assert jobs.open_store().get(run_id, events=False).status == "finished"
+    button(second, "Reject with the note").click().run()  # the tab that still shows p1
+    [error] = [e.value for e in second.error if "not applied" in e.value]
+    assert "pause p1 of run" in error and "ana reviewed it (approve)" in error and "finished" in error
+    assert [(e["status"], e["reviewer"]) for e in analyst_reviews(run_id)] == [("approved", "ana")]
+
+
+def test_two_sessions_clicking_at_once_apply_one_review(home):
+    run_id = paused_run()
+    tabs = [session(run_id, "ana"), session(run_id, "ben")]
+    for tab, label in zip(tabs, ("Approve as proposed", "Reject with the note")):
+        tab.text_input(key=keyed(tab.text_input, "-note")[0].key).set_value("a note")
+    clicks = [threading.Thread(target=lambda t=tab, b=label: button(t, b).click().run())
+              for tab, b in zip(tabs, ("Approve as proposed", "Reject with the note"))]
+    for c in clicks:
+        c.start()
+    for c in clicks:
+        c.join(120)
+    refused = [t for t in tabs if any("not applied" in e.value for e in t.error)]
+    assert len(analyst_reviews(run_id)) == 1 and len(refused) == 1
+    assert len(jobs.open_store().reviews(run_id)) == 1
+
+
+def test_approve_as_proposed_over_edits_asks_first(home):
+    run_id = paused_run()
+    at = session(run_id, "ana")
+    boxes = [t for t in at.text_input if "-step-" in (t.key or "")]
+    proposed = [b.value for b in boxes]
+    boxes[0].set_value("My own first step")
+    button(at, "Approve as proposed").click().run()
+    assert any("You edited the plan" in w.value for w in at.warning)
+    assert jobs.open_store().get(run_id, events=False).status == "paused"  # nothing applied yet
+    button(at, "Apply my edits").click().run()
+    [review] = analyst_reviews(run_id)
+    assert review["status"] == "edited" and review["steps"] == ["My own first step", *proposed[1:]]
+    assert review["reviewer"] == "ana"
+
+
+def test_discarding_the_edits_approves_the_plan_as_proposed(home):
+    run_id = paused_run()
+    at = session(run_id, "ana")
+    boxes = [t for t in at.text_input if "-step-" in (t.key or "")]
+    proposed = [b.value for b in boxes]
+    boxes[1].set_value("something else")
+    button(at, "Approve as proposed").click().run()
+    button(at, "Discard my edits, approve as proposed").click().run()
+    [review] = analyst_reviews(run_id)
+    assert review["status"] == "approved" and review["steps"] == proposed
+
+
+def test_every_query_is_approved_edited_or_rejected_on_the_page(home):
+    at = open_page("pages/run.py")
+    at.selectbox(key="run_technique").set_value("iterrag").run()
+    at.checkbox(key="run_review_queries").check().run()
+    button(at, "Start").click().run()
+    run_id = at.session_state["run_id"]
+    assert "The agent wants to run a query" in at.subheader[0].value
+    query = at.text_area[0]
+    query.set_value(query.value.strip() + " LIMIT 5")
+    button(at, "Run the edited query").click().run()
+    while jobs.open_store().get(run_id, events=False).status == "paused":
+        button(at, "Approve as proposed").click().run()
+    events = jobs.open_store().get(run_id).events
+    reviews = [e for e in events if e["kind"] == "query_review"]
+    assert reviews[0]["status"] == "edited" and reviews[0]["query"].endswith("LIMIT 5")
+    assert all(r["status"] == "approved" for r in reviews[1:]) and not at.exception
+
+
+def test_an_interrupted_run_is_shown_and_can_be_closed(home):
+    runtime = jobs.open_runtime()
+    spec = replays("demo", "locating", 1, "sql", "iterrag")[0].spec
+    done = runtime.start(RunSettings("locating", 1, "sqlite", "iterrag", spec, source="demo"))
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    with runtime.store._connect() as con:  # as if its process had been killed mid-run
+        con.execute("UPDATE runs SET status = 'running', owner_pid = ?, owner_host = ?, heartbeat = ? WHERE id = ?",
+                    (dead.pid, socket.gethostname(), time.time(), done.run_id))
+    runtime.close()
+    at = session(done.run_id, "ana")
+    assert any("interrupted" in w.value for w in at.warning)
+    button(at, "Close the run").click().run()
+    assert jobs.open_store().get(done.run_id, events=False).status == "stopped"
+
+
+def test_branch_from_a_step_in_history_opens_the_new_run(home):
+    runtime = jobs.open_runtime()
+    spec = replays("demo", "locating", 1, "sql", "planrag")[0].spec
+    parent = runtime.start(RunSettings("locating", 1, "sqlite", "planrag", spec, source="demo"))
+    runtime.close()
+    at = open_page("pages/history.py")
+    at.selectbox(key="history-branch-step-" + parent.run_id).set_value(2).run()
+    at.radio(key="history-branch-change-" + parent.run_id).set_value("note").run()
+    at.text_input(key="history-branch-note-" + parent.run_id).set_value("look at the totals")
+    button(at, "Start the branch").click().run()
+    new_id = at.session_state["run_id"]
+    assert new_id != parent.run_id and not at.exception
+    child = jobs.open_store().get(new_id)
+    assert child.parent_id == parent.run_id and child.branch_step == 2
+    history = open_page("pages/history.py")
+    table = history.dataframe[0].value
+    assert list(table["run"])[:2] == [parent.run_id, new_id]  # the branch under its run
+    assert table["branch"][1].endswith(f"step 2 of {parent.run_id}")
+
+
+def test_compare_lines_up_a_run_and_its_branch_by_step(home):
+    runtime = jobs.open_runtime()
+    spec = replays("demo", "locating", 1, "sql", "planrag")[0].spec
+    parent = runtime.start(RunSettings("locating", 1, "sqlite", "planrag", spec, source="demo"))
+    branch = runtime.branch(parent.run_id, 3, note="check the totals")
+    runtime.close()
+    at = open_page("pages/compare.py")
+    at.multiselect(key="compare-demo/locating/1").set_value([parent.run_id]).run()
+    assert any(s.value == "A run and its branches" for s in at.subheader)
+    table = at.dataframe[-1].value
+    column = f"branch {branch.run_id}"
+    marked = table[table[column].str.startswith("\u2442")]
+    assert list(marked["step"]) == [3] and marked[column].iloc[0].startswith("\u2442 branched here (note)")
+    assert table[f"run {parent.run_id}"][0] == table[column][0]  # the same first step

@@ -1,0 +1,516 @@
+"""Run control (issue 11): reviews bound to their pause (also across processes), reviewer and time, Stop of a
+run in flight, interrupted runs (owner gone) resumed or closed, query review, branching from a step."""
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+
+from core.agents import Review, RunNotPaused
+from core.agents.control import RunControl, RunStopped
+from core.llm import ChatLLM
+from core.runs import PauseTaken, RunStore
+from tests.test_agents_runtime import ACT, FINAL, PLAN, FakeBackend, make_runtime, replay, settings
+
+ROOT = Path(__file__).resolve().parent.parent
+REPLAN = "Re-plan: Y\nPlan: [Step 1: compare, Step 2: answer]\nCurrent step: Step 1: compare\n" + ACT
+PLANNED = [PLAN, REPLAN, "Re-plan: N\n" + FINAL]
+
+
+@pytest.fixture
+def home(tmp_path):
+    return tmp_path / "home"
+
+
+def paused_run(home, tmp_path, **kw):
+    runtime = make_runtime(home)
+    result = runtime.start(settings(replay(tmp_path, PLANNED), "planrag", hitl="approve-every-plan", **kw))
+    assert result.status == "paused" and result.pause.id == "p1"
+    return runtime, result
+
+
+# ------------------------------------------------------------------------------------------ pause identity
+
+def test_a_review_names_its_pause_and_a_stale_one_is_refused_with_the_state(home, tmp_path):
+    runtime, first = paused_run(home, tmp_path)
+    second = runtime.resume(first.run_id, Review.approve(), pause_id="p1")
+    assert second.status == "paused" and second.pause.id == "p2" and second.pause.kind == "replan"
+    # a second tab still showing p1 approves it: refused, the current pause named, the run unchanged
+    with pytest.raises(RunNotPaused, match=r"pause p1 of run \w+ is no longer current: \w+ reviewed it "
+                                           r"\(approve\) at .*; the run now waits at pause p2 \(replan\)"):
+        runtime.resume(first.run_id, Review.reject("no"), pause_id="p1")
+    assert runtime.result(first.run_id).pause.id == "p2"
+    done = runtime.resume(first.run_id, Review.approve(note="fine", reviewer="ana"), pause_id="p2")
+    assert done.status == "finished"
+    with pytest.raises(RunNotPaused, match="pause p2 .* no longer current.*the run is finished"):
+        runtime.resume(first.run_id, Review.approve(), pause_id="p2")
+    reviews = runtime.store.reviews(first.run_id)
+    assert [(r["pause_id"], r["kind"], r["action"]) for r in reviews] == [("p1", "plan", "approve"),
+                                                                          ("p2", "replan", "approve")]
+    assert reviews[1]["reviewer"] == "ana" and reviews[0]["reviewer"]  # the OS user by default
+    events = runtime.store.get(first.run_id).events
+    assert [e["reviewer"] for e in events if e["kind"] == "plan" and e["origin"] == "analyst"][1] == "ana"
+
+
+def test_racing_processes_claim_one_pause_exactly_once(tmp_path):
+    """Two processes released together claim the same pause, 10 times: always one claim and one refusal."""
+    from tests.claim_worker import claim
+
+    store = RunStore(tmp_path / "runs.sqlite")
+    ctx = multiprocessing.get_context("spawn")
+    for i in range(10):
+        run_id = f"run{i}"
+        store.create(run_id, {"technique": "planrag"})
+        store.set_pause(run_id, {"kind": "plan", "plan": ["a"]}, interrupt_id=f"i{i}")
+        barrier, results = ctx.Barrier(2), ctx.Queue()
+        workers = [ctx.Process(target=claim, args=(str(store.path), run_id, barrier, results)) for _ in range(2)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join(60)
+        outcome = sorted(results.get(timeout=5) for _ in workers)
+        assert outcome[0] == "claimed" and outcome[1].startswith(f"refused: pause p1 of run {run_id} is no longer")
+        assert len(store.reviews(run_id)) == 1
+
+
+def core(home: Path, *args: str, **kw) -> subprocess.Popen:
+    env = {**os.environ, "PLANRAG_HOME": str(home)}
+    return subprocess.Popen([sys.executable, "-m", "core", *args], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, **kw)
+
+
+def test_two_cli_approvals_started_together_one_applies_one_is_refused(tmp_path, dqa_dir):
+    from tests.test_agents_dqa import TRANSCRIPTS, backend
+
+    home = tmp_path / "home"
+    transcript = TRANSCRIPTS / "locating_cypher_planrag.json"
+    start = core(home, "run", "--scenario", "locating", "--question", "1", "--db", backend("cypher"),
+                 "--technique", "planrag", "--llm", f"replay:{transcript}", "--hitl", "approve-replans")
+    out, err = start.communicate(timeout=120)
+    assert start.returncode == 3, err
+    run_id = out.split("paused: run ")[1].split()[0]
+    hint = out.strip().splitlines()[-1]  # the resume hint comes after the plan, on stdout
+    assert hint.startswith(f"resume with: python -m core run --resume {run_id} --pause p1 --approve")
+    # without a pause named, a script is told which one to name
+    unnamed = core(home, "run", "--resume", run_id, "--approve")
+    assert unnamed.wait(60) == 1 and "--pause p1" in unnamed.stderr.read()
+    racers = [core(home, "run", "--resume", run_id, "--pause", "p1", "--approve", "--reviewer", f"r{i}")
+              for i in range(2)]
+    done = [(p.wait(120), p.stdout.read(), p.stderr.read()) for p in racers]
+    codes = sorted(code for code, _, _ in done)
+    assert codes == [0, 1], done
+    refused = next(err for code, _, err in done if code == 1)
+    assert f"pause p1 of run {run_id} is no longer current" in refused
+    store = RunStore(home / "runs.sqlite")
+    assert store.get(run_id, events=False).status == "finished" and len(store.reviews(run_id)) == 1
+    events = store.get(run_id).events
+    assert sum(1 for e in events if e["kind"] == "plan" and e["origin"] == "analyst") == 1
+
+
+# ------------------------------------------------------------------------------------------ stop
+
+class Hanging(GenericFakeChatModel):
+    """A model whose call after ``answers`` hangs until ``release`` is set (a silent server)."""
+
+    release: threading.Event
+    answers: int = 0
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        if self.answers <= 0:
+            self.release.wait(60)
+        self.answers -= 1
+        return super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
+
+
+def test_stop_ends_a_run_waiting_for_the_model_and_it_can_be_resumed(home, tmp_path):
+    release = threading.Event()
+
+    def opener(spec, llm_settings, skip=0):  # a new connection to the server each time the run is driven
+        model = Hanging(messages=iter([ACT, FINAL][skip:]), release=release, answers=1 - skip)
+        return ChatLLM(model, "hanging", estimate_usage=True)
+
+    runtime = make_runtime(home, llm_opener=opener)
+    events, result = [], {}
+    worker = threading.Thread(target=lambda: result.update(r=runtime.start(
+        settings("stub", "iterrag"), on_event=events.append, run_id="stopme")))
+    worker.start()
+    while not any(e.kind == "observation" for e in events):  # the second call now hangs
+        worker.join(0.05)
+    assert runtime.stop("stopme") == "running"
+    worker.join(30)
+    assert not worker.is_alive() and result["r"].status == "stopped"
+    trace = runtime.store.get("stopme").events
+    assert [e["kind"] for e in trace] == ["thought", "action", "observation", "error"]
+    assert trace[-1]["error_kind"] == "stopped"
+    release.set()  # the server answers again: the stopped run goes on from its last checkpoint
+    done = runtime.proceed("stopme")
+    assert done.status == "finished" and done.outcome["decision"] == "krakow"
+
+
+def test_stop_asked_in_the_store_reaches_the_owner_and_cancels_the_query(home, tmp_path):
+    cancelled = threading.Event()
+
+    class Slow(FakeBackend):
+        def query(self, text, **kw):
+            cancelled.wait(60)
+            return super().query(text, **kw)
+
+        def cancel(self):
+            cancelled.set()
+
+    runtime = make_runtime(home, Slow())
+    result = {}
+    worker = threading.Thread(target=lambda: result.update(r=runtime.start(
+        settings(replay(tmp_path, [ACT, FINAL])), run_id="q")))
+    worker.start()
+    store = RunStore(home / "runs.sqlite")  # as another process would
+    while not any(e["kind"] == "action" for e in (store.get("q").events if store.list(limit=None) else [])):
+        worker.join(0.05)
+    assert store.request_stop("q") == "running"
+    worker.join(30)
+    assert result["r"].status == "stopped" and cancelled.is_set()
+
+
+def test_a_paused_run_is_closed_by_stop(home, tmp_path):
+    runtime, first = paused_run(home, tmp_path)
+    assert runtime.stop(first.run_id) == "stopped"
+    with pytest.raises(RunNotPaused, match="the run is stopped"):
+        runtime.resume(first.run_id, Review.approve(), pause_id="p1")
+    again = runtime.proceed(first.run_id)  # resumable: it waits at its pause again, same id
+    assert again.status == "paused" and again.pause.id == "p1"
+
+
+def test_run_control_call_returns_raises_or_stops():
+    control = RunControl(None, "x")
+    assert control.call(lambda a, b=0: a + b, 1, b=2) == 3
+    with pytest.raises(ZeroDivisionError):
+        control.call(lambda: 1 / 0)
+    threading.Timer(0.05, control.stop).start()
+    with pytest.raises(RunStopped):
+        control.call(threading.Event().wait, 60)
+    with pytest.raises(RunStopped):
+        control.check()
+
+
+# ------------------------------------------------------------------------------------------ orphans
+
+def dead_pid() -> int:
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid
+
+
+def test_a_run_whose_process_died_is_interrupted_then_resumed_or_closed(home, tmp_path):
+    runtime = make_runtime(home)
+    done = runtime.start(settings(replay(tmp_path, [ACT, FINAL])))
+    store = runtime.store
+    for run_id in ("a", "b"):
+        store.create(run_id, {"technique": "iterrag"})
+    with store._connect() as con:
+        con.execute("UPDATE runs SET owner_pid = ? WHERE id = 'a'", (dead_pid(),))
+        con.execute("UPDATE runs SET heartbeat = heartbeat - 3600 WHERE id = 'b'")  # alive pid, stale heartbeat
+    assert {r.id: r.status for r in store.list()} == {"a": "interrupted", "b": "interrupted", done.run_id: "finished"}
+    assert store.request_stop("a") == "stopped"  # closed
+    with pytest.raises(PauseTaken, match="cannot be taken"):
+        store.claim_run(done.run_id, ("interrupted", "stopped"))
+
+
+def test_a_run_killed_mid_resume_is_interrupted_and_goes_on_with_its_review(tmp_path):
+    """A resume process dies in the LLM call after the review: the run is interrupted, and resuming it applies
+    that review (not a second one), from its last checkpoint."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from tests.test_llm import _completion
+
+    replies, hang = iter(PLANNED), threading.Event()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            if hang.is_set():  # a silent server: the process asking is killed while it waits
+                while hang.is_set():
+                    time.sleep(0.05)
+                return
+            data = json.dumps(_completion(next(replies))).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    home = tmp_path / "home"
+    script = (f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
+              "from tests.test_agents_runtime import make_runtime, settings\n"
+              "from core.agents import Review\n"
+              "import core.llm as llm\n"
+              f"rt = make_runtime({str(home)!r}, llm_settings=llm.LLMSettings(model='m', base_url={url!r}))\n"
+              "if sys.argv[1] == 'start':\n"
+              "    print(rt.start(settings('m', 'planrag', hitl='approve-every-plan')).run_id)\n"
+              "elif sys.argv[1] == 'resume':\n"
+              "    rt.resume(sys.argv[2], Review.approve(reviewer='first'), pause_id='p1')\n"
+              "else:\n"
+              "    print(rt.proceed(sys.argv[2]).status)\n")
+
+    def run(*a):
+        return subprocess.run([sys.executable, "-c", script, *a], capture_output=True, text=True, timeout=120)
+
+    run_id = run("start").stdout.strip()
+    hang.set()
+    resume = subprocess.Popen([sys.executable, "-c", script, "resume", run_id])
+    store = RunStore(home / "runs.sqlite")
+    while not store.reviews(run_id) or store.get(run_id).events[-1]["kind"] != "observation":
+        assert resume.poll() is None
+        time.sleep(0.05)
+    resume.kill()
+    resume.wait()
+    record = store.get(run_id)
+    assert record.status == "interrupted"
+    with pytest.raises(RunNotPaused, match="pause p1 .* no longer current: first reviewed it "
+                                           r"\(approve\).*the run is interrupted \(resume it"):
+        make_runtime(home).resume(run_id, Review.approve(), pause_id="p1")
+    hang.clear()
+    assert run("proceed", run_id).stdout.strip() == "paused"  # at the agent's re-plan, as if never killed
+    record = store.get(run_id)
+    assert record.pause["id"] == "p2" and record.pause["kind"] == "replan"
+    assert [r["reviewer"] for r in store.reviews(run_id)] == ["first"]
+    assert [e["status"] for e in record.events if e["kind"] == "plan" and e["origin"] == "analyst"] == ["approved"]
+    server.shutdown()
+
+
+# ------------------------------------------------------------------------------------------ query review
+
+def test_every_query_waits_for_approval_edit_or_rejection(home, tmp_path):
+    runtime = make_runtime(home, backend := FakeBackend())
+    # three different queries (the loop guard would not run a repeated one, nor pause for it)
+    replies = [ACT, ACT.replace("trade_node FROM", "local_value FROM"), ACT.replace("trade_node FROM", "ingoing FROM"),
+               FINAL]
+    first = runtime.start(settings(replay(tmp_path, replies), review_queries=True))
+    assert first.status == "paused" and first.pause.kind == "query"
+    assert first.pause.query == "SELECT trade_node FROM trade_node" and first.pause.language == "sql"
+    assert backend.queries == []  # nothing ran before the analyst saw it
+    second = runtime.resume(first.run_id, Review.approve(), pause_id="p1")
+    assert backend.queries == ["SELECT trade_node FROM trade_node"] and second.pause.id == "p2"
+    with pytest.raises(ValueError, match="needs a note"):
+        runtime.resume(first.run_id, Review.reject(""), pause_id="p2")
+    third = runtime.resume(first.run_id, Review.reject("that column is useless"), pause_id="p2")
+    assert len(backend.queries) == 1 and third.pause.id == "p3"
+    done = runtime.resume(first.run_id, Review.edit_query("SELECT 42 FROM trade_node"), pause_id="p3")
+    assert done.status == "finished" and backend.queries[-1] == "SELECT 42 FROM trade_node"
+    events = runtime.store.get(first.run_id).events
+    assert [e["status"] for e in events if e["kind"] == "query_review"] == ["approved", "rejected", "edited"]
+    rejected = next(e for e in events if e["kind"] == "observation" and e["error_kind"] == "rejected")
+    assert "that column is useless" in rejected["text"]
+    # it survives a restart: a fresh runtime resumes a query pause
+    again = make_runtime(home).start(settings(replay(tmp_path, [ACT, FINAL]), review_queries=True))
+    assert make_runtime(home).resume(again.run_id, Review.approve(), pause_id="p1").status == "finished"
+
+
+# ------------------------------------------------------------------------------------------ branching
+
+def test_branch_before_a_step_with_a_new_plan_leaves_the_parent_as_it_was(home, tmp_path):
+    runtime = make_runtime(home)
+    parent = runtime.start(settings(replay(tmp_path, PLANNED), "planrag"))
+    assert parent.status == "finished"
+    before = runtime.store.get(parent.run_id).to_dict()
+    branch = runtime.branch(parent.run_id, 2, plan=["count the nodes", "answer"], note="be quick",
+                            reviewer="ana")
+    assert branch.status == "finished" and branch.run_id != parent.run_id
+    assert runtime.store.get(parent.run_id).to_dict() == before
+    record = runtime.store.get(branch.run_id)
+    assert (record.parent_id, record.branch_step) == (parent.run_id, 2)
+    mark = next(e for e in record.events if e["kind"] == "branch")
+    assert (mark["parent"], mark["at_step"], mark["plan"], mark["note"], mark["reviewer"]) == (
+        parent.run_id, 2, ["count the nodes", "answer"], "be quick", "ana")
+    kept = record.events[:record.events.index(mark)]
+    assert kept == [e for e in before["events"] if e["step"] < 2]
+    told = runtime.transcript(branch.run_id)
+    said = next(m["content"] for m in told if "count the nodes" in m["content"])  # before step 2's call
+    assert "Note from the analyst: be quick" in said and told.index(next(m for m in told if m["content"] == said)) == 3
+    assert [r.id for r in runtime.store.branches(parent.run_id)] == [branch.run_id]
+    with pytest.raises(ValueError, match="no a step 9"):
+        runtime.branch(parent.run_id, 9, note="x")
+    with pytest.raises(ValueError, match="changes something"):
+        runtime.branch(parent.run_id, 1)
+
+
+def test_branch_at_a_query_runs_the_edited_query(home, tmp_path):
+    runtime = make_runtime(home, backend := FakeBackend())
+    parent = runtime.start(settings(replay(tmp_path, [ACT, FINAL])))
+    branch = runtime.branch(parent.run_id, 1, query="SELECT 7 FROM trade_node")
+    assert branch.status == "finished" and backend.queries[-1] == "SELECT 7 FROM trade_node"
+    kinds = [e["kind"] for e in runtime.store.get(branch.run_id).events]
+    assert kinds == ["thought", "action", "branch", "observation", "thought", "final"]
+
+
+def test_cli_branch_prints_the_new_run_and_stop_closes_a_paused_run(tmp_path, dqa_dir):
+    from tests.test_agents_dqa import TRANSCRIPTS, backend
+
+    home = tmp_path / "home"
+    transcript = TRANSCRIPTS / "locating_cypher_planrag.json"
+    start = core(home, "run", "--scenario", "locating", "--question", "1", "--db", backend("cypher"),
+                 "--technique", "planrag", "--llm", f"replay:{transcript}", "--json")
+    out, err = start.communicate(timeout=120)
+    assert start.returncode == 0, err
+    run_id = json.loads(out)["run_id"]
+    branch = core(home, "branch", run_id, "--step", "2", "--note", "check the totals")
+    out, err = branch.communicate(timeout=120)
+    first = out.splitlines()[0]
+    assert first.startswith("branch: run ") and f"from run {run_id} at step 2" in first, err
+    new_id = first.split()[2]
+    store = RunStore(home / "runs.sqlite")
+    assert store.get(new_id, events=False).parent_id == run_id
+    paused = core(home, "run", "--scenario", "locating", "--question", "1", "--db", backend("cypher"),
+                  "--technique", "planrag", "--llm", f"replay:{transcript}", "--hitl", "approve-every-plan", "--json")
+    out, _ = paused.communicate(timeout=120)
+    paused_id = json.loads(out)["run_id"]
+    stop = core(home, "stop", paused_id)
+    assert stop.wait(60) == 0 and stop.stdout.read().strip() == f"stopped: run {paused_id} (closed)"
+    again = core(home, "stop", paused_id)
+    assert again.wait(60) == 1 and "already stopped" in again.stderr.read()
+
+
+def test_an_owner_that_lost_its_run_stops_it(home, tmp_path):
+    """A process that hung past the stale limit finds its run interrupted (maybe taken by another): it stops."""
+    store = RunStore(home / "runs.sqlite")
+    store.create("x", {"technique": "iterrag"})
+    assert store.beat("x") is False
+    with store._connect() as con:
+        con.execute("UPDATE runs SET status = 'interrupted' WHERE id = 'x'")
+    assert store.beat("x") is True
+
+
+def test_an_older_run_store_gets_the_run_control_columns(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "runs.sqlite"
+    with sqlite3.connect(path) as con:
+        con.execute("CREATE TABLE runs (id TEXT PRIMARY KEY, created REAL, updated REAL, status TEXT, scenario TEXT, "
+                    "question INTEGER, db TEXT, technique TEXT, llm TEXT, hitl TEXT, settings TEXT, pause TEXT, "
+                    "outcome TEXT, decision TEXT, correct INTEGER)")
+        con.execute("INSERT INTO runs (id, created, updated, status, settings, pause) VALUES ('old', 1, 1, 'paused', "
+                    "'{}', '{\"kind\": \"plan\", \"plan\": [\"a\"], \"old_plan\": [], \"reply\": \"\"}')")
+    stores = [RunStore(path), RunStore(path)]  # opened twice: the columns are added once
+    record = stores[1].get("old")
+    assert record.status == "paused" and record.parent_id is None and record.pause["kind"] == "plan"
+
+
+def test_cli_query_review_pauses_with_exit_3_and_takes_an_edited_query(tmp_path, dqa_dir):
+    from tests.test_agents_dqa import TRANSCRIPTS, backend
+
+    home = tmp_path / "home"
+    transcript = TRANSCRIPTS / "building_sql_singlerag.json"
+    start = core(home, "run", "--scenario", "building", "--question", "1", "--db", backend("sql"),
+                 "--technique", "singlerag", "--llm", f"replay:{transcript}", "--approve-queries")
+    out, err = start.communicate(timeout=120)
+    assert start.returncode == 3, err
+    assert "awaits review of its query" in out and "--edit-query QUERY" in out.strip().splitlines()[-1]
+    run_id = out.split("paused: run ")[1].split()[0]
+    edited = "SELECT COUNT(*) AS n FROM building"
+    resume = core(home, "run", "--resume", run_id, "--pause", "p1", "--edit-query", edited, "--json")
+    out, err = resume.communicate(timeout=120)
+    report = json.loads(out)
+    review = next(e for e in report["events"] if e["kind"] == "query_review")
+    assert (review["status"], review["query"]) == ("edited", edited) and report["status"] == "finished", err
+    assert resume.returncode == 0
+
+
+def test_cli_review_from_a_terminal_defaults_to_the_current_pause(home, tmp_path, monkeypatch, capsys, dqa_dir):
+    """(The command line opens the question from the catalog: DQA Locating question 1.)"""
+    import io
+
+    from core import cli as cli_module
+    from core.agents import runtime as runtime_module
+
+    runtime, first = paused_run(home, tmp_path)
+    monkeypatch.setattr(runtime_module, "DATA_HOME", home)
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr(sys, "stdin", Terminal())
+    code = cli_module.main(["run", "--resume", first.run_id, "--approve", "--reviewer", "tty-user"])
+    captured = capsys.readouterr()
+    assert f"reviewing pause p1 of run {first.run_id}" in captured.err
+    assert code == 3 and "(pause p2)" in captured.out  # it went on to the re-plan, the next pause
+    assert runtime.store.reviews(first.run_id)[0]["reviewer"] == "tty-user"
+
+
+def test_reaper_steps_wait_for_query_approval_and_a_rejected_step_fails(home, tmp_path):
+    two = ("Step 1: the nodes - #E1 = Relational DB[SELECT trade_node FROM trade_node]\n"
+           "Step 2: the values - #E2 = Relational DB[SELECT local_value FROM trade_node]")
+    runtime = make_runtime(home, backend := FakeBackend())
+    first = runtime.start(settings(replay(tmp_path, [two, "Thought: done\nFinal answer: krakow"]), "reaper",
+                                   review_queries=True, replan_on_failure=False))
+    assert first.pause.kind == "query" and first.pause.current_step.startswith("Step 1")
+    second = runtime.resume(first.run_id, Review.edit_query("SELECT 1 FROM trade_node"), pause_id="p1")
+    assert backend.queries == ["SELECT 1 FROM trade_node"] and second.pause.query.startswith("SELECT local_value")
+    done = runtime.resume(first.run_id, Review.reject("not needed"), pause_id="p2")
+    assert done.status == "finished" and len(backend.queries) == 1
+    events = runtime.store.get(first.run_id).events
+    assert [e["status"] for e in events if e["kind"] == "query_review"] == ["edited", "rejected"]
+    assert any(e["kind"] == "observation" and e["error_kind"] == "rejected" and "not needed" in e["text"]
+               for e in events)
+
+
+def test_core_stop_ends_a_run_another_process_drives_while_its_model_is_silent(tmp_path):
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from tests.test_llm import _completion
+
+    answered = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            if answered:  # the second call: a silent server
+                time.sleep(60)
+                return
+            answered.append(1)
+            data = json.dumps(_completion(ACT)).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    home = tmp_path / "home"
+    script = (f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
+              "from tests.test_agents_runtime import make_runtime, settings\n"
+              "import core.llm as llm\n"
+              f"rt = make_runtime({str(home)!r}, llm_settings=llm.LLMSettings(model='m', base_url={url!r}))\n"
+              "print(rt.start(settings('m', 'iterrag'), run_id='far').status)\n")
+    driver = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    store = RunStore(home / "runs.sqlite")
+    while not any(e["kind"] == "observation" for e in (store.get("far").events if store.path.exists()
+                                                       and store.list(limit=None) else [])):
+        assert driver.poll() is None
+        time.sleep(0.05)
+    stop = core(home, "stop", "far")
+    out, err = stop.communicate(timeout=60)
+    assert stop.returncode == 0 and out.strip() == "stopped: run far", err
+    assert driver.communicate(timeout=60)[0].strip() == "stopped"
+    record = store.get("far")
+    assert record.status == "stopped" and record.events[-1]["error_kind"] == "stopped"
+    server.shutdown()
