@@ -25,6 +25,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from core.files import write_atomic
 from core.settings import DATA_HOME
 
 PACKAGE = "arcadedb-embedded"
@@ -206,8 +207,7 @@ def start(bolt_port: int = BOLT_PORT, http_port: int = HTTP_PORT, *, heap_mb: in
             raise RuntimeError(f"the graph server did not open port {bolt_port}; end of {log}:\n" + "\n".join(tail))
         time.sleep(0.1)
     state = _state_file(bolt_port)
-    state.write_text(json.dumps(asdict(server)))
-    state.chmod(0o600)
+    write_atomic(state, json.dumps(asdict(server)))  # a temporary file's mode: 0600
     return server
 
 

@@ -156,6 +156,29 @@ def test_prices(tmp_path):
         load_prices(path)
 
 
+
+def test_the_price_table_written_on_first_use_is_never_read_half_written(tmp_path):
+    """Two runs starting together both find no table: one writes it while the other reads it (a run once failed
+    with "price table ... is not JSON"). The table is written whole, so every reader gets all of it."""
+    for attempt in range(40):
+        path = tmp_path / str(attempt) / "prices.json"
+        start, results = threading.Barrier(4), []
+
+        def first_use():
+            start.wait()
+            try:
+                results.append(load_prices(path))
+            except ValueError as e:
+                results.append(e)
+
+        threads = [threading.Thread(target=first_use) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert results == [DEFAULT_PRICES] * 4, attempt
+        assert [p.name for p in path.parent.iterdir()] == ["prices.json"]  # no temporary file left
+
 def action(query, language="sql"):
     return {"kind": "action", "tool": "Relational DB", "query": query, "language": language}
 

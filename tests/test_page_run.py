@@ -160,6 +160,8 @@ def test_a_finished_run_shows_its_evidence_coverage_and_takes_an_override(home):
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Decision"] == "ganges (overridden)" and metrics["Correct"] == "wrong (overridden)"
     assert any("Grade overridden by ana" in c.value for c in at.caption)
+
+
 def test_the_prompt_setting_and_the_reaper_planner_are_chosen_on_the_page(home):
     at = open_page("pages/run.py")
     at.selectbox(key="run_technique").set_value("iterrag").run()
@@ -171,6 +173,7 @@ def test_the_prompt_setting_and_the_reaper_planner_are_chosen_on_the_page(home):
     deadline = time.time() + 60
     while jobs.running(run_id) and time.time() < deadline:  # the run goes on in the background
         time.sleep(0.05)
+    assert jobs.job(run_id).error is None, jobs.job(run_id).error  # a run that could not start says why
     record = jobs.open_store().get(run_id, events=False)
     assert record.settings["prompts"] == "paper" and record.status == "finished"
     at.selectbox(key="run_technique").set_value("reaper").run()

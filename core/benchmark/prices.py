@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from core import settings
+from core.files import write_atomic
 from core.llm import REPLAY_PREFIX
 
 #: model -> [USD per 1M prompt tokens, USD per 1M completion tokens]
@@ -32,9 +33,8 @@ def load_prices(path: str | Path | None = None) -> dict[str, list[float]]:
     """The cost table of ``path`` (default prices_path(), created with the defaults when missing). A file that is
     not a table of two prices per model raises ValueError saying where."""
     path = Path(path) if path else prices_path()
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(DEFAULT_PRICES, indent=1) + "\n", encoding="utf-8")
+    if not path.exists():  # written whole: a run starting beside this one may read it now
+        write_atomic(path, json.dumps(DEFAULT_PRICES, indent=1) + "\n")
         return dict(DEFAULT_PRICES)
     try:
         table = json.loads(path.read_text(encoding="utf-8"))

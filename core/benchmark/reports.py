@@ -33,6 +33,7 @@ from core.benchmark.prices import cost
 from core.benchmark.stats import paired as paired_stats
 from core.benchmark.stats import wilson
 from core.benchmark.trace import CRITICAL
+from core.files import write_atomic
 from core.scenarios import ByScenario
 from core.dqa import DQA_SET
 from core.scenario import SCENARIOS
@@ -447,9 +448,9 @@ def export(results: list[dict], prices: dict[str, list[float]], directory: str |
         frames["not_run"] = could_not_run(not_run)
     for name, df in frames.items():
         path = directory / f"{name}.csv"
-        path.write_text(scrub(df.to_csv(index=False)), encoding="utf-8")
+        write_atomic(path, scrub(df.to_csv(index=False)))
         written.append(path)
         everything[name] = json.loads(df.to_json(orient="records"))
     path = directory / "report.json"
-    path.write_text(scrub(json.dumps(everything, indent=1)), encoding="utf-8")
+    write_atomic(path, scrub(json.dumps(everything, indent=1)))
     return written + [path]
