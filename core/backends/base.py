@@ -8,6 +8,16 @@ from typing import Protocol
 #: Default bounds on every agent query.
 DEFAULT_TIMEOUT_S = 10.0
 DEFAULT_ROW_CAP = 200
+#: What reaches a parser or translator: longer or more deeply bracketed queries are refused before any parser
+#: sees them (sqlglot and the Cypher rewrite recurse per bracket level; Ladybug's parser crashes at ~800).
+MAX_QUERY_CHARS = 20_000
+MAX_NESTING = 20
+#: Characters of one cell, and of all the cells of one result, kept (and stored, and shown to the model); what is
+#: cut is marked. The run's own ``Limits.cell_chars`` may be lower.
+DEFAULT_CELL_CHARS = 1000
+MAX_CELL_CHARS = 100_000
+MAX_RESULT_CHARS = 200_000
+CUT_MARK = "…[cut: {n:,} characters in all]"
 
 
 _FENCE = re.compile(r"```[\w+-]*[ \t]*\n?(.*?)\n?[ \t]*```", re.S)
@@ -18,6 +28,33 @@ def unfence(text: str) -> str:
     text = text.strip()
     fenced = _FENCE.fullmatch(text)
     return fenced.group(1).strip() if fenced else text
+
+
+def check_size(text: str) -> None:
+    """Refuse a query longer than MAX_QUERY_CHARS (QuerySyntaxError), before any parser sees it."""
+    if len(text) > MAX_QUERY_CHARS:
+        raise QuerySyntaxError(f"the query is {len(text):,} characters long; at most {MAX_QUERY_CHARS:,} are "
+                               "accepted: send a shorter query")
+
+
+def check_nesting(brackets) -> None:
+    """Refuse a query whose brackets (the bracket characters of its tokens, in order: strings and comments left
+    out) nest deeper than MAX_NESTING (QuerySyntaxError)."""
+    depth = 0
+    for b in brackets:
+        if b in "([{":
+            depth += 1
+            if depth > MAX_NESTING:
+                raise QuerySyntaxError(f"the query nests brackets more than {MAX_NESTING} deep; flatten it (a "
+                                       "WITH step, a subquery fewer, or simpler expressions)")
+        elif b in ")]}":
+            depth -= 1
+
+
+def too_complex() -> QuerySyntaxError:
+    """The error for a query whose parsing or translation ran out of recursion depth."""
+    return QuerySyntaxError("the query is too deeply nested to be read (long chains of operators or brackets); "
+                            "write it more simply")
 
 
 class QueryError(Exception):
@@ -65,12 +102,73 @@ class QueryResult:
     def truncated(self) -> bool:
         return self.total_rows > len(self.rows)
 
+    def capped(self, cell_chars: int = DEFAULT_CELL_CHARS, result_chars: int = MAX_RESULT_CHARS) -> QueryResult:
+        """This result with each cell cut to ``cell_chars`` characters and the rows kept within ``result_chars``
+        characters in all (rows past it left out, as past the row cap); each cut is marked and noted."""
+        rows, size, cut = [], 0, 0
+        for row in self.rows:
+            kept = [cap_cell(v, cell_chars) for v in row]
+            cut += sum(a is not b for a, b in zip(kept, row))
+            size += sum(len(v) if isinstance(v, str) else 16 for v in kept)
+            if size > result_chars and rows:
+                break
+            rows.append(kept)
+        notes = list(self.notes)
+        if cut:
+            notes.append(f"{cut} cell(s) longer than {cell_chars:,} characters were cut (marked …[cut: …])")
+        if len(rows) < len(self.rows):
+            notes.append(f"only the first {len(rows)} rows were kept: the result is longer than "
+                         f"{result_chars:,} characters")
+        if not cut and len(rows) == len(self.rows):
+            return self
+        return QueryResult(self.columns, rows, self.total_rows, self.elapsed_s, self.executed, notes)
+
     def as_json(self) -> dict:
         return {"columns": self.columns, "rows": self.rows}
 
     def to_text(self, max_rows: int = 50, max_chars: int = 4000) -> str:
         """A compact rendering for an LLM: a header line, one line per row, and a note on cut rows."""
         return render_rows(self.columns, self.rows, self.total_rows, max_rows, max_chars)
+
+
+def cap_cell(v, chars: int):
+    """``v`` itself when its text fits in ``chars`` characters; else its text cut there and marked (a long string,
+    bytes, or a list or map of the graph backends)."""
+    if v is None or isinstance(v, (bool, int, float)):
+        return v
+    if isinstance(v, str):
+        return v if len(v) <= chars else v[:chars] + CUT_MARK.format(n=len(v))
+    if isinstance(v, (bytes, bytearray)):
+        n = len(v) * 2 + 3  # as x'hex'
+        return v if n <= chars else ("x'" + v[:chars // 2].hex())[:chars] + CUT_MARK.format(n=n)
+    text = _bounded_text(v, chars + 1)
+    return v if len(text) <= chars else text[:chars] + "…[cut: a longer list or map]"
+
+
+class _Sym(str):
+    """Punctuation in ``_bounded_text``'s work list (told apart from string values)."""
+
+
+def _bounded_text(v, limit: int) -> str:
+    """The text of a nested value (lists, maps, scalars), built only up to about ``limit`` characters, so that a
+    huge value costs no more than its first ``limit`` characters."""
+    parts, size, todo = [], 0, [v]
+    while todo and size <= limit:
+        x = todo.pop()
+        if isinstance(x, (list, tuple, dict)):
+            items = list(x.items()) if isinstance(x, dict) else [(None, item) for item in x]
+            todo.append(_Sym("}" if isinstance(x, dict) else "]"))
+            for i, (key, item) in enumerate(reversed(items)):
+                todo.append(item)
+                if key is not None:
+                    todo.append(_Sym(f"{key}: "))
+                if i < len(items) - 1:
+                    todo.append(_Sym(", "))
+            x = _Sym("{" if isinstance(x, dict) else "[")
+        text = x if isinstance(x, _Sym) else repr(x) if isinstance(x, str) else _cell(x)
+        parts.append(text)
+        size += len(text)
+    return "".join(parts)
 
 
 def _cell(v) -> str:
@@ -93,6 +191,8 @@ def render_rows(columns: list[str], rows: list[list], total_rows: int, max_rows:
         line = " | ".join(_cell(v) for v in r)
         if size + len(line) + 1 > max_chars and shown:
             break
+        if size + len(line) + 1 > max_chars:  # a first row longer than the whole budget: its start, marked
+            line = line[:max(max_chars - size - 1, 0)] + CUT_MARK.format(n=len(line))
         lines.append(line)
         size += len(line) + 1
         shown += 1

@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from core.backends.base import QueryError, QuerySyntaxError, RefusedWrite, unfence
+from core.backends.base import (QueryError, QuerySyntaxError, RefusedWrite, check_nesting, check_size, too_complex,
+                                unfence)
 from core.graphdata import GraphData
 
 #: For prompts on the Ladybug backend: what an agent used to Neo4j's Cypher must know.
@@ -113,7 +114,9 @@ def prepare(text: str) -> str:
     """One read-only statement from an agent's text: markdown fences, surrounding whitespace and a trailing
     ``;`` removed. Raises QuerySyntaxError (empty, several statements, ``$parameters``) or RefusedWrite."""
     text = unfence(text)
+    check_size(text)
     toks = tokens(text)
+    check_nesting(t.text for t in toks if t.kind == "op" and t.text in "()[]{}")
     while toks and toks[-1].text == ";":
         text = text[:toks.pop().start].rstrip()
     if not toks:
@@ -207,7 +210,10 @@ def to_ladybug(text: str) -> tuple[str, list[str]]:
     toks = tokens(text)
     _check_ladybug(toks)
     notes: list[str] = []
-    out = text[:toks[0].start] + _rewrite(text, toks, 0, len(toks), notes) + text[toks[-1].end:]
+    try:
+        out = text[:toks[0].start] + _rewrite(text, toks, 0, len(toks), notes) + text[toks[-1].end:]
+    except RecursionError:
+        raise too_complex() from None
     return _keep_order(out, notes), notes
 
 

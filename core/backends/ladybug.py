@@ -2,22 +2,21 @@
 
 A question's graph is built once per process and content (``Database.key``) into a database file in a
 temporary folder: node and relationship tables declared from the GraphData, then bulk-loaded with COPY from
-Arrow tables (doubles arrive bit-exact). Every ``open_database`` opens that file read-only, so the engine
-itself refuses writes; the keyword pre-check in cypher_dialect only gives the nicer message, and also stops
-the statements a read-only Ladybug still runs (CHECKPOINT, EXPORT DATABASE, LOAD FROM files, CALL settings).
+Arrow tables (doubles arrive bit-exact). Each open backend queries that file in its own worker process
+(core.backends.worker), which opens it read-only, so the engine itself refuses writes, and cannot open, create or
+write any file or reach the network (Landlock): the statements a read-only Ladybug still runs (COPY ... TO,
+EXPORT DATABASE, LOAD FROM files, INSTALL) fail there. cypher_dialect's checks give the nicer message first and
+allow only read statements (MATCH, UNWIND, WITH, RETURN, CALL of a few schema functions).
 
-Threads: building is serialised by a module lock; each backend serialises its own queries with a lock, so
-one backend may be shared by threads, and backends on the same content run in parallel.
+Threads: building is serialised by a module lock; each backend serialises its own queries, so one backend may
+be shared by threads, and backends on the same content run in parallel.
 """
 from __future__ import annotations
 
 import atexit
-import datetime
-import decimal
 import shutil
 import tempfile
 import threading
-import time
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,16 +25,16 @@ import ladybug
 import pyarrow as pa
 
 from core.backends.base import (DEFAULT_ROW_CAP, DEFAULT_TIMEOUT_S, BackendUnavailable, QueryError, QueryResult,
-                                QuerySyntaxError, QueryTimeout, RefusedWrite)
+                                QueryTimeout)
 from core.backends.cypher_dialect import column_names, prepare, schema_text, to_ladybug
+from core.backends.engines import BUFFER_POOL, MAX_DB_SIZE
+from core.backends.worker import Worker
 from core.graphdata import GraphData
 from core.settings import DatabaseSettings
 
 if TYPE_CHECKING:
     from core.scenario import Database
 
-BUFFER_POOL = 256 << 20  # bytes of page cache per open database (the default is 80% of the machine's memory)
-MAX_DB_SIZE = 1 << 30  # address space each open reserves; the default 8 TB runs out after ~15 open databases
 _ARROW_TYPES = {"STRING": pa.string(), "INT64": pa.int64(), "DOUBLE": pa.float64(), "BOOL": pa.bool_()}
 
 _build_lock = threading.Lock()
@@ -117,60 +116,16 @@ def build(graph: GraphData, path: Path) -> None:
         db.close()
 
 
-def plain(value):
-    """A Ladybug value as plain JSON-able Python: a node or relationship as a dict of its (non-null)
-    properties plus ``_label``, a path as ``{"nodes": [...], "relationships": [...]}``, an internal id as
-    ``"table:offset"``, INT128 sums as int, dates and times as ISO strings."""
-    if isinstance(value, dict):
-        if "_NODES" in value and "_RELS" in value:
-            return {"nodes": plain(value["_NODES"]), "relationships": plain(value["_RELS"])}
-        if "_LABEL" in value and "_ID" in value:
-            return {"_label": value["_LABEL"],
-                    **{k: plain(v) for k, v in value.items() if not k.startswith("_") and v is not None}}
-        if value.keys() == {"offset", "table"}:
-            return f"{value['table']}:{value['offset']}"
-        return {k: plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    if isinstance(value, decimal.Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
-    if isinstance(value, (datetime.date, datetime.time)):
-        return value.isoformat()
-    if isinstance(value, (datetime.timedelta, uuid.UUID)):
-        return str(value)
-    return value
-
-
-def _error(message: str, timeout_s: float, notes: list[str]) -> QueryError:
-    if notes:
-        message += "\n(Ladybug ran the query rewritten: " + "; ".join(notes) + ")"
-    if message.startswith("Interrupted"):
-        return QueryTimeout(f"the query ran longer than {timeout_s:g} s and was stopped; narrow it "
-                            "(bound variable-length patterns, avoid cartesian products, aggregate early)")
-    if message.startswith(("Parser exception", "Binder exception", "Catalog exception")):
-        return QuerySyntaxError(message)
-    if "Cannot execute write operations in a read-only database" in message:
-        return RefusedWrite(f"refused: the database is read-only ({message})")
-    if message.startswith("Buffer manager exception"):
-        return QueryError(f"the query needs more than the {BUFFER_POOL >> 20} MB memory limit; narrow it ({message})")
-    return QueryError(message)
-
-
 class LadybugBackend:
-    """One read-only Ladybug database and connection; ``query`` may be called from any thread."""
+    """One read-only Ladybug database, queried in a worker process (core.backends.worker); ``query`` may be
+    called from any thread."""
 
     name = "ladybug"
     language = "cypher"
 
     def __init__(self, database: Database, path: Path):
         self._graph = database.graph
-        self._lock = threading.Lock()
-        try:
-            self._db = ladybug.Database(str(path), read_only=True, buffer_pool_size=BUFFER_POOL,
-                                        max_db_size=MAX_DB_SIZE)
-        except RuntimeError as e:
-            raise BackendUnavailable(f"cannot open the Ladybug database {path}: {e}") from None
-        self._conn = ladybug.Connection(self._db)
+        self._worker = Worker("ladybug", path)
 
     def schema_text(self) -> str:
         return schema_text(self._graph)
@@ -179,35 +134,20 @@ class LadybugBackend:
         """Run one read-only Cypher query (Neo4j-only constructs rewritten, see ``QueryResult.notes``)."""
         original = prepare(text)
         executed, notes = to_ladybug(original)
-        with self._lock:
-            if self._conn is None:
-                raise BackendUnavailable("this Ladybug connection is closed")
-            self._conn.set_query_timeout(max(1, round(timeout_s * 1000)))
-            start = time.perf_counter()
-            try:
-                result = self._conn.execute(executed)
-            except RuntimeError as e:
-                raise _error(str(e), timeout_s, notes) from None
-            try:
-                total = result.get_num_tuples()
-                rows = [plain(result.get_next()) for _ in range(min(total, row_cap))]
-                columns = result.get_column_names()
-            finally:
-                result.close()
-            elapsed = time.perf_counter() - start
-        columns = column_names(original, len(columns)) or columns
-        return QueryResult(columns, rows, total, elapsed, executed, notes)
+        try:
+            result = self._worker.run(executed, timeout_s, row_cap)
+        except QueryError as e:
+            if notes and not isinstance(e, QueryTimeout):
+                e.args = (f"{e}\n(Ladybug ran the query rewritten: " + "; ".join(notes) + ")",)
+            raise
+        columns = column_names(original, len(result.columns)) or result.columns
+        return QueryResult(columns, result.rows, result.total_rows, result.elapsed_s, executed,
+                           notes + result.notes)
 
     def cancel(self) -> None:
         """Stop the query running now (any thread may call this)."""
-        conn = self._conn
-        if conn is not None:
-            conn.interrupt()
+        self._worker.cancel()
 
     def close(self) -> None:
-        """Close the connection and the database (the built file stays cached for later opens)."""
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._db.close()
-                self._conn = None
+        """End the worker (the built file stays cached for later opens)."""
+        self._worker.close()

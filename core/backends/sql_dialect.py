@@ -9,7 +9,7 @@ from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ErrorLevel, ParseError, TokenError, UnsupportedError
 from sqlglot.tokens import TokenType
 
-from core.backends.base import QuerySyntaxError, RefusedWrite, unfence
+from core.backends.base import QuerySyntaxError, RefusedWrite, check_nesting, check_size, too_complex, unfence
 from sims.tables import Table, Tables
 
 #: VARCHAR widths the DQA dumps declare; the Tables model keeps no width, so other string columns get
@@ -26,6 +26,8 @@ WRITE_WORDS = frozenset("""INSERT UPDATE DELETE REPLACE CREATE DROP ALTER TRUNCA
 METADATA_WORDS = frozenset({"SHOW", "DESCRIBE", "DESC", "EXPLAIN"})
 
 _MYSQL = Dialect.get_or_raise("mysql")
+_BRACKETS = frozenset({TokenType.L_PAREN, TokenType.R_PAREN, TokenType.L_BRACKET, TokenType.R_BRACKET,
+                       TokenType.L_BRACE, TokenType.R_BRACE})
 _WRITES = (exp.Insert, exp.Update, exp.Delete, exp.Create, exp.Drop, exp.Alter, exp.Merge, exp.TruncateTable,
            exp.Command, exp.Pragma, exp.Set, exp.Use, exp.Into)
 #: Comparisons whose string literals get COLLATE NOCASE on SQLite (and ``IN`` lists of strings, their left
@@ -62,10 +64,12 @@ def one_statement(text: str) -> str:
     """The single statement in ``text``, without surrounding whitespace, markdown code fence, trailing ``;``
     or trailing comments. Raises QuerySyntaxError when it is empty, unreadable or several statements."""
     text = unfence(text)
+    check_size(text)
     try:
         tokens = _MYSQL.tokenize(text)
     except TokenError as e:
         raise QuerySyntaxError(f"cannot read the query ({e}); check quotes and brackets") from None
+    check_nesting(t.text for t in tokens if t.token_type in _BRACKETS)
     statements, current = [], []
     for token in tokens:
         if token.token_type == TokenType.SEMICOLON:
@@ -116,6 +120,13 @@ def _nocase(node: exp.Expression) -> exp.Expression:
 def mysql_to_sqlite(sql: str) -> str:
     """Translate one MySQL query to SQLite. Raises QuerySyntaxError when sqlglot cannot parse it or cannot
     translate part of it, RefusedWrite when it is not a read-only query."""
+    try:
+        return _translate(sql)
+    except RecursionError:  # within the nesting limit, but a long chain (NOT NOT ... 1) still recurses
+        raise too_complex() from None
+
+
+def _translate(sql: str) -> str:
     try:
         tree = sqlglot.parse_one(sql, read="mysql")
     except (ParseError, TokenError) as e:

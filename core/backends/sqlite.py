@@ -12,22 +12,17 @@ import shutil
 import sqlite3
 import tempfile
 import threading
-import time
 from contextlib import closing
-from itertools import islice
 from pathlib import Path
 
 from core.backends import sql_dialect
-from core.backends.base import (DEFAULT_ROW_CAP, DEFAULT_TIMEOUT_S, QueryError, QueryResult, QuerySyntaxError,
-                                QueryTimeout, RefusedWrite)
+from core.backends.base import DEFAULT_ROW_CAP, DEFAULT_TIMEOUT_S, QueryResult
+from core.backends.worker import Worker
 from core.scenario import Database
 from core.settings import DatabaseSettings
 from sims.tables import Tables
 
 _TYPES = {"VARCHAR": "TEXT COLLATE NOCASE", "INT": "INTEGER", "FLOAT": "REAL", "BOOLEAN": "INTEGER"}
-#: Authorizer actions an agent query may take; everything else (writes, DDL, ATTACH, PRAGMA ...) is denied.
-_ALLOWED = frozenset({sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION,
-                      sqlite3.SQLITE_RECURSIVE})
 
 _lock = threading.Lock()
 _files: dict[str, Path] = {}  # Database.key -> loaded file
@@ -83,23 +78,16 @@ def forget(key: str) -> None:
         path.unlink(missing_ok=True)
 
 
-def _authorize(action: int, *_args) -> int:
-    return sqlite3.SQLITE_OK if action in _ALLOWED else sqlite3.SQLITE_DENY
-
-
 class SQLiteBackend:
-    """One read-only connection to a database file. Queries are serialized; any thread may call them."""
+    """A read-only database file, queried in a worker process (core.backends.worker). Queries are serialized;
+    any thread may call them."""
 
     name = "sqlite"
     language = "sql"
 
     def __init__(self, database: Database, path: Path):
         self.database = database
-        self._con = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, check_same_thread=False,
-                                    isolation_level=None)
-        self._con.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
-        self._con.set_authorizer(_authorize)
-        self._lock = threading.Lock()
+        self._worker = Worker("sqlite", path)
 
     def schema_text(self) -> str:
         return sql_dialect.schema_text(self.database.tables)
@@ -112,49 +100,16 @@ class SQLiteBackend:
         return self._run(sql_dialect.mysql_to_sqlite(sql), timeout_s, row_cap)
 
     def _run(self, sql: str, timeout_s: float, row_cap: int) -> QueryResult:
-        """Run SQLite ``sql`` as given; the connection itself refuses writes, and a timer interrupts it."""
-        timed_out = threading.Event()
-
-        def stop():
-            timed_out.set()
-            self._con.interrupt()
-
-        with self._lock:
-            timer = threading.Timer(timeout_s, stop)
-            start = time.perf_counter()
-            timer.start()
-            try:
-                cur = self._con.execute(sql)
-                rows = [list(r) for r in islice(cur, row_cap)]
-                total = len(rows) + sum(1 for _ in cur)
-                columns = [d[0] for d in cur.description or ()]
-            except sqlite3.Error as e:
-                raise _error(e, sql, timeout_s if timed_out.is_set() else None) from None
-            finally:
-                timer.cancel()
-                timer.join()
-        return QueryResult(columns, rows, total, time.perf_counter() - start, executed=sql)
+        """Run SQLite ``sql`` as given; the worker's connection itself refuses writes and stops it at the limit."""
+        return self._worker.run(sql, timeout_s, row_cap)
 
     def cancel(self) -> None:
         """Stop the query running now (any thread may call this)."""
-        self._con.interrupt()
+        self._worker.cancel()
 
     def close(self) -> None:
-        """Close the connection; the file stays cached for later opens until the process exits."""
-        self._con.close()
-
-
-def _error(e: sqlite3.Error, sql: str, timeout_s: float | None) -> QueryError:
-    code = getattr(e, "sqlite_errorcode", None)
-    if timeout_s is not None and code == sqlite3.SQLITE_INTERRUPT:
-        return QueryTimeout(f"the query ran longer than {timeout_s:g} s and was stopped; make it cheaper "
-                            "(fewer joins, filter early, aggregate)")
-    if code in (sqlite3.SQLITE_AUTH, sqlite3.SQLITE_READONLY) or "not authorized" in str(e):
-        return RefusedWrite(f"refused by the read-only connection ({e}); send one SELECT query")
-    message = f"SQLite: {e} (query as run: {sql})"
-    if "syntax error" in str(e) or "incomplete input" in str(e):
-        return QuerySyntaxError(message)
-    return QueryError(message)
+        """End the worker; the file stays cached for later opens until the process exits."""
+        self._worker.close()
 
 
 def unavailable(settings: DatabaseSettings) -> str | None:

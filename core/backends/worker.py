@@ -1,0 +1,225 @@
+"""Worker processes for the embedded engines (SQLite, Ladybug): an engine that crashes, runs past its time or
+takes too much memory fails one query, never the app's process.
+
+Each open backend has one long-lived worker, started on its first query and started again after a crash or a
+kill. The worker (``python -m core.backends.worker ENGINE FILE``) opens the database read-only, then locks itself
+down: an address-space limit (RLIMIT_AS), and on Linux with Landlock no file may be opened or written and no TCP
+connection made (so ``COPY ... TO``, ``EXPORT DATABASE``, ``LOAD FROM`` or ``INSTALL`` cannot reach the
+filesystem or the network whatever the query checks let through). It inherits no environment (no key).
+
+Requests and replies are length-prefixed JSON frames on its stdin and stdout (JSON, not pickle: a subverted
+engine cannot make the app's process run code). The app waits for a reply until the query's timeout plus
+``GRACE_S``; past it the worker is killed and the query is reported as timed out.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import resource
+import select
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from core.backends.base import (BackendUnavailable, QueryError, QueryResult, QuerySyntaxError, QueryTimeout,
+                                RefusedWrite)
+
+#: Seconds past a query's timeout after which its worker is killed (the engine's own stop comes first).
+GRACE_S = 1.0
+#: Seconds a worker may take to start and open its database.
+START_TIMEOUT_S = 60.0
+#: Address space of a worker, in bytes (Ladybug reserves its max_db_size, 1 GB, of it up front).
+MEMORY_LIMIT = {"sqlite": 1 << 30, "ladybug": 3 << 30}
+_ROOT = Path(__file__).resolve().parents[2]
+_ERRORS = {c.kind: c for c in (QueryError, RefusedWrite, QueryTimeout, QuerySyntaxError, BackendUnavailable)}
+_HEADER = struct.Struct("!I")
+
+
+def _encode(obj) -> bytes:
+    body = json.dumps(obj, default=lambda v: {"$bytes": v.hex()} if isinstance(v, (bytes, bytearray)) else str(v),
+                      separators=(",", ":")).encode()
+    return _HEADER.pack(len(body)) + body
+
+
+def _decode(body: bytes):
+    return json.loads(body, object_hook=lambda d: bytes.fromhex(d["$bytes"]) if d.keys() == {"$bytes"} else d)
+
+
+class Worker:
+    """The worker process of one open backend; ``run`` may be called from any thread (one query at a time)."""
+
+    def __init__(self, engine: str, path: Path):
+        self.engine, self.path = engine, path
+        self._proc: subprocess.Popen | None = None
+        self._lock = threading.Lock()
+        self._stopped = False  # set by cancel(): the running query's worker was killed on purpose
+        self.starts = 0  # how many workers were started (for tests and benches)
+
+    def run(self, sql: str, timeout_s: float, row_cap: int) -> QueryResult:
+        """Run ``sql`` (the engine's own language, checked already) in the worker. Raises a QueryError: the
+        engine's, QueryTimeout when the worker had to be killed at the deadline, QueryError when it crashed."""
+        with self._lock:
+            self._stopped = False
+            proc = self._ensure_started()
+            deadline = time.monotonic() + timeout_s + GRACE_S
+            try:
+                proc.stdin.write(_encode({"sql": sql, "timeout_s": timeout_s, "row_cap": row_cap}))
+                proc.stdin.flush()
+                reply = self._receive(proc, deadline)
+            except (BrokenPipeError, EOFError):
+                raise self._died(proc) from None
+            except TimeoutError:
+                self._kill()
+                raise QueryTimeout(f"the query ran longer than {timeout_s:g} s and was stopped (its engine did not "
+                                   "stop it in time and was restarted); make it cheaper") from None
+        if "error" in reply:
+            raise _ERRORS.get(reply["error"], QueryError)(reply["message"])
+        return QueryResult(reply["columns"], reply["rows"], reply["total"], reply["elapsed"],
+                           executed=sql, notes=reply["notes"])
+
+    def _ensure_started(self) -> subprocess.Popen:
+        if self._proc is not None and self._proc.poll() is None:
+            return self._proc
+        self._kill()
+        env = {"PYTHONPATH": str(_ROOT), "PATH": os.environ.get("PATH", ""), "LANG": "C.UTF-8"}
+        proc = subprocess.Popen([sys.executable, "-m", "core.backends.worker", self.engine, str(self.path)],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                cwd=_ROOT, env=env, close_fds=True)
+        self._proc = proc
+        self.starts += 1
+        try:
+            ready = self._receive(proc, time.monotonic() + START_TIMEOUT_S)
+        except (EOFError, TimeoutError):
+            self._kill()
+            raise BackendUnavailable(f"the {self.engine} worker process could not start on {self.path}") from None
+        if "error" in ready:
+            self._kill()
+            raise _ERRORS.get(ready["error"], BackendUnavailable)(ready["message"])
+        return proc
+
+    @staticmethod
+    def _receive(proc: subprocess.Popen, deadline: float):
+        fd = proc.stdout.fileno()
+
+        def read(n: int) -> bytes:
+            data = b""
+            while len(data) < n:
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([fd], [], [], left)[0]:
+                    raise TimeoutError
+                chunk = os.read(fd, n - len(data))
+                if not chunk:
+                    raise EOFError
+                data += chunk
+            return data
+
+        return _decode(read(_HEADER.unpack(read(_HEADER.size))[0]))
+
+    def _died(self, proc: subprocess.Popen) -> QueryError:
+        code = proc.wait()
+        self._proc = None
+        if self._stopped:
+            return QueryError("the query was stopped")
+        how = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
+        return QueryError(f"the {self.engine} engine crashed on this query ({how}; it may have hit its "
+                          f"{MEMORY_LIMIT[self.engine] >> 20} MB memory limit) and was restarted; this query "
+                          "cannot run here: write it differently")
+
+    def _kill(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            proc.kill()
+            proc.wait()
+            for f in (proc.stdin, proc.stdout):
+                try:
+                    f.close()
+                except OSError:
+                    pass
+
+    def cancel(self) -> None:
+        """Stop the query running now by killing the worker (any thread may call this); the next query starts
+        a new one."""
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            self._stopped = True
+            proc.kill()
+
+    def close(self) -> None:
+        """End the worker."""
+        self.cancel()
+        with self._lock:
+            self._kill()
+
+
+# --- inside the worker --------------------------------------------------------------------------------------
+def _die_with_parent() -> None:
+    try:
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: stdin's end still ends the worker
+        pass
+
+
+def _landlock() -> bool:
+    """Forbid this process to open, create or change any file and to bind or connect TCP sockets from now on
+    (Linux Landlock; files already open stay usable). False where Landlock is missing."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        abi = libc.syscall(444, None, ctypes.c_size_t(0), ctypes.c_uint32(1))  # landlock_create_ruleset: ABI
+        if abi < 1:
+            return False
+        fs = (1 << {1: 13, 2: 14, 3: 15, 4: 15}.get(abi, 16)) - 1
+        fields = [fs] + ([3] if abi >= 4 else []) + ([3] if abi >= 6 else [])  # net: bind, connect; scoped
+        attr = struct.pack(f"{len(fields)}Q", *fields)
+        ruleset = libc.syscall(444, ctypes.c_char_p(attr), ctypes.c_size_t(len(attr)), ctypes.c_uint32(0))
+        if ruleset < 0:
+            return False
+        if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
+            return False
+        ok = libc.syscall(446, ctypes.c_int(ruleset), ctypes.c_uint32(0)) == 0  # landlock_restrict_self
+        os.close(ruleset)
+        return ok
+    except (OSError, AttributeError):
+        return False
+
+
+def _serve(engine: str, path: str) -> None:
+    from core.backends import engines
+
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    sys.stdout = sys.stderr  # nothing but frames on the pipe
+    _die_with_parent()
+    limit = MEMORY_LIMIT[engine]
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+    def send(obj) -> None:
+        stdout.write(_encode(obj))
+        stdout.flush()
+
+    try:
+        session = engines.SESSIONS[engine](path)
+    except QueryError as e:
+        return send({"error": e.kind, "message": str(e)})
+    _landlock()
+    send({"ready": True})
+    while header := stdin.read(_HEADER.size):
+        request = _decode(stdin.read(_HEADER.unpack(header)[0]))
+        try:
+            r = session.run(request["sql"], request["timeout_s"], request["row_cap"])
+            reply = {"columns": r.columns, "rows": r.rows, "total": r.total_rows, "elapsed": r.elapsed_s,
+                     "notes": r.notes}
+        except QueryError as e:
+            reply = {"error": e.kind, "message": str(e)}
+        except MemoryError:
+            reply = {"error": "error", "message": f"the query needs more than the {limit >> 20} MB memory limit "
+                                                  "of its engine; narrow it"}
+        send(reply)
+
+
+if __name__ == "__main__":
+    _serve(sys.argv[1], sys.argv[2])
