@@ -17,7 +17,7 @@ from core.benchmark import command as bench_command
 from core.catalog import SOURCES
 from core.dqa import DQA, DQAError
 from core.grading import placement_text
-from core.limit_args import add_limit_arguments, limits_from
+from core.limit_args import add_limit_arguments, add_query_limit_arguments, limits_from
 from core.numbers import spans
 from core.scenario import SCENARIOS
 from core.scenarios import command as scenario_command
@@ -95,7 +95,7 @@ def cmd_query(args) -> int:
     rows."""
     backend = _open(args)
     try:
-        result = backend.query(args.query, timeout_s=args.timeout, row_cap=args.row_cap)
+        result = backend.query(args.query, timeout_s=args.timeout, row_cap=args.row_cap).capped(args.cell_chars)
     finally:
         backend.close()
     if args.json:
@@ -361,8 +361,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("query", help="run one read-only query on a question's database")
     _question_arguments(p)
     p.add_argument("--json", action="store_true", help='print {"columns": [...], "rows": [[...]]}')
-    p.add_argument("--timeout", type=float, default=10.0, help="seconds (default 10)")
-    p.add_argument("--row-cap", type=int, default=1000, help="rows at most (default 1000)")
+    add_query_limit_arguments(p, row_cap=1000, observation=False)
     p.add_argument("query", help="SQL (MySQL dialect) or Cypher, by the database")
     p.set_defaults(func=cmd_query)
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import math
 
-from core.agents.config import Limits
+from core.agents.config import QUERY_BOUNDS, Limits
 
 _DEFAULTS = Limits()
 
@@ -28,10 +29,50 @@ def add_limit_arguments(p: argparse.ArgumentParser) -> None:
                         "server reports, llama.cpp or vLLM; else nothing shortened)")
 
 
+    add_query_limit_arguments(g)
+
+
+def bounded(name: str):
+    """An argparse type for the query limit ``name`` (see Limits.QUERY_BOUNDS): its value, or a clear error."""
+    low, high = QUERY_BOUNDS[name]
+    whole = isinstance(low, int)
+
+    def parse(text: str):
+        try:
+            value = int(text) if whole else float(text)
+        except ValueError:
+            value = None
+        if value is None or not math.isfinite(value) or not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{text!r}: give {'a whole' if whole else 'a'} number from {low:g} to "
+                                             f"{high:g}")
+        return value
+
+    return parse
+
+
+def add_query_limit_arguments(g, timeout: float = _DEFAULTS.query_timeout_s, row_cap: int = _DEFAULTS.row_cap,
+                              observation: bool = True) -> None:
+    """The limits of each database query: time, rows kept, characters of a cell (and of what the model sees)."""
+    g.add_argument("--timeout", type=bounded("query_timeout_s"), default=timeout, metavar="S",
+                   help=f"seconds each database query may run (default {timeout:g})")
+    g.add_argument("--row-cap", type=bounded("row_cap"), default=row_cap, metavar="N",
+                   help=f"rows of a query's result kept (default {row_cap})")
+    g.add_argument("--cell-chars", type=bounded("cell_chars"), default=_DEFAULTS.cell_chars, metavar="N",
+                   help="characters of one cell kept; longer ones are cut and marked "
+                        f"(default {_DEFAULTS.cell_chars})")
+    if observation:
+        g.add_argument("--observation-chars", type=bounded("observation_chars"),
+                       default=_DEFAULTS.observation_chars, metavar="N",
+                       help="characters of a query's result the model sees; the rest is summarised "
+                            f"(default {_DEFAULTS.observation_chars})")
+
+
 def limits_from(args: argparse.Namespace) -> Limits:
     """The Limits the flags give. Raises ValueError naming a bad one."""
     return Limits(max_llm_calls=args.max_llm_calls, max_tokens=args.max_tokens, max_cost_usd=args.max_cost,
-                  max_repeats=args.max_repeats, context_tokens=args.context_tokens).validate()
+                  max_repeats=args.max_repeats, context_tokens=args.context_tokens, query_timeout_s=args.timeout,
+                  row_cap=args.row_cap, cell_chars=args.cell_chars,
+                  observation_chars=args.observation_chars).validate()
 
 
 def add_budget_arguments(p: argparse.ArgumentParser) -> None:

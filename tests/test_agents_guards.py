@@ -369,7 +369,7 @@ def test_a_full_context_sends_the_run_to_its_answer_with_older_data_shortened(ho
     model = Scripted([long, long + " WHERE 1 = 1", long + " WHERE 2 = 2", "Final answer: krakow"])
     runtime = scripted_runtime(home, model, WideBackend(chars=4200))
     result = runtime.start(RunSettings("locating", 1, "sqlite", "iterrag", "scripted",
-                                       limits=Limits(context_tokens=4608, observation_chars=5000)))
+                                       limits=Limits(context_tokens=4608, observation_chars=5000, cell_chars=5000)))
     assert result.status == "finished" and result.outcome["limit"] == "context"
     data = model.requests[-1][1].content
     assert data.count("[shortened to fit the model's context window") >= 1 and data.count("x" * 4100) == 1
@@ -447,7 +447,8 @@ def test_reaper_answers_from_what_it_has_when_the_replan_cannot_fit(home):
 
     runtime = scripted_runtime(home, model, WideFailing(chars=13_000))
     result = runtime.start(RunSettings("locating", 1, "sqlite", "reaper", "scripted",
-                                       limits=Limits(context_tokens=4096, observation_chars=14_000)))
+                                       limits=Limits(context_tokens=4096, observation_chars=14_000,
+                                                     cell_chars=14_000)))
     events = events_of(runtime, result)
     notice = next(e for e in events if e["kind"] == "error")
     assert notice["error_kind"] == "limit" and "context window full" in notice["message"]

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import getpass
+import math
 from dataclasses import asdict, dataclass, field
 
 from core.agents.techniques import technique
+from core.backends.base import DEFAULT_CELL_CHARS, MAX_CELL_CHARS
 
 #: ``auto`` never pauses; ``approve-replans`` pauses at each new plan from a Re-plan; ``approve-every-plan``
 #: also at the initial plan. Only the planning techniques pause.
@@ -26,6 +28,15 @@ def setting_label(technique_name: str, prompts: str | None, reaper_planner: str 
     return f"prompts {prompts or 'improved'}"
 
 
+#: Bounds of each query's limits (inclusive): what a run, the command line and the Settings page accept.
+QUERY_BOUNDS = {"query_timeout_s": (0.1, 3600.0), "row_cap": (1, 100_000), "observation_rows": (1, 10_000),
+                "observation_chars": (100, 1_000_000), "cell_chars": (10, MAX_CELL_CHARS)}
+_QUERY_BOUNDS = [(name, low, high) for name, (low, high) in QUERY_BOUNDS.items()]
+_QUERY_LIMIT_NAMES = {"query_timeout_s": "query timeout (seconds)", "row_cap": "row cap",
+                      "observation_rows": "number of rows shown to the model",
+                      "observation_chars": "observation size (characters)", "cell_chars": "cell size (characters)"}
+
+
 @dataclass
 class Limits:
     """Bounds on one run. At ``max_llm_calls``, ``max_tokens`` (prompt + completion, summed over calls) or
@@ -34,7 +45,7 @@ class Limits:
     ``max_repeats`` repeats the run ends as ``stuck``. ``context_tokens``: the model's context window (None:
     unknown); each request is kept within it by shortening older observations. Rows beyond ``observation_rows`` /
     ``observation_chars`` are summarised in what the LLM sees; the trace keeps up to ``row_cap`` rows of each
-    query."""
+    query, each cell cut to ``cell_chars`` characters (marked). Each query runs at most ``query_timeout_s``."""
 
     max_llm_calls: int = 20
     max_tokens: int = 200_000
@@ -45,9 +56,19 @@ class Limits:
     max_cost_usd: float | None = None
     max_repeats: int = 3
     context_tokens: int | None = None
+    cell_chars: int = DEFAULT_CELL_CHARS
 
     def validate(self) -> Limits:
         """Self, or ValueError naming the bad limit."""
+        for name, low, high in _QUERY_BOUNDS:
+            value = getattr(self, name)
+            whole = isinstance(low, int)
+            if (isinstance(value, bool) or not isinstance(value, int if whole else (int, float))
+                    or not low <= value <= high):
+                raise ValueError(f"the {_QUERY_LIMIT_NAMES[name]} must be {'a whole' if whole else 'a'} number "
+                                 f"from {low:g} to {high:g}, not {value!r}")
+        if self.max_cost_usd is not None and not math.isfinite(self.max_cost_usd):
+            raise ValueError("the cost limit must be a positive number of US dollars")
         if self.max_llm_calls < 1:
             raise ValueError("the LLM call limit must be at least 1")
         if self.max_tokens < 1:

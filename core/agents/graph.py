@@ -495,7 +495,7 @@ def run_query(backend: Backend, query: str, limits: Limits, control: RunControl 
     start = time.perf_counter()
     try:
         r = run_control.call(control, backend.query, query, timeout_s=limits.query_timeout_s,
-                             row_cap=limits.row_cap, cancel=getattr(backend, "cancel", None))
+                             row_cap=limits.row_cap, cancel=getattr(backend, "cancel", None)).capped(limits.cell_chars)
     except BackendUnavailable:
         raise
     except QueryError as e:

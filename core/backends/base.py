@@ -14,7 +14,7 @@ MAX_QUERY_CHARS = 20_000
 MAX_NESTING = 20
 #: Characters of one cell, and of all the cells of one result, kept (and stored, and shown to the model); what is
 #: cut is marked. The run's own ``Limits.cell_chars`` may be lower.
-DEFAULT_CELL_CHARS = 1000
+DEFAULT_CELL_CHARS = 4000
 MAX_CELL_CHARS = 100_000
 MAX_RESULT_CHARS = 200_000
 CUT_MARK = "…[cut: {n:,} characters in all]"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import re
 import sqlite3
 import time
 import uuid
@@ -49,15 +50,17 @@ def _authorize(action: int, arg1, arg2, *_args) -> int:
 
 
 class SQLiteSession:
-    """One read-only connection to a SQLite file, inside a worker."""
+    """One read-only connection to a SQLite file, inside a worker; ``lock_down()`` is called once the file is
+    open (and the worker may open no other file)."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, lock_down):
         con = sqlite3.connect(f"{Path(path).as_uri()}?mode=ro", uri=True, isolation_level=None)
         con.execute(f"PRAGMA hard_heap_limit = {SQLITE_HEAP}")
         con.execute("PRAGMA temp_store = MEMORY")
         con.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
         con.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, SQLITE_MAX_LENGTH)
-        con.execute("SELECT count(*) FROM sqlite_master").fetchone()  # reads the schema now (before any lock-down)
+        con.execute("SELECT count(*) FROM sqlite_master").fetchone()  # reads the schema now, before the lock-down
+        lock_down()
         con.set_authorizer(_authorize)
         self._con, self._deadline = con, 0.0
         con.set_progress_handler(self._progress, PROGRESS_STEPS)
@@ -89,6 +92,10 @@ def sqlite_error(e: sqlite3.Error, sql: str, timeout_s: float) -> QueryError:
         return QueryError(f"the query needs more than the {SQLITE_HEAP >> 20} MB memory limit; narrow it")
     if code == sqlite3.SQLITE_TOOBIG:
         return QueryError(f"a value would be longer than {SQLITE_MAX_LENGTH:,} bytes; narrow the query")
+    function = re.search(r"not authorized to use function: (\w+)", str(e))
+    if function:
+        return RefusedWrite(f"refused: the function {function.group(1)} is not available here; use ordinary SQL "
+                            "functions (aggregates, string, date and math functions)")
     if code in (sqlite3.SQLITE_AUTH, sqlite3.SQLITE_READONLY) or "not authorized" in str(e):
         return RefusedWrite(f"refused by the read-only connection ({e}); send one SELECT query using ordinary "
                             "functions")
@@ -136,23 +143,28 @@ def ladybug_error(message: str, timeout_s: float) -> QueryError:
         return QuerySyntaxError(message)
     if "Cannot execute write operations in a read-only database" in message:
         return RefusedWrite(f"refused: the database is read-only ({message})")
-    if message.startswith("Buffer manager exception"):
+    if message.startswith("Buffer manager exception") or "bad_alloc" in message:
         return QueryError(f"the query needs more than the {BUFFER_POOL >> 20} MB memory limit; narrow it ({message})")
     return QueryError(message)
 
 
 class LadybugSession:
-    """One read-only Ladybug database and connection, inside a worker."""
+    """One read-only Ladybug database and connection, inside a worker; ``lock_down(folder)`` is called before
+    the engine starts (the worker may then read only the files in the database's folder)."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, lock_down):
         import ladybug
+        from ladybug import _backend
 
+        _backend.get_pybind_module()  # imported lazily otherwise: now, before the lock-down
+        # before the engine starts its threads, so that they are locked down too; it may read its own folder
+        lock_down(str(Path(path).parent))
         try:
             self._db = ladybug.Database(path, read_only=True, buffer_pool_size=BUFFER_POOL, max_db_size=MAX_DB_SIZE)
         except RuntimeError as e:
             raise BackendUnavailable(f"cannot open the Ladybug database {path}: {e}") from None
         self._conn = ladybug.Connection(self._db)
-        self._conn.execute("RETURN 1").close()  # loads what the first query needs now (before any lock-down)
+        self._conn.execute("RETURN 1").close()
 
     def run(self, text: str, timeout_s: float, row_cap: int) -> QueryResult:
         self._conn.set_query_timeout(max(1, round(timeout_s * 1000)))

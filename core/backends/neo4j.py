@@ -39,8 +39,8 @@ import neo4j.graph
 import neo4j.time
 from neo4j.exceptions import DriverError, Neo4jError, TransientError
 
-from core.backends.base import (DEFAULT_ROW_CAP, DEFAULT_TIMEOUT_S, BackendUnavailable, QueryError, QueryResult,
-                                QuerySyntaxError, QueryTimeout, RefusedWrite)
+from core.backends.base import (DEFAULT_ROW_CAP, DEFAULT_TIMEOUT_S, MAX_CELL_CHARS, BackendUnavailable, QueryError,
+                                QueryResult, QuerySyntaxError, QueryTimeout, RefusedWrite, cap_cell)
 from core.backends.cypher_dialect import check_neo4j, prepare, schema_text
 from core.graphdata import GraphData
 from core.settings import DatabaseSettings
@@ -434,7 +434,7 @@ class Neo4jBackend:
                 columns, rows, total = list(result.keys()), [], 0
                 async for record in result:
                     if total < row_cap:
-                        rows.append([plain(v) for v in record.values()])
+                        rows.append([cap_cell(plain(v), MAX_CELL_CHARS) for v in record.values()])
                     total += 1
                 after = await (await tx.run(_MARKER_READ)).single()
                 if tuple(after.values()) != tuple(before.values()):

@@ -126,8 +126,9 @@ class Worker:
         if self._stopped:
             return QueryError("the query was stopped")
         how = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
-        return QueryError(f"the {self.engine} engine crashed on this query ({how}; it may have hit its "
-                          f"{MEMORY_LIMIT[self.engine] >> 20} MB memory limit) and was restarted; this query "
+        if code in (-signal.SIGABRT, -signal.SIGBUS, -signal.SIGKILL):
+            how += f"; perhaps out of its {MEMORY_LIMIT[self.engine] >> 20} MB memory limit"
+        return QueryError(f"the {self.engine} engine crashed on this query ({how}) and was restarted; this query "
                           "cannot run here: write it differently")
 
     def _kill(self) -> None:
@@ -140,6 +141,12 @@ class Worker:
                     f.close()
                 except OSError:
                     pass
+
+    @property
+    def pid(self) -> int | None:
+        """The process id of the running worker (None before the first query and after a crash or kill)."""
+        proc = self._proc
+        return proc.pid if proc is not None and proc.poll() is None else None
 
     def cancel(self) -> None:
         """Stop the query running now by killing the worker (any thread may call this); the next query starts
@@ -164,25 +171,43 @@ def _die_with_parent() -> None:
         pass
 
 
-def _landlock() -> bool:
-    """Forbid this process to open, create or change any file and to bind or connect TCP sockets from now on
-    (Linux Landlock; files already open stay usable). False where Landlock is missing."""
+def landlock_abi() -> int:
+    """The Landlock ABI version this kernel offers (0: none, or not Linux)."""
+    try:
+        return max(ctypes.CDLL(None).syscall(444, None, ctypes.c_size_t(0), ctypes.c_uint32(1)), 0)
+    except (OSError, AttributeError):
+        return 0
+
+
+def _landlock(readable: str | None = None) -> bool:
+    """Forbid this thread and those it starts later to open, create or change any file (but read the files
+    beneath the folder ``readable``) and to bind or connect TCP sockets (Linux Landlock; files already open stay
+    usable). False where Landlock is missing."""
+    abi = landlock_abi()
+    if abi < 1:
+        return False
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        abi = libc.syscall(444, None, ctypes.c_size_t(0), ctypes.c_uint32(1))  # landlock_create_ruleset: ABI
-        if abi < 1:
-            return False
         fs = (1 << {1: 13, 2: 14, 3: 15, 4: 15}.get(abi, 16)) - 1
         fields = [fs] + ([3] if abi >= 4 else []) + ([3] if abi >= 6 else [])  # net: bind, connect; scoped
         attr = struct.pack(f"{len(fields)}Q", *fields)
         ruleset = libc.syscall(444, ctypes.c_char_p(attr), ctypes.c_size_t(len(attr)), ctypes.c_uint32(0))
         if ruleset < 0:
             return False
-        if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
-            return False
-        ok = libc.syscall(446, ctypes.c_int(ruleset), ctypes.c_uint32(0)) == 0  # landlock_restrict_self
-        os.close(ruleset)
-        return ok
+        try:
+            if readable:
+                folder = os.open(readable, os.O_PATH | os.O_CLOEXEC)
+                rule = struct.pack("=Qi", 4 | 8, folder)  # READ_FILE | READ_DIR beneath it
+                added = libc.syscall(445, ctypes.c_int(ruleset), ctypes.c_int(1), ctypes.c_char_p(rule),
+                                     ctypes.c_uint32(0))
+                os.close(folder)
+                if added != 0:
+                    return False
+            if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
+                return False
+            return libc.syscall(446, ctypes.c_int(ruleset), ctypes.c_uint32(0)) == 0  # landlock_restrict_self
+        finally:
+            os.close(ruleset)
     except (OSError, AttributeError):
         return False
 
@@ -202,10 +227,9 @@ def _serve(engine: str, path: str) -> None:
         stdout.flush()
 
     try:
-        session = engines.SESSIONS[engine](path)
+        session = engines.SESSIONS[engine](path, _landlock)
     except QueryError as e:
         return send({"error": e.kind, "message": str(e)})
-    _landlock()
     send({"ready": True})
     while header := stdin.read(_HEADER.size):
         request = _decode(stdin.read(_HEADER.unpack(header)[0]))
