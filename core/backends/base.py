@@ -18,6 +18,7 @@ DEFAULT_CELL_CHARS = 4000
 MAX_CELL_CHARS = 100_000
 MAX_RESULT_CHARS = 200_000
 CUT_MARK = "…[cut: {n:,} characters in all]"
+_CUT = re.compile(r"…\[cut: [\d,]+ characters in all\]$")
 
 
 _FENCE = re.compile(r"```[\w+-]*[ \t]*\n?(.*?)\n?[ \t]*```", re.S)
@@ -137,7 +138,11 @@ def cap_cell(v, chars: int):
     if v is None or isinstance(v, (bool, int, float)):
         return v
     if isinstance(v, str):
-        return v if len(v) <= chars else v[:chars] + CUT_MARK.format(n=len(v))
+        if len(v) <= chars:
+            return v
+        earlier = _CUT.search(v, len(v) - 60)  # cut before (by the worker): keep its mark, the length in all
+        return v[:min(chars, earlier.start()) if earlier else chars] + (earlier.group() if earlier else
+                                                                          CUT_MARK.format(n=len(v)))
     if isinstance(v, (bytes, bytearray)):
         n = len(v) * 2 + 3  # as x'hex'
         return v if n <= chars else ("x'" + v[:chars // 2].hex())[:chars] + CUT_MARK.format(n=n)

@@ -23,7 +23,7 @@ from core.backends.base import (MAX_CELL_CHARS, MAX_RESULT_CHARS, BackendUnavail
 
 # --- SQLite -------------------------------------------------------------------------------------------------
 #: Longest string or blob one SQLite value may be (SQLITE_LIMIT_LENGTH): bounds the work of one function call.
-SQLITE_MAX_LENGTH = 10_000_000
+SQLITE_MAX_LENGTH = 1_000_000
 #: SQLite's own heap limit in a worker (sorts and temporary b-trees are kept in memory, within it).
 SQLITE_HEAP = 512 << 20
 PROGRESS_STEPS = 1000  # VM steps between two checks of the deadline
@@ -78,6 +78,8 @@ class SQLiteSession:
             columns = [d[0] for d in cur.description or ()]
         except sqlite3.Error as e:
             raise sqlite_error(e, sql, timeout_s) from None
+        except MemoryError:  # SQLite's heap limit (SQLITE_NOMEM)
+            raise QueryError(f"the query needs more than the {SQLITE_HEAP >> 20} MB memory limit; narrow it") from None
         return QueryResult(columns, rows, total, time.perf_counter() - start, executed=sql).capped(
             MAX_CELL_CHARS, MAX_RESULT_CHARS)
 
@@ -143,8 +145,10 @@ def ladybug_error(message: str, timeout_s: float) -> QueryError:
         return QuerySyntaxError(message)
     if "Cannot execute write operations in a read-only database" in message:
         return RefusedWrite(f"refused: the database is read-only ({message})")
-    if message.startswith("Buffer manager exception") or "bad_alloc" in message:
+    if message.startswith("Buffer manager exception"):
         return QueryError(f"the query needs more than the {BUFFER_POOL >> 20} MB memory limit; narrow it ({message})")
+    if "bad_alloc" in message:
+        return QueryError(f"the query needs more memory than its engine may use; narrow it ({message})")
     return QueryError(message)
 
 
