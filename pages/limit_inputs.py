@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.agents.config import Limits
+from core.agents.config import QUERY_BOUNDS, Limits
 
 
 def limit_inputs(limits: Limits, key: str) -> Limits:
-    """Inputs for the limits of each run, starting from ``limits`` (0 leaves an optional limit off); the Limits
-    they give (not yet validated)."""
+    """Inputs for the limits of each run and of each of its queries, starting from ``limits`` (0 leaves an optional
+    limit off); the Limits they give (not yet validated)."""
     a, b, c, d, e = st.columns(5)
     calls = a.number_input("LLM calls", 1, 1000, limits.max_llm_calls, key=f"{key}_calls",
                            help="Per run; the last call asks for the final answer")
@@ -22,9 +22,22 @@ def limit_inputs(limits: Limits, key: str) -> Limits:
                              key=f"{key}_context", help="The model's context in tokens: older observations are "
                                                        "shortened to fit; 0: what the server reports (llama.cpp, "
                                                        "vLLM), else nothing shortened")
+    f, g, h, i = st.columns(4)
+    bounds = QUERY_BOUNDS
+    timeout = f.number_input("Query timeout (s)", *map(float, bounds["query_timeout_s"]),
+                             float(limits.query_timeout_s), step=1.0, key=f"{key}_timeout",
+                             help="Seconds each database query may run; it is then stopped (an error the agent sees)")
+    row_cap = g.number_input("Row cap", *bounds["row_cap"], int(limits.row_cap), step=50, key=f"{key}_row_cap",
+                             help="Rows of a query's result kept in the run's record")
+    observation = h.number_input("Observation (characters)", *bounds["observation_chars"],
+                                 int(limits.observation_chars), step=1000, key=f"{key}_observation",
+                                 help="Characters of a query's result the model sees; the rest is summarised")
+    cell = i.number_input("Cell (characters)", *bounds["cell_chars"], int(limits.cell_chars), step=1000,
+                          key=f"{key}_cell", help="Characters of one value kept; longer values are cut and marked")
     return Limits(**{**limits.__dict__, "max_llm_calls": int(calls), "max_tokens": int(tokens),
                      "max_cost_usd": float(cost) or None, "max_repeats": int(repeats),
-                     "context_tokens": int(context) or None})
+                     "context_tokens": int(context) or None, "query_timeout_s": float(timeout),
+                     "row_cap": int(row_cap), "observation_chars": int(observation), "cell_chars": int(cell)})
 
 
 def budget_inputs(key: str) -> tuple[int | None, float | None]:

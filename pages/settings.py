@@ -75,7 +75,9 @@ show_results("llm", tested)
 
 st.subheader("Limits of each run")
 st.caption("At the call, token or cost limit the agent is asked for its final answer at once; an action repeated "
-           "that many times ends the run as stuck. Costs are estimated from the benchmark's price table.")
+           "that many times ends the run as stuck. Costs are estimated from the benchmark's price table. Each "
+           "database query is stopped at its timeout, keeps at most the row cap, and each value at most the cell "
+           "size (longer ones are cut and marked).")
 chosen_limits = limit_inputs(session_limits(), key="limits")
 if st.button("Use for this session", key="limits_use"):
     try:

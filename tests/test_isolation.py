@@ -349,3 +349,17 @@ def test_bad_limit_flags_get_a_clear_error(command, flag):
     with pytest.raises(SystemExit) as e:
         main(command[:1] + flag + command[1:])
     assert e.value.code == 2
+
+
+def test_the_settings_page_sets_the_query_limits():
+    from tests.page_app import open_file
+
+    at = open_file("pages/settings.py")
+    at.number_input(key="limits_timeout").set_value(2.5)
+    at.number_input(key="limits_row_cap").set_value(50)
+    at.number_input(key="limits_observation").set_value(3000)
+    at.number_input(key="limits_cell").set_value(300)
+    at.button(key="limits_use").click().run()
+    limits = at.session_state["limits"]
+    assert (limits.query_timeout_s, limits.row_cap, limits.observation_chars, limits.cell_chars) == (2.5, 50, 3000, 300)
+    assert not at.exception and not at.error
