@@ -75,6 +75,15 @@ def test_ladybugs_parser_crash_fails_that_query_and_the_next_one_runs(demo):
         w.close()
 
 
+def test_a_worker_outlives_the_thread_that_started_it(worker):
+    """Runs query in threads of their own (run control): the worker one started serves the next ones."""
+    thread = threading.Thread(target=_ok, args=(worker,))
+    thread.start()
+    thread.join()
+    time.sleep(0.2)
+    assert _ok(worker) == [[1]] and worker.starts == 1
+
+
 def _cpu_ticks(pid: int) -> int:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return int(fields[11]) + int(fields[12])  # utime + stime

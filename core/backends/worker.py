@@ -164,13 +164,6 @@ class Worker:
 
 
 # --- inside the worker --------------------------------------------------------------------------------------
-def _die_with_parent() -> None:
-    try:
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):  # not Linux: stdin's end still ends the worker
-        pass
-
-
 def landlock_abi() -> int:
     """The Landlock ABI version this kernel offers (0: none, or not Linux)."""
     try:
@@ -217,7 +210,8 @@ def _serve(engine: str, path: str) -> None:
 
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing but frames on the pipe
-    _die_with_parent()
+    # No PR_SET_PDEATHSIG: it fires when the *thread* that started the worker ends (a run's query threads do);
+    # the app's exit closes the pipe instead, and the worker ends at the end of stdin.
     limit = MEMORY_LIMIT[engine]
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
