@@ -21,7 +21,7 @@ from core import catalog
 from core.agents.config import Limits
 from core.agents.graph import run_query
 from core.backends import ladybug, sqlite
-from core.backends.base import (MAX_CELL_CHARS, MAX_NESTING, MAX_QUERY_CHARS, QueryError, QueryResult,
+from core.backends.base import (MAX_CELL_CHARS, MAX_NESTING, MAX_QUERY_CHARS, MAX_RESULT_CHARS, QueryError, QueryResult,
                                 QuerySyntaxError, QueryTimeout, RefusedWrite, cap_cell, render_rows)
 from core.backends.registry import open_backend, unavailable
 from core.backends.worker import MEMORY_LIMIT, Worker, landlock_abi
@@ -183,6 +183,14 @@ def test_a_huge_cell_is_cut_and_marked_in_the_worker(worker):
     cell = r.rows[0][0]
     assert cell.startswith("x" * MAX_CELL_CHARS) and cell.endswith("…[cut: 500,000 characters in all]")
     assert any("cut" in n for n in r.notes)
+
+
+def test_a_wide_row_is_cut_to_the_result_size_in_the_worker(worker):
+    cell = "printf('%.*c', 20000, 'x')" if worker.engine == "sqlite" else "repeat('x', 20000)"
+    text = ("SELECT " if worker.engine == "sqlite" else "RETURN ") + ", ".join(f"{cell} AS c{i}" for i in range(300))
+    r = worker.run(text, 60, 10)
+    assert len(r.rows[0]) == 300 and sum(len(v) for v in r.rows[0]) < MAX_RESULT_CHARS + 300 * 40
+    assert r.rows[0][-1].startswith("…[cut: 20,000 characters in all]")
 
 
 def test_an_agent_sees_and_stores_cells_cut_to_its_limit(demo):

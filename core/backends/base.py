@@ -108,11 +108,13 @@ class QueryResult:
         characters in all (rows past it left out, as past the row cap); each cut is marked and noted."""
         rows, size, cut = [], 0, 0
         for row in self.rows:
-            kept = [cap_cell(v, cell_chars) for v in row]
-            cut += sum(a is not b for a, b in zip(kept, row))
-            size += sum(len(v) if isinstance(v, str) else 16 for v in kept)
-            if size > result_chars and rows:
+            if size > result_chars:
                 break
+            kept = []
+            for v in row:  # a row wider than what is left is cut too (the first row included)
+                kept.append(cap_cell(v, max(min(cell_chars, result_chars - size), 0)))
+                size += len(kept[-1]) if isinstance(kept[-1], str) else 16
+            cut += sum(a is not b for a, b in zip(kept, row))
             rows.append(kept)
         notes = list(self.notes)
         if cut:

@@ -38,6 +38,8 @@ MEMORY_LIMIT = {"sqlite": 1 << 30, "ladybug": 3 << 30}
 _ROOT = Path(__file__).resolve().parents[2]
 _ERRORS = {c.kind: c for c in (QueryError, RefusedWrite, QueryTimeout, QuerySyntaxError, BackendUnavailable)}
 _HEADER = struct.Struct("!I")
+#: Largest reply the app reads (bytes); results are capped well below it in the worker.
+MAX_FRAME = 64 << 20
 
 
 def _encode(obj) -> bytes:
@@ -48,6 +50,10 @@ def _encode(obj) -> bytes:
 
 def _decode(body: bytes):
     return json.loads(body, object_hook=lambda d: bytes.fromhex(d["$bytes"]) if d.keys() == {"$bytes"} else d)
+
+
+class _BadReply(Exception):
+    """A reply the app cannot take: too large, or not a frame of this protocol."""
 
 
 class Worker:
@@ -73,14 +79,20 @@ class Worker:
                 reply = self._receive(proc, deadline)
             except (BrokenPipeError, EOFError):
                 raise self._died(proc) from None
+            except _BadReply as e:
+                self._kill()
+                raise QueryError(f"the {self.engine} engine gave an unreadable answer ({e}) and was restarted") from None
             except TimeoutError:
                 self._kill()
                 raise QueryTimeout(f"the query ran longer than {timeout_s:g} s and was stopped (its engine did not "
                                    "stop it in time and was restarted); make it cheaper") from None
         if "error" in reply:
-            raise _ERRORS.get(reply["error"], QueryError)(reply["message"])
-        return QueryResult(reply["columns"], reply["rows"], reply["total"], reply["elapsed"],
-                           executed=sql, notes=reply["notes"])
+            raise _ERRORS.get(reply["error"], QueryError)(str(reply.get("message")))
+        try:
+            return QueryResult(list(reply["columns"]), list(reply["rows"]), int(reply["total"]),
+                               float(reply["elapsed"]), executed=sql, notes=list(reply["notes"]))
+        except (KeyError, TypeError, ValueError):
+            raise QueryError(f"the {self.engine} engine gave an unreadable answer") from None
 
     def _ensure_started(self) -> subprocess.Popen:
         if self._proc is not None and self._proc.poll() is None:
@@ -94,7 +106,7 @@ class Worker:
         self.starts += 1
         try:
             ready = self._receive(proc, time.monotonic() + START_TIMEOUT_S)
-        except (EOFError, TimeoutError):
+        except (EOFError, TimeoutError, _BadReply):
             self._kill()
             raise BackendUnavailable(f"the {self.engine} worker process could not start on {self.path}") from None
         if "error" in ready:
@@ -118,7 +130,16 @@ class Worker:
                 data += chunk
             return data
 
-        return _decode(read(_HEADER.unpack(read(_HEADER.size))[0]))
+        size = _HEADER.unpack(read(_HEADER.size))[0]
+        if size > MAX_FRAME:
+            raise _BadReply(f"a reply of {size:,} bytes")
+        try:
+            reply = _decode(read(size))
+        except (ValueError, RecursionError) as e:
+            raise _BadReply(str(e)[:200]) from None
+        if not isinstance(reply, dict):
+            raise _BadReply("not a map")
+        return reply
 
     def _died(self, proc: subprocess.Popen) -> QueryError:
         code = proc.wait()
@@ -236,7 +257,12 @@ def _serve(engine: str, path: str) -> None:
         except MemoryError:
             reply = {"error": "error", "message": f"the query needs more than the {limit >> 20} MB memory limit "
                                                   "of its engine; narrow it"}
-        send(reply)
+        except Exception as e:  # noqa: BLE001 - the engine's own failure, for that query only
+            reply = {"error": "error", "message": f"{type(e).__name__}: {e}"[:2000]}
+        try:
+            send(reply)
+        except (ValueError, RecursionError, MemoryError):  # a value JSON cannot take
+            send({"error": "error", "message": "the result cannot be sent back (too deeply nested or too large)"})
 
 
 if __name__ == "__main__":
