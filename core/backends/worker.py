@@ -143,10 +143,13 @@ class Worker:
 
     def _died(self, proc: subprocess.Popen) -> QueryError:
         code = proc.wait()
-        self._proc = None
+        self._kill()  # closes its pipes
         if self._stopped:
             return QueryError("the query was stopped")
-        how = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
+        try:
+            how = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
+        except ValueError:
+            how = f"signal {-code}"
         if code in (-signal.SIGABRT, -signal.SIGBUS, -signal.SIGKILL):
             how += f"; perhaps out of its {MEMORY_LIMIT[self.engine] >> 20} MB memory limit"
         return QueryError(f"the {self.engine} engine crashed on this query ({how}) and was restarted; this query "
