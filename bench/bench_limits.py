@@ -70,14 +70,17 @@ def limits(database) -> None:
 
 
 def cached_opens(database, runs: int = 5) -> None:
-    for name, module, high in (("sqlite", sqlite, 0.05), ("ladybug", ladybug, 0.2)):
+    for name, module, high in (("sqlite", sqlite, 0.1), ("ladybug", ladybug, 0.3)):
         module.database_file(database)  # built once
         times = []
         for _ in range(runs):
             start = time.perf_counter()
-            open_backend(name, database).close()
+            backend = open_backend(name, database)
+            backend.query("SELECT 1" if name == "sqlite" else "RETURN 1")  # its worker process starts here
+            backend.close()
             times.append(time.perf_counter() - start)
-        report(f"{name}: open again from the cached file (median of {runs})", statistics.median(times), high=high)
+        report(f"{name}: open again from the cached file and answer a first query (median of {runs})",
+               statistics.median(times), high=high)
     with tempfile.TemporaryDirectory() as folder:
         start = time.perf_counter()
         sqlite.build_file(database.tables, Path(folder) / "fresh.sqlite")
