@@ -138,6 +138,29 @@ def test_an_agent_observes_an_engine_crash_and_goes_on(demo):
         backend.close()
 
 
+@pytest.mark.parametrize("db, query", [("ladybug", "RETURN " + "[" * 800 + "1" + "]" * 800),
+                                       ("sqlite", "SELECT " + "(" * 40 + "1" + ")" * 40)])
+def test_a_run_whose_query_crashed_the_process_goes_on(tmp_path, db, query):
+    """The run died with signal 11 (and stayed ``running``); now the query is an error observation and the run
+    ends with its answer."""
+    import json
+
+    from core.agents import AgentRuntime, RunSettings
+
+    tool = "Graph DB" if db == "ladybug" else "Relational DB"
+    replies = tmp_path / "replies.json"
+    replies.write_text(json.dumps([f"Thought: look\nAction: {tool}\nAction input: {query}",
+                                   "Thought: done\nFinal answer: You should allocate the merchant to malacca."]))
+    runtime = AgentRuntime(tmp_path / "home")
+    try:
+        result = runtime.start(RunSettings("locating", 1, db, "iterrag", f"replay:{replies}", source="demo"))
+        seen = [e for e in runtime.store.get(result.run_id).events if e["kind"] == "observation"]
+    finally:
+        runtime.close()
+    assert result.status == "finished" and seen[0]["error_kind"] == "syntax"
+    assert f"more than {MAX_NESTING} deep" in seen[0]["text"]
+
+
 def test_the_query_that_crashed_the_cli_is_an_error_line(tmp_path):
     """``core query`` died with signal 11 on it; now the nesting guard refuses it with a message."""
     env = {**os.environ, "PLANRAG_HOME": str(tmp_path)}

@@ -34,6 +34,7 @@ SQLITE_FUNCTIONS = frozenset("""
     abs avg count max min sum total group_concat string_agg
     coalesce ifnull iif nullif length octet_length lower upper ltrim rtrim trim substr substring replace instr
     round printf format char unicode hex unhex quote typeof like glob concat concat_ws likely unlikely likelihood
+    random
     date time datetime julianday strftime unixepoch timediff
     acos acosh asin asinh atan atan2 atanh ceil ceiling cos cosh degrees exp floor ln log log2 log10 mod pi pow
     power radians sign sin sinh sqrt tan tanh trunc

@@ -232,8 +232,10 @@ def _landlock(readable: str | None = None) -> bool:
 def _serve(engine: str, path: str) -> None:
     from core.backends import engines
 
-    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
-    sys.stdout = sys.stderr  # nothing but frames on the pipe
+    stdin = sys.stdin.buffer
+    stdout = os.fdopen(os.dup(1), "wb")  # the frames' own descriptor: the engine's prints (fd 1) go to stderr
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
     # No PR_SET_PDEATHSIG: it fires when the *thread* that started the worker ends (a run's query threads do);
     # the app's exit closes the pipe instead, and the worker ends at the end of stdin.
     limit = MEMORY_LIMIT[engine]
