@@ -190,6 +190,8 @@ class Worker:
 # --- inside the worker --------------------------------------------------------------------------------------
 def landlock_abi() -> int:
     """The Landlock ABI version this kernel offers (0: none, or not Linux)."""
+    if not sys.platform.startswith("linux"):  # syscall 444 is Linux's landlock_create_ruleset only
+        return 0
     try:
         return max(ctypes.CDLL(None).syscall(444, None, ctypes.c_size_t(0), ctypes.c_uint32(1)), 0)
     except (OSError, AttributeError):
