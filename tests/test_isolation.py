@@ -84,6 +84,24 @@ def test_a_worker_outlives_the_thread_that_started_it(worker):
     assert _ok(worker) == [[1]] and worker.starts == 1
 
 
+def test_a_closed_backends_worker_serves_the_next_open_of_its_file(demo):
+    first = open_backend("sqlite", demo)
+    first.query("SELECT 1")
+    pid = first._worker.pid
+    first.close()
+    second = open_backend("sqlite", demo)
+    try:
+        assert second.query("SELECT COUNT(*) FROM node_country").rows == [[33]] and second._worker.pid == pid
+    finally:
+        second.close()
+    sqlite.forget(demo.key)  # the file goes: so does its idle worker
+    third = open_backend("sqlite", demo)
+    try:
+        assert third.query("SELECT 1").rows == [[1]] and third._worker.pid != pid
+    finally:
+        third.close()
+
+
 def _cpu_ticks(pid: int) -> int:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return int(fields[11]) + int(fields[12])  # utime + stime

@@ -28,7 +28,7 @@ from core.backends.base import (DEFAULT_ROW_CAP, DEFAULT_TIMEOUT_S, BackendUnava
                                 QueryTimeout)
 from core.backends.cypher_dialect import column_names, prepare, schema_text, to_ladybug
 from core.backends.engines import BUFFER_POOL, MAX_DB_SIZE
-from core.backends.worker import Worker
+from core.backends import worker
 from core.graphdata import GraphData
 from core.settings import DatabaseSettings
 
@@ -77,6 +77,7 @@ def forget(key: str) -> None:
     with _build_lock:
         path = _built.pop(key, None)
     if path is not None:
+        worker.discard(path)
         try:
             path.unlink()
         except OSError:  # still open on a platform that cannot delete open files; removed at exit
@@ -125,7 +126,7 @@ class LadybugBackend:
 
     def __init__(self, database: Database, path: Path):
         self._graph = database.graph
-        self._worker = Worker("ladybug", path)
+        self._worker = worker.worker_for("ladybug", path)
 
     def schema_text(self) -> str:
         return schema_text(self._graph)
@@ -149,5 +150,5 @@ class LadybugBackend:
         self._worker.cancel()
 
     def close(self) -> None:
-        """End the worker (the built file stays cached for later opens)."""
-        self._worker.close()
+        """Hand the worker back (kept idle for the next open of this file, which stays cached)."""
+        worker.release(self._worker)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from core.backends import sql_dialect
 from core.backends.base import DEFAULT_ROW_CAP, DEFAULT_TIMEOUT_S, QueryResult
-from core.backends.worker import Worker
+from core.backends import worker
 from core.scenario import Database
 from core.settings import DatabaseSettings
 from sims.tables import Tables
@@ -75,6 +75,7 @@ def forget(key: str) -> None:
     with _lock:
         path = _files.pop(key, None)
     if path is not None:
+        worker.discard(path)
         path.unlink(missing_ok=True)
 
 
@@ -87,7 +88,7 @@ class SQLiteBackend:
 
     def __init__(self, database: Database, path: Path):
         self.database = database
-        self._worker = Worker("sqlite", path)
+        self._worker = worker.worker_for("sqlite", path)
 
     def schema_text(self) -> str:
         return sql_dialect.schema_text(self.database.tables)
@@ -108,8 +109,9 @@ class SQLiteBackend:
         self._worker.cancel()
 
     def close(self) -> None:
-        """End the worker; the file stays cached for later opens until the process exits."""
-        self._worker.close()
+        """Hand the worker back (kept idle for the next open of this file); the file stays cached for later opens
+        until the process exits."""
+        worker.release(self._worker)
 
 
 def unavailable(settings: DatabaseSettings) -> str | None:

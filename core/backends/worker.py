@@ -2,7 +2,7 @@
 takes too much memory fails one query, never the app's process.
 
 Each open backend has one long-lived worker, started on its first query and started again after a crash or a
-kill. The worker (``python -m core.backends.worker ENGINE FILE``) opens the database read-only, then locks itself
+kill; when the backend closes, its worker is kept idle (a few at most) for the next backend on the same file. The worker (``python -m core.backends.worker ENGINE FILE``) opens the database read-only, then locks itself
 down: an address-space limit (RLIMIT_AS), and on Linux with Landlock no file may be opened or written and no TCP
 connection made (so ``COPY ... TO``, ``EXPORT DATABASE``, ``LOAD FROM`` or ``INSTALL`` cannot reach the
 filesystem or the network whatever the query checks let through). It inherits no environment (no key).
@@ -93,6 +93,15 @@ class Worker:
                                float(reply["elapsed"]), executed=sql, notes=list(reply["notes"]))
         except (KeyError, TypeError, ValueError):
             raise QueryError(f"the {self.engine} engine gave an unreadable answer") from None
+
+    def prestart(self) -> None:
+        """Start the worker now unless a query has (a failure to start is reported by the first query)."""
+        with self._lock:
+            if self._proc is None and not self.starts:
+                try:
+                    self._ensure_started()
+                except QueryError:
+                    pass
 
     def _ensure_started(self) -> subprocess.Popen:
         if self._proc is not None and self._proc.poll() is None:
@@ -185,6 +194,48 @@ class Worker:
         self.cancel()
         with self._lock:
             self._kill()
+
+
+# --- idle workers, kept for the next open of the same file ----------------------------------------------------
+#: Idle workers kept at most (the oldest is ended first): starting one costs tens of milliseconds, which a run
+#: of a few steps would pay at each open (a benchmark opens a backend per item).
+MAX_IDLE = 8
+_idle: list[Worker] = []
+_idle_lock = threading.Lock()
+
+
+def worker_for(engine: str, path: Path) -> Worker:
+    """An idle worker of ``engine`` on ``path`` (started for an earlier backend), else a new one, starting in
+    the background (so that its start overlaps the run's first LLM call; a query waits for it)."""
+    with _idle_lock:
+        for i in range(len(_idle) - 1, -1, -1):
+            if _idle[i].engine == engine and _idle[i].path == path:
+                return _idle.pop(i)
+    worker = Worker(engine, path)
+    threading.Thread(target=worker.prestart, name=f"start-{engine}-worker", daemon=True).start()
+    return worker
+
+
+def release(worker: Worker) -> None:
+    """Keep ``worker`` for the next backend on its file when it is alive and idle; else end it."""
+    if worker.pid is None or not worker._lock.acquire(blocking=False):
+        return worker.close()
+    worker._lock.release()
+    with _idle_lock:
+        _idle.append(worker)
+        evicted = _idle[:-MAX_IDLE]
+        del _idle[:-MAX_IDLE]
+    for w in evicted:
+        w.close()
+
+
+def discard(path: Path) -> None:
+    """End the idle workers on ``path`` (its file is being replaced)."""
+    with _idle_lock:
+        gone = [w for w in _idle if w.path == path]
+        _idle[:] = [w for w in _idle if w.path != path]
+    for w in gone:
+        w.close()
 
 
 # --- inside the worker --------------------------------------------------------------------------------------
