@@ -49,7 +49,7 @@ def check_nesting(brackets) -> None:
                 raise QuerySyntaxError(f"the query nests brackets more than {MAX_NESTING} deep; flatten it (a "
                                        "WITH step, a subquery fewer, or simpler expressions)")
         elif b in ")]}":
-            depth -= 1
+            depth = max(depth - 1, 0)  # a stray closing bracket does not buy depth for later ones
 
 
 def too_complex() -> QuerySyntaxError:
