@@ -304,7 +304,8 @@ def check_statement(sql: str) -> None:
             raise RefusedWrite(f"{t.text.upper()} is refused: agent queries take no server locks")
     words = [t.text.upper() for t in tokens[:4]]
     if words and words[0] not in _STATEMENTS:
-        raise RefusedWrite(f"{words[0]} statements are refused: send one SELECT query")
+        raise QuerySyntaxError(f"a query cannot start with {words[0]}: send one SELECT query (or SHOW TABLES, "
+                               "DESCRIBE, EXPLAIN)")
     if words[:1] == ["SHOW"]:
         rest = [w for w in words[1:] if w != "FULL"] or [""]
         if rest[0] not in _SHOW or (rest[0] == "CREATE" and (rest[1:2] or [""])[0] not in _SHOW_CREATE):
