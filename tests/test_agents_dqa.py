@@ -203,9 +203,8 @@ def test_cli_pause_exit_and_resume_in_a_new_process(tmp_path, dqa_dir):
 
 def test_cli_auto_run_prints_one_json_object(tmp_path, dqa_dir, monkeypatch, capsys):
     from core import cli as cli_module
-    from core.agents import runtime as runtime_module
 
-    monkeypatch.setattr(runtime_module, "DATA_HOME", tmp_path)
+    monkeypatch.setattr("core.settings.DATA_HOME", tmp_path)
     replay = f"replay:{TRANSCRIPTS / 'building_sql_singlerag.json'}"
     code = cli_module.main(["run", "--scenario", "building", "--question", "1", "--db", backend("sql"),
                             "--technique", "singlerag", "--llm", replay, "--json"])

@@ -301,9 +301,7 @@ def test_a_hung_server_fails_the_run_as_a_timeout_with_every_attempt_kept(home, 
 
 def test_bench_lists_an_item_that_could_not_run_and_says_why(tmp_path, dqa_dir, serve, monkeypatch, capsys):
     from core import settings as core_settings
-    from core.agents import runtime as runtime_module
 
-    monkeypatch.setattr(runtime_module, "DATA_HOME", tmp_path / "home")
     monkeypatch.setattr(core_settings, "DATA_HOME", tmp_path / "home")
     monkeypatch.setenv("DQA_DIR", str(dqa_dir))
     monkeypatch.setenv("OPENAI_API_KEY", KEY)

@@ -21,6 +21,7 @@ from functools import lru_cache, partial
 from pathlib import Path
 
 from core import catalog
+from core import home as project_home
 from core import settings as core_settings
 from core.agents import AgentRuntime, Limits, RunSettings, new_run_id
 from core.agents.techniques import technique
@@ -264,6 +265,11 @@ class Bench:
         self.directory = (Path(config.out) if config.out else bench_home(config.home) / (
             config.name or default_name(self.model) + (f"-{default_name(self.set_name)}" if other_set else "")))
         config.limits.validate()
+        reason = (project_home.problem(config.home or None)
+                  or project_home.problem(bench_home(config.home), "the benchmarks folder {} (under PLANRAG_HOME)")
+                  or project_home.problem(self.directory, "the results directory {}"))
+        if reason:
+            raise BenchError(f"{reason}; choose another --out, or set PLANRAG_HOME to a writable folder")
         self.budget_price = price_of(self.model, load_prices(bench_home(config.home) / "prices.json"))
         Budget(config.budget_tokens, config.budget_cost, self.budget_price, self.model)  # BenchError if unusable
         if config.limits.max_cost_usd is not None and self.budget_price is None:
