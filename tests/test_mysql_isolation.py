@@ -182,3 +182,13 @@ def test_silent_server_reported_not_waited_on(silent_server, databases):
     assert "did not answer within 2 s" in reason
     with pytest.raises(BackendUnavailable, match="did not answer"):
         mysql.open_database(databases[0], silent_server)
+
+
+def test_availability_check_of_a_silent_server_never_blocks(silent_server):
+    """A page asks in passing: the check runs in the background and the answer is remembered."""
+    from core import availability
+
+    assert availability.status("mysql", silent_server, wait_s=0) == (False, None)  # still checking
+    known, reason = availability.status("mysql", silent_server, wait_s=30)
+    assert known and "did not answer" in reason
+    assert availability.status("mysql", silent_server, wait_s=0) == (True, reason)  # remembered
