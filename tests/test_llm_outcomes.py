@@ -19,7 +19,7 @@ from core.benchmark.runner import CallGate
 from core.llm import LLMError, LLMSettings
 from core.runs import RunStore
 from tests.test_agents_runtime import ACT, FINAL, kinds, make_runtime, settings
-from tests.test_llm import HANG, KEY, StandIn, _completion
+from tests.test_llm import HANG, KEY, _completion, serve  # noqa: F401 (serve: a fixture)
 
 MASKED = "sk-test-DO******7890"
 ECHO = {"error": {"message": f"Invalid request with key {KEY} ({MASKED})", "code": 401}}
@@ -28,19 +28,6 @@ ECHO = {"error": {"message": f"Invalid request with key {KEY} ({MASKED})", "code
 @pytest.fixture
 def home(tmp_path):
     return tmp_path / "home"
-
-
-@pytest.fixture
-def serve():
-    servers = []
-
-    def start(*script):
-        servers.append(StandIn(list(script)))
-        return servers[-1]
-
-    yield start
-    for s in servers:
-        s.close()
 
 
 def llm_settings(**kw) -> LLMSettings:
