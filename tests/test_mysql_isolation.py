@@ -4,6 +4,8 @@ seconds. The attacks run on the built-in demo databases; they need a server (ski
 REQUIRE_MYSQL=1). ``_run`` sends a statement past the client-side checks, to show what the server itself stops."""
 from __future__ import annotations
 
+import dataclasses
+import secrets
 import socket
 import threading
 
@@ -79,11 +81,16 @@ def test_reader_cannot_block_the_projects_loads(settings, databases, pair):
                 "SELECT RELEASE_ALL_LOCKS()"):
         with pytest.raises(RefusedWrite, match="lock"):
             a.query(sql)
-    # Past the check, the old lock names are taken; the loads use salted names the reader cannot read.
-    name = mysql.database_name(databases[0].key)
-    for lock in ("planrag_setup", f"planrag_load_{name}"):
-        assert a._run(f"SELECT GET_LOCK('{lock}', 0)", 5, 10).rows == [[1]]
-    assert mysql.load(databases[0], settings, reload=True) is True  # would wait 60 s and fail on a taken lock
+    # Past the check, the old lock names are taken; the loads use salted names the reader cannot read. (A copy
+    # of the demo database under a key of its own is reloaded, so no other process's database is touched.)
+    own = dataclasses.replace(databases[0], key=f"locktest-{secrets.token_hex(4)}")
+    try:
+        for lock in ("planrag_setup", f"planrag_load_{mysql.database_name(own.key)}"):
+            assert a._run(f"SELECT GET_LOCK('{lock}', 0)", 5, 10).rows == [[1]]
+        assert mysql.load(own, settings) is True  # would wait 60 s and fail on a taken lock
+        assert mysql.load(own, settings, reload=True) is True
+    finally:
+        mysql.forget(own.key, settings)
     with pytest.raises(RefusedWrite):
         a._run(f"SELECT * FROM {mysql.META}.secret", 5, 10)
 
