@@ -13,7 +13,7 @@ import pytest
 
 from core import demo
 from core.backends import mysql
-from core.backends.base import BackendUnavailable, QueryTimeout, RefusedWrite
+from core.backends.base import BackendUnavailable, QueryError, QueryTimeout, RefusedWrite
 from core.settings import DatabaseSettings
 from tests.conftest import require
 
@@ -199,3 +199,26 @@ def test_availability_check_of_a_silent_server_never_blocks(silent_server):
     known, reason = availability.status("mysql", silent_server, wait_s=30)
     assert known and "did not answer" in reason
     assert availability.status("mysql", silent_server, wait_s=0) == (True, reason)  # remembered
+
+
+def test_cancel_stops_the_running_query(pair):
+    """The analyst's Stop: the query ends at once (here long before its own limit) and the backend goes on."""
+    a, _ = pair
+    outcome = []
+
+    def run():
+        try:
+            a.query("SELECT SLEEP(120) AS s", timeout_s=300)
+            outcome.append("finished")
+        except QueryError as e:
+            outcome.append(e)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    while not any(r[0] == "User sleep" for r in _admin_rows(
+            a._settings, "SELECT STATE FROM information_schema.PROCESSLIST WHERE ID = %s", (a._thread_id,))):
+        threading.Event().wait(0.05)
+    a.cancel()
+    thread.join()
+    assert outcome != ["finished"]
+    assert a.query("SELECT 4 AS four").rows == [[4]]
