@@ -106,11 +106,12 @@ def set_aside(path: Path) -> Path:
     while kept.exists():
         n += 1
         kept = path.with_name(f"{path.name}.broken-{stamp}-{n}")
-    for suffix in ("-wal", "-shm", "-journal"):
-        side = path.with_name(path.name + suffix)
-        if side.exists():
-            side.rename(kept.with_name(kept.name + suffix))
     path.rename(kept)
+    for suffix in ("-wal", "-shm", "-journal"):
+        try:  # a connection closing meanwhile removes its -wal and -shm files
+            path.with_name(path.name + suffix).rename(kept.with_name(kept.name + suffix))
+        except FileNotFoundError:
+            pass
     return kept
 
 

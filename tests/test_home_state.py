@@ -12,7 +12,9 @@ import pytest
 from core import home
 from core.runs import RunStore
 from tests.conftest import ROOT
-from tests.page_app import button, isolate, open_page
+from streamlit.testing.v1 import AppTest
+
+from tests.page_app import APP, button, isolate, open_page
 
 REPLAY = f"replay:{ROOT / 'assets/replays/demo_locating_1_sql_planrag.json'}"
 RUN = ["run", "--source", "demo", "--scenario", "locating", "--question", "1", "--db", "sqlite", "--technique",
@@ -142,11 +144,23 @@ def test_app_on_a_home_that_is_a_file_uses_a_fallback(monkeypatch, tmp_path):
     (tmp_path / "file-home").write_text("not a folder")
     monkeypatch.setattr(home, "fallback_home", lambda: tmp_path / "fallback")
     monkeypatch.setattr(home, "_fallback_reason", None)
-    at = open_page("pages/history.py")
+    at = AppTest.from_file(str(APP), default_timeout=30).run()  # the app's first page, as a browser opens it
     assert not at.exception
     assert any("is a file" in w.value and str(tmp_path / "fallback") in w.value for w in at.warning)
+    at.switch_page("pages/history.py").run()
+    assert not at.exception
     assert "No runs yet" in " ".join(i.value for i in at.info)
     assert (tmp_path / "fallback").is_dir() and (tmp_path / "file-home").read_text() == "not a folder"
+
+
+def test_pages_on_a_home_that_is_a_file_never_fail(monkeypatch, tmp_path):
+    """Whichever page a session reaches first, the run store is opened in the fallback home."""
+    isolate(monkeypatch, tmp_path / "file-home")
+    (tmp_path / "file-home").write_text("not a folder")
+    monkeypatch.setattr(home, "fallback_home", lambda: tmp_path / "fallback")
+    monkeypatch.setattr(home, "_fallback_reason", None)
+    for page in ("pages/history.py", "pages/run.py"):
+        assert not open_page(page).exception
 
 
 def test_history_page_says_the_run_store_was_emptied(monkeypatch, tmp_path):
