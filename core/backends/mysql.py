@@ -224,6 +224,10 @@ def forget(key: str, settings: DatabaseSettings | None = None) -> None:
     try:
         with admin.cursor() as cur:
             cur.execute(f"DROP DATABASE IF EXISTS `{database_name(key)}`")
+            try:
+                cur.execute(f"DELETE FROM {META}.loaded WHERE name = %s", (database_name(key),))
+            except pymysql.MySQLError:  # no bookkeeping yet
+                pass
     finally:
         admin.close()
 
