@@ -1,6 +1,8 @@
 """PlanRAG Workbench: the Streamlit entry point and page router."""
 import streamlit as st
 
+from core import home
+
 # An emoji icon: the browser would fetch a :material/...: favicon from fonts.gstatic.com (the app works offline).
 st.set_page_config(page_title="PlanRAG Workbench", page_icon="🧭", layout="wide")
 
@@ -18,4 +20,12 @@ pages = {
         st.Page("pages/settings.py", title="Settings", icon=":material/settings:"),
     ],
 }
+try:  # a project home that cannot be used: a fallback one, said on every page (core.home)
+    moved = home.use_fallback()
+except home.HomeError as e:
+    st.error(str(e), icon=":material/error:")
+    st.stop()
+for notice in [moved, *home.notices()]:
+    if notice:
+        st.warning(notice, icon=":material/warning:")
 st.navigation(pages).run()

@@ -17,6 +17,7 @@ from core.benchmark import command as bench_command
 from core.catalog import SOURCES
 from core.dqa import DQA, DQAError
 from core.grading import placement_text
+from core.home import HomeError, notices
 from core.limit_args import add_limit_arguments, add_query_limit_arguments, limits_from
 from core.numbers import spans
 from core.scenario import SCENARIOS
@@ -459,8 +460,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    seen = len(notices())
     try:
         return args.func(args)
-    except (QueryError, DQAError, DumpError) as e:
+    except (QueryError, DQAError, DumpError, HomeError) as e:
         print(scrub(error_line(e)), file=sys.stderr)
         return 1
+    finally:
+        for notice in notices(seen):  # damaged store files set aside on the way
+            print(f"warning: {notice}", file=sys.stderr)

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
 
+from core import home
 from core import settings as config
 from core.agents.config import Review, RunSettings
 from core.agents.events import Event
@@ -27,7 +28,8 @@ KEEP_JOBS = 50  # finished jobs kept in memory (their runs stay in the store)
 
 
 def open_store() -> RunStore:
-    """The run store under DATA_HOME."""
+    """The run store under DATA_HOME (the app's fallback home when DATA_HOME cannot be used: core.home)."""
+    home.use_fallback()
     return RunStore(config.DATA_HOME / "runs.sqlite")
 
 
@@ -37,6 +39,7 @@ def open_runtime(dqa_root: str | Path | None = None, llm: LLMSettings | None = N
     key) and database servers with ``db`` (defaults: the environment)."""
     from core.agents.runtime import AgentRuntime
 
+    home.use_fallback()
     return AgentRuntime(config.DATA_HOME, workspace=partial(open_catalog_workspace, root=dqa_root, db_settings=db),
                         llm_settings=llm)
 

@@ -11,6 +11,11 @@ Run control (issue 11): each pause has an id (``p1``, ``p2``, ... per run); a re
 host) and a heartbeat; a ``running`` run whose owner is gone or whose heartbeat is stale is shown as
 ``interrupted`` (``detect_orphans``) and can be resumed from its last checkpoint or closed. ``request_stop``
 asks the owner to stop the run; a branched run names its parent and the step it branched at.
+
+Bad state (issue 12): a store file that is damaged or not a database is set aside and a new one started
+(core.home.open_sqlite). Beside the store, ``runs.sqlite.marker`` records the store's id and how many runs it held
+after the project's last change, so that a store emptied, replaced or deleted outside the project is noticed
+(``notice``) rather than read as "no runs yet", until ``acknowledge()`` accepts it.
 """
 from __future__ import annotations
 
@@ -20,11 +25,12 @@ import socket
 import sqlite3
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from core import home
 from core.secrets import scrub
-from core import settings as core_settings
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -35,6 +41,7 @@ CREATE TABLE IF NOT EXISTS events (run_id TEXT, seq INTEGER, kind TEXT, data TEX
 CREATE INDEX IF NOT EXISTS runs_by_question ON runs (scenario, question);
 CREATE TABLE IF NOT EXISTS reviews (run_id TEXT, pause_id TEXT, kind TEXT, action TEXT, reviewer TEXT, at REAL,
     review TEXT, PRIMARY KEY (run_id, pause_id));
+CREATE TABLE IF NOT EXISTS store_meta (key TEXT PRIMARY KEY, value TEXT);
 """
 #: columns added to ``runs`` after its first version (run control), added to older stores when opened
 _CONTROL_COLUMNS = {"pause_id": "TEXT", "pauses": "INTEGER DEFAULT 0", "owner_pid": "INTEGER", "owner_host": "TEXT",
@@ -102,13 +109,59 @@ def _load(text: str | None):
 
 class RunStore:
     def __init__(self, path: str | Path | None = None):
-        self.path = Path(path) if path else core_settings.DATA_HOME / "runs.sqlite"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = Path(path) if path else home.data_home() / "runs.sqlite"
         self._local = threading.local()
-        con = self._connect()
+        con = self._local.con = home.open_sqlite(self.path, "run store", self._set_up, timeout=30)
+        self.id = con.execute("SELECT value FROM store_meta WHERE key = 'id'").fetchone()[0]
+        self.notice = self._check_marker(con)
+
+    def _set_up(self, con: sqlite3.Connection) -> None:
+        con.execute("PRAGMA synchronous = NORMAL")  # durable across a process crash in WAL mode
         con.execute("PRAGMA journal_mode = WAL")
         con.executescript(_SCHEMA)
         self._add_columns(con)
+        with con:
+            con.execute("INSERT OR IGNORE INTO store_meta VALUES ('id', ?)", (uuid.uuid4().hex,))
+        con.execute("SELECT COUNT(*) FROM runs").fetchone()
+
+    @property
+    def marker_path(self) -> Path:
+        return self.path.with_name(self.path.name + ".marker")
+
+    def _check_marker(self, con: sqlite3.Connection) -> str | None:
+        """What disagrees between the store and its marker (None when nothing does); writes the marker of a store
+        that has none."""
+        try:
+            marker = json.loads(self.marker_path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            self._write_marker(con)
+            return None
+        except (OSError, ValueError):
+            marker = {}
+        held = con.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+        before = int(marker.get("runs") or 0)
+        if marker.get("id") == self.id and held >= before:
+            return None
+        kept = sorted(p.name for p in self.path.parent.glob(self.path.name + ".broken-*") if "-wal" not in p.name
+                      and "-shm" not in p.name and "-journal" not in p.name)
+        what = ("is not the store this home had: it was emptied, replaced or deleted" if marker.get("id") != self.id
+                else "has lost runs")
+        return (f"The run store {self.path} {what} outside the app: it holds {held} runs where {before} were "
+                "stored" + (f"; damaged stores kept aside: {', '.join(kept)}" if kept else "")
+                + ". Restore it from a backup, or acknowledge to go on with it.")
+
+    def _write_marker(self, con: sqlite3.Connection) -> None:
+        """Record the store's id and run count beside it (within a write transaction, so writers take turns)."""
+        held = con.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+        temporary = self.marker_path.with_name(self.marker_path.name + f".{os.getpid()}.tmp")
+        temporary.write_text(json.dumps({"id": self.id, "runs": held}), encoding="utf-8")
+        temporary.replace(self.marker_path)
+
+    def acknowledge(self) -> None:
+        """Accept the store as it is now (after ``notice``): the marker records it."""
+        con = self._connect()
+        self._write_marker(con)
+        self.notice = None
 
     @staticmethod
     def _add_columns(con: sqlite3.Connection) -> None:
@@ -143,6 +196,8 @@ class RunStore:
                         (run_id, now, now, settings.get("scenario"), settings.get("question"), settings.get("db"),
                          settings.get("technique"), settings.get("llm"), settings.get("hitl"), _json(settings),
                          os.getpid(), socket.gethostname(), now, parent_id, branch_step))
+            if self.notice is None:  # a store in question keeps its old marker until acknowledged
+                self._write_marker(con)
 
     # ------------------------------------------------------------------------------------------ run control
 
@@ -351,6 +406,8 @@ class RunStore:
             con.execute("DELETE FROM events WHERE run_id = ?", (run_id,))
             con.execute("DELETE FROM reviews WHERE run_id = ?", (run_id,))
             con.execute("DELETE FROM runs WHERE id = ?", (run_id,))
+            if self.notice is None:
+                self._write_marker(con)
 
 
 _COLUMNS = "id, created, updated, status, settings, pause, outcome, parent_id, branch_step"

@@ -28,6 +28,11 @@ def choose(column, label: str, values, format_func=str):
 
 st.title("History")
 store = jobs.open_store()
+if store.notice:  # emptied, replaced or set aside as damaged: not "no runs yet"
+    st.warning(store.notice, icon=":material/warning:")
+    if st.button("Go on with this run store", key="history_acknowledge"):
+        store.acknowledge()
+        st.rerun()
 runs = store.list(limit=None)
 if not runs:
     st.info("No runs yet: start one on the **Run** page.", icon=":material/history:")

@@ -7,16 +7,15 @@ from functools import partial
 
 import streamlit as st
 
-from core import jobs
+from core import availability, jobs
 from core.agents.config import HITL_MODES, RunSettings
 from core.agents.techniques import TECHNIQUES
 from core.autoplan import EXPERIENCE_TECHNIQUES
 from core.autoplan.store import PlanStore
-from core.backends.registry import BACKENDS, language, unavailable
+from core.backends.registry import BACKENDS, language
 from core.replays import Replay, model_label, replays
 from core.scenario import Question
 from core import settings as config
-from core.settings import DatabaseSettings
 from core.summary import technique_label
 from pages.common import dqa_root, session_db, session_llm
 
@@ -27,18 +26,18 @@ NO_MODEL = ("No LLM configured: enter a model on **Settings** (or set OPENAI_MOD
             "OPENAI_BASE_URL for a local server)")
 
 
-@st.cache_data(ttl=30, show_spinner=False)
-def _why_unavailable(name: str, settings: DatabaseSettings) -> str | None:
-    return unavailable(name, settings)
-
-
 def choose_database(key: str) -> tuple[str, str | None]:
-    """A database backend, and why it cannot be used here (None when it can)."""
-    reasons = {name: _why_unavailable(name, session_db()) for name in BACKENDS}
-    name = st.radio("Database", list(BACKENDS), key=key,
-                    format_func=lambda n: f":gray[{n}]" if reasons[n] else n,
-                    captions=[f"{language(n).upper()}" + (f" · unavailable: {reasons[n]}" if reasons[n] else "")
-                              for n in BACKENDS])
+    """A database backend, and why it cannot be used here (None when it can). Servers are checked in the background
+    (core.availability): one still being checked is shown as such, never waited for."""
+    checked = {name: availability.status(name, session_db()) for name in BACKENDS}
+    reasons = {name: reason for name, (_, reason) in checked.items()}
+
+    def caption(n: str) -> str:
+        known, reason = checked[n]
+        return language(n).upper() + (f" · unavailable: {reason}" if reason else "" if known else " · checking...")
+
+    name = st.radio("Database", list(BACKENDS), key=key, format_func=lambda n: f":gray[{n}]" if reasons[n] else n,
+                    captions=[caption(n) for n in BACKENDS])
     return name, reasons[name]
 
 

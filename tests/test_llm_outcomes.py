@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -308,3 +309,29 @@ def test_bench_lists_an_item_that_could_not_run_and_says_why(tmp_path, dqa_dir, 
     assert read_results(out) == [] and read_not_run(out)[0]["attempts"][1]["attempt"] == 2
     assert KEY not in listed and MASKED not in listed
     assert KEY not in (out / "report" / "report.json").read_text()
+
+
+def _files_without_secrets(*folders):
+    for folder in folders:
+        for path in Path(folder).rglob("*"):
+            if path.is_file():
+                data = path.read_bytes()
+                assert KEY.encode() not in data and MASKED.encode() not in data, path
+
+
+def test_no_file_a_failed_bench_writes_and_no_json_output_holds_the_key(tmp_path, dqa_dir, serve, monkeypatch,
+                                                                           capsys):
+    """Issue 12 section 4, every store at once: results, not-run list, reports, reply cache, run store, checkpoints,
+    and ``run --json``."""
+    monkeypatch.setattr("core.settings.DATA_HOME", tmp_path / "home")
+    monkeypatch.setenv("DQA_DIR", str(dqa_dir))
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    server = serve(*[(200, ECHO)] * 4)
+    cli_module.main(["bench", "--scenario", "locating", "--questions", "1", "--technique", "iterrag", "--llm",
+                     "stand-in", "--base-url", server.url, "--out", str(tmp_path / "out"), "--llm-retries", "1"])
+    cli_module.main(["run", "--scenario", "locating", "--question", "1", "--db", "sqlite", "--technique", "iterrag",
+                     "--llm", "stand-in", "--base-url", server.url, "--llm-retries", "1", "--json"])
+    captured = capsys.readouterr()
+    assert KEY not in captured.out + captured.err and MASKED not in captured.out + captured.err
+    assert '"server error after 2 attempts' in captured.out  # the --json object says what failed
+    _files_without_secrets(tmp_path / "out", tmp_path / "home")

@@ -8,9 +8,10 @@ import time
 import pytest
 import streamlit as st
 
-from core import jobs
+from core import availability, jobs
 from core.agents.config import RunSettings
 from core.replays import replays
+from core.settings import DatabaseSettings
 from tests.page_app import button, isolate, keyed, open_page
 
 EXTRA_STEP = "Check that no other source of deccan is missed"
@@ -95,6 +96,7 @@ def test_errors_are_shown_and_the_events_so_far_kept(home, monkeypatch, tmp_path
     (folder / "demo_locating_1_sql_planrag-norp.json").write_text(json.dumps(plan_and_act))
     monkeypatch.setenv("MYSQL_URL", "mysql://root@127.0.0.1:1")  # nothing listens there
     st.cache_data.clear()
+    assert availability.status("mysql", DatabaseSettings(), wait_s=60)[0]  # checked (in the background) by now
 
     at = open_page("pages/run.py")
     at.radio(key="run_db").set_value("mysql").run()

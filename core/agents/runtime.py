@@ -16,7 +16,6 @@ run from its last checkpoint; ``iter_branch`` starts a new run from the state ju
 from __future__ import annotations
 
 import dataclasses
-import sqlite3
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -39,8 +38,8 @@ from core.llm import REPLAY_PREFIX, ChatLLM, LLMSettings, open_llm, replay_path
 from core.runs import PauseTaken, RunStore
 from core.scenario import ranking
 from core.secrets import scrub
+from core import home as project_home
 from core.server_info import context_window
-from core import settings as core_settings
 
 
 class RunNotPaused(PauseTaken):
@@ -78,10 +77,11 @@ class AgentRuntime:
     def __init__(self, home: str | Path | None = None, *, store: RunStore | None = None,
                  workspace: Callable[[RunSettings], Workspace] = open_catalog_workspace,
                  llm_settings: LLMSettings | None = None, llm_opener: Callable[..., ChatLLM] | None = None):
-        home = Path(home) if home else core_settings.DATA_HOME
-        home.mkdir(parents=True, exist_ok=True)
+        home = project_home.check(home or project_home.data_home())  # HomeError when it cannot be used
         self.store = store or RunStore(home / "runs.sqlite")
-        self._conn = sqlite3.connect(home / "checkpoints.sqlite", check_same_thread=False)
+        # a damaged checkpoint file is set aside (its paused runs cannot be resumed) and a new one started
+        self._conn = project_home.open_sqlite(home / "checkpoints.sqlite", "checkpoint store",
+                                              check_same_thread=False)
         self._conn.execute("PRAGMA synchronous = NORMAL")  # in WAL mode (SqliteSaver's): no fsync per step
         saver = SqliteSaver(self._conn)
         self._graphs = {"loop": build_graph().compile(checkpointer=saver),

@@ -5,10 +5,16 @@ Each database content is loaded once per server into its own database ``dqa_<key
 open (in any process) skips loading. FLOAT columns are created as DOUBLE: MySQL's FLOAT is single precision
 and would change the stored values; strings use utf8mb4 with the case-insensitive ``utf8mb4_unicode_ci``.
 
-Agents query as ``planrag_reader`` (hosts ``%`` and ``localhost``), which is granted SELECT on ``dqa\\_%``
-databases only. Its password is random, made by the first process that sets the user up and kept in
-``planrag_meta.secret`` (readable by the loading account only), so every process can connect as it. Each
-query also runs in a read-only transaction with a server-side statement time limit.
+Agents query as a reader user made for each opened backend (``planrag_q_<random>``, hosts ``%`` and
+``localhost``, a random password kept in this process only), granted SELECT on that one ``dqa_<key>`` database
+and one connection: the server itself keeps it from other questions' databases and from other readers' sessions
+(their SQL in the processlist, ``KILL``). It is dropped when the backend closes; readers left by a killed process
+are dropped by a later open once idle for a day (``planrag_meta.readers`` lists them). Each query runs in a
+read-only transaction with a server-side statement time limit, and the client stops waiting at that limit plus
+``QUERY_GRACE_S`` (then kills the query with the loading account), so a statement that escapes the server's limit
+or a server that stops answering still ends in time. The project's own server locks are named with a random salt
+kept in ``planrag_meta.secret`` (readable by the loading account only), so a reader cannot take them; lock
+functions, executable comments and optimizer hints are refused before a query is sent.
 """
 from __future__ import annotations
 
@@ -17,12 +23,14 @@ import threading
 import time
 from contextlib import contextmanager
 from decimal import Decimal
-from functools import partial
 from itertools import islice
 from urllib.parse import unquote, urlsplit
 
 import pymysql
+import pymysql.connections
 import pymysql.cursors
+from sqlglot.dialects.dialect import Dialect
+from sqlglot.tokens import TokenType
 
 from core.backends import sql_dialect
 from core.backends.base import (DEFAULT_ROW_CAP, DEFAULT_TIMEOUT_S, BackendUnavailable, QueryError, QueryResult,
@@ -30,13 +38,19 @@ from core.backends.base import (DEFAULT_ROW_CAP, DEFAULT_TIMEOUT_S, BackendUnava
 from core.scenario import Database
 from core.settings import DatabaseSettings
 
-READER = "planrag_reader"
 META = "planrag_meta"
+READER_PREFIX = "planrag_q_"
+LEGACY_READER = "planrag_reader"  # the one shared reader of earlier versions: see drop_legacy_reader
 COLLATION = "utf8mb4_unicode_ci"
 LOADER_VERSION = 1  # bump when the loaded layout changes, so older loads are redone
 
+CONNECT_TIMEOUT_S = 5.0  # TCP connect and login handshake
+ADMIN_READ_TIMEOUT_S = 120.0  # one statement of the loading account (a table's rows, a lock wait of 60 s)
+QUERY_GRACE_S = 2.0  # how long past its time limit the client waits for a query's answer
+STALE_READER_S = 24 * 3600  # a reader without a session for this long is dropped
+
 _TIMEOUT_CODES = {1969, 3024}  # MariaDB max_statement_time, MySQL MAX_EXECUTION_TIME
-_DENIED_CODES = {1036, 1044, 1045, 1142, 1143, 1227, 1290, 1370, 1792}  # no privilege, read-only
+_DENIED_CODES = {1036, 1044, 1045, 1095, 1142, 1143, 1227, 1290, 1370, 1792}  # no privilege, read-only
 _SYNTAX_CODES = {1064, 1149}
 _LOST_CODES = {2002, 2003, 2006, 2013, 2055}
 
@@ -44,8 +58,38 @@ _LOST_CODES = {2002, 2003, 2006, 2013, 2055}
 #: about 30 ms per connection.
 _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
+#: What an agent query may be: its first word, and for SHOW the word after it (after FULL).
+_STATEMENTS = frozenset({"SELECT", "WITH", "VALUES", "TABLE", "SHOW", "DESCRIBE", "DESC", "EXPLAIN", "("})
+_SHOW = frozenset({"TABLES", "COLUMNS", "FIELDS", "INDEX", "INDEXES", "KEYS", "CREATE", "TABLE", "DATABASES",
+                   "SCHEMAS", "WARNINGS", "ERRORS"})
+_SHOW_CREATE = frozenset({"TABLE", "VIEW"})
+#: Server-wide locks: a reader holding one could stall other sessions.
+_LOCK_FUNCTIONS = frozenset({"GET_LOCK", "RELEASE_LOCK", "RELEASE_ALL_LOCKS", "IS_FREE_LOCK", "IS_USED_LOCK"})
+_MYSQL = Dialect.get_or_raise("mysql")
+
 _lock = threading.Lock()
-_passwords: dict[str, str] = {}  # mysql_url -> reader password, once the server is set up
+_salts: dict[str, str] = {}  # mysql_url -> the salt of the project's lock names on that server
+
+
+class _Connection(pymysql.connections.Connection):
+    """A pymysql connection whose reads can be given a deadline (``until``); pymysql's own read timeout applies to
+    each read alone."""
+
+    deadline: float | None = None
+
+    @contextmanager
+    def until(self, deadline: float):
+        """Within this block every read gives up at ``deadline`` (``time.monotonic()``)."""
+        base, self.deadline = self._read_timeout, deadline
+        try:
+            yield
+        finally:
+            self.deadline, self._read_timeout = None, base
+
+    def _read_packet(self, *args, **kwargs):
+        if self.deadline is not None:
+            self._read_timeout = max(self.deadline - time.monotonic(), 0.001)
+        return super()._read_packet(*args, **kwargs)
 
 
 def _address(url: str) -> dict:
@@ -56,24 +100,34 @@ def _address(url: str) -> dict:
             "user": unquote(parts.username or "root"), "password": unquote(parts.password or "")}
 
 
-def _connect(settings: DatabaseSettings, connect_timeout: float = 5, **overrides) -> pymysql.Connection:
+def _connect(settings: DatabaseSettings, connect_timeout: float = CONNECT_TIMEOUT_S,
+             read_timeout: float | None = ADMIN_READ_TIMEOUT_S, **overrides) -> _Connection:
+    """A connection; the connect and the login wait ``connect_timeout`` at most (a server that accepts and never
+    answers is reported then), each later read ``read_timeout``."""
     try:
         address = _address(settings.mysql_url) | overrides
     except ValueError as e:
         raise BackendUnavailable(str(e)) from None
-    options = {"charset": "utf8mb4", "autocommit": True, "connect_timeout": connect_timeout}
+    options = {"charset": "utf8mb4", "autocommit": True, "connect_timeout": connect_timeout,
+               "read_timeout": connect_timeout, "write_timeout": connect_timeout}
     try:
         try:
-            return pymysql.connect(**address, **options, ssl_disabled=address["host"] in _LOOPBACK)
+            con = _Connection(**address, **options, ssl_disabled=address["host"] in _LOOPBACK)
         except RuntimeError:  # MySQL 8 caching_sha2 login without TLS needs the cryptography package: use TLS
-            return pymysql.connect(**address, **options)
+            con = _Connection(**address, **options)
     except pymysql.MySQLError as e:
-        raise BackendUnavailable(f"cannot connect to MySQL/MariaDB at {address['host']}:{address['port']} as "
-                                 f"{address['user']} ({e.args[-1]}); start the server or set MYSQL_URL") from None
+        where = f"MySQL/MariaDB at {address['host']}:{address['port']}"
+        if e.args and e.args[0] == 2013:  # the login's read timed out
+            raise BackendUnavailable(f"{where} accepted the connection but did not answer within {connect_timeout:g} "
+                                     "s; is a MySQL/MariaDB server listening there? (check MYSQL_URL)") from None
+        raise BackendUnavailable(f"cannot connect to {where} as {address['user']} ({e.args[-1]}); start the "
+                                 "server or set MYSQL_URL") from None
+    con._read_timeout = read_timeout
+    return con
 
 
 def unavailable(settings: DatabaseSettings) -> str | None:
-    """Why the server cannot be used (a quick connect, 2 s at most), or None."""
+    """Why the server cannot be used (a quick connect and login, 2 s at most), or None."""
     try:
         _connect(settings, connect_timeout=2).close()
     except BackendUnavailable as e:
@@ -90,7 +144,7 @@ def database_name(key: str) -> str:
 def _server_lock(cur, name: str, timeout_s: int = 60):
     cur.execute("SELECT GET_LOCK(%s, %s)", (name, timeout_s))
     if cur.fetchone()[0] != 1:
-        raise BackendUnavailable(f"waited {timeout_s} s for MySQL lock {name} held by another loader")
+        raise BackendUnavailable(f"waited {timeout_s} s for a MySQL lock held by another loader")
     try:
         yield
     finally:
@@ -99,28 +153,26 @@ def _server_lock(cur, name: str, timeout_s: int = 60):
 
 
 def _set_up(admin: pymysql.Connection, url: str) -> str:
-    """Create the bookkeeping database and the SELECT-only reader (once per process); its password."""
+    """Create the bookkeeping database (once per process); the salt of the project's lock names on the server."""
     with _lock:
-        if url in _passwords:
-            return _passwords[url]
+        if url in _salts:
+            return _salts[url]
         with admin.cursor() as cur:
             cur.execute(f"CREATE DATABASE IF NOT EXISTS {META} CHARACTER SET utf8mb4 COLLATE {COLLATION}")
             cur.execute(f"CREATE TABLE IF NOT EXISTS {META}.loaded (name VARCHAR(64) PRIMARY KEY, "
                         "loader INT NOT NULL, loaded_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP)")
             cur.execute(f"CREATE TABLE IF NOT EXISTS {META}.secret (name VARCHAR(64) PRIMARY KEY, "
                         "value VARCHAR(128) NOT NULL)")
-            with _server_lock(cur, "planrag_setup"):
-                cur.execute(f"SELECT value FROM {META}.secret WHERE name = 'reader_password'")
-                row = cur.fetchone()
-                password = row[0] if row else secrets.token_urlsafe(24)
-                if not row:
-                    cur.execute(f"INSERT INTO {META}.secret VALUES ('reader_password', %s)", (password,))
-                for host in ("%", "localhost"):
-                    cur.execute("CREATE USER IF NOT EXISTS %s@%s IDENTIFIED BY %s", (READER, host, password))
-                    cur.execute("ALTER USER %s@%s IDENTIFIED BY %s", (READER, host, password))
-                    cur.execute("GRANT SELECT ON `dqa\\_%%`.* TO %s@%s", (READER, host))
-        _passwords[url] = password
-        return password
+            cur.execute(f"CREATE TABLE IF NOT EXISTS {META}.readers (name VARCHAR(32) PRIMARY KEY, "
+                        "db VARCHAR(64) NOT NULL, created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP)")
+            cur.execute(f"INSERT IGNORE INTO {META}.secret VALUES ('lock_salt', %s)", (secrets.token_hex(8),))
+            cur.execute(f"SELECT value FROM {META}.secret WHERE name = 'lock_salt'")
+            _salts[url] = cur.fetchone()[0]
+        return _salts[url]
+
+
+def _load_lock(salt: str, name: str) -> str:
+    return f"planrag_load_{salt}_{name}"
 
 
 def _is_loaded(cur, name: str, tables: int) -> bool:
@@ -149,12 +201,12 @@ def _write(admin: pymysql.Connection, cur, database: Database, name: str) -> Non
 
 def load(database: Database, settings: DatabaseSettings, *, reload: bool = False) -> bool:
     """Load ``database`` into ``dqa_<key>`` unless a completed load is there (or ``reload``). True when it
-    wrote the data. Also sets up the reader account. Raises BackendUnavailable on any server failure."""
+    wrote the data. Raises BackendUnavailable on any server failure."""
     name = database_name(database.key)
     admin = _connect(settings)
     try:
-        _set_up(admin, settings.mysql_url)
-        with admin.cursor() as cur, _server_lock(cur, f"planrag_load_{name}"):
+        salt = _set_up(admin, settings.mysql_url)
+        with admin.cursor() as cur, _server_lock(cur, _load_lock(salt, name)):
             if not reload and _is_loaded(cur, name, len(database.tables.tables)):
                 return False
             _write(admin, cur, database, name)
@@ -172,8 +224,97 @@ def forget(key: str, settings: DatabaseSettings | None = None) -> None:
     try:
         with admin.cursor() as cur:
             cur.execute(f"DROP DATABASE IF EXISTS `{database_name(key)}`")
+            try:
+                cur.execute(f"DELETE FROM {META}.loaded WHERE name = %s", (database_name(key),))
+            except pymysql.MySQLError:  # no bookkeeping yet
+                pass
     finally:
         admin.close()
+
+
+def _drop_readers(cur, names) -> None:
+    for name in names:
+        cur.execute("DROP USER IF EXISTS %s@'%%', %s@'localhost'", (name, name))
+        cur.execute(f"DELETE FROM {META}.readers WHERE name = %s", (name,))
+
+
+def _create_reader(settings: DatabaseSettings, db: str) -> tuple[str, str]:
+    """A new reader granted SELECT on database ``db`` only, with one connection at a time: (user, password). Drops
+    the readers left idle for ``STALE_READER_S`` on the way."""
+    user, password = READER_PREFIX + secrets.token_hex(6), secrets.token_urlsafe(24)
+    admin = _connect(settings)
+    try:
+        _set_up(admin, settings.mysql_url)
+        with admin.cursor() as cur:
+            cur.execute(f"SELECT name FROM {META}.readers WHERE created_at < NOW() - INTERVAL %s SECOND AND name "
+                        "NOT IN (SELECT user FROM information_schema.PROCESSLIST)", (STALE_READER_S,))
+            _drop_readers(cur, [r[0] for r in cur.fetchall()])
+            cur.execute(f"INSERT INTO {META}.readers (name, db) VALUES (%s, %s)", (user, db))
+            for host in ("%", "localhost"):  # localhost too: an anonymous ''@localhost would outrank user@%
+                cur.execute("CREATE USER %s@%s IDENTIFIED BY %s WITH MAX_USER_CONNECTIONS 2",
+                            (user, host, password))
+                cur.execute(f"GRANT SELECT ON `{db}`.* TO %s@%s", (user, host))
+    except pymysql.MySQLError as e:
+        raise BackendUnavailable(f"cannot create a reader for {db} on MySQL/MariaDB: {e.args[-1]}") from None
+    finally:
+        admin.close()
+    return user, password
+
+
+def _admin_do(settings: DatabaseSettings, statement: str, args=None) -> None:
+    """Run one statement as the loading account, quickly; failures are ignored (best effort)."""
+    try:
+        admin = _connect(settings, connect_timeout=2, read_timeout=5)
+    except BackendUnavailable:
+        return
+    try:
+        with admin.cursor() as cur:
+            cur.execute(statement, args)
+    except pymysql.MySQLError:
+        pass
+    finally:
+        admin.close()
+
+
+def drop_legacy_reader(settings: DatabaseSettings | None = None) -> None:
+    """Migration: drop the shared reader ``planrag_reader`` of earlier versions and its password (no longer used;
+    run once no process of an earlier version uses the server)."""
+    admin = _connect(settings or DatabaseSettings())
+    try:
+        with admin.cursor() as cur:
+            cur.execute("DROP USER IF EXISTS %s@'%%', %s@'localhost'", (LEGACY_READER, LEGACY_READER))
+            cur.execute("SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_NAME = "
+                        "'secret'", (META,))
+            if cur.fetchone():
+                cur.execute(f"DELETE FROM {META}.secret WHERE name = 'reader_password'")
+    finally:
+        admin.close()
+
+
+def check_statement(sql: str) -> None:
+    """Refuse, before it is sent, what a reader's query may not be even when the server would run it: a statement
+    other than SELECT, WITH, VALUES, TABLE, SHOW (tables, columns, indexes, CREATE TABLE/VIEW), DESCRIBE or EXPLAIN;
+    executable comments (``/*! */``, ``/*M! */``) and optimizer hints (``/*+ */``), which the server runs
+    although they look like comments; the server-wide lock functions."""
+    try:
+        tokens = _MYSQL.tokenize(sql)
+    except Exception as e:  # noqa: BLE001 - sqlglot's tokenizer raises several kinds
+        raise QuerySyntaxError(f"cannot read the query ({e})") from None
+    for t in tokens:
+        if t.token_type == TokenType.HINT or any(c.lstrip().startswith(("!", "M!")) for c in t.comments):
+            raise RefusedWrite("executable comments and optimizer hints (/*! */, /*M! */, /*+ */) are refused; "
+                               "send the query without them")
+        if t.token_type in (TokenType.VAR, TokenType.IDENTIFIER) and t.text.upper() in _LOCK_FUNCTIONS:
+            raise RefusedWrite(f"{t.text.upper()} is refused: agent queries take no server locks")
+    words = [t.text.upper() for t in tokens[:4]]
+    if words and words[0] not in _STATEMENTS:
+        raise QuerySyntaxError(f"a query cannot start with {words[0]}: send one SELECT query (or SHOW TABLES, "
+                               "DESCRIBE, EXPLAIN)")
+    if words[:1] == ["SHOW"]:
+        rest = [w for w in words[1:] if w != "FULL"] or [""]
+        if rest[0] not in _SHOW or (rest[0] == "CREATE" and (rest[1:2] or [""])[0] not in _SHOW_CREATE):
+            raise RefusedWrite(f"SHOW {' '.join(rest[:2])} is refused: only SHOW TABLES, COLUMNS, INDEX and "
+                               "CREATE TABLE are available (the schema is in the prompt)")
 
 
 def _plain(value):
@@ -187,21 +328,39 @@ def _plain(value):
 
 
 class MySQLBackend:
-    """One connection as the SELECT-only reader to one loaded database. Queries are serialized."""
+    """One connection, as a reader of its own (see the module), to one loaded database. Queries are serialized."""
 
     name = "mysql"
     language = "sql"
 
-    def __init__(self, database: Database, settings: DatabaseSettings, password: str):
+    def __init__(self, database: Database, settings: DatabaseSettings):
         self.database = database
-        self._reconnect = partial(_connect, settings, user=READER, password=password,
-                                  database=database_name(database.key))
-        self._con = self._reconnect()
+        self._settings = settings
+        self._db = database_name(database.key)
+        self._user, self._password = _create_reader(settings, self._db)
         self._lock = threading.Lock()
-        with self._con.cursor() as cur:
-            cur.execute("SELECT VERSION()")
-            self.server_version = cur.fetchone()[0]
+        self._thread_id: int | None = None
+        try:
+            self._con = self._open()
+            with self._con.cursor() as cur:
+                cur.execute("SELECT VERSION()")
+                self.server_version = cur.fetchone()[0]
+        except BaseException:
+            self._drop_reader()
+            raise
         self._mariadb = "mariadb" in self.server_version.lower()
+
+    def _open(self) -> _Connection:
+        try:
+            con = _connect(self._settings, read_timeout=CONNECT_TIMEOUT_S, user=self._user, password=self._password,
+                           database=self._db)
+        except BackendUnavailable:  # the reader dropped as stale while this backend slept (or the server down)
+            self._drop_reader()
+            self._user, self._password = _create_reader(self._settings, self._db)
+            con = _connect(self._settings, read_timeout=CONNECT_TIMEOUT_S, user=self._user, password=self._password,
+                           database=self._db)
+        self._thread_id = con.thread_id()
+        return con
 
     def schema_text(self) -> str:
         return sql_dialect.schema_text(self.database.tables)
@@ -212,13 +371,14 @@ class MySQLBackend:
         streamed from the server within the time limit."""
         sql = sql_dialect.one_statement(text)
         sql_dialect.check_read_only(sql, metadata=True)
+        check_statement(sql)
         return self._run(sql, timeout_s, row_cap)
 
     def _ensure_connected(self) -> None:
         try:
             self._con.ping(reconnect=False)
-        except pymysql.MySQLError:  # closed by the server (restart, wait_timeout): open a new one
-            self._con = self._reconnect()
+        except pymysql.MySQLError:  # closed by the server (restart, wait_timeout) or by a deadline: a new one
+            self._con = self._open()
 
     def _time_limit(self, timeout_s: float) -> str:
         if self._mariadb:
@@ -226,28 +386,52 @@ class MySQLBackend:
         return f"SET SESSION MAX_EXECUTION_TIME = {max(round(timeout_s * 1000), 1)}"
 
     def _run(self, sql: str, timeout_s: float, row_cap: int) -> QueryResult:
-        """Run ``sql`` as given in a read-only transaction; the server enforces privileges and time limit."""
+        """Run ``sql`` as given in a read-only transaction; the server enforces privileges and time limit, the
+        client gives up ``QUERY_GRACE_S`` after it (and kills the query)."""
         with self._lock:
             start = time.perf_counter()
+            deadline = time.monotonic() + timeout_s + QUERY_GRACE_S
             try:
                 self._ensure_connected()
-                with self._con.cursor() as cur:
-                    cur.execute(self._time_limit(timeout_s))
-                    cur.execute("START TRANSACTION READ ONLY")
-                with self._con.cursor(pymysql.cursors.SSCursor) as cur:
-                    cur.execute(sql)
-                    columns = [d[0] for d in cur.description or ()]
-                    rows = [[_plain(v) for v in r] for r in islice(cur, row_cap)]
-                    total = len(rows) + sum(1 for _ in cur)
-                self._con.rollback()
+                with self._con.until(deadline):
+                    with self._con.cursor() as cur:
+                        cur.execute(self._time_limit(timeout_s))
+                        cur.execute("START TRANSACTION READ ONLY")
+                    with self._con.cursor(pymysql.cursors.SSCursor) as cur:
+                        cur.execute(sql)
+                        columns = [d[0] for d in cur.description or ()]
+                        rows = [[_plain(v) for v in r] for r in islice(cur, row_cap)]
+                        total = len(rows) + sum(1 for _ in cur)
+                    self._con.rollback()
             except pymysql.MySQLError as e:
-                raise _error(e, timeout_s) from None
+                if time.monotonic() < deadline:
+                    raise _error(e, timeout_s) from None
+                self._kill_abandoned()
+                raise QueryTimeout(f"no answer from the server within {timeout_s:g} s (+{QUERY_GRACE_S:g} s); the "
+                                   "query was stopped: make it cheaper (fewer joins, filter early, aggregate)") from None
         return QueryResult(columns, rows, total, time.perf_counter() - start, executed=sql)
 
+    def _kill_abandoned(self) -> None:
+        """End the server session the client gave up on (its query may still run there), in the background."""
+        self._con._force_close()  # noqa: SLF001 - no goodbye to a server that stopped answering
+        if self._thread_id is not None:
+            threading.Thread(target=_admin_do, args=(self._settings, f"KILL {int(self._thread_id)}"),
+                             daemon=True, name="planrag-mysql-kill").start()
+
+    def cancel(self) -> None:
+        """Stop the query running now (the analyst's Stop), as the loading account; best effort."""
+        if self._thread_id is not None:
+            _admin_do(self._settings, f"KILL QUERY {int(self._thread_id)}")
+
+    def _drop_reader(self) -> None:
+        _admin_do(self._settings, "DROP USER IF EXISTS %s@'%%', %s@'localhost'", (self._user, self._user))
+        _admin_do(self._settings, f"DELETE FROM {META}.readers WHERE name = %s", (self._user,))
+
     def close(self) -> None:
-        """Close the connection; the loaded database stays on the server for later opens."""
+        """Close the connection and drop its reader; the loaded database stays on the server for later opens."""
         if self._con.open:
             self._con.close()
+        self._drop_reader()
 
 
 def _error(e: pymysql.MySQLError, timeout_s: float) -> QueryError:
@@ -266,6 +450,6 @@ def _error(e: pymysql.MySQLError, timeout_s: float) -> QueryError:
 
 
 def open_database(database: Database, settings: DatabaseSettings) -> MySQLBackend:
-    """Load ``database`` when needed and open it as the SELECT-only reader."""
+    """Load ``database`` when needed and open it as a reader of its own."""
     load(database, settings)
-    return MySQLBackend(database, settings, _passwords[settings.mysql_url])
+    return MySQLBackend(database, settings)

@@ -139,6 +139,7 @@ def main(args) -> int:
                                  budget_tokens=args.budget_tokens, budget_cost=args.budget_cost,
                                  prompts=args.prompts, reaper_planner=args.reaper_planner)
         bench = Bench(config)
+        bench.claim()  # BenchBusy when another benchmark runs into the same directory
         prices = load_prices()
     except (BenchError, LLMError, ValueError) as e:
         kind = getattr(e, "kind", None)

@@ -44,6 +44,7 @@ def start(config: BenchConfig) -> BenchJob:
     with _lock:
         if key in _jobs and not _jobs[key].done:
             raise BenchError(f"a benchmark is already running into {bench.directory}; wait for it or stop it")
+        bench.claim()  # BenchBusy when another process runs a benchmark into the directory
         job = _jobs[key] = BenchJob(bench)
         job._thread.start()
     return job

@@ -21,6 +21,7 @@ from functools import lru_cache, partial
 from pathlib import Path
 
 from core import catalog
+from core import home as project_home
 from core import settings as core_settings
 from core.agents import AgentRuntime, Limits, RunSettings, new_run_id
 from core.agents.techniques import technique
@@ -30,6 +31,7 @@ from core.benchmark.budget import Budget
 from core.benchmark.cache import CachingLLM, ReplyCache, caching_opener
 from core.benchmark import fidelity
 from core.benchmark.failures import classify
+from core.benchmark.lock import DirectoryLock
 from core.benchmark.items import BenchError, Item, WorkList, databases_of, parse_numbers, scenarios_of, work_list
 from core.benchmark.prices import load_prices, price_of
 from core.benchmark.results import ResultStore, read_not_run, read_results
@@ -263,6 +265,11 @@ class Bench:
         self.directory = (Path(config.out) if config.out else bench_home(config.home) / (
             config.name or default_name(self.model) + (f"-{default_name(self.set_name)}" if other_set else "")))
         config.limits.validate()
+        reason = (project_home.problem(config.home or None)
+                  or project_home.problem(bench_home(config.home), "the benchmarks folder {} (under PLANRAG_HOME)")
+                  or project_home.problem(self.directory, "the results directory {}"))
+        if reason:
+            raise BenchError(f"{reason}; choose another --out, or set PLANRAG_HOME to a writable folder")
         self.budget_price = price_of(self.model, load_prices(bench_home(config.home) / "prices.json"))
         Budget(config.budget_tokens, config.budget_cost, self.budget_price, self.model)  # BenchError if unusable
         if config.limits.max_cost_usd is not None and self.budget_price is None:
@@ -276,6 +283,14 @@ class Bench:
         self.pending = [i for i in self.work.items if i.key not in done]
         self.progress: Progress | None = None  # set when run() starts
         self._local = threading.local()
+        self.lock = DirectoryLock(self.directory)
+
+    def claim(self) -> None:
+        """Take the results directory for this process (BenchBusy when another benchmark runs into it) and list
+        the pending items again: one that ran there until now may have finished some. ``run()`` claims too."""
+        self.lock.acquire()
+        done = self.store.done()
+        self.pending = [i for i in self.work.items if i.key not in done]
 
     @property
     def notes(self) -> list[str]:
@@ -334,7 +349,14 @@ class Bench:
         lowered after timeouts under load; also ``progress.notes``); ``stop`` ends the run once the items in
         flight finish. The progress is also ``self.progress`` while the run goes on. An item that could not run
         is kept in the result store (ResultStore.put_not_run; ``not_run()`` lists them) until a rerun finishes
-        it."""
+        it. Raises BenchBusy when another benchmark runs into the same directory (see ``claim``)."""
+        self.claim()
+        try:
+            return self._run(on_result, stop, on_note)
+        finally:
+            self.lock.release()
+
+    def _run(self, on_result, stop, on_note) -> Progress:
         stop = stop or threading.Event()
         stored = self.results()
         budget = Budget(self.config.budget_tokens, self.config.budget_cost, self.budget_price, self.model)

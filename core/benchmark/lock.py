@@ -1,0 +1,63 @@
+"""One benchmark at a time per results directory, across processes: two ``core bench`` (or an app's benchmark and
+a ``core bench``) on the same directory would both run every pending item, paying the model twice."""
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from pathlib import Path
+
+from core.benchmark.items import BenchError
+
+LOCK_NAME = "bench.lock"
+
+
+class BenchBusy(BenchError):
+    """Another process is running a benchmark into the same results directory."""
+
+    kind = "busy"
+
+
+class DirectoryLock:
+    """An exclusive ``flock`` on ``DIRECTORY/bench.lock``, which also holds the owner's pid and start time for the
+    message the next one gets. The kernel releases it when the owner ends, however it ends, so a killed benchmark
+    leaves no stale lock (the file stays, naming a pid that no longer holds it)."""
+
+    def __init__(self, directory: Path):
+        self.path = Path(directory) / LOCK_NAME
+        self._file = None
+
+    def acquire(self) -> None:
+        """Take the lock, or raise BenchBusy naming the process that holds it."""
+        if self._file is not None:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        f = open(self.path, "a+", encoding="utf-8")
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            owner = f.read().strip() or "another process"
+            f.close()
+            raise BenchBusy(f"a benchmark is already running into {self.path.parent} ({owner}); wait for it to end "
+                            "or stop it, then rerun: the items it finished are skipped") from None
+        f.seek(0)
+        f.truncate()
+        f.write(f"pid {os.getpid()} on {os.uname().nodename}, since "
+                f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}\n")
+        f.flush()
+        self._file = f
+
+    def release(self) -> None:
+        if self._file is not None:
+            self._file.truncate(0)
+            fcntl.flock(self._file, fcntl.LOCK_UN)
+            self._file.close()
+            self._file = None
+
+    def __enter__(self):
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc):
+        self.release()
