@@ -49,6 +49,7 @@ def smoke_start() -> None:
 
 
 def start_form() -> None:
+    scenarios.use_folder(st.session_state.get("scenarios_dir"))  # the session's (Settings), also when run alone
     llm = session_llm()
     with st.form("bench_start"):
         source = st.segmented_control("Questions", list(SOURCES), default="dqa", format_func=SOURCES.get,
