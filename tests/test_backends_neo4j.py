@@ -359,3 +359,36 @@ def test_replayed_cypher_runs_decide_as_on_ladybug(server, runtime, name, source
     assert on_neo4j.outcome["decision"] == on_ladybug.outcome["decision"]
     assert [o["error"] is None for o in seen_neo4j] == [o["error"] is None for o in seen_ladybug]
 
+
+
+# --- a scenario on the user's own Neo4j-protocol database ------------------------------------------------
+def test_a_scenario_reads_the_users_own_neo4j_database(server, tmp_path):
+    """A plugin scenario whose data is a Neo4j-protocol database (here the server holding the depot's graph, as a
+    user's own database would): every label and relationship type becomes a table, read in read sessions, and the
+    scenario checks and lists its candidates; a wrong password is a clear error that does not show it."""
+    from core.scenarios.command import check
+    from core.scenarios.plugin import FolderScenario
+
+    depot = _depot_db()
+    open_backend("neo4j", depot).close()  # the graph the "user's database" holds
+    s = DatabaseSettings()
+    if s.neo4j_uri not in nb._single:
+        pytest.skip("the server gave the depot's graph a database of its own: the default one is not it")
+    folder = tmp_path / "own-graph"
+    folder.mkdir()
+    manifest = (f'name = "own-graph"\n[data]\nneo4j = "{s.neo4j_uri}"\nuser = "{s.neo4j_user}"\n'
+                f'password = "{s.neo4j_password}"\n[questions]\ntemplate = "Which site should we open?"\n'
+                '[[questions.ask]]\n[candidates]\n'
+                "query = \"SELECT site FROM Site WHERE status = 'candidate' ORDER BY site\"\n")
+    (folder / "scenario.toml").write_text(manifest)
+    kind = FolderScenario(folder)
+    tables = kind.database().tables
+    assert len(tables["Town"].rows) == len(depot.tables["town"].rows)
+    assert len(tables["ROAD"].rows) == len(depot.tables["road"].rows)
+    assert tables["ROAD"].column_names[:2] == ["source_id", "target_id"] and "km" in tables["ROAD"].column_names
+    expected = sorted(r["site"] for r in depot.tables["site"].records() if r["status"] == "candidate")
+    assert kind.candidates(kind.questions()[0], kind.database()) == expected
+    assert check(folder)[0] == []
+    (folder / "scenario.toml").write_text(manifest.replace(s.neo4j_password, "wrong-Secret-123"))
+    problems, _ = check(folder)
+    assert len(problems) == 1 and "neo4j" in problems[0] and "wrong-Secret-123" not in problems[0]
