@@ -34,9 +34,9 @@ from core.benchmark.stats import paired as paired_stats
 from core.benchmark.stats import wilson
 from core.benchmark.trace import CRITICAL
 from core.files import write_atomic
+from core import scenarios
 from core.scenarios import ByScenario
 from core.dqa import DQA_SET
-from core.scenario import SCENARIOS
 from core.secrets import scrub
 
 KIND = {"sql": "RDB", "cypher": "GDB"}
@@ -51,7 +51,7 @@ def _order(name: str, known) -> tuple:
 
 def _frame(results: list[dict]) -> pd.DataFrame:
     """The results in the paper's order (scenario, database, technique as registered; then question)."""
-    df = pd.DataFrame(sorted(results, key=lambda r: (r.get("source", "dqa") != "dqa", _order(r["scenario"], SCENARIOS),
+    df = pd.DataFrame(sorted(results, key=lambda r: (r.get("source", "dqa") != "dqa", _order(r["scenario"], scenarios.names()),
                                                      _order(r["db"], BACKENDS), _order(r["technique"], TECHNIQUES),
                                                      r["model"], r["question"])))
     if df.empty:

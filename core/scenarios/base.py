@@ -83,6 +83,8 @@ class ScenarioType:
     candidate_source = None  # a compiled regex: a query that lists candidates (benchmark heuristic)
     origin: str = "built-in"  # where it was found: built-in, or its folder
     change_caption: str = ""  # shown under the what-if figure
+    graph_nodes: dict = {}  # a DQA-schema graph view of the SQL tables (core.graphdata.graph_from_tables)
+    graph_rels: dict = {}
 
     # --- questions and data ---
     def questions(self, source: str, root=None) -> list:
