@@ -92,6 +92,10 @@ def test_depot_evidence_names_deciding_values():
     values = evidence.deciding_values(q, catalog.database(q))
     tables = {v.table for v in values}
     assert {"road", "demand", "site"} <= tables
+    labels = [v.label for v in values]
+    assert len(set(labels)) == len(labels), "each value named once: a road by both its towns"
+    assert any(v.table == "road" and v.label.count(",") == 1 for v in values)
+    assert all("winter" in v.label for v in values if v.table == "demand")
 
 
 def test_depot_network_marks_best_pick_and_changes():

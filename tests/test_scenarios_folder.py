@@ -111,3 +111,15 @@ def test_benchmark_over_a_user_scenario_of_the_session_folder(folders, monkeypat
     acc = next(d.value for d in at.dataframe if "optimal rate" in d.value.columns)
     rows = acc[acc["scenario"] == "supplier-pick"]
     assert len(rows) == 1 and rows.iloc[0]["n"] == 2 and set(rows["source"]) == {"scenario"}
+
+
+def test_smoke_over_plugin_scenarios_leaves_out_those_without_a_shipped_transcript(folders):
+    """A user scenario without transcripts in the session's folder does not break the smoke benchmark."""
+    from core.benchmark.command import smoke_config
+    from core.benchmark.items import scenarios_of
+
+    mine, _ = folders
+    scenarios.use_folder(mine)
+    config = smoke_config(source="scenario", db="sqlite")
+    assert config.scenario == "depot"
+    assert scenarios_of("depot,supplier-pick", "scenario") == ["depot", "supplier-pick"]

@@ -136,7 +136,10 @@ class ScenarioType:
         """(table, row index, key spellings, who) of the rows whose values may decide the question."""
         out = []
         for t in tables:
-            key_cols = list(t.primary_key) or t.column_names[:1]
+            # without a primary key, a row is named by its text columns (a road by both towns, a demand row by
+            # town and season), else by its first column
+            key_cols = list(t.primary_key) or [c for c, v in zip(t.column_names, t.rows[0] if t.rows else ())
+                                               if isinstance(v, str)] or t.column_names[:1]
             for i, r in enumerate(t.records()):
                 key = tuple((r[c],) for c in key_cols)
                 out.append((t.name, i, key, ", ".join(str(r[c]) for c in key_cols)))
