@@ -182,8 +182,8 @@ def show_results(results: list[dict]) -> None:
         prices = {}
     tables = reports.tables(results, prices)
     sets = ", ".join(sorted({r.get("set") or DQA_SET for r in results}))
-    st.caption(f"Question set: **{sets}**" + ("" if sets == DQA_SET else " (a generated set: the paper's DQA "
-                                                                       "figures are not shown beside it)"))
+    st.caption(f"Question set: **{sets}**" + ("" if sets == DQA_SET else " (not DQA's questions: the paper's "
+                                                                       "figures are not shown beside them)"))
     st.download_button("Export all tables (JSON)", icon=":material/download:", file_name="benchmark-report.json",
                        mime="application/json",
                        data=json.dumps({k: json.loads(v.to_json(orient="records")) for k, v in tables.items()}))

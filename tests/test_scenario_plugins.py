@@ -154,6 +154,11 @@ def test_benchmark_over_depot_questions(tmp_path):
     results = read_all(tmp_path / "bench")
     assert sorted((r["question"], r["decision"], r["correct"]) for r in results) == [(1, "DC-ASH", True),
                                                                                      (2, "DC-BRO", True)]
+    from core.benchmark.reports import paper_layout
+
+    layout = paper_layout(results)
+    assert layout.iloc[0]["depot RDB sqlite"] == 100.0 and layout.iloc[0]["depot average"] == 100.0
+    assert not [c for c in layout.columns if "paper" in c]  # the paper never ran the depot scenario
 
 
 def test_run_settings_name_the_sources_a_scenario_has():
