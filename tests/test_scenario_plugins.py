@@ -362,3 +362,20 @@ def cheap_sites(tables, question):
     q = kind.questions()[0]
     assert kind.candidates(q, kind.database()) == ["DC-ASH", "DC-BRO", "DC-NOR"] and q.answer == "DC-ASH"
     assert command.check(folder)[0] == []
+
+
+def test_planner_examples_come_from_the_declaration(user_scenarios):
+    """REAPER's planner examples are the scenario's own ([planner]), never looked up by scenario name."""
+    from core.agents.reaper_examples import examples
+
+    folder = copy_depot(user_scenarios)
+    toml = folder / "scenario.toml"
+    toml.write_text(toml.read_text() + '\n[planner]\nquestion = "Which site for the spring season?"\n'
+                    'sql = "Step 1: the sites - #E1 = Relational DB[SELECT site, town FROM site]"\n')
+    scenarios.reload()
+    assert examples("depot2", "sql").endswith("#E1 = Relational DB[SELECT site, town FROM site]")
+    assert examples("depot2", "cypher") == "" and examples("depot", "sql") == ""
+    assert "Valdoria" in examples("locating", "sql")
+    toml.write_text(toml.read_text().replace('question = "Which site for the spring season?"\n', ""))
+    with pytest.raises(ScenarioError, match=r"line \d+: \[planner\] needs a question"):
+        FolderScenario(folder)

@@ -85,6 +85,7 @@ class ScenarioType:
     change_caption: str = ""  # shown under the what-if figure
     graph_nodes: dict = {}  # a DQA-schema graph view of the SQL tables (core.graphdata.graph_from_tables)
     graph_rels: dict = {}
+    planner_examples: dict = {}  # language -> (question, plan): REAPER's planner examples (core.agents.reaper_examples)
 
     # --- questions and data ---
     def questions(self, source: str, root=None) -> list:

@@ -76,6 +76,12 @@ class Locating(_DQAType):
 
         return DecisionWords("name")
 
+    @property
+    def planner_examples(self):
+        from core.agents import reaper_examples
+
+        return reaper_examples.LOCATING
+
     def dqa_question(self, number: int, raw: dict):
         """Question ``number`` of DQA's Locating question file."""
         from core.scenario import Question
@@ -178,6 +184,12 @@ class Building(_DQAType):
                             "workers", "pops", "goods", "market", "save", "game"),
             better=("more", "better", "lower", "greater", "larger", "bigger", "further", "stronger", "cheaper"),
             worse=("less", "worse", "higher", "smaller", "fewer", "weaker", "dearer"))
+
+    @property
+    def planner_examples(self):
+        from core.agents import reaper_examples
+
+        return reaper_examples.BUILDING
 
     def dqa_question(self, number: int, raw: dict):
         """Question ``number`` of DQA's Building question file."""
