@@ -379,3 +379,43 @@ def test_planner_examples_come_from_the_declaration(user_scenarios):
     toml.write_text(toml.read_text().replace('question = "Which site for the spring season?"\n', ""))
     with pytest.raises(ScenarioError, match=r"line \d+: \[planner\] needs a question"):
         FolderScenario(folder)
+
+
+@pytest.mark.parametrize("technique, decision", [("singlerag", "DC-BRO"), ("iterrag", "DC-BRO"),
+                                                 ("planrag", "DC-ASH"), ("planrag-norp", "DC-ASH"),
+                                                 ("reaper", "DC-ASH")])
+def test_every_technique_runs_on_depot_from_its_shipped_transcript(tmp_path, technique, decision):
+    """Every technique with a shipped scripted transcript of depot question 1 (SQL) runs to its decision, graded
+    by the depot's simulator, with no failed query."""
+    from core.agents import AgentRuntime, RunSettings
+    from core.replays import replays
+
+    [found] = replays("scenario", "depot", 1, "sql", technique)
+    runtime = AgentRuntime(tmp_path)
+    try:
+        result = runtime.start(RunSettings("depot", 1, "sqlite", technique, found.spec, source="scenario"))
+        events = runtime.store.get(result.run_id).events
+    finally:
+        runtime.close()
+    assert result.status == "finished" and result.outcome["decision"] == decision
+    assert result.outcome["correct"] is (decision == "DC-ASH")
+    assert not [e for e in events if e["kind"] == "observation" and e.get("error")]
+
+
+def test_autoplan_learns_a_depot_plan_and_runs_from_it(tmp_path, monkeypatch, capsys):
+    """AutoPlan on a plugin scenario: a plan trained on question 2 (scripted transcript), then question 1 run
+    from it (the shipped PlanRAG transcript)."""
+    from core.cli import main
+    from core.replays import REPLAY_DIR
+    from tests.page_app import isolate
+
+    isolate(monkeypatch, tmp_path)
+    train = Path(__file__).parent / "transcripts" / "autoplan" / "depot_sql_train.json"
+    assert main(["autoplan", "train", "--scenario", "depot", "--source", "scenario", "--db", "sqlite", "--llm",
+                 f"replay:{train}", "--train", "2", "--batch", "1", "--iterations", "1",
+                 "--reflection", "one-call"]) == 0
+    assert "saved depot plan v1" in capsys.readouterr().out
+    assert main(["run", "--scenario", "depot", "--source", "scenario", "--question", "1", "--db", "sqlite",
+                 "--technique", "autoplan", "--llm",
+                 f"replay:{REPLAY_DIR / 'scenario_depot_1_sql_planrag.json'}"]) == 0
+    assert "finished: decision DC-ASH (correct, rank 1 of 6)" in capsys.readouterr().out
