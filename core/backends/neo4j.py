@@ -307,7 +307,22 @@ async def _load(session: neo4j.AsyncSession, graph: GraphData, token: str, setti
     while await write(f"MATCH (n) WHERE NOT n:{MARKER} WITH n LIMIT {BATCH_ROWS} DETACH DELETE n "
                       "RETURN count(*)"):
         pass
-    await _free_names(session, graph, settings, database)
+    clashes = await _free_names(session, graph, settings, database)
+    try:
+        await _create(session, graph, write)
+    except Neo4jError:
+        if clashes:  # most likely the cause: say so and what to do
+            raise BackendUnavailable(
+                f"the graph database keeps {', '.join(clashes)} from a graph loaded before, as a label where this "
+                "graph needs a relationship type or the reverse, and this server (ArcadeDB?) keeps both in one "
+                "namespace: give each scenario an empty database, or use the local graph server (python -m core "
+                "graph-server start), whose left-over types the workbench drops itself") from None
+        raise
+    await write(f"MATCH (m:{MARKER} {{id: 1}}) WHERE m.owner = $token SET m.state = 'ready' RETURN count(m)")
+
+
+async def _create(session: neo4j.AsyncSession, graph: GraphData, write) -> None:
+    """Index each label's key, then create the nodes and relationships in UNWIND batches (``write`` runs one)."""
     for t in graph.nodes.values():
         try:  # only speeds up the relationship batches; an equivalent index or constraint may already exist
             await (await session.run(f"CREATE INDEX {_q(f'planrag_{t.label}_{t.key}')} IF NOT EXISTS "
@@ -324,29 +339,24 @@ async def _load(session: neo4j.AsyncSession, graph: GraphData, token: str, setti
             await write(f"UNWIND $rows AS row MATCH (a:{_q(src.label)} {{{_q(src.key)}: row.s}}), "
                         f"(b:{_q(dst.label)} {{{_q(dst.key)}: row.d}}) CREATE (a)-[e:{_q(r.type)}]->(b) "
                         "SET e = row.p RETURN count(*)", batch)
-    await write(f"MATCH (m:{MARKER} {{id: 1}}) WHERE m.owner = $token SET m.state = 'ready' RETURN count(m)")
 
 
 async def _free_names(session: neo4j.AsyncSession, graph: GraphData, settings: DatabaseSettings,
-                      database: str | None) -> None:
+                      database: str | None) -> list[str]:
     """In the cleared database, drop the left-over relationship types named like one of the graph's labels and the
     node labels named like one of its relationship types: a server with one namespace for both (ArcadeDB, see
-    core.backends.arcadedb) could not create the graph otherwise. Neo4j lists neither once the data is gone."""
+    core.backends.arcadedb) could not create the graph otherwise. The names it could not drop (another server
+    than the local graph server; on Neo4j, with labels and types apart, they do no harm)."""
     labels = {r[0] async for r in await session.run("CALL db.labels()")}
     types = {r[0] async for r in await session.run("CALL db.relationshipTypes()")}
     clashes = sorted((set(graph.nodes) & types) | (set(graph.rels) & (labels - {MARKER})))
     if not clashes:
-        return
+        return []
     try:
         dropped = await asyncio.to_thread(arcadedb.drop_types, settings, database, clashes)
     except OSError as e:
         raise BackendUnavailable(f"cannot free the names {', '.join(clashes)} in the graph database: {e}") from None
-    if not dropped:
-        raise BackendUnavailable(
-            f"the graph database keeps {', '.join(clashes)} from a graph loaded before, as a label where this graph "
-            "needs a relationship type or the reverse, and this server (ArcadeDB?) keeps both in one namespace: "
-            "give each scenario an empty database, or use the local graph server (python -m core graph-server "
-            "start), whose left-over types the workbench drops itself")
+    return [] if dropped else clashes
 
 
 def forget(key: str) -> None:
