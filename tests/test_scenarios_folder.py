@@ -123,3 +123,14 @@ def test_smoke_over_plugin_scenarios_leaves_out_those_without_a_shipped_transcri
     config = smoke_config(source="scenario", db="sqlite")
     assert config.scenario == "depot"
     assert scenarios_of("depot,supplier-pick", "scenario") == ["depot", "supplier-pick"]
+
+
+def test_a_thread_without_the_sessions_context_still_finds_its_scenario(folders):
+    """A Streamlit fragment's rerun (or any thread that did not inherit the session's context) lists the configured
+    folder, but still finds by name a scenario of a folder some session scanned."""
+    mine, _ = folders
+    assert "supplier-pick" in _names_in(mine)  # a session scanned it
+    assert "supplier-pick" not in scenarios.names()
+    assert scenarios.get("supplier-pick").origin == str((mine / "supplier-pick").resolve())
+    with pytest.raises(KeyError, match="unknown scenario 'nowhere'"):
+        scenarios.get("nowhere")
