@@ -1,10 +1,12 @@
 """PlanRAG Workbench: the Streamlit entry point and page router."""
 import streamlit as st
 
-from core import home
+from core import home, scenarios
 
 # An emoji icon: the browser would fetch a :material/...: favicon from fonts.gstatic.com (the app works offline).
 st.set_page_config(page_title="PlanRAG Workbench", page_icon="🧭", layout="wide")
+# This session's scenarios folder (Settings), for every page.
+scenarios.use_folder(st.session_state.get("scenarios_dir"))
 
 pages = {
     "Decide": [

@@ -32,6 +32,7 @@ PACKAGE = "arcadedb-embedded"
 VERSION = "26.10.2.post1"
 BOLT_PORT, HTTP_PORT = 17687, 12480
 USER = "root"
+DEFAULT_DATABASE = "neo4j"  # the database a Bolt session without one uses
 START_WAIT_S = 60.0
 STOP_WAIT_S = 20.0
 DESCRIPTION = __doc__.split("\n\n")[0]
@@ -184,10 +185,10 @@ def start(bolt_port: int = BOLT_PORT, http_port: int = HTTP_PORT, *, heap_mb: in
     props = {
         "arcadedb.server.rootPath": root, "arcadedb.server.databaseDirectory": root / "databases",
         "arcadedb.server.rootPassword": password, "arcadedb.server.httpIncomingHost": "127.0.0.1",
-        "arcadedb.server.httpIncomingPort": http_port, "arcadedb.server.defaultDatabases": "neo4j[root]",
+        "arcadedb.server.httpIncomingPort": http_port, "arcadedb.server.defaultDatabases": f"{DEFAULT_DATABASE}[root]",
         "arcadedb.server.plugins": "Bolt:com.arcadedb.bolt.BoltProtocolPlugin",
         "arcadedb.bolt.host": "127.0.0.1", "arcadedb.bolt.port": bolt_port,
-        "arcadedb.bolt.defaultDatabase": "neo4j", "arcadedb.command.timeout": round(command_timeout_s * 1000),
+        "arcadedb.bolt.defaultDatabase": DEFAULT_DATABASE, "arcadedb.command.timeout": round(command_timeout_s * 1000),
     }
     command = [str(_java()), f"-Xmx{heap_mb}m", *(f"-D{k}={v}" for k, v in props.items()),
                "-cp", str(_package() / "jars" / "*"), "com.arcadedb.server.ArcadeDBServer"]

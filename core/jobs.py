@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
 
-from core import home
+from core import home, scenarios
 from core import settings as config
 from core.agents.config import Review, RunSettings
 from core.agents.events import Event
@@ -101,7 +101,8 @@ def _launch(job: RunJob, make_runtime: Callable, iterate: Callable[..., Iterator
         for run_id in finished[:max(0, len(finished) - KEEP_JOBS)]:
             del _jobs[run_id]
         _jobs[job.run_id] = job
-    threading.Thread(target=job._drive, args=(make_runtime, iterate), name=f"run-{job.run_id}", daemon=True).start()
+    threading.Thread(target=scenarios.in_context(job._drive), args=(make_runtime, iterate), name=f"run-{job.run_id}",
+                     daemon=True).start()
     return job
 
 

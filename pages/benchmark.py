@@ -35,13 +35,18 @@ ACCURACY_COLUMNS = ["source", "scenario", "db", "technique", "model", "n", "corr
 
 
 def smoke_start() -> None:
-    """A benchmark without a model: the demo questions played from the shipped scripted transcripts."""
-    st.caption("No model? The smoke benchmark plays demo question 1 of each scenario from the scripted transcripts "
-               "shipped in assets/replays (PlanRAG and IterRAG, SQLite): the whole pipeline in seconds, results "
-               "under **smoke**.")
-    if st.button("Run the smoke benchmark", icon=":material/science:", key="bench_smoke"):
+    """A benchmark without a model: question 1 of the demo scenarios or of the plugin scenarios, played from the
+    shipped scripted transcripts."""
+    st.caption("No model? The smoke benchmark plays question 1 of each demo scenario, or of each plugin scenario "
+               "with a transcript, from the scripted transcripts shipped in assets/replays (PlanRAG and IterRAG, "
+               "SQLite): the whole pipeline in seconds, results under **smoke** (or **smoke-scenario**).")
+    left, right = st.columns([2, 3], vertical_alignment="bottom")
+    source = left.segmented_control("Smoke questions", ["demo", "scenario"], default="demo", required=True,
+                                    format_func={"demo": "Demo scenarios", "scenario": "Plugin scenarios"}.get,
+                                    key="bench_smoke_source")
+    if right.button("Run the smoke benchmark", icon=":material/science:", key="bench_smoke"):
         try:
-            job = jobs.start(smoke_config())
+            job = jobs.start(smoke_config(source=source, db="sqlite" if source == "scenario" else None))
         except (BenchError, LLMError, ValueError, DQAError) as e:
             st.error(str(e))
         else:
@@ -49,6 +54,7 @@ def smoke_start() -> None:
 
 
 def start_form() -> None:
+    scenarios.use_folder(st.session_state.get("scenarios_dir"))  # the session's (Settings), also when run alone
     llm = session_llm()
     with st.form("bench_start"):
         source = st.segmented_control("Questions", list(SOURCES), default="dqa", format_func=SOURCES.get,
@@ -176,8 +182,8 @@ def show_results(results: list[dict]) -> None:
         prices = {}
     tables = reports.tables(results, prices)
     sets = ", ".join(sorted({r.get("set") or DQA_SET for r in results}))
-    st.caption(f"Question set: **{sets}**" + ("" if sets == DQA_SET else " (a generated set: the paper's DQA "
-                                                                       "figures are not shown beside it)"))
+    st.caption(f"Question set: **{sets}**" + ("" if sets == DQA_SET else " (not DQA's questions: the paper's "
+                                                                       "figures are not shown beside them)"))
     st.download_button("Export all tables (JSON)", icon=":material/download:", file_name="benchmark-report.json",
                        mime="application/json",
                        data=json.dumps({k: json.loads(v.to_json(orient="records")) for k, v in tables.items()}))

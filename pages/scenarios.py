@@ -17,6 +17,7 @@ def show(table, height: int) -> None:
 
 
 st.title("Scenarios")
+scenarios.use_folder(st.session_state.get("scenarios_dir"))  # the session's (Settings), also when run alone
 
 def first_with_questions(sources: list[str], scenario: str) -> str:
     """The first of ``sources`` that has questions of ``scenario`` here (DQA only when its directory is set), else

@@ -1,13 +1,15 @@
-"""Settings for this session: the language model, the database connections and the DQA directory, each with a
-test. The API key and passwords stay in the session; the environment gives the defaults."""
+"""Settings for this session: the language model, the database connections, the DQA directory and the scenarios
+folder, each with a test. The API key and passwords stay in the session; the environment gives the defaults."""
 from dataclasses import replace
 
 import streamlit as st
 
 from core.backends.registry import BACKENDS, unavailable
+from core import scenarios
 from core.checks import check_dqa, check_llm
 from core.dqa import DQAError
 from core.llm import REPLAY_PREFIX, LLMError
+from core.scenarios.command import check_folder
 from core.settings import DatabaseSettings
 from pages.common import dqa_root, session_db, session_limits, session_llm, session_reviewer
 from pages.limit_inputs import limit_inputs
@@ -24,6 +26,23 @@ def show_results(section: str, results: list[tuple[str, str]] | None = None) -> 
         remembered[section] = results
     for kind, message in remembered.get(section, []):
         getattr(st, kind)(message, icon=ICONS[kind])
+
+
+def scenario_check(folder) -> list[tuple[str, str]]:
+    """What ``scenario check`` says of each scenario in ``folder``, and what kept the registry from loading one
+    (e.g. a name already used), as (kind, message) results."""
+    results, said = [], set()
+    for path, problems, facts in check_folder(folder):
+        said.update(problems)
+        if problems:
+            results.append(("error", f"**{path.name}** cannot be used:\n" + "\n".join(f"- {p}" for p in problems)))
+        else:
+            results.append(("success", f"**{path.name}**: {facts[0]}. Candidates and simulator checked on every "
+                                      "question."))
+    results += [("error", problem) for problem in scenarios.problems() if problem not in said]
+    if not results:
+        results.append(("warning", f"No scenario in `{folder}` (`python -m core scenario new NAME` writes one)."))
+    return results
 
 
 st.title("Settings")
@@ -124,6 +143,20 @@ if st.button("Use and test", key="dqa_test"):
     except DQAError as e:
         tested = [("error", str(e))]
 show_results("dqa", tested)
+
+st.subheader("Scenarios folder")
+folder = st.text_input("Your scenarios", str(scenarios.scenarios_dir()), key="scenarios_dir_input",
+                       help="One folder per scenario, each with a scenario.toml (docs/scenarios.md); default: "
+                            "PLANRAG_SCENARIOS, else scenarios/ in the project home.")
+tested = None
+if st.button("Use and check", key="scenarios_dir_use"):
+    chosen_folder = folder.strip() or None
+    st.session_state["scenarios_dir"] = chosen_folder
+    scenarios.use_folder(chosen_folder)
+    scenarios.reload()
+    with st.spinner("Checking every scenario: data, questions, candidates, simulator..."):
+        tested = [(kind, message) for kind, message in scenario_check(scenarios.scenarios_dir())]
+show_results("scenarios", tested)
 
 st.subheader("Reviewer")
 name = st.text_input("Your name", session_reviewer(), key="reviewer_input",

@@ -287,13 +287,42 @@ def test_client_side_deadline_stops_a_query_the_server_lets_run(server, dbs, mon
     assert _one(backend, "MATCH (n:Trade_node) RETURN count(n)") == 80
 
 
+def _depot_db():
+    from core import catalog
+
+    return catalog.database(catalog.question("scenario", "depot", 1))
+
+
+def test_a_label_left_over_as_a_relationship_type_is_freed(server, dbs):
+    """Building's relationship type Demand, then the depot's node label Demand, then Building again: a server with
+    one namespace for labels and relationship types (ArcadeDB keeps a type after its data is cleared) still loads
+    each graph whole."""
+    depot = _depot_db()
+    for db, label in ((dbs["bld1"], "Building"), (depot, "Demand"), (dbs["bld1"], "Building")):
+        backend = open_backend("neo4j", db)
+        assert _graph_counts(backend, db) == _counts(db), label
+        backend.close()
+
+
+def test_a_clash_it_cannot_free_is_a_clear_error(server, dbs, monkeypatch):
+    """On a server whose left-over types the workbench cannot drop (another ArcadeDB server than the local one),
+    a clash is reported with the names and the way out; on Neo4j (no clash) the graph loads."""
+    from core.backends import arcadedb
+
+    open_backend("neo4j", dbs["bld1"]).close()
+    monkeypatch.setattr(arcadedb, "local_server", lambda settings: None)
+    depot = _depot_db()
+    try:
+        backend = open_backend("neo4j", depot)
+    except BackendUnavailable as e:
+        assert "Demand" in str(e) and "empty database" in str(e)
+    else:
+        assert _graph_counts(backend, depot) == _counts(depot)
+        backend.close()
+
+
 # --- the agents' replayed Cypher runs -----------------------------------------------------------------
-#: A known defect, open in issue 16: a plugin scenario's graph (depot) decides as on Ladybug when it is the first
-#: graph the Neo4j-protocol server holds, but not after other questions' graphs were loaded into that database.
-PLUGIN_ON_SHARED_SERVER = pytest.mark.xfail(reason="plugin scenario graph after other graphs on one Neo4j database "
-                                                   "(issue 16, open)", strict=False)
-REPLAYS = sorted([pytest.param(p.name, p.stem.split("_")[0], p, id=p.name,
-                               marks=[PLUGIN_ON_SHARED_SERVER] if p.name.startswith("scenario_") else [])
+REPLAYS = sorted([pytest.param(p.name, p.stem.split("_")[0], p, id=p.name)
                   for p in (ROOT / "assets" / "replays").glob("*_cypher_*.json")]
                  + [pytest.param(p.name, "dqa", p, id=p.name)
                     for p in (ROOT / "tests" / "transcripts").glob("*_cypher_*.json") if "malformed" not in p.name],
@@ -330,3 +359,36 @@ def test_replayed_cypher_runs_decide_as_on_ladybug(server, runtime, name, source
     assert on_neo4j.outcome["decision"] == on_ladybug.outcome["decision"]
     assert [o["error"] is None for o in seen_neo4j] == [o["error"] is None for o in seen_ladybug]
 
+
+
+# --- a scenario on the user's own Neo4j-protocol database ------------------------------------------------
+def test_a_scenario_reads_the_users_own_neo4j_database(server, tmp_path):
+    """A plugin scenario whose data is a Neo4j-protocol database (here the server holding the depot's graph, as a
+    user's own database would): every label and relationship type becomes a table, read in read sessions, and the
+    scenario checks and lists its candidates; a wrong password is a clear error that does not show it."""
+    from core.scenarios.command import check
+    from core.scenarios.plugin import FolderScenario
+
+    depot = _depot_db()
+    open_backend("neo4j", depot).close()  # the graph the "user's database" holds
+    s = DatabaseSettings()
+    if s.neo4j_uri not in nb._single:
+        pytest.skip("the server gave the depot's graph a database of its own: the default one is not it")
+    folder = tmp_path / "own-graph"
+    folder.mkdir()
+    manifest = (f'name = "own-graph"\n[data]\nneo4j = "{s.neo4j_uri}"\nuser = "{s.neo4j_user}"\n'
+                f'password = "{s.neo4j_password}"\n[questions]\ntemplate = "Which site should we open?"\n'
+                '[[questions.ask]]\n[candidates]\n'
+                "query = \"SELECT site FROM Site WHERE status = 'candidate' ORDER BY site\"\n")
+    (folder / "scenario.toml").write_text(manifest)
+    kind = FolderScenario(folder)
+    tables = kind.database().tables
+    assert len(tables["Town"].rows) == len(depot.tables["town"].rows) and nb.MARKER not in tables
+    assert len(tables["ROAD"].rows) == len(depot.tables["road"].rows)
+    assert tables["ROAD"].column_names[:2] == ["source_id", "target_id"] and "km" in tables["ROAD"].column_names
+    expected = sorted(r["site"] for r in depot.tables["site"].records() if r["status"] == "candidate")
+    assert kind.candidates(kind.questions()[0], kind.database()) == expected
+    assert check(folder)[0] == []
+    (folder / "scenario.toml").write_text(manifest.replace(s.neo4j_password, "wrong-Secret-123"))
+    problems, _ = check(folder)
+    assert len(problems) == 1 and "neo4j" in problems[0] and "wrong-Secret-123" not in problems[0]

@@ -105,3 +105,18 @@ def test_benchmark_over_depot_questions_from_the_page(home):
     assert job.bench.progress.done == 2 and job.bench.progress.correct == 2
     acc = next(d.value for d in at.dataframe if "optimal rate" in d.value.columns)
     assert set(acc["scenario"]) == {"depot"} and set(acc["source"]) == {"scenario"} and acc["paper"].isna().all()
+
+
+def test_smoke_benchmark_over_the_plugin_scenarios_from_the_page(home):
+    from core.benchmark import jobs as bench_jobs
+
+    at = open_page("pages/benchmark.py", None)
+    at.segmented_control(key="bench_smoke_source").set_value("scenario")
+    at.button(key="bench_smoke").click().run()
+    assert not at.exception and not at.error
+    job = bench_jobs.jobs()[-1]
+    job._thread.join(120)
+    at.run()
+    assert job.bench.directory.name == "smoke-scenario" and job.bench.progress.done == 2
+    acc = next(d.value for d in at.dataframe if "optimal rate" in d.value.columns)
+    assert set(acc["scenario"]) == {"depot"} and set(acc["technique"]) == {"planrag", "iterrag"}

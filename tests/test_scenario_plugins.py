@@ -92,6 +92,10 @@ def test_depot_evidence_names_deciding_values():
     values = evidence.deciding_values(q, catalog.database(q))
     tables = {v.table for v in values}
     assert {"road", "demand", "site"} <= tables
+    labels = [v.label for v in values]
+    assert len(set(labels)) == len(labels), "each value named once: a road by both its towns"
+    assert any(v.table == "road" and v.label.count(",") == 1 for v in values)
+    assert all("winter" in v.label for v in values if v.table == "demand")
 
 
 def test_depot_network_marks_best_pick_and_changes():
@@ -150,6 +154,11 @@ def test_benchmark_over_depot_questions(tmp_path):
     results = read_all(tmp_path / "bench")
     assert sorted((r["question"], r["decision"], r["correct"]) for r in results) == [(1, "DC-ASH", True),
                                                                                      (2, "DC-BRO", True)]
+    from core.benchmark.reports import paper_layout
+
+    layout = paper_layout(results)
+    assert layout.iloc[0]["depot RDB sqlite"] == 100.0 and layout.iloc[0]["depot average"] == 100.0
+    assert not [c for c in layout.columns if "paper" in c]  # the paper never ran the depot scenario
 
 
 def test_run_settings_name_the_sources_a_scenario_has():
@@ -353,3 +362,60 @@ def cheap_sites(tables, question):
     q = kind.questions()[0]
     assert kind.candidates(q, kind.database()) == ["DC-ASH", "DC-BRO", "DC-NOR"] and q.answer == "DC-ASH"
     assert command.check(folder)[0] == []
+
+
+def test_planner_examples_come_from_the_declaration(user_scenarios):
+    """REAPER's planner examples are the scenario's own ([planner]), never looked up by scenario name."""
+    from core.agents.reaper_examples import examples
+
+    folder = copy_depot(user_scenarios)
+    toml = folder / "scenario.toml"
+    toml.write_text(toml.read_text() + '\n[planner]\nquestion = "Which site for the spring season?"\n'
+                    'sql = "Step 1: the sites - #E1 = Relational DB[SELECT site, town FROM site]"\n')
+    scenarios.reload()
+    assert examples("depot2", "sql").endswith("#E1 = Relational DB[SELECT site, town FROM site]")
+    assert examples("depot2", "cypher") == "" and examples("depot", "sql") == ""
+    assert "Valdoria" in examples("locating", "sql")
+    toml.write_text(toml.read_text().replace('question = "Which site for the spring season?"\n', ""))
+    with pytest.raises(ScenarioError, match=r"line \d+: \[planner\] needs a question"):
+        FolderScenario(folder)
+
+
+@pytest.mark.parametrize("technique, decision", [("singlerag", "DC-BRO"), ("iterrag", "DC-BRO"),
+                                                 ("planrag", "DC-ASH"), ("planrag-norp", "DC-ASH"),
+                                                 ("reaper", "DC-ASH")])
+def test_every_technique_runs_on_depot_from_its_shipped_transcript(tmp_path, technique, decision):
+    """Every technique with a shipped scripted transcript of depot question 1 (SQL) runs to its decision, graded
+    by the depot's simulator, with no failed query."""
+    from core.agents import AgentRuntime, RunSettings
+    from core.replays import replays
+
+    [found] = replays("scenario", "depot", 1, "sql", technique)
+    runtime = AgentRuntime(tmp_path)
+    try:
+        result = runtime.start(RunSettings("depot", 1, "sqlite", technique, found.spec, source="scenario"))
+        events = runtime.store.get(result.run_id).events
+    finally:
+        runtime.close()
+    assert result.status == "finished" and result.outcome["decision"] == decision
+    assert result.outcome["correct"] is (decision == "DC-ASH")
+    assert not [e for e in events if e["kind"] == "observation" and e.get("error")]
+
+
+def test_autoplan_learns_a_depot_plan_and_runs_from_it(tmp_path, monkeypatch, capsys):
+    """AutoPlan on a plugin scenario: a plan trained on question 2 (scripted transcript), then question 1 run
+    from it (the shipped PlanRAG transcript)."""
+    from core.cli import main
+    from core.replays import REPLAY_DIR
+    from tests.page_app import isolate
+
+    isolate(monkeypatch, tmp_path)
+    train = Path(__file__).parent / "transcripts" / "autoplan" / "depot_sql_train.json"
+    assert main(["autoplan", "train", "--scenario", "depot", "--source", "scenario", "--db", "sqlite", "--llm",
+                 f"replay:{train}", "--train", "2", "--batch", "1", "--iterations", "1",
+                 "--reflection", "one-call"]) == 0
+    assert "saved depot plan v1" in capsys.readouterr().out
+    assert main(["run", "--scenario", "depot", "--source", "scenario", "--question", "1", "--db", "sqlite",
+                 "--technique", "autoplan", "--llm",
+                 f"replay:{REPLAY_DIR / 'scenario_depot_1_sql_planrag.json'}"]) == 0
+    assert "finished: decision DC-ASH (correct, rank 1 of 6)" in capsys.readouterr().out

@@ -15,9 +15,10 @@ _LOCATING_Q = ('We rule "Valdoria", whose home node is "saltmarsh", and have a s
                "trade node does it raise our profit at home the most?")
 _BUILDING_Q = "If one building's level went up by 5, which building id would bring the price of ceramics down the most?"
 
-#: (scenario, language) -> (question, plan): the example plans, in the planner's format.
-EXAMPLES: dict[tuple[str, str], tuple[str, str]] = {
-    ("locating", "sql"): (_LOCATING_Q, "\n".join([
+#: language -> (question, plan): the example plans of the DQA scenarios, in the planner's format; a scenario type
+#: gives its own as ``planner_examples`` (core.scenarios.dqa_kinds).
+LOCATING: dict[str, tuple[str, str]] = {
+    "sql": (_LOCATING_Q, "\n".join([
         "Step 1: the nodes that flow into the home node - #E1 = Relational DB[SELECT source FROM flow WHERE "
         "dest = 'saltmarsh']",
         "Step 2: the nodes that flow into those - #E2 = Relational DB[SELECT source FROM flow WHERE dest IN (#E1)]",
@@ -30,7 +31,7 @@ EXAMPLES: dict[tuple[str, str], tuple[str, str]] = {
         "has_merchant, base_trading_power, calculated_trading_power FROM node_country WHERE country_name = "
         "'Valdoria']",
     ])),
-    ("locating", "cypher"): (_LOCATING_Q, "\n".join([
+    "cypher": (_LOCATING_Q, "\n".join([
         "Step 1: the nodes that flow into the home node - #E1 = Graph DB[MATCH (u:Trade_node)-[:source]->"
         "(h:Trade_node {name: 'saltmarsh'}) RETURN u.name]",
         "Step 2: the nodes that flow into those - #E2 = Graph DB[MATCH (u:Trade_node)-[:source]->(d:Trade_node) "
@@ -44,7 +45,9 @@ EXAMPLES: dict[tuple[str, str], tuple[str, str]] = {
         "'Valdoria'})-[r:NodeCountry]->(t:Trade_node) RETURN t.name, r.is_home, r.has_merchant, "
         "r.base_trading_power, r.calculated_trading_power]",
     ])),
-    ("building", "sql"): (_BUILDING_Q, "\n".join([
+}
+BUILDING: dict[str, tuple[str, str]] = {
+    "sql": (_BUILDING_Q, "\n".join([
         "Step 1: the code of the goods - #E1 = Relational DB[SELECT code FROM goods WHERE goods_name = 'ceramics']",
         "Step 2: the buildings that supply it - #E2 = Relational DB[SELECT building_id FROM supply WHERE "
         "goods_id = #E1]",
@@ -59,7 +62,7 @@ EXAMPLES: dict[tuple[str, str], tuple[str, str]] = {
         "Step 7: the other buildings' demand for the goods - #E7 = Relational DB[SELECT building_id, max_demand, "
         "current_input FROM demand WHERE goods_id = #E1]",
     ])),
-    ("building", "cypher"): (_BUILDING_Q, "\n".join([
+    "cypher": (_BUILDING_Q, "\n".join([
         "Step 1: the buildings that supply the goods - #E1 = Graph DB[MATCH (b:Building)-[:Supply]->"
         "(g:Goods {name: 'ceramics'}) RETURN b.id]",
         "Step 2: their names, levels and everything they supply - #E2 = Graph DB[MATCH (b:Building)-[s:Supply]->"
@@ -75,9 +78,19 @@ EXAMPLES: dict[tuple[str, str], tuple[str, str]] = {
 }
 
 
+def all_examples() -> dict[tuple[str, str], tuple[str, str]]:
+    """(scenario, language) -> (question, plan): every scenario type's example plans."""
+    from core import scenarios
+
+    return {(kind.name, language): example for kind in scenarios.all_types()
+            for language, example in kind.planner_examples.items()}
+
+
 def examples(scenario: str, language: str) -> str:
     """The planner prompt's examples for a scenario's schema in a query language ("" when there are none)."""
-    found = EXAMPLES.get((scenario, language))
+    from core import scenarios
+
+    found = scenarios.get(scenario).planner_examples.get(language)
     if not found:
         return ""
     question, plan = found

@@ -39,6 +39,7 @@ import neo4j.graph
 import neo4j.time
 from neo4j.exceptions import DriverError, Neo4jError, TransientError
 
+from core.backends import arcadedb
 from core.backends.base import (DEFAULT_ROW_CAP, DEFAULT_TIMEOUT_S, MAX_CELL_CHARS, BackendUnavailable, QueryError,
                                 QueryResult, QuerySyntaxError, QueryTimeout, RefusedWrite, cap_cell)
 from core.backends.cypher_dialect import check_neo4j, prepare, schema_text
@@ -180,10 +181,10 @@ def open_database(database: Database, settings: DatabaseSettings) -> Neo4jBacken
     driver, uri = _driver(settings), settings.neo4j_uri
     try:
         target = _call(_target_database(driver, uri, database.key))
-        _ensure(driver, uri, target, database)
+        _ensure(driver, settings, target, database)
     except (DriverError, Neo4jError, _LostClaim) as e:
         raise BackendUnavailable(f"cannot load the graph into Neo4j at {uri}: {e}") from None
-    return Neo4jBackend(driver, uri, target, database)
+    return Neo4jBackend(driver, settings, target, database)
 
 
 def _q(name: str) -> str:
@@ -204,16 +205,16 @@ async def _target_database(driver: neo4j.AsyncDriver, uri: str, key: str) -> str
     return name
 
 
-def _ensure(driver: neo4j.AsyncDriver, uri: str, database: str | None, data: Database) -> bool:
+def _ensure(driver: neo4j.AsyncDriver, settings: DatabaseSettings, database: str | None, data: Database) -> bool:
     """Make the database hold ``data``'s graph unless it already does; whether it loaded it."""
-    gate = _gate(uri, database)
+    gate = _gate(settings.neo4j_uri, database)
     force = data.key in _reload
     if not force:
         with gate.read():
             if _call(_holds(driver, database, data.key)):
                 return False
     with gate.write():
-        loaded = _call(_load_unless_held(driver, database, data, force))
+        loaded = _call(_load_unless_held(driver, database, data, force, settings))
     _reload.discard(data.key)
     return loaded
 
@@ -224,7 +225,8 @@ async def _holds(driver: neo4j.AsyncDriver, database: str | None, key: str) -> b
     return record["key"] == key and record["state"] == "ready"
 
 
-async def _load_unless_held(driver: neo4j.AsyncDriver, database: str | None, data: Database, force: bool) -> bool:
+async def _load_unless_held(driver: neo4j.AsyncDriver, database: str | None, data: Database, force: bool,
+                            settings: DatabaseSettings) -> bool:
     token, deadline = uuid.uuid4().hex, time.monotonic() + LOAD_WAIT_S
     async with driver.session(database=database) as session:
         await (await session.run(f"CREATE CONSTRAINT planrag_marker IF NOT EXISTS "
@@ -243,7 +245,7 @@ async def _load_unless_held(driver: neo4j.AsyncDriver, database: str | None, dat
         if verdict == "ready":
             return False
         try:
-            await _load(session, data.graph, token)
+            await _load(session, data.graph, token, settings, database)
         except BaseException:
             try:  # let the next client load at once instead of waiting for this load to go stale
                 await (await session.run(f"MATCH (m:{MARKER} {{id: 1}}) WHERE m.owner = $token "
@@ -295,15 +297,32 @@ def _batches(rows: list) -> list[list]:
     return [rows[i:i + BATCH_ROWS] for i in range(0, len(rows), BATCH_ROWS)]
 
 
-async def _load(session: neo4j.AsyncSession, graph: GraphData, token: str) -> None:
-    """Clear the database (but the marker), index each label's key, create the nodes and relationships with
-    UNWIND batches, then mark the graph ready."""
+async def _load(session: neo4j.AsyncSession, graph: GraphData, token: str, settings: DatabaseSettings,
+                database: str | None) -> None:
+    """Clear the database (but the marker) and free the names the graph needs, index each label's key, create the
+    nodes and relationships with UNWIND batches, then mark the graph ready."""
     async def write(query: str, rows: list | None = None) -> int:
         return await session.execute_write(_step, token, query, rows)
 
     while await write(f"MATCH (n) WHERE NOT n:{MARKER} WITH n LIMIT {BATCH_ROWS} DETACH DELETE n "
                       "RETURN count(*)"):
         pass
+    clashes = await _free_names(session, graph, settings, database)
+    try:
+        await _create(session, graph, write)
+    except Neo4jError:
+        if clashes:  # most likely the cause: say so and what to do
+            raise BackendUnavailable(
+                f"the graph database keeps {', '.join(clashes)} from a graph loaded before, as a label where this "
+                "graph needs a relationship type or the reverse, and this server (ArcadeDB?) keeps both in one "
+                "namespace: give each scenario an empty database, or use the local graph server (python -m core "
+                "graph-server start), whose left-over types the workbench drops itself") from None
+        raise
+    await write(f"MATCH (m:{MARKER} {{id: 1}}) WHERE m.owner = $token SET m.state = 'ready' RETURN count(m)")
+
+
+async def _create(session: neo4j.AsyncSession, graph: GraphData, write) -> None:
+    """Index each label's key, then create the nodes and relationships in UNWIND batches (``write`` runs one)."""
     for t in graph.nodes.values():
         try:  # only speeds up the relationship batches; an equivalent index or constraint may already exist
             await (await session.run(f"CREATE INDEX {_q(f'planrag_{t.label}_{t.key}')} IF NOT EXISTS "
@@ -320,7 +339,24 @@ async def _load(session: neo4j.AsyncSession, graph: GraphData, token: str) -> No
             await write(f"UNWIND $rows AS row MATCH (a:{_q(src.label)} {{{_q(src.key)}: row.s}}), "
                         f"(b:{_q(dst.label)} {{{_q(dst.key)}: row.d}}) CREATE (a)-[e:{_q(r.type)}]->(b) "
                         "SET e = row.p RETURN count(*)", batch)
-    await write(f"MATCH (m:{MARKER} {{id: 1}}) WHERE m.owner = $token SET m.state = 'ready' RETURN count(m)")
+
+
+async def _free_names(session: neo4j.AsyncSession, graph: GraphData, settings: DatabaseSettings,
+                      database: str | None) -> list[str]:
+    """In the cleared database, drop the left-over relationship types named like one of the graph's labels and the
+    node labels named like one of its relationship types: a server with one namespace for both (ArcadeDB, see
+    core.backends.arcadedb) could not create the graph otherwise. The names it could not drop (another server
+    than the local graph server; on Neo4j, with labels and types apart, they do no harm)."""
+    labels = {r[0] async for r in await session.run("CALL db.labels()")}
+    types = {r[0] async for r in await session.run("CALL db.relationshipTypes()")}
+    clashes = sorted((set(graph.nodes) & types) | (set(graph.rels) & (labels - {MARKER})))
+    if not clashes:
+        return []
+    try:
+        dropped = await asyncio.to_thread(arcadedb.drop_types, settings, database, clashes)
+    except OSError as e:
+        raise BackendUnavailable(f"cannot free the names {', '.join(clashes)} in the graph database: {e}") from None
+    return [] if dropped else clashes
 
 
 def forget(key: str) -> None:
@@ -370,8 +406,9 @@ class Neo4jBackend:
     name = "neo4j"
     language = "cypher"
 
-    def __init__(self, driver: neo4j.AsyncDriver, uri: str, database: str | None, data: Database):
-        self._driver, self._uri, self._database, self._data = driver, uri, database, data
+    def __init__(self, driver: neo4j.AsyncDriver, settings: DatabaseSettings, database: str | None, data: Database):
+        self._driver, self._settings, self._database, self._data = driver, settings, database, data
+        self._uri = settings.neo4j_uri
         self._closed = False
 
     def schema_text(self) -> str:
@@ -398,7 +435,7 @@ class Neo4jBackend:
                 # Load and read with the gate held alone, so this process's other questions cannot take the
                 # database back in between (two threads would otherwise reload it in turn for ever).
                 with gate.write():
-                    _call(_load_unless_held(self._driver, self._database, self._data, False))
+                    _call(_load_unless_held(self._driver, self._database, self._data, False, self._settings))
                     try:
                         return _call(self._bounded(text, timeout_s, row_cap, notes))
                     except _Stale:  # another process replaced it meanwhile

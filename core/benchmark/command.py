@@ -27,8 +27,8 @@ SMOKE_TECHNIQUES = ("planrag", "iterrag")
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scenario", default="all",
-                   help="locating, building, a plugin's name (python -m core scenario list), or all (default): every "
-                        "scenario with questions in --source")
+                   help="locating, building, a plugin's name (python -m core scenario list), several separated by "
+                        "commas, or all (default): every scenario with questions in --source")
     p.add_argument("--db", choices=[*BACKENDS, "all"], default="sqlite",
                    help="a backend, or all available ones (default sqlite)")
     p.add_argument("--technique", action="append", choices=list(TECHNIQUES),
@@ -62,15 +62,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def smoke_config(techniques: list[str] | None = None, **kw):
     """The smoke benchmark: demo question 1 of each scenario (``source="scenario"``: question 1 of each plugin
-    scenario), played from the shipped scripted transcripts (assets/replays), results under bench/smoke (or
-    bench/smoke-scenario) unless ``name`` or ``out`` say otherwise; no model, no key."""
+    scenario with a shipped transcript), played from the shipped scripted transcripts (assets/replays), results
+    under bench/smoke (or bench/smoke-scenario) unless ``name`` or ``out`` say otherwise; no model, no key."""
+    from core import scenarios
     from core.benchmark.runner import BenchConfig
     from core.settings import PROJECT_ROOT
 
+    shipped = PROJECT_ROOT / "assets" / "replays"
     kw = {k: v for k, v in kw.items() if v is not None}
     kw.setdefault("source", "demo")
+    if kw["source"] == "scenario" and kw.get("scenario", "all") == "all":  # those with a shipped transcript
+        kw["scenario"] = ",".join(k.name for k in scenarios.all_types() if "scenario" in k.source_keys()
+                                  and any(shipped.glob(f"scenario_{k.name}_1_*.json"))) or "all"
     kw.setdefault("name", "smoke" if kw["source"] == "demo" else f"smoke-{kw['source']}")
-    return BenchConfig(list(techniques or SMOKE_TECHNIQUES), f"replay:{PROJECT_ROOT / 'assets' / 'replays'}",
+    return BenchConfig(list(techniques or SMOKE_TECHNIQUES), f"replay:{shipped}",
                        questions="1", cache=False, **kw)
 
 

@@ -48,12 +48,15 @@ def parse_numbers(text: str) -> list[int]:
 
 
 def scenarios_of(choice: str, source: str = "dqa") -> list[str]:
-    """The scenarios to run: ``all`` is every scenario offering questions from ``source``; a named one must be
-    known and offer them."""
+    """The scenarios to run: ``all`` is every scenario offering questions from ``source``; a named one (or several,
+    separated by commas) must be known and offer them."""
     from core import scenarios
 
     if choice == "all":
         return [k.name for k in scenarios.all_types() if source in k.source_keys()]
+    if "," in choice:
+        return list(dict.fromkeys(name for part in choice.split(",") if part.strip()
+                                  for name in scenarios_of(part.strip(), source)))
     try:
         kind = scenarios.get(choice)
     except KeyError as e:

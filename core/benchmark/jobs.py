@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import threading
 
+from core import scenarios
+
 from core.benchmark.items import BenchError
 from core.benchmark.runner import Bench, BenchConfig
 
@@ -20,7 +22,7 @@ class BenchJob:
         self.bench = bench
         self.error: Exception | None = None
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"bench-{bench.directory.name}", daemon=True)
+        self._thread = threading.Thread(target=scenarios.in_context(self._run), name=f"bench-{bench.directory.name}", daemon=True)
 
     def _run(self) -> None:
         try:

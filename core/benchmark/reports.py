@@ -34,9 +34,9 @@ from core.benchmark.stats import paired as paired_stats
 from core.benchmark.stats import wilson
 from core.benchmark.trace import CRITICAL
 from core.files import write_atomic
+from core import scenarios
 from core.scenarios import ByScenario
 from core.dqa import DQA_SET
-from core.scenario import SCENARIOS
 from core.secrets import scrub
 
 KIND = {"sql": "RDB", "cypher": "GDB"}
@@ -51,7 +51,7 @@ def _order(name: str, known) -> tuple:
 
 def _frame(results: list[dict]) -> pd.DataFrame:
     """The results in the paper's order (scenario, database, technique as registered; then question)."""
-    df = pd.DataFrame(sorted(results, key=lambda r: (r.get("source", "dqa") != "dqa", _order(r["scenario"], SCENARIOS),
+    df = pd.DataFrame(sorted(results, key=lambda r: (r.get("source", "dqa") != "dqa", _order(r["scenario"], scenarios.names()),
                                                      _order(r["db"], BACKENDS), _order(r["technique"], TECHNIQUES),
                                                      r["model"], r["question"])))
     if df.empty:
@@ -222,7 +222,7 @@ def undecided(results: list[dict]) -> pd.DataFrame:
 
 def paper_layout(results: list[dict]) -> pd.DataFrame:
     """Tables 4-5 side by side: a row per technique (and model), accuracy % per scenario and database, their
-    average (Table 4) and the paper's figures in the columns marked ``paper``."""
+    average (Table 4) and, for the scenarios the paper ran, its figures in the columns marked ``paper``."""
     acc = accuracy(results)
     if acc.empty:
         return acc
@@ -230,15 +230,18 @@ def paper_layout(results: list[dict]) -> pd.DataFrame:
     for (qset, source, tech, model), g in acc.groupby(["set", "source", "technique", "model"], sort=False):
         row = {"set": qset, "source": source, "technique": tech, "model": model}
         for scenario, s in g.groupby("scenario", sort=False):
+            in_paper = PAPER_N.get(scenario) is not None  # a scenario the paper ran (no paper column otherwise)
             for r in s.to_dict("records"):
                 cell = f"{scenario} {r['kind']} {r['db']}"
                 row[cell] = r["accuracy"]
                 row[f"{cell} 95% CI, n"] = f"{r['ci95_low']:.1f}–{r['ci95_high']:.1f}, n={r['n']}"
                 row[f"{cell} optimal"] = r["optimal rate"]
-                row[f"{scenario} {r['kind']} paper"] = r["paper"]
+                if in_paper:
+                    row[f"{scenario} {r['kind']} paper"] = r["paper"]
             row[f"{scenario} average"] = round(s["accuracy"].mean(), 1)
-            row[f"{scenario} average paper"] = (paper.AVERAGE.get(scenario, {}).get(tech) if qset == DQA_SET
-                                                else None)
+            if in_paper:
+                row[f"{scenario} average paper"] = (paper.AVERAGE.get(scenario, {}).get(tech) if qset == DQA_SET
+                                                    else None)
         rows.append(row)
     return pd.DataFrame(rows)
 

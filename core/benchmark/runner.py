@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from functools import lru_cache, partial
 from pathlib import Path
 
-from core import catalog
+from core import catalog, scenarios
 from core import home as project_home
 from core import settings as core_settings
 from core.agents import AgentRuntime, Limits, RunSettings, new_run_id
@@ -252,11 +252,11 @@ class Bench:
         dbs = databases_of(config.db, notes)
         if config.source not in catalog.SOURCES:
             raise BenchError(f"unknown question source {config.source!r}; choose {', '.join(catalog.SOURCES)}")
-        scenarios = scenarios_of(config.scenario, config.source)
-        counts = {s: len(catalog.questions(config.source, s, self.root)) for s in scenarios}
+        chosen = scenarios_of(config.scenario, config.source)
+        counts = {s: len(catalog.questions(config.source, s, self.root)) for s in chosen}
         # the question set: DQA, a generated set's name, or the demo scenarios
         self.set_name = catalog.dqa_benchmark(self.root).name if config.source == "dqa" else config.source
-        self.work: WorkList = work_list(scenarios, dbs, config.techniques, self.model, parse_numbers(config.questions),
+        self.work: WorkList = work_list(chosen, dbs, config.techniques, self.model, parse_numbers(config.questions),
                                         counts, notes, config.source)
         if not self.work.items:
             raise BenchError("no questions selected")
@@ -412,7 +412,7 @@ class Bench:
 
         try:
             with ThreadPoolExecutor(self.config.concurrency, thread_name_prefix="bench") as pool:
-                futures = [pool.submit(work, item) for item in self.pending]
+                futures = [pool.submit(scenarios.in_context(work), item) for item in self.pending]
                 try:
                     for future in as_completed(futures):
                         future.result()

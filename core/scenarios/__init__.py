@@ -1,31 +1,57 @@
 """The scenario registry: every decision problem the workbench knows, by name — the two DQA scenarios (built in),
-the plugin scenarios shipped in ``assets/scenarios``, and the user's own, found in the scenarios folder
-(``PLANRAG_SCENARIOS``, default ``scenarios/`` in the project home ``PLANRAG_HOME``). docs/scenarios.md describes a
-plugin folder."""
+the plugin scenarios shipped in ``assets/scenarios``, and the user's own, found in the scenarios folder: the one a
+session chose (``use_folder``, the Settings page), else ``PLANRAG_SCENARIOS``, else ``scenarios/`` in the project
+home ``PLANRAG_HOME``. docs/scenarios.md describes a plugin folder.
+
+The chosen folder is a context variable: it holds in the thread (and Streamlit script run) that chose it, and in
+the threads started with ``in_context`` (a run's or a benchmark's), so sessions with different folders never see
+each other's scenarios. Each folder is scanned once (``reload`` scans again)."""
 from __future__ import annotations
 
+import contextvars
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from pathlib import Path
 
+from core import settings
 from core.scenarios.base import Effect, Registry, ScenarioType, Source, ViewOption
 from core.scenarios.dqa_kinds import Building, Locating
 from core.scenarios.plugin import MANIFEST, FolderScenario, ScenarioError
-from core.settings import PROJECT_ROOT, scenarios_dir
+from core.settings import PROJECT_ROOT
 
 __all__ = ["Effect", "FolderScenario", "ScenarioError", "ScenarioType", "Source", "ViewOption", "get", "names",
-           "all_types", "problems", "reload", "scenarios_dir", "ByScenario"]
+           "all_types", "problems", "reload", "scenarios_dir", "use_folder", "in_context", "ByScenario"]
 
 BUILTIN_DIR = PROJECT_ROOT / "assets" / "scenarios"
 _LOCK = threading.Lock()
-_REGISTRY: Registry | None = None
+_REGISTRIES: dict[Path, Registry] = {}
+_FOLDER: contextvars.ContextVar[Path | None] = contextvars.ContextVar("planrag_scenarios_folder", default=None)
 
 
-def _scan() -> Registry:
+def scenarios_dir() -> Path:
+    """The scenarios folder in use here: the one chosen by ``use_folder``, else the configured one
+    (core.settings.scenarios_dir)."""
+    return _FOLDER.get() or settings.scenarios_dir()
+
+
+def use_folder(folder: str | Path | None) -> None:
+    """Use ``folder`` as the scenarios folder in this context (None: the configured one)."""
+    _FOLDER.set(Path(folder).expanduser() if folder else None)
+
+
+def in_context(target: Callable) -> Callable:
+    """``target`` wrapped to run in a copy of this context (for a new thread: it then sees this scenarios
+    folder)."""
+    context = contextvars.copy_context()
+    return lambda *args, **kwargs: context.run(target, *args, **kwargs)
+
+
+def _scan(folder: Path) -> Registry:
     reg = Registry({t.name: t for t in (Locating(), Building())})
-    for folder in (BUILTIN_DIR, scenarios_dir()):
-        if not folder.is_dir():
+    for parent in (BUILTIN_DIR, folder):
+        if not parent.is_dir():
             continue
-        for path in sorted(p for p in folder.iterdir() if (p / MANIFEST).is_file()):
+        for path in sorted(p for p in parent.iterdir() if (p / MANIFEST).is_file()):
             try:
                 t = FolderScenario(path)
             except ScenarioError as e:
@@ -39,18 +65,17 @@ def _scan() -> Registry:
 
 
 def _registry() -> Registry:
-    global _REGISTRY
+    folder = scenarios_dir().resolve()
     with _LOCK:
-        if _REGISTRY is None:
-            _REGISTRY = _scan()
-        return _REGISTRY
+        if folder not in _REGISTRIES:
+            _REGISTRIES[folder] = _scan(folder)
+        return _REGISTRIES[folder]
 
 
 def reload() -> None:
     """Forget the scenarios found so far (the next call scans the folders again)."""
-    global _REGISTRY
     with _LOCK:
-        _REGISTRY = None
+        _REGISTRIES.clear()
 
 
 def names() -> list[str]:
@@ -68,11 +93,16 @@ def problems() -> list[str]:
 
 
 def get(name: str) -> ScenarioType:
-    """The scenario type called ``name``; KeyError listing the known ones otherwise."""
+    """The scenario type called ``name`` in this context's folder, else in another folder scanned in this process;
+    KeyError listing the known ones otherwise."""
     types = _registry().types
-    if name not in types:
-        raise KeyError(f"unknown scenario {name!r}; known: {', '.join(types)}")
-    return types[name]
+    if name in types:
+        return types[name]
+    with _LOCK:  # a thread that lost its session's context (e.g. a fragment's rerun): a folder scanned before
+        for registry in _REGISTRIES.values():
+            if name in registry.types:
+                return registry.types[name]
+    raise KeyError(f"unknown scenario {name!r}; known: {', '.join(types)}")
 
 
 class ByScenario(Mapping):

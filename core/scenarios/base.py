@@ -83,6 +83,9 @@ class ScenarioType:
     candidate_source = None  # a compiled regex: a query that lists candidates (benchmark heuristic)
     origin: str = "built-in"  # where it was found: built-in, or its folder
     change_caption: str = ""  # shown under the what-if figure
+    graph_nodes: dict = {}  # a DQA-schema graph view of the SQL tables (core.graphdata.graph_from_tables)
+    graph_rels: dict = {}
+    planner_examples: dict = {}  # language -> (question, plan): REAPER's planner examples (core.agents.reaper_examples)
 
     # --- questions and data ---
     def questions(self, source: str, root=None) -> list:
@@ -134,7 +137,10 @@ class ScenarioType:
         """(table, row index, key spellings, who) of the rows whose values may decide the question."""
         out = []
         for t in tables:
-            key_cols = list(t.primary_key) or t.column_names[:1]
+            # without a primary key, a row is named by its text columns (a road by both towns, a demand row by
+            # town and season), else by its first column
+            key_cols = list(t.primary_key) or [c for c, v in zip(t.column_names, t.rows[0] if t.rows else ())
+                                               if isinstance(v, str)] or t.column_names[:1]
             for i, r in enumerate(t.records()):
                 key = tuple((r[c],) for c in key_cols)
                 out.append((t.name, i, key, ", ".join(str(r[c]) for c in key_cols)))

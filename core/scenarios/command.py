@@ -112,6 +112,18 @@ def check(path: str | Path) -> tuple[list[str], list[str]]:
     return problems, facts
 
 
+def check_folder(folder: str | Path) -> list[tuple[Path, list[str], list[str]]]:
+    """``check`` of every scenario folder (a sub-folder with a scenario.toml) in a scenarios folder: (path,
+    problems, facts) each, in name order; one entry with the problem when ``folder`` is not a folder."""
+    from core.scenarios.plugin import MANIFEST
+
+    folder = Path(folder).expanduser()
+    if not folder.is_dir():
+        return [(folder, [f"{folder}: no such folder (python -m core scenario new NAME creates it with a first "
+                          "scenario)"], [])]
+    return [(path, *check(path)) for path in sorted(p for p in folder.iterdir() if (p / MANIFEST).is_file())]
+
+
 def cmd_check(args) -> int:
     problems, facts = check(args.path)
     for fact in facts:

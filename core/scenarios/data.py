@@ -150,6 +150,7 @@ def read_neo4j(uri: str, user: str = "neo4j", password: str = "") -> Tables:
     import neo4j
 
     from core import secrets
+    from core.backends.neo4j import MARKER
 
     secrets.register(password)
     try:
@@ -158,7 +159,7 @@ def read_neo4j(uri: str, user: str = "neo4j", password: str = "") -> Tables:
             labels = [r[0] for r in session.run("MATCH (n) RETURN DISTINCT labels(n)[0] LIMIT 1000")]
             types = [r[0] for r in session.run("MATCH ()-[r]->() RETURN DISTINCT type(r) LIMIT 1000")]
             tables = {}
-            for label in filter(None, labels):
+            for label in [x for x in labels if x and x != MARKER]:  # PlanRAG's own bookkeeping node left out
                 recs = [(r[0], dict(r[1])) for r in session.run(
                     f"MATCH (n:`{label}`) RETURN elementId(n), properties(n) LIMIT {ROW_CAP}", timeout=TIMEOUT_S)]
                 names = ["node_id", *dict.fromkeys(k for _, p in recs for k in p)]

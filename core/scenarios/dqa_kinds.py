@@ -52,12 +52,35 @@ class Locating(_DQAType):
     critical_columns = ("ingoing", "total_power")
     candidate_source = re.compile(r"\b(?:flow|source)\b", re.I)
     change_caption = "Zoomed to the flows the decision changes; the chart toolbar's autoscale shows the whole network."
+    #: The graph view of its SQL tables, as DQA's .cql files hold it (core.graphdata.graph_from_tables):
+    #: label -> (table, key property, [(property, column)]); type -> (table, source label, source column, target
+    #: label, target column, [(property, column)]).
+    graph_nodes = {
+        "Trade_node": ("trade_node", "name", [("name", "trade_node"), ("local_value", "local_value"),
+                                              ("is_inland", "is_inland"), ("total_power", "total_power"),
+                                              ("outgoing", "outgoing"), ("ingoing", "ingoing")]),
+        "Country": ("country", "name", [("name", "country_name"), ("home_node", "home_node"),
+                                         ("development", "development")]),
+    }
+    graph_rels = {
+        "source": ("flow", "Trade_node", "source", "Trade_node", "dest", [("flow", "flow")]),
+        "NodeCountry": ("node_country", "Country", "country_name", "Trade_node", "trade_node",
+                        [("is_home", "is_home"), ("has_merchant", "has_merchant"),
+                         ("base_trading_power", "base_trading_power"),
+                         ("calculated_trading_power", "calculated_trading_power")]),
+    }
 
     @property
     def words(self):
         from core.scenario import DecisionWords
 
         return DecisionWords("name")
+
+    @property
+    def planner_examples(self):
+        from core.agents import reaper_examples
+
+        return reaper_examples.LOCATING
 
     def dqa_question(self, number: int, raw: dict):
         """Question ``number`` of DQA's Locating question file."""
@@ -136,6 +159,18 @@ class Building(_DQAType):
     paper_n = 101
     critical_columns = ("current_output", "pop_demand")
     candidate_source = re.compile(r"\bsupply\b", re.I)
+    #: The graph view of its SQL tables, as DQA's .cql files hold it (see Locating).
+    graph_nodes = {
+        "Goods": ("goods", "code", [("name", "goods_name"), ("code", "code"), ("base_price", "base_price"),
+                                     ("current_price", "current_price"), ("pop_demand", "pop_demand")]),
+        "Building": ("building", "id", [("id", "id"), ("name", "name"), ("level", "level")]),
+    }
+    graph_rels = {
+        "Supply": ("supply", "Building", "building_id", "Goods", "goods_id",
+                   [("max_supply", "max_supply"), ("current_output", "current_output"), ("level", "level")]),
+        "Demand": ("demand", "Goods", "goods_id", "Building", "building_id",
+                   [("max_demand", "max_demand"), ("current_input", "current_input"), ("level", "level")]),
+    }
 
     @property
     def words(self):
@@ -149,6 +184,12 @@ class Building(_DQAType):
                             "workers", "pops", "goods", "market", "save", "game"),
             better=("more", "better", "lower", "greater", "larger", "bigger", "further", "stronger", "cheaper"),
             worse=("less", "worse", "higher", "smaller", "fewer", "weaker", "dearer"))
+
+    @property
+    def planner_examples(self):
+        from core.agents import reaper_examples
+
+        return reaper_examples.BUILDING
 
     def dqa_question(self, number: int, raw: dict):
         """Question ``number`` of DQA's Building question file."""

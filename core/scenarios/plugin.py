@@ -129,6 +129,10 @@ class FolderScenario(ScenarioType):
                 self._fail("direction", 'simulator.direction must be "min" (lower scores are better) or "max"')
             if not (self.folder / sim["file"]).is_file():
                 self._fail("[simulator]", f"simulator file {sim['file']} not found in {self.folder}")
+        planner = s.get("planner", {})
+        if planner and (not isinstance(planner.get("question"), str)
+                        or not any(isinstance(planner.get(k), str) for k in ("sql", "cypher"))):
+            self._fail("[planner]", "[planner] needs a question and an example plan for sql and/or cypher")
         net = s.get("network", {})
         for n in net.get("nodes", []):
             if "table" not in n:
@@ -136,6 +140,13 @@ class FolderScenario(ScenarioType):
         for e in net.get("edges", []):
             if not all(k in e for k in ("table", "source", "target")):
                 self._fail("[[network.edges]]", "a [[network.edges]] entry needs table, source and target")
+
+    @property
+    def planner_examples(self) -> dict:
+        """``[planner]``: an example question and its retrieval plan per query language, for REAPER's planner."""
+        planner = self.spec.get("planner", {})
+        return {language: (planner["question"], planner[language].strip()) for language in ("sql", "cypher")
+                if isinstance(planner.get(language), str)}
 
     @property
     def words(self):

@@ -1,0 +1,61 @@
+"""ArcadeDB's HTTP API, for the one thing its Bolt server cannot do: ArcadeDB keeps node labels and relationship
+types in one namespace of schema types, and a type outlives its data. After one graph was loaded into a database
+and cleared, a name it used for relationships (DQA Building's ``Demand``) stays a relationship type, and a later
+graph that uses the name as a node label (the depot scenario's ``Demand`` table) cannot be created there ("Type
+'Demand' is not a vertex type"). The Neo4j loader drops such left-over, empty types with ArcadeDB SQL over HTTP.
+
+The HTTP endpoint is known for the local graph server (core.graph_server keeps its ports and password per Bolt
+port); for another ArcadeDB server the loader says which names clash and how to get an empty database.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import urllib.error
+import urllib.request
+from urllib.parse import quote, urlsplit
+
+from core.settings import DatabaseSettings
+
+HTTP_TIMEOUT_S = 10.0
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def local_server(settings: DatabaseSettings):
+    """The local graph server (core.graph_server.Server) that ``settings`` connect to, or None."""
+    from core import graph_server
+
+    try:
+        parts = urlsplit(settings.neo4j_uri or "")
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.hostname not in LOOPBACK or port is None:
+        return None
+    server = graph_server.status(port)
+    if server is None or server.password != settings.neo4j_password or settings.neo4j_user != graph_server.USER:
+        return None
+    return server
+
+
+def drop_types(settings: DatabaseSettings, database: str | None, names: list[str]) -> bool:
+    """Drop the (empty) schema types ``names`` from ``database`` (None: the server's default) of the local graph
+    server ``settings`` connect to; False when that is not a local graph server (nothing dropped). Raises OSError
+    when the server refuses."""
+    from core import graph_server
+
+    server = local_server(settings)
+    if server is None:
+        return False
+    auth = base64.b64encode(f"{graph_server.USER}:{server.password}".encode()).decode()
+    url = f"http://127.0.0.1:{server.http_port}/api/v1/command/{quote(database or graph_server.DEFAULT_DATABASE)}"
+    for name in names:
+        body = json.dumps({"language": "sql", "command": f"DROP TYPE `{name.replace('`', '')}` IF EXISTS"})
+        request = urllib.request.Request(url, body.encode(), {"Authorization": f"Basic {auth}",
+                                                              "Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=HTTP_TIMEOUT_S) as reply:
+                reply.read()
+        except urllib.error.HTTPError as e:
+            raise OSError(f"ArcadeDB refused to drop type {name}: {e.read().decode(errors='replace')[:300]}") from None
+    return True
