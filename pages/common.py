@@ -2,6 +2,7 @@
 
 Keys (set by the Scenarios and Settings pages, read by the others):
 - ``question_ref``: (source, scenario, number) of the selected question;
+- ``hide_answers``: hide the labelled answers (question pickers, network stars) for demos and blind review;
 - ``dqa_dir``: the DQA directory chosen on Settings (else DQA_DIR / ../shared/dqa);
 - ``llm``: a core.llm.LLMSettings for this session (the key stays in the session only);
 - ``db_settings``: a core.settings.DatabaseSettings for this session (MySQL, Neo4j; passwords stay in the session);
@@ -36,6 +37,20 @@ _use_app_navigation()
 def dqa_root():
     """The DQA directory of this session: the Settings page's value, else the configured default."""
     return st.session_state.get("dqa_dir") or dqa_dir()
+
+
+def answers_hidden() -> bool:
+    """Whether this session hides the questions' labelled answers (for demos and blind review; Scenarios page)."""
+    return bool(st.session_state.get("hide_answers"))
+
+
+def question_label(q) -> str:
+    """A question in a picker: its number and target, and its labelled answer unless the session hides them."""
+    from core import scenarios
+
+    label = "" if q.answer is None or answers_hidden() else (
+        f" — label: {scenarios.get(q.scenario).decision_title(q, q.answer)}")
+    return f"{q.number}. {q.target}{label}"
 
 
 def session_llm() -> LLMSettings:

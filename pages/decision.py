@@ -48,13 +48,16 @@ best = ranked.best
 unit = decision.score_name(question)
 placed = place(pick, ranked)
 cells = st.columns(4)
-cells[0].metric("Best decision", str(best.candidate), f"{ranked.gain(best.candidate):+.4g} over no decision",
+cells[0].metric("Best decision", kind.decision_title(question, best.candidate, database),
+                f"{ranked.gain(best.candidate):+.4g} over no decision",
                 delta_color="off", delta_arrow="off", help=names[best.candidate])
-cells[1].metric("Benchmark label", str(question.answer) if question.answer is not None else "none",
+cells[1].metric("Benchmark label", "none" if question.answer is None
+                else kind.decision_title(question, question.answer, database),
                 help="The question's labelled answer; the simulator's label in this mode is "
                      f"{ranked.label() if ranked.label() is not None else 'none'}.")
 if placed:
-    cells[2].metric("Pick", str(pick), f"rank {placed.text()}", delta_color="off", delta_arrow="off",
+    cells[2].metric("Pick", kind.decision_title(question, pick, database), f"rank {placed.text()}",
+                    delta_color="off", delta_arrow="off",
                     help=names[pick])
     cells[3].metric("Regret", f"{placed.regret:.4g}", f"{ranked.relative_regret(pick):.2f}% worse than the best",
                     delta_color="off", delta_arrow="off", help=f"How much worse than the best, in {unit}; 0 for a pick "
@@ -109,8 +112,10 @@ if effect.note:
 figure = kind.network(question, database, pick=chosen, best=best.candidate, pick_label="simulated decision",
                       change=effect.deltas)
 if figure is not None:
-    if kind.change_caption:
-        st.caption(kind.change_caption)
+    meta = figure.layout.meta if isinstance(figure.layout.meta, dict) else {}
+    caption = " ".join(c for c in (meta.get("caption"), kind.change_caption) if c)
+    if caption:
+        st.caption(caption)
     st.plotly_chart(figure, config={"displaylogo": False, "scrollZoom": True})
 biggest = effect.biggest(10)
 if biggest.empty:

@@ -56,6 +56,7 @@ class ViewOption:
     choices: dict
     default: object
     help: str = ""
+    widget: str = "slider"  # "slider" (ordered choices) or "buttons" (a few alternatives)
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,11 @@ class ScenarioType:
         """A display name per candidate."""
         return {c: str(c) for c in self.candidates(question, database)}
 
+    def decision_title(self, question, decision, database=None) -> str:
+        """A decision as a person reads it in a sentence or a metric (``1485 furniture manufactories``); without
+        the database (question lists), what can be said from the decision alone."""
+        return str(decision)
+
     def target(self, question) -> str:
         """A short description of the decision target (question lists)."""
         return question.question.strip().splitlines()[-1][:80] if question.question else question.id
@@ -153,13 +159,25 @@ class ScenarioType:
         return []
 
     def network(self, question, database, *, pick=None, best=None, pick_label: str = "agent's pick",
-                change: dict | None = None, **options):
-        """The data drawn as a network (a plotly Figure), or None when the scenario draws none (tables view)."""
+                change: dict | None = None, around=None, **options):
+        """The data drawn as a network (a plotly Figure), or None when the scenario draws none (tables view).
+        ``around`` (a node id of ``node_names``) centres the view on that node where the view can. A figure may
+        say what it shows in ``layout.meta["caption"]``."""
         return None
+
+    def node_names(self, question, database) -> dict:
+        """The nodes a person can look for by name in the network view (node id -> name); empty when the view
+        offers no search."""
+        return {}
 
     def node_rows(self, database, node_id: str) -> dict:
         """The rows behind a clicked figure node, per table."""
         return {}
+
+    def own_row(self, question, table: str, record: dict) -> bool:
+        """Whether a row of ``table`` is the question's own (the deciding country's, the asked goods'): shown
+        highlighted among a node's rows."""
+        return False
 
 
 @dataclass

@@ -51,7 +51,8 @@ class Locating(_DQAType):
     paper_n = 200
     critical_columns = ("ingoing", "total_power")
     candidate_source = re.compile(r"\b(?:flow|source)\b", re.I)
-    change_caption = "Zoomed to the flows the decision changes; the chart toolbar's autoscale shows the whole network."
+    change_caption = ("Blue edges carry more flow, orange less; an edge that skips columns bows around the nodes it "
+                      "passes.")
 
     @property
     def words(self):
@@ -117,17 +118,32 @@ class Locating(_DQAType):
         ranking = locating_sim.rank(tables, question.country, mode)
         return [ranking.score_of(c) for c in focus]
 
+    def view_options(self):
+        from core import figures
+
+        return [ViewOption("scope", "Show", dict(figures.TRADE_SCOPES), "neighbourhood",
+                           "The neighbourhood: the home node, its upstream nodes within a few hops and the nodes "
+                           "where the country trades (or the node searched for, and its upstream nodes).",
+                           widget="buttons")]
+
     def network(self, question, database, *, pick=None, best=None, pick_label="agent's pick", change=None,
-                **options):
+                around=None, scope="neighbourhood", **options):
         from core import figures
 
         return figures.trade_network(question, database, pick=pick, best=best, pick_label=pick_label,
-                                     flow_change=change)
+                                     flow_change=change, scope=scope,
+                                     around=str(around).removeprefix("trade_node:") if around else None)
+
+    def node_names(self, question, database):
+        return {f"trade_node:{n}": n.replace("_", " ") for n in database.tables["trade_node"].column("trade_node")}
 
     def node_rows(self, database, node_id):
         from core import figures
 
         return figures.node_rows(database, node_id)
+
+    def own_row(self, question, table, record):
+        return record.get("country_name") == question.country
 
 
 class Building(_DQAType):
@@ -177,6 +193,15 @@ class Building(_DQAType):
 
         return {r["id"]: f"{r['id']} {building_title(r['name'])} (level {r['level']})"
                 for r in database.tables["building"].records()}
+
+    def decision_title(self, question, decision, database=None) -> str:
+        from core.figures import building_title
+
+        if database is not None:
+            for r in database.tables["building"].records():
+                if r["id"] == decision:
+                    return f"{r['id']} {building_title(r['name'])}"
+        return f"building {decision}"
 
     def target(self, question) -> str:
         return f"price of {question.goods} in {question.country}"
@@ -233,7 +258,7 @@ class Building(_DQAType):
                            "Those with the largest flows first.")]
 
     def network(self, question, database, *, pick=None, best=None, pick_label="agent's pick", change=None,
-                hops: int = 2, max_per_column: int = 20, **options):
+                around=None, hops: int = 2, max_per_column: int = 20, **options):
         from core import figures
 
         return figures.market(question, database, hops=hops, max_per_column=max_per_column, pick=pick, best=best,
@@ -243,3 +268,8 @@ class Building(_DQAType):
         from core import figures
 
         return figures.node_rows(database, node_id)
+
+    def own_row(self, question, table, record):
+        if table == "goods":
+            return record.get("goods_name") == question.goods
+        return False
