@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import networkx as nx
+import numpy as np
 import plotly.graph_objects as go
 
 from core import network_view
@@ -101,16 +102,12 @@ class _Edge:
 def _edge_traces(edges: list[_Edge], color: str, biggest: float, arrows: bool = True) -> list:
     """Edges as a few line traces (one per width bucket), arrowheads at 60% of each edge pointing along it, and
     invisible markers there carrying the hover text; without ``arrows`` (big networks) one WebGL line trace."""
-    if not arrows:
-        xs, ys = [], []
-        for e in edges:
-            for x, y in e.points():
-                xs.append(round(x, 3))
-                ys.append(round(y, 3))
-            xs.append(None)
-            ys.append(None)
-        return [go.Scattergl(x=xs, y=ys, mode="lines", line=dict(width=0.6, color=color), hoverinfo="skip",
-                             showlegend=False)]
+    if not arrows:  # arrays (NaN between edges) pass plotly's validation quickly
+        xy = np.full((3 * len(edges), 2), np.nan)
+        for i, e in enumerate(edges):
+            xy[3 * i], xy[3 * i + 1] = e.start, e.end
+        return [go.Scattergl(x=xy[:, 0], y=xy[:, 1], mode="lines", line=dict(width=0.6, color=color),
+                             hoverinfo="skip", showlegend=False)]
     buckets: dict[int, tuple[list, list]] = {}
     arrows_x, arrows_y, mids_x, mids_y = [], [], [], []
     for e in edges:
@@ -191,7 +188,7 @@ def _bend(start: tuple[float, float], end: tuple[float, float]) -> float:
     """How far an edge bows: edges spanning more than one column curve, so that they never lie on top of the
     edges and nodes of the columns they cross (a → c over a → b → c on one row)."""
     span = abs(end[0] - start[0])
-    return 0.0 if span <= 1 else min(1.2, 0.3 + 0.15 * (span - 2))
+    return 0.0 if span <= 1 else min(0.6, 0.25 + 0.08 * (span - 2))
 
 
 @lru_cache(maxsize=32)
@@ -284,7 +281,12 @@ def trade_network(question: Question, database: Database, *, pick: str | None = 
         hovertext=[f"<b>{n}</b><br>local value {r['local_value']:.4g}<br>ingoing {r['ingoing']:.4g}"
                    f"<br>total power {r['total_power']:.4g}{'<br>inland' if r['is_inland'] else ''}"
                    for n in shown for r in (records[n],)], hoverinfo="text")
-    if big:  # WebGL markers; labels only where a person looks first
+    if big:  # WebGL markers (arrays, quick to validate); labels only where a person looks first
+        nodes = {**nodes, "x": np.array(nodes["x"]), "y": np.array(nodes["y"]),
+                 "customdata": np.array(nodes["customdata"], dtype=object),
+                 "hovertext": np.array([f"<b>{n}</b><br>value {value[n]:.3g}" for n in shown], dtype=object),
+                 "marker": {**nodes["marker"], "size": np.array(nodes["marker"]["size"]),
+                            "color": np.array(nodes["marker"]["color"], dtype=object)}}
         fig.add_trace(go.Scattergl(mode="markers", **nodes))
         labelled = [n for n in dict.fromkeys([question.home, *present, pick, best, around]) if n in keep]
         fig.add_trace(go.Scatter(x=[pos[n][0] for n in labelled], y=[pos[n][1] for n in labelled], mode="text",
@@ -492,6 +494,7 @@ def market(question: Question, database: Database, *, hops: int = 1, max_per_col
     left, right = min(column.values()), max(column.values())
     room = {True: 1.0, False: 0.35}  # building columns (odd) have their labels outside
     fig = _style(fig, max(480, min(1200, 110 + 24 * max(Counter(column.values()).values()))))
+    fig.layout.meta = {"shown": len(column), "total": len(buildings) + len(prices)}
     return fig.update_xaxes(range=[left - room[left % 2 == 1], right + room[right % 2 == 1]])
 
 

@@ -24,6 +24,13 @@ def keep_hidden() -> None:
 
 def explore_from(key: str, node_id: str) -> None:
     st.session_state[key] = node_id
+    show_default_view()
+
+
+def show_default_view() -> None:
+    """Back to the view's default (a Locating network's neighbourhood, now around the node found)."""
+    for key in [k for k in st.session_state if str(k).startswith("scenarios_view_")]:
+        del st.session_state[key]
 
 
 OWN_ROW = "background-color: #fefcbf"  # the question's own rows (the deciding country's) among a node's rows
@@ -139,7 +146,8 @@ with network:
     if names:
         around = controls[-1].selectbox(f"Find a node ({len(names)})", list(names), index=None,
                                         format_func=names.get, key=find_key, placeholder="Type a name",
-                                        help="Centre the view on this node (the neighbourhood: the node and its upstream nodes).")
+                                        on_change=show_default_view,
+                                        help="Show the node and its upstream nodes (its neighbourhood).")
     figure = kind.network(question, database, best=None if hidden else question.answer, around=around, **chosen)
     if figure is None:
         st.info("This scenario declares no network view: its data is in the **Tables** tab.", icon=":material/table:")
@@ -164,10 +172,11 @@ with network:
         else:
             st.caption("Click a node to see its rows (the question's own highlighted). Drag to pan, scroll to zoom, "
                        "double-click to reset.")
-with tables:
-    for tab, table in zip(st.tabs([f"{t.name} ({len(t.rows)})" for t in database.tables]), database.tables):
-        with tab:
-            show(table, 360)
+with tables:  # one table at a time: a big database's every table would be sent to the browser at each rerun
+    by_name = {t.name: t for t in database.tables}
+    shown = st.segmented_control("Table", list(by_name), default=next(iter(by_name)), required=True,
+                                 format_func=lambda n: f"{n} ({len(by_name[n].rows)})", key=f"scenarios_table_{kind.name}")
+    show(by_name.get(shown) or next(iter(by_name.values())), 360)
 
 note, rescan = st.columns([5, 1], vertical_alignment="center")
 note.caption(f"Your own decision problems: scenario folders in `{scenarios.scenarios_dir()}` (`python -m core "
