@@ -53,6 +53,14 @@ def question_label(q) -> str:
     return f"{q.number}. {q.target}{label}"
 
 
+def decision_metric(column, label: str, kind, question, decision, database, **metric) -> None:
+    """A decision as a metric: its id as the value and its type in the label when the scenario names decisions
+    by both (``Best decision · furniture manufactories``, ``1485``), else its name as the value."""
+    title, key = kind.decision_title(question, decision, database), str(decision)
+    named = title[len(key):].strip() if title.startswith(key) else ""
+    column.metric(f"{label} · {named}" if named else label, key if named else title, **metric)
+
+
 def session_llm() -> LLMSettings:
     """This session's model settings (from Settings), else the environment's."""
     return st.session_state.get("llm") or LLMSettings()

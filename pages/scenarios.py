@@ -6,7 +6,7 @@ import streamlit as st
 from core import catalog, scenarios
 from core.dqa import DQAError
 from core.scenario import candidates
-from pages.common import answers_hidden, dqa_root, question_label, select_question
+from pages.common import answers_hidden, decision_metric, dqa_root, question_label, select_question
 
 
 def show(table, height: int, own=None) -> None:
@@ -120,8 +120,10 @@ with facts:
     if hidden:
         st.metric("Labelled best decision", "hidden", help="Answers are hidden in this session (toggle above).")
     else:
-        st.metric("Labelled best decision", "none" if question.answer is None
-                  else kind.decision_title(question, question.answer, database))
+        if question.answer is None:
+            st.metric("Labelled best decision", "none")
+        else:
+            decision_metric(st, "Labelled best decision", kind, question, question.answer, database)
     st.caption(f"`{question.id}` · source id {question.question_num}"
                + (f" · database {question.database_ref}" if question.database_ref else ""),
                help=f"Database content key `{database.key}`.")
