@@ -58,38 +58,16 @@ class GraphData:
         return {**{k: len(v.rows) for k, v in self.nodes.items()}, **{k: len(v.rows) for k, v in self.rels.items()}}
 
 
-# --- the graph view of the DQA SQL schemas -------------------------------------------------------------
-# label: (table, key property, [(property, column)])
-_NODE_MAPS = {
-    "locating": {
-        "Trade_node": ("trade_node", "name", [("name", "trade_node"), ("local_value", "local_value"),
-                                              ("is_inland", "is_inland"), ("total_power", "total_power"),
-                                              ("outgoing", "outgoing"), ("ingoing", "ingoing")]),
-        "Country": ("country", "name", [("name", "country_name"), ("home_node", "home_node"),
-                                         ("development", "development")]),
-    },
-    "building": {
-        "Goods": ("goods", "code", [("name", "goods_name"), ("code", "code"), ("base_price", "base_price"),
-                                     ("current_price", "current_price"), ("pop_demand", "pop_demand")]),
-        "Building": ("building", "id", [("id", "id"), ("name", "name"), ("level", "level")]),
-    },
-}
-# type: (table, src label, src column, dst label, dst column, [(property, column)])
-_REL_MAPS = {
-    "locating": {
-        "source": ("flow", "Trade_node", "source", "Trade_node", "dest", [("flow", "flow")]),
-        "NodeCountry": ("node_country", "Country", "country_name", "Trade_node", "trade_node",
-                        [("is_home", "is_home"), ("has_merchant", "has_merchant"),
-                         ("base_trading_power", "base_trading_power"),
-                         ("calculated_trading_power", "calculated_trading_power")]),
-    },
-    "building": {
-        "Supply": ("supply", "Building", "building_id", "Goods", "goods_id",
-                   [("max_supply", "max_supply"), ("current_output", "current_output"), ("level", "level")]),
-        "Demand": ("demand", "Goods", "goods_id", "Building", "building_id",
-                   [("max_demand", "max_demand"), ("current_input", "current_input"), ("level", "level")]),
-    },
-}
+# --- the graph view of a SQL schema -------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class GraphMapping:
+    """How a scenario's tables read as a property graph (its kind declares it, e.g. the DQA kinds the mapping the
+    DQA .cql files use). ``nodes``: label -> (table, key property, [(property, column)]); ``rels``: type ->
+    (table, source label, source column, target label, target column, [(property, column)])."""
+
+    nodes: dict
+    rels: dict
 
 
 def _infer_type(values) -> str:
@@ -123,17 +101,21 @@ def _coerce(rows: list[tuple], start: int, names: list[str], notes: list[str], w
     return (list(zip(*columns)) if rows else []), types
 
 
-def graph_from_tables(scenario: str, tables: Tables) -> GraphData:
-    """The graph view of a DQA-schema SQL database (the same mapping the DQA .cql files use)."""
+def graph_from_tables(mapping: GraphMapping | str, tables: Tables) -> GraphData:
+    """The graph view of a SQL database by ``mapping`` (or by the graph mapping of the scenario so named)."""
+    if isinstance(mapping, str):
+        from core import scenarios
+
+        mapping = scenarios.get(mapping).graph_mapping
     nodes, rels, notes = {}, {}, []
-    for label, (table, key, props) in _NODE_MAPS[scenario].items():
+    for label, (table, key, props) in mapping.nodes.items():
         t = tables[table]
         idx = [t.index(col) for _, col in props]
         rows = [tuple(r[i] for i in idx) for r in t.rows]
         names = [p for p, _ in props]
         rows, types = _coerce(rows, 0, names, notes, label, table)
         nodes[label] = NodeTable(label, names, types, key, rows)
-    for rtype, (table, src, scol, dst, dcol, props) in _REL_MAPS[scenario].items():
+    for rtype, (table, src, scol, dst, dcol, props) in mapping.rels.items():
         t = tables[table]
         idx = [t.index(scol), t.index(dcol)] + [t.index(col) for _, col in props]
         rows = [tuple(r[i] for i in idx) for r in t.rows]

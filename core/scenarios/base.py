@@ -84,6 +84,7 @@ class ScenarioType:
     candidate_source = None  # a compiled regex: a query that lists candidates (benchmark heuristic)
     origin: str = "built-in"  # where it was found: built-in, or its folder
     change_caption: str = ""  # shown under the what-if figure
+    graph_mapping = None  # a core.graphdata.GraphMapping: how its SQL tables read as a property graph (DQA kinds)
 
     # --- questions and data ---
     def questions(self, source: str, root=None) -> list:

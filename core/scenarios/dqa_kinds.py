@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from core.graphdata import GraphMapping
 from core.scenarios.base import Effect, ScenarioType, Source, ViewOption
 from sims import building as building_sim
 from sims import locating as locating_sim
@@ -53,6 +54,17 @@ class Locating(_DQAType):
     candidate_source = re.compile(r"\b(?:flow|source)\b", re.I)
     change_caption = ("Blue edges carry more flow, orange less; an edge that skips columns bows around the nodes it "
                       "passes.")
+    graph_mapping = GraphMapping(  # the graph view of its SQL databases, as the DQA .cql files hold it
+        nodes={"Trade_node": ("trade_node", "name", [("name", "trade_node"), ("local_value", "local_value"),
+                                                     ("is_inland", "is_inland"), ("total_power", "total_power"),
+                                                     ("outgoing", "outgoing"), ("ingoing", "ingoing")]),
+               "Country": ("country", "name", [("name", "country_name"), ("home_node", "home_node"),
+                                                ("development", "development")])},
+        rels={"source": ("flow", "Trade_node", "source", "Trade_node", "dest", [("flow", "flow")]),
+              "NodeCountry": ("node_country", "Country", "country_name", "Trade_node", "trade_node",
+                              [("is_home", "is_home"), ("has_merchant", "has_merchant"),
+                               ("base_trading_power", "base_trading_power"),
+                               ("calculated_trading_power", "calculated_trading_power")])})
 
     @property
     def words(self):
@@ -152,6 +164,14 @@ class Building(_DQAType):
     paper_n = 101
     critical_columns = ("current_output", "pop_demand")
     candidate_source = re.compile(r"\bsupply\b", re.I)
+    graph_mapping = GraphMapping(  # the graph view of its SQL databases, as the DQA .cql files hold it
+        nodes={"Goods": ("goods", "code", [("name", "goods_name"), ("code", "code"), ("base_price", "base_price"),
+                                            ("current_price", "current_price"), ("pop_demand", "pop_demand")]),
+               "Building": ("building", "id", [("id", "id"), ("name", "name"), ("level", "level")])},
+        rels={"Supply": ("supply", "Building", "building_id", "Goods", "goods_id",
+                         [("max_supply", "max_supply"), ("current_output", "current_output"), ("level", "level")]),
+              "Demand": ("demand", "Goods", "goods_id", "Building", "building_id",
+                         [("max_demand", "max_demand"), ("current_input", "current_input"), ("level", "level")])})
 
     @property
     def words(self):
