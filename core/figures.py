@@ -304,7 +304,8 @@ def trade_network(question: Question, database: Database, *, pick: str | None = 
     fig.add_traces(_focus_ring(pos, ids, around if around != question.home else None,
                                f"centred on {around}"))
     fig.add_traces(_highlights(pos, ids, pick, best, pick_label))
-    fig = _style(fig, 760 if big else 640)
+    tallest = max(Counter(x for x, _ in pos.values()).values(), default=1)  # nodes in the fullest column
+    fig = _style(fig, 760 if big else max(440, min(640, 160 + 80 * tallest)))
     fig.layout.meta = {"caption": caption, "shown": len(shown), "total": len(records)}
     if scope == "all" and around in pos:  # zoom to the node looked for; the toolbar's autoscale shows all
         _zoom(fig, [pos[around]], margin=3.0, least=(8.0, 12.0))

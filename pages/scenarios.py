@@ -22,15 +22,15 @@ def keep_hidden() -> None:
     st.session_state["hide_answers"] = st.session_state["scenarios_hide_answers"]
 
 
-def explore_from(key: str, node_id: str) -> None:
+def explore_from(key: str, node_id: str, defaults: dict) -> None:
     st.session_state[key] = node_id
-    show_default_view()
+    show_default_view(defaults)
 
 
-def show_default_view() -> None:
-    """Back to the view's default (a Locating network's neighbourhood, now around the node found)."""
-    for key in [k for k in st.session_state if str(k).startswith("scenarios_view_")]:
-        del st.session_state[key]
+def show_default_view(defaults: dict) -> None:
+    """Back to the view's default choices (widget key -> value; a Locating network's neighbourhood, now around the
+    node found)."""
+    st.session_state.update(defaults)
 
 
 OWN_ROW = "background-color: #fefcbf"  # the question's own rows (the deciding country's) among a node's rows
@@ -135,6 +135,7 @@ with network:
     names = kind.node_names(question, database)
     find_key = f"scenarios_find-{question.id}"
     chosen = {}
+    defaults = {f"scenarios_view_{kind.name}_{o.name}": o.default for o in options if o.widget == "buttons"}
     controls = st.columns(len(options) + bool(names)) if options or names else []
     for column, option in zip(controls, options):
         if option.widget == "buttons":
@@ -148,7 +149,7 @@ with network:
     if names:
         around = controls[-1].selectbox(f"Find a node ({len(names)})", list(names), index=None,
                                         format_func=names.get, key=find_key, placeholder="Type a name",
-                                        on_change=show_default_view,
+                                        on_change=show_default_view, args=(defaults,),
                                         help="Show the node and its upstream nodes (its neighbourhood).")
     figure = kind.network(question, database, best=None if hidden else question.answer, around=around, **chosen)
     if figure is None:
@@ -166,7 +167,7 @@ with network:
             title.markdown(f"**{picked[0]}**")
             if names and picked[0] in names and picked[0] != around:
                 explore.button("Explore from here", icon=":material/center_focus_strong:", on_click=explore_from,
-                               args=(find_key, picked[0]), help="Centre the view on this node")
+                               args=(find_key, picked[0], defaults), help="Centre the view on this node")
             for table in rows.values():
                 st.caption(f"{table.name}: {len(table.rows)} rows")
                 show(table, min(320, 38 + 35 * max(1, len(table.rows))),
