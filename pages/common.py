@@ -54,11 +54,17 @@ def question_label(q) -> str:
 
 
 def decision_metric(column, label: str, kind, question, decision, database, **metric) -> None:
-    """A decision as a metric: its id as the value and its type in the label when the scenario names decisions
-    by both (``Best decision · furniture manufactories``, ``1485``), else its name as the value."""
+    """A decision as a metric: its id as the value and its type beside it when the scenario names decisions by
+    both (``1485`` and ``furniture manufactories``: under the value, or in the label when the metric has a delta),
+    else its name as the value."""
     title, key = kind.decision_title(question, decision, database), str(decision)
     named = title[len(key):].strip() if title.startswith(key) else ""
-    column.metric(f"{label} · {named}" if named else label, key if named else title, **metric)
+    if not named:
+        column.metric(label, title, **metric)
+    elif metric.get("delta") is None:
+        column.metric(label, key, **{**metric, "delta": named, "delta_color": "off", "delta_arrow": "off"})
+    else:
+        column.metric(f"{label} · {named}", key, **metric)
 
 
 def session_llm() -> LLMSettings:

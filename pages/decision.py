@@ -47,7 +47,7 @@ if pick is None:
 best = ranked.best
 unit = decision.score_name(question)
 placed = place(pick, ranked)
-cells = st.columns(4)
+cells = st.columns([3, 2, 3, 2])  # room for a decision's type beside its id
 decision_metric(cells[0], "Best decision", kind, question, best.candidate, database,
                 delta=f"{ranked.gain(best.candidate):+.4g} over no decision",
                 delta_color="off", delta_arrow="off", help=names[best.candidate])

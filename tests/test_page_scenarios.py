@@ -47,7 +47,8 @@ def test_dqa_question_with_repaired_defects(dqa_dir):
     assert "has_has_merchant" in defects.markdown[0].value
     at.segmented_control(key="scenarios_scenario").set_value("building").run()
     assert at.session_state["question_ref"] == ("dqa", "building", 1) and not at.exception
-    assert metrics(at)["Labelled best decision · furniture manufactories"] == "1485"  # type and id, never a bare id
+    label = next(m for m in at.metric if m.label == "Labelled best decision")
+    assert (label.value, label.delta) == ("1485", "furniture manufactories")  # id and type, never a bare id
 
 
 def test_choice_kept_when_the_page_is_opened_again():
