@@ -45,12 +45,18 @@ def answers_hidden() -> bool:
 
 
 def question_label(q) -> str:
-    """A question in a picker: its number and target, and its labelled answer unless the session hides them."""
+    """A question in a picker: its number and target, and its labelled answer (``1485 furniture manufactories``)
+    unless the session hides them."""
     from core import scenarios
 
-    label = "" if q.answer is None or answers_hidden() else (
-        f" — label: {scenarios.get(q.scenario).decision_title(q, q.answer)}")
-    return f"{q.number}. {q.target}{label}"
+    if q.answer is None or answers_hidden():
+        return f"{q.number}. {q.target}"
+    kind = scenarios.get(q.scenario)
+    try:  # the databases stay loaded: only a picker's first display reads them
+        database = catalog.database(q, dqa_root()) if kind.titles_need_data else None
+    except DQAError:
+        database = None
+    return f"{q.number}. {q.target} — label: {kind.decision_title(q, q.answer, database)}"
 
 
 def decision_metric(column, label: str, kind, question, decision, database, **metric) -> None:

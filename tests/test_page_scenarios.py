@@ -3,6 +3,7 @@ defects; the network with a clicked node's rows; the tables; the choice kept whe
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from core import catalog, scenarios
 from tests.page_app import open_file
 
 
@@ -82,7 +83,9 @@ def _figure(at) -> dict:
 def test_hide_answers_hides_the_label_everywhere_before_a_run():
     at = open_page(question_ref=("demo", "building", 1))
     question = at.selectbox(key="scenarios_question").value
-    assert "label: building " in at.selectbox(key="scenarios_question").options[0]  # never a bare id
+    title = scenarios.get("building").decision_title(question, question.answer, catalog.database(question))
+    assert at.selectbox(key="scenarios_question").options[0].endswith(f"label: {title}")  # never a bare id
+    assert title != str(question.answer)
     assert "best decision" in {t.get("name") for t in _figure(at)["data"]}
     at.toggle(key="scenarios_hide_answers").set_value(True).run()
     assert at.session_state["hide_answers"] and not at.exception

@@ -111,9 +111,11 @@ class ScenarioType:
         """A display name per candidate."""
         return {c: str(c) for c in self.candidates(question, database)}
 
+    titles_need_data: bool = False  # whether decision_title says more with the question's database
+
     def decision_title(self, question, decision, database=None) -> str:
         """A decision as a person reads it in a sentence or a metric (``1485 furniture manufactories``); without
-        the database (question lists), what can be said from the decision alone."""
+        the database, what can be said from the decision alone."""
         return str(decision)
 
     def target(self, question) -> str:

@@ -214,6 +214,8 @@ class Building(_DQAType):
         return {r["id"]: f"{r['id']} {building_title(r['name'])} (level {r['level']})"
                 for r in database.tables["building"].records()}
 
+    titles_need_data = True
+
     def decision_title(self, question, decision, database=None) -> str:
         from core.figures import building_title
 
