@@ -11,11 +11,12 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
-from statistics import fmean
 
 import networkx as nx
+import numpy as np
 import plotly.graph_objects as go
 
+from core import network_view
 from core.scenario import Database, Question
 from sims.ranking import Ranking
 from sims.tables import Table
@@ -25,10 +26,18 @@ GOODS, SUPPLIER, CONSUMER = "#805ad5", "#38a169", "#dd6b20"  # Building nodes (o
 BEST, PICK = "#ecc94b", "#1a202c"  # a star on the best decision, a ring around the pick
 MORE, LESS, EDGE = "#2b6cb0", "#dd6b20", "#a0aec0"  # what-if edge changes; edges without one
 FAINT_EDGE = "rgba(160, 174, 192, 0.55)"  # market edges, under many labels
-TEXT = "#2d3748"
+FOCUS = "#d53f8c"  # a ring around the node a view is centred on
+TEXT, FADED_TEXT = "#2d3748", "#a0aec0"
+LABEL_SIZE = 12  # node labels, px
 WIDTH_BUCKETS = 5
-BARYCENTRE_SWEEPS = 8
+CURVE_STEPS = 12  # points along a bent edge
+NEIGHBOURHOOD_HOPS = 3  # upstream of the centre of a Locating neighbourhood
+NEIGHBOURHOOD_LIMIT = 45  # nodes, about
+BIG_NETWORK = 400  # shown nodes above which a network is drawn with WebGL, labelled only at the marked nodes
 TINY = 1e-12
+
+#: Locating views (``trade_network(scope=...)``).
+TRADE_SCOPES = {"neighbourhood": "Neighbourhood", "all": "Whole network"}
 
 #: Building detail levels for ``market(hops=...)``: what each adds around the asked goods.
 MARKET_DETAIL = {1: "its suppliers and consumers", 2: "+ their inputs and outputs",
@@ -62,9 +71,11 @@ def node_rows(database: Database, node_id: str) -> dict[str, Table]:
 
 
 def building_title(name: str) -> str:
-    """A building type for labels: ``building_maize_farmlevel`` (DQA spelling) -> ``maize farm``."""
+    """A building type for labels: ``building_maize_farmlevel`` (DQA spelling) -> ``maize farm``,
+    ``building_furniture_manufacturies`` -> ``furniture manufactories``."""
     name = name.removeprefix("building_")
-    return name.removesuffix("level").replace("_", " ").strip() or name
+    title = name.removesuffix("level").replace("_", " ").strip() or name
+    return title.replace("manufacturies", "manufactories")  # the game's internal spelling, as displayed in it
 
 
 # --- shared drawing parts ------------------------------------------------------------------------------------
@@ -75,22 +86,41 @@ class _Edge:
     end: tuple[float, float]
     value: float  # drives the width
     text: str  # hover text
+    bend: float = 0.0  # how far (in rows) the middle of the edge bows away from the straight line
+
+    def at(self, t: float) -> tuple[float, float]:
+        """The point a share ``t`` along the edge (a quadratic Bézier curve when it bends)."""
+        (x0, y0), (x1, y1) = self.start, self.end
+        cx, cy = (x0 + x1) / 2, (y0 + y1) / 2 + 2 * self.bend
+        u = 1 - t
+        return u * u * x0 + 2 * u * t * cx + t * t * x1, u * u * y0 + 2 * u * t * cy + t * t * y1
+
+    def points(self) -> list[tuple[float, float]]:
+        return [self.start, self.end] if not self.bend else [self.at(i / CURVE_STEPS) for i in range(CURVE_STEPS + 1)]
 
 
-def _edge_traces(edges: list[_Edge], color: str, biggest: float) -> list[go.Scatter]:
+def _edge_traces(edges: list[_Edge], color: str, biggest: float, arrows: bool = True) -> list:
     """Edges as a few line traces (one per width bucket), arrowheads at 60% of each edge pointing along it, and
-    invisible markers there carrying the hover text."""
+    invisible markers there carrying the hover text; without ``arrows`` (big networks) one WebGL line trace."""
+    if not arrows:  # arrays (NaN between edges) pass plotly's validation quickly
+        xy = np.full((3 * len(edges), 2), np.nan)
+        for i, e in enumerate(edges):
+            xy[3 * i], xy[3 * i + 1] = e.start, e.end
+        return [go.Scattergl(x=xy[:, 0], y=xy[:, 1], mode="lines", line=dict(width=0.6, color=color),
+                             hoverinfo="skip", showlegend=False)]
     buckets: dict[int, tuple[list, list]] = {}
     arrows_x, arrows_y, mids_x, mids_y = [], [], [], []
     for e in edges:
         b = 0 if biggest <= 0 else min(WIDTH_BUCKETS - 1, int(WIDTH_BUCKETS * abs(e.value) / biggest))
-        (x0, y0), (x1, y1) = e.start, e.end
         xs, ys = buckets.setdefault(b, ([], []))
-        xs += [x0, x1, None]
-        ys += [y0, y1, None]
-        mx, my = x0 + (x1 - x0) * 0.6, y0 + (y1 - y0) * 0.6
-        arrows_x += [x0, mx, None]
-        arrows_y += [y0, my, None]
+        for x, y in e.points():
+            xs.append(x)
+            ys.append(y)
+        xs.append(None)
+        ys.append(None)
+        (ax, ay), (mx, my) = e.at(0.5), e.at(0.6)
+        arrows_x += [ax, mx, None]
+        arrows_y += [ay, my, None]
         mids_x.append(mx)
         mids_y.append(my)
     traces = [go.Scatter(x=xs, y=ys, mode="lines", line=dict(width=0.7 + 1.5 * b, color=color), hoverinfo="skip",
@@ -103,18 +133,30 @@ def _edge_traces(edges: list[_Edge], color: str, biggest: float) -> list[go.Scat
     return traces
 
 
-def _highlights(pos: dict, ids: dict, pick, best, pick_label: str) -> list[go.Scatter]:
-    """A star on the best decision and a ring around the pick, drawn over the nodes (clickable like them)."""
+def _highlights(pos: dict, ids: dict, pick, best, pick_label: str, title=str) -> list:
+    """A ring around the pick and a star on the best decision, drawn over the nodes (clickable like them); when
+    the pick is the best the ring stays around the star, so both marks show."""
     traces = []
+    if pick is not None and pick in pos:
+        traces.append(go.Scatter(x=[pos[pick][0]], y=[pos[pick][1]], mode="markers", name=pick_label,
+                                 marker=dict(symbol="circle-open", size=32, color=PICK, line=dict(width=3)),
+                                 customdata=[ids[pick]], hovertext=[f"{pick_label}: {title(pick)}"],
+                                 hoverinfo="text"))
     if best is not None and best in pos:
         traces.append(go.Scatter(x=[pos[best][0]], y=[pos[best][1]], mode="markers", name="best decision",
                                  marker=dict(symbol="star", size=17, color=BEST, line=dict(width=1, color=PICK)),
-                                 customdata=[ids[best]], hovertext=[f"best decision: {best}"], hoverinfo="text"))
-    if pick is not None and pick in pos:
-        traces.append(go.Scatter(x=[pos[pick][0]], y=[pos[pick][1]], mode="markers", name=pick_label,
-                                 marker=dict(symbol="circle-open", size=30, color=PICK, line=dict(width=3)),
-                                 customdata=[ids[pick]], hovertext=[f"{pick_label}: {pick}"], hoverinfo="text"))
+                                 customdata=[ids[best]], hovertext=[f"best decision: {title(best)}"],
+                                 hoverinfo="text"))
     return traces
+
+
+def _focus_ring(pos: dict, ids: dict, node, label: str) -> list:
+    """A ring marking the node the view is centred on (found by name or chosen to explore from)."""
+    if node is None or node not in pos:
+        return []
+    return [go.Scatter(x=[pos[node][0]], y=[pos[node][1]], mode="markers", name=label, customdata=[ids[node]],
+                       marker=dict(symbol="circle-open", size=40, color=FOCUS, line=dict(width=2, dash="dot")),
+                       hovertext=[label], hoverinfo="text")]
 
 
 def _legend_entry(label: str, color: str, symbol: str = "circle") -> go.Scatter:
@@ -123,113 +165,152 @@ def _legend_entry(label: str, color: str, symbol: str = "circle") -> go.Scatter:
 
 
 def _style(fig: go.Figure, height: int) -> go.Figure:
-    """Layout of a network figure; clicking a node selects it without fading the others."""
+    """Layout of a network figure. Clicking a node selects it: it keeps its colour and the other nodes fade (their
+    labels stay readable)."""
     for trace in fig.data:
         if "markers" in (trace.mode or "") and trace.marker.opacity != 0:
-            trace.unselected = dict(marker=dict(opacity=1), textfont=dict(color=TEXT))
+            trace.selected = dict(marker=dict(opacity=1))
+            trace.unselected = dict(marker=dict(opacity=0.3))
+            if "text" in trace.mode:
+                trace.selected.textfont = dict(color="#000000")
+                trace.unselected.textfont = dict(color=FADED_TEXT)
     fig.update_layout(height=height, margin=dict(l=10, r=10, t=36, b=10), plot_bgcolor="white",
                       paper_bgcolor="white", clickmode="event+select", dragmode="pan", hovermode="closest",
-                      xaxis=dict(visible=False), yaxis=dict(visible=False),
+                      xaxis=dict(visible=False), yaxis=dict(visible=False), font=dict(size=LABEL_SIZE),
                       legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0, itemclick=False,
                                   itemdoubleclick=False))
     return fig
 
 
-def _order_columns(columns: list[list], neighbours, sweeps: int, spread: bool = False) -> dict:
-    """Row of each node: columns centred, each sorted by the mean row of its nodes' neighbours, sweeping back
-    and forth (the barycentre heuristic, which keeps edges short and uncrossed). ``spread`` spaces a short
-    column's nodes out over the tallest column's height."""
-    row: dict = {}
-    tallest = max((len(c) for c in columns), default=1)
-
-    def place(column):
-        gap = max(1.0, tallest / max(1, len(column))) if spread else 1.0
-        for i, n in enumerate(column):
-            row[n] = (i - (len(column) - 1) / 2) * gap
-
-    for column in columns:
-        place(column)
-    for sweep in range(sweeps):
-        for column in (columns if sweep % 2 == 0 else columns[::-1]):
-            column.sort(key=lambda n: fmean([row[m] for m in neighbours(n) if m in row] or [row[n]]))
-            place(column)
-    return row
-
-
 # --- Locating --------------------------------------------------------------------------------------------------
 
-@lru_cache(maxsize=16)
-def _trade_layout(nodes: tuple[str, ...], edges: tuple[tuple[str, str], ...]) -> dict[str, tuple[float, float]]:
+def _bend(start: tuple[float, float], end: tuple[float, float]) -> float:
+    """How far an edge bows: edges spanning more than one column curve, so that they never lie on top of the
+    edges and nodes of the columns they cross (a → c over a → b → c on one row)."""
+    span = abs(end[0] - start[0])
+    return 0.0 if span <= 1 else min(0.6, 0.25 + 0.08 * (span - 2))
+
+
+@lru_cache(maxsize=32)
+def _trade_layout(shown: tuple[str, ...], edges: tuple[tuple[str, str], ...],
+                  names: tuple[str, ...], all_edges: tuple[tuple[str, str], ...]) -> dict[str, tuple[float, float]]:
     """Trade flows run left to right: a node's column is the longest path from it to an end node (a node without
-    dests); a flow graph with a cycle (no valid Locating data) gets a spring layout."""
-    graph = nx.DiGraph(list(edges))
-    graph.add_nodes_from(nodes)
-    if not nx.is_directed_acyclic_graph(graph):
-        return {n: tuple(p) for n, p in nx.spring_layout(graph, seed=7).items()}
-    depth: dict[str, int] = {}
-    for n in reversed(list(nx.topological_sort(graph))):
-        depth[n] = max((depth[d] + 1 for d in graph.successors(n)), default=0)
-    deepest = max(depth.values(), default=0)
-    columns: list[list[str]] = [[] for _ in range(deepest + 1)]
-    for n in nodes:
-        columns[deepest - depth[n]].append(n)
-    row = _order_columns(columns, lambda n: nx.all_neighbors(graph, n), BARYCENTRE_SWEEPS)
-    return {n: (float(x), row[n]) for x, column in enumerate(columns) for n in column}
+    dests), over the whole network, keeping only the columns of the shown nodes."""
+    return network_view.layered_layout(list(shown), list(edges), network_view.depths(names, all_edges))
+
+
+def trade_view(question: Question, database: Database, *, scope: str = "neighbourhood", around: str | None = None,
+               marked: tuple = (), changed: tuple = ()) -> tuple[list[str], str]:
+    """The trade nodes a Locating figure shows, and a sentence saying which: the whole network, or the
+    neighbourhood of ``around`` (else of the home node: its upstream nodes within NEIGHBOURHOOD_HOPS, the nodes
+    where the country trades and the ``marked`` and ``changed`` nodes, each with its path down to the rest)."""
+    t = database.tables
+    names = [r["trade_node"] for r in t["trade_node"].records()]
+    if scope == "all":
+        return names, f"The whole network: {len(names)} trade nodes."
+    edges = [(r["source"], r["dest"]) for r in t["flow"].records()]
+    known = set(names)
+    present = [r["trade_node"] for r in t["node_country"].records() if r["country_name"] == question.country]
+    centre = around if around in known else question.home
+    also = [n for n in dict.fromkeys([question.home, *marked, *(present if centre == question.home else ()),
+                                      *changed]) if n in known and n != centre]
+    shown = network_view.neighbourhood(edges, [centre], also, NEIGHBOURHOOD_HOPS, NEIGHBOURHOOD_LIMIT)
+    what = f"its upstream nodes within {NEIGHBOURHOOD_HOPS} hops" + (
+        f" and the nodes where {question.country} trades" if centre == question.home else "")
+    home = f" ({question.country}'s home)" if centre == question.home else ""
+    return shown, (f"The neighbourhood of {centre.replace('_', ' ')}{home}: {what}"
+                   f"{', what the decision changes' if changed else ''}, each with its path there; "
+                   f"{len(shown)} of {len(names)} trade nodes.")
 
 
 def trade_network(question: Question, database: Database, *, pick: str | None = None, best: str | None = None,
                   pick_label: str = "agent's pick", flows: dict[tuple[str, str], float] | None = None,
-                  flow_change: dict[tuple[str, str], float] | None = None) -> go.Figure:
-    """The Locating trade network: the home node and the nodes where the country trades highlighted, node size
-    by value (local + ingoing), edge width by flow (the stored flows, or ``flows``, e.g. a what-if state's).
-    ``flow_change`` (a what-if minus no decision) colours and sizes edges by the change instead."""
+                  flow_change: dict[tuple[str, str], float] | None = None, scope: str = "neighbourhood",
+                  around: str | None = None) -> go.Figure:
+    """The Locating trade network (``scope`` "neighbourhood", see trade_view, or "all"): the home node and the
+    nodes where the country trades highlighted, node size by value (local + ingoing), edge width by flow (the
+    stored flows, or ``flows``, e.g. a what-if state's). ``flow_change`` (a what-if minus no decision) colours
+    and sizes edges by the change instead. ``around`` centres the neighbourhood on another node (ringed). The
+    figure's ``layout.meta["caption"]`` says what is shown. Networks above BIG_NETWORK shown nodes are drawn with
+    WebGL, labelled only at the marked nodes."""
     t = database.tables
-    nodes = t["trade_node"].records()
-    names = tuple(n["trade_node"] for n in nodes)
+    records = {n["trade_node"]: n for n in t["trade_node"].records()}
     flow_rows = t["flow"].records()
     edges = [(r["source"], r["dest"]) for r in flow_rows]
     flows = flows or {(r["source"], r["dest"]): r["flow"] for r in flow_rows}
-    pos = _trade_layout(names, tuple(edges))
+    changed = tuple(dict.fromkeys(n for (s, d), v in (flow_change or {}).items() if abs(v) > TINY for n in (s, d)))
+    shown, caption = trade_view(question, database, scope=scope, around=around,
+                                marked=tuple(n for n in (pick, best) if n is not None), changed=changed)
+    keep = set(shown)
+    shown_edges = [(s, d) for s, d in edges if s in keep and d in keep]
+    pos = _trade_layout(tuple(shown), tuple(shown_edges), tuple(records), tuple(edges))
+    big = len(shown) > BIG_NETWORK
     fig = go.Figure()
+
+    def edge(s, d, value, text):
+        return _Edge(pos[s], pos[d], value, text, 0.0 if big else _bend(pos[s], pos[d]))
+
     if flow_change is None:
-        fig.add_traces(_edge_traces([_Edge(pos[s], pos[d], flows.get((s, d), 0.0),
-                                           f"{s} → {d}: flow {flows.get((s, d), 0.0):.4g}") for s, d in edges],
-                                    EDGE, max([abs(v) for v in flows.values()] + [TINY])))
+        fig.add_traces(_edge_traces([edge(s, d, flows.get((s, d), 0.0), f"{s} → {d}: flow {flows.get((s, d), 0.0):.4g}")
+                                     for s, d in shown_edges], EDGE, max([abs(v) for v in flows.values()] + [TINY]),
+                                    arrows=not big))
     else:
         biggest = max([abs(v) for v in flow_change.values()] + [TINY])
-        for color, keep in ((EDGE, lambda v: abs(v) <= TINY), (MORE, lambda v: v > TINY), (LESS, lambda v: v < -TINY)):
-            drawn = [_Edge(pos[s], pos[d], v, f"{s} → {d}: flow {v:+.4g}" if abs(v) > TINY else f"{s} → {d}: unchanged")
-                     for s, d in edges if keep(v := flow_change.get((s, d), 0.0))]
+        for color, keep_edge in ((EDGE, lambda v: abs(v) <= TINY), (MORE, lambda v: v > TINY),
+                                 (LESS, lambda v: v < -TINY)):
+            drawn = [edge(s, d, v, f"{s} → {d}: flow {v:+.4g}" if abs(v) > TINY else f"{s} → {d}: unchanged")
+                     for s, d in shown_edges if keep_edge(v := flow_change.get((s, d), 0.0))]
             if drawn:
-                fig.add_traces(_edge_traces(drawn, color, biggest if color != EDGE else 0.0))
+                fig.add_traces(_edge_traces(drawn, color, biggest if color != EDGE else 0.0, arrows=not big))
         fig.add_traces([_legend_entry(label, color, "line-ew-open")
                         for label, color in (("more flow", MORE), ("less flow", LESS))])
 
     present = {r["trade_node"] for r in t["node_country"].records() if r["country_name"] == question.country}
-    value = {n["trade_node"]: n["local_value"] + n["ingoing"] for n in nodes}
+    value = {n: r["local_value"] + r["ingoing"] for n, r in records.items()}
     biggest = max(list(value.values()) + [TINY])
     columns = sorted({x for x, _ in pos.values()})
 
     def colour(name):
         return HOME if name == question.home else PRESENT if name in present else OTHER
 
-    fig.add_trace(go.Scatter(
-        x=[pos[n][0] for n in names], y=[pos[n][1] for n in names], mode="markers+text", showlegend=False,
-        text=[n.replace("_", " ") for n in names], textfont=dict(size=10, color=TEXT),
-        textposition=["top center" if columns.index(pos[n][0]) % 2 == 0 else "bottom center" for n in names],
-        customdata=[f"trade_node:{n}" for n in names],
-        marker=dict(size=[9 + 24 * (max(value[n], 0) / biggest) ** 0.5 for n in names],
-                    color=[colour(n) for n in names], line=dict(width=1, color="white")),
-        hovertext=[f"<b>{n['trade_node']}</b><br>local value {n['local_value']:.4g}<br>ingoing {n['ingoing']:.4g}"
-                   f"<br>total power {n['total_power']:.4g}{'<br>inland' if n['is_inland'] else ''}" for n in nodes],
-        hoverinfo="text"))
+    nodes = dict(
+        x=[pos[n][0] for n in shown], y=[pos[n][1] for n in shown], showlegend=False,
+        customdata=[f"trade_node:{n}" for n in shown],
+        marker=dict(size=[(5 if big else 9) + (12 if big else 24) * (max(value[n], 0) / biggest) ** 0.5 for n in shown],
+                    color=[colour(n) for n in shown], line=dict(width=1, color="white")),
+        hovertext=[f"<b>{n}</b><br>local value {r['local_value']:.4g}<br>ingoing {r['ingoing']:.4g}"
+                   f"<br>total power {r['total_power']:.4g}{'<br>inland' if r['is_inland'] else ''}"
+                   for n in shown for r in (records[n],)], hoverinfo="text")
+    if big:  # WebGL markers (arrays, quick to validate); labels only where a person looks first
+        nodes = {**nodes, "x": np.array(nodes["x"]), "y": np.array(nodes["y"]),
+                 "customdata": np.array(nodes["customdata"], dtype=object),
+                 "hovertext": np.array([f"<b>{n}</b><br>value {value[n]:.3g}" for n in shown], dtype=object),
+                 "marker": {**nodes["marker"], "size": np.array(nodes["marker"]["size"]),
+                            "color": np.array(nodes["marker"]["color"], dtype=object)}}
+        fig.add_trace(go.Scattergl(mode="markers", **nodes))
+        labelled = [n for n in dict.fromkeys([question.home, *present, pick, best, around]) if n in keep]
+        fig.add_trace(go.Scatter(x=[pos[n][0] for n in labelled], y=[pos[n][1] for n in labelled], mode="text",
+                                 text=[n.replace("_", " ") for n in labelled], textposition="top center",
+                                 textfont=dict(size=LABEL_SIZE, color=TEXT), hoverinfo="skip", showlegend=False))
+    else:
+        fig.add_trace(go.Scatter(
+            mode="markers+text", text=[n.replace("_", " ") for n in shown],
+            textfont=dict(size=LABEL_SIZE, color=TEXT),
+            textposition=["top center" if columns.index(pos[n][0]) % 2 == 0 else "bottom center" for n in shown],
+            **nodes))
     fig.add_traces([_legend_entry(f"home node ({question.home})", HOME),
                     _legend_entry(f"{question.country} trades here", PRESENT), _legend_entry("other node", OTHER)])
-    fig.add_traces(_highlights(pos, {n: f"trade_node:{n}" for n in names}, pick, best, pick_label))
-    fig = _style(fig, 640)
-    if flow_change is not None:  # zoom to what changed; the toolbar's autoscale shows the whole network
-        changed = [n for (s, d), v in flow_change.items() if abs(v) > TINY for n in (s, d)]
-        _zoom(fig, [pos[n] for n in changed + [question.home, pick, best] if n in pos])
+    ids = {n: f"trade_node:{n}" for n in shown}
+    fig.add_traces(_focus_ring(pos, ids, around if around != question.home else None,
+                               f"centred on {around}"))
+    fig.add_traces(_highlights(pos, ids, pick, best, pick_label))
+    tallest = max(Counter(x for x, _ in pos.values()).values(), default=1)  # nodes in the fullest column
+    fig = _style(fig, 760 if big else max(440, min(640, 160 + 80 * tallest)))
+    fig.layout.meta = {"caption": caption, "shown": len(shown), "total": len(records)}
+    if scope == "all" and around in pos:  # zoom to the node looked for; the toolbar's autoscale shows all
+        _zoom(fig, [pos[around]], margin=3.0, least=(8.0, 12.0))
+    elif flow_change is not None and scope == "all":  # zoom to what changed
+        _zoom(fig, [pos[n] for n in changed + (question.home, pick, best) if n in pos])
     return fig
 
 
@@ -330,8 +411,15 @@ def _market_view(question: Question, links: _MarketLinks, names: dict[int, str],
     columns = [sorted((n for n, c in column.items() if c == x),
                       key=lambda n: (names[int(n[9:])], int(n[9:])) if n.startswith("building:") else (n, 0))
                for x in range(min(column.values()), max(column.values()) + 1)]
-    row = _order_columns(columns, graph.neighbors, BARYCENTRE_SWEEPS, spread=True)
+    row = network_view.order_columns(columns, graph.neighbors, spread=True)
     return _MarketView(column, {n: (float(column[n]), -row[n]) for n in column}, edges, hidden)
+
+
+def _clear_of_marks(label: str, left: bool, marked: bool) -> str:
+    """A building's label, moved clear of the star and the ring drawn over a marked node (an em space is about
+    as wide as the font is high)."""
+    pad = "\u2003\u2003" if marked else ""
+    return label + pad if left else pad + label
 
 
 def market(question: Question, database: Database, *, hops: int = 1, max_per_column: int | None = None,
@@ -359,14 +447,18 @@ def market(question: Question, database: Database, *, hops: int = 1, max_per_col
     def colour(b):
         return SUPPLIER if b in suppliers else CONSUMER if b in consumers else OTHER
 
+    def title(b):
+        return f"{b} {building_title(buildings[b]['name'])}"
+
     fig.add_trace(go.Scatter(
         x=[pos[f"building:{b}"][0] for b in bnodes], y=[pos[f"building:{b}"][1] for b in bnodes],
         mode="markers+text", showlegend=False, customdata=[f"building:{b}" for b in bnodes],
-        text=[f"{b} {building_title(buildings[b]['name'])}" for b in bnodes], textfont=dict(size=10, color=TEXT),
+        text=[_clear_of_marks(title(b), column[f"building:{b}"] < 0, b in (pick, best)) for b in bnodes],
+        textfont=dict(size=LABEL_SIZE, color=TEXT),
         textposition=["middle left" if column[f"building:{b}"] < 0 else "middle right" for b in bnodes],
         marker=dict(size=[7 + 11 * (max(buildings[b]["level"], 0) / top_level) ** 0.5 for b in bnodes],
                     color=[colour(b) for b in bnodes], line=dict(width=1, color="white")),
-        hovertext=[f"<b>{b}</b> {buildings[b]['name']}<br>level {buildings[b]['level']}" for b in bnodes],
+        hovertext=[f"<b>{title(b)}</b><br>{buildings[b]['name']}, level {buildings[b]['level']}" for b in bnodes],
         hoverinfo="text"))
     prices = {r["goods_name"]: r["current_price"] for r in t["goods"].records()}
     gnodes = sorted(n[6:] for n in column if n.startswith("goods:"))
@@ -399,10 +491,11 @@ def market(question: Question, database: Database, *, hops: int = 1, max_per_col
                 if c in roles)]
     fig.add_traces([_legend_entry(*entry) for entry in legend])
     fig.add_traces(_highlights({b: pos[f"building:{b}"] for b in bnodes}, {b: f"building:{b}" for b in bnodes},
-                               pick, best, pick_label))
+                               pick, best, pick_label, title))
     left, right = min(column.values()), max(column.values())
     room = {True: 1.0, False: 0.35}  # building columns (odd) have their labels outside
     fig = _style(fig, max(480, min(1200, 110 + 24 * max(Counter(column.values()).values()))))
+    fig.layout.meta = {"shown": len(column), "total": len(buildings) + len(prices)}
     return fig.update_xaxes(range=[left - room[left % 2 == 1], right + room[right % 2 == 1]])
 
 

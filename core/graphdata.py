@@ -58,6 +58,18 @@ class GraphData:
         return {**{k: len(v.rows) for k, v in self.nodes.items()}, **{k: len(v.rows) for k, v in self.rels.items()}}
 
 
+# --- the graph view of a SQL schema -------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class GraphMapping:
+    """How a scenario's tables read as a property graph (its kind declares it, e.g. the DQA kinds the mapping the
+    DQA .cql files use). ``nodes``: label -> (table, key property, [(property, column)]); ``rels``: type ->
+    (table, source label, source column, target label, target column, [(property, column)])."""
+
+    nodes: dict
+    rels: dict
+
+
 def _infer_type(values) -> str:
     vals = [v for v in values if v is not None]
     if vals and all(isinstance(v, bool) for v in vals):
@@ -89,21 +101,21 @@ def _coerce(rows: list[tuple], start: int, names: list[str], notes: list[str], w
     return (list(zip(*columns)) if rows else []), types
 
 
-def graph_from_tables(scenario: str, tables: Tables) -> GraphData:
-    """The graph view of a DQA-schema SQL database (the same mapping the DQA .cql files use), as the scenario's
-    type declares it (``graph_nodes``, ``graph_rels``: core.scenarios.dqa_kinds)."""
-    from core import scenarios
+def graph_from_tables(mapping: GraphMapping | str, tables: Tables) -> GraphData:
+    """The graph view of a SQL database by ``mapping`` (or by the graph mapping of the scenario so named)."""
+    if isinstance(mapping, str):
+        from core import scenarios
 
-    kind = scenarios.get(scenario)
+        mapping = scenarios.get(mapping).graph_mapping
     nodes, rels, notes = {}, {}, []
-    for label, (table, key, props) in kind.graph_nodes.items():
+    for label, (table, key, props) in mapping.nodes.items():
         t = tables[table]
         idx = [t.index(col) for _, col in props]
         rows = [tuple(r[i] for i in idx) for r in t.rows]
         names = [p for p, _ in props]
         rows, types = _coerce(rows, 0, names, notes, label, table)
         nodes[label] = NodeTable(label, names, types, key, rows)
-    for rtype, (table, src, scol, dst, dcol, props) in kind.graph_rels.items():
+    for rtype, (table, src, scol, dst, dcol, props) in mapping.rels.items():
         t = tables[table]
         idx = [t.index(scol), t.index(dcol)] + [t.index(col) for _, col in props]
         rows = [tuple(r[i] for i in idx) for r in t.rows]

@@ -2,6 +2,7 @@
 
 Keys (set by the Scenarios and Settings pages, read by the others):
 - ``question_ref``: (source, scenario, number) of the selected question;
+- ``hide_answers``: hide the labelled answers (question pickers, network stars) for demos and blind review;
 - ``dqa_dir``: the DQA directory chosen on Settings (else DQA_DIR / ../shared/dqa);
 - ``llm``: a core.llm.LLMSettings for this session (the key stays in the session only);
 - ``db_settings``: a core.settings.DatabaseSettings for this session (MySQL, Neo4j; passwords stay in the session);
@@ -36,6 +37,40 @@ _use_app_navigation()
 def dqa_root():
     """The DQA directory of this session: the Settings page's value, else the configured default."""
     return st.session_state.get("dqa_dir") or dqa_dir()
+
+
+def answers_hidden() -> bool:
+    """Whether this session hides the questions' labelled answers (for demos and blind review; Scenarios page)."""
+    return bool(st.session_state.get("hide_answers"))
+
+
+def question_label(q) -> str:
+    """A question in a picker: its number and target, and its labelled answer (``1485 furniture manufactories``)
+    unless the session hides them."""
+    from core import scenarios
+
+    if q.answer is None or answers_hidden():
+        return f"{q.number}. {q.target}"
+    kind = scenarios.get(q.scenario)
+    try:  # the databases stay loaded: only a picker's first display reads them
+        database = catalog.database(q, dqa_root()) if kind.titles_need_data else None
+    except DQAError:
+        database = None
+    return f"{q.number}. {q.target} — label: {kind.decision_title(q, q.answer, database)}"
+
+
+def decision_metric(column, label: str, kind, question, decision, database, **metric) -> None:
+    """A decision as a metric: its id as the value and its type beside it when the scenario names decisions by
+    both (``1485`` and ``furniture manufactories``: under the value, or in the label when the metric has a delta),
+    else its name as the value."""
+    title, key = kind.decision_title(question, decision, database), str(decision)
+    named = title[len(key):].strip() if title.startswith(key) else ""
+    if not named:
+        column.metric(label, title, **metric)
+    elif metric.get("delta") is None:
+        column.metric(label, key, **{**metric, "delta": named, "delta_color": "off", "delta_arrow": "off"})
+    else:
+        column.metric(f"{label} · {named}", key, **metric)
 
 
 def session_llm() -> LLMSettings:

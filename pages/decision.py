@@ -5,7 +5,7 @@ import streamlit as st
 from core import decision, evidence, figures, scenarios
 from core.grading import place
 from core.scenario import default_mode, ranking
-from pages.common import current_question
+from pages.common import current_question, decision_metric
 from sims.ranking import InputError
 
 st.title("Decision check")
@@ -47,15 +47,19 @@ if pick is None:
 best = ranked.best
 unit = decision.score_name(question)
 placed = place(pick, ranked)
-cells = st.columns(4)
-cells[0].metric("Best decision", str(best.candidate), f"{ranked.gain(best.candidate):+.4g} over no decision",
+cells = st.columns([3, 2, 3, 2])  # room for a decision's type beside its id
+decision_metric(cells[0], "Best decision", kind, question, best.candidate, database,
+                delta=f"{ranked.gain(best.candidate):+.4g} over no decision",
                 delta_color="off", delta_arrow="off", help=names[best.candidate])
-cells[1].metric("Benchmark label", str(question.answer) if question.answer is not None else "none",
-                help="The question's labelled answer; the simulator's label in this mode is "
-                     f"{ranked.label() if ranked.label() is not None else 'none'}.")
+label_help = ("The question's labelled answer; the simulator's label in this mode is "
+              f"{ranked.label() if ranked.label() is not None else 'none'}.")
+if question.answer is None:
+    cells[1].metric("Benchmark label", "none", help=label_help)
+else:
+    decision_metric(cells[1], "Benchmark label", kind, question, question.answer, database, help=label_help)
 if placed:
-    cells[2].metric("Pick", str(pick), f"rank {placed.text()}", delta_color="off", delta_arrow="off",
-                    help=names[pick])
+    decision_metric(cells[2], "Pick", kind, question, pick, database, delta=f"rank {placed.text()}",
+                    delta_color="off", delta_arrow="off", help=names[pick])
     cells[3].metric("Regret", f"{placed.regret:.4g}", f"{ranked.relative_regret(pick):.2f}% worse than the best",
                     delta_color="off", delta_arrow="off", help=f"How much worse than the best, in {unit}; 0 for a pick "
                                                                "tied with the best.")
@@ -109,8 +113,10 @@ if effect.note:
 figure = kind.network(question, database, pick=chosen, best=best.candidate, pick_label="simulated decision",
                       change=effect.deltas)
 if figure is not None:
-    if kind.change_caption:
-        st.caption(kind.change_caption)
+    meta = figure.layout.meta if isinstance(figure.layout.meta, dict) else {}
+    caption = " ".join(c for c in (meta.get("caption"), kind.change_caption) if c)
+    if caption:
+        st.caption(caption)
     st.plotly_chart(figure, config={"displaylogo": False, "scrollZoom": True})
 biggest = effect.biggest(10)
 if biggest.empty:

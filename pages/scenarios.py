@@ -1,20 +1,39 @@
 """Scenarios: pick a scenario (DQA's, the demos, a plugin's), a source and a question, read its rules and question,
 see its database as a network (when the scenario draws one) and as tables; clicking a node shows its rows."""
+import pandas as pd
 import streamlit as st
 
 from core import catalog, scenarios
 from core.dqa import DQAError
 from core.scenario import candidates
-from pages.common import dqa_root, select_question
+from pages.common import answers_hidden, decision_metric, dqa_root, question_label, select_question
 
 
-def question_label(q) -> str:
-    return f"{q.number}. {q.target}" + (f" — label: {q.answer}" if q.answer is not None else "")
+def show(table, height: int, own=None) -> None:
+    """A table; the rows ``own(record)`` holds true for highlighted."""
+    data = pd.DataFrame({c: table.column(c) for c in table.column_names})
+    marks = [bool(own(r)) for r in table.records()] if own else []
+    if any(marks):
+        data = data.style.apply(lambda row: [OWN_ROW if marks[row.name] else ""] * len(row), axis=1)
+    st.dataframe(data, hide_index=True, height=height)
 
 
-def show(table, height: int) -> None:
-    st.dataframe({c: table.column(c) for c in table.column_names}, hide_index=True, height=height)
+def keep_hidden() -> None:
+    st.session_state["hide_answers"] = st.session_state["scenarios_hide_answers"]
 
+
+def explore_from(key: str, node_id: str, defaults: dict) -> None:
+    st.session_state[key] = node_id
+    show_default_view(defaults)
+
+
+def show_default_view(defaults: dict) -> None:
+    """Back to the view's default choices (widget key -> value; a Locating network's neighbourhood, now around the
+    node found)."""
+    st.session_state.update(defaults)
+
+
+OWN_ROW = "background-color: #fefcbf"  # the question's own rows (the deciding country's) among a node's rows
 
 st.title("Scenarios")
 scenarios.use_folder(st.session_state.get("scenarios_dir"))  # the session's (Settings), also when run alone
@@ -70,8 +89,14 @@ if not questions:
     st.stop()
 
 same_list = (source, scenario) == tuple(ref[:2]) and ref[2] <= len(questions)
-question = st.selectbox("Question", questions, index=ref[2] - 1 if same_list else 0, format_func=question_label,
-                        key="scenarios_question", help="Type to search by number, country, home node or goods.")
+pick_column, hide_column = st.columns([5, 1], vertical_alignment="bottom")
+hide_column.toggle("Hide answers", value=answers_hidden(), key="scenarios_hide_answers", on_change=keep_hidden,
+                   help="Hide the labelled best decisions (question list, network, facts) for demos and blind "
+                        "review, for this session.")
+question = pick_column.selectbox("Question", questions, index=ref[2] - 1 if same_list else 0,
+                                 format_func=question_label, key="scenarios_question",
+                                 help="Type to search by number, country, home node or goods.")
+hidden = answers_hidden()
 try:
     database = catalog.database(question, dqa_root())
 except DQAError as e:
@@ -93,36 +118,69 @@ with text:
             st.markdown("\n".join(f"- {n}" for n in notes))
 with facts:
     st.metric("Candidate decisions", len(candidates(question, database)))
-    st.metric("Labelled best decision", str(question.answer) if question.answer is not None else "none")
-    st.caption(f"`{question.id}` · source id {question.question_num} · database `{database.key}`")
+    if hidden:
+        st.metric("Labelled best decision", "hidden", help="Answers are hidden in this session (toggle above).")
+    else:
+        if question.answer is None:
+            st.metric("Labelled best decision", "none")
+        else:
+            decision_metric(st, "Labelled best decision", kind, question, question.answer, database)
+    st.caption(f"`{question.id}` · source id {question.question_num}"
+               + (f" · database {question.database_ref}" if question.database_ref else ""),
+               help=f"Database content key `{database.key}`.")
 
 st.subheader("Database")
 network, tables = st.tabs(["Network", "Tables"])
 with network:
     options = kind.view_options()
+    names = kind.node_names(question, database)
+    find_key = f"scenarios_find-{question.id}"
     chosen = {}
-    for column, option in zip(st.columns(len(options)) if options else [], options):
-        chosen[option.name] = column.select_slider(option.label, list(option.choices), value=option.default,
-                                                   format_func=option.choices.get, help=option.help or None)
-    figure = kind.network(question, database, best=question.answer, **chosen)
+    defaults = {f"scenarios_view_{kind.name}_{o.name}": o.default for o in options if o.widget == "buttons"}
+    controls = st.columns(len(options) + bool(names)) if options or names else []
+    for column, option in zip(controls, options):
+        if option.widget == "buttons":
+            chosen[option.name] = column.segmented_control(
+                option.label, list(option.choices), default=option.default, format_func=option.choices.get,
+                required=True, help=option.help or None, key=f"scenarios_view_{kind.name}_{option.name}")
+        else:
+            chosen[option.name] = column.select_slider(option.label, list(option.choices), value=option.default,
+                                                       format_func=option.choices.get, help=option.help or None)
+    around = None
+    if names:
+        around = controls[-1].selectbox(f"Find a node ({len(names)})", list(names), index=None,
+                                        format_func=names.get, key=find_key, placeholder="Type a name",
+                                        on_change=show_default_view, args=(defaults,),
+                                        help="Show the node and its upstream nodes (its neighbourhood).")
+    figure = kind.network(question, database, best=None if hidden else question.answer, around=around, **chosen)
     if figure is None:
         st.info("This scenario declares no network view: its data is in the **Tables** tab.", icon=":material/table:")
     else:
+        meta = figure.layout.meta if isinstance(figure.layout.meta, dict) else {}
+        if meta.get("caption"):
+            st.caption(meta["caption"])
         event = st.plotly_chart(figure, key=f"network-{question.id}", on_select="rerun", selection_mode="points",
                                 config={"displaylogo": False, "scrollZoom": True})
         picked = [p["customdata"] for p in event["selection"]["points"] if p.get("customdata")]
         rows = kind.node_rows(database, picked[0]) if picked else {}
         if rows:
-            st.markdown(f"**{picked[0]}**")
+            title, explore = st.columns([4, 1], vertical_alignment="center")
+            title.markdown(f"**{picked[0]}**")
+            if names and picked[0] in names and picked[0] != around:
+                explore.button("Explore from here", icon=":material/center_focus_strong:", on_click=explore_from,
+                               args=(find_key, picked[0], defaults), help="Centre the view on this node")
             for table in rows.values():
                 st.caption(f"{table.name}: {len(table.rows)} rows")
-                show(table, min(320, 38 + 35 * max(1, len(table.rows))))
+                show(table, min(320, 38 + 35 * max(1, len(table.rows))),
+                     lambda r, name=table.name: kind.own_row(question, name, r))
         else:
-            st.caption("Click a node to see its rows. Drag to pan, scroll to zoom, double-click to reset.")
-with tables:
-    for tab, table in zip(st.tabs([f"{t.name} ({len(t.rows)})" for t in database.tables]), database.tables):
-        with tab:
-            show(table, 360)
+            st.caption("Click a node to see its rows (the question's own highlighted). Drag to pan, scroll to zoom, "
+                       "double-click to reset.")
+with tables:  # one table at a time: a big database's every table would be sent to the browser at each rerun
+    by_name = {t.name: t for t in database.tables}
+    shown = st.segmented_control("Table", list(by_name), default=next(iter(by_name)), required=True,
+                                 format_func=lambda n: f"{n} ({len(by_name[n].rows)})", key=f"scenarios_table_{kind.name}")
+    show(by_name.get(shown) or next(iter(by_name.values())), 360)
 
 note, rescan = st.columns([5, 1], vertical_alignment="center")
 note.caption(f"Your own decision problems: scenario folders in `{scenarios.scenarios_dir()}` (`python -m core "

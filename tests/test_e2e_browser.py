@@ -278,5 +278,33 @@ def test_plugin_scenario_in_the_browser(chromium, server, tmp_path):
     shots = Path(os.environ.get("PLANRAG_SCREENSHOTS") or tmp_path)
     page.screenshot(path=shots / "scenarios-depot.png")
     page.get_by_role("tab", name="Tables").click()
-    expect(page.get_by_role("tab", name="town (16)")).to_be_visible()
+    expect(page.get_by_role("radio", name="town (16)")).to_be_visible()  # one table at a time
+    page.close()
+
+
+def test_dqa_trade_network_reads_at_a_glance_in_the_browser(chromium, server):
+    """DQA Locating q1 opens on the decision's neighbourhood with labels of 12 px or more; the whole network is one
+    click away; finding a node by name centres the view on it."""
+    from playwright.sync_api import expect
+
+    url, process, _ = server
+    wait_healthy(url, process)
+    page = chromium.new_page(viewport={"width": 1440, "height": 900})
+    page.goto(f"{url}/scenarios")
+    expect(page.get_by_role("heading", name="Scenarios")).to_be_visible(timeout=30_000)
+    page.get_by_role("radio", name="DQA benchmark").click()
+    expect(page.get_by_text("The neighbourhood of baltic sea (SWE's home)")).to_be_visible()
+    labels = page.locator(".js-plotly-plot .scatterlayer .textpoint text")
+    expect(labels.filter(has_text="baltic sea")).to_have_count(1)
+    sizes = labels.evaluate_all("ts => ts.map(t => parseFloat(getComputedStyle(t).fontSize))")
+    names = labels.all_text_contents()
+    assert 5 < len(names) < 79 and min(sizes) >= 12, (names, sizes)
+    page.get_by_role("radio", name="Whole network").click()
+    expect(page.get_by_text("The whole network: 80 trade nodes.")).to_be_visible()
+    expect(labels).to_have_count(80)
+    page.get_by_role("combobox", name="Find a node (80)").click()
+    page.keyboard.type("gujarat")
+    page.get_by_role("option", name="gujarat").click()
+    expect(page.get_by_text("The neighbourhood of gujarat:")).to_be_visible()
+    expect(page.get_by_role("radio", name="Neighbourhood")).to_be_checked()
     page.close()

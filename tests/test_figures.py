@@ -28,7 +28,7 @@ def _x(fig, node_id) -> float:
 
 def test_trade_network_ids_highlights_and_flow_direction():
     q, db = _demo("locating")
-    fig = figures.trade_network(q, db, pick="ceylon", best=q.answer)
+    fig = figures.trade_network(q, db, pick="ceylon", best=q.answer, scope="all")
     assert _node_ids(fig) == {f"trade_node:{n}" for n in db.tables["trade_node"].column("trade_node")}
     nodes = next(t for t in fig.data if t.mode == "markers+text")
     assert nodes.marker.color[list(nodes.customdata).index(f"trade_node:{q.home}")] == figures.HOME
@@ -42,7 +42,7 @@ def test_trade_network_draws_flow_changes():
     q, db = _demo("locating")
     edges = list(zip(db.tables["flow"].column("source"), db.tables["flow"].column("dest")))
     fig = figures.trade_network(q, db, flow_change={edges[0]: 0.5, edges[1]: -0.25}, pick="ceylon",
-                                pick_label="simulated decision")
+                                pick_label="simulated decision", scope="all")
     colours = {t.line.color for t in fig.data if t.mode == "lines"}
     assert {figures.MORE, figures.LESS, figures.EDGE} <= colours
     assert "simulated decision" in {t.name for t in fig.data}
@@ -50,11 +50,67 @@ def test_trade_network_draws_flow_changes():
     assert low <= _x(fig, f"trade_node:{edges[0][0]}") < _x(fig, f"trade_node:{edges[0][1]}") <= high
 
 
-def test_trade_network_of_a_dqa_question(dqa):
+def _labels(fig) -> dict:
+    """Node id -> label font size of the nodes drawn with a label."""
+    return {c: t.textfont.size for t in fig.data if t.mode == "markers+text" for c in t.customdata}
+
+
+def test_trade_network_of_a_dqa_question_opens_on_the_neighbourhood(dqa):
     q = dqa.question("locating", 1)
     db = dqa.database(q)
     fig = figures.trade_network(q, db, best=q.answer)
-    assert len(_node_ids(fig)) == len(db.tables["trade_node"].rows)
+    present = {r["trade_node"] for r in db.tables["node_country"].records() if r["country_name"] == q.country}
+    shown = _node_ids(fig)
+    assert {f"trade_node:{n}" for n in present | {q.home, q.answer}} <= shown
+    assert len(shown) < len(db.tables["trade_node"].rows)  # not the 79-node tangle
+    assert set(_labels(fig).values()) == {figures.LABEL_SIZE} and figures.LABEL_SIZE >= 12
+    assert f"{len(shown)} of {len(db.tables['trade_node'].rows)} trade nodes" in fig.layout.meta["caption"]
+    whole = figures.trade_network(q, db, best=q.answer, scope="all")  # one click away
+    assert len(_node_ids(whole)) == len(db.tables["trade_node"].rows)
+
+
+def test_edges_skipping_columns_bow_and_changes_stay_visible():
+    """A → C drawn over A → B → C on one row hid B's changes (doab → deccan vs deccan → gujarat): an edge that
+    skips a column is a curve, so no two edges share a line; the best pick keeps its ring and its star."""
+    q, db = _demo("locating")
+    edges = list(zip(db.tables["flow"].column("source"), db.tables["flow"].column("dest")))
+    fig = figures.trade_network(q, db, flow_change={e: 0.1 * (i + 1) * (-1) ** i for i, e in enumerate(edges)},
+                                pick=q.answer, best=q.answer, pick_label="simulated decision", scope="all")
+    xs = {_x(fig, f"trade_node:{n}") for e in edges for n in e}
+    lines = [t for t in fig.data if t.mode == "lines"]
+    segments = []
+    for t in lines:
+        points = list(zip(t.x, t.y))
+        run = []
+        for p in points + [(None, None)]:
+            if p[0] is None:
+                segments += [run] if run else []
+                run = []
+            else:
+                run.append(p)
+    assert len(xs) > 2 and all(len(s) >= 2 for s in segments)
+    long = [s for s in segments if abs(s[-1][0] - s[0][0]) > 1]
+    assert long and all(len(s) > 2 for s in long)  # bowed
+    assert {"simulated decision", "best decision"} <= {t.name for t in fig.data}
+    names = [t.name for t in fig.data]
+    assert names.index("best decision") > names.index("simulated decision")  # the star drawn inside the ring
+
+
+def test_a_5000_node_network_opens_on_a_neighbourhood_and_finds_a_node():
+    from core.scenario import Database, Question
+    from sims import synthetic
+
+    tables = synthetic.trade_network(5000)
+    country = tables["country"].records()[0]
+    q = Question("locating", "synthetic", 1, 1, "", "", "", country["country_name"], home=country["home_node"])
+    db = Database("synthetic-5000", "locating", tables, None, [])
+    fig = figures.trade_network(q, db)
+    assert f"trade_node:{q.home}" in _node_ids(fig) and len(_node_ids(fig)) <= 2 * figures.NEIGHBOURHOOD_LIMIT
+    found = figures.trade_network(q, db, around="node_04000")
+    assert "trade_node:node_04000" in _node_ids(found) and "centred on node_04000" in {t.name for t in found.data}
+    whole = figures.trade_network(q, db, scope="all")
+    assert len(_node_ids(whole)) == 5000 and any(t.type == "scattergl" for t in whole.data)
+    assert all(len(t.text or ()) < 100 for t in whole.data if t.mode and "text" in t.mode)  # key labels only
 
 
 def test_market_detail_levels_grow_and_keep_the_goods():

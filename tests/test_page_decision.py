@@ -3,7 +3,7 @@ regret, the what-if panel and the simulation mode."""
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core import catalog, decision
+from core import catalog, decision, scenarios
 from core.runs import RunStore
 from core.scenario import ranking
 from tests.page_app import open_file
@@ -15,7 +15,12 @@ def open_page(**state) -> AppTest:
 
 
 def metrics(at) -> dict:
-    return {m.label: (m.value, m.delta) for m in at.metric}
+    """Metric label (without the decision's type: ``Pick · furniture manufactories``) -> (value, delta)."""
+    return {m.label.split(" · ")[0]: (m.value, m.delta) for m in at.metric}
+
+
+def labels(at) -> list[str]:
+    return [m.label for m in at.metric]
 
 
 def test_without_a_question_points_to_scenarios():
@@ -51,7 +56,10 @@ def test_run_pick_is_marked(tmp_path, monkeypatch):
     store.update("run1", "finished", outcome={"decision": second})
     at = open_page(question_ref=("demo", "building", 1), run_id="run1")
     assert not at.selectbox or at.selectbox[0].label != "Pick a candidate"
+    title = scenarios.get("building").decision_title(q, second, catalog.database(q))
+    assert title.startswith(f"{second} ") and title != str(second)  # type and id, never a bare id
     assert metrics(at)["Pick"] == (str(second), f"rank 2 of {len(r.entries)}")
+    assert f"Pick · {title.split(' ', 1)[1]}" in labels(at)
     assert any("run `run1`" in c.value for c in at.caption)
     total = len(at.dataframe[0].value)
     assert any(f"The agent saw 0 of {total} values that decide this question; missing: " in w.value for w in at.warning)

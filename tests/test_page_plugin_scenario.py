@@ -35,8 +35,9 @@ def test_scenarios_page_shows_the_depot_network_and_tables():
     at.run()
     captions = [c.value for c in at.caption]
     assert "**Ashford**" in [m.value for m in at.markdown] and "site: 1 rows" in captions
-    tabs = [t.label for t in at.tabs]
-    assert "town (16)" in tabs and "road (32)" in tabs
+    choice = at.segmented_control(key="scenarios_table_depot")
+    tables = list(choice.options)
+    assert "town (16)" in tables and "road (32)" in tables
     at.segmented_control(key="scenarios_scenario").set_value("locating").run()  # back to a DQA scenario
     assert at.session_state["question_ref"][1] == "locating" and not at.exception
 

@@ -3,6 +3,7 @@ defects; the network with a clicked node's rows; the tables; the choice kept whe
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from core import catalog, scenarios
 from tests.page_app import open_file
 
 
@@ -47,7 +48,8 @@ def test_dqa_question_with_repaired_defects(dqa_dir):
     assert "has_has_merchant" in defects.markdown[0].value
     at.segmented_control(key="scenarios_scenario").set_value("building").run()
     assert at.session_state["question_ref"] == ("dqa", "building", 1) and not at.exception
-    assert metrics(at)["Labelled best decision"] == "1485"
+    label = next(m for m in at.metric if m.label == "Labelled best decision")
+    assert (label.value, label.delta) == ("1485", "furniture manufactories")  # id and type, never a bare id
 
 
 def test_choice_kept_when_the_page_is_opened_again():
@@ -66,5 +68,67 @@ def test_missing_dqa_directory_says_where_to_set_it(tmp_path):
 @pytest.mark.parametrize("scenario,tables", [("locating", 4), ("building", 4)])
 def test_tables_tab_lists_every_table(scenario, tables):
     at = open_page(question_ref=("demo", scenario, 1))
-    names = [t.label for t in at.tabs][2:]  # after Network and Tables
+    choice = at.segmented_control(key=f"scenarios_table_{scenario}")  # one table at a time
+    names = list(choice.options)
     assert len(names) == tables and all("(" in n for n in names)
+    assert len(at.dataframe) == 1
+
+
+def _figure(at) -> dict:
+    import json
+
+    return json.loads(at.get("plotly_chart")[0].proto.spec)
+
+
+def test_hide_answers_hides_the_label_everywhere_before_a_run():
+    at = open_page(question_ref=("demo", "building", 1))
+    question = at.selectbox(key="scenarios_question").value
+    title = scenarios.get("building").decision_title(question, question.answer, catalog.database(question))
+    assert at.selectbox(key="scenarios_question").options[0].endswith(f"label: {title}")  # never a bare id
+    assert title != str(question.answer)
+    assert "best decision" in {t.get("name") for t in _figure(at)["data"]}
+    at.toggle(key="scenarios_hide_answers").set_value(True).run()
+    assert at.session_state["hide_answers"] and not at.exception
+    assert not any("label" in o for o in at.selectbox(key="scenarios_question").options)
+    assert metrics(at)["Labelled best decision"] == "hidden"
+    assert "best decision" not in {t.get("name") for t in _figure(at)["data"]}
+    assert str(question.answer) not in "".join(str(t.get("hovertext")) for t in _figure(at)["data"]
+                                              if t.get("name") == "best decision")
+
+
+def test_locating_network_opens_on_the_neighbourhood_and_finds_a_node():
+    at = open_page(question_ref=("demo", "locating", 1))
+    assert at.segmented_control(key="scenarios_view_locating_scope").value == "neighbourhood"
+    assert any(c.value.startswith("The neighbourhood of") for c in at.caption)
+    at.segmented_control(key="scenarios_view_locating_scope").set_value("all").run()
+    assert any(c.value.startswith("The whole network") for c in at.caption)
+    find = at.selectbox(key="scenarios_find-demo/locating/1")
+    assert len(find.options) == len(db_nodes(at))
+    other = next(n for n in db_nodes(at) if n != at.selectbox(key="scenarios_question").value.home)
+    at.session_state["network-demo/locating/1"] = {  # a click on a node, then "Explore from here"
+        "selection": {"points": [{"customdata": f"trade_node:{other}"}], "point_indices": [0], "box": [],
+                      "lasso": []}}
+    at.run()
+    next(b for b in at.button if b.label == "Explore from here").click().run()
+    assert not at.exception
+    assert at.session_state["scenarios_find-demo/locating/1"] == f"trade_node:{other}"
+    assert any(c.value.startswith(f"The neighbourhood of {other.replace('_', ' ')}") for c in at.caption)
+    assert at.segmented_control(key="scenarios_view_locating_scope").value == "neighbourhood"
+
+
+def db_nodes(at) -> list[str]:
+    from core import catalog
+
+    return catalog.database(at.selectbox(key="scenarios_question").value).tables["trade_node"].column("trade_node")
+
+
+def test_the_countrys_own_rows_are_highlighted_among_a_nodes_rows():
+    at = open_page()
+    q = at.selectbox(key="scenarios_question").value
+    at.session_state["network-demo/locating/1"] = {
+        "selection": {"points": [{"customdata": f"trade_node:{q.home}"}], "point_indices": [0], "box": [],
+                      "lasso": []}}
+    at.run()
+    styled = [d for d in at.dataframe if "background-color" in str(d.proto.arrow_data.styler.styles)]
+    assert styled, "the node_country rows of the question's country are highlighted"
+    assert any(b.label == "Explore from here" for b in at.button)

@@ -56,6 +56,7 @@ class ViewOption:
     choices: dict
     default: object
     help: str = ""
+    widget: str = "slider"  # "slider" (ordered choices) or "buttons" (a few alternatives)
 
 
 @dataclass(frozen=True)
@@ -83,8 +84,7 @@ class ScenarioType:
     candidate_source = None  # a compiled regex: a query that lists candidates (benchmark heuristic)
     origin: str = "built-in"  # where it was found: built-in, or its folder
     change_caption: str = ""  # shown under the what-if figure
-    graph_nodes: dict = {}  # a DQA-schema graph view of the SQL tables (core.graphdata.graph_from_tables)
-    graph_rels: dict = {}
+    graph_mapping = None  # a core.graphdata.GraphMapping: how its SQL tables read as a property graph (DQA kinds)
     planner_examples: dict = {}  # language -> (question, plan): REAPER's planner examples (core.agents.reaper_examples)
 
     # --- questions and data ---
@@ -111,6 +111,13 @@ class ScenarioType:
     def candidate_names(self, question, database) -> dict:
         """A display name per candidate."""
         return {c: str(c) for c in self.candidates(question, database)}
+
+    titles_need_data: bool = False  # whether decision_title says more with the question's database
+
+    def decision_title(self, question, decision, database=None) -> str:
+        """A decision as a person reads it in a sentence or a metric (``1485 furniture manufactories``); without
+        the database, what can be said from the decision alone."""
+        return str(decision)
 
     def target(self, question) -> str:
         """A short description of the decision target (question lists)."""
@@ -159,13 +166,25 @@ class ScenarioType:
         return []
 
     def network(self, question, database, *, pick=None, best=None, pick_label: str = "agent's pick",
-                change: dict | None = None, **options):
-        """The data drawn as a network (a plotly Figure), or None when the scenario draws none (tables view)."""
+                change: dict | None = None, around=None, **options):
+        """The data drawn as a network (a plotly Figure), or None when the scenario draws none (tables view).
+        ``around`` (a node id of ``node_names``) centres the view on that node where the view can. A figure may
+        say what it shows in ``layout.meta["caption"]``."""
         return None
+
+    def node_names(self, question, database) -> dict:
+        """The nodes a person can look for by name in the network view (node id -> name); empty when the view
+        offers no search."""
+        return {}
 
     def node_rows(self, database, node_id: str) -> dict:
         """The rows behind a clicked figure node, per table."""
         return {}
+
+    def own_row(self, question, table: str, record: dict) -> bool:
+        """Whether a row of ``table`` is the question's own (the deciding country's, the asked goods'): shown
+        highlighted among a node's rows."""
+        return False
 
 
 @dataclass

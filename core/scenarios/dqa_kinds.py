@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from core.graphdata import GraphMapping
 from core.scenarios.base import Effect, ScenarioType, Source, ViewOption
 from sims import building as building_sim
 from sims import locating as locating_sim
@@ -51,24 +52,19 @@ class Locating(_DQAType):
     paper_n = 200
     critical_columns = ("ingoing", "total_power")
     candidate_source = re.compile(r"\b(?:flow|source)\b", re.I)
-    change_caption = "Zoomed to the flows the decision changes; the chart toolbar's autoscale shows the whole network."
-    #: The graph view of its SQL tables, as DQA's .cql files hold it (core.graphdata.graph_from_tables):
-    #: label -> (table, key property, [(property, column)]); type -> (table, source label, source column, target
-    #: label, target column, [(property, column)]).
-    graph_nodes = {
-        "Trade_node": ("trade_node", "name", [("name", "trade_node"), ("local_value", "local_value"),
-                                              ("is_inland", "is_inland"), ("total_power", "total_power"),
-                                              ("outgoing", "outgoing"), ("ingoing", "ingoing")]),
-        "Country": ("country", "name", [("name", "country_name"), ("home_node", "home_node"),
-                                         ("development", "development")]),
-    }
-    graph_rels = {
-        "source": ("flow", "Trade_node", "source", "Trade_node", "dest", [("flow", "flow")]),
-        "NodeCountry": ("node_country", "Country", "country_name", "Trade_node", "trade_node",
-                        [("is_home", "is_home"), ("has_merchant", "has_merchant"),
-                         ("base_trading_power", "base_trading_power"),
-                         ("calculated_trading_power", "calculated_trading_power")]),
-    }
+    change_caption = ("Blue edges carry more flow, orange less; an edge that skips columns bows around the nodes it "
+                      "passes.")
+    graph_mapping = GraphMapping(  # the graph view of its SQL databases, as the DQA .cql files hold it
+        nodes={"Trade_node": ("trade_node", "name", [("name", "trade_node"), ("local_value", "local_value"),
+                                                     ("is_inland", "is_inland"), ("total_power", "total_power"),
+                                                     ("outgoing", "outgoing"), ("ingoing", "ingoing")]),
+               "Country": ("country", "name", [("name", "country_name"), ("home_node", "home_node"),
+                                                ("development", "development")])},
+        rels={"source": ("flow", "Trade_node", "source", "Trade_node", "dest", [("flow", "flow")]),
+              "NodeCountry": ("node_country", "Country", "country_name", "Trade_node", "trade_node",
+                              [("is_home", "is_home"), ("has_merchant", "has_merchant"),
+                               ("base_trading_power", "base_trading_power"),
+                               ("calculated_trading_power", "calculated_trading_power")])})
 
     @property
     def words(self):
@@ -140,17 +136,32 @@ class Locating(_DQAType):
         ranking = locating_sim.rank(tables, question.country, mode)
         return [ranking.score_of(c) for c in focus]
 
+    def view_options(self):
+        from core import figures
+
+        return [ViewOption("scope", "Show", dict(figures.TRADE_SCOPES), "neighbourhood",
+                           "The neighbourhood: the home node, its upstream nodes within a few hops and the nodes "
+                           "where the country trades (or the node searched for, and its upstream nodes).",
+                           widget="buttons")]
+
     def network(self, question, database, *, pick=None, best=None, pick_label="agent's pick", change=None,
-                **options):
+                around=None, scope="neighbourhood", **options):
         from core import figures
 
         return figures.trade_network(question, database, pick=pick, best=best, pick_label=pick_label,
-                                     flow_change=change)
+                                     flow_change=change, scope=scope,
+                                     around=str(around).removeprefix("trade_node:") if around else None)
+
+    def node_names(self, question, database):
+        return {f"trade_node:{n}": n.replace("_", " ") for n in database.tables["trade_node"].column("trade_node")}
 
     def node_rows(self, database, node_id):
         from core import figures
 
         return figures.node_rows(database, node_id)
+
+    def own_row(self, question, table, record):
+        return record.get("country_name") == question.country
 
 
 class Building(_DQAType):
@@ -159,18 +170,14 @@ class Building(_DQAType):
     paper_n = 101
     critical_columns = ("current_output", "pop_demand")
     candidate_source = re.compile(r"\bsupply\b", re.I)
-    #: The graph view of its SQL tables, as DQA's .cql files hold it (see Locating).
-    graph_nodes = {
-        "Goods": ("goods", "code", [("name", "goods_name"), ("code", "code"), ("base_price", "base_price"),
-                                     ("current_price", "current_price"), ("pop_demand", "pop_demand")]),
-        "Building": ("building", "id", [("id", "id"), ("name", "name"), ("level", "level")]),
-    }
-    graph_rels = {
-        "Supply": ("supply", "Building", "building_id", "Goods", "goods_id",
-                   [("max_supply", "max_supply"), ("current_output", "current_output"), ("level", "level")]),
-        "Demand": ("demand", "Goods", "goods_id", "Building", "building_id",
-                   [("max_demand", "max_demand"), ("current_input", "current_input"), ("level", "level")]),
-    }
+    graph_mapping = GraphMapping(  # the graph view of its SQL databases, as the DQA .cql files hold it
+        nodes={"Goods": ("goods", "code", [("name", "goods_name"), ("code", "code"), ("base_price", "base_price"),
+                                            ("current_price", "current_price"), ("pop_demand", "pop_demand")]),
+               "Building": ("building", "id", [("id", "id"), ("name", "name"), ("level", "level")])},
+        rels={"Supply": ("supply", "Building", "building_id", "Goods", "goods_id",
+                         [("max_supply", "max_supply"), ("current_output", "current_output"), ("level", "level")]),
+              "Demand": ("demand", "Goods", "goods_id", "Building", "building_id",
+                         [("max_demand", "max_demand"), ("current_input", "current_input"), ("level", "level")])})
 
     @property
     def words(self):
@@ -218,6 +225,17 @@ class Building(_DQAType):
 
         return {r["id"]: f"{r['id']} {building_title(r['name'])} (level {r['level']})"
                 for r in database.tables["building"].records()}
+
+    titles_need_data = True
+
+    def decision_title(self, question, decision, database=None) -> str:
+        from core.figures import building_title
+
+        if database is not None:
+            for r in database.tables["building"].records():
+                if r["id"] == decision:
+                    return f"{r['id']} {building_title(r['name'])}"
+        return f"building {decision}"
 
     def target(self, question) -> str:
         return f"price of {question.goods} in {question.country}"
@@ -274,7 +292,7 @@ class Building(_DQAType):
                            "Those with the largest flows first.")]
 
     def network(self, question, database, *, pick=None, best=None, pick_label="agent's pick", change=None,
-                hops: int = 2, max_per_column: int = 20, **options):
+                around=None, hops: int = 2, max_per_column: int = 20, **options):
         from core import figures
 
         return figures.market(question, database, hops=hops, max_per_column=max_per_column, pick=pick, best=best,
@@ -284,3 +302,8 @@ class Building(_DQAType):
         from core import figures
 
         return figures.node_rows(database, node_id)
+
+    def own_row(self, question, table, record):
+        if table == "goods":
+            return record.get("goods_name") == question.goods
+        return False
