@@ -17,6 +17,14 @@ from pages.run_view import branch_form, load, md, open_run, run_label, show_outc
 
 PAUSE_KINDS = {"plan": "its plan", "replan": "a new plan", "query": "a query"}
 
+
+def start_button(slot, busy: bool, unavailable: bool) -> bool:
+    """Start, in its slot: disabled while a run of this page goes on (under another key, so that once the run ends
+    the slot can be drawn again with the usable button, without a rerun that would drop the page's messages)."""
+    return slot.button("Start", type="primary", icon=":material/play_arrow:", width="stretch",
+                       disabled=unavailable or busy, key="run_start_busy" if busy else "run_start",
+                       help="Wait until the run below pauses or ends, or stop it." if busy else None)
+
 st.title("Run")
 
 # A link naming a run alone opens that run's question (with ?q= too, the link's question stays).
@@ -75,11 +83,11 @@ with st.container(border=True):
                                source=question.source, plan_version=plan_version, limits=session_limits(),
                                prompts=prompt_setting, reaper_planner=planner, review_queries=review_queries)
         busy = jobs.running(run_id or "")
-        if st.button("Start", type="primary", icon=":material/play_arrow:", width="stretch",
-                     disabled=bool(unavailable_reason or not model or busy),
-                     help="Wait until the run below pauses or ends, or stop it." if busy else None):
+        start_slot = st.empty()
+        started_here = start_button(start_slot, busy, unavailable=bool(unavailable_reason or not model))
+        if started_here:
             st.session_state["run_id"] = run_id = start_run(settings)
-            busy = True
+            start_button(start_slot, True, unavailable=False)  # disabled while the new run is followed below
         if unavailable_reason:
             st.caption(f"{db} is unavailable: {unavailable_reason}")
 
@@ -89,8 +97,10 @@ if not run_id:
 record = show_run(run_id)
 if record is None:
     st.stop()
-if busy and not jobs.running(run_id):  # it ended while followed here: draw Start again, usable
-    st.rerun()
+if (busy or started_here) and not jobs.running(run_id):  # it ended while followed here: Start is usable again
+    if started_here:
+        st.rerun()  # the enabled Start's key is taken in this run
+    start_button(start_slot, False, unavailable=bool(unavailable_reason or not model))
 if record.status == "paused" and not reviewing:  # it paused while followed here: lay the page out for the review
     st.rerun()
 if record.status in ENDED:

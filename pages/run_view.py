@@ -240,6 +240,11 @@ class RunPanel:
             st.caption(details)
             self._plan, self._status, self._counter = st.empty(), st.empty(), st.empty()
             self._timeline = st.container(height=460, key=f"timeline-{run_id}")
+        elif settings["technique"] in TECHNIQUES and not TECHNIQUES[settings["technique"]].plans:
+            # No plan to show: the timeline takes the width (and says once that the technique makes no plan).
+            st.markdown(f"#### {label}  \n{details}")
+            self._plan, self._status, self._counter = st.empty(), st.empty(), st.empty()
+            self._timeline = st.container(height=620, autoscroll=True, key=f"timeline-{run_id}")
         else:
             st.markdown(f"#### {label}  \n{details}")
             left, right = st.columns([2, 3])
@@ -441,7 +446,7 @@ def show_outcome(record: RunRecord, compact: bool = False) -> None:
         st.markdown(f"**Decision:** {md(decision)} ({correct}) · **rank** {rank}  \n"
                     f"{total} tokens · {o.get('llm_calls', 0)} LLM calls · {seconds}")
         return
-    if o.get("final_answer"):
+    if o.get("final_answer") and not any(e["kind"] == "final" for e in record.events):  # else the timeline has it
         st.markdown(f"**Final answer:** {md(o['final_answer'])}")
     cols = st.columns(6)
     cols[0].metric("Decision", decision)
