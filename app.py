@@ -1,8 +1,6 @@
 """PlanRAG Workbench: the Streamlit entry point and page router."""
 import streamlit as st
 
-from pages.kept import keep_choices
-
 # An emoji icon: the browser would fetch a :material/...: favicon from fonts.gstatic.com (the app works offline).
 st.set_page_config(page_title="PlanRAG Workbench", page_icon="🧭", layout="wide")
 
@@ -20,6 +18,4 @@ pages = {
         st.Page("pages/settings.py", title="Settings", icon=":material/settings:"),
     ],
 }
-page = st.navigation(pages)
-keep_choices()  # before the page runs: the choices of the page just left are still here
-page.run()
+st.navigation(pages).run()

@@ -22,7 +22,7 @@ from core.agents.config import Limits
 from core.dqa import DQAError
 from core.scenario import Database, Question
 from core.settings import DatabaseSettings, LLMSettings, dqa_dir
-from pages.kept import forget, kept  # noqa: F401 - the pages' one helper for choices that stay
+from pages.kept import kept  # noqa: F401 - the pages' one helper for choices that stay
 
 DEFAULT_QUESTION = ("demo", "locating", 1)  # a page opened with no question in the link or the session
 
@@ -85,7 +85,9 @@ def _load(ref: tuple) -> tuple[Question, Database]:
 
 def current_question() -> tuple[Question, Database]:
     """The current question and its database: the link's (``?q=``), else the session's, else the demo's first;
-    stops the page with a clear message when the link names no question there is."""
+    stops the page with a clear message when the link names no question there is. A link naming a run alone opens
+    the run's question."""
+    linked_run()
     linked = st.query_params.get("q")
     if linked:
         ref = _parse(linked)
@@ -115,10 +117,20 @@ def current_question() -> tuple[Question, Database]:
 
 
 def linked_run() -> str | None:
-    """The run of the link (``?run=``), made the session's run, else the session's; the URL then names it."""
+    """The run of the link (``?run=``) made the session's run (and, when the link names no question, the run's
+    question the current one), else the session's run."""
     linked = st.query_params.get("run")
-    if linked:
+    if linked and linked != st.session_state.get("run_id"):
         st.session_state["run_id"] = linked
+        if "q" not in st.query_params:
+            from core import jobs
+
+            try:
+                s = jobs.open_store().get(linked, events=False).settings
+            except KeyError:
+                return linked
+            st.session_state["question_ref"] = (s.get("source", "dqa"), s["scenario"], s["question"])
+            st.query_params["q"] = f"{s.get('source', 'dqa')}/{s['scenario']}/{s['question']}"
     return st.session_state.get("run_id")
 
 

@@ -27,8 +27,6 @@ def start_button(slot, busy: bool, unavailable: bool) -> bool:
 
 st.title("Run")
 
-# A link naming a run alone opens that run's question (with ?q= too, the link's question stays).
-from_link = st.query_params.get("run") not in (None, st.session_state.get("run_id")) and "q" not in st.query_params
 run_id = linked_run()
 record, job = load(run_id) if run_id else (None, None)
 if run_id and record is None and job is None:
@@ -36,10 +34,6 @@ if run_id and record is None and job is None:
              "deleted): nothing to show. Start a run below, or open one on **History**.", icon=":material/link_off:")
     st.session_state.pop("run_id", None)
     show_run_in_url(run_id := None)
-elif record is not None and from_link:
-    s = record.settings
-    st.session_state["question_ref"] = (s.get("source", "dqa"), s["scenario"], s["question"])
-    st.query_params["q"] = f"{s.get('source', 'dqa')}/{s['scenario']}/{s['question']}"
 reviewing = record is not None and record.status == "paused" and not jobs.running(run_id)
 top = st.empty()  # one slot, emptied when not reviewing: a review form shown before must not linger as the run goes on
 if reviewing:
