@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from core.files import write_atomic
-from core.settings import DATA_HOME
+from core import settings as core_settings
 
 PACKAGE = "arcadedb-embedded"
 VERSION = "26.10.2.post1"
@@ -39,7 +39,7 @@ DESCRIPTION = __doc__.split("\n\n")[0]
 
 def home() -> Path:
     """Where the server is installed and keeps its data, logs and state files."""
-    return Path(os.environ.get("PLANRAG_GRAPH_SERVER_HOME", DATA_HOME / "graph-server"))
+    return Path(os.environ.get("PLANRAG_GRAPH_SERVER_HOME", core_settings.DATA_HOME / "graph-server"))
 
 
 def install_dir() -> Path:

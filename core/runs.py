@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.secrets import scrub
-from core.settings import DATA_HOME
+from core import settings as core_settings
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -102,7 +102,7 @@ def _load(text: str | None):
 
 class RunStore:
     def __init__(self, path: str | Path | None = None):
-        self.path = Path(path) if path else DATA_HOME / "runs.sqlite"
+        self.path = Path(path) if path else core_settings.DATA_HOME / "runs.sqlite"
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
         con = self._connect()

@@ -1,7 +1,6 @@
 """What the page tests share: a run store of their own, and the app opened on one page with a question chosen."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
@@ -10,12 +9,11 @@ APP = Path(__file__).resolve().parent.parent / "app.py"
 
 
 def isolate(monkeypatch, tmp_path: Path) -> Path:
-    """Point DATA_HOME at ``tmp_path`` in every module that holds it, and leave out any configured model, so runs
-    use the recorded replays."""
+    """Point DATA_HOME (read from core.settings when used) at ``tmp_path``, and leave out any configured model, so
+    runs use the recorded replays."""
     from core import settings
 
-    for module in [m for m in sys.modules.values() if getattr(m, "DATA_HOME", None) == settings.DATA_HOME]:
-        monkeypatch.setattr(module, "DATA_HOME", tmp_path)
+    monkeypatch.setattr(settings, "DATA_HOME", tmp_path)
     for name in ("OPENAI_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY", "PLANRAG_REPLAYS"):
         monkeypatch.delenv(name, raising=False)
     return tmp_path

@@ -203,9 +203,9 @@ def test_cli_pause_exit_and_resume_in_a_new_process(tmp_path, dqa_dir):
 
 def test_cli_auto_run_prints_one_json_object(tmp_path, dqa_dir, monkeypatch, capsys):
     from core import cli as cli_module
-    from core.agents import runtime as runtime_module
+    from core import settings as core_settings
 
-    monkeypatch.setattr(runtime_module, "DATA_HOME", tmp_path)
+    monkeypatch.setattr(core_settings, "DATA_HOME", tmp_path)
     replay = f"replay:{TRANSCRIPTS / 'building_sql_singlerag.json'}"
     code = cli_module.main(["run", "--scenario", "building", "--question", "1", "--db", backend("sql"),
                             "--technique", "singlerag", "--llm", replay, "--json"])

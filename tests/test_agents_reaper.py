@@ -224,9 +224,9 @@ def test_a_malformed_plan_is_a_clear_error_observation(dqa_runtime):
 
 def test_cli_runs_reaper(tmp_path, dqa_dir, monkeypatch, capsys):
     from core import cli
-    from core.agents import runtime as runtime_module
+    from core import settings as core_settings
 
-    monkeypatch.setattr(runtime_module, "DATA_HOME", tmp_path)
+    monkeypatch.setattr(core_settings, "DATA_HOME", tmp_path)
     spec = f"replay:{TRANSCRIPTS / 'building_sql_failing_noreplan.json'}"
     code = cli.main(["run", "--scenario", "building", "--question", "1", "--db", backend("sql"), "--technique",
                      "reaper", "--llm", spec, "--no-replan", "--json"])

@@ -148,9 +148,9 @@ def test_unknown_question(dqa_dir):
 
 def test_run_a_demo_question(tmp_path, monkeypatch, capsys):
     from core import cli
-    from core.agents import runtime as runtime_module
+    from core import settings as core_settings
 
-    monkeypatch.setattr(runtime_module, "DATA_HOME", tmp_path)
+    monkeypatch.setattr(core_settings, "DATA_HOME", tmp_path)
     monkeypatch.setenv("DQA_DIR", str(tmp_path / "no-dqa"))
     replay = f"replay:{ROOT / 'assets/replays/demo_building_1_sql_iterrag.json'}"
     code = cli.main(["run", "--source", "demo", "--scenario", "building", "--question", "1", "--db", "sqlite",

@@ -10,6 +10,7 @@ Replies are paced at PACE_S, as a model would take, so the page can be seen mid-
 (the README's are taken with PLANRAG_SCREENSHOTS=docs/screenshots)."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -134,16 +135,25 @@ def server(tmp_path, dqa_dir):
     gate = tmp_path / "gate"
     gate.mkdir()
     env.update(PLANRAG_HOME=str(home), PLANRAG_REPLAYS=str(replays), DQA_DIR=str(dqa_dir), PLANRAG_TEST_GATE=str(gate))
+    with app_server(PACED_STREAMLIT, env, tmp_path / "server.log") as (url, process):
+        yield url, process, home
+
+
+@contextlib.contextmanager
+def app_server(launcher: str, env: dict, log_path: Path):
+    """The app started by the Python source ``launcher`` (which ends by calling Streamlit's CLI) on a free port of
+    127.0.0.1 with ``env``, its output to ``log_path``: (its URL, its process); terminated after."""
     port = free_port()
-    log = (tmp_path / "server.log").open("w")
-    process = subprocess.Popen(
-        [sys.executable, "-c", PACED_STREAMLIT, "run", "app.py", "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false",
-         "--server.fileWatcherType", "none"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    yield f"http://127.0.0.1:{port}", process, home
-    process.terminate()
-    process.wait(10)
-    log.close()
+    with log_path.open("w") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-c", launcher, "run", "app.py", "--server.port", str(port),
+             "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false",
+             "--server.fileWatcherType", "none"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            yield f"http://127.0.0.1:{port}", process
+        finally:
+            process.terminate()
+            process.wait(10)
 
 
 def test_run_with_an_edited_replan_in_the_browser(chromium, server, tmp_path):

@@ -9,15 +9,13 @@ two). Screenshots go to a temporary folder, or to PLANRAG_SCREENSHOTS."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from core.runs import RunStore
-from tests.test_e2e_browser import ROOT, chromium, free_port, wait_healthy  # noqa: F401 (chromium: a fixture)
+from tests.test_e2e_browser import app_server, chromium, wait_healthy  # noqa: F401 (chromium: a fixture)
 
 HANG_CALL = 4  # the model call (counted in the server process) that never answers: the first after the review
 
@@ -44,16 +42,8 @@ def server(tmp_path):
     home = tmp_path / "home"
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_") and k != "PLANRAG_REPLAYS"}
     env.update(PLANRAG_HOME=str(home))
-    port = free_port()
-    log = (tmp_path / "server.log").open("w")
-    process = subprocess.Popen(
-        [sys.executable, "-c", HANGING_STREAMLIT, "run", "app.py", "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false",
-         "--server.fileWatcherType", "none"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    yield f"http://127.0.0.1:{port}", process, home
-    process.terminate()
-    process.wait(10)
-    log.close()
+    with app_server(HANGING_STREAMLIT, env, tmp_path / "server.log") as (url, process):
+        yield url, process, home
 
 
 def test_pause_screen_then_stop_a_hanging_run(chromium, server, tmp_path):  # noqa: F811

@@ -18,7 +18,7 @@ from core.benchmark.runner import CallGate
 from core.llm import LLMError, LLMSettings
 from core.runs import RunStore
 from tests.test_agents_runtime import ACT, FINAL, kinds, make_runtime, settings
-from tests.test_llm import HANG, KEY, StandIn, _completion
+from tests.test_llm import HANG, KEY, _completion, serve  # noqa: F401 (serve: a fixture)
 
 MASKED = "sk-test-DO******7890"
 ECHO = {"error": {"message": f"Invalid request with key {KEY} ({MASKED})", "code": 401}}
@@ -27,19 +27,6 @@ ECHO = {"error": {"message": f"Invalid request with key {KEY} ({MASKED})", "code
 @pytest.fixture
 def home(tmp_path):
     return tmp_path / "home"
-
-
-@pytest.fixture
-def serve():
-    servers = []
-
-    def start(*script):
-        servers.append(StandIn(list(script)))
-        return servers[-1]
-
-    yield start
-    for s in servers:
-        s.close()
 
 
 def llm_settings(**kw) -> LLMSettings:
@@ -301,9 +288,7 @@ def test_a_hung_server_fails_the_run_as_a_timeout_with_every_attempt_kept(home, 
 
 def test_bench_lists_an_item_that_could_not_run_and_says_why(tmp_path, dqa_dir, serve, monkeypatch, capsys):
     from core import settings as core_settings
-    from core.agents import runtime as runtime_module
 
-    monkeypatch.setattr(runtime_module, "DATA_HOME", tmp_path / "home")
     monkeypatch.setattr(core_settings, "DATA_HOME", tmp_path / "home")
     monkeypatch.setenv("DQA_DIR", str(dqa_dir))
     monkeypatch.setenv("OPENAI_API_KEY", KEY)

@@ -433,10 +433,10 @@ def test_cli_review_from_a_terminal_defaults_to_the_current_pause(home, tmp_path
     import io
 
     from core import cli as cli_module
-    from core.agents import runtime as runtime_module
+    from core import settings as core_settings
 
     runtime, first = paused_run(home, tmp_path)
-    monkeypatch.setattr(runtime_module, "DATA_HOME", home)
+    monkeypatch.setattr(core_settings, "DATA_HOME", home)
 
     class Terminal(io.StringIO):
         def isatty(self):

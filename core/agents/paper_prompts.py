@@ -84,19 +84,8 @@ def agent_prompt(tech: Technique, language: str, schema_text: str, initial_plan:
     else:
         fmt.append("Thought: you should always think about what to do.")
     fmt += [f"Action: a suitable database name, MUST be one of ['{tool}', 'Self-thinking'].",
-            f"Action input: a syntactically correct query statement only, MUST be written by {lang} query language.",
-            f"Observation: {'the data from the database' if tech.plans else 'the result of the action'}."]
-    if tech.replans:
-        fmt += ["Re-plan: respond with 'Y' and change your Plan if you think a current Plan is not helpful, otherwise "
-                "respond with 'N' and continue a process based on the current Plan.",
-                "... (a process of Plan, Current step, Thought, Action, Action input, Observation, and Re-plan can "
-                "repeat N times)"]
-    elif tech.plans:
-        fmt.append("... (a process of Current step, Thought, Action, Action input, and Observation can repeat N times)")
-    elif tech.max_actions != 1:
-        fmt.append("... (a process of Thought, Action, Action input, and Observation can repeat together N times)")
-    fmt += ["Thought: I now know the answer.",
-            "Final answer: the final answer to the question based on the observed data."]
+            f"Action input: a syntactically correct query statement only, MUST be written by {lang} query language."]
+    fmt += prompts.observation_to_answer_lines(tech)
     parts = ["\n".join(prefix), _tools(language, schema_text), "\n".join(fmt)]
     if initial_plan:
         parts.append(prompts.start_from_plan(initial_plan, tech))

@@ -50,6 +50,23 @@ def _action_lines(language: str) -> list[str]:
             f"{LANGUAGE_NAMES[language]} query language."]
 
 
+def observation_to_answer_lines(tech: Technique) -> list[str]:
+    """The format lines from Observation to Final answer (the same in the improved and the paper prompts)."""
+    lines = [f"Observation: {'the data from the database' if tech.plans else 'the result of the action'}."]
+    if tech.replans:
+        lines += ["Re-plan: respond with 'Y' and change your Plan if you think a current Plan is not helpful, "
+                  "otherwise respond with 'N' and continue a process based on the current Plan.",
+                  "... (a process of Plan, Current step, Thought, Action, Action input, Observation, and Re-plan can "
+                  "repeat N times)"]
+    elif tech.plans:
+        lines.append("... (a process of Current step, Thought, Action, Action input, and Observation can repeat N "
+                     "times)")
+    elif tech.max_actions != 1:
+        lines.append("... (a process of Thought, Action, Action input, and Observation can repeat together N times)")
+    return lines + ["Thought: I now know the answer.",
+                    "Final answer: the final answer to the question based on the observed data."]
+
+
 def agent_prompt(tech: Technique, language: str, schema: str, note: str | None = None,
                  initial_plan: list[str] | None = None) -> str:
     """The system prompt of a technique: Figure 8 (SingleRAG), 10 (IterRAG), 11 (PlanRAG; without its Re-plan
@@ -69,19 +86,7 @@ def agent_prompt(tech: Technique, language: str, schema: str, note: str | None =
                 "Thought: you should always think about the Current step."]
     else:
         fmt.append("Thought: you should always think about what to do.")
-    fmt += _action_lines(language)
-    fmt.append(f"Observation: {'the data from the database' if tech.plans else 'the result of the action'}.")
-    if tech.replans:
-        fmt += ["Re-plan: respond with 'Y' and change your Plan if you think a current Plan is not helpful, otherwise "
-                "respond with 'N' and continue a process based on the current Plan.",
-                "... (a process of Plan, Current step, Thought, Action, Action input, Observation, and Re-plan can "
-                "repeat N times)"]
-    elif tech.plans:
-        fmt.append("... (a process of Current step, Thought, Action, Action input, and Observation can repeat N times)")
-    elif tech.max_actions != 1:
-        fmt.append("... (a process of Thought, Action, Action input, and Observation can repeat together N times)")
-    fmt += ["Thought: I now know the answer.",
-            "Final answer: the final answer to the question based on the observed data."]
+    fmt += _action_lines(language) + observation_to_answer_lines(tech)
     suffix = "Begin! Keep in mind that Your response MUST follow the valid format above."
     start = [start_from_plan(initial_plan, tech)] if initial_plan else []
     return "\n".join(["\n".join(prefix), tool_descriptions(language, schema, note), "\n".join(fmt), *start, suffix])

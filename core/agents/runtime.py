@@ -40,7 +40,7 @@ from core.runs import PauseTaken, RunStore
 from core.scenario import ranking
 from core.secrets import scrub
 from core.server_info import context_window
-from core.settings import DATA_HOME
+from core import settings as core_settings
 
 
 class RunNotPaused(PauseTaken):
@@ -78,7 +78,7 @@ class AgentRuntime:
     def __init__(self, home: str | Path | None = None, *, store: RunStore | None = None,
                  workspace: Callable[[RunSettings], Workspace] = open_catalog_workspace,
                  llm_settings: LLMSettings | None = None, llm_opener: Callable[..., ChatLLM] | None = None):
-        home = Path(home) if home else DATA_HOME
+        home = Path(home) if home else core_settings.DATA_HOME
         home.mkdir(parents=True, exist_ok=True)
         self.store = store or RunStore(home / "runs.sqlite")
         self._conn = sqlite3.connect(home / "checkpoints.sqlite", check_same_thread=False)

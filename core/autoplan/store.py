@@ -16,7 +16,7 @@ from pathlib import Path
 from core.agents.config import RunSettings
 from core.agents.techniques import technique
 from core.numbers import spans
-from core.settings import DATA_HOME
+from core import settings as core_settings
 
 
 class TrainingQuestionError(ValueError):
@@ -62,7 +62,7 @@ class PlanStore:
     """The learned plans under ``root`` (default DATA_HOME/plans), one folder per scenario."""
 
     def __init__(self, root: str | Path | None = None):
-        self.root = Path(root) if root else DATA_HOME / "plans"
+        self.root = Path(root) if root else core_settings.DATA_HOME / "plans"
 
     def _folder(self, scenario: str) -> Path:
         from core import scenarios
