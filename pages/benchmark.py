@@ -58,8 +58,13 @@ def table(df: pd.DataFrame, **options):
 
 
 def readable(df: pd.DataFrame) -> pd.DataFrame:
-    """Techniques by their names (PlanRAG, not planrag), scenarios by their titles."""
+    """Techniques by their names (PlanRAG, not planrag), scenarios by their titles; a column mixing kinds of value
+    (decisions: Locating's node names, Building's ids) as text, one type per column (Arrow needs one)."""
     df = df.copy()
+    for column in df.select_dtypes(include="object").columns:
+        kinds = {type(v) for v in df[column] if v is not None and v == v}
+        if len(kinds) > 1:
+            df[column] = [v if v is None or v != v else str(v) for v in df[column]]
     if "technique" in df.columns:
         df["technique"] = df["technique"].map(technique_label)
     if "scenario" in df.columns:

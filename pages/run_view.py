@@ -128,8 +128,11 @@ def _observation(e: dict, trace: Trace) -> None:
         table = pd.DataFrame(e["rows"], columns=_unique(e["columns"]))
         # A static table, scrolled when long: the interactive grid's code would load on the first one and hold
         # that step back by about half a second.
-        with st.container(height="content" if len(table) <= SMALL_TABLE else 360):
-            st.table(table, hide_index=True, border="horizontal")
+        numbers = [c for c in table.columns if pd.api.types.is_float_dtype(table[c])]
+        with st.container(height="content" if len(table) <= SMALL_TABLE else 360):  # scrolls sideways when wide
+            # Numbers as short as they read (24, not 24.0000): a wide result keeps its columns in view.
+            st.table(table.style.format("{:,.6g}", subset=numbers, na_rep="–"), hide_index=True,
+                     border="horizontal")
         st.caption(f"{e['total_rows']} rows{kept} · {e['latency_s'] * 1000:.0f} ms")
         if action and e["executed"] and e["executed"].strip() != action["query"].strip():
             with st.expander("As the database ran it"):
@@ -247,7 +250,7 @@ class RunPanel:
             self._timeline = st.container(height=620, autoscroll=True, key=f"timeline-{run_id}")
         else:
             st.markdown(f"#### {label}  \n{details}")
-            left, right = st.columns([2, 3])
+            left, right = st.columns([1, 2])  # the timeline, with its result tables, the wider
             with left:
                 st.markdown("**Plan**")
                 self._plan, self._status, self._counter = st.empty(), st.empty(), st.empty()
