@@ -46,6 +46,9 @@ def page_words(message: str) -> str:
     return message
 
 
+EMPTY = "–"  # an empty cell (Streamlit would show None)
+
+
 def _cell(value):
     if isinstance(value, float) and not isinstance(value, bool):
         return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
@@ -53,18 +56,25 @@ def _cell(value):
 
 
 def table(df: pd.DataFrame, **options):
-    """A results table: numbers to 4 significant digits, an empty cell as "–" (not None)."""
-    return st.dataframe(df.style.format(_cell, na_rep="–"), hide_index=True, **options)
+    """A results table: numbers to 4 significant digits; a column mixing kinds of value (decisions: Locating's
+    node names, Building's ids) or with gaps as text, one type per column (Arrow needs one), a gap as "–" (not
+    None)."""
+    df = df.copy()
+    for column in df.columns:
+        values = df[column]
+        if not values.isna().any() and values.dtype != object:
+            continue
+        kinds = {type(v) for v in values if v is not None and v == v}
+        if values.dtype == object and len(kinds) <= 1:
+            df[column] = values.astype(object).where(values.notna(), EMPTY)
+        elif values.isna().any() or len(kinds) > 1:  # a number column with gaps, or mixed: text, gaps as "–"
+            df[column] = [EMPTY if v is None or v != v else str(_cell(v)) for v in values]
+    return st.dataframe(df.style.format(_cell), hide_index=True, **options)
 
 
 def readable(df: pd.DataFrame) -> pd.DataFrame:
-    """Techniques by their names (PlanRAG, not planrag), scenarios by their titles; a column mixing kinds of value
-    (decisions: Locating's node names, Building's ids) as text, one type per column (Arrow needs one)."""
+    """Techniques by their names (PlanRAG, not planrag), scenarios by their titles."""
     df = df.copy()
-    for column in df.select_dtypes(include="object").columns:
-        kinds = {type(v) for v in df[column] if v is not None and v == v}
-        if len(kinds) > 1:
-            df[column] = [v if v is None or v != v else str(v) for v in df[column]]
     if "technique" in df.columns:
         df["technique"] = df["technique"].map(technique_label)
     if "scenario" in df.columns:

@@ -77,7 +77,7 @@ def test_smoke_benchmark_without_a_model(monkeypatch, tmp_path):
     at.run()
     assert job.bench.progress.done == 4 and job.bench.progress.correct == 4
     acc = accuracy_table(at)
-    assert set(acc["source"]) == {"demo"} and acc["paper"].isna().all() and (acc["n"] == 1).all()
+    assert set(acc["source"]) == {"demo"} and (acc["paper"] == "–").all() and (acc["n"] == 1).all()
 
 
 def test_an_analyst_overrides_a_grade_from_the_benchmark_view(monkeypatch, tmp_path):

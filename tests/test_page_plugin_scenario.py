@@ -105,4 +105,4 @@ def test_benchmark_over_depot_questions_from_the_page(home):
     assert job.bench.progress.done == 2 and job.bench.progress.correct == 2
     acc = next(d.value for d in at.dataframe if "optimal rate" in d.value.columns)
     assert (set(acc["scenario"]) == {"Distribution centre"} and set(acc["source"]) == {"scenario"}  # by its title
-            and acc["paper"].isna().all())
+            and (acc["paper"] == "–").all())
