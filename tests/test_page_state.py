@@ -8,7 +8,7 @@ from streamlit.testing.v1 import AppTest
 
 from core import jobs
 from core.agents.config import RunSettings
-from core.autoplan.train import TrainSettings, train  # imported before isolate() points DATA_HOME at the test's home
+from core.autoplan.train import TrainSettings, train
 from core.replays import replays
 from tests.page_app import APP, button, isolate, open_page
 from tests.test_autoplan_paper import TRAINING, replay
