@@ -1,6 +1,7 @@
 """Benchmark: run DQA, or part of it, with techniques and a model in the background (the page stays responsive and
 follows the progress), and browse the results as the paper's tables and figures, with CSV and JSON export."""
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -22,7 +23,7 @@ from core.catalog import SOURCES
 from core.dqa import DQA_SET, DQAError
 from core.llm import LLMError
 from core.summary import technique_label
-from pages.common import dqa_root, session_limits, session_llm
+from pages.common import dqa_root, kept, session_limits, session_llm
 from pages.grading_view import override_form, override_note
 from pages.limit_inputs import budget_inputs, limit_inputs
 from pages.run_view import load, open_run
@@ -32,6 +33,66 @@ POLL_S = 1.0
 ACCURACY_COLUMNS = ["source", "scenario", "db", "technique", "model", "n", "correct", "errors", "accuracy", "ci95_low",
                     "ci95_high", "answered accuracy", "optimal rate", "optimal ci95_low", "optimal ci95_high",
                     "undecided", "overridden", "all tied", "mean regret", "paper"]
+#: Command-line words in core's messages, as this page names the same thing.
+PAGE_WORDS = [(r"use another --out \(or --name\)", "choose another Results name"),
+              (r"use --source ", "choose Questions: "), (r"--questions", "Questions"), (r"--rpm", "Requests per minute"),
+              (r"--concurrency", "Items at once"), (r"\(--base-url\)", "(Settings: server URL)")]
+
+
+def page_words(message: str) -> str:
+    """A message from core, with the command line's options named as this page's inputs."""
+    for flag, words in PAGE_WORDS:
+        message = re.sub(flag, words, message)
+    return message
+
+
+EMPTY = "–"  # an empty cell (Streamlit would show None)
+
+
+def _cell(value):
+    if isinstance(value, float) and not isinstance(value, bool):
+        return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
+    return value
+
+
+def table(df: pd.DataFrame, **options):
+    """A results table: numbers to 4 significant digits; a column mixing kinds of value (decisions: Locating's
+    node names, Building's ids) or with gaps as text, one type per column (Arrow needs one), a gap as "–" (not
+    None)."""
+    df = df.copy()
+    for column in df.columns:
+        values = df[column]
+        if not values.isna().any() and values.dtype != object:
+            continue
+        kinds = {type(v) for v in values if v is not None and v == v}
+        if values.dtype == object and len(kinds) <= 1:
+            df[column] = values.astype(object).where(values.notna(), EMPTY)
+        elif values.isna().any() or len(kinds) > 1:  # a number column with gaps, or mixed: text, gaps as "–"
+            df[column] = [EMPTY if v is None or v != v else str(_cell(v)) for v in values]
+    return st.dataframe(df.style.format(_cell), hide_index=True, **options)
+
+
+def readable(df: pd.DataFrame) -> pd.DataFrame:
+    """Techniques by their names (PlanRAG, not planrag), scenarios by their titles."""
+    df = df.copy()
+    if "technique" in df.columns:
+        df["technique"] = df["technique"].map(technique_label)
+    if "scenario" in df.columns:
+        df["scenario"] = df["scenario"].map(scenario_title)
+    return df
+
+
+def scenario_title(name: str) -> str:
+    try:
+        return scenarios.get(name).title
+    except KeyError:
+        return name
+
+
+def chart(figure) -> None:
+    """A figure with its facets titled by their value (``Locating``, not ``scenario=Locating``)."""
+    figure.for_each_annotation(lambda a: a.update(text=a.text.split("=", 1)[-1]))
+    st.plotly_chart(figure)
 
 
 def smoke_start() -> None:
@@ -48,7 +109,7 @@ def smoke_start() -> None:
         try:
             job = jobs.start(smoke_config(source=source, db="sqlite" if source == "scenario" else None))
         except (BenchError, LLMError, ValueError, DQAError) as e:
-            st.error(str(e))
+            st.error(page_words(str(e)))
         else:
             st.session_state["bench_dir"] = str(job.bench.directory)
 
@@ -58,38 +119,38 @@ def start_form() -> None:
     llm = session_llm()
     with st.form("bench_start"):
         source = st.segmented_control("Questions", list(SOURCES), default="dqa", format_func=SOURCES.get,
-                                      required=True, key="bench_source")
+                                      required=True, key=kept("bench_source"))
         left, middle, right = st.columns(3)
         names = scenarios.names()
-        scenario = left.selectbox("Scenario", [*names, "all"], index=len(names), key="bench_scenario",
+        scenario = left.selectbox("Scenario", [*names, "all"], index=len(names), key=kept("bench_scenario"),
                                   format_func=lambda n: "All" if n == "all" else scenarios.get(n).title,
                                   help="All: every scenario with questions in the chosen set (a plugin scenario's "
                                        "questions are its own: choose “The scenario's own questions”)")
         db = middle.selectbox("Database", [*BACKENDS, "all"], help="all: every backend available here",
-                              key="bench_db")
+                              key=kept("bench_db"))
         techniques = right.multiselect("Techniques", list(TECHNIQUES), default=["planrag"],
-                                       format_func=technique_label, key="bench_techniques")
+                                       format_func=technique_label, key=kept("bench_techniques"))
         left, right = st.columns([2, 1])
         model = left.text_input("Model", value=llm.model or "",
                                 help="A model name (OpenAI, or the server set on Settings), replay:FILE (one "
-                                     "transcript for every item) or replay:DIR (one per item)", key="bench_model")
+                                     "transcript for every item) or replay:DIR (one per item)", key=kept("bench_model"))
         questions = right.text_input("Questions", "1-10", help="Numbers and ranges, e.g. 1-10,15, or all",
-                                     key="bench_questions")
-        question_set = st.text_input("Question set", str(dqa_root() or ""), key="bench_set",
+                                     key=kept("bench_questions"))
+        question_set = st.text_input("Question set", str(dqa_root() or ""), key=kept("bench_set"),
                                      help="A DQA folder, or a set made by `python -m sims generate` (default: the "
                                           "DQA directory of Settings)")
         a, b, c, d = st.columns(4)
-        concurrency = a.number_input("Items at once", 1, 32, 2, key="bench_concurrency")
-        rpm = b.number_input("Requests per minute", 0, 100_000, 0, help="0: no limit", key="bench_rpm")
-        name = c.text_input("Results name", placeholder="the model's name", key="bench_name")
+        concurrency = a.number_input("Items at once", 1, 32, 2, key=kept("bench_concurrency"))
+        rpm = b.number_input("Requests per minute", 0, 100_000, 0, help="0: no limit", key=kept("bench_rpm"))
+        name = c.text_input("Results name", placeholder="the model's name", key=kept("bench_name"))
         cache = d.checkbox("Use the LLM reply cache", True, help="An identical rerun then costs nothing",
-                           key="bench_cache")
+                           key=kept("bench_cache"))
         e, f = st.columns(2)
         prompt_setting = e.selectbox("Prompts", list(PROMPT_LABELS), format_func=PROMPT_LABELS.get,
-                                     key="bench_prompts",
+                                     key=kept("bench_prompts"),
                                      help="The loop techniques' prompts (docs/paper-deviations.md)")
         planner = f.selectbox("REAPER planner", list(PLANNER_LABELS), format_func=PLANNER_LABELS.get,
-                              key="bench_reaper_planner")
+                              key=kept("bench_reaper_planner"))
         with st.expander("Limits of each run and the benchmark's budget"):
             limits = limit_inputs(session_limits(), key="bench_limits")
             budget_tokens, budget_cost = budget_inputs(key="bench")
@@ -98,6 +159,9 @@ def start_form() -> None:
         return
     if not techniques:
         st.error("Choose at least one technique.")
+        return
+    if not model.strip():
+        st.error("Enter a model: a model name (with its server on Settings), or replay:FILE or replay:DIR.")
         return
     try:
         config = BenchConfig(techniques, model.strip(), scenario=scenario, db=db, questions=questions,
@@ -108,7 +172,7 @@ def start_form() -> None:
                              budget_cost=budget_cost, source=source, prompts=prompt_setting, reaper_planner=planner)
         job = jobs.start(config)
     except (BenchError, LLMError, ValueError, DQAError) as e:
-        st.error(str(e))
+        st.error(page_words(str(e)))
     else:
         st.session_state["bench_dir"] = str(job.bench.directory)
 
@@ -155,23 +219,28 @@ def follow() -> None:
 def bars_with_paper(acc: pd.DataFrame) -> None:
     """Label accuracy and optimal-decision rate per technique and database, each bar with its 95% interval and
     n, beside the paper's figures (their interval from the paper's n)."""
-    st.plotly_chart(px.bar(reports.bar_data(acc), x="technique", y="value", color="series", barmode="group",
-                           facet_col="scenario", facet_row="metric", error_y="plus", error_y_minus="minus",
-                           text="n", hover_data=["low", "high"], labels={"value": "%"}, range_y=[0, 105]))
+    chart(px.bar(readable(reports.bar_data(acc)), x="technique", y="value", color="series", barmode="group",
+                 facet_col="scenario", facet_row="metric", error_y="plus", error_y_minus="minus",
+                 text="n", hover_data=["low", "high"], labels={"value": "%", "technique": "", "series": "database"},
+                 range_y=[0, 105]))
 
 
 def show_fidelity(results: list[dict]) -> None:
     """The setting of each result beside the paper's figure and setting; REAPER's plan call beside IterRAG."""
-    st.subheader("Setting beside the paper")
     st.caption("Each result's setting (prompts improved or paper; REAPER's planner) next to the paper figure it is "
                "compared with and that figure's setting. Every deviation and its switch: docs/paper-deviations.md.")
-    st.dataframe(fidelity.paper_comparison(results), hide_index=True)
+    table(readable(fidelity.paper_comparison(results)))
     cost = fidelity.planner_cost(results)
     if not cost.empty:
         st.subheader("REAPER's plan call beside IterRAG")
         st.caption("Per question: LLM calls, the first call's latency (REAPER's plan call), a call's mean latency and "
                    "the LLM time (cached replies count with their original latency).")
-        st.dataframe(cost, hide_index=True)
+        table(readable(cost))
+
+
+#: The results' tabs: a page of about 6,000 px, one part at a time.
+RESULT_TABS = ["Accuracy", "Setting", "Paired", "Retrievals", "Missed data", "Re-plans", "Failures", "Regret",
+               "Cost and time", "Questions"]
 
 
 def show_results(results: list[dict]) -> None:
@@ -182,20 +251,55 @@ def show_results(results: list[dict]) -> None:
         prices = {}
     tables = reports.tables(results, prices)
     sets = ", ".join(sorted({r.get("set") or DQA_SET for r in results}))
-    st.caption(f"Question set: **{sets}**" + ("" if sets == DQA_SET else " (not DQA's questions: the paper's "
-                                                                       "figures are not shown beside them)"))
-    st.download_button("Export all tables (JSON)", icon=":material/download:", file_name="benchmark-report.json",
-                       mime="application/json",
-                       data=json.dumps({k: json.loads(v.to_json(orient="records")) for k, v in tables.items()}))
+    note, export = st.columns([4, 1], vertical_alignment="center")
+    note.caption(f"Question set: **{sets}**" + ("" if sets == DQA_SET else " (not DQA's questions: the paper's "
+                                                                          "figures are not shown beside them)"))
+    export.download_button("Export all tables (JSON)", icon=":material/download:", file_name="benchmark-report.json",
+                           mime="application/json",
+                           data=json.dumps({k: json.loads(v.to_json(orient="records")) for k, v in tables.items()}))
+    tabs = dict(zip(RESULT_TABS, st.tabs(RESULT_TABS)))
+    with tabs["Accuracy"]:
+        show_accuracy(tables)
+    with tabs["Setting"]:
+        show_fidelity(results)
+    with tabs["Paired"]:
+        show_paired(tables["paired"])
+    with tabs["Retrievals"]:
+        show_retrievals(tables["retrieval_split"])
+    with tabs["Missed data"]:
+        st.caption("Measured: pairs whose run did not see every value that decides the question by the simulator "
+                   "(missed, rate over the measured pairs; mean coverage; the values missed most). Beside it, "
+                   "labelled heuristic, the old keyword check: a critical column (Locating ingoing, total_power; "
+                   "Building current_output, pop_demand) never named in the queries and results (Table 6). Method: "
+                   "docs/evidence.md.")
+        table(readable(tables["missed"]))
+    with tabs["Re-plans"]:
+        show_replans(tables["replans"])
+    with tabs["Failures"]:
+        show_failures(tables["failures"])
+    with tabs["Regret"]:
+        st.caption("Regret of the wrong answers: how much worse than the best decision they are.")
+        table(readable(tables["regret"]))
+        wrong = tables["items"].dropna(subset=["relative_regret"])
+        wrong = wrong[wrong["correct"] == False]  # noqa: E712
+        if not wrong.empty:
+            chart(px.histogram(readable(wrong), x="relative_regret", color="technique", facet_col="scenario",
+                               labels={"relative_regret": "relative regret % of the best decision"}))
+    with tabs["Cost and time"]:
+        st.caption(f"Per question. Prices per million tokens from {prices_path()} (edit it to change them).")
+        table(readable(tables["costs"]))
+    with tabs["Questions"]:
+        show_items(tables["items"])
 
-    st.subheader("Accuracy (Tables 4-5)")
+
+def show_accuracy(tables: dict) -> None:
     st.caption("Accuracy % per scenario and database (SQL = RDB, graph = GDB) with its 95% Wilson interval and n, "
                "their average, and the paper's GPT-4 figures (columns marked paper; the paper ran 200 Locating and "
-               "101 Building questions). Optimal: the share of decisions with regret 0 by the simulator (a pick tied "
-               "with the best counts).")
-    st.dataframe(tables["paper_layout"], hide_index=True)
+               "101 Building questions; Tables 4-5). Optimal: the share of decisions with regret 0 by the simulator "
+               "(a pick tied with the best counts).")
+    table(readable(tables["paper_layout"]))
     acc = tables["accuracy"]
-    st.dataframe(acc[ACCURACY_COLUMNS], hide_index=True)
+    table(readable(acc[ACCURACY_COLUMNS]))
     notes = []
     if acc["errors"].sum():
         notes.append(f"{int(acc['errors'].sum())} items could not run: they count in n as not correct (column "
@@ -211,96 +315,82 @@ def show_results(results: list[dict]) -> None:
     if stuck is not None and stuck.sum():
         n = int(stuck.sum())
         notes.append(f"{n} {'run was' if n == 1 else 'runs were'} stuck: the loop guard ended them after repeated "
-                     "actions (counted wrong; the Questions table shows their status).")
+                     "actions (counted wrong; the Questions tab shows their status).")
     for note in notes:
         st.caption(note)
     bars_with_paper(acc)
-    show_fidelity(results)
-
-    st.subheader("Paired comparisons")
-    pairs = tables["paired"]
-    if pairs.empty:
-        st.caption("Run two or more techniques on the same questions to compare them pairwise.")
-    else:
-        st.caption("Each pair of techniques on the questions both ran (same database and model): both right, only "
-                   "A, only B, neither; the exact McNemar test on the discordant questions; A − B in points with "
-                   "its 95% interval.")
-        for row in pairs.to_dict("records"):
-            text = f"**{row['scenario']} · {row['db']}**: {reports.paired_text(row)}"
-            (st.success if row["significant"] else st.info)(text, icon=":material/compare_arrows:")
-        st.dataframe(pairs, hide_index=True)
-
     undecided = tables["undecided"]
     if not undecided.empty:
         st.subheader("Answers that decide nothing")
         st.caption("Graded ambiguous (several candidates, none committed to) or none (no candidate, or the "
                    "answer says it cannot decide); they count as not correct. Override a grade from the Questions "
-                   "table below.")
-        st.dataframe(undecided, hide_index=True)
+                   "tab.")
+        table(readable(undecided))
 
-    st.subheader("Single and multiple retrievals (Figure 5)")
+
+def show_paired(pairs: pd.DataFrame) -> None:
+    if pairs.empty:
+        st.caption("Run two or more techniques on the same questions to compare them pairwise.")
+        return
+    st.caption("Each pair of techniques on the questions both ran (same database and model): both right, only "
+               "A, only B, neither; the exact McNemar test on the discordant questions; A − B in points with "
+               "its 95% interval.")
+    for row in pairs.to_dict("records"):
+        text = f"**{scenario_title(row['scenario'])} · {row['db']}**: {reports.paired_text(row)}"
+        (st.success if row["significant"] else st.info)(text, icon=":material/compare_arrows:")
+    shown = readable(pairs)
+    for column in ("a", "b"):
+        if column in shown.columns:
+            shown[column] = shown[column].map(technique_label)
+    table(shown)
+
+
+def show_retrievals(split: pd.DataFrame) -> None:
     st.caption("SR: questions answered with one database query, MR: more; by each run's own queries (basis own) "
                "and, as the paper splits them, by IterRAG's queries on the same question and database (basis "
-               "IterRAG, when the results have IterRAG).")
-    split = tables["retrieval_split"]
-    shown = split.dropna(subset=["accuracy"]).assign(n=lambda d: "n=" + d["pairs"].astype(str),
-                                                      plus=lambda d: d["ci95_high"] - d["accuracy"],
-                                                      minus=lambda d: d["accuracy"] - d["ci95_low"])
-    st.plotly_chart(px.bar(shown, x="split", y="accuracy", color="technique", barmode="group", facet_col="scenario",
-                           facet_row="basis", error_y="plus", error_y_minus="minus", text="n",
-                           hover_data=["pairs", "ci95_low", "ci95_high", "paper"], labels={"accuracy": "accuracy %"}))
-    st.dataframe(split, hide_index=True)
+               "IterRAG, when the results have IterRAG; Figure 5).")
+    shown = readable(split).dropna(subset=["accuracy"]).assign(n=lambda d: "n=" + d["pairs"].astype(str),
+                                                                plus=lambda d: d["ci95_high"] - d["accuracy"],
+                                                                minus=lambda d: d["accuracy"] - d["ci95_low"])
+    chart(px.bar(shown, x="split", y="accuracy", color="technique", barmode="group", facet_col="scenario",
+                 facet_row="basis", error_y="plus", error_y_minus="minus", text="n",
+                 hover_data=["pairs", "ci95_low", "ci95_high", "paper"], labels={"accuracy": "accuracy %"}))
+    table(readable(split))
 
-    st.subheader("Missed data analysis (Table 6)")
-    st.caption("Measured: pairs whose run did not see every value that decides the question by the simulator "
-               "(missed, rate over the measured pairs; mean coverage; the values missed most). Beside it, labelled "
-               "heuristic, the old keyword check: a critical column (Locating ingoing, total_power; Building "
-               "current_output, pop_demand) never named in the queries and results. Method: docs/evidence.md.")
-    st.dataframe(tables["missed"], hide_index=True)
 
-    st.subheader("Re-plans (Table 7)")
-    replans = tables["replans"]
+def show_replans(replans: pd.DataFrame) -> None:
+    st.caption("Pairs and accuracy by the number of re-plans, for the techniques that re-plan (Table 7).")
     if not replans.empty:
-        figure = px.bar(replans, x="replans", y="pairs", color="technique", barmode="group", facet_col="scenario",
-                        text="pairs", hover_data=["accuracy", "ci95_low", "ci95_high", "paper pairs", "paper accuracy"])
-        st.plotly_chart(figure.update_xaxes(type="category"))
-    st.dataframe(replans, hide_index=True)
+        figure = px.bar(readable(replans), x="replans", y="pairs", color="technique", barmode="group",
+                        facet_col="scenario", text="pairs",
+                        hover_data=["accuracy", "ci95_low", "ci95_high", "paper pairs", "paper accuracy"])
+        chart(figure.update_xaxes(type="category"))
+    table(readable(replans))
 
-    st.subheader("Failure categories (Figure 6)")
-    failures = tables["failures"]
+
+def show_failures(failures: pd.DataFrame) -> None:
+    failures = readable(failures)
     categories = list(PRECEDENCE) + [UNCLASSIFIED]
     long = failures.melt(id_vars=["scenario", "technique"], value_vars=[f"{c} rate" for c in categories],
                          var_name="category", value_name="rate")
     long["category"] = long["category"].str.removesuffix(" rate")
     pairs = failures.set_index(["scenario", "technique"])["pairs"]
     long["n"] = [f"n={pairs[(s, t)]}" for s, t in zip(long["scenario"], long["technique"])]
-    st.plotly_chart(px.bar(long, x="technique", y="rate", color="category", facet_col="scenario", hover_data=["n"],
-                           labels={"rate": "failure rate % (of all pairs)"}))
-    st.caption("Per technique, n = the pairs that ran: " + ", ".join(
+    st.caption("Failure categories (Figure 6). Per technique, n = the pairs that ran: " + ", ".join(
         f"{t} {s} n={n}" for (s, t), n in pairs.items()) + ". MIS is measured from the evidence coverage "
         "(docs/evidence.md); CAN is a heuristic; DEEP is not detectable from a trace (unclassified).")
+    chart(px.bar(long, x="technique", y="rate", color="category", facet_col="scenario", hover_data=["n"],
+                 labels={"rate": "failure rate % (of all pairs)", "technique": ""}))
     st.caption(" · ".join(f"**{c}**: {text}" for c, text in CATEGORIES.items()))
-    st.dataframe(failures, hide_index=True)
+    table(failures)
 
-    st.subheader("Regret of wrong answers")
-    st.dataframe(tables["regret"], hide_index=True)
-    wrong = tables["items"].dropna(subset=["relative_regret"])
-    wrong = wrong[wrong["correct"] == False]  # noqa: E712
-    if not wrong.empty:
-        st.plotly_chart(px.histogram(wrong, x="relative_regret", color="technique", facet_col="scenario",
-                                     labels={"relative_regret": "relative regret % of the best decision"}))
 
-    st.subheader("Cost and time per question")
-    st.caption(f"Prices per million tokens from {prices_path()} (edit it to change them).")
-    st.dataframe(tables["costs"], hide_index=True)
-
-    st.subheader("Questions")
-    items = tables["items"]
-    if st.toggle("Wrong answers only"):
+def show_items(items: pd.DataFrame) -> None:
+    if st.toggle("Wrong answers only", key=kept("bench_wrong_only")):
         items = items[items["correct"] == False]  # noqa: E712
     st.download_button("Export these rows (CSV)", icon=":material/download:", file_name="benchmark-items.csv",
                        mime="text/csv", data=items.to_csv(index=False))
-    picked = st.dataframe(items, hide_index=True, on_select="rerun", selection_mode="single-row", key="bench_items")
+    picked = table(readable(items), on_select="rerun", selection_mode="single-row", key="bench_items")
     rows = picked.selection.rows
     if rows:
         row = items.iloc[rows[0]]
@@ -327,17 +417,18 @@ with run_tab:
 with results_tab:
     directories = sorted(p.parent for p in bench_home().glob("*/results.sqlite"))
     if not directories:
-        st.info("No benchmark results yet: start one on the Run tab, or with `python -m core bench`.",
-                icon=":material/leaderboard:")
+        st.info("No benchmark results yet: start one on the Run tab.", icon=":material/leaderboard:")
     else:
         chosen = st.session_state.get("bench_dir")
         names = [str(d) for d in directories]
+        if chosen in names and st.session_state.get("_bench_shown") != chosen:  # a benchmark started here: its results
+            st.session_state["_bench_shown"] = st.session_state[kept("bench_results")] = chosen
         directory = st.selectbox("Results", names, index=names.index(chosen) if chosen in names else 0,
-                                 format_func=lambda d: Path(d).name)
+                                 format_func=lambda d: Path(d).name, key=kept("bench_results"))
         results = read_all(directory)
         models = sorted({r["model"] for r in results})
         if len(models) > 1:
-            keep = st.multiselect("Models", models, default=models)
+            keep = st.multiselect("Models", models, default=models, key=kept(f"bench_models-{Path(directory).name}"))
             results = [r for r in results if r["model"] in keep]
         if results:
             show_results(results)

@@ -9,6 +9,9 @@ Keys (set by the Scenarios and Settings pages, read by the others):
 - ``limits``: a core.agents.config.Limits for this session's runs (set on Settings);
 - ``run_id``: the run last opened in the Run view (the Decision check marks its pick);
 - ``reviewer``: the name this session's reviews are recorded under (Settings; default the OS user).
+
+The URL carries the question (``?q=source/scenario/number``) and, on the pages that show one, the run (``&run=ID``),
+so a view can be bookmarked or sent: a link's question and run win over the session's.
 """
 from __future__ import annotations
 
@@ -20,6 +23,9 @@ from core.agents.config import Limits
 from core.dqa import DQAError
 from core.scenario import Database, Question
 from core.settings import DatabaseSettings, LLMSettings, dqa_dir
+from pages.kept import kept  # noqa: F401 - the pages' one helper for choices that stay
+
+DEFAULT_QUESTION = ("demo", "locating", 1)  # a page opened with no question in the link or the session
 
 
 def _use_app_navigation() -> None:
@@ -86,6 +92,8 @@ def session_db() -> DatabaseSettings:
 def session_limits() -> Limits:
     """The limits of this session's runs (from Settings), else the defaults."""
     return st.session_state.get("limits") or Limits()
+
+
 def session_reviewer() -> str:
     """Who reviews in this session (Settings), else the OS user."""
     from core.agents.config import default_reviewer
@@ -94,19 +102,76 @@ def session_reviewer() -> str:
 
 
 def select_question(question: Question) -> None:
-    """Make ``question`` the session's current question."""
+    """Make ``question`` the session's current question (and the URL's)."""
     st.session_state["question_ref"] = (question.source, question.scenario, question.number)
+    st.query_params["q"] = question.id
+
+
+def _parse(linked: str) -> tuple[str, str, int] | None:
+    source, _, rest = linked.partition("/")
+    scenario, _, number = rest.partition("/")
+    return (source, scenario, int(number)) if source and scenario and number.isdigit() else None
+
+
+def _load(ref: tuple) -> tuple[Question, Database]:
+    question = catalog.question(*ref, root=dqa_root())
+    return question, catalog.database(question, dqa_root())
 
 
 def current_question() -> tuple[Question, Database]:
-    """The session's current question and its database; stops the page with a hint when there is none."""
+    """The current question and its database: the link's (``?q=``), else the session's, else the demo's first;
+    stops the page with a clear message when the link names no question there is. A link naming a run alone opens
+    the run's question."""
+    linked_run()
+    linked = st.query_params.get("q")
+    if linked:
+        ref = _parse(linked)
+        try:
+            if ref is None:
+                raise DQAError("a question is written source/scenario/number, e.g. demo/locating/1")
+            question, database = _load(ref)
+        except (DQAError, KeyError, ValueError) as e:
+            st.error(f"The link names question `{linked}`, which cannot be opened here: {e}. Pick a question on the "
+                     "**Scenarios** page.", icon=":material/link_off:")
+            st.stop()
+        st.session_state["question_ref"] = ref
+        return question, database
     ref = st.session_state.get("question_ref")
     if not ref:
-        st.info("Pick a question on the **Scenarios** page first.", icon=":material/hub:")
-        st.stop()
+        st.info("No question chosen in this session yet: showing the first demo Locating question (pick another "
+                "on the **Scenarios** page).", icon=":material/hub:")
+        ref = DEFAULT_QUESTION
     try:
-        question = catalog.question(*ref, root=dqa_root())
-        return question, catalog.database(question, dqa_root())
-    except DQAError as e:
+        question, database = _load(ref)
+    except (DQAError, KeyError) as e:
         st.info(str(e))
         st.stop()
+    st.session_state["question_ref"] = ref
+    st.query_params["q"] = question.id
+    return question, database
+
+
+def linked_run() -> str | None:
+    """The run of the link (``?run=``) made the session's run (and, when the link names no question, the run's
+    question the current one), else the session's run."""
+    linked = st.query_params.get("run")
+    if linked and linked != st.session_state.get("run_id"):
+        st.session_state["run_id"] = linked
+        if "q" not in st.query_params:
+            from core import jobs
+
+            try:
+                s = jobs.open_store().get(linked, events=False).settings
+            except KeyError:
+                return linked
+            st.session_state["question_ref"] = (s.get("source", "dqa"), s["scenario"], s["question"])
+            st.query_params["q"] = f"{s.get('source', 'dqa')}/{s['scenario']}/{s['question']}"
+    return st.session_state.get("run_id")
+
+
+def show_run_in_url(run_id: str | None) -> None:
+    """Put the run shown into the URL (or take it out)."""
+    if run_id:
+        st.query_params["run"] = run_id
+    else:
+        st.query_params.pop("run", None)

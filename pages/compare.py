@@ -11,7 +11,7 @@ from core.runs import ENDED, RunRecord
 from core.scenario import Question
 from core.summary import compare_row, technique_label
 from core.trace import align_by_step
-from pages.common import current_question, session_limits
+from pages.common import current_question, kept, session_limits
 from pages.run_options import choose_database, choose_models, start_run
 from pages.run_view import RunPanel, follow, load, run_label, show_outcome, show_state, stop_button
 
@@ -54,6 +54,25 @@ def side_by_side(run_ids: list[str]) -> list[RunRecord]:
     return records
 
 
+def step_by_step(records: list[RunRecord]) -> None:
+    """The compared runs' steps in one table, row by row (a step: one LLM call and what it did), the first step
+    where each run differs from the first marked."""
+    if len(records) < 2:
+        return
+    names = {r.id: f"{technique_label(r.settings['technique'])} · {r.id}" for r in records}
+    steps, summaries, diverges = align_by_step({r.id: r.events for r in records})
+    rows = [{"step": step, **{names[run_id]: ("\u2260 " if diverges[run_id] == step else "")
+                              + summaries[run_id].get(step, "") for run_id in names}} for step in steps]
+    st.subheader("Step by step")
+    first = min((s for s in diverges.values() if s is not None), default=None)
+    st.caption("Each row one step of every run (a step: one LLM call and what it did). "
+               + (f"\u2260 marks where a run first differs from {names[records[0].id]}: the first difference is "
+                  f"at step {first}." if first is not None else "The runs do the same at every step."))
+    st.dataframe(pd.DataFrame(rows), hide_index=True, height=min(560, 38 + 35 * len(rows)),
+                 column_config={"step": st.column_config.NumberColumn(width="small")}
+                 | {name: st.column_config.TextColumn(width="large") for name in names.values()})
+
+
 def with_branches(records: list[RunRecord]) -> None:
     """A run and its branches lined up by step, the step where each branch diverges marked."""
     store = jobs.open_store()
@@ -86,10 +105,10 @@ st.caption(f"Question `{question.id}` · {question.target}")
 compared = f"compare-{question.id}"  # the runs compared on this question (widget key)
 
 with st.container(border=True):
-    left, middle, right = st.columns(3)
-    with left:
-        techniques = st.pills("Techniques", list(TECHNIQUES), selection_mode="multi", default=["iterrag", "planrag"],
-                              format_func=technique_label, key="compare_techniques")
+    # Across the page: in a column the pills ran out of room (three hidden at 1440 px).
+    techniques = st.pills("Techniques", list(TECHNIQUES), selection_mode="multi", default=["iterrag", "planrag"],
+                          format_func=technique_label, key=kept("compare_techniques"))
+    middle, right = st.columns(2)
     with middle:
         db, unavailable_reason = choose_database(key="compare_db")
     with right:
@@ -101,7 +120,7 @@ with st.container(border=True):
                        for technique, model in models.items()]
             st.session_state[compared] = started + st.session_state.get(compared, [])
 
-labels = runs_of(question, st.session_state.get(compared, []))
+labels = runs_of(question, st.session_state.get(kept(compared), []))
 st.session_state[compared] = [run_id for run_id in st.session_state.get(compared, []) if run_id in labels]
 chosen = st.multiselect("Runs compared", list(labels), key=compared, format_func=labels.get,
                         help="The runs started here, and any earlier run of this question.")
@@ -111,6 +130,8 @@ if not chosen:
 
 table = st.empty()
 records = side_by_side(chosen)
-table.dataframe(pd.DataFrame([compare_row(r) for r in records]), column_order=COLUMNS, hide_index=True)
+table.dataframe(pd.DataFrame([compare_row(r) for r in records]), column_order=COLUMNS, hide_index=True,
+                column_config={"time (s)": st.column_config.NumberColumn(format="%.1f")})
+step_by_step(records)
 with_branches(records)
 

@@ -5,7 +5,7 @@ import streamlit as st
 from core import decision, evidence, figures, scenarios
 from core.grading import place
 from core.scenario import default_mode, ranking
-from pages.common import current_question, decision_metric
+from pages.common import current_question, decision_metric, linked_run, show_run_in_url
 from sims.ranking import InputError
 
 st.title("Decision check")
@@ -34,7 +34,8 @@ if not ranked.entries:
     st.stop()
 names = decision.candidate_names(question, database)
 
-pick, run_id = None, st.session_state.get("run_id")
+pick, run_id = None, linked_run()
+show_run_in_url(run_id)
 if run_id:
     from_run = decision.run_pick(run_id, question)
     pick = from_run.decision

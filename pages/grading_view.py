@@ -21,7 +21,7 @@ def override_note(run_id: str) -> str | None:
         return None
     verdict = {True: "correct", False: "wrong", None: "no label"}[o.correct]
     decision = NO_DECISION if o.decision is None else o.decision
-    return (f"Grade overridden by {o.by} on {datetime.fromtimestamp(o.at):%Y-%m-%d %H:%M}: {decision} ({verdict})"
+    return (f"Grade overridden by {o.by} on {datetime.fromtimestamp(o.at):%Y-%m-%d %H:%M:%S}: {decision} ({verdict})"
             + (f" — {o.note}" if o.note else ""))
 
 

@@ -12,16 +12,20 @@ from core.overrides import OverrideStore
 from core.replays import model_label
 from core.runs import ENDED, as_tree
 from core.summary import outcome_row, technique_label
-from pages.run_view import branch_form, open_run, run_label, show_outcome, show_run
+from pages.common import kept, show_run_in_url
+from pages.run_view import TIME_FORMAT, branch_form, open_run, run_label, show_outcome, show_run
 
 ANY = "any"
 CORRECT = {True: "correct", False: "wrong"}
+#: The table's columns, what an analyst reads first (is it right, how good is the pick) to the left.
+COLUMNS = ["branch", "question", "technique", "correct", "rank", "decision", "status", "grade", "database", "model",
+           "setting", "review", "LLM calls", "tokens", "time (s)", "started", "run"]
 
 
 def choose(column, label: str, values, format_func=str):
     """A filter on one field: ``any`` or one of the values the stored runs have."""
     options = [ANY, *sorted(set(values) - {None})]
-    choice = column.selectbox(label, options, key=f"history_{label}",
+    choice = column.selectbox(label, options, key=kept(f"history_{label}"),
                               format_func=lambda v: ANY if v == ANY else format_func(v))
     return None if choice == ANY else choice
 
@@ -34,6 +38,16 @@ if store.notice:  # emptied, replaced or set aside as damaged: not "no runs yet"
         store.acknowledge()
         st.rerun()
 runs = store.list(limit=None)
+linked = st.query_params.get("run")
+if linked and linked != st.session_state.get("history_linked"):  # a link (or a new one) opens its run
+    st.session_state["history_linked"] = linked
+    if any(r.id == linked for r in runs):
+        for label in ("Scenario", "Technique", "Database", "Model", "Status", "Correct"):
+            st.session_state[kept(f"history_{label}")] = ANY  # the linked run is shown whatever the filters were
+        st.session_state[kept("history_run")] = linked
+    else:
+        st.error(f"Run `{linked}` is not in this app's run store (a link from another installation, or a run "
+                 "deleted).", icon=":material/link_off:")
 if not runs:
     st.info("No runs yet: start one on the **Run** page.", icon=":material/history:")
     st.stop()
@@ -59,9 +73,18 @@ def branch_of(record, depth: int) -> str:
     return "\u2003" * (depth - 1) + f"\u2514 step {record.branch_step} of {record.parent_id}"
 
 
-st.dataframe(pd.DataFrame([{"branch": branch_of(r, depth), **outcome_row(r, overrides.get(r.id))} for r, depth in tree]),
-             hide_index=True)
 ids = [r.id for r in shown]
+table = pd.DataFrame([{"branch": branch_of(r, depth), **outcome_row(r, overrides.get(r.id))} for r, depth in tree],
+                     columns=COLUMNS)
+picked = st.dataframe(table, hide_index=True, column_order=COLUMNS, on_select="rerun", selection_mode="single-row",
+                      key="history_table", height=min(400, 38 + 35 * max(1, len(table))),
+                      column_config={"correct": st.column_config.CheckboxColumn("correct", width="small"),
+                                     "time (s)": st.column_config.NumberColumn(format="%.1f")})
+rows = picked.selection.rows
+if rows and rows[0] < len(ids) and st.session_state.get("_history_clicked") != ids[rows[0]]:
+    st.session_state["_history_clicked"] = ids[rows[0]]  # a click opens its run below (once: the list can follow)
+    st.session_state[kept("history_run")] = ids[rows[0]]
+st.caption("Click a row to open its run below.")
 st.download_button(f"Export {len(ids)} run{'s' * (len(ids) != 1)} as JSON", icon=":material/download:",
                    file_name="planrag-runs.json", mime="application/json", disabled=not ids,
                    data=lambda: json.dumps(store.export(ids), indent=1, default=str))
@@ -73,7 +96,9 @@ st.subheader("Run")
 labels = {r.id: "\u2003" * depth + ("\u2514 " if depth else "")
              + f"{run_label(r.id, r.settings, r.created)} · {r.status}"
           for r, depth in tree}
-run_id = st.selectbox("Open a run", ids, format_func=labels.get, key="history_run")
+run_id = st.selectbox("Open a run", ids, format_func=labels.get, key=kept("history_run"))
+show_run_in_url(run_id)
+st.session_state["history_linked"] = run_id  # the URL's run is this page's own from here on
 record = store.get(run_id)
 to_run, to_decision = st.columns(2)
 if to_run.button("Open in the Run view", icon=":material/play_circle:", width="stretch"):
@@ -86,7 +111,7 @@ reviews = store.reviews(run_id)
 if reviews:
     st.markdown("**Reviews**")
     st.dataframe(pd.DataFrame([{"pause": r["pause_id"], "of": r["kind"], "review": r["action"],
-                                "reviewer": r["reviewer"], "at": datetime.fromtimestamp(r["at"]),
+                                "reviewer": r["reviewer"], "at": datetime.fromtimestamp(r["at"]).strftime(TIME_FORMAT),
                                 "note": (r["review"] or {}).get("note", "")} for r in reviews]), hide_index=True)
 record = show_run(run_id, key="history")
 if record.status in ENDED:

@@ -4,22 +4,23 @@ from __future__ import annotations
 import streamlit as st
 
 from core.agents.config import QUERY_BOUNDS, Limits
+from pages.kept import kept
 
 
 def limit_inputs(limits: Limits, key: str) -> Limits:
     """Inputs for the limits of each run and of each of its queries, starting from ``limits`` (0 leaves an optional
     limit off); the Limits they give (not yet validated)."""
     a, b, c, d, e = st.columns(5)
-    calls = a.number_input("LLM calls", 1, 1000, limits.max_llm_calls, key=f"{key}_calls",
+    calls = a.number_input("LLM calls", 1, 1000, limits.max_llm_calls, key=kept(f"{key}_calls"),
                            help="Per run; the last call asks for the final answer")
-    tokens = b.number_input("Tokens", 1, 100_000_000, limits.max_tokens, step=10_000, key=f"{key}_tokens",
+    tokens = b.number_input("Tokens", 1, 100_000_000, limits.max_tokens, step=10_000, key=kept(f"{key}_tokens"),
                             help="Prompt + completion tokens per run before the final answer is asked for")
     cost = c.number_input("Cost (USD)", 0.0, 1000.0, limits.max_cost_usd or 0.0, step=0.01, format="%.2f",
-                          key=f"{key}_cost", help="Estimated from the price table; 0: no cost limit")
-    repeats = d.number_input("Repeats", 1, 100, limits.max_repeats, key=f"{key}_repeats",
+                          key=kept(f"{key}_cost"), help="Estimated from the price table; 0: no cost limit")
+    repeats = d.number_input("Repeats", 1, 100, limits.max_repeats, key=kept(f"{key}_repeats"),
                              help="Repeated actions (the same query again) that end a run as stuck")
     context = e.number_input("Context window", 0, 10_000_000, limits.context_tokens or 0, step=1024,
-                             key=f"{key}_context", help="The model's context in tokens: older observations are "
+                             key=kept(f"{key}_context"), help="The model's context in tokens: older observations are "
                                                        "shortened to fit; 0: what the server reports (llama.cpp, "
                                                        "vLLM), else nothing shortened")
     f, g, h, i = st.columns(4)
@@ -43,9 +44,9 @@ def limit_inputs(limits: Limits, key: str) -> Limits:
 def budget_inputs(key: str) -> tuple[int | None, float | None]:
     """Inputs for a benchmark's budget: tokens and estimated cost its LLM calls may spend (None: no cap)."""
     a, b = st.columns(2)
-    tokens = a.number_input("Budget: tokens", 0, 10_000_000_000, 0, step=100_000, key=f"{key}_budget_tokens",
+    tokens = a.number_input("Budget: tokens", 0, 10_000_000_000, 0, step=100_000, key=kept(f"{key}_budget_tokens"),
                             help="What the benchmark's LLM calls may spend (cached replies are free); it stops "
                                  "before the call past it, keeping the finished items. 0: no cap")
     cost = b.number_input("Budget: cost (USD)", 0.0, 100_000.0, 0.0, step=1.0, format="%.2f",
-                          key=f"{key}_budget_cost", help="Estimated from the price table. 0: no cap")
+                          key=kept(f"{key}_budget_cost"), help="Estimated from the price table. 0: no cap")
     return int(tokens) or None, float(cost) or None

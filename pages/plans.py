@@ -5,19 +5,41 @@ from datetime import datetime
 import pandas as pd
 import streamlit as st
 
+from core import catalog, scenarios
+from core.autoplan import EXPERIENCE_TECHNIQUES
 from core.autoplan.command import training_setting
-from core.autoplan.store import PlanStore, diff_steps
+from core.autoplan.store import LearnedPlan, PlanStore, diff_steps
+from core.dqa import DQAError
 from core.numbers import spans
-from core import scenarios
-from pages import common  # noqa: F401 - switches a deep link to app.py's navigation
+from pages.common import dqa_root, kept
+
+
+def use_in_run(plan: LearnedPlan) -> None:
+    """Open the Run page set to start from ``plan``: a technique that takes a learned plan, and a question of its
+    scenario it was not trained on (the current one when it fits)."""
+    if st.session_state.get(kept("run_technique")) not in EXPERIENCE_TECHNIQUES:
+        st.session_state["run_technique"] = "planrag"
+    st.session_state[kept("run_plan_version")] = plan.version
+    ref = st.session_state.get("question_ref")
+    if not ref or ref[1] != plan.scenario or (ref[0] == plan.source and ref[2] in plan.train):
+        try:
+            numbers = [q.number for q in catalog.questions(plan.source, plan.scenario, dqa_root())]
+        except DQAError:
+            numbers = []
+        number = next((n for n in numbers if n not in plan.train), None)
+        if number is None:
+            st.session_state["plans_use_error"] = (f"Every {plan.source} {plan.scenario} question here is a training "
+                                                   f"question of v{plan.version}: pick another on Scenarios.")
+            return
+        st.session_state["question_ref"] = (plan.source, plan.scenario, number)
+    st.switch_page("pages/run.py")
 
 DIFF = {"same": "{}", "removed": ":red[~~{}~~]", "added": ":green[{}]"}
 VERDICT = {True: ":green[correct]", False: ":red[wrong]", None: "unlabelled"}
 
 st.title("Learned plans")
 scenario = st.segmented_control("Scenario", scenarios.names(), format_func=lambda n: scenarios.get(n).title,
-                                default="locating",
-                                key="plans_scenario")
+                                default="locating", key=kept("plans_scenario"))
 if not scenario:
     st.stop()
 store = PlanStore()
@@ -40,20 +62,28 @@ st.dataframe(pd.DataFrame([{
 st.caption("Batch accuracy: the share of the iteration's training questions answered correctly with the plan the "
            "version revises. A learned plan never runs on its training questions.")
 
-version = st.selectbox("Version", list(reversed(plans)), format_func=lambda v: f"v{v}", key="plans_version")
+version = st.selectbox("Version", list(reversed(plans)), format_func=lambda v: f"v{v}",
+                       key=kept(f"plans_version-{scenario}"))
 plan = plans[version]
 steps_col, diff_col = st.columns(2)
 with steps_col:
     st.subheader(f"v{plan.version}")
     st.markdown("\n".join(f"{i}. {step}" for i, step in enumerate(plan.steps, 1)))
-    st.caption(f"Use it: `python -m core run --technique autoplan` (the latest) or `--plan-version {plan.version}`.")
+    if st.button(f"Use v{plan.version} in Run", icon=":material/play_circle:", type="primary",
+                 help="Opens the Run page set to start PlanRAG (or the technique chosen there, when it takes a learned "
+                      f"plan) from v{plan.version}, on a question it was not trained on."):
+        use_in_run(plan)
+    if error := st.session_state.pop("plans_use_error", None):
+        st.warning(error, icon=":material/block:")
+    st.caption(f"From the command line: `python -m core run --technique autoplan` (the latest) or "
+               f"`--plan-version {plan.version}`.")
     st.caption(f"Trained with {training_setting(plan.trained_with)}.")
 with diff_col:
     others = [v for v in plans if v != version]
     if others:
         default = others.index(plan.parent) if plan.parent in others else len(others) - 1
         against = st.selectbox("Changes from", others, index=default, format_func=lambda v: f"v{v}",
-                               key="plans_against")
+                               key=f"plans_against-{scenario}-{version}")
         st.markdown("\n".join(f"- {DIFF[mark].format(step)}" for mark, step in diff_steps(plans[against].steps,
                                                                                        plan.steps)))
     else:

@@ -9,7 +9,7 @@ from core.agents.config import RunSettings
 from core.agents.techniques import TECHNIQUES
 from core.runs import ENDED
 from core.summary import technique_label
-from pages.common import current_question, session_limits
+from pages.common import current_question, kept, linked_run, session_limits, show_run_in_url
 from pages.plan_review import show_review, show_review_error
 from pages.run_options import (choose_database, choose_hitl, choose_model, choose_plan_version, choose_query_review,
                                choose_setting, start_run)
@@ -17,10 +17,23 @@ from pages.run_view import branch_form, load, md, open_run, run_label, show_outc
 
 PAUSE_KINDS = {"plan": "its plan", "replan": "a new plan", "query": "a query"}
 
+
+def start_button(slot, busy: bool, unavailable: bool) -> bool:
+    """Start, in its slot: disabled while a run of this page goes on (under another key, so that once the run ends
+    the slot can be drawn again with the usable button, without a rerun that would drop the page's messages)."""
+    return slot.button("Start", type="primary", icon=":material/play_arrow:", width="stretch",
+                       disabled=unavailable or busy, key="run_start_busy" if busy else "run_start",
+                       help="Wait until the run below pauses or ends, or stop it." if busy else None)
+
 st.title("Run")
 
-run_id = st.session_state.get("run_id")
+run_id = linked_run()
 record, job = load(run_id) if run_id else (None, None)
+if run_id and record is None and job is None:
+    st.error(f"Run `{run_id}` is not in this app's run store (a link from another installation, or a run "
+             "deleted): nothing to show. Start a run below, or open one on **History**.", icon=":material/link_off:")
+    st.session_state.pop("run_id", None)
+    show_run_in_url(run_id := None)
 reviewing = record is not None and record.status == "paused" and not jobs.running(run_id)
 top = st.empty()  # one slot, emptied when not reviewing: a review form shown before must not linger as the run goes on
 if reviewing:
@@ -50,7 +63,7 @@ st.caption(f"Question `{question.id}` · {question.target}")
 with st.container(border=True):
     left, middle, right = st.columns(3)
     with left:
-        technique = st.selectbox("Technique", list(TECHNIQUES), format_func=technique_label, key="run_technique",
+        technique = st.selectbox("Technique", list(TECHNIQUES), format_func=technique_label, key=kept("run_technique"),
                                  index=list(TECHNIQUES).index("planrag"))
         hitl = choose_hitl(technique, key="run_hitl")
         review_queries = choose_query_review(key="run_review_queries")
@@ -64,18 +77,24 @@ with st.container(border=True):
                                source=question.source, plan_version=plan_version, limits=session_limits(),
                                prompts=prompt_setting, reaper_planner=planner, review_queries=review_queries)
         busy = jobs.running(run_id or "")
-        if st.button("Start", type="primary", icon=":material/play_arrow:", width="stretch",
-                     disabled=bool(unavailable_reason or not model or busy),
-                     help="Wait until the run below pauses or ends, or stop it." if busy else None):
+        start_slot = st.empty()
+        started_here = start_button(start_slot, busy, unavailable=bool(unavailable_reason or not model))
+        if started_here:
             st.session_state["run_id"] = run_id = start_run(settings)
+            start_button(start_slot, True, unavailable=False)  # disabled while the new run is followed below
         if unavailable_reason:
             st.caption(f"{db} is unavailable: {unavailable_reason}")
 
+show_run_in_url(run_id)
 if not run_id:
     st.stop()
 record = show_run(run_id)
 if record is None:
     st.stop()
+if (busy or started_here) and not jobs.running(run_id):  # it ended while followed here: Start is usable again
+    if started_here:
+        st.rerun()  # the enabled Start's key is taken in this run
+    start_button(start_slot, False, unavailable=bool(unavailable_reason or not model))
 if record.status == "paused" and not reviewing:  # it paused while followed here: lay the page out for the review
     st.rerun()
 if record.status in ENDED:

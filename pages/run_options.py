@@ -17,7 +17,7 @@ from core.replays import Replay, model_label, replays
 from core.scenario import Question
 from core import settings as config
 from core.summary import technique_label
-from pages.common import dqa_root, session_db, session_llm
+from pages.common import dqa_root, kept, session_db, session_llm
 
 HITL_LABELS = {"auto": "None (automatic)", "approve-replans": "Approve re-plans",
                "approve-every-plan": "Approve every plan"}
@@ -36,7 +36,7 @@ def choose_database(key: str) -> tuple[str, str | None]:
         known, reason = checked[n]
         return language(n).upper() + (f" · unavailable: {reason}" if reason else "" if known else " · checking...")
 
-    name = st.radio("Database", list(BACKENDS), key=key, format_func=lambda n: f":gray[{n}]" if reasons[n] else n,
+    name = st.radio("Database", list(BACKENDS), key=kept(key), format_func=lambda n: f":gray[{n}]" if reasons[n] else n,
                     captions=[caption(n) for n in BACKENDS])
     return name, reasons[name]
 
@@ -49,14 +49,14 @@ def configured_model() -> str | None:
 def choose_hitl(technique: str, key: str) -> str:
     """The analyst's review mode (only the planning techniques pause)."""
     plans = TECHNIQUES[technique].plans
-    mode = st.radio("Analyst review", HITL_MODES, key=key, format_func=HITL_LABELS.get, disabled=not plans,
+    mode = st.radio("Analyst review", HITL_MODES, key=kept(key), format_func=HITL_LABELS.get, disabled=not plans,
                     help=None if plans else f"{technique_label(technique)} writes no plan, so it never pauses.")
     return mode if plans else "auto"
 
 
 def choose_query_review(key: str) -> bool:
     """Whether the analyst approves each query before it runs (with any plan review)."""
-    return st.checkbox("Approve every query", key=key,
+    return st.checkbox("Approve every query", key=kept(key),
                        help="Before each query touches the database you see it with the step it serves, and "
                             "approve, edit or reject it (the agent then gets your note).")
 
@@ -67,7 +67,7 @@ def choose_plan_version(scenario: str, technique: str, key: str) -> int | None:
     versions = PlanStore(config.DATA_HOME / "plans").versions(scenario) if technique in EXPERIENCE_TECHNIQUES else []
     if not versions:
         return None
-    return st.selectbox("Start from a learned plan", [None, *reversed(versions)], key=key,
+    return st.selectbox("Start from a learned plan", [None, *reversed(versions)], key=kept(key),
                         format_func=lambda v: "none (the paper's prompt)" if v is None else f"v{v} (AutoPlan)",
                         help="A plan learned by AutoPlan (see Learned plans); runs on its training questions are "
                              "refused.")
@@ -81,11 +81,11 @@ def choose_setting(technique: str, key: str) -> tuple[str, str]:
     """The faithfulness switch of a run (docs/paper-deviations.md): the prompt setting of the loop techniques, or
     REAPER's planner prompt; returns (prompts, reaper_planner)."""
     if TECHNIQUES[technique].engine == "reaper":
-        planner = st.radio("REAPER planner", list(PLANNER_LABELS), format_func=PLANNER_LABELS.get, key=f"{key}_planner",
+        planner = st.radio("REAPER planner", list(PLANNER_LABELS), format_func=PLANNER_LABELS.get, key=kept(f"{key}_planner"),
                            horizontal=True, help="The paper's planner is a fine-tuned model; example retrieval "
                                                  "plans for the scenario are as close as a prompt gets.")
         return "improved", planner
-    prompts = st.radio("Prompts", list(PROMPT_LABELS), format_func=PROMPT_LABELS.get, key=f"{key}_prompts",
+    prompts = st.radio("Prompts", list(PROMPT_LABELS), format_func=PROMPT_LABELS.get, key=kept(f"{key}_prompts"),
                        horizontal=True, help="Paper: the schema as property names, the ReAct scratchpad in one "
                                              "message, no format corrections, no dialect note.")
     return prompts, "examples"
@@ -105,13 +105,13 @@ def choose_model(question: Question, technique: str, db: str, key: str) -> str |
         st.warning(f"{NO_MODEL}; no replay of {technique_label(technique)} is recorded for this question on a "
                    f"{language(db).upper()} database.", icon=":material/smart_toy:")
         return None
-    return st.selectbox("LLM", options, key=key, format_func=lambda o: labels.get(o) or model_label(o))
+    return st.selectbox("LLM", options, key=kept(key), format_func=lambda o: labels.get(o) or model_label(o))
 
 
 def choose_models(question: Question, techniques: list[str], db: str, key: str) -> dict[str, str]:
     """One model for several techniques: the configured one, or each technique's replay of this question (those
     without one are named in a warning). Technique -> model spec."""
-    model = st.selectbox("LLM", [m for m in [configured_model()] if m] + [REPLAYS], key=key,
+    model = st.selectbox("LLM", [m for m in [configured_model()] if m] + [REPLAYS], key=kept(key),
                          format_func=lambda m: "Recorded replays (one per technique)" if m == REPLAYS else m)
     if model != REPLAYS:
         return {t: model for t in techniques}

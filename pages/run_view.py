@@ -29,6 +29,7 @@ from pages.run_options import HITL_LABELS, runtime_factory
 ENDED_BADLY = {"failed": ("The run failed", ":material/error:"),
                "stuck": ("The run was stuck", ":material/repeat:"),
                "context_exceeded": ("The run outgrew the model's context window", ":material/data_array:")}
+TIME_FORMAT = "%Y-%m-%d %H:%M:%S"  # every timestamp shown (the time of day alone within a run: its last part)
 SMALL_TABLE = 12  # rows shown in full; a longer table scrolls in a box
 POLL_S = 0.25  # how often a waiting page refreshes its status line (and notices the analyst's clicks)
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>#|~$:])")
@@ -127,8 +128,11 @@ def _observation(e: dict, trace: Trace) -> None:
         table = pd.DataFrame(e["rows"], columns=_unique(e["columns"]))
         # A static table, scrolled when long: the interactive grid's code would load on the first one and hold
         # that step back by about half a second.
-        with st.container(height="content" if len(table) <= SMALL_TABLE else 360):
-            st.table(table, hide_index=True, border="horizontal")
+        numbers = [c for c in table.columns if pd.api.types.is_float_dtype(table[c])]
+        with st.container(height="content" if len(table) <= SMALL_TABLE else 360):  # scrolls sideways when wide
+            # Numbers as short as they read (24, not 24.0000): a wide result keeps its columns in view.
+            st.table(table.style.format("{:,.6g}", subset=numbers, na_rep="–"), hide_index=True,
+                     border="horizontal")
         st.caption(f"{e['total_rows']} rows{kept} · {e['latency_s'] * 1000:.0f} ms")
         if action and e["executed"] and e["executed"].strip() != action["query"].strip():
             with st.expander("As the database ran it"):
@@ -239,9 +243,14 @@ class RunPanel:
             st.caption(details)
             self._plan, self._status, self._counter = st.empty(), st.empty(), st.empty()
             self._timeline = st.container(height=460, key=f"timeline-{run_id}")
+        elif settings["technique"] in TECHNIQUES and not TECHNIQUES[settings["technique"]].plans:
+            # No plan to show: the timeline takes the width (and says once that the technique makes no plan).
+            st.markdown(f"#### {label}  \n{details}")
+            self._plan, self._status, self._counter = st.empty(), st.empty(), st.empty()
+            self._timeline = st.container(height=620, autoscroll=True, key=f"timeline-{run_id}")
         else:
             st.markdown(f"#### {label}  \n{details}")
-            left, right = st.columns([2, 3])
+            left, right = st.columns([1, 2])  # the timeline, with its result tables, the wider
             with left:
                 st.markdown("**Plan**")
                 self._plan, self._status, self._counter = st.empty(), st.empty(), st.empty()
@@ -297,10 +306,14 @@ def follow(panels: list[tuple[RunPanel, RunJob]]) -> None:
                 panel.waiting(min(first, job.started), job.started)
 
 
-def duration(seconds: float) -> str:
-    """``37 s``, ``2 min 05 s``."""
-    seconds = max(0, int(seconds))
-    return f"{seconds} s" if seconds < 60 else f"{seconds // 60} min {seconds % 60:02d} s"
+def duration(seconds: float | None) -> str:
+    """A duration as every page shows it: ``3.7 s``, ``2 min 05 s`` (``–`` when unknown)."""
+    if seconds is None:
+        return "–"
+    seconds = max(0.0, seconds)
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    return f"{int(seconds) // 60} min {int(seconds) % 60:02d} s"
 
 
 def stop_button(run_id: str, key: str) -> None:
@@ -431,12 +444,12 @@ def show_outcome(record: RunRecord, compact: bool = False) -> None:
     rank = placement_text(placement) or "–"
     tokens = o.get("tokens") or {}
     total = f"{'≈' if tokens.get('estimated') else ''}{tokens.get('total', 0):,}"
-    seconds = f"{o['wall_s']:.1f} s" if o.get("wall_s") is not None else "–"
+    seconds = duration(o.get("wall_s"))
     if compact:
         st.markdown(f"**Decision:** {md(decision)} ({correct}) · **rank** {rank}  \n"
                     f"{total} tokens · {o.get('llm_calls', 0)} LLM calls · {seconds}")
         return
-    if o.get("final_answer"):
+    if o.get("final_answer") and not any(e["kind"] == "final" for e in record.events):  # else the timeline has it
         st.markdown(f"**Final answer:** {md(o['final_answer'])}")
     cols = st.columns(6)
     cols[0].metric("Decision", decision)
@@ -491,4 +504,9 @@ def cost_text(cost: float | None) -> str:
 def run_label(run_id: str, settings: dict, started: float) -> str:
     """A run in one line, for lists."""
     return (f"{technique_label(settings['technique'])} · {question_id(settings)} · {settings['db']} · "
-            f"{model_label(settings['llm'])} · {datetime.fromtimestamp(started):%Y-%m-%d %H:%M} · {run_id}")
+            f"{model_label(settings['llm'])} · {timestamp(started)} · {run_id}")
+
+
+def timestamp(at: float) -> str:
+    """A moment as every page shows it: ``2026-11-23 14:05:09``."""
+    return datetime.fromtimestamp(at).strftime(TIME_FORMAT)

@@ -24,11 +24,11 @@ def test_results_show_the_tables_and_figures(monkeypatch, tmp_path):
     store.close()
     at = open_page("pages/benchmark.py", question_ref=None)
     assert not at.exception
-    layout = at.dataframe[0].value.set_index("technique")
-    assert layout.loc["planrag", "locating RDB sqlite"] == 75.0 and layout.loc["planrag", "locating average paper"] == 64.3
+    layout = at.dataframe[0].value.set_index("technique")  # techniques by their names
+    assert layout.loc["PlanRAG", "locating RDB sqlite"] == 75.0 and layout.loc["PlanRAG", "locating average paper"] == 64.3
     assert len(at.get("plotly_chart")) == 5 and len(at.dataframe) == 12  # with the two tables of the settings
     acc = accuracy_table(at).set_index(["db", "technique"])
-    row = acc.loc[("sqlite", "planrag")]
+    row = acc.loc[("sqlite", "PlanRAG")]
     assert (row["n"], row["correct"], row["errors"], row["ci95_low"], row["ci95_high"]) == (4, 3, 0, 30.1, 95.4)
     # every bar has its interval and n
     figure = json.loads(at.get("plotly_chart")[0].proto.spec)
@@ -37,7 +37,7 @@ def test_results_show_the_tables_and_figures(monkeypatch, tmp_path):
                         and all(str(x).startswith("n=") for x in t["text"]) for t in bars)
     assert any("not significant" in i.value for i in at.info)  # IterRAG vs PlanRAG on 4 questions
     setting = next(d.value for d in at.dataframe if "paper_setting" in d.value.columns)
-    planrag = setting[(setting["technique"] == "planrag") & (setting["db"] == "sqlite")].iloc[0]
+    planrag = setting[(setting["technique"] == "PlanRAG") & (setting["db"] == "sqlite")].iloc[0]
     assert planrag["setting"] == "prompts improved" and planrag["paper"] == 64.5
     at.toggle[0].set_value(True).run()
     assert len(at.dataframe[-1].value) == 4  # the wrong answers
@@ -77,7 +77,7 @@ def test_smoke_benchmark_without_a_model(monkeypatch, tmp_path):
     at.run()
     assert job.bench.progress.done == 4 and job.bench.progress.correct == 4
     acc = accuracy_table(at)
-    assert set(acc["source"]) == {"demo"} and acc["paper"].isna().all() and (acc["n"] == 1).all()
+    assert set(acc["source"]) == {"demo"} and (acc["paper"] == "–").all() and (acc["n"] == 1).all()
 
 
 def test_an_analyst_overrides_a_grade_from_the_benchmark_view(monkeypatch, tmp_path):
@@ -92,5 +92,5 @@ def test_an_analyst_overrides_a_grade_from_the_benchmark_view(monkeypatch, tmp_p
     OverrideStore(home).put("sqliteiterrag3", make_override("krakow", "krakow", by="ana"))
     at = open_page("pages/benchmark.py", question_ref=None)
     acc = accuracy_table(at).set_index(["db", "technique"])
-    assert acc.loc[("sqlite", "iterrag"), "correct"] == 3 and acc.loc[("sqlite", "iterrag"), "overridden"] == 1
+    assert acc.loc[("sqlite", "IterRAG"), "correct"] == 3 and acc.loc[("sqlite", "IterRAG"), "overridden"] == 1
     assert any("1 grades were overridden" in c.value for c in at.caption)

@@ -105,7 +105,8 @@ def test_benchmark_over_depot_questions_from_the_page(home):
     at.run()
     assert job.bench.progress.done == 2 and job.bench.progress.correct == 2
     acc = next(d.value for d in at.dataframe if "optimal rate" in d.value.columns)
-    assert set(acc["scenario"]) == {"depot"} and set(acc["source"]) == {"scenario"} and acc["paper"].isna().all()
+    assert (set(acc["scenario"]) == {"Distribution centre"} and set(acc["source"]) == {"scenario"}  # by its title
+            and (acc["paper"] == "–").all())
 
 
 def test_smoke_benchmark_over_the_plugin_scenarios_from_the_page(home):
@@ -120,4 +121,4 @@ def test_smoke_benchmark_over_the_plugin_scenarios_from_the_page(home):
     at.run()
     assert job.bench.directory.name == "smoke-scenario" and job.bench.progress.done == 2
     acc = next(d.value for d in at.dataframe if "optimal rate" in d.value.columns)
-    assert set(acc["scenario"]) == {"depot"} and set(acc["technique"]) == {"planrag", "iterrag"}
+    assert set(acc["scenario"]) == {"Distribution centre"} and set(acc["technique"]) == {"PlanRAG", "IterRAG"}

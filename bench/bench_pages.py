@@ -1,0 +1,110 @@
+"""How soon each page shows its main content after navigation (target: 1 s), measured in headless Chromium as a
+person navigates: a click on the page's link in the sidebar, then the time until the page's title and its main
+content (a page's chart, table or first control, below) are drawn. Prints each page's median and worst over
+``--rounds`` rounds and flags misses; exits 1 when a page misses. How soon an agent's event reaches the browser
+(target: 300 ms) is measured by tests/test_e2e_browser.py, which prints it.
+
+Starts the app like bench/screenshots.py (a free localhost port, a temporary PLANRAG_HOME with three demo runs and
+the smoke benchmark, no model, requests leaving localhost blocked). The figures rest on this machine's load: run it
+on a quiet machine with the core count you mean to state (e.g. ``taskset -c 0,1``).
+
+Usage: python bench/bench_pages.py [--rounds 3] [--target 1.0]
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import urlparse
+
+from playwright.sync_api import Page, sync_playwright
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from screenshots import CHROMIUM, CHROMIUM_ARGS, app_env, streamlit_app  # noqa: E402
+
+#: Page title in the sidebar -> what shows that its main content is there.
+MAIN_CONTENT = {
+    "Scenarios": "[data-testid=stPlotlyChart] .main-svg",
+    "Run": "button:has-text('Start')",
+    "Decision check": "[data-testid=stPlotlyChart] .main-svg",
+    "Compare": "button:has-text('Run side by side')",
+    "History": "[data-testid=stDataFrame]",
+    "Benchmark": "[data-testid=stFormSubmitButton] button",
+    "Learned plans": "[data-testid=stAlert], [data-testid=stDataFrame]",
+    "Settings": "[data-testid=stTextInput]",
+}
+SEED = """
+from core import jobs
+from core.agents.config import RunSettings
+from core.benchmark import jobs as bench_jobs
+from core.benchmark.command import smoke_config
+from core.replays import replays
+runtime = jobs.open_runtime()
+for scenario, technique in (("locating", "iterrag"), ("locating", "planrag"), ("building", "planrag")):
+    spec = replays("demo", scenario, 1, "sql", technique)[0].spec
+    runtime.start(RunSettings(scenario, 1, "sqlite", technique, spec, source="demo"))
+runtime.close()
+bench_jobs.start(smoke_config())._thread.join(600)
+"""
+
+
+def idle(page: Page) -> None:
+    """Wait until the script run has finished (Streamlit's running indicator gone)."""
+    page.wait_for_function("!document.querySelector('[data-testid=stStatusWidget]')", timeout=60_000)
+
+
+def navigate(page: Page, title: str) -> float:
+    """Seconds from a click on the page's sidebar link to its title and main content drawn."""
+    link = page.locator("[data-testid=stSidebarNav] a", has_text=title).first
+    start = time.perf_counter()
+    link.click()
+    page.locator("h1", has_text=title).first.wait_for(timeout=60_000)
+    page.locator(MAIN_CONTENT[title]).first.wait_for(state="visible", timeout=60_000)
+    seconds = time.perf_counter() - start
+    idle(page)
+    return seconds
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--target", type=float, default=1.0, help="seconds (default 1)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="planrag-pages-") as tmp:
+        home = Path(tmp)
+        subprocess.run([sys.executable, "-c", SEED], cwd=ROOT, env=app_env(home), check=True, capture_output=True)
+        with streamlit_app(home) as url, sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": 1440, "height": 900})
+            page.route("**/*", lambda route: route.continue_() if urlparse(route.request.url).hostname in
+                       ("127.0.0.1", "localhost") else route.abort())
+            page.goto(url)
+            page.locator("h1").first.wait_for(timeout=60_000)
+            idle(page)
+            times: dict[str, list[float]] = {title: [] for title in MAIN_CONTENT}
+            for _ in range(args.rounds):
+                for title in [*list(MAIN_CONTENT)[1:], list(MAIN_CONTENT)[0]]:  # the first page is open
+                    times[title].append(navigate(page, title))
+            browser.close()
+    cores = len(__import__("os").sched_getaffinity(0))
+    load = Path("/proc/loadavg").read_text().split()[:3] if Path("/proc/loadavg").exists() else ["?"]
+    print(f"navigation -> main content, {args.rounds} rounds, {cores} cores, load average {' '.join(load)}")
+    missed = []
+    for title, seconds in times.items():
+        median = statistics.median(seconds)
+        flag = "" if median <= args.target else f"  MISS (target {args.target:.1f} s)"
+        missed += [title] if flag else []
+        print(f"  {title:<15} median {median:.2f} s · worst {max(seconds):.2f} s{flag}")
+    print(f"{len(missed)} of {len(times)} pages miss the target" + (f": {', '.join(missed)}" if missed else ""))
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
