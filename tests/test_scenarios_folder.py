@@ -109,7 +109,7 @@ def test_benchmark_over_a_user_scenario_of_the_session_folder(folders, monkeypat
     assert job.error is None and job.bench.progress.done == 2
     at.run()
     acc = next(d.value for d in at.dataframe if "optimal rate" in d.value.columns)
-    rows = acc[acc["scenario"] == "supplier-pick"]
+    rows = acc[acc["scenario"] == "Supplier Pick"]  # by its title
     assert len(rows) == 1 and rows.iloc[0]["n"] == 2 and set(rows["source"]) == {"scenario"}
 
 
