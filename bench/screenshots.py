@@ -264,13 +264,13 @@ def benchmark(page: Page, out: Path, replays: Path) -> None:
     page.get_by_role("heading", name="Benchmark").wait_for()
     choose(page, "Techniques", "IterRAG")
     page.get_by_label("Model", exact=True).fill(f"replay:{replays}")
-    page.get_by_label("Questions", exact=True).fill("1-3")
+    page.get_by_role("textbox", name="Questions", exact=True).fill("1-3")
     page.get_by_label("Results name", exact=True).fill("scripted-replays")
     page.get_by_role("button", name="Start").click()
     page.get_by_text("the results are on the Results tab").wait_for(timeout=60_000)
     page.get_by_role("link", name="Benchmark").click()  # a fresh run of the page reads the finished results
     page.get_by_role("tab", name="Results").click()
-    page.get_by_text("Accuracy (Tables 4-5)").wait_for()
+    page.get_by_text("Accuracy % per scenario and database").wait_for()
     with viewport(page, WIDE):
         settle(page, charts=4)
         shoot(page, out, "benchmark", until="[data-testid='stPlotlyChart']")  # the accuracy table and bars

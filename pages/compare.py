@@ -31,18 +31,20 @@ def runs_of(question: Question, started: list[str]) -> dict[str, str]:
 
 def side_by_side(run_ids: list[str]) -> list[RunRecord]:
     """The runs in columns, followed live while they run; their stored records after."""
-    shown = []
+    shown, stops = [], []
     for start in range(0, len(run_ids), PER_ROW):
         for column, run_id in zip(st.columns(min(PER_ROW, len(run_ids))), run_ids[start:start + PER_ROW]):
             with column:
                 record, job = load(run_id)
                 if job and not job.done:
-                    stop_button(run_id, key=f"compare-stop-{run_id}")
+                    stops.append(stop_button(run_id, key=f"compare-stop-{run_id}"))
                 panel = RunPanel(run_id, job.settings.to_dict() if job else record.settings, compact=True)
                 if not job:
                     panel.add(record.events)
                 shown.append((panel, job, column.container()))
     follow([(panel, job) for panel, job, _ in shown if job])
+    for stop in stops:  # every followed run has ended: no Stop beside them
+        stop.empty()
     records = []
     for panel, job, below in shown:
         record = load(panel.run_id)[0]

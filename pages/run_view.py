@@ -316,11 +316,14 @@ def duration(seconds: float | None) -> str:
     return f"{int(seconds) // 60} min {int(seconds) % 60:02d} s"
 
 
-def stop_button(run_id: str, key: str) -> None:
-    """Stop for a running run (this process's or another's): it ends within a second or two, kept as stopped."""
-    st.button("Stop", icon=":material/stop_circle:", key=key, on_click=jobs.stop, args=(run_id,),
-              help="End the run now (a model call or query in flight is abandoned); its trace is kept and it can "
-                   "be resumed or branched later.")
+def stop_button(run_id: str, key: str):
+    """Stop for a running run (this process's or another's): it ends within a second or two, kept as stopped. Its
+    slot, to empty when the run is seen to end."""
+    slot = st.empty()
+    slot.button("Stop", icon=":material/stop_circle:", key=key, on_click=jobs.stop, args=(run_id,),
+                help="End the run now (a model call or query in flight is abandoned); its trace is kept and it can "
+                     "be resumed or branched later.")
+    return slot
 
 
 def show_run(run_id: str, key: str = "run") -> RunRecord | None:
@@ -331,12 +334,12 @@ def show_run(run_id: str, key: str = "run") -> RunRecord | None:
         st.info(f"Run `{run_id}` is not in the run store.")
         return None
     settings = job.settings.to_dict() if job else record.settings
-    live = job is not None and not job.done
-    if live:
-        stop_button(run_id, key=f"{key}-stop-{run_id}")
+    stop = stop_button(run_id, key=f"{key}-stop-{run_id}") if job is not None and not job.done else None
     panel = RunPanel(run_id, settings)
     if job:
         follow([(panel, job)])
+        if stop is not None:  # the run has ended: no Stop beside it
+            stop.empty()
         record = load(run_id)[0]
     else:
         panel.add(record.events)

@@ -34,6 +34,7 @@ def test_two_techniques_side_by_side_then_an_earlier_run_joins(home):
     assert (table["tokens"] > 0).all() and (table["time (s)"] >= 0).all()
     assert [m.value for m in at.markdown if m.value.startswith("#### ")] == ["#### IterRAG", "#### PlanRAG"]
     assert sum(c.language == "sql" for c in at.code) == 2 * 7  # each query, and as SQLite ran it (translated)
+    assert not [b for b in at.button if b.label == "Stop"]  # both ended while followed: no Stop beside them
 
     reason = unavailable("mysql")
     if reason:
