@@ -23,9 +23,10 @@ from core.agents.graph import run_query
 from core.backends import ladybug, sqlite
 from core.backends.base import (MAX_CELL_CHARS, MAX_NESTING, MAX_QUERY_CHARS, MAX_RESULT_CHARS, QueryError, QueryResult,
                                 QuerySyntaxError, QueryTimeout, RefusedWrite, cap_cell, render_rows)
-from core.backends.registry import open_backend, unavailable
+from core.backends.registry import open_backend
 from core.backends.worker import MEMORY_LIMIT, Worker, landlock_abi
-from tests.conftest import ROOT, require
+from tests.conftest import ROOT
+from tests.test_backends_conformance import backend_name  # noqa: F401 (a fixture)
 
 EMBEDDED = ["sqlite", "ladybug"]
 SLOW = {"sqlite": "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c",
@@ -45,15 +46,10 @@ def worker(request, demo):
     w.close()
 
 
-@pytest.fixture(scope="module", params=["sqlite", "mysql", "ladybug", "neo4j"])
-def any_backend(request, demo):
-    name = request.param
-    if name == "neo4j":
-        request.getfixturevalue("neo4j_server")
-    reason = unavailable(name)
-    if reason:
-        require(name, reason)
-    backend = open_backend(name, demo)
+@pytest.fixture(scope="module")
+def any_backend(backend_name, demo):
+    """Each backend (sqlite, mysql, ladybug, neo4j) on the demo database; the servers skip when absent."""
+    backend = open_backend(backend_name, demo)
     yield backend
     backend.close()
 

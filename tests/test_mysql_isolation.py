@@ -15,16 +15,12 @@ from core import demo
 from core.backends import mysql
 from core.backends.base import BackendUnavailable, QueryError, QueryTimeout, RefusedWrite
 from core.settings import DatabaseSettings
-from tests.conftest import require
+from tests.test_backends_sql import mysql_settings
 
 
 @pytest.fixture(scope="module")
 def settings() -> DatabaseSettings:
-    settings = DatabaseSettings()
-    reason = mysql.unavailable(settings)
-    if reason:
-        require("mysql", f"MySQL/MariaDB tests need a server: {reason}")
-    return settings
+    return mysql_settings()
 
 
 @pytest.fixture(scope="module")
