@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core import home
+from core.files import write_atomic
 from core.secrets import scrub
 
 _SCHEMA = """
@@ -153,9 +154,7 @@ class RunStore:
     def _write_marker(self, con: sqlite3.Connection) -> None:
         """Record the store's id and run count beside it (within a write transaction, so writers take turns)."""
         held = con.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
-        temporary = self.marker_path.with_name(self.marker_path.name + f".{os.getpid()}.tmp")
-        temporary.write_text(json.dumps({"id": self.id, "runs": held}), encoding="utf-8")
-        temporary.replace(self.marker_path)
+        write_atomic(self.marker_path, json.dumps({"id": self.id, "runs": held}))
 
     def acknowledge(self) -> None:
         """Accept the store as it is now (after ``notice``): the marker records it."""
