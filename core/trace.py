@@ -131,25 +131,48 @@ def step_summary(events: list[dict]) -> str:
     return " · ".join(parts)
 
 
-def align_by_step(runs: dict[str, list[dict]]) -> tuple[list[int], dict[str, dict[int, str]], dict[str, int | None]]:
-    """Runs' events (run id -> events) side by side by step: the steps, each run's step summaries, and for each
-    run the first step where it differs from the first run (None: the same all along; a branch diverges at
-    its branch event's step)."""
-    by_run: dict[str, dict[int, list[dict]]] = {}
-    for run_id, events in runs.items():
-        steps: dict[int, list[dict]] = {}
-        for e in events:
-            steps.setdefault(e["step"], []).append(e)
-        by_run[run_id] = steps
-    all_steps = sorted({s for steps in by_run.values() for s in steps})
-    summaries = {run_id: {s: step_summary(evs) for s, evs in steps.items()} for run_id, steps in by_run.items()}
-    first = next(iter(summaries), None)
+#: ``align_by(..., "plan")``: the row of what came before the plan's steps, and of the final answer.
+BEFORE_PLAN, ANSWER = 0, 10**6
+
+
+def _rows_of(events: list[dict], by: str) -> list[tuple[int, dict]]:
+    """Each event with its row: its step (one LLM call, ``by="call"``), or the plan step the run was on when it came
+    (``by="plan"``: 1, 2, ... as the agent named its Current step; BEFORE_PLAN until it named one; ANSWER for its
+    final answer)."""
+    if by == "call":
+        return [(e["step"], e) for e in events]
+    trace, row, rows = Trace(), BEFORE_PLAN, []
+    for e in events:
+        trace.add(e)
+        if e["kind"] == "thought" and e.get("current_step") and trace.current is not None:
+            row = trace.current + 1
+        rows.append((ANSWER if e["kind"] == "final" else row, e))
+    return rows
+
+
+def align_by(runs: dict[str, list[dict]], by: str = "call") -> tuple[list[int], dict[str, dict[int, str]],
+                                                                     dict[str, int | None]]:
+    """Runs' events (run id -> events) side by side, row by row (``by``: "call", a row per step, one LLM call; or
+    "plan", a row per plan step, see ``_rows_of``): the rows, each run's row summaries (a row's LLM calls
+    separated by " ‖ "), and for each run the first row where it differs from the first run (None: the same all
+    along; a branch diverges at its branch event's row)."""
+    summaries: dict[str, dict[int, str]] = {}
     diverges: dict[str, int | None] = {}
-    for run_id, steps in by_run.items():
-        branch = next((e for evs in steps.values() for e in evs if e["kind"] == "branch"), None)
-        if branch is not None:
-            diverges[run_id] = branch["step"]
+    branch_rows: dict[str, int] = {}
+    for run_id, events in runs.items():
+        grouped: dict[int, dict[int, list[dict]]] = {}
+        for row, e in _rows_of(events, by):
+            grouped.setdefault(row, {}).setdefault(e["step"], []).append(e)
+            if e["kind"] == "branch":
+                branch_rows.setdefault(run_id, row)
+        summaries[run_id] = {row: " ‖ ".join(filter(None, (step_summary(evs) for evs in calls.values())))
+                             for row, calls in grouped.items()}
+    all_rows = sorted({row for rows in summaries.values() for row in rows})
+    first = next(iter(summaries), None)
+    for run_id in runs:
+        if run_id in branch_rows:
+            diverges[run_id] = branch_rows[run_id]
             continue
-        diverges[run_id] = next((s for s in all_steps if run_id != first
-                                 and summaries[run_id].get(s) != summaries[first].get(s)), None)
-    return all_steps, summaries, diverges
+        diverges[run_id] = next((r for r in all_rows if run_id != first
+                                 and summaries[run_id].get(r) != summaries[first].get(r)), None)
+    return all_rows, summaries, diverges

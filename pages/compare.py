@@ -10,7 +10,7 @@ from core.agents.techniques import TECHNIQUES
 from core.runs import ENDED, RunRecord
 from core.scenario import Question
 from core.summary import compare_row, technique_label
-from core.trace import align_by_step
+from core.trace import ANSWER, BEFORE_PLAN, align_by
 from pages.common import current_question, kept, session_limits
 from pages.run_options import choose_database, choose_models, start_run
 from pages.run_view import RunPanel, follow, load, run_label, show_outcome, show_state, stop_button
@@ -57,21 +57,28 @@ def side_by_side(run_ids: list[str]) -> list[RunRecord]:
 
 
 def step_by_step(records: list[RunRecord]) -> None:
-    """The compared runs' steps in one table, row by row (a step: one LLM call and what it did), the first step
-    where each run differs from the first marked."""
+    """The compared runs' steps in one table, lined up by LLM call or by plan step, the first row where each run
+    differs from the first marked."""
     if len(records) < 2:
         return
     names = {r.id: f"{technique_label(r.settings['technique'])} · {r.id}" for r in records}
-    steps, summaries, diverges = align_by_step({r.id: r.events for r in records})
-    rows = [{"step": step, **{names[run_id]: ("\u2260 " if diverges[run_id] == step else "")
-                              + summaries[run_id].get(step, "") for run_id in names}} for step in steps]
     st.subheader("Step by step")
-    first = min((s for s in diverges.values() if s is not None), default=None)
-    st.caption("Each row one step of every run (a step: one LLM call and what it did). "
-               + (f"\u2260 marks where a run first differs from {names[records[0].id]}: the first difference is "
-                  f"at step {first}." if first is not None else "The runs do the same at every step."))
-    st.dataframe(pd.DataFrame(rows), hide_index=True, height=min(560, 38 + 35 * len(rows)),
-                 column_config={"step": st.column_config.NumberColumn(width="small")}
+    by = st.segmented_control("Line up by", ["call", "plan"], default="call", key=kept("compare_line_up"),
+                              format_func={"call": "LLM call", "plan": "Plan step"}.get,
+                              help="LLM call: a row per call to the model and what it did. Plan step: a row per step "
+                                   "of the plan, as each agent named its Current step (techniques without a plan "
+                                   "have all their calls in the first row).") or "call"
+    rows, summaries, diverges = align_by({r.id: r.events for r in records}, by)
+    label = str if by == "call" else lambda row: {BEFORE_PLAN: "before the plan's steps",
+                                                  ANSWER: "final answer"}.get(row, f"plan step {row}")
+    table = [{"step": label(row), **{names[run_id]: ("\u2260 " if diverges[run_id] == row else "")
+                                     + summaries[run_id].get(row, "") for run_id in names}} for row in rows]
+    first = min((r for r in diverges.values() if r is not None), default=None)
+    st.caption(f"\u2260 marks where a run first differs from {names[records[0].id]}: the first difference is at "
+               f"{'step ' if by == 'call' else ''}{label(first)}." if first is not None
+               else "The runs do the same at every row.")
+    st.dataframe(pd.DataFrame(table), hide_index=True, height=min(560, 38 + 35 * len(table)),
+                 column_config={"step": st.column_config.TextColumn(width="small")}
                  | {name: st.column_config.TextColumn(width="large") for name in names.values()})
 
 
@@ -87,7 +94,7 @@ def with_branches(records: list[RunRecord]) -> None:
                           key="compare_branches_of")
     runs = {parent.id: store.get(parent.id).events}
     runs.update({b.id: store.get(b.id).events for b in family[parent.id]})
-    steps, summaries, diverges = align_by_step(runs)
+    steps, summaries, diverges = align_by(runs)
     rows = []
     for step in steps:
         row = {"step": step}

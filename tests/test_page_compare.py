@@ -36,6 +36,18 @@ def test_two_techniques_side_by_side_then_an_earlier_run_joins(home):
     assert sum(c.language == "sql" for c in at.code) == 2 * 7  # each query, and as SQLite ran it (translated)
     assert not [b for b in at.button if b.label == "Stop"]  # both ended while followed: no Stop beside them
 
+    steps = next(d.value for d in at.dataframe if "step" in d.value.columns)  # lined up by LLM call
+    iterrag, planrag = [c for c in steps.columns if c != "step"]
+    assert iterrag.startswith("IterRAG") and list(steps["step"]) == ["1", "2", "3", "4", "5", "6"]
+    assert steps[planrag].iloc[0].startswith("\u2260 plan: ")  # PlanRAG differs from IterRAG from its first call
+    at.segmented_control(key="compare_line_up").set_value("plan").run()
+    steps = next(d.value for d in at.dataframe if "step" in d.value.columns).set_index("step")
+    assert list(steps.index) == ["before the plan's steps", "plan step 1", "plan step 2", "plan step 3",
+                                 "final answer"]
+    assert steps.loc["plan step 1", iterrag] == "" and steps.loc["plan step 1", planrag].startswith("sql: ")
+    assert " ‖ plan: " in steps.loc["plan step 2", planrag]  # the re-plan, with the step it came at
+    assert steps.loc["final answer", iterrag] == "answer: building 107"  # IterRAG's calls all come before it
+
     reason = unavailable("mysql")
     if reason:
         require("mysql", reason)
