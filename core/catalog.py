@@ -27,13 +27,18 @@ def dqa_benchmark(root: str | Path | None = None) -> DQA:
     return _dqa(str(Path(root).resolve()))
 
 
+def _kind(scenario: str):
+    """The scenario's type; DQAError (a clear error on the command line) for an unknown name."""
+    try:
+        return scenarios.get(scenario)
+    except KeyError as e:
+        raise DQAError(e.args[0]) from None
+
+
 def questions(source: str, scenario: ScenarioKind, root: str | Path | None = None) -> list[Question]:
     """The questions of one source and scenario, in file order; DQAError for a scenario or source that is not
     there."""
-    try:
-        kind = scenarios.get(scenario)
-    except KeyError as e:
-        raise DQAError(e.args[0]) from None
+    kind = _kind(scenario)
     if source not in kind.source_keys():
         raise DQAError(f"scenario {scenario} has no {source!r} questions; its sources: {', '.join(kind.source_keys())}")
     return kind.questions(source, root)
@@ -54,4 +59,4 @@ def database(q: Question, root: str | Path | None = None) -> Database:
 
 def default_source(scenario: str) -> str:
     """The first question source a scenario offers (``dqa`` for the DQA scenarios, ``scenario`` for a plugin)."""
-    return scenarios.get(scenario).source_keys()[0]
+    return _kind(scenario).source_keys()[0]

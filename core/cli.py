@@ -247,8 +247,7 @@ def _report(runtime, result, args) -> int:
 
 
 def _fail(e: Exception) -> int:
-    message = e.args[0] if isinstance(e, KeyError) and e.args else e  # a KeyError's str() adds quotes
-    print(scrub(f"error ({getattr(e, 'kind', 'run')}): {message}"), file=sys.stderr)
+    print(scrub(error_line(e)), file=sys.stderr)
     return EXIT_FAILED
 
 
@@ -303,7 +302,7 @@ def cmd_stop(args) -> int:
     try:
         before = store.get(args.run_id, events=False).status
         if before in ENDED:
-            print(f"error (run): run {args.run_id} is already {before}", file=sys.stderr)
+            print(f"error: run {args.run_id} is already {before}", file=sys.stderr)
             return EXIT_FAILED
         status = store.request_stop(args.run_id)
     except KeyError as e:
@@ -313,7 +312,7 @@ def cmd_stop(args) -> int:
         time.sleep(0.1)
         status = store.get(args.run_id, events=False).status
     if status == "running":
-        print(f"error (run): run {args.run_id} was asked to stop but its process has not answered in {args.wait:g} s; "
+        print(f"error: run {args.run_id} was asked to stop but its process has not answered in {args.wait:g} s; "
               "it is marked interrupted once that process is gone", file=sys.stderr)
         return EXIT_FAILED
     print(f"{status}: run {args.run_id}" + (" (closed)" if before in ("paused", "interrupted") else ""))

@@ -248,3 +248,39 @@ def test_a_benchmark_of_the_demo_questions(tmp_path, monkeypatch, capsys):
     assert code == 0 and "[3/3] demo-locating-" in printed and "(paper " not in printed  # the paper: on DQA
     with pytest.raises(SystemExit):
         cli.main(["bench", "--source", "nope", "--technique", "planrag"])
+
+
+class _Writes:
+    """A stand-in for stdout that keeps each write() apart, as a pipe read by another process may see them."""
+
+    def __init__(self):
+        self.writes, self.lock = [], threading.Lock()
+
+    def write(self, text):
+        with self.lock:
+            self.writes.append(text)
+        return len(text)
+
+    def flush(self):
+        pass
+
+
+def test_progress_lines_from_worker_threads_are_each_one_write(tmp_path, monkeypatch):
+    """``core bench --concurrency 2`` prints a progress line from each worker thread: each line is one write of the
+    whole line (print() writes the newline apart, so two threads' lines could run together)."""
+    from core import cli
+    from core import settings as core_settings
+    from core.settings import PROJECT_ROOT
+
+    monkeypatch.setattr(core_settings, "DATA_HOME", tmp_path / "home")
+    monkeypatch.setenv("DQA_DIR", str(tmp_path / "no-dqa"))
+    out = _Writes()
+    monkeypatch.setattr("sys.stdout", out)
+    code = cli.main(["bench", "--source", "demo", "--technique", "iterrag", "--technique", "planrag", "--questions",
+                     "1", "--concurrency", "2", "--no-cache", "--llm", f"replay:{PROJECT_ROOT / 'assets/replays'}",
+                     "--out", str(tmp_path / "out")])
+    assert code == 0
+    progress = [w for w in out.writes if "-sqlite-" in w and "/4]" in w]
+    assert len(progress) == 4
+    assert all(w.startswith("[") and w.endswith("\n") and w.count("\n") == 1 for w in progress), progress
+    assert sorted(w[:5] for w in progress) == ["[1/4]", "[2/4]", "[3/4]", "[4/4]"]

@@ -157,3 +157,16 @@ def test_run_a_demo_question(tmp_path, monkeypatch, capsys):
                      "--technique", "iterrag", "--llm", replay, "--json"])
     report = json.loads(capsys.readouterr().out)
     assert code == 0 and (report["decision"], report["correct"]) == (107, True)
+
+
+def test_an_unknown_scenario_is_an_error_line_not_a_traceback(capsys, tmp_path, monkeypatch):
+    from core import cli
+    from core import settings as core_settings
+
+    monkeypatch.setattr(core_settings, "DATA_HOME", tmp_path)
+    where = ["--scenario", "nope", "--question", "1", "--db", "sqlite"]
+    for argv in (["schema", *where], ["query", *where, "SELECT 1"],
+                 ["run", *where, "--technique", "iterrag", "--llm", "replay:none.json"]):
+        assert cli.main(argv) == 1, argv
+        err = capsys.readouterr().err
+        assert err.startswith("error: unknown scenario 'nope'; known: locating, building"), (argv, err)

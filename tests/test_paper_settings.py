@@ -246,3 +246,15 @@ def test_results_from_before_settings_were_recorded_read_as_the_old_defaults():
     assert table.loc["reaper", "setting"] == "planner zero-shot" and pd.isna(table.loc["reaper", "paper"])
     cost = fidelity.planner_cost(old)
     assert list(cost["technique"]) == ["reaper"] and cost.loc[0, "plan_call_latency_s"] is None
+
+
+def test_only_results_on_dqas_questions_stand_beside_the_papers_figure():
+    from core.benchmark import fidelity
+
+    rows = [{"set": qset, "source": source, "scenario": "locating", "db": "sqlite", "language": "sql",
+             "technique": "planrag", "model": "m", "correct": True, "llm_calls": 4, "prompts": "paper"}
+            for qset, source in (("DQA", "dqa"), ("demo", "demo"), ("fresh", "dqa"))]
+    table = fidelity.paper_comparison(rows).set_index("set")
+    assert table.loc["DQA", "paper"] == 64.5 and table.loc["DQA", "total"] == 1
+    assert table.loc[["demo", "fresh"], "paper"].isna().all()  # a demo or generated set has other questions
+    assert "vs no paper figure (set fresh: not DQA's questions)" in "\n".join(fidelity.summary_lines(rows))

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import tomllib
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, require
 
 
 def requirements(name: str) -> list[str]:
@@ -32,7 +33,10 @@ def test_requirements_are_pinned_and_split():
 
 
 def test_make_sets_up_then_runs():
-    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}  # as if typed
+    if shutil.which("make") is None:
+        require("make", "no make on PATH (install it, e.g. apt-get install make)")
+    # As if typed: without what an enclosing `make test PYTEST_ARGS=... PYTHON=...` puts in the environment.
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "PYTEST_ARGS", "PYTHON")}
     plan = {target: subprocess.run(["make", "--no-print-directory", "-n", "-B", target], cwd=ROOT, env=env,
                                    capture_output=True, text=True).stdout
             for target in ("run", "test")}

@@ -124,7 +124,7 @@ def main(args) -> int:
     from core.benchmark.prices import load_prices
     from core.benchmark.results import read_all, read_not_run, read_results
     from core.benchmark.runner import Bench, BenchConfig
-    from core.cli import llm_settings
+    from core.cli import error_line, llm_settings
     from core.llm import LLMError
     from core.secrets import scrub
 
@@ -147,8 +147,7 @@ def main(args) -> int:
         bench.claim()  # BenchBusy when another benchmark runs into the same directory
         prices = load_prices()
     except (BenchError, LLMError, ValueError) as e:
-        kind = getattr(e, "kind", None)
-        print(scrub(f"error ({kind}): {e}" if kind and kind != "error" else f"error: {e}"), file=sys.stderr)
+        print(scrub(error_line(e)), file=sys.stderr)
         return 1
     for note in bench.notes:
         print(f"note: {note}")

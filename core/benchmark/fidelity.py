@@ -4,7 +4,8 @@ its one planning call against IterRAG's calls, per question.
 
 - ``paper_comparison``: accuracy per scenario x database x technique x setting, beside the PlanRAG paper's figure
   (Table 5 for SingleRAG, IterRAG and PlanRAG; Table 4's RDB/GDB average for PlanRAG w/o RP) and the setting
-  that figure was made with; REAPER and AutoPlan have no DQA figure in their papers.
+  that figure was made with, for results on DQA's own questions only (a demo, plugin or generated set has other
+  questions); REAPER and AutoPlan have no DQA figure in their papers.
 - ``planner_cost``: REAPER's and IterRAG's LLM calls per question, the latency of the first call (REAPER's plan
   call) and of a call on average, and the LLM time per question (sums of the calls' latencies; a cached reply
   counts with its original latency).
@@ -21,13 +22,14 @@ import pandas as pd
 from core.agents.config import PROMPT_SETTINGS, REAPER_PLANNERS, RunSettings, setting_label
 from core.agents.techniques import technique
 from core.benchmark import paper
+from core.dqa import DQA_SET
 
 KIND = {"sql": "RDB", "cypher": "GDB"}
 #: The setting of the PlanRAG paper's figures.
 PAPER_SETTING = "prompts paper (Figures 8-11), GPT-4, temperature 0, zero-shot"
-COMPARISON_COLUMNS = ["scenario", "db", "kind", "technique", "model", "setting", "correct", "total", "accuracy",
+COMPARISON_COLUMNS = ["set", "scenario", "db", "kind", "technique", "model", "setting", "correct", "total", "accuracy",
                       "paper", "paper_source", "paper_setting"]
-COST_COLUMNS = ["scenario", "db", "technique", "model", "setting", "questions", "calls_per_question",
+COST_COLUMNS = ["set", "scenario", "db", "technique", "model", "setting", "questions", "calls_per_question",
                 "plan_call_latency_s", "latency_per_call_s", "llm_time_per_question_s", "paper_latency_s",
                 "paper_setting"]
 #: REAPER's paper (section 5.1): the whole plan in 207 ms (fine-tuned Mistral-7B), against about 2 s per step for an
@@ -62,7 +64,15 @@ def _setting(result: dict) -> str:
                                                   result.get("reaper_planner"))
 
 
-def _paper_figure(scenario: str, kind: str, tech: str) -> tuple[float | None, str | None]:
+def _set(result: dict) -> str:
+    """A result's question set, as reports.py reads it (results from before sets had names: DQA, or their source)."""
+    source = result.get("source") or "dqa"
+    return result.get("set") or (DQA_SET if source == "dqa" else source)
+
+
+def _paper_figure(qset: str, scenario: str, kind: str, tech: str) -> tuple[float | None, str | None]:
+    if qset != DQA_SET:  # the paper's figures are on DQA's questions
+        return None, None
     figure = paper.ACCURACY.get((scenario, kind), {}).get(tech)
     if figure is not None:
         return figure, f"PlanRAG Table 5 ({kind})"
@@ -78,13 +88,14 @@ def paper_comparison(results: list[dict]) -> pd.DataFrame:
         return pd.DataFrame(columns=COMPARISON_COLUMNS)
     df = pd.DataFrame(results)
     df["setting"] = [_setting(r) for r in results]
+    df["set"] = [_set(r) for r in results]
     df["kind"] = df["language"].map(KIND)
     rows = []
-    for (scenario, db, kind, tech, model, setting), g in df.groupby(
-            ["scenario", "db", "kind", "technique", "model", "setting"], sort=False):
+    for (qset, scenario, db, kind, tech, model, setting), g in df.groupby(
+            ["set", "scenario", "db", "kind", "technique", "model", "setting"], sort=False):
         correct, total = int(g["correct"].fillna(False).astype(bool).sum()), len(g)
-        figure, source = _paper_figure(scenario, kind, tech)
-        rows.append({"scenario": scenario, "db": db, "kind": kind, "technique": tech, "model": model,
+        figure, source = _paper_figure(qset, scenario, kind, tech)
+        rows.append({"set": qset, "scenario": scenario, "db": db, "kind": kind, "technique": tech, "model": model,
                      "setting": setting, "correct": correct, "total": total,
                      "accuracy": round(100.0 * correct / total, 1), "paper": figure, "paper_source": source,
                      "paper_setting": PAPER_SETTING if figure is not None else None})
@@ -98,14 +109,14 @@ def planner_cost(results: list[dict]) -> pd.DataFrame:
     chosen = [r for r in results if r["technique"] in ("reaper", "iterrag")]
     groups: dict[tuple, list[dict]] = {}
     for r in chosen:
-        groups.setdefault((r["scenario"], r["db"], r["technique"], r["model"], _setting(r)), []).append(r)
-    for (scenario, db, tech, model, setting), group in sorted(groups.items()):
+        groups.setdefault((_set(r), r["scenario"], r["db"], r["technique"], r["model"], _setting(r)), []).append(r)
+    for (qset, scenario, db, tech, model, setting), group in sorted(groups.items()):
         latencies = [r.get("call_latencies_s") or [] for r in group]
         calls = [len(lat) if lat else r.get("llm_calls", 0) for r, lat in zip(group, latencies, strict=True)]
         first = [lat[0] for lat in latencies if lat]
         every = [x for lat in latencies for x in lat]
-        rows.append({"scenario": scenario, "db": db, "technique": tech, "model": model, "setting": setting,
-                     "questions": len(group), "calls_per_question": round(sum(calls) / len(group), 2),
+        rows.append({"set": qset, "scenario": scenario, "db": db, "technique": tech, "model": model,
+                     "setting": setting, "questions": len(group), "calls_per_question": round(sum(calls) / len(group), 2),
                      "plan_call_latency_s": round(sum(first) / len(first), 3) if first else None,
                      "latency_per_call_s": round(sum(every) / len(every), 3) if every else None,
                      "llm_time_per_question_s": round(sum(every) / len(group), 3) if every else None,
@@ -117,7 +128,8 @@ def summary_lines(results: list[dict]) -> list[str]:
     """The comparison with the paper and REAPER's cost, for the command line."""
     lines = ["setting beside the paper's figure:"]
     for r in paper_comparison(results).itertuples():
-        versus = f"paper {r.paper} ({r.paper_source}; {r.paper_setting})" if pd.notna(r.paper) else "no paper figure"
+        versus = (f"paper {r.paper} ({r.paper_source}; {r.paper_setting})" if pd.notna(r.paper) else
+                  "no paper figure" + (f" (set {r.set}: not DQA's questions)" if r.set != DQA_SET else ""))
         lines.append(f"  {r.scenario:<9} {r.db:<8} {r.technique:<13} {r.setting:<17} {r.accuracy:.1f}%  vs {versus}")
     cost = planner_cost(results)
     if not cost.empty:
