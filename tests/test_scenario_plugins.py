@@ -366,7 +366,9 @@ def cheap_sites(tables, question):
 
 def test_planner_examples_come_from_the_declaration(user_scenarios):
     """REAPER's planner examples are the scenario's own ([planner]), never looked up by scenario name."""
+    from core.agents.config import RunSettings
     from core.agents.reaper_examples import examples
+    from core.benchmark import fidelity
 
     folder = copy_depot(user_scenarios)
     toml = folder / "scenario.toml"
@@ -376,6 +378,10 @@ def test_planner_examples_come_from_the_declaration(user_scenarios):
     assert examples("depot2", "sql").endswith("#E1 = Relational DB[SELECT site, town FROM site]")
     assert examples("depot2", "cypher") == "" and examples("depot", "sql") == ""
     assert "Valdoria" in examples("locating", "sql")
+    recorded = {(name, db): fidelity.result_fields(RunSettings(name, 1, db, "reaper", "x"), [])["reaper_planner"]
+                for name in ("depot", "depot2") for db in ("sqlite", "ladybug")}
+    assert recorded == {("depot", "sqlite"): "zero-shot", ("depot", "ladybug"): "zero-shot",
+                        ("depot2", "sqlite"): "examples", ("depot2", "ladybug"): "zero-shot"}
     toml.write_text(toml.read_text().replace('question = "Which site for the spring season?"\n', ""))
     with pytest.raises(ScenarioError, match=r"line \d+: \[planner\] needs a question"):
         FolderScenario(folder)

@@ -100,3 +100,9 @@ def examples(scenario: str, language: str) -> str:
 def for_planner(settings: RunSettings, language: str) -> str:
     """What a run's planner prompt shows as examples: the scenario's, unless its planner is ``zero-shot``."""
     return "" if settings.reaper_planner == "zero-shot" else examples(settings.scenario, language)
+
+
+def planner_used(settings: RunSettings, language: str) -> str:
+    """The planner setting a run really had: ``zero-shot`` when its scenario has no example plan for the query
+    language, whatever was asked for."""
+    return "examples" if for_planner(settings, language) else "zero-shot"

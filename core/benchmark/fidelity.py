@@ -19,8 +19,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from core.agents import reaper_examples
 from core.agents.config import PROMPT_SETTINGS, REAPER_PLANNERS, RunSettings, setting_label
 from core.agents.techniques import technique
+from core.backends import registry
 from core.benchmark import paper
 from core.dqa import DQA_SET
 
@@ -51,7 +53,7 @@ def result_fields(settings: RunSettings, usage: list[dict]) -> dict:
     records, in call order)."""
     reaper = technique(settings.technique).engine == "reaper"
     prompts = None if reaper else settings.prompts
-    planner = settings.reaper_planner if reaper else None
+    planner = reaper_examples.planner_used(settings, registry.language(settings.db)) if reaper else None
     return {"prompts": prompts, "reaper_planner": planner,
             "setting": setting_label(settings.technique, prompts, planner),
             "call_latencies_s": [round(u.get("latency_s") or 0.0, 4) for u in usage]}
