@@ -82,6 +82,11 @@ def test_replans_missed_failures_and_regret():
                                                                                                       25.0, 0]
     assert failures.loc["planrag", ["wrong", "QUR", "QUR rate", "unclassified", "unclassified rate"]].tolist() == [
         2, 1, 16.7, 1, 16.7]
+    # which counts rest on a heuristic: CAN always, MIS where the run has no evidence coverage (issue 10)
+    assert failures["heuristic"].tolist() == ["CAN; MIS of 1 (no evidence coverage)", "CAN"]
+    measured_mis = reports.failures([result("sqlite", "planrag", 1, False, failure="MIS", evidence_total=7,
+                                            evidence_seen=4)])
+    assert measured_mis["heuristic"].tolist() == ["CAN"]
     regret = reports.regret(RESULTS)
     assert rows(regret, ["technique", "wrong", "ranked", "mean regret", "mean relative regret %", "median rank"]) == [
         ("iterrag", 2, 1, 2.0, 10.0, 3.0), ("planrag", 2, 1, 1.0, 5.0, 2.0)]

@@ -333,10 +333,13 @@ def missed(results: list[dict]) -> pd.DataFrame:
 
 
 def failures(results: list[dict]) -> pd.DataFrame:
-    """Wrong answers by failure category (count, and rate % over all pairs as in Figure 6)."""
+    """Wrong answers by failure category (count, and rate % over all pairs as in Figure 6), and ``heuristic``: the
+    counts that rest on a heuristic (CAN always; MIS where the run has no evidence coverage, docs/evidence.md)."""
     df = _ran(_frame(results))
     if df.empty:
         return pd.DataFrame()
+    if "evidence_total" not in df:
+        df["evidence_total"] = None
     rows = []
     for (source, scenario, tech, model), g in df.groupby(GROUP, sort=False):
         row = {"source": source, "scenario": scenario, "technique": tech, "model": model, "pairs": len(g),
@@ -345,6 +348,8 @@ def failures(results: list[dict]) -> pd.DataFrame:
             n = int((g["failure"] == category).sum())
             row[category] = n
             row[f"{category} rate"] = _pct(n, len(g))
+        guessed = int(((g["failure"] == "MIS") & ~(g["evidence_total"].fillna(0) > 0)).sum())
+        row["heuristic"] = "CAN" + (f"; MIS of {guessed} (no evidence coverage)" if guessed else "")
         rows.append(row)
     return pd.DataFrame(rows)
 
