@@ -7,14 +7,16 @@ from where it stands, strongest first:
 
 5. on a ``Final answer:`` (``Answer:``, ``Decision:``, ``Recommendation:``...) line;
 4. after a conclusion cue in the same clause (so, therefore, thus, answer, best, choose, recommend, should,
-   instead, ...), or followed by "is the best / is better";
+   instead, ...), or followed by "is the best / is better", a superlative ("X yields the highest profit") or
+   "instead";
 3. in markdown emphasis (``**krakow**``);
-2. the winner of a comparison ("X adds more than Y", "Y adds less than X"), the first item of a numbered
-   ranking, or the answer's opening words;
+2. the winner of a comparison ("X adds more than Y", "Y adds less than X", "but X adds more"), the first item of a
+   numbered ranking (on lines or on one line), or the answer's opening words;
 1. anywhere else.
 
-A mention is dropped when it is negated or compared against: "not X", "rather than X", "instead of X", "than
-X", "over X", "X would be a mistake", "X is second", later items of a numbered ranking. The decision is the only
+A mention is dropped when it is negated or compared against: "not X", "neither X nor Y", "rather than X",
+"instead of X", "than X", "over X", "X would be a mistake", "X is second", "X would yield less", the list after
+"among / comparing", later items of a numbered ranking. The decision is the only
 candidate named at the strongest level found (the last such line or clause); several there ("either krakow or
 novgorod") make the answer *ambiguous*, none at all (or "I cannot determine") make it decide *none*.
 Ambiguous and undecided answers are not correct. Numbers count as building ids unless they read as quantities
@@ -34,7 +36,7 @@ _TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+|[#$£€%]", re.UNICODE)
 STATUSES = ("decided", "ambiguous", "none")
 
 _FINAL_LINE = re.compile(r"^[\s>#*_-]*(?:final answer|final decision|final|answer|decision|recommendation|conclusion"
-                         r"|verdict|my choice|choice)[*_]*\s*(?::|[-–—]\s)[*_\s]*(.*)$", re.I | re.M)
+                         r"|verdict|my choice|choice|my pick|pick)[*_]*\s*(?::|[-–—]\s)[*_\s]*(.*)$", re.I | re.M)
 _CUE = re.compile(r"\b(?:so|therefore|thus|hence|consequently|accordingly|in conclusion|to conclude|overall|in summary"
                   r"|answer|best|optimal|optimum|ideal|choose|chose|choosing|pick|picking|select|selecting"
                   r"|recommend|recommended|recommendation|recommends|should|instead|go with|opt for|winner"
@@ -42,20 +44,24 @@ _CUE = re.compile(r"\b(?:so|therefore|thus|hence|consequently|accordingly|in con
 _NOT_A_CUE = re.compile(r"\b(?:second|next|third|2nd|3rd)[- ]best\b|\bshould not\b|\bshouldn't\b", re.I)
 _BREAK = re.compile(r"\b(?:because|since|while|whereas|although|though|but|than|compared|versus|vs|unlike|which"
                     r"|given|whilst)\b|;|\bas (?:it|its|this|that|the)\b", re.I)
-_NEGATION = re.compile(r"(?:\bnot\b|n't\b|\bnever\b|\bno\b|\brather than\b|\binstead of\b|\bthan\b|\bover\b|\bversus\b"
+_NEGATION = re.compile(r"(?:\bnot\b|n't\b|\bnever\b|\bno\b|\bneither\b|\bnor\b|\brather than\b|\binstead of\b|\bthan\b|\bover\b|\bversus\b"
                        r"|\bvs\b|\bcompared (?:to|with)\b|\bunlike\b|\bavoid\b|\bavoiding\b|\bexcept\b|\bahead of\b"
                        r"|\bbeats?\b|\boutperforms?\b|\bagainst\b|\bexclude\b|\bdiscard\b|\bskip\b|>)"
                        r"(?:\W+\w+){0,4}\W*$", re.I)
 _AFTER_NEGATION = re.compile(r"^[\W_]*(?:\w+\W+){0,2}?(?:would be a mistake|is a mistake|would be worse|is worse"
                              r"|is not\b|isn't|is wrong|is inferior|is suboptimal|is a poor|is a weak|would not"
                              r"|wouldn't|does not|doesn't|loses|falls? (?:short|behind)"
-                             r"|(?:comes?|ranks?|is|in|placed) (?:only )?"
+                             r"|(?:comes?|ranks?|is|in|placed|would be|would come) (?:only )?"
                              r"(?:second|2nd|third|3rd|last)|second[- ]best|runner[- ]up|should be avoided"
-                             r"|is not recommended|ranks? lower|is less|is lower|trails)", re.I)
+                             r"|is not recommended|ranks? lower|is less|is lower|trails|(?:a\s+)?(?:distant|close)\s+(?:second|third))", re.I)
 _AFTER_CUE = re.compile(r"^[\W_]*(?:is|would be|remains|looks|seems|stands out as|comes out as)\s+"
                         r"(?:clearly\s+|still\s+)?"
                         r"(?:the\s+)?(?:clear\s+|obvious\s+)?(?:better|best|optimal|strongest|winner|right|top|correct"
                         r"|most profitable|most effective|ideal)\b", re.I)
+_LIST_INTRO = re.compile(r"\b(?:comparing|among|between)\W*$", re.I)  # "after comparing lubeck, novgorod and krakow"
+_CONTRAST = re.compile(r"\b(?:but|however|yet|still|whereas|while)\b", re.I)
+_INSTEAD_AFTER = re.compile(r"^[\W_]*instead\b(?!\s+of\b)", re.I)  # "raise building 1485 instead"
+_INLINE_ITEM = re.compile(r"(?:^|[\s:,;(])(\d{1,2})[.)]\s*$")  # "1. novgorod 2. krakow" on one line
 _UNDECIDED = re.compile(r"\bcannot (?:be )?(?:determine|decide|tell|say|identify|conclude)|\bcan't (?:determine|decide"
                         r"|tell|say)|\bunable to\b|\bnot (?:possible|able) to\b|\binsufficient\b|\bnot enough "
                         r"(?:information|data)\b|\bno (?:single |clear )?(?:best|winner|answer)\b|\bunclear\b"
@@ -191,6 +197,13 @@ def _strengths(answer: str, scenario: str, mentions: list[_Mention]) -> list[tup
     first_item = min(numbered.values(), default=None)
     comp_better = "|".join(map(re.escape, words.better))
     comp_worse = "|".join(map(re.escape, words.worse))
+    best = "|".join(map(re.escape, filter(None, map(_superlative, words.better))))
+    called_best = re.compile(rf"^[\W_]*(?:\w+\W+){{0,4}}?(?:the\s+)?(?:{best})\b", re.I)
+    ends_comparing = re.compile(rf"^[\W_]*(?:\w+\W+){{0,4}}?(?:(?:slightly|much|far|even|clearly)\s+)?"
+                                rf"(?:({comp_better})(?:\s+\w+)?|{comp_worse})\W*$", re.I)  # "but krakow adds more."
+    inline = [_INLINE_ITEM.search(answer[max(0, m.start - 6):m.start]) for m in mentions]
+    inline = [int(x.group(1)) if x else None for x in inline]
+    inline_ranking = {1, 2} <= set(inline)
     out = []
     for i, m in enumerate(mentions):
         sentence = _inside(m.start, sentences) or (m.start, m.end)
@@ -208,15 +221,22 @@ def _strengths(answer: str, scenario: str, mentions: list[_Mention]) -> list[tup
                                                                                       between, re.I):
                 out.append((2, sentence, "the better side of a comparison"))
                 continue
-        negated = bool(_NEGATION.search(before)) or bool(_AFTER_NEGATION.search(after))
+        negated = bool(_NEGATION.search(before)) or bool(_AFTER_NEGATION.search(after)) or \
+            bool(_LIST_INTRO.search(before))
         if not negated and out and out[-1][0] < 0 and i > 0 and mentions[i - 1].end > sentence[0] and \
-                re.fullmatch(r"[\s,]*(?:or|and|nor|,)?[\s,]*", before, re.I):
+                re.fullmatch(r"[\s,]*(?:or|and|nor|,)?[\s,]*", before, re.I) and \
+                m.candidate not in {p.candidate for p in mentions[:i]}:
             negated = True  # "not in krakow or novgorod": the negation carries over a coordination
         if not negated and re.match(rf"^\W*(?:\w+\W+){{0,4}}?(?:{comp_worse})\b[^.;]*\bthan\b", after, re.I):
             negated = True  # "A adds less than B": A is the worse side
+        ending = ends_comparing.match(after)
+        if ending and not ending.group(1):
+            negated = True  # "krakow would yield less."
         item = _inside(m.start, numbered)
         if item is not None and first_item is not None and numbered[item] != first_item:
             negated = True  # a later item of a ranking
+        if inline_ranking and inline[i] is not None and inline[i] != 1:
+            negated = True  # a later item of a ranking written on one line
         if negated:
             out.append((-1, sentence, "negated or compared against"))
             continue
@@ -234,11 +254,27 @@ def _strengths(answer: str, scenario: str, mentions: list[_Mention]) -> list[tup
         if _AFTER_CUE.search(after):
             out.append((4, sentence, "called the best"))
             continue
+        superlative = called_best.search(after)
+        contrast = _CONTRAST.search(answer[m.end:sentence[1]])
+        if contrast and any(m.end + contrast.end() <= p.start < sentence[1] for p in mentions[i + 1:]):
+            superlative = None  # "lubeck has the highest power, but krakow yields more": the contrast decides
+        if superlative and not re.search(r"\b(?:second|third|2nd|3rd|least)\b", superlative.group(), re.I):
+            out.append((4, (m.start, sentence[1]), f"said to be the {superlative.group().split()[-1].lower()}"))
+            continue
+        if _INSTEAD_AFTER.search(after):
+            out.append((4, sentence, "after the conclusion cue 'instead'"))
+            continue
         if _inside(m.start, emphasis):
             out.append((3, sentence, "emphasised"))
             continue
         if item is not None:
             out.append((2, item, "first of a numbered ranking"))
+            continue
+        if inline_ranking and inline[i] == 1:
+            out.append((2, sentence, "first of a numbered ranking"))
+            continue
+        if ending:
+            out.append((2, sentence, "the better side of a comparison"))
             continue
         if i == 0 and re.match(r"^[\W_]*(?:(?:the|my|our)\s+)?(?:\w+\s+)?$", answer[:m.start], re.I) and \
                 re.match(r"^[*_\s]*(?:[.:!;(—–-]|,\s*(?:with|because|since|as|which)|$)", answer[m.end:]):
@@ -249,6 +285,12 @@ def _strengths(answer: str, scenario: str, mentions: list[_Mention]) -> list[tup
             continue
         out.append((1, sentence, "named"))
     return out
+
+
+def _superlative(comparative: str) -> str | None:
+    """``more`` -> ``most``, ``lower`` -> ``lowest``, ``bigger`` -> ``biggest``; None for a word not ending in -er."""
+    special = {"more": "most", "better": "best"}
+    return special.get(comparative) or (comparative[:-2] + "est" if comparative.endswith("er") else None)
 
 
 def _join(names) -> str:

@@ -227,8 +227,9 @@ def bars_with_paper(acc: pd.DataFrame) -> None:
 
 def show_fidelity(results: list[dict]) -> None:
     """The setting of each result beside the paper's figure and setting; REAPER's plan call beside IterRAG."""
-    st.caption("Each result's setting (prompts improved or paper; REAPER's planner) next to the paper figure it is "
-               "compared with and that figure's setting. Every deviation and its switch: docs/paper-deviations.md.")
+    st.caption("Each result's setting (prompts improved or paper; REAPER's planner) and accuracy (n, 95% Wilson "
+               "interval) next to the paper figure it is compared with, that figure's n and setting (DQA's questions "
+               "only). Every deviation and its switch: docs/paper-deviations.md.")
     table(readable(fidelity.paper_comparison(results)))
     cost = fidelity.planner_cost(results)
     if not cost.empty:

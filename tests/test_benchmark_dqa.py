@@ -258,3 +258,19 @@ def test_a_model_server_rate_limited_cached_and_a_bad_key_stopping_the_run(tmp_p
         assert [i["status"] for i in report["items"]] == ["error"]
     finally:
         server.close()
+
+
+def test_cli_accuracy_lines_count_answers_deciding_nothing(dqa, tmp_path, dqa_dir, monkeypatch, capsys):
+    """Issue 10: the printed accuracy says how many answers decided nothing (they count in n as not correct)."""
+    from core import settings as core_settings
+    from core.cli import main
+
+    monkeypatch.setattr(core_settings, "DATA_HOME", tmp_path / "home")
+    folder = tmp_path / "scripts"
+    write_transcripts(dqa, folder, {"locating": [1, 2]}, ["sqlite"], ["planrag"],
+                      lambda q: "right" if q.number == 1 else "not_candidate")
+    args = ["bench", "--scenario", "locating", "--questions", "1-2", "--technique", "planrag", "--db", "sqlite",
+            "--llm", f"replay:{folder}", "--out", str(tmp_path / "out"), "--no-cache", "--dqa-dir", str(dqa_dir)]
+    assert main(args) == 0
+    assert "  locating  sqlite   planrag       1/2, 1 deciding nothing  50.0% [9.5–90.5], n=2 | optimal" \
+        in capsys.readouterr().out

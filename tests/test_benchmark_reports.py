@@ -82,6 +82,11 @@ def test_replans_missed_failures_and_regret():
                                                                                                       25.0, 0]
     assert failures.loc["planrag", ["wrong", "QUR", "QUR rate", "unclassified", "unclassified rate"]].tolist() == [
         2, 1, 16.7, 1, 16.7]
+    # which counts rest on a heuristic: CAN always, MIS where the run has no evidence coverage (issue 10)
+    assert failures["heuristic"].tolist() == ["CAN; MIS of 1 (no evidence coverage)", "CAN"]
+    measured_mis = reports.failures([result("sqlite", "planrag", 1, False, failure="MIS", evidence_total=7,
+                                            evidence_seen=4)])
+    assert measured_mis["heuristic"].tolist() == ["CAN"]
     regret = reports.regret(RESULTS)
     assert rows(regret, ["technique", "wrong", "ranked", "mean regret", "mean relative regret %", "median rank"]) == [
         ("iterrag", 2, 1, 2.0, 10.0, 3.0), ("planrag", 2, 1, 1.0, 5.0, 2.0)]
@@ -159,3 +164,11 @@ def test_overrides_replace_the_grade_and_are_counted(tmp_path):
     acc = reports.accuracy(results).set_index(["db", "technique"])
     assert acc.loc[("sqlite", "iterrag"), "correct"] == 3 and acc.loc[("sqlite", "iterrag"), "overridden"] == 1
     assert store.clear("sqliteiterrag3") and store.get("sqliteiterrag3") is None
+
+
+def test_items_show_a_tied_rank_as_a_tie():
+    """Issue 10: a pick in a tie group reads ``tied 3rd–79th of 79`` in the Questions tab and items.csv."""
+    picks = [result("sqlite", "planrag", 1, False, rank=3, tied=77, candidates=79, regret=0.08),
+             result("sqlite", "planrag", 2, True, rank=1, tied=1, candidates=79, regret=0.0),
+             result("sqlite", "planrag", 3, False, decision=None)]
+    assert rows(reports.items(picks), ["place"]) == [("tied 3rd–79th of 79",), ("1 of 79",), (None,)]

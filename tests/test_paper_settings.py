@@ -211,9 +211,9 @@ def test_benchmark_records_the_setting_and_reports_it_beside_the_paper(tmp_path,
             "--questions", "1-2", "--llm", llm, "--out", str(out), "--prompts", "paper", "--no-cache"]
     assert main(args) == 0
     printed = capsys.readouterr().out
-    assert "locating  sqlite   iterrag       prompts paper     0.0%  vs paper 37.5 (PlanRAG Table 5 (RDB); " \
-           "prompts paper (Figures 8-11), GPT-4, temperature 0, zero-shot)" in printed
-    assert "locating  sqlite   reaper        planner examples  0.0%  vs no paper figure" in printed
+    assert "locating  sqlite   iterrag       prompts paper     0.0% [0.0–65.8], n=2  vs paper 37.5 of n=200 " \
+           "(PlanRAG Table 5 (RDB); prompts paper (Figures 8-11), GPT-4, temperature 0, zero-shot)" in printed
+    assert "locating  sqlite   reaper        planner examples  0.0% [0.0–65.8], n=2  vs no paper figure\n" in printed
     assert "REAPER's plan call beside IterRAG (per question):" in printed
     from core.benchmark.results import read_results
 
@@ -224,7 +224,7 @@ def test_benchmark_records_the_setting_and_reports_it_beside_the_paper(tmp_path,
     assert {r["reaper_planner"] for r in reaper} == {"examples"} and {r["prompts"] for r in reaper} == {None}
     assert all(len(r["call_latencies_s"]) == r["llm_calls"] for r in results)
     comparison = (out / "report" / "paper_comparison.csv").read_text()
-    assert "iterrag,replay:" in comparison and ",prompts paper,0,2,0.0,37.5,PlanRAG Table 5 (RDB)," in comparison
+    assert "iterrag,replay:" in comparison and ",prompts paper,2,0,0.0,0.0,65.8,37.5,200,PlanRAG Table 5 (RDB)," in comparison
     cost = fidelity.planner_cost(results).set_index("technique")
     assert cost.loc["iterrag", "calls_per_question"] == 3 and cost.loc["reaper", "calls_per_question"] == 2
     assert cost.loc["reaper", "plan_call_latency_s"] is not None
@@ -255,6 +255,26 @@ def test_only_results_on_dqas_questions_stand_beside_the_papers_figure():
              "technique": "planrag", "model": "m", "correct": True, "llm_calls": 4, "prompts": "paper"}
             for qset, source in (("DQA", "dqa"), ("demo", "demo"), ("fresh", "dqa"))]
     table = fidelity.paper_comparison(rows).set_index("set")
-    assert table.loc["DQA", "paper"] == 64.5 and table.loc["DQA", "total"] == 1
+    assert table.loc["DQA", "paper"] == 64.5 and table.loc["DQA", "n"] == 1
     assert table.loc[["demo", "fresh"], "paper"].isna().all()  # a demo or generated set has other questions
-    assert "vs no paper figure (set fresh: not DQA's questions)" in "\n".join(fidelity.summary_lines(rows))
+    assert "vs no paper figure (set fresh: not the paper's questions)" in "\n".join(fidelity.summary_lines(rows))
+
+
+def test_comparison_with_the_paper_has_n_and_interval_and_only_dqas_questions_get_the_paper_figure():
+    """Issue 10: every accuracy with n and its 95% Wilson interval; a demo or generated set is not the paper's."""
+    from core.benchmark import fidelity
+
+    def items(qset, source, right):
+        return [{"set": qset, "source": source, "scenario": "locating", "db": "sqlite", "language": "sql",
+                 "technique": "planrag", "model": "m", "correct": c, "status": "error" if c is None else "finished"}
+                for c in right]
+
+    table = fidelity.paper_comparison(items("DQA", "dqa", [True, True, False, None])
+                                      + items("fresh", "dqa", [True]) + items("demo", "demo", [True]))
+    dqa, fresh, demo = table.to_dict("records")
+    assert (dqa["n"], dqa["correct"], dqa["accuracy"], dqa["ci95_low"], dqa["ci95_high"]) == (4, 2, 50.0, 15.0, 85.0)
+    assert (dqa["paper"], dqa["paper_n"]) == (64.5, 200)
+    assert [fresh["set"], demo["set"]] == ["fresh", "demo"]
+    assert all(pd.isna(r["paper"]) and pd.isna(r["paper_n"]) and r["n"] == 1 for r in (fresh, demo))
+    lines = fidelity.summary_lines(items("fresh", "dqa", [True, False]))
+    assert "50.0% [9.5–90.5], n=2  vs no paper figure (set fresh: not the paper's questions)" in lines[1]

@@ -2,10 +2,10 @@
 each result ran with, shown next to the paper's figure and the paper's own setting; and REAPER's point, the cost of
 its one planning call against IterRAG's calls, per question.
 
-- ``paper_comparison``: accuracy per scenario x database x technique x setting, beside the PlanRAG paper's figure
-  (Table 5 for SingleRAG, IterRAG and PlanRAG; Table 4's RDB/GDB average for PlanRAG w/o RP) and the setting
-  that figure was made with, for results on DQA's own questions only (a demo, plugin or generated set has other
-  questions); REAPER and AutoPlan have no DQA figure in their papers.
+- ``paper_comparison``: accuracy per question set x scenario x database x technique x setting, with n and its 95%
+  Wilson interval, beside the PlanRAG paper's figure (Table 5 for SingleRAG, IterRAG and PlanRAG; Table 4's
+  RDB/GDB average for PlanRAG w/o RP), the paper's n and the setting that figure was made with (DQA's questions
+  only); REAPER and AutoPlan have no DQA figure in their papers.
 - ``planner_cost``: REAPER's and IterRAG's LLM calls per question, the latency of the first call (REAPER's plan
   call) and of a call on average, and the LLM time per question (sums of the calls' latencies; a cached reply
   counts with its original latency).
@@ -24,13 +24,17 @@ from core.agents.config import PROMPT_SETTINGS, REAPER_PLANNERS, RunSettings, se
 from core.agents.techniques import technique
 from core.backends import registry
 from core.benchmark import paper
+from core.benchmark.stats import wilson
 from core.dqa import DQA_SET
+from core.scenarios import ByScenario
 
 KIND = {"sql": "RDB", "cypher": "GDB"}
+#: The paper's number of questions per scenario.
+PAPER_N = ByScenario("paper_n")
 #: The setting of the PlanRAG paper's figures.
 PAPER_SETTING = "prompts paper (Figures 8-11), GPT-4, temperature 0, zero-shot"
-COMPARISON_COLUMNS = ["set", "scenario", "db", "kind", "technique", "model", "setting", "correct", "total", "accuracy",
-                      "paper", "paper_source", "paper_setting"]
+COMPARISON_COLUMNS = ["set", "scenario", "db", "kind", "technique", "model", "setting", "n", "correct", "accuracy",
+                      "ci95_low", "ci95_high", "paper", "paper_n", "paper_source", "paper_setting"]
 COST_COLUMNS = ["set", "scenario", "db", "technique", "model", "setting", "questions", "calls_per_question",
                 "plan_call_latency_s", "latency_per_call_s", "llm_time_per_question_s", "paper_latency_s",
                 "paper_setting"]
@@ -85,23 +89,27 @@ def _paper_figure(qset: str, scenario: str, kind: str, tech: str) -> tuple[float
 
 
 def paper_comparison(results: list[dict]) -> pd.DataFrame:
-    """Accuracy per scenario, database, technique, model and setting, beside the paper's figure and its setting."""
+    """Accuracy per question set, scenario, database, technique, model and setting, with n (items that could not
+    run count as not correct) and its 95% Wilson interval, beside the paper's figure, its n and its setting (the
+    DQA set only: other sets' questions are not the paper's)."""
     if not results:
         return pd.DataFrame(columns=COMPARISON_COLUMNS)
     df = pd.DataFrame(results)
-    df["setting"] = [_setting(r) for r in results]
     df["set"] = [_set(r) for r in results]
+    df["setting"] = [_setting(r) for r in results]
     df["kind"] = df["language"].map(KIND)
     rows = []
     for (qset, scenario, db, kind, tech, model, setting), g in df.groupby(
             ["set", "scenario", "db", "kind", "technique", "model", "setting"], sort=False):
-        correct, total = int(g["correct"].fillna(False).astype(bool).sum()), len(g)
+        correct, n = int(g["correct"].fillna(False).astype(bool).sum()), len(g)
+        low, high = wilson(correct, n)
         figure, source = _paper_figure(qset, scenario, kind, tech)
         rows.append({"set": qset, "scenario": scenario, "db": db, "kind": kind, "technique": tech, "model": model,
-                     "setting": setting, "correct": correct, "total": total,
-                     "accuracy": round(100.0 * correct / total, 1), "paper": figure, "paper_source": source,
+                     "setting": setting, "n": n, "correct": correct, "accuracy": round(100.0 * correct / n, 1),
+                     "ci95_low": round(100 * low, 1), "ci95_high": round(100 * high, 1), "paper": figure,
+                     "paper_n": PAPER_N.get(scenario) if figure is not None else None, "paper_source": source,
                      "paper_setting": PAPER_SETTING if figure is not None else None})
-    return pd.DataFrame(rows, columns=COMPARISON_COLUMNS)
+    return pd.DataFrame(rows, columns=COMPARISON_COLUMNS).astype({"paper_n": "Int64"})
 
 
 def planner_cost(results: list[dict]) -> pd.DataFrame:
@@ -130,9 +138,10 @@ def summary_lines(results: list[dict]) -> list[str]:
     """The comparison with the paper and REAPER's cost, for the command line."""
     lines = ["setting beside the paper's figure:"]
     for r in paper_comparison(results).itertuples():
-        versus = (f"paper {r.paper} ({r.paper_source}; {r.paper_setting})" if pd.notna(r.paper) else
-                  "no paper figure" + (f" (set {r.set}: not DQA's questions)" if r.set != DQA_SET else ""))
-        lines.append(f"  {r.scenario:<9} {r.db:<8} {r.technique:<13} {r.setting:<17} {r.accuracy:.1f}%  vs {versus}")
+        versus = (f"paper {r.paper} of n={r.paper_n:g} ({r.paper_source}; {r.paper_setting})" if pd.notna(r.paper)
+                  else "no paper figure" + ("" if r.set == DQA_SET else f" (set {r.set}: not the paper's questions)"))
+        lines.append(f"  {r.scenario:<9} {r.db:<8} {r.technique:<13} {r.setting:<17} {r.accuracy:.1f}% "
+                     f"[{r.ci95_low:.1f}–{r.ci95_high:.1f}], n={r.n}  vs {versus}")
     cost = planner_cost(results)
     if not cost.empty:
         lines.append("REAPER's plan call beside IterRAG (per question):")

@@ -34,6 +34,7 @@ from core.benchmark.stats import paired as paired_stats
 from core.benchmark.stats import wilson
 from core.benchmark.trace import CRITICAL
 from core.files import write_atomic
+from core.grading import rank_text
 from core import scenarios
 from core.scenarios import ByScenario
 from core.dqa import DQA_SET
@@ -332,10 +333,13 @@ def missed(results: list[dict]) -> pd.DataFrame:
 
 
 def failures(results: list[dict]) -> pd.DataFrame:
-    """Wrong answers by failure category (count, and rate % over all pairs as in Figure 6)."""
+    """Wrong answers by failure category (count, and rate % over all pairs as in Figure 6), and ``heuristic``: the
+    counts that rest on a heuristic (CAN always; MIS where the run has no evidence coverage, docs/evidence.md)."""
     df = _ran(_frame(results))
     if df.empty:
         return pd.DataFrame()
+    if "evidence_total" not in df:
+        df["evidence_total"] = None
     rows = []
     for (source, scenario, tech, model), g in df.groupby(GROUP, sort=False):
         row = {"source": source, "scenario": scenario, "technique": tech, "model": model, "pairs": len(g),
@@ -344,6 +348,8 @@ def failures(results: list[dict]) -> pd.DataFrame:
             n = int((g["failure"] == category).sum())
             row[category] = n
             row[f"{category} rate"] = _pct(n, len(g))
+        guessed = int(((g["failure"] == "MIS") & ~(g["evidence_total"].fillna(0) > 0)).sum())
+        row["heuristic"] = "CAN" + (f"; MIS of {guessed} (no evidence coverage)" if guessed else "")
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -409,15 +415,22 @@ def costs(results: list[dict], prices: dict[str, list[float]]) -> pd.DataFrame:
 ITEM_COLUMNS = ["set", "source", "scenario", "question", "db", "technique", "model", "status", "decision", "label",
                 "correct", "grade_status", "grade_reason", "overridden", "override_by", "override_at", "optimal", "all_tied",
                 "failure", "evidence_seen", "evidence_total", "evidence_missing", "retrievals", "replans", "missed",
-                "query_errors", "format_corrections", "rank", "tied", "candidates", "regret", "relative_regret",
+                "query_errors", "format_corrections", "place", "rank", "tied", "candidates", "regret", "relative_regret",
                 "error_kind", "llm_calls", "cached_calls", "prompt_tokens", "completion_tokens", "llm_latency_s",
                 "cached_latency_s", "llm_attempts", "wall_s", "run_id", "final_answer", "error"]
 
 
 def items(results: list[dict]) -> pd.DataFrame:
-    """One row per question-database pair, for browsing and export."""
+    """One row per question-database pair, for browsing and export; ``place`` the pick's rank as pages show it
+    (``tied 3rd–79th of 79``)."""
     df = _frame(results)
-    return df[[c for c in ITEM_COLUMNS if c in df]] if not df.empty else df
+    if df.empty:
+        return df
+    if {"rank", "candidates"} <= set(df):
+        tied = df["tied"] if "tied" in df else pd.Series(1, index=df.index)
+        df["place"] = [rank_text(int(r), int(c), int(t) if pd.notna(t) else 1) if pd.notna(r) and pd.notna(c)
+                       else None for r, c, t in zip(df["rank"], df["candidates"], tied)]
+    return df[[c for c in ITEM_COLUMNS if c in df]]
 
 
 def tables(results: list[dict], prices: dict[str, list[float]]) -> dict[str, pd.DataFrame]:
