@@ -472,3 +472,18 @@ def test_timeouts_of_different_queries_are_not_repeats(home, tmp_path):
     slow = [ACT.replace("trade_node FROM", f"SLEEP({i}) FROM") for i in range(4)]
     result = runtime.start(settings(replay(tmp_path, slow + [FINAL]), limits=Limits(max_repeats=2)))
     assert result.status == "finished" and result.outcome["repeats"] == 0
+
+
+def test_a_server_refusing_a_request_past_its_context_ends_the_run_as_context_exceeded(home):
+    full = {"error": {"code": 400, "message": "the request exceeds the available context size, try increasing it",
+                      "type": "exceed_context_size_error", "n_prompt_tokens": 9944, "n_ctx": 8192}}
+    server = StandIn([(200, _completion(ACT)), (400, full)])
+    try:
+        runtime = make_runtime(home, llm_settings=LLMSettings(api_key=None))
+        result = runtime.start(RunSettings("locating", 1, "sqlite", "iterrag", "stand-in", base_url=server.url))
+    finally:
+        server.close()
+    events = events_of(runtime, result)
+    assert result.status == "context_exceeded" and len(server.requests) == 2
+    assert events[-1]["kind"] == "error" and events[-1]["error_kind"] == "context"
+    assert "exceeds the available context size" in result.outcome["error"] and "--context-tokens" in result.outcome["error"]

@@ -213,7 +213,8 @@ def _complete(state: dict, runtime: Runtime[AgentContext], prompt: str, emit: _E
               messages: list[dict] | None = None) -> tuple[dict, Completion | None]:
     """LLM call ``emit.step`` on ``messages`` (default the transcript) under ``prompt``, kept within the context
     window: the state update counting it (its usage goes with the next event emitted) and the completion; on
-    LLMError, or a request that cannot fit the context window, the update ending the run and None."""
+    LLMError, or a request that cannot fit the context window (by the estimate or by the server), the update
+    ending the run and None."""
     messages = state["messages"] if messages is None else messages
     limits = Limits.from_dict(state["limits"])
     fitted, shortened, need = guards.fit(prompt, messages, limits.context_tokens, state.get("chars_per_token"))
@@ -228,6 +229,8 @@ def _complete(state: dict, runtime: Runtime[AgentContext], prompt: str, emit: _E
         c = run_control.call(getattr(runtime.context, "control", None), runtime.context.llm.complete,
                              chat(prompt, fitted), stop, on_retry=lambda a: emit(_retry_event(a)))
     except LLMError as e:
+        if e.kind == "context":  # the server's count of the request's tokens is past the window
+            return _end("context_exceeded", "context", str(e), emit, e.attempts), None
         return _fail(e.kind, str(e), emit, e.attempts), None
     update, emit.usage = _account(state, c, emit.step, getattr(runtime.context, "price", None))
     update["shortened"] = shortened
