@@ -207,12 +207,18 @@ class ChatLLM:
             if not isinstance(e, openai.BadRequestError):
                 raise
             # Some models (reasoning models) refuse stop sequences or a temperature other than their default:
-            # go on without them (cutting the reply client-side).
+            # go on without them (cutting the reply client-side); and some take the reply cap only by its new name.
             if self._use_stop and "'stop'" in str(e):
                 self._use_stop = False
                 return self._invoke(messages, stop, timeout_s)
             if "temperature" in str(e) and getattr(self.model, "temperature", None) is not None:
                 self.model.temperature = None
+                return self._invoke(messages, stop, timeout_s)
+            # A compatible server that wants the reply cap as max_completion_tokens (e.g. Azure's reasoning models)
+            cap = (getattr(self.model, "extra_body", None) or {}).get("max_tokens")
+            if cap and "max_completion_tokens" in str(e):
+                self.model.extra_body = None
+                self.model.max_tokens = cap  # LangChain sends it as max_completion_tokens
                 return self._invoke(messages, stop, timeout_s)
             raise
 

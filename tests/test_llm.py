@@ -349,3 +349,16 @@ def test_a_request_past_the_context_window_is_a_context_error_not_retried(serve,
     with pytest.raises(LLMError, match=r"^context error \(the request is longer than the model's context window") as e:
         open_llm(None, _settings(server.url)).complete(MESSAGES, STOP)
     assert e.value.kind == "context" and len(server.requests) == 1 and len(e.value.attempts) == 1
+
+
+def test_a_compatible_server_wanting_max_completion_tokens_gets_the_cap_so(serve):
+    refusal = {"error": {"message": "Unsupported parameter: 'max_tokens' is not supported with this model. Use "
+                                    "'max_completion_tokens' instead.", "type": "invalid_request_error",
+                         "param": "max_tokens", "code": "unsupported_parameter"}}
+    server = serve((400, refusal), (200, _completion("Final answer: krakow")), (200, _completion("again")))
+    llm = open_llm(None, _settings(server.url, max_reply_tokens=24))
+    assert llm.complete(MESSAGES, STOP).text == "Final answer: krakow"
+    llm.complete(MESSAGES, STOP)  # remembered for the next calls
+    assert server.requests[0]["body"]["max_tokens"] == 24
+    for request in server.requests[1:]:
+        assert request["body"]["max_completion_tokens"] == 24 and "max_tokens" not in request["body"]
