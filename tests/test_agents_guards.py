@@ -487,3 +487,18 @@ def test_a_server_refusing_a_request_past_its_context_ends_the_run_as_context_ex
     assert result.status == "context_exceeded" and len(server.requests) == 2
     assert events[-1]["kind"] == "error" and events[-1]["error_kind"] == "context"
     assert "exceeds the available context size" in result.outcome["error"] and "--context-tokens" in result.outcome["error"]
+
+
+def test_a_server_that_did_not_report_its_context_at_first_is_asked_again():
+    from core.server_info import context_window
+
+    pages = {}
+    server = ModelServer(pages)  # up, but not saying yet (as a server still loading its model)
+    try:
+        assert context_window(server.url, "stand-in") is None
+        pages["/props"] = {"default_generation_settings": {"n_ctx": 8192}}
+        assert context_window(server.url, "stand-in") == 8192
+        pages.clear()
+        assert context_window(server.url, "stand-in") == 8192  # a size found is remembered
+    finally:
+        server.close()
