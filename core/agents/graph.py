@@ -217,7 +217,8 @@ def _complete(state: dict, runtime: Runtime[AgentContext], prompt: str, emit: _E
     ending the run and None."""
     messages = state["messages"] if messages is None else messages
     limits = Limits.from_dict(state["limits"])
-    fitted, shortened, need = guards.fit(prompt, messages, limits.context_tokens, state.get("chars_per_token"))
+    fitted, shortened, need = guards.fit(prompt, messages, limits.context_tokens, state.get("chars_per_token"),
+                                         limits.reply_tokens)
     if fitted is None:
         return _end("context_exceeded", "context", prompts.context_exceeded(need, limits.context_tokens), emit), None
     if shortened > state.get("shortened", 0):
@@ -253,7 +254,7 @@ def _answer_request(state: dict) -> list[dict]:
     start = state.get("answer_from") or len(state["messages"])
     return guards.fit_answer(state["answer_prompt"], state["messages"][0]["content"],
                              guards.collected_data(state["messages"][:start]), state["messages"][start:],
-                             Limits.from_dict(state["limits"]).context_tokens, state.get("chars_per_token"))
+                             Limits.from_dict(state["limits"]), state.get("chars_per_token"))
 
 
 def _announce(hitl: str, kind: str, old_plan: list[str], new_plan: list[str], emit: _Emitter) -> bool:
@@ -277,7 +278,7 @@ def _to_answer(state: dict, limit: str, reason: str, emit: _Emitter) -> dict:
 def _context_full(state: dict, limits: Limits) -> tuple[str, str] | None:
     """When the next request cannot fit the context window even with older observations shortened."""
     fitted, _, need = guards.fit(state["prompt"], state["messages"], limits.context_tokens,
-                                 state.get("chars_per_token"))
+                                 state.get("chars_per_token"), limits.reply_tokens)
     if fitted is None:
         return "context", f"context window full (about {need:,} tokens needed, {limits.context_tokens:,} available)"
     return None
