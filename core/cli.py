@@ -325,7 +325,11 @@ def cmd_branch(args) -> int:
     from core.llm import LLMError
 
     show = None if args.json else (lambda event: print(scrub(_describe(event)), flush=True))
-    runtime = AgentRuntime()
+    try:
+        runtime = AgentRuntime(llm_settings=llm_settings(args))
+    except ValueError as e:
+        print(f"error (settings): {e}", file=sys.stderr)
+        return 2
     new_id = new_run_id()
     if not args.json:
         print(f"branch: run {new_id} (from run {args.run_id} at step {args.step})", flush=True)
@@ -425,6 +429,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--note", help="a note to the agent before step N")
     p.add_argument("--reviewer", help="who branched it (default: the OS user)")
     p.add_argument("--json", action="store_true", help="print one JSON object, as run --json")
+    add_llm_arguments(p)
     p.set_defaults(func=cmd_branch)
 
     p = sub.add_parser("bench", help="run DQA (or part of it) with techniques and a model; print the accuracy",

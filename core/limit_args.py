@@ -25,7 +25,8 @@ def add_limit_arguments(p: argparse.ArgumentParser) -> None:
                    help="repeated actions (the same query again) that end a run as stuck "
                         f"(default {_DEFAULTS.max_repeats})")
     g.add_argument("--context-tokens", type=int, metavar="N",
-                   help="the model's context window: older observations are shortened to fit (default: what the "
+                   help="the model's context window: older observations are shortened to fit, with room for "
+                        "the reply cap (at most half the window; a larger cap is cut to that) (default: what the "
                         "server reports, llama.cpp or vLLM; else nothing shortened)")
 
 

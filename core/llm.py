@@ -32,7 +32,7 @@ CHARS_PER_TOKEN = 4  # the estimate used when a model reports no usage (replays)
 
 class LLMError(Exception):
     """An LLM call that failed for good. ``kind``: config, auth, rate_limit, server, timeout, network,
-    bad_request, model or replay. The message never contains the API key. ``attempts``: each attempt made (see
+    bad_request, context (the request does not fit the model's context window), model or replay. The message never contains the API key. ``attempts``: each attempt made (see
     Completion.attempts)."""
 
     def __init__(self, kind: str, message: str, attempts: list[dict] | None = None):
@@ -123,6 +123,10 @@ def replay_path(spec: str) -> Path:
 #: Exceptions LangChain raises for an HTTP 200 that is no chat completion (an error body, an HTML page, null
 #: choices): the server's failure, not ours.
 _NOT_A_COMPLETION = (ValueError, KeyError, TypeError)
+#: What servers say of a request longer than the model's context window (OpenAI, vLLM: "maximum context length";
+#: llama.cpp: "exceeds the available context size", exceed_context_size_error).
+_CONTEXT_FULL = re.compile(r"context[ _](?:length|size|window)|exceed_context|max_model_len|maximum model length|"
+                           r"(?:prompt|input) is too long", re.I)
 
 
 def _error_kind(e: Exception) -> str | None:
@@ -141,10 +145,10 @@ def _error_kind(e: Exception) -> str | None:
         return "timeout"
     if isinstance(e, openai.APIConnectionError):
         return "network"
-    if isinstance(e, openai.APIStatusError):
-        return "server" if e.status_code >= 500 else "bad_request"
-    if isinstance(e, (openai.APIResponseValidationError, *_NOT_A_COMPLETION)):
-        return "server"
+    if isinstance(e, (openai.APIStatusError, openai.APIResponseValidationError, *_NOT_A_COMPLETION)):
+        if _CONTEXT_FULL.search(str(e)):
+            return "context"
+        return "bad_request" if isinstance(e, openai.APIStatusError) and e.status_code < 500 else "server"
     return None
 
 
@@ -159,7 +163,9 @@ def _detail(e: Exception) -> str:
 
 TRANSIENT = frozenset({"rate_limit", "server", "timeout", "network"})
 _HINTS = {"auth": "check OPENAI_API_KEY", "model": "check the model name and the base URL",
-          "network": "check the base URL and that the server is running"}
+          "network": "check the base URL and that the server is running",
+          "context": "the request is longer than the model's context window; set the window (--context-tokens, "
+                     "or the Settings page) so older observations are shortened to fit"}
 TIMEOUT_GROWTH, TIMEOUT_GROWTH_CAP = 1.5, 2.0  # a retry after a timeout waits longer, up to 2x the setting
 
 
@@ -201,12 +207,18 @@ class ChatLLM:
             if not isinstance(e, openai.BadRequestError):
                 raise
             # Some models (reasoning models) refuse stop sequences or a temperature other than their default:
-            # go on without them (cutting the reply client-side).
+            # go on without them (cutting the reply client-side); and some take the reply cap only by its new name.
             if self._use_stop and "'stop'" in str(e):
                 self._use_stop = False
                 return self._invoke(messages, stop, timeout_s)
             if "temperature" in str(e) and getattr(self.model, "temperature", None) is not None:
                 self.model.temperature = None
+                return self._invoke(messages, stop, timeout_s)
+            # A compatible server that wants the reply cap as max_completion_tokens (e.g. Azure's reasoning models)
+            cap = (getattr(self.model, "extra_body", None) or {}).get("max_tokens")
+            if cap and "max_completion_tokens" in str(e):
+                self.model.extra_body = None
+                self.model.max_tokens = cap  # LangChain sends it as max_completion_tokens
                 return self._invoke(messages, stop, timeout_s)
             raise
 

@@ -1,16 +1,17 @@
 """What an OpenAI-compatible server says about its model, when it says it cheaply: the context window, from vLLM's
 ``GET /v1/models`` (``max_model_len``), llama.cpp's ``GET /props`` (``default_generation_settings.n_ctx``) or its
-``/v1/models`` (``meta.n_ctx_train``). One short request per server and model, remembered for the process."""
+``/v1/models`` (``meta.n_ctx_train``). A few short requests per server and model; a size found is remembered for
+the process (a server that said nothing, or was down, is asked again next time)."""
 from __future__ import annotations
 
 import json
 import threading
 import urllib.error
 import urllib.request
-from functools import lru_cache
 
 TIMEOUT_S = 2.0
 _lock = threading.Lock()
+_known: dict[tuple[str, str, str | None], int] = {}  # (base URL, model, key) -> context window
 
 
 def _get(url: str, api_key: str | None) -> dict | None:
@@ -35,7 +36,6 @@ def _from_models(body: dict | None, model: str) -> int | None:
     return None
 
 
-@lru_cache(maxsize=32)
 def _probe(base_url: str, model: str, api_key: str | None) -> int | None:
     base = base_url.rstrip("/")
     props = _get(base.removesuffix("/v1") + "/props", api_key)  # llama.cpp: the context it runs with
@@ -51,4 +51,10 @@ def context_window(base_url: str | None, model: str, api_key: str | None = None)
     if not base_url or "api.openai.com" in base_url:
         return None
     with _lock:
-        return _probe(base_url, model, api_key)
+        key = (base_url, model, api_key)
+        if key not in _known:
+            size = _probe(base_url, model, api_key)
+            if size is None:
+                return None
+            _known[key] = size
+        return _known[key]

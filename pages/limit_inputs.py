@@ -21,8 +21,9 @@ def limit_inputs(limits: Limits, key: str) -> Limits:
                              help="Repeated actions (the same query again) that end a run as stuck")
     context = e.number_input("Context window", 0, 10_000_000, limits.context_tokens or 0, step=1024,
                              key=kept(f"{key}_context"), help="The model's context in tokens: older observations are "
-                                                       "shortened to fit; 0: what the server reports (llama.cpp, "
-                                                       "vLLM), else nothing shortened")
+                                                       "shortened to fit, with room for the reply cap; 0: what "
+                                                       "the server reports (llama.cpp, vLLM), else nothing "
+                                                       "shortened")
     f, g, h, i = st.columns(4)
     bounds = QUERY_BOUNDS
     timeout = f.number_input("Query timeout (s)", *map(float, bounds["query_timeout_s"]),

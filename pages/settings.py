@@ -72,7 +72,8 @@ else:
                                        help="Retries of a call that timed out, hit a server error or a rate limit.")
     max_tokens = cap.number_input("Reply cap (tokens)", 1, 100_000, int(llm.max_reply_tokens or 2048),
                                   key="llm_max_tokens", help="Sent as max_tokens to OpenAI-compatible servers, as "
-                                  "max_completion_tokens to OpenAI.")
+                                  "max_completion_tokens to OpenAI; at most half the model's context window (the "
+                                  "rest is for the prompt).")
     chosen = replace(llm, model=model or None, base_url=base_url or None, api_key=key or llm.api_key,
                      timeout_s=timeout_s, max_retries=max_retries, max_reply_tokens=max_tokens)
     st.caption("The key stays in this session's memory: it is never written to disk or to the run store. "

@@ -10,7 +10,7 @@ import pytest
 
 from core.agents import Limits, Review
 from core.agents.config import RunSettings
-from core.agents.guards import answer_messages, collected_data, fit, not_an_answer
+from core.agents.guards import answer_messages, collected_data, fit, not_an_answer, reply_cap, reply_room
 from core.agents.parsing import parse_reply
 from core.agents.reaper_plan import parse_plan
 from core.backends.base import QueryResult, QuerySyntaxError
@@ -245,7 +245,8 @@ def test_older_observations_are_shortened_to_fit_the_context_window(home):
     model = Scripted([ACT, ACT + " WHERE 1 = 1", ACT + " WHERE 2 = 2", FINAL])
     runtime = scripted_runtime(home, model, WideBackend(chars=4000))
     result = runtime.start(RunSettings("locating", 1, "sqlite", "iterrag", "scripted",
-                                       limits=Limits(context_tokens=4096, observation_chars=5000)))
+                                       limits=Limits(context_tokens=4096, observation_chars=5000,
+                                                     reply_tokens=1024)))
     assert result.status == "finished"
     last = [m.content for m in model.requests[-1]]
     observations = [c for c in last if c.startswith("Observation:")]
@@ -275,6 +276,44 @@ def test_fit_keeps_the_question_the_replies_and_the_latest_observation():
     fitted, shortened, _ = fit("system", messages, 1500 + 256)
     assert shortened == 1 and fitted[:2] == messages[:2] and fitted[3:] == messages[3:]
     assert fit("system", messages, 800)[0] is None
+
+
+def _capped_run(home, limits: Limits) -> tuple[Scripted, list, object]:
+    """An IterRAG run with two observations of about 9,000 characters each, on a runtime whose reply cap is 2,048
+    tokens: the model, the reply caps it was opened with, and the result."""
+    model, caps = Scripted([ACT, ACT + " WHERE 1 = 1", FINAL]), []
+
+    def opener(spec, llm_settings, skip=0):
+        caps.append(llm_settings.max_reply_tokens)
+        return model
+
+    runtime = make_runtime(home, WideBackend(chars=9000), llm_opener=opener,
+                           llm_settings=LLMSettings(api_key=None, max_reply_tokens=2048))
+    return model, caps, runtime.start(RunSettings("locating", 1, "sqlite", "iterrag", "scripted", limits=limits))
+
+
+def test_the_room_kept_for_the_reply_is_the_reply_cap_sent(home):
+    wide = {"observation_chars": 10_000, "cell_chars": 10_000}
+    whole, _, unbounded = _capped_run(home, Limits(**wide))  # no window known: nothing shortened
+    request = [{"role": "human" if m.type == "human" else "ai", "content": m.content} for m in whole.requests[-1][1:]]
+    _, shortened, need = fit(whole.requests[-1][0].content, request, 8192)  # the reserve of old: sent whole
+    assert unbounded.status == "finished" and "shortened" not in whole.requests[-1][-3].content
+    assert 8192 - 2048 < need <= 8192 - 1024 and shortened == 0
+
+    model, caps, result = _capped_run(home, Limits(context_tokens=8192, **wide))
+    observations = [m.content for m in model.requests[-1] if m.content.startswith("Observation:")]
+    assert result.status == "finished" and caps == [2048]
+    assert "[shortened to fit the model's context window" in observations[0] and "shortened" not in observations[-1]
+    assert sum(len(m.content) for m in model.requests[-1]) / 3 <= 8192 - 2048
+
+
+def test_the_reply_cap_leaves_the_prompt_half_the_window_and_old_runs_keep_their_reserve():
+    assert reply_room(8192, 2048) == 2048 and reply_room(8192, 100_000) == 4096
+    assert reply_room(8192, None) == 1024 and reply_room(2048, None) == 512  # no cap sent: as before
+    assert reply_cap(Limits(context_tokens=8192, reply_tokens=16_384)) == 4096  # the cap sent is cut to fit
+    assert reply_cap(Limits(reply_tokens=16_384)) == 16_384  # no window known: sent as set
+    stored = Limits.from_dict({"context_tokens": 8192, "max_repeats": 3})  # a run stored before the reply cap
+    assert stored.reply_tokens is None and reply_cap(stored) is None
 
 
 # --------------------------------------------------------------------------------------------- corrections
@@ -369,7 +408,8 @@ def test_a_full_context_sends_the_run_to_its_answer_with_older_data_shortened(ho
     model = Scripted([long, long + " WHERE 1 = 1", long + " WHERE 2 = 2", "Final answer: krakow"])
     runtime = scripted_runtime(home, model, WideBackend(chars=4200))
     result = runtime.start(RunSettings("locating", 1, "sqlite", "iterrag", "scripted",
-                                       limits=Limits(context_tokens=4608, observation_chars=5000, cell_chars=5000)))
+                                       limits=Limits(context_tokens=4608, observation_chars=5000, cell_chars=5000,
+                                                     reply_tokens=1024)))
     assert result.status == "finished" and result.outcome["limit"] == "context"
     data = model.requests[-1][1].content
     assert data.count("[shortened to fit the model's context window") >= 1 and data.count("x" * 4100) == 1
@@ -472,3 +512,33 @@ def test_timeouts_of_different_queries_are_not_repeats(home, tmp_path):
     slow = [ACT.replace("trade_node FROM", f"SLEEP({i}) FROM") for i in range(4)]
     result = runtime.start(settings(replay(tmp_path, slow + [FINAL]), limits=Limits(max_repeats=2)))
     assert result.status == "finished" and result.outcome["repeats"] == 0
+
+
+def test_a_server_refusing_a_request_past_its_context_ends_the_run_as_context_exceeded(home):
+    full = {"error": {"code": 400, "message": "the request exceeds the available context size, try increasing it",
+                      "type": "exceed_context_size_error", "n_prompt_tokens": 9944, "n_ctx": 8192}}
+    server = StandIn([(200, _completion(ACT)), (400, full)])
+    try:
+        runtime = make_runtime(home, llm_settings=LLMSettings(api_key=None))
+        result = runtime.start(RunSettings("locating", 1, "sqlite", "iterrag", "stand-in", base_url=server.url))
+    finally:
+        server.close()
+    events = events_of(runtime, result)
+    assert result.status == "context_exceeded" and len(server.requests) == 2
+    assert events[-1]["kind"] == "error" and events[-1]["error_kind"] == "context"
+    assert "exceeds the available context size" in result.outcome["error"] and "--context-tokens" in result.outcome["error"]
+
+
+def test_a_server_that_did_not_report_its_context_at_first_is_asked_again():
+    from core.server_info import context_window
+
+    pages = {}
+    server = ModelServer(pages)  # up, but not saying yet (as a server still loading its model)
+    try:
+        assert context_window(server.url, "stand-in") is None
+        pages["/props"] = {"default_generation_settings": {"n_ctx": 8192}}
+        assert context_window(server.url, "stand-in") == 8192
+        pages.clear()
+        assert context_window(server.url, "stand-in") == 8192  # a size found is remembered
+    finally:
+        server.close()

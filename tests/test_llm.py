@@ -336,3 +336,29 @@ def test_a_short_dummy_key_mangles_nothing(serve):
         llm.complete(MESSAGES, STOP)
     assert "maximum context length is 8192 tokens; x exceeded" in str(e.value)
     assert llm.label.startswith("ctx @ ") and "x" in secrets.scrub("x ctx max")
+
+
+@pytest.mark.parametrize("status, error", [
+    (400, {"message": "This model's maximum context length is 8192 tokens. However, you requested 9944 tokens "
+                      "(7896 in the messages, 2048 in the completion).", "code": "context_length_exceeded"}),  # vLLM
+    (400, {"code": 400, "message": "the request exceeds the available context size, try increasing it",
+           "type": "exceed_context_size_error", "n_prompt_tokens": 9944, "n_ctx": 8192}),  # llama.cpp
+])
+def test_a_request_past_the_context_window_is_a_context_error_not_retried(serve, status, error):
+    server = serve((status, {"error": error}), (200, _completion("unused")))
+    with pytest.raises(LLMError, match=r"^context error \(the request is longer than the model's context window") as e:
+        open_llm(None, _settings(server.url)).complete(MESSAGES, STOP)
+    assert e.value.kind == "context" and len(server.requests) == 1 and len(e.value.attempts) == 1
+
+
+def test_a_compatible_server_wanting_max_completion_tokens_gets_the_cap_so(serve):
+    refusal = {"error": {"message": "Unsupported parameter: 'max_tokens' is not supported with this model. Use "
+                                    "'max_completion_tokens' instead.", "type": "invalid_request_error",
+                         "param": "max_tokens", "code": "unsupported_parameter"}}
+    server = serve((400, refusal), (200, _completion("Final answer: krakow")), (200, _completion("again")))
+    llm = open_llm(None, _settings(server.url, max_reply_tokens=24))
+    assert llm.complete(MESSAGES, STOP).text == "Final answer: krakow"
+    llm.complete(MESSAGES, STOP)  # remembered for the next calls
+    assert server.requests[0]["body"]["max_tokens"] == 24
+    for request in server.requests[1:]:
+        assert request["body"]["max_completion_tokens"] == 24 and "max_tokens" not in request["body"]

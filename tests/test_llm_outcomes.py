@@ -100,6 +100,8 @@ def test_bad_limits_on_the_command_line_get_a_clear_error(flag, value, capsys):
     code = cli_module.main(["run", "--scenario", "locating", "--question", "1", "--db", "sqlite",
                             "--technique", "iterrag", "--llm", "m", flag, value])
     assert code == 2 and f"error (settings): {flag} must be" in capsys.readouterr().err
+    assert cli_module.main(["branch", "r1", "--step", "2", flag, value]) == 2  # a branch's model calls too
+    assert f"error (settings): {flag} must be" in capsys.readouterr().err
 
 
 def test_a_timed_out_call_under_load_lowers_the_gate_and_says_so():

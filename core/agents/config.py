@@ -43,7 +43,9 @@ class Limits:
     ``max_cost_usd`` (those tokens at the price table's rate for the model) the agent is asked for its final
     answer. An action repeated (the same query, whitespace and case aside) is not run again; after
     ``max_repeats`` repeats the run ends as ``stuck``. ``context_tokens``: the model's context window (None:
-    unknown); each request is kept within it by shortening older observations. Rows beyond ``observation_rows`` /
+    unknown); each request is kept within it by shortening older observations, leaving room for the reply cap
+    ``reply_tokens`` (None: not sent, or a run stored before runs kept it; set from the LLM settings when a run
+    starts, as ``context_tokens`` from the server). Rows beyond ``observation_rows`` /
     ``observation_chars`` are summarised in what the LLM sees; the trace keeps up to ``row_cap`` rows of each
     query, each cell cut to ``cell_chars`` characters (marked). Each query runs at most ``query_timeout_s``."""
 
@@ -57,6 +59,7 @@ class Limits:
     max_repeats: int = 3
     context_tokens: int | None = None
     cell_chars: int = DEFAULT_CELL_CHARS
+    reply_tokens: int | None = None
 
     def validate(self) -> Limits:
         """Self, or ValueError naming the bad limit."""
@@ -79,6 +82,8 @@ class Limits:
             raise ValueError("the repeat limit must be at least 1")
         if self.context_tokens is not None and self.context_tokens < 256:
             raise ValueError("the context window must be at least 256 tokens")
+        if self.reply_tokens is not None and self.reply_tokens < 1:
+            raise ValueError("the reply cap must be at least 1 token")
         return self
 
     @classmethod

@@ -213,10 +213,12 @@ def _complete(state: dict, runtime: Runtime[AgentContext], prompt: str, emit: _E
               messages: list[dict] | None = None) -> tuple[dict, Completion | None]:
     """LLM call ``emit.step`` on ``messages`` (default the transcript) under ``prompt``, kept within the context
     window: the state update counting it (its usage goes with the next event emitted) and the completion; on
-    LLMError, or a request that cannot fit the context window, the update ending the run and None."""
+    LLMError, or a request that cannot fit the context window (by the estimate or by the server), the update
+    ending the run and None."""
     messages = state["messages"] if messages is None else messages
     limits = Limits.from_dict(state["limits"])
-    fitted, shortened, need = guards.fit(prompt, messages, limits.context_tokens, state.get("chars_per_token"))
+    fitted, shortened, need = guards.fit(prompt, messages, limits.context_tokens, state.get("chars_per_token"),
+                                         limits.reply_tokens)
     if fitted is None:
         return _end("context_exceeded", "context", prompts.context_exceeded(need, limits.context_tokens), emit), None
     if shortened > state.get("shortened", 0):
@@ -228,6 +230,8 @@ def _complete(state: dict, runtime: Runtime[AgentContext], prompt: str, emit: _E
         c = run_control.call(getattr(runtime.context, "control", None), runtime.context.llm.complete,
                              chat(prompt, fitted), stop, on_retry=lambda a: emit(_retry_event(a)))
     except LLMError as e:
+        if e.kind == "context":  # the server's count of the request's tokens is past the window
+            return _end("context_exceeded", "context", str(e), emit, e.attempts), None
         return _fail(e.kind, str(e), emit, e.attempts), None
     update, emit.usage = _account(state, c, emit.step, getattr(runtime.context, "price", None))
     update["shortened"] = shortened
@@ -250,7 +254,7 @@ def _answer_request(state: dict) -> list[dict]:
     start = state.get("answer_from") or len(state["messages"])
     return guards.fit_answer(state["answer_prompt"], state["messages"][0]["content"],
                              guards.collected_data(state["messages"][:start]), state["messages"][start:],
-                             Limits.from_dict(state["limits"]).context_tokens, state.get("chars_per_token"))
+                             Limits.from_dict(state["limits"]), state.get("chars_per_token"))
 
 
 def _announce(hitl: str, kind: str, old_plan: list[str], new_plan: list[str], emit: _Emitter) -> bool:
@@ -274,7 +278,7 @@ def _to_answer(state: dict, limit: str, reason: str, emit: _Emitter) -> dict:
 def _context_full(state: dict, limits: Limits) -> tuple[str, str] | None:
     """When the next request cannot fit the context window even with older observations shortened."""
     fitted, _, need = guards.fit(state["prompt"], state["messages"], limits.context_tokens,
-                                 state.get("chars_per_token"))
+                                 state.get("chars_per_token"), limits.reply_tokens)
     if fitted is None:
         return "context", f"context window full (about {need:,} tokens needed, {limits.context_tokens:,} available)"
     return None

@@ -3,7 +3,8 @@
 - the loop guard: an action the agent already took (the same tool and query, whitespace and case aside) is not
   run again, and repeats are counted (``Limits.max_repeats`` of them end the run as ``stuck``);
 - the run's budgets: LLM calls, tokens and estimated cost, checked before each call;
-- the context window: each request kept within ``Limits.context_tokens`` by shortening older observations;
+- the context window: each request kept within ``Limits.context_tokens``, with room for the reply cap, by
+  shortening older observations;
 - the answer-only request (the question and the data collected, without the ReAct transcript that would invite
   more actions) and what does not count as a final answer.
 """
@@ -18,7 +19,7 @@ from core.agents.parsing import Reply, parse_reply
 #: Characters per token assumed until a call reports real usage (a low figure: SQL, numbers and tables tokenise
 #: densely, and an overestimate of the tokens only shortens observations a little early).
 CHARS_PER_TOKEN = 3.0
-#: Tokens of the context window kept free for the reply.
+#: Tokens of the context window kept free for the reply when no reply cap is sent.
 REPLY_RESERVE = 1024
 #: Characters of an observation kept when it is shortened.
 SHORT_KEEP = 300
@@ -94,18 +95,37 @@ def shorten(text: str) -> str:
     return text[:SHORT_KEEP].rstrip() + " " + SHORTENED.format(n=len(text) - SHORT_KEEP)
 
 
-def fit(prompt: str, messages: list[dict], context_tokens: int | None,
-        chars_per_token: float | None = None) -> tuple[list[dict] | None, int, int]:
-    """The messages of a request kept within ``context_tokens`` (None: no limit, unchanged): older observations
-    (user messages after the question, but not the last one) are shortened, oldest first, until the request fits;
-    the system prompt (with the plan the run started from), the question, every reply (with the plans) and the
-    latest observation stay whole. Returns the messages (None when even that does not fit), how many were
-    shortened, and the tokens the request is estimated at."""
+def reply_room(context_tokens: int, reply_tokens: int | None) -> int:
+    """Tokens of a ``context_tokens`` window kept free for the reply. With a reply cap sent (``reply_tokens``),
+    that cap, as vLLM refuses a request whose prompt and cap together pass the window; but at most half the
+    window, and a larger cap is cut to that when sent (``reply_cap``), so the prompt keeps room. With none sent
+    (the server replies until the window is full), REPLY_RESERVE, at most a quarter of the window."""
+    if reply_tokens is None:
+        return min(REPLY_RESERVE, context_tokens // 4)
+    return min(reply_tokens, context_tokens // 2)
+
+
+def reply_cap(limits: Limits) -> int | None:
+    """The reply cap a run sends: ``limits.reply_tokens`` cut to the room ``fit`` keeps for it (None: the LLM
+    settings' cap, for a run stored before runs kept theirs)."""
+    if limits.reply_tokens is None or limits.context_tokens is None:
+        return limits.reply_tokens
+    return reply_room(limits.context_tokens, limits.reply_tokens)
+
+
+def fit(prompt: str, messages: list[dict], context_tokens: int | None, chars_per_token: float | None = None,
+        reply_tokens: int | None = None) -> tuple[list[dict] | None, int, int]:
+    """The messages of a request kept within ``context_tokens`` (None: no limit, unchanged) less the room for the
+    reply (``reply_room``, with the reply cap ``reply_tokens`` sent): older observations (user messages after the
+    question, but not the last one) are shortened, oldest first, until the request fits; the system prompt (with
+    the plan the run started from), the question, every reply (with the plans) and the latest observation stay
+    whole. Returns the messages (None when even that does not fit), how many were shortened, and the tokens the
+    request is estimated at."""
     cpt = min(chars_per_token or CHARS_PER_TOKEN, CHARS_PER_TOKEN)  # measured on prose, data may be denser
     need = _tokens(request_chars(prompt, messages), cpt)
     if context_tokens is None:
         return messages, 0, need
-    budget = context_tokens - min(REPLY_RESERVE, context_tokens // 4)
+    budget = context_tokens - reply_room(context_tokens, reply_tokens)
     if need <= budget:
         return messages, 0, need
     fitted, shortened = list(messages), 0
@@ -155,14 +175,14 @@ def answer_messages(question: str, data: list[str], after: list[dict] = ()) -> l
     return [{"role": "human", "content": text}, *after]
 
 
-def fit_answer(prompt: str, question: str, data: list[str], after: list[dict], context_tokens: int | None,
+def fit_answer(prompt: str, question: str, data: list[str], after: list[dict], limits: Limits,
                chars_per_token: float | None = None) -> list[dict]:
-    """``answer_messages`` kept within the context window where it can be: the older data shortened, oldest
-    first, the latest kept whole (``fit`` then tells whether it fits)."""
+    """``answer_messages`` kept within the context window of ``limits`` where it can be: the older data
+    shortened, oldest first, the latest kept whole (``fit`` then tells whether it fits)."""
     data = list(data)
     messages = answer_messages(question, data, after)
     for i in range(len(data) - 1):
-        if fit(prompt, messages, context_tokens, chars_per_token)[0] is not None:
+        if fit(prompt, messages, limits.context_tokens, chars_per_token, limits.reply_tokens)[0] is not None:
             break
         data[i] = shorten(data[i])
         messages = answer_messages(question, data, after)

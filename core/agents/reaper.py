@@ -260,7 +260,7 @@ def answer(state: ReaperState, runtime: Runtime[AgentContext]) -> dict:
     state = {**state, **update}
     request = guards.fit_answer(state["answer_prompt"], state["messages"][0]["content"], state.get("collected", []),
                                 state["messages"][state["answer_from"]:],
-                                Limits.from_dict(state["limits"]).context_tokens, state.get("chars_per_token"))
+                                Limits.from_dict(state["limits"]), state.get("chars_per_token"))
     counted, c = _complete(state, runtime, state["answer_prompt"], emit, request)
     update.update(counted)
     if c is None:

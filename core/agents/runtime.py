@@ -25,7 +25,7 @@ from pathlib import Path
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command
 
-from core.agents import prompts, reaper, reaper_examples
+from core.agents import guards, prompts, reaper, reaper_examples
 from core.agents.config import Pause, Review, RunSettings, default_reviewer
 from core.agents.control import RunControl, RunStopped
 from core.agents.events import BranchEvent, ErrorEvent, Event, event_from_dict
@@ -110,7 +110,8 @@ class AgentRuntime:
 
     def _resolve(self, settings: RunSettings) -> RunSettings:
         """The settings as they will be stored: model and base URL from the defaults when not given, a replay
-        file as an absolute path."""
+        file as an absolute path; for a model, the context window (what its server reports) and the reply cap
+        (the LLM settings') when not given."""
         settings = settings.validate()
         llm = settings.llm or self._llm_settings.model or ""
         if llm.startswith(REPLAY_PREFIX):
@@ -120,11 +121,16 @@ class AgentRuntime:
         if limits.context_tokens is None and base_url:  # what the server reports, when it says
             reported = context_window(base_url, llm, self._llm_settings.api_key)
             limits = dataclasses.replace(limits, context_tokens=reported) if reported else limits
+        if limits.reply_tokens is None:
+            limits = dataclasses.replace(limits, reply_tokens=self._llm_settings.max_reply_tokens)
         return dataclasses.replace(settings, llm=llm, base_url=base_url, limits=limits)
 
     def _open_llm(self, settings: RunSettings, skip: int) -> ChatLLM:
+        """The run's model, sending the reply cap its context window leaves room for (``guards.reply_cap``)."""
+        cap = guards.reply_cap(settings.limits) or self._llm_settings.max_reply_tokens
         llm_settings = dataclasses.replace(self._llm_settings, base_url=settings.base_url,
-                                           temperature=settings.temperature, top_p=settings.top_p)
+                                           temperature=settings.temperature, top_p=settings.top_p,
+                                           max_reply_tokens=cap)
         return (self._llm_opener or open_llm)(settings.llm, llm_settings, skip=skip)
 
     def price(self, llm: str) -> list[float] | None:
