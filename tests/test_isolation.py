@@ -22,7 +22,7 @@ from core.agents.config import Limits
 from core.agents.graph import run_query
 from core.backends import ladybug, sqlite
 from core.backends.base import (MAX_CELL_CHARS, MAX_NESTING, MAX_QUERY_CHARS, MAX_RESULT_CHARS, QueryError, QueryResult,
-                                QuerySyntaxError, QueryTimeout, RefusedWrite, cap_cell, render_rows)
+                                QuerySyntaxError, QueryTimeout, RefusedWrite, cap_cell, keep_rows, render_rows)
 from core.backends.registry import open_backend
 from core.backends.worker import MEMORY_LIMIT, Worker, landlock_abi
 from tests.conftest import ROOT
@@ -240,6 +240,23 @@ def test_an_agent_sees_and_stores_cells_cut_to_its_limit(demo):
             backend.close()
         assert len(event.text) < 2200 and "…[cut: 200,000 characters in all]" in event.text
         assert all(len(str(v)) < 600 for v in event.rows[0])  # what the run store keeps
+
+
+def test_server_rows_are_cut_as_they_stream_in():
+    """What a server backend keeps of a wide result while it reads it (MySQL): each cell cut, no more rows kept than
+    twice the result size, every row counted."""
+    streamed = []
+
+    def rows():
+        for i in range(300):
+            streamed.append(i)
+            yield ["w" * 300_000, i]
+
+    kept, total = keep_rows(rows(), 200, str)
+    assert total == len(streamed) == 300
+    assert 2 <= len(kept) <= 2 * MAX_RESULT_CHARS // MAX_CELL_CHARS + 1
+    assert kept[0] == ["w" * MAX_CELL_CHARS + "…[cut: 300,000 characters in all]", "0"]
+    assert len(keep_rows(([i] for i in range(300)), 200)[0]) == 200
 
 
 def test_caps_of_a_result_hold_for_any_backend():

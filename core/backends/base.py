@@ -134,6 +134,19 @@ class QueryResult:
         return render_rows(self.columns, self.rows, self.total_rows, max_rows, max_chars)
 
 
+def keep_rows(rows, row_cap: int, convert=lambda v: v) -> tuple[list[list], int]:
+    """The first ``row_cap`` of ``rows`` as they stream in, each value converted and cut to MAX_CELL_CHARS, kept
+    only while they hold less than twice MAX_RESULT_CHARS (``QueryResult.capped`` cuts further and says so), and
+    the count of all rows: a server's wide cells never pile up in this process."""
+    kept, size, total = [], 0, 0
+    for row in rows:
+        if total < row_cap and size < 2 * MAX_RESULT_CHARS:
+            kept.append([cap_cell(convert(v), MAX_CELL_CHARS) for v in row])
+            size += sum(len(v) if isinstance(v, (str, bytes)) else 16 for v in kept[-1])
+        total += 1
+    return kept, total
+
+
 def cap_cell(v, chars: int):
     """``v`` itself when its text fits in ``chars`` characters; else its text cut there and marked (a long string,
     bytes, or a list or map of the graph backends)."""
