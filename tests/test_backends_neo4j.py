@@ -107,11 +107,11 @@ class _FailingDriver:
 
 
 @pytest.mark.parametrize("code", ["Neo.ClientError.Statement.SyntaxError", "Neo.DatabaseError.General.UnknownError",
-                                  "Neo.TransientError.General.DatabaseUnavailable", ""])
+                                  "Neo.TransientError.General.DatabaseUnavailable", "", "hang-up"])
 def test_any_failure_of_create_database_means_single_database(code, monkeypatch):
     monkeypatch.setattr(nb, "_single", set())
-    error = neo4j.exceptions.Neo4jError._hydrate_neo4j(code=code, message="no") if code else \
-        neo4j.exceptions.Neo4jError("no")
+    error = neo4j.exceptions.Neo4jError._hydrate_neo4j(code=code, message="no") if code.startswith("Neo.") else \
+        neo4j.exceptions.SessionExpired("hung up") if code == "hang-up" else neo4j.exceptions.Neo4jError("no")
     assert nb._call(nb._target_database(_FailingDriver(error), "bolt://x", "k")) is None
     assert "bolt://x" in nb._single
 

@@ -199,7 +199,7 @@ async def _target_database(driver: neo4j.AsyncDriver, uri: str, key: str) -> str
     try:
         async with driver.session(database="system") as session:
             await (await session.run(f"CREATE DATABASE {_q(name)} IF NOT EXISTS WAIT")).consume()
-    except Neo4jError:  # Community edition, no privilege, or a server without CREATE DATABASE
+    except (Neo4jError, DriverError):  # Community, no privilege, a server without CREATE DATABASE or hanging up on it
         _single.add(uri)
         return None
     return name
