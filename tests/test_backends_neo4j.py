@@ -17,7 +17,7 @@ import pytest
 
 from core.backends import cypher_dialect as cd
 from core.backends import neo4j as nb
-from core.backends.base import BackendUnavailable, QueryTimeout, RefusedWrite
+from core.backends.base import MAX_CELL_CHARS, BackendUnavailable, QueryTimeout, RefusedWrite
 from core.backends.registry import open_backend
 from core.settings import DatabaseSettings
 
@@ -285,6 +285,15 @@ def test_client_side_deadline_stops_a_query_the_server_lets_run(server, dbs, mon
         backend.query(RUNAWAY, timeout_s=3.0)
     monkeypatch.undo()
     assert _one(backend, "MATCH (n:Trade_node) RETURN count(n)") == 80
+
+
+def test_wide_cells_are_cut_as_they_arrive(server, dbs):
+    """A wide result is cut in the backend as its rows arrive (cells, then rows past the result size), marked."""
+    r = open_backend("neo4j", dbs["loc1"]).query(
+        "UNWIND range(1, 6) AS i RETURN [x IN range(1, 40000) | 'wwwwwwww'] AS l, i", row_cap=6)
+    assert r.total_rows == 6 and 0 < len(r.rows) < 6
+    assert r.rows[0][0].endswith("…[cut: a longer list or map]") and r.rows[0][1] == 1
+    assert len(r.rows[0][0]) < MAX_CELL_CHARS + 100
 
 
 def _depot_db():

@@ -34,7 +34,7 @@ from sqlglot.tokens import TokenType
 from core.backends import sql_dialect
 from core.backends.base import (DEFAULT_ROW_CAP, DEFAULT_TIMEOUT_S, MAX_CELL_CHARS, MAX_RESULT_CHARS,
                                 BackendUnavailable, QueryError, QueryResult, QuerySyntaxError, QueryTimeout,
-                                RefusedWrite, keep_rows)
+                                RefusedWrite, RowKeeper)
 from core.scenario import Database
 from core.settings import DatabaseSettings
 
@@ -400,7 +400,9 @@ class MySQLBackend:
                     with self._con.cursor(pymysql.cursors.SSCursor) as cur:
                         cur.execute(sql)
                         columns = [d[0] for d in cur.description or ()]
-                        rows, total = keep_rows(cur, row_cap, _plain)
+                        kept = RowKeeper(row_cap, _plain)
+                        for row in cur:
+                            kept.add(row)
                     self._con.rollback()
             except pymysql.MySQLError as e:
                 if time.monotonic() < deadline:
@@ -408,7 +410,7 @@ class MySQLBackend:
                 self._kill_abandoned()
                 raise QueryTimeout(f"no answer from the server within {timeout_s:g} s (+{QUERY_GRACE_S:g} s); the "
                                    "query was stopped: make it cheaper (fewer joins, filter early, aggregate)") from None
-        return QueryResult(columns, rows, total, time.perf_counter() - start, executed=sql).capped(
+        return QueryResult(columns, kept.rows, kept.total, time.perf_counter() - start, executed=sql).capped(
             MAX_CELL_CHARS, MAX_RESULT_CHARS)
 
     def _kill_abandoned(self) -> None:
