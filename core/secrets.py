@@ -8,7 +8,8 @@ command-line output, whatever produced the text.
 Only values long enough to be secrets are registered (at least MIN_LENGTH characters): a local server's dummy
 key ``x`` must not turn "maximum context length" into "ma***imum". Whole occurrences are replaced, and the
 masked echoes servers give (OpenAI's ``sk-CANAR******3456``: a prefix of the key, a run of ``*``, ``x``, ``.`` or
-``…``, then optionally a suffix of the key) are replaced as well.
+``…``, then optionally a suffix of the key) are replaced as well, and so is any run of key characters sharing
+MIN_PARTIAL or more characters in a row with a secret (a key cut short or echoed in part).
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import threading
 
 MIN_LENGTH = 8  # shorter values are not secrets worth hiding (and replacing them would mangle text)
 MIN_PREFIX = 4  # a masked echo shows at least this much of the key's start
+MIN_PARTIAL = 12  # a run sharing this many characters in a row with a secret is part of it (words are shorter)
 MASK = "***"
 # A masked echo: visible start, a mask run of 3 or more, then maybe a visible end. Never crosses quotes,
 # backslashes or spaces, so scrubbing JSON text keeps it valid.
@@ -24,6 +26,7 @@ _MASKED = re.compile(r"(?<![A-Za-z0-9_\-])([A-Za-z0-9_\-]{%d,}?)(?:\*{3,}|x{6,}|
                      % MIN_PREFIX)
 
 _MASK_MARKS = ("***", "xxxxxx", "...", "…")  # a cheap test before the regex
+_RUN = re.compile(r"[A-Za-z0-9_\-]{%d,}" % MIN_PARTIAL)
 
 _lock = threading.Lock()
 _secrets: set[str] = set()
@@ -63,7 +66,17 @@ def scrub(text, secrets=None):
             return m.group(0)
 
         text = _MASKED.sub(masked, text)
-    return text
+    return _scrub_partial(text, values)
+
+
+def _scrub_partial(text: str, values) -> str:
+    """``text`` with every run of key characters that shares MIN_PARTIAL characters in a row with one of
+    ``values`` replaced."""
+    parts = {v[i:i + MIN_PARTIAL] for v in values for i in range(len(v) - MIN_PARTIAL + 1)}
+    found = [p for p in parts if p in text]
+    if not found:
+        return text
+    return _RUN.sub(lambda m: MASK if any(p in m.group() for p in found) else m.group(), text)
 
 
 def scrub_exception(e: BaseException, secrets=None) -> str:

@@ -17,7 +17,7 @@ import pytest
 
 from core.backends import cypher_dialect as cd
 from core.backends import neo4j as nb
-from core.backends.base import BackendUnavailable, QueryTimeout, RefusedWrite
+from core.backends.base import MAX_CELL_CHARS, BackendUnavailable, QueryTimeout, RefusedWrite
 from core.backends.registry import open_backend
 from core.settings import DatabaseSettings
 
@@ -107,11 +107,11 @@ class _FailingDriver:
 
 
 @pytest.mark.parametrize("code", ["Neo.ClientError.Statement.SyntaxError", "Neo.DatabaseError.General.UnknownError",
-                                  "Neo.TransientError.General.DatabaseUnavailable", ""])
+                                  "Neo.TransientError.General.DatabaseUnavailable", "", "hang-up"])
 def test_any_failure_of_create_database_means_single_database(code, monkeypatch):
     monkeypatch.setattr(nb, "_single", set())
-    error = neo4j.exceptions.Neo4jError._hydrate_neo4j(code=code, message="no") if code else \
-        neo4j.exceptions.Neo4jError("no")
+    error = neo4j.exceptions.Neo4jError._hydrate_neo4j(code=code, message="no") if code.startswith("Neo.") else \
+        neo4j.exceptions.SessionExpired("hung up") if code == "hang-up" else neo4j.exceptions.Neo4jError("no")
     assert nb._call(nb._target_database(_FailingDriver(error), "bolt://x", "k")) is None
     assert "bolt://x" in nb._single
 
@@ -285,6 +285,15 @@ def test_client_side_deadline_stops_a_query_the_server_lets_run(server, dbs, mon
         backend.query(RUNAWAY, timeout_s=3.0)
     monkeypatch.undo()
     assert _one(backend, "MATCH (n:Trade_node) RETURN count(n)") == 80
+
+
+def test_wide_cells_are_cut_as_they_arrive(server, dbs):
+    """A wide result is cut in the backend as its rows arrive (cells, then rows past the result size), marked."""
+    r = open_backend("neo4j", dbs["loc1"]).query(
+        "UNWIND range(1, 6) AS i RETURN [x IN range(1, 40000) | 'wwwwwwww'] AS l, i", row_cap=6)
+    assert r.total_rows == 6 and 0 < len(r.rows) < 6
+    assert r.rows[0][0].endswith("…[cut: a longer list or map]") and r.rows[0][1] == 1
+    assert len(r.rows[0][0]) < MAX_CELL_CHARS + 100
 
 
 def _depot_db():

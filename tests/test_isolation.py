@@ -22,7 +22,7 @@ from core.agents.config import Limits
 from core.agents.graph import run_query
 from core.backends import ladybug, sqlite
 from core.backends.base import (MAX_CELL_CHARS, MAX_NESTING, MAX_QUERY_CHARS, MAX_RESULT_CHARS, QueryError, QueryResult,
-                                QuerySyntaxError, QueryTimeout, RefusedWrite, cap_cell, render_rows)
+                                QuerySyntaxError, QueryTimeout, RefusedWrite, RowKeeper, cap_cell, render_rows)
 from core.backends.registry import open_backend
 from core.backends.worker import MEMORY_LIMIT, Worker, landlock_abi
 from tests.conftest import ROOT
@@ -242,6 +242,28 @@ def test_an_agent_sees_and_stores_cells_cut_to_its_limit(demo):
         assert all(len(str(v)) < 600 for v in event.rows[0])  # what the run store keeps
 
 
+def test_server_rows_are_cut_as_they_stream_in():
+    """What a server backend keeps of a wide result while it reads it (MySQL, Neo4j): each cell cut, no more rows kept than
+    twice the result size, every row counted."""
+    streamed = []
+
+    def rows():
+        for i in range(300):
+            streamed.append(i)
+            yield ["w" * 300_000, i]
+
+    kept = RowKeeper(200, str)
+    for row in rows():
+        kept.add(row)
+    assert kept.total == len(streamed) == 300
+    assert 2 <= len(kept.rows) <= 2 * MAX_RESULT_CHARS // MAX_CELL_CHARS + 1
+    assert kept.rows[0] == ["w" * MAX_CELL_CHARS + "…[cut: 300,000 characters in all]", "0"]
+    narrow = RowKeeper(200)
+    for i in range(300):
+        narrow.add([i])
+    assert len(narrow.rows) == 200 and narrow.total == 300
+
+
 def test_caps_of_a_result_hold_for_any_backend():
     wide = QueryResult(["a", "b"], [["z" * 50_000, list(range(100_000))]] * 100, 100, 0.0)
     capped = wide.capped(1000, 20_000)
@@ -249,6 +271,7 @@ def test_caps_of_a_result_hold_for_any_backend():
     assert all(len(str(v)) <= 1100 for row in capped.rows for v in row)
     assert cap_cell(b"\x00" * 10_000, 50).endswith("…[cut: 20,003 characters in all]")
     assert cap_cell({"name": "a", "n": 1}, 50) == {"name": "a", "n": 1}
+    assert cap_cell(cap_cell(list(range(100_000)), 1000), 500).endswith("…[cut: a longer list or map]")
     text = render_rows(["s"], [["q" * 100_000]], 1, max_chars=4000)  # a first row longer than the whole budget
     assert len(text) < 4100 and text.endswith("…[cut: 100,000 characters in all]")
 

@@ -13,7 +13,7 @@ import pytest
 
 from core import demo
 from core.backends import mysql
-from core.backends.base import BackendUnavailable, QueryError, QueryTimeout, RefusedWrite
+from core.backends.base import MAX_CELL_CHARS, BackendUnavailable, QueryError, QueryTimeout, RefusedWrite
 from core.settings import DatabaseSettings
 from tests.test_backends_sql import mysql_settings
 
@@ -218,3 +218,12 @@ def test_cancel_stops_the_running_query(pair):
     thread.join()
     assert outcome != ["finished"]
     assert a.query("SELECT 4 AS four").rows == [[4]]
+
+
+def test_wide_cells_are_cut_in_the_backend(pair):
+    """A server's wide cells are cut as they arrive (they never pile up in the app's memory), the cut marked."""
+    r = pair[0].query("SELECT REPEAT('x', 300000) AS s, n FROM (SELECT 1 AS n UNION ALL SELECT 2 UNION ALL SELECT 3 "
+                      "UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6) t", row_cap=6)
+    assert r.total_rows == 6 and r.truncated
+    assert r.rows[0] == ["x" * MAX_CELL_CHARS + "…[cut: 300,000 characters in all]", 1]
+    assert any("cut" in note for note in r.notes)

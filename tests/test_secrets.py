@@ -18,6 +18,11 @@ KEY = "sk-CANARY-0123456789abcdef3456"
     ("prefix only: sk-CANARY-01***", "prefix only: ***"),
     ("another key sk-OTHER******9999 stays", "another key sk-OTHER******9999 stays"),
     ("Bearer " + KEY + KEY, "Bearer ******"),
+    ("key 'sk-CANARY-0123456789ab' (cut short)", "key '***' (cut short)"),
+    ("key ending 0123456789abcdef3456 refused", "key ending *** refused"),
+    ("cut: sk-CANARY-0123456789abcdef345, then more", "cut: ***, then more"),
+    ("Bearer sk-CANARY-0123456789abZZZZ", "Bearer ***"),
+    ("short runs stay: sk-CANARY-0 and 3456", "short runs stay: sk-CANARY-0 and 3456"),
 ])
 def test_the_key_and_its_masked_forms_are_replaced(text, expected):
     assert secrets.scrub(text, [KEY]) == expected
@@ -36,6 +41,11 @@ def test_registered_secrets_are_scrubbed_everywhere_and_json_stays_valid():
     scrubbed = secrets.scrub(data)
     assert KEY not in scrubbed and "******3456" not in scrubbed
     assert json.loads(scrubbed)["error"].startswith("ValueError(")
+
+
+def test_words_shared_with_a_password_stay():
+    text = "wrong password for user neo4j; authentication failed"
+    assert secrets.scrub(text, ["neo4jpassword1"]) == text
 
 
 def test_non_strings_pass_through():

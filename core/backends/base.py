@@ -18,7 +18,7 @@ DEFAULT_CELL_CHARS = 4000
 MAX_CELL_CHARS = 100_000
 MAX_RESULT_CHARS = 200_000
 CUT_MARK = "…[cut: {n:,} characters in all]"
-_CUT = re.compile(r"…\[cut: [\d,]+ characters in all\]$")
+_CUT = re.compile(r"…\[cut: (?:[\d,]+ characters in all|a longer list or map)\]$")
 
 
 _FENCE = re.compile(r"```[\w+-]*[ \t]*\n?(.*?)\n?[ \t]*```", re.S)
@@ -132,6 +132,24 @@ class QueryResult:
     def to_text(self, max_rows: int = 50, max_chars: int = 4000) -> str:
         """A compact rendering for an LLM: a header line, one line per row, and a note on cut rows."""
         return render_rows(self.columns, self.rows, self.total_rows, max_rows, max_chars)
+
+
+class RowKeeper:
+    """A server's result as its rows stream in: the first ``row_cap`` rows, each value converted and cut to
+    MAX_CELL_CHARS, kept only while they hold less than twice MAX_RESULT_CHARS (``QueryResult.capped`` cuts further
+    and says so), and the count of all rows, so that wide cells never pile up in this process."""
+
+    def __init__(self, row_cap: int, convert=lambda v: v):
+        self.rows: list[list] = []
+        self.total = self._size = 0
+        self._row_cap, self._convert = row_cap, convert
+
+    def add(self, row) -> None:
+        if self.total < self._row_cap and self._size < 2 * MAX_RESULT_CHARS:
+            kept = [cap_cell(self._convert(v), MAX_CELL_CHARS) for v in row]
+            self._size += sum(16 if v is None or isinstance(v, (bool, int, float)) else len(str(v)) for v in kept)
+            self.rows.append(kept)
+        self.total += 1
 
 
 def cap_cell(v, chars: int):

@@ -23,7 +23,6 @@ import threading
 import time
 from contextlib import contextmanager
 from decimal import Decimal
-from itertools import islice
 from urllib.parse import unquote, urlsplit
 
 import pymysql
@@ -33,8 +32,9 @@ from sqlglot.dialects.dialect import Dialect
 from sqlglot.tokens import TokenType
 
 from core.backends import sql_dialect
-from core.backends.base import (DEFAULT_ROW_CAP, DEFAULT_TIMEOUT_S, BackendUnavailable, QueryError, QueryResult,
-                                QuerySyntaxError, QueryTimeout, RefusedWrite)
+from core.backends.base import (DEFAULT_ROW_CAP, DEFAULT_TIMEOUT_S, MAX_CELL_CHARS, MAX_RESULT_CHARS,
+                                BackendUnavailable, QueryError, QueryResult, QuerySyntaxError, QueryTimeout,
+                                RefusedWrite, RowKeeper)
 from core.scenario import Database
 from core.settings import DatabaseSettings
 
@@ -400,8 +400,9 @@ class MySQLBackend:
                     with self._con.cursor(pymysql.cursors.SSCursor) as cur:
                         cur.execute(sql)
                         columns = [d[0] for d in cur.description or ()]
-                        rows = [[_plain(v) for v in r] for r in islice(cur, row_cap)]
-                        total = len(rows) + sum(1 for _ in cur)
+                        kept = RowKeeper(row_cap, _plain)
+                        for row in cur:
+                            kept.add(row)
                     self._con.rollback()
             except pymysql.MySQLError as e:
                 if time.monotonic() < deadline:
@@ -409,7 +410,8 @@ class MySQLBackend:
                 self._kill_abandoned()
                 raise QueryTimeout(f"no answer from the server within {timeout_s:g} s (+{QUERY_GRACE_S:g} s); the "
                                    "query was stopped: make it cheaper (fewer joins, filter early, aggregate)") from None
-        return QueryResult(columns, rows, total, time.perf_counter() - start, executed=sql)
+        return QueryResult(columns, kept.rows, kept.total, time.perf_counter() - start, executed=sql).capped(
+            MAX_CELL_CHARS, MAX_RESULT_CHARS)
 
     def _kill_abandoned(self) -> None:
         """End the server session the client gave up on (its query may still run there), in the background."""

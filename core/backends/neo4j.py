@@ -40,8 +40,9 @@ import neo4j.time
 from neo4j.exceptions import DriverError, Neo4jError, TransientError
 
 from core.backends import arcadedb
-from core.backends.base import (DEFAULT_ROW_CAP, DEFAULT_TIMEOUT_S, MAX_CELL_CHARS, BackendUnavailable, QueryError,
-                                QueryResult, QuerySyntaxError, QueryTimeout, RefusedWrite, cap_cell)
+from core.backends.base import (DEFAULT_ROW_CAP, DEFAULT_TIMEOUT_S, MAX_CELL_CHARS, MAX_RESULT_CHARS,
+                                BackendUnavailable, QueryError, QueryResult, QuerySyntaxError, QueryTimeout,
+                                RefusedWrite, RowKeeper)
 from core.backends.cypher_dialect import check_neo4j, prepare, schema_text
 from core.graphdata import GraphData
 from core.settings import DatabaseSettings
@@ -199,7 +200,7 @@ async def _target_database(driver: neo4j.AsyncDriver, uri: str, key: str) -> str
     try:
         async with driver.session(database="system") as session:
             await (await session.run(f"CREATE DATABASE {_q(name)} IF NOT EXISTS WAIT")).consume()
-    except Neo4jError:  # Community edition, no privilege, or a server without CREATE DATABASE
+    except (Neo4jError, DriverError):  # Community, no privilege, a server without CREATE DATABASE or hanging up on it
         _single.add(uri)
         return None
     return name
@@ -455,7 +456,8 @@ class Neo4jBackend:
         except asyncio.TimeoutError:
             raise QueryTimeout(f"{_timeout(timeout_s)} (by the client: the server let it run past its "
                                "timeout)") from None
-        return QueryResult(columns, rows, total, time.perf_counter() - start, text, list(notes))
+        return QueryResult(columns, rows, total, time.perf_counter() - start, text, list(notes)).capped(
+            MAX_CELL_CHARS, MAX_RESULT_CHARS)
 
     async def _read(self, text: str, timeout_s: float, row_cap: int) -> tuple[list[str], list[list], int]:
         """The query's columns, first ``row_cap`` rows and row count, read between two checks of the marker,
@@ -468,11 +470,9 @@ class Neo4jBackend:
                 if before["key"] != self._data.key or before["state"] != "ready":
                     raise _Stale
                 result = await tx.run(text)
-                columns, rows, total = list(result.keys()), [], 0
+                columns, kept = list(result.keys()), RowKeeper(row_cap, plain)
                 async for record in result:
-                    if total < row_cap:
-                        rows.append([cap_cell(plain(v), MAX_CELL_CHARS) for v in record.values()])
-                    total += 1
+                    kept.add(record.values())
                 after = await (await tx.run(_MARKER_READ)).single()
                 if tuple(after.values()) != tuple(before.values()):
                     raise _Stale
@@ -489,7 +489,7 @@ class Neo4jBackend:
                     raise _Stale from None  # the query failed on a graph being replaced under it
                 raise
             await tx.rollback()
-        return columns, rows, total
+        return columns, kept.rows, kept.total
 
     async def _replaced(self, before) -> bool:
         """Whether the marker differs from ``before`` (another client started a load since)."""
