@@ -140,12 +140,24 @@ def test_greedy_training_is_a_command_line_option(tmp_path, serve, monkeypatch, 
     monkeypatch.setattr(core_settings, "DATA_HOME", tmp_path)
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     code = main(["autoplan", "train", "--scenario", "locating", "--db", "sqlite", "--source", "demo", "--train", "1",
-                 "--batch", "1", "--iterations", "1", "--llm", "stand-in", "--base-url", server.url, "--greedy"])
+                 "--batch", "1", "--iterations", "1", "--llm", "stand-in", "--base-url", server.url, "--greedy",
+                 "--max-reply-tokens", "321"])
     assert code == 0, capsys.readouterr().err
     assert all(r["body"]["temperature"] == 0 and "top_p" not in r["body"] for r in server.requests)
+    assert {r["body"].get("max_tokens") for r in server.requests} == {321}  # the server limits are flags here too
     plan = PlanStore(tmp_path / "plans").load("locating")
     assert (plan.trained_with["temperature"], plan.trained_with["top_p"]) == (0.0, None)
     assert "sampling temperature 0 (not as the paper)" in describe(plan)
+
+
+def test_training_refuses_a_bad_server_limit(tmp_path, monkeypatch, capsys):
+    from core.cli import main
+
+    monkeypatch.setattr(core_settings, "DATA_HOME", tmp_path)
+    code = main(["autoplan", "train", "--scenario", "locating", "--db", "sqlite", "--source", "demo", "--train", "1",
+                 "--batch", "1", "--iterations", "1", "--llm", "replay:x.json", "--llm-timeout", "nan"])
+    assert code == 1
+    assert capsys.readouterr().err.strip() == "error: --llm-timeout must be a finite number, not nan"
 
 
 @pytest.mark.parametrize("change,message", [({"reflection": "two-step"}, "unknown reflection"),

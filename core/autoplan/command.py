@@ -33,6 +33,8 @@ examples:
   python -m core autoplan show --scenario locating --version 2"""
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from core.cli import add_llm_arguments
+
     sub = parser.add_subparsers(dest="autoplan_command", required=True)
     p = sub.add_parser("train", help="learn a plan for a scenario from training questions",
                        description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -66,6 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--prompts", choices=("improved", "paper"), default="improved",
                    help="the experience runs' prompts: improved (default) or the PlanRAG paper's (see core run)")
     p.add_argument("--json", action="store_true", help="print the saved versions as JSON (progress to stderr)")
+    add_llm_arguments(p, unattended=True)
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("show", help="print a learned plan and the accuracy of its training iterations")
@@ -89,6 +92,7 @@ def cmd_train(args) -> int:
     """Train and print each iteration's accuracy and the versions saved."""
     from core.autoplan.train import AutoPlanError, TrainSettings, train
     from core.dqa import DQAError
+    from core.cli import error_line, llm_settings
     from core.llm import LLMError
 
     out = sys.stderr if args.json else sys.stdout
@@ -102,9 +106,10 @@ def cmd_train(args) -> int:
         settings = TrainSettings(args.scenario, args.db, args.llm, numbers, args.batch, args.iterations,
                                  args.technique, args.source, args.seed, args.base_url, **sampling,
                                  reflection=args.reflection, reward=args.reward, prompts=args.prompts)
-        saved = train(settings, core_settings.DATA_HOME, progress=lambda line: print(line, file=out, flush=True))
+        saved = train(settings, core_settings.DATA_HOME, llm_settings=llm_settings(args, unattended=True),
+                      progress=lambda line: print(line, file=out, flush=True))
     except (ValueError, DQAError, LLMError, AutoPlanError) as e:
-        print(f"error ({getattr(e, 'kind', 'autoplan')}): {e}", file=sys.stderr)
+        print(error_line(e), file=sys.stderr)
         return 1
     if args.json:
         print(json.dumps([p.to_dict() for p in saved], default=str))
