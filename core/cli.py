@@ -18,6 +18,7 @@ from core.catalog import SOURCES
 from core.dqa import DQA, DQAError
 from core.grading import placement_text
 from core.home import HomeError, notices
+from core.runs import store_notices
 from core.limit_args import add_limit_arguments, add_query_limit_arguments, limits_from
 from core.numbers import spans
 from core.scenario import SCENARIOS
@@ -464,7 +465,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    seen = len(notices())
+    seen, stores_seen = len(notices()), len(store_notices())
     try:
         return args.func(args)
     except (QueryError, DQAError, DumpError, HomeError) as e:
@@ -473,3 +474,5 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         for notice in notices(seen):  # damaged store files set aside on the way
             print(f"warning: {notice}", file=sys.stderr)
+        for notice in dict.fromkeys(store_notices(stores_seen)):  # a run store emptied or replaced outside the app
+            print(f"warning: {notice} (The History page's button acknowledges it.)", file=sys.stderr)

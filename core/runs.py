@@ -107,6 +107,16 @@ def _json(value) -> str | None:
 def _load(text: str | None):
     return None if text is None else json.loads(text)
 
+_noticed: list[str] = []
+_noticed_lock = threading.Lock()
+
+
+def store_notices(since: int = 0) -> list[str]:
+    """The ``notice`` of every run store opened in this process that disagreed with its marker (from the
+    ``since``-th on), for the command line to warn of."""
+    with _noticed_lock:
+        return list(_noticed[since:])
+
 
 class RunStore:
     def __init__(self, path: str | Path | None = None):
@@ -115,6 +125,9 @@ class RunStore:
         con = self._local.con = home.open_sqlite(self.path, "run store", self._set_up, timeout=30)
         self.id = con.execute("SELECT value FROM store_meta WHERE key = 'id'").fetchone()[0]
         self.notice = self._check_marker(con)
+        if self.notice:
+            with _noticed_lock:
+                _noticed.append(self.notice)
 
     def _set_up(self, con: sqlite3.Connection) -> None:
         con.execute("PRAGMA synchronous = NORMAL")  # durable across a process crash in WAL mode
@@ -147,8 +160,8 @@ class RunStore:
                       and "-shm" not in p.name and "-journal" not in p.name)
         what = ("is not the store this home had: it was emptied, replaced or deleted" if marker.get("id") != self.id
                 else "has lost runs")
-        return (f"The run store {self.path} {what} outside the app: it holds {held} runs where {before} were "
-                "stored" + (f"; damaged stores kept aside: {', '.join(kept)}" if kept else "")
+        return (f"The run store {self.path} {what} outside the app: it holds {held} run{'s' * (held != 1)} where "
+                f"{before} {'was' if before == 1 else 'were'} stored" + (f"; damaged stores kept aside: {', '.join(kept)}" if kept else "")
                 + ". Restore it from a backup, or acknowledge to go on with it.")
 
     def _write_marker(self, con: sqlite3.Connection) -> None:

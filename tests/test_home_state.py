@@ -128,6 +128,17 @@ def test_runs_deleted_outside_the_app_are_noticed(tmp_path):
     assert notice and "lost runs" in notice and "0 runs where 2" in notice
 
 
+def test_command_line_warns_of_an_emptied_run_store(cli_home, capsys):
+    cli, where = cli_home
+    assert cli.main(RUN) == 0 and "warning" not in capsys.readouterr().err
+    for suffix in ("", "-wal", "-shm"):
+        (where / f"runs.sqlite{suffix}").unlink(missing_ok=True)
+    (where / "runs.sqlite").write_bytes(b"")
+    assert cli.main(RUN) == 0  # the run goes on, and is told
+    err = capsys.readouterr().err
+    assert err.count("warning: The run store") == 1 and "holds 0 runs where 1 was stored" in err
+
+
 def test_damaged_checkpoint_store_set_aside_and_runs_go_on(cli_home, capsys):
     cli, where = cli_home
     where.mkdir()
