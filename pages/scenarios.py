@@ -6,7 +6,8 @@ import streamlit as st
 from core import catalog, scenarios
 from core.dqa import DQAError
 from core.scenario import candidates
-from pages.common import answers_hidden, decision_metric, dqa_root, question_label, select_question
+from pages.common import (DEFAULT_QUESTION, answers_hidden, decision_metric, dqa_root, linked_question, question_label,
+                          select_question)
 
 
 def show(table, height: int, own=None) -> None:
@@ -50,8 +51,13 @@ def first_with_questions(sources: list[str], scenario: str) -> str:
     return sources[0]
 
 
-# Keyed widgets keep the user's choice while their defaults follow the session's question (set on other pages too).
-ref = st.session_state.get("question_ref") or ("demo", "locating", 1)
+# Keyed widgets keep the user's choice while their defaults follow the session's question (set on other pages too);
+# a link naming another question (``?q=``, a bookmark or a colleague's link) opens the pickers on it.
+shown = st.session_state.get("question_ref")
+if linked_question(stop=False) and st.session_state["question_ref"] != shown:
+    for picker in ("scenarios_scenario", "scenarios_source", "scenarios_question"):
+        st.session_state.pop(picker, None)
+ref = st.session_state.get("question_ref") or DEFAULT_QUESTION
 kinds = {k.name: k for k in scenarios.all_types()}
 left, right = st.columns(2)
 scenario = left.segmented_control("Scenario", list(kinds), format_func=lambda n: kinds[n].title,
