@@ -21,6 +21,8 @@ def show(table, height: int, own=None) -> None:
 
 def keep_hidden() -> None:
     st.session_state["hide_answers"] = st.session_state["scenarios_hide_answers"]
+    if "scenarios_question" in st.session_state:  # set again, so the picker shows its question as now labelled
+        st.session_state["scenarios_question"] = st.session_state["scenarios_question"]
 
 
 def explore_from(key: str, node_id: str, defaults: dict) -> None:
