@@ -63,7 +63,8 @@ ref = st.session_state.get("question_ref") or DEFAULT_QUESTION
 kinds = {k.name: k for k in scenarios.all_types()}
 left, right = st.columns(2)
 scenario = left.segmented_control("Scenario", list(kinds), format_func=lambda n: kinds[n].title,
-                                  default=ref[1] if ref[1] in kinds else None, key="scenarios_scenario")
+                                  default=ref[1] if ref[1] in kinds else None, required=True,
+                                  key="scenarios_scenario")
 if not scenario:
     st.info("Choose a scenario.")
     st.stop()
@@ -73,10 +74,7 @@ if st.session_state.get("scenarios_source") not in (None, *offered):  # kept fro
     del st.session_state["scenarios_source"]
 source = right.segmented_control("Source", list(offered), format_func=offered.get,
                                  default=ref[0] if ref[0] in offered else first_with_questions(list(offered), scenario),
-                                 key="scenarios_source")
-if not source:
-    st.info("Choose a source.")
-    st.stop()
+                                 required=True, key="scenarios_source")
 if kind.description:
     st.caption(kind.description + ("" if kind.origin == "built-in" else f" Plugin folder: `{kind.origin}`."))
 if not kind.can_check:

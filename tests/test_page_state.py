@@ -138,6 +138,16 @@ def test_history_columns_lead_with_correct_and_rank(home):
     assert list(table.value.columns)[:5] == ["branch", "question", "technique", "correct", "rank"]
 
 
+def test_scenario_pickers_cannot_be_emptied_and_learned_plans_follow_the_question(home):
+    at = open_page("pages/scenarios.py", ("scenario", "depot", 1))
+    for key in ("scenarios_scenario", "scenarios_source"):  # a click on the chosen pill keeps it (no empty page)
+        assert at.segmented_control(key=key).proto.required, key
+    at.switch_page("pages/plans.py").run()
+    picker = at.segmented_control(key="plans_scenario")
+    assert picker.value == "depot" and picker.proto.required
+    assert "No learned plan for depot yet" in at.info[0].value
+
+
 def test_a_learned_plan_version_opens_in_run(home, tmp_path):
     train(TrainSettings("locating", "sqlite", replay(tmp_path, TRAINING), [1], batch_size=1, iterations=1,
                         source="demo"), home)
