@@ -23,7 +23,7 @@ from core.catalog import SOURCES
 from core.dqa import DQA_SET, DQAError
 from core.llm import LLMError
 from core.summary import technique_label
-from pages.common import dqa_root, kept, session_limits, session_llm
+from pages.common import dqa_root, kept, number, session_limits, session_llm
 from pages.grading_view import override_form, override_note
 from pages.limit_inputs import budget_inputs, limit_inputs
 from pages.run_view import load, open_run
@@ -51,7 +51,7 @@ EMPTY = "–"  # an empty cell (Streamlit would show None)
 
 def _cell(value):
     if isinstance(value, float) and not isinstance(value, bool):
-        return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
+        return number(value)
     return value
 
 

@@ -65,6 +65,13 @@ def question_label(q) -> str:
     return f"{q.number}. {q.target} — label: {kind.decision_title(q, q.answer, database)}"
 
 
+def number(value: float, sign: bool = False) -> str:
+    """A score, gain or regret as it reads: whole numbers with thousands separators from 1,000 on (``28,807``,
+    never ``2.881e+04``), else four significant digits; ``sign``: with its sign (``+28,807``)."""
+    plus = "+" if sign else ""
+    return f"{value:{plus},.0f}" if abs(value) >= 1000 else f"{value:{plus}.4g}"
+
+
 def decision_metric(column, label: str, kind, question, decision, database, **metric) -> None:
     """A decision as a metric: its id as the value and its type beside it when the scenario names decisions by
     both (``1485`` and ``furniture manufactories``: under the value, or in the label when the metric has a delta),
@@ -118,24 +125,36 @@ def _load(ref: tuple) -> tuple[Question, Database]:
     return question, catalog.database(question, dqa_root())
 
 
+def linked_question(stop: bool = True) -> tuple[Question, Database] | None:
+    """The question the link names (``?q=``) and its database, made the session's question; None without one. A
+    link naming no question there is is said so, and stops the page (``stop``) or is taken out of the URL."""
+    linked = st.query_params.get("q")
+    if not linked:
+        return None
+    ref = _parse(linked)
+    try:
+        if ref is None:
+            raise DQAError("a question is written source/scenario/number, e.g. demo/locating/1")
+        question, database = _load(ref)
+    except (DQAError, KeyError, ValueError) as e:
+        st.error(f"The link names question `{linked}`, which cannot be opened here: {e}. Pick a question on the "
+                 "**Scenarios** page.", icon=":material/link_off:")
+        if stop:
+            st.stop()
+        del st.query_params["q"]
+        return None
+    st.session_state["question_ref"] = ref
+    return question, database
+
+
 def current_question() -> tuple[Question, Database]:
     """The current question and its database: the link's (``?q=``), else the session's, else the demo's first;
     stops the page with a clear message when the link names no question there is. A link naming a run alone opens
     the run's question."""
     linked_run()
-    linked = st.query_params.get("q")
+    linked = linked_question()
     if linked:
-        ref = _parse(linked)
-        try:
-            if ref is None:
-                raise DQAError("a question is written source/scenario/number, e.g. demo/locating/1")
-            question, database = _load(ref)
-        except (DQAError, KeyError, ValueError) as e:
-            st.error(f"The link names question `{linked}`, which cannot be opened here: {e}. Pick a question on the "
-                     "**Scenarios** page.", icon=":material/link_off:")
-            st.stop()
-        st.session_state["question_ref"] = ref
-        return question, database
+        return linked
     ref = st.session_state.get("question_ref")
     if not ref:
         st.info("No question chosen in this session yet: showing the first demo Locating question (pick another "

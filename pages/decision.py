@@ -5,7 +5,7 @@ import streamlit as st
 from core import decision, evidence, figures, scenarios
 from core.grading import place
 from core.scenario import default_mode, ranking
-from pages.common import current_question, decision_metric, linked_run, show_run_in_url
+from pages.common import current_question, decision_metric, linked_run, number, show_run_in_url
 from sims.ranking import InputError
 
 st.title("Decision check")
@@ -50,7 +50,7 @@ unit = decision.score_name(question)
 placed = place(pick, ranked)
 cells = st.columns([3, 2, 3, 2])  # room for a decision's type beside its id
 decision_metric(cells[0], "Best decision", kind, question, best.candidate, database,
-                delta=f"{ranked.gain(best.candidate):+.4g} over no decision",
+                delta=f"{number(ranked.gain(best.candidate), sign=True)} over no decision",
                 delta_color="off", delta_arrow="off", help=names[best.candidate])
 label_help = ("The question's labelled answer; the simulator's label in this mode is "
               f"{ranked.label() if ranked.label() is not None else 'none'}.")
@@ -61,7 +61,7 @@ else:
 if placed:
     decision_metric(cells[2], "Pick", kind, question, pick, database, delta=f"rank {placed.text()}",
                     delta_color="off", delta_arrow="off", help=names[pick])
-    cells[3].metric("Regret", f"{placed.regret:.4g}", f"{ranked.relative_regret(pick):.2f}% worse than the best",
+    cells[3].metric("Regret", number(placed.regret), f"{ranked.relative_regret(pick):.2f}% worse than the best",
                     delta_color="off", delta_arrow="off", help=f"How much worse than the best, in {unit}; 0 for a pick "
                                                                "tied with the best.")
 if ranked.all_tied:
@@ -106,9 +106,9 @@ if effect is None:
     st.info(f"{kind.title} declares no what-if: the simulator scores decisions but does not say what they change.")
     st.stop()
 before, after = st.columns(2)
-before.metric(f"{effect.target}, no decision", f"{effect.before:.4g}")
-after.metric(f"{effect.target}, with {names[chosen]}", f"{effect.after:.4g}", f"{effect.after - effect.before:+.4g}",
-             delta_color="normal" if ranked.higher_is_better else "inverse")
+before.metric(f"{effect.target}, no decision", number(effect.before))
+after.metric(f"{effect.target}, with {names[chosen]}", number(effect.after),
+             number(effect.after - effect.before, sign=True), delta_color="normal" if ranked.higher_is_better else "inverse")
 if effect.note:
     st.caption(effect.note)
 figure = kind.network(question, database, pick=chosen, best=best.candidate, pick_label="simulated decision",

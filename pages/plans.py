@@ -11,7 +11,7 @@ from core.autoplan.command import training_setting
 from core.autoplan.store import LearnedPlan, PlanStore, diff_steps
 from core.dqa import DQAError
 from core.numbers import spans
-from pages.common import dqa_root, kept
+from pages.common import DEFAULT_QUESTION, dqa_root, kept
 
 
 def use_in_run(plan: LearnedPlan) -> None:
@@ -38,10 +38,10 @@ DIFF = {"same": "{}", "removed": ":red[~~{}~~]", "added": ":green[{}]"}
 VERDICT = {True: ":green[correct]", False: ":red[wrong]", None: "unlabelled"}
 
 st.title("Learned plans")
-scenario = st.segmented_control("Scenario", scenarios.names(), format_func=lambda n: scenarios.get(n).title,
-                                default="locating", key=kept("plans_scenario"))
-if not scenario:
-    st.stop()
+current = (st.session_state.get("question_ref") or DEFAULT_QUESTION)[1]  # the scenario of the session's question
+names = scenarios.names()
+scenario = st.segmented_control("Scenario", names, format_func=lambda n: scenarios.get(n).title, required=True,
+                                default=current if current in names else names[0], key=kept("plans_scenario"))
 store = PlanStore()
 try:
     plans = {p.version: p for p in store.all(scenario)}

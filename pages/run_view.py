@@ -22,7 +22,7 @@ from core.replays import model_label
 from core.runs import PauseTaken, RunRecord
 from core.summary import question_id, technique_label
 from core.trace import Trace, step_summary
-from pages.common import session_reviewer
+from pages.common import number, session_reviewer
 from pages.run_options import HITL_LABELS, runtime_factory
 
 #: Ended runs that did not end well: status -> what the outcome box leads with, and its icon.
@@ -457,8 +457,8 @@ def show_outcome(record: RunRecord, compact: bool = False) -> None:
     cols = st.columns(6)
     cols[0].metric("Decision", decision)
     cols[1].metric("Correct", correct, help=f"Labelled best decision: {o.get('label')}")
-    cols[2].metric("Rank", rank, help=(f"Regret {placement['regret']:.4g}, gain over doing nothing "
-                                       f"{placement['gain']:.4g}") if placement else "Not a candidate decision")
+    cols[2].metric("Rank", rank, help=(f"Regret {number(placement['regret'])}, gain over doing nothing "
+                                       f"{number(placement['gain'])}") if placement else "Not a candidate decision")
     estimated = " (estimated from characters)" if tokens.get("estimated") else ""
     cols[3].metric("Tokens", total, help=f"prompt {tokens.get('prompt', 0):,}, completion "
                                          f"{tokens.get('completion', 0):,}{estimated}; {cost_text(o.get('cost_usd'))}")

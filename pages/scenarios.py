@@ -6,7 +6,8 @@ import streamlit as st
 from core import catalog, scenarios
 from core.dqa import DQAError
 from core.scenario import candidates
-from pages.common import answers_hidden, decision_metric, dqa_root, question_label, select_question
+from pages.common import (DEFAULT_QUESTION, answers_hidden, decision_metric, dqa_root, linked_question, question_label,
+                          select_question)
 
 
 def show(table, height: int, own=None) -> None:
@@ -20,6 +21,8 @@ def show(table, height: int, own=None) -> None:
 
 def keep_hidden() -> None:
     st.session_state["hide_answers"] = st.session_state["scenarios_hide_answers"]
+    if "scenarios_question" in st.session_state:  # set again, so the picker shows its question as now labelled
+        st.session_state["scenarios_question"] = st.session_state["scenarios_question"]
 
 
 def explore_from(key: str, node_id: str, defaults: dict) -> None:
@@ -50,12 +53,18 @@ def first_with_questions(sources: list[str], scenario: str) -> str:
     return sources[0]
 
 
-# Keyed widgets keep the user's choice while their defaults follow the session's question (set on other pages too).
-ref = st.session_state.get("question_ref") or ("demo", "locating", 1)
+# Keyed widgets keep the user's choice while their defaults follow the session's question (set on other pages too);
+# a link naming another question (``?q=``, a bookmark or a colleague's link) opens the pickers on it.
+shown = st.session_state.get("question_ref")
+if linked_question(stop=False) and st.session_state["question_ref"] != shown:
+    for picker in ("scenarios_scenario", "scenarios_source", "scenarios_question"):
+        st.session_state.pop(picker, None)
+ref = st.session_state.get("question_ref") or DEFAULT_QUESTION
 kinds = {k.name: k for k in scenarios.all_types()}
 left, right = st.columns(2)
 scenario = left.segmented_control("Scenario", list(kinds), format_func=lambda n: kinds[n].title,
-                                  default=ref[1] if ref[1] in kinds else None, key="scenarios_scenario")
+                                  default=ref[1] if ref[1] in kinds else None, required=True,
+                                  key="scenarios_scenario")
 if not scenario:
     st.info("Choose a scenario.")
     st.stop()
@@ -65,10 +74,7 @@ if st.session_state.get("scenarios_source") not in (None, *offered):  # kept fro
     del st.session_state["scenarios_source"]
 source = right.segmented_control("Source", list(offered), format_func=offered.get,
                                  default=ref[0] if ref[0] in offered else first_with_questions(list(offered), scenario),
-                                 key="scenarios_source")
-if not source:
-    st.info("Choose a source.")
-    st.stop()
+                                 required=True, key="scenarios_source")
 if kind.description:
     st.caption(kind.description + ("" if kind.origin == "built-in" else f" Plugin folder: `{kind.origin}`."))
 if not kind.can_check:

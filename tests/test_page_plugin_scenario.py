@@ -49,10 +49,12 @@ def test_decision_check_uses_the_scenarios_simulator():
     assert not at.exception
     assert not at.segmented_control  # one simulation mode: no mode switch
     assert metrics(at)["Best decision"] == "DC-ASH" and metrics(at)["Benchmark label"] == "DC-ASH"
+    best = next(m for m in at.metric if m.label == "Best decision")
+    assert best.proto.delta == f"+{r.gain('DC-ASH'):,.0f} over no decision"  # +28,807, never +2.881e+04
     at.selectbox[0].set_value("DC-BRO").run()
     shown = metrics(at)
     assert shown["Pick"] == "DC-BRO" and shown["Regret"] == f"{r.regret('DC-BRO'):.4g}"
-    assert shown["weekly cost in winter, with DC-BRO (Brookmere)"] == f"{r.score_of('DC-BRO'):.4g}"
+    assert shown["weekly cost in winter, with DC-BRO (Brookmere)"] == f"{r.score_of('DC-BRO'):,.0f}"  # 28,503
     assert len(at.get("plotly_chart")) == 2  # the ranking bars and the what-if on the road network
     biggest = at.dataframe[-1].value
     assert list(biggest.columns)[:2] == ["town", "cost before"]

@@ -75,6 +75,26 @@ def test_a_page_opened_without_a_question_shows_the_default_one(home):
     assert any("demo/locating/1" in c.value for c in at.caption) and at.query_params["q"] == "demo/locating/1"
 
 
+def test_a_link_opens_the_scenarios_page_on_its_question(home):
+    at = linked("pages/scenarios.py", q="demo/building/2")
+    assert not at.exception and not at.error
+    assert at.segmented_control(key="scenarios_scenario").value == "building"
+    assert at.segmented_control(key="scenarios_source").value == "demo"
+    assert at.selectbox(key="scenarios_question").value.id == "demo/building/2"
+
+    at = open_page("pages/scenarios.py")  # a session showing demo/locating/1, then a link to another question
+    at.query_params["q"] = "scenario/depot/2"
+    at.run()
+    assert at.segmented_control(key="scenarios_scenario").value == "depot"
+    assert at.selectbox(key="scenarios_question").value.id == "scenario/depot/2"
+    assert at.session_state["question_ref"] == ("scenario", "depot", 2)
+
+    at = linked("pages/scenarios.py", q="demo/building/99")  # said so, and the pickers stay usable
+    assert "The link names question `demo/building/99`, which cannot be opened here" in at.error[0].value
+    assert at.selectbox(key="scenarios_question").value.id == "demo/locating/1"
+    assert at.query_params["q"] == "demo/locating/1"
+
+
 @pytest.mark.parametrize("link", ["demo/building/99", "nowhere/locating/1", "garbage"])
 def test_a_bad_question_link_says_so(home, link):
     at = linked("pages/run.py", q=link)
@@ -116,6 +136,16 @@ def test_history_columns_lead_with_correct_and_rank(home):
     at = open_page("pages/history.py", question_ref=None)
     table = at.dataframe[0]
     assert list(table.value.columns)[:5] == ["branch", "question", "technique", "correct", "rank"]
+
+
+def test_scenario_pickers_cannot_be_emptied_and_learned_plans_follow_the_question(home):
+    at = open_page("pages/scenarios.py", ("scenario", "depot", 1))
+    for key in ("scenarios_scenario", "scenarios_source"):  # a click on the chosen pill keeps it (no empty page)
+        assert at.segmented_control(key=key).proto.required, key
+    at.switch_page("pages/plans.py").run()
+    picker = at.segmented_control(key="plans_scenario")
+    assert picker.value == "depot" and picker.proto.required
+    assert "No learned plan for depot yet" in at.info[0].value
 
 
 def test_a_learned_plan_version_opens_in_run(home, tmp_path):

@@ -109,6 +109,8 @@ def test_depot_network_marks_best_pick_and_changes():
     best = next(t for t in fig.data if t.name == "best decision")
     assert list(best.customdata) == ["Ashford"]  # the candidate drawn at its town
     assert set(kind.node_rows(db, "Ashford")) >= {"town", "road", "site", "demand"}
+    [towns] = [t for t in fig.data if t.mode == "markers+text"]
+    assert "Ashford" in towns.text and towns.textfont.size >= 12  # labels as readable as the DQA networks'
 
 
 @pytest.mark.parametrize("backend, text", [("sqlite", "SELECT site FROM site WHERE status = 'candidate'"),

@@ -6,6 +6,8 @@ from __future__ import annotations
 import networkx as nx
 import plotly.graph_objects as go
 
+from core.figures import LABEL_SIZE
+
 NODE, CANDIDATE, BEST, PICK, EDGE, TEXT = "#a0aec0", "#3182ce", "#d69e2e", "#1a202c", "#cbd5e0", "#2d3748"
 MORE, LESS = "#c53030", "#38a169"
 
@@ -53,8 +55,8 @@ def draw(tables, nodes: dict, edges: dict, *, pick=None, best=None, pick_label: 
     top = (max((abs(float(r[size])) for r in recs), default=1.0) or 1.0) if size else 1.0
     fig.add_trace(go.Scatter(
         x=[pos[i][0] for i in ids], y=[pos[i][1] for i in ids], mode="markers+text", showlegend=False,
-        customdata=ids, text=[str(r[label]) for r in recs], textposition="top center", textfont=dict(size=10,
-                                                                                                   color=TEXT),
+        customdata=ids, text=[str(r[label]) for r in recs], textposition="top center",
+        textfont=dict(size=LABEL_SIZE, color=TEXT),
         marker=dict(size=[10 + (14 * (abs(float(r[size])) / top) ** 0.5 if size else 4) for r in recs],
                     color=[colour(i) for i in ids], line=dict(width=1, color="white")),
         hovertext=["<br>".join(f"{k}: {v}" for k, v in r.items())
