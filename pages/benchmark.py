@@ -56,7 +56,7 @@ def _cell(value):
 
 
 def table(df: pd.DataFrame, **options):
-    """A results table: numbers to 4 significant digits; a column mixing kinds of value (decisions: Locating's
+    """A results table: headings without underscores; numbers to 4 significant digits; a column mixing kinds of value (decisions: Locating's
     node names, Building's ids) or with gaps as text, one type per column (Arrow needs one), a gap as "–" (not
     None)."""
     df = df.copy()
@@ -69,7 +69,14 @@ def table(df: pd.DataFrame, **options):
             df[column] = values.astype(object).where(values.notna(), EMPTY)
         elif values.isna().any() or len(kinds) > 1:  # a number column with gaps, or mixed: text, gaps as "–"
             df[column] = [EMPTY if v is None or v != v else str(_cell(v)) for v in values]
-    return st.dataframe(df.style.format(_cell), hide_index=True, **options)
+    headers = {c: st.column_config.Column(header(c)) for c in df.columns if isinstance(c, str) and "_" in c}
+    headers.update(options.pop("column_config", None) or {})
+    return st.dataframe(df.style.format(_cell), hide_index=True, column_config=headers, **options)
+
+
+def header(column: str) -> str:
+    """A column's heading as a person reads it: ``ci95_low`` as ``95% CI low``, ``only_a`` as ``only a``."""
+    return column.replace("ci95", "95% CI").replace("_", " ")
 
 
 def readable(df: pd.DataFrame) -> pd.DataFrame:
