@@ -204,7 +204,8 @@ def test_cli_resumes_after_a_kill(scripts, tmp_path, dqa_dir):
     assert f"skipped {done} items already done; {n - done} to run, 2 at a time" in out
     assert len(re.findall(rf"^\[\d+/{n}\] locating-\d+-sqlite-planrag: ", out, re.M)) == n - done  # each line whole
     right = sum(made[f"locating-{q}-sqlite-planrag"].correct for q in range(1, n + 1))
-    assert re.search(rf"^  locating  sqlite   planrag +{right}/{n}  {100 * right / n:.1f}% \[[\d.]+–[\d.]+\], n={n} "
+    assert re.search(rf"^  locating  sqlite   planrag +{right}/{n}(?:, \d+ [a-z ]+)*  {100 * right / n:.1f}% "
+                     rf"\[[\d.]+–[\d.]+\], n={n} "
                      rf"\| optimal [\d.]+% \[[\d.]+–[\d.]+\]  \(paper 64.5, GPT-4, n=200\)$", out, re.M)
     assert (tmp_path / "out" / "report" / "failures.csv").exists()
     assert len({r["question"] for r in read_results(tmp_path / "out")}) == n
