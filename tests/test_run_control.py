@@ -341,7 +341,7 @@ def test_branch_before_a_step_with_a_new_plan_leaves_the_parent_as_it_was(home, 
     said = next(m["content"] for m in told if "count the nodes" in m["content"])  # before step 2's call
     assert "Note from the analyst: be quick" in said and told.index(next(m for m in told if m["content"] == said)) == 3
     assert [r.id for r in runtime.store.branches(parent.run_id)] == [branch.run_id]
-    with pytest.raises(ValueError, match="no a step 9"):
+    with pytest.raises(ValueError, match="has no step 9 to branch from"):
         runtime.branch(parent.run_id, 9, note="x")
     with pytest.raises(ValueError, match="changes something"):
         runtime.branch(parent.run_id, 1)
@@ -373,6 +373,10 @@ def test_cli_branch_prints_the_new_run_and_stop_closes_a_paused_run(tmp_path, dq
     new_id = first.split()[2]
     store = RunStore(home / "runs.sqlite")
     assert store.get(new_id, events=False).parent_id == run_id
+    refused = core(home, "branch", run_id, "--step", "99", "--note", "x")
+    out, err = refused.communicate(timeout=120)
+    assert refused.returncode == 1 and out == "" and f"run {run_id} has no step 99 to branch from" in err
+    assert [r.id for r in store.list(limit=None)].count(new_id) == 1 and len(store.list(limit=None)) == 2
     paused = core(home, "run", "--scenario", "locating", "--question", "1", "--db", backend("cypher"),
                   "--technique", "planrag", "--llm", f"replay:{transcript}", "--hitl", "approve-every-plan", "--json")
     out, _ = paused.communicate(timeout=120)
