@@ -225,8 +225,9 @@ def _complete(state: dict, runtime: Runtime[AgentContext], prompt: str, emit: _E
     try:
         paper = state.get("prompts") == paper_prompts.PAPER
         chat, stop = (paper_prompts.chat, paper_prompts.STOP) if paper else (_chat, prompts.STOP)
-        c = run_control.call(getattr(runtime.context, "control", None), runtime.context.llm.complete,
-                             chat(prompt, fitted), stop, on_retry=lambda a: emit(_retry_event(a)))
+        llm = runtime.context.llm
+        c = run_control.call(getattr(runtime.context, "control", None), llm.complete, chat(prompt, fitted), stop,
+                             on_retry=lambda a: emit(_retry_event(a)), cancel=getattr(llm, "cancel", None))
     except LLMError as e:
         return _fail(e.kind, str(e), emit, e.attempts), None
     update, emit.usage = _account(state, c, emit.step, getattr(runtime.context, "price", None))
