@@ -58,11 +58,11 @@ def hanging_llm(spec, settings, skip=0):
     llm = open_llm(spec, settings, skip=skip)
     complete, calls = llm.complete, []
 
-    def hang_second(messages, stop):
+    def hang_second(messages, stop, **kwargs):
         calls.append(1)
         if len(calls) > 1:
             threading.Event().wait(60)
-        return complete(messages, stop)
+        return complete(messages, stop, **kwargs)
 
     llm.complete = hang_second
     return llm
@@ -80,6 +80,8 @@ def one(home: Path, replay: str, hang: str, remote: bool) -> float:
     store = RunStore(home / "runs.sqlite")
     want = "observation" if hang == "model" else "action"  # the hanging call has begun after it
     while not any(e["kind"] == want for e in _events(store, run_id)):
+        if not worker.is_alive():  # it ended before the hang: a defect, not a figure
+            raise RuntimeError(f"run {run_id} ended before its {hang} hung: {store.get(run_id).events[-1:]}")
         time.sleep(0.01)
     time.sleep(0.2)  # well into the hanging call
     start = time.perf_counter()

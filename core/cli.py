@@ -325,18 +325,24 @@ def cmd_branch(args) -> int:
     from core.agents import AgentRuntime, RunNotPaused, new_run_id
     from core.llm import LLMError
 
-    show = None if args.json else (lambda event: print(scrub(_describe(event)), flush=True))
     try:
         runtime = AgentRuntime(llm_settings=llm_settings(args))
     except ValueError as e:
         print(f"error (settings): {e}", file=sys.stderr)
         return 2
     new_id = new_run_id()
-    if not args.json:
-        print(f"branch: run {new_id} (from run {args.run_id} at step {args.step})", flush=True)
+    announced = False
+
+    def show(event) -> None:
+        nonlocal announced
+        if not announced:  # the branch exists once its first event is stored: a refused one names no run
+            print(f"branch: run {new_id} (from run {args.run_id} at step {args.step})", flush=True)
+            announced = True
+        print(scrub(_describe(event)), flush=True)
+
     try:
-        result = runtime.branch(args.run_id, args.step, on_event=show, plan=args.plan, query=args.query,
-                                note=args.note or "", reviewer=args.reviewer or "", new_id=new_id)
+        result = runtime.branch(args.run_id, args.step, on_event=None if args.json else show, plan=args.plan,
+                                query=args.query, note=args.note or "", reviewer=args.reviewer or "", new_id=new_id)
     except (LLMError, RunNotPaused, ValueError, KeyError) as e:
         return _fail(e)
     finally:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import random
 import re
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -193,6 +194,12 @@ class ChatLLM:
         self._sleep = sleep
         self._timeout_s = timeout_s  # the per-attempt timeout of a server model (None: the model's own)
         self._use_stop = True
+        self._cancelled = threading.Event()
+
+    def cancel(self) -> None:
+        """Make no further attempt of a call in flight (the analyst stopped its run): the attempt under way, which
+        cannot be interrupted, is the last one the server gets."""
+        self._cancelled.set()
 
     def _scrub(self, text: str) -> str:
         return secrets.scrub(text, [self._secret] if self._secret else None)
@@ -241,7 +248,7 @@ class ChatLLM:
                 detail = self._scrub(_detail(e))
                 attempts.append({**record, "duration_s": round(time.perf_counter() - start, 4),
                                  "error_kind": kind, "error": detail})
-                if kind not in TRANSIENT or attempt == self._max_retries:
+                if kind not in TRANSIENT or attempt == self._max_retries or self._cancelled.is_set():
                     hint = f" ({_HINTS[kind]})" if kind in _HINTS else ""
                     tries = f" after {attempt + 1} attempts" if attempt else ""
                     raise LLMError(kind, self._scrub(f"{kind} error{tries}{hint}: {self.label}: {detail}"),
@@ -253,6 +260,9 @@ class ChatLLM:
                 if on_retry:
                     on_retry({**attempts[-1], "retry_in_s": round(delay, 3), "of": self._max_retries + 1})
                 self._sleep(delay)
+                if self._cancelled.is_set():
+                    raise LLMError(kind, self._scrub(f"{kind} error: {self.label}: {detail}; no retry: the run was "
+                                                     "stopped"), attempts)
             else:
                 break
         latency = time.perf_counter() - start

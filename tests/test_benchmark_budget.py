@@ -98,3 +98,23 @@ def test_cost_caps_need_the_models_price_before_anything_runs(scripts, tmp_path,
     for kw in ({"budget_cost": 1.0}, {"limits": Limits(max_cost_usd=0.1)}):
         with pytest.raises(BenchError, match="not in the price table"):
             Bench(BenchConfig(**{**base.__dict__, **kw}))
+
+
+def test_the_smoke_benchmark_takes_the_budget_and_the_run_limits(tmp_path):
+    def smoke(out: str, *flags):
+        process = cli(tmp_path, "--smoke", "--out", str(tmp_path / out), *flags, dqa_dir=tmp_path / "no-dqa")
+        return process, *process.communicate(timeout=300)
+
+    process, _, err = smoke("full")
+    assert process.returncode == 0, err
+    locating = sum(r["prompt_tokens"] + r["completion_tokens"] for r in read_results(tmp_path / "full")
+                   if r["scenario"] == "locating")  # the smoke runs Locating's items first
+    process, out, err = smoke("capped", "--budget-tokens", str(locating + 1), "--max-llm-calls", "12")
+    assert process.returncode == 1 and "stopped: benchmark token budget reached" in err, out + err
+    assert {r["scenario"] for r in read_results(tmp_path / "capped")} == {"locating"}
+    params = json.loads(__import__("sqlite3").connect(tmp_path / "capped" / "results.sqlite")
+                        .execute("SELECT value FROM meta").fetchone()[0])
+    assert params["limits"]["max_llm_calls"] == 12
+    process, out, err = smoke("capped", "--max-llm-calls", "12")  # the same limits, no budget
+    assert process.returncode == 0 and "skipped 2 items already done; 2 to run" in out, out + err
+    assert len(read_results(tmp_path / "capped")) == 4

@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
@@ -153,6 +154,43 @@ def test_stop_ends_a_run_waiting_for_the_model_and_it_can_be_resumed(home, tmp_p
     release.set()  # the server answers again: the stopped run goes on from its last checkpoint
     done = runtime.proceed("stopme")
     assert done.status == "finished" and done.outcome["decision"] == "krakow"
+
+
+class TimingOut(GenericFakeChatModel):
+    """A silent server: each attempt (counted) hangs until ``release`` is set, then times out."""
+
+    release: threading.Event
+    attempts: Any  # the test's list itself (a list field would be copied)
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        import httpx
+        import openai
+
+        self.attempts.append(1)
+        self.release.wait(60)
+        raise openai.APITimeoutError(request=httpx.Request("POST", "http://127.0.0.1:1/v1/chat/completions"))
+
+
+def test_a_stopped_run_makes_no_further_attempt_of_its_model_call(home, tmp_path):
+    """The attempt in flight cannot be interrupted; once it ends, the abandoned call does not retry."""
+    release, attempts = threading.Event(), []
+
+    def opener(spec, llm_settings, skip=0):
+        model = TimingOut(messages=iter([]), release=release, attempts=attempts)
+        return ChatLLM(model, "silent", max_retries=3, sleep=lambda s: None)
+
+    runtime = make_runtime(home, llm_opener=opener)
+    worker = threading.Thread(target=runtime.start, args=(settings("stub", "iterrag"),), kwargs={"run_id": "quiet"})
+    worker.start()
+    while not attempts and worker.is_alive():
+        worker.join(0.05)
+    runtime.stop("quiet")
+    worker.join(30)
+    assert runtime.store.get("quiet", events=False).status == "stopped"
+    release.set()  # the attempt under way times out now
+    for abandoned in [t for t in threading.enumerate() if t.name == "call-quiet"]:
+        abandoned.join(30)
+    assert len(attempts) == 1  # no retry of a stopped run's call (3 were allowed)
 
 
 def test_stop_asked_in_the_store_reaches_the_owner_and_cancels_the_query(home, tmp_path):
@@ -341,7 +379,7 @@ def test_branch_before_a_step_with_a_new_plan_leaves_the_parent_as_it_was(home, 
     said = next(m["content"] for m in told if "count the nodes" in m["content"])  # before step 2's call
     assert "Note from the analyst: be quick" in said and told.index(next(m for m in told if m["content"] == said)) == 3
     assert [r.id for r in runtime.store.branches(parent.run_id)] == [branch.run_id]
-    with pytest.raises(ValueError, match="no a step 9"):
+    with pytest.raises(ValueError, match="has no step 9 to branch from"):
         runtime.branch(parent.run_id, 9, note="x")
     with pytest.raises(ValueError, match="changes something"):
         runtime.branch(parent.run_id, 1)
@@ -373,6 +411,10 @@ def test_cli_branch_prints_the_new_run_and_stop_closes_a_paused_run(tmp_path, dq
     new_id = first.split()[2]
     store = RunStore(home / "runs.sqlite")
     assert store.get(new_id, events=False).parent_id == run_id
+    refused = core(home, "branch", run_id, "--step", "99", "--note", "x")
+    out, err = refused.communicate(timeout=120)
+    assert refused.returncode == 1 and out == "" and f"run {run_id} has no step 99 to branch from" in err
+    assert [r.id for r in store.list(limit=None)].count(new_id) == 1 and len(store.list(limit=None)) == 2
     paused = core(home, "run", "--scenario", "locating", "--question", "1", "--db", backend("cypher"),
                   "--technique", "planrag", "--llm", f"replay:{transcript}", "--hitl", "approve-every-plan", "--json")
     out, _ = paused.communicate(timeout=120)

@@ -1,7 +1,8 @@
 """Control of one driven run (issue 11): its heartbeat in the run store, and Stop. A stop is asked for in the run
 store (``RunStore.request_stop``, from any process: the Stop button, ``python -m core stop``) or directly
 (``RunControl.stop``); the run then ends between steps, and an LLM call or a query in flight is abandoned at once
-(the query is also cancelled through the backend's ``cancel`` hook where it has one).
+(the query is also cancelled through the backend's ``cancel`` hook where it has one; the LLM call makes no further
+attempt, ``ChatLLM.cancel``).
 
     control = RunControl(store, run_id)       # beats and watches for a stop until closed
     control.check()                           # between steps: raises RunStopped once stopped

@@ -227,8 +227,9 @@ def _complete(state: dict, runtime: Runtime[AgentContext], prompt: str, emit: _E
     try:
         paper = state.get("prompts") == paper_prompts.PAPER
         chat, stop = (paper_prompts.chat, paper_prompts.STOP) if paper else (_chat, prompts.STOP)
-        c = run_control.call(getattr(runtime.context, "control", None), runtime.context.llm.complete,
-                             chat(prompt, fitted), stop, on_retry=lambda a: emit(_retry_event(a)))
+        llm = runtime.context.llm
+        c = run_control.call(getattr(runtime.context, "control", None), llm.complete, chat(prompt, fitted), stop,
+                             on_retry=lambda a: emit(_retry_event(a)), cancel=getattr(llm, "cancel", None))
     except LLMError as e:
         if e.kind == "context":  # the server's count of the request's tokens is past the window
             return _end("context_exceeded", "context", str(e), emit, e.attempts), None

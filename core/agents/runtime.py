@@ -284,7 +284,7 @@ class AgentRuntime:
                 return snapshot
             if not at_query and nxt[0] in LLM_NODES and values["llm_calls"] == step - 1:
                 return snapshot
-        where = f"a query at step {step}" if at_query else f"a step {step}"
+        where = f"query at step {step}" if at_query else f"step {step}"
         raise ValueError(f"run {run_id} has no {where} to branch from")
 
     def iter_branch(self, run_id: str, step: int, *, plan: list[str] | None = None, query: str | None = None,

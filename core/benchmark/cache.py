@@ -89,6 +89,11 @@ class CachingLLM:
         self.wait_s = 0.0
         self.first_call_at: float | None = None  # perf_counter at the first complete()
 
+    def cancel(self) -> None:
+        """ChatLLM.cancel of the model (opened at the first call that is not cached)."""
+        if self._model is not None:
+            self._model.cancel()
+
     def complete(self, messages: list[BaseMessage], stop: list[str], on_retry=None) -> Completion:
         """The cached reply (``cached``, its original latency, no attempts now), else the model's (stored)."""
         start = time.perf_counter()

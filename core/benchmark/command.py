@@ -134,7 +134,8 @@ def main(args) -> int:
     try:
         if args.smoke:
             config = smoke_config(args.technique, scenario=args.scenario, db=args.db, out=args.out, name=args.name,
-                                  source="scenario" if args.source == "scenario" else None)
+                                  source="scenario" if args.source == "scenario" else None, limits=limits_from(args),
+                                  budget_tokens=args.budget_tokens, budget_cost=args.budget_cost)
         else:
             config = BenchConfig(args.technique, args.llm or "", scenario=args.scenario, db=args.db,
                                  questions=args.questions, concurrency=args.concurrency, rpm=args.rpm, out=args.out,
