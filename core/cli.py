@@ -272,7 +272,7 @@ def cmd_run(args) -> int:
         if args.resume:
             record = runtime.store.get(args.resume, events=False)
             reviewing = any((args.approve, args.edit, args.edit_query, args.reject is not None, args.pause))
-            if record.status in ("interrupted", "stopped") and not reviewing:
+            if record.status != "paused" and not reviewing:  # interrupted or stopped; else says why it cannot
                 result = runtime.proceed(args.resume, on_event=show)
             else:
                 result = runtime.resume(args.resume, _review(args), on_event=show,

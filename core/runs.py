@@ -297,7 +297,9 @@ class RunStore:
                            f"heartbeat = ?, stop_requested = 0 WHERE id = ? AND status IN ({marks}) AND status = ?",
                            (now, os.getpid(), socket.gethostname(), now, run_id, *statuses, row[0])).rowcount:
                 return row[0]
-        raise PauseTaken(f"run {run_id} cannot be taken: {self.describe_state(run_id)}")
+        status = self.get(run_id, events=False).status
+        raise PauseTaken(f"run {run_id} cannot be resumed: it is {status}"
+                         + (" (another process drives it)" if status == "running" else ""))
 
     def beat(self, run_id: str) -> bool:
         """The owner's heartbeat; returns whether the run must stop: a stop was asked for, or the run is no longer

@@ -257,8 +257,11 @@ def test_a_run_whose_process_died_is_interrupted_then_resumed_or_closed(home, tm
         con.execute("UPDATE runs SET heartbeat = heartbeat - 3600 WHERE id = 'b'")  # alive pid, stale heartbeat
     assert {r.id: r.status for r in store.list()} == {"a": "interrupted", "b": "interrupted", done.run_id: "finished"}
     assert store.request_stop("a") == "stopped"  # closed
-    with pytest.raises(PauseTaken, match="cannot be taken"):
+    with pytest.raises(PauseTaken, match="cannot be resumed: it is finished$"):
         store.claim_run(done.run_id, ("interrupted", "stopped"))
+    assert store.claim_run("b", ("interrupted", "stopped")) == "interrupted"  # the first of two racers
+    with pytest.raises(PauseTaken, match=r"cannot be resumed: it is running \(another process drives it\)"):
+        store.claim_run("b", ("interrupted", "stopped"))  # the second: told why, not "not waiting for a review"
 
 
 def test_a_run_killed_mid_resume_is_interrupted_and_goes_on_with_its_review(tmp_path):
