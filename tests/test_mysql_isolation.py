@@ -91,6 +91,14 @@ def test_reader_cannot_block_the_projects_loads(settings, databases, pair):
         a._run(f"SELECT * FROM {mysql.META}.secret", 5, 10)
 
 
+def test_benchmark_function_is_refused(pair):
+    """BENCHMARK() cut by the time limit would come back as a 0 result, not as a timeout."""
+    a, _ = pair
+    for sql in ("SELECT BENCHMARK(100000000, MD5('x'))", "SELECT `benchmark` (1, 1)"):
+        with pytest.raises(RefusedWrite, match="measures the server"):
+            a.query(sql)
+
+
 @pytest.mark.parametrize("sql", [
     "SET STATEMENT max_statement_time=0 FOR SELECT SLEEP(30)",
     "SELECT 1 FROM country WHERE /*!SLEEP(30) AND*/ 1",

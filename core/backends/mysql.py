@@ -65,6 +65,8 @@ _SHOW = frozenset({"TABLES", "COLUMNS", "FIELDS", "INDEX", "INDEXES", "KEYS", "C
 _SHOW_CREATE = frozenset({"TABLE", "VIEW"})
 #: Server-wide locks: a reader holding one could stall other sessions.
 _LOCK_FUNCTIONS = frozenset({"GET_LOCK", "RELEASE_LOCK", "RELEASE_ALL_LOCKS", "IS_FREE_LOCK", "IS_USED_LOCK"})
+#: BENCHMARK() measures the server, and when the time limit cuts it the server returns 0, not an error.
+_TIMING_FUNCTIONS = frozenset({"BENCHMARK"})
 _MYSQL = Dialect.get_or_raise("mysql")
 
 _lock = threading.Lock()
@@ -295,7 +297,7 @@ def check_statement(sql: str) -> None:
     """Refuse, before it is sent, what a reader's query may not be even when the server would run it: a statement
     other than SELECT, WITH, VALUES, TABLE, SHOW (tables, columns, indexes, CREATE TABLE/VIEW), DESCRIBE or EXPLAIN;
     executable comments (``/*! */``, ``/*M! */``) and optimizer hints (``/*+ */``), which the server runs
-    although they look like comments; the server-wide lock functions."""
+    although they look like comments; the server-wide lock functions and BENCHMARK()."""
     try:
         tokens = _MYSQL.tokenize(sql)
     except Exception as e:  # noqa: BLE001 - sqlglot's tokenizer raises several kinds
@@ -306,6 +308,8 @@ def check_statement(sql: str) -> None:
                                "send the query without them")
         if t.token_type in (TokenType.VAR, TokenType.IDENTIFIER) and t.text.upper() in _LOCK_FUNCTIONS:
             raise RefusedWrite(f"{t.text.upper()} is refused: agent queries take no server locks")
+        if t.token_type in (TokenType.VAR, TokenType.IDENTIFIER) and t.text.upper() in _TIMING_FUNCTIONS:
+            raise RefusedWrite(f"{t.text.upper()} is refused: it measures the server, not the data")
     words = [t.text.upper() for t in tokens[:4]]
     if words and words[0] not in _STATEMENTS:
         raise QuerySyntaxError(f"a query cannot start with {words[0]}: send one SELECT query (or SHOW TABLES, "
