@@ -113,6 +113,33 @@ def test_depot_network_marks_best_pick_and_changes():
     assert "Ashford" in towns.text and towns.textfont.size >= 12  # labels as readable as the DQA networks'
 
 
+def test_plugin_network_can_be_searched_and_centred_on_a_node(monkeypatch):
+    """Issue 15 for plugins: find a node by name, open on its neighbourhood; a big network opens on its
+    candidates'."""
+    from core.scenarios import network
+
+    q = catalog.question("scenario", "depot", 1)
+    db = catalog.database(q)
+    kind = scenarios.get("depot")
+    names = kind.node_names(q, db)
+    assert "Ashford" in names and len(names) == len(db.tables["town"].rows)
+
+    def drawn(fig):
+        [towns] = [t for t in fig.data if t.mode == "markers+text"]
+        return set(towns.customdata), (fig.layout.meta or {}).get("caption")
+
+    whole, caption = drawn(kind.network(q, db))
+    assert whole == set(names) and caption is None
+    around, caption = drawn(kind.network(q, db, around="Ashford"))
+    links = [(r["town_a"], r["town_b"]) for r in db.tables["road"].records()]
+    within = network.neighbourhood(links, ["Ashford"])
+    assert around == set(within) and "Ashford" in around and len(around) < len(whole)
+    assert caption.startswith("Showing the neighbourhood of Ashford") and f"of {len(whole)} nodes" in caption
+    monkeypatch.setattr(network, "WHOLE_LIMIT", 5)  # as if the network were big
+    opened, caption = drawn(kind.network(q, db, best="DC-ASH"))
+    assert "Ashford" in opened and caption.startswith("Showing the candidates' neighbourhood")  # 6 of 16 reach all
+
+
 @pytest.mark.parametrize("backend, text", [("sqlite", "SELECT site FROM site WHERE status = 'candidate'"),
                                            ("ladybug", "MATCH (s:Site) WHERE s.status = 'candidate' RETURN s.site"),
                                            ("ladybug", "MATCH (a:Town)-[r:ROAD]-(b:Town) WHERE a.town = 'Ashford' "

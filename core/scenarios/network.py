@@ -1,27 +1,64 @@
 """The network view of a plugin scenario's data: the nodes of one table (placed by its x/y columns, else a spring
 layout), the edges of another (width by their weight column), the candidates marked, the best decision starred,
-a pick ringed, and a what-if's change per node coloured. Every marker carries its node id in ``customdata``."""
+a pick ringed, and a what-if's change per node coloured. Every marker carries its node id in ``customdata``.
+A view can be centred on one node (its neighbourhood: the nodes within a few edges, either way); a network of more
+than WHOLE_LIMIT nodes opens on its candidates' neighbourhood."""
 from __future__ import annotations
 
 import networkx as nx
 import plotly.graph_objects as go
 
 from core.figures import LABEL_SIZE
+from core.network_view import upstream
+
+WHOLE_LIMIT = 300  # nodes: a bigger network opens on its candidates' neighbourhood
+AROUND_HOPS, AROUND_LIMIT = 2, 120  # a neighbourhood: the nodes within 2 edges, at most about 120
 
 NODE, CANDIDATE, BEST, PICK, EDGE, TEXT = "#a0aec0", "#3182ce", "#d69e2e", "#1a202c", "#cbd5e0", "#2d3748"
 MORE, LESS = "#c53030", "#38a169"
 
 
+def neighbourhood(links: list[tuple], centres: list[str], hops: int = AROUND_HOPS,
+                  limit: int = AROUND_LIMIT) -> list[str]:
+    """The centres and the nodes within ``hops`` edges of them (either direction), nearest first, about ``limit``
+    at most."""
+    adjacent: dict[str, list[str]] = {}
+    for a, b, *_ in links:
+        adjacent.setdefault(a, []).append(b)
+        adjacent.setdefault(b, []).append(a)
+    shown = dict.fromkeys(centres)
+    for c in centres:
+        shown.update(dict.fromkeys(upstream(adjacent, c, hops, max(2, limit // max(1, len(centres))))))
+    return list(shown)
+
+
+def node_key(table, nodes: dict) -> str:
+    """The column naming a node: the declared key, else the table's primary key, else its first column."""
+    return nodes.get("key") or (table.primary_key[0] if table.primary_key else table.column_names[0])
+
+
 def draw(tables, nodes: dict, edges: dict, *, pick=None, best=None, pick_label: str = "agent's pick",
-         change: dict | None = None, candidates: set = frozenset()) -> go.Figure:
+         change: dict | None = None, candidates: set = frozenset(), around: str | None = None) -> go.Figure:
     """The figure (see the module doc). ``nodes``: table, key, optional x, y, label, size columns; ``edges``:
-    table, source, target, optional weight column."""
+    table, source, target, optional weight column; ``around``: a node to centre the view on."""
     nt, et = tables[nodes["table"]], tables[edges["table"]]
-    key = nodes.get("key") or (nt.primary_key[0] if nt.primary_key else nt.column_names[0])
+    key = node_key(nt, nodes)
     recs = nt.records()
-    ids = [str(r[key]) for r in recs]
     links = [(str(r[edges["source"]]), str(r[edges["target"]]), float(r[edges["weight"]]) if edges.get("weight")
               else 1.0) for r in et.records()]
+    total, caption = len(recs), None
+    centres = [str(around)] if around is not None else (sorted(candidates) if len(recs) > WHOLE_LIMIT else [])
+    if centres:
+        within = set(neighbourhood(links, centres))
+        shown = within | {str(v) for v in (pick, best) if v is not None}
+        recs = [r for r in recs if str(r[key]) in shown]
+        links = [link for link in links if link[0] in shown and link[1] in shown]
+        what = f"the neighbourhood of {around}" if around is not None else "the candidates' neighbourhood"
+        kept = [str(v) for v in (best, pick) if v is not None and str(v) not in within]
+        caption = (f"Showing {what}: the nodes within {AROUND_HOPS} edges"
+                   + (f" and {', '.join(dict.fromkeys(kept))} (marked)" if kept else "") + f"; {len(recs)} of {total} nodes"
+                   + ("" if around is not None else f" (the whole network has over {WHOLE_LIMIT})") + ".")
+    ids = [str(r[key]) for r in recs]
     if nodes.get("x") and nodes.get("y"):
         pos = {i: (float(r[nodes["x"]]), float(r[nodes["y"]])) for i, r in zip(ids, recs)}
     else:
@@ -84,5 +121,5 @@ def draw(tables, nodes: dict, edges: dict, *, pick=None, best=None, pick_label: 
                       clickmode="event+select", dragmode="pan", hovermode="closest", xaxis=dict(visible=False),
                       yaxis=dict(visible=False, scaleanchor="x"),
                       legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0, itemclick=False,
-                                  itemdoubleclick=False))
+                                  itemdoubleclick=False), meta={"caption": caption} if caption else None)
     return fig

@@ -334,7 +334,7 @@ class FolderScenario(ScenarioType):
 
     # --- drawing ---
     def network(self, question, database, *, pick=None, best=None, pick_label="agent's pick", change=None,
-                **options):
+                around=None, **options):
         net = self.spec.get("network", {})
         if not net.get("nodes") or not net.get("edges"):
             return None
@@ -348,7 +348,22 @@ class FolderScenario(ScenarioType):
             to_node = {(int(a) if self.spec["candidates"].get("by") == "id" else str(a)): str(b) for a, b in rows}
         return draw(database.tables, net["nodes"][0], net["edges"][0], pick=to_node.get(pick, pick),
                     best=to_node.get(best, best), pick_label=pick_label, change=change,
-                    candidates={to_node.get(c, c) for c in self.candidates(question, database)})
+                    candidates={str(to_node.get(c, c)) for c in self.candidates(question, database)}, around=around)
+
+    def node_names(self, question, database) -> dict:
+        """Every node of the declared network, by its label column (else its id), for the view's search."""
+        net = self.spec.get("network", {})
+        if not net.get("nodes") or not net.get("edges"):
+            return {}
+        from core.scenarios.network import node_key
+
+        nodes = net["nodes"][0]
+        table = next((t for t in database.tables if t.name == nodes["table"]), None)
+        if table is None:
+            return {}
+        key = node_key(table, nodes)
+        label = nodes.get("label") or key
+        return {str(r[key]): str(r[label]) for r in table.records()}
 
     def node_rows(self, database, node_id: str) -> dict:
         from sims.tables import Table
