@@ -34,6 +34,7 @@ def test_registry_lists_dqa_scenarios_and_the_shipped_plugin():
     assert scenarios.names()[:2] == ["locating", "building"] and "depot" in scenarios.names()
     depot = scenarios.get("depot")
     assert depot.can_check and depot.source_keys() == ["scenario"] and depot.origin == str(DEPOT)
+    assert depot.questions()[0].database_ref == "data/ (CSV files)"  # as the Scenarios page names its data
     with pytest.raises(KeyError, match="unknown scenario 'nope'"):
         scenarios.get("nope")
 
@@ -354,6 +355,7 @@ def test_user_mysql_database_is_read_as_a_read_only_snapshot(tmp_path):
         table = kind.database().tables["supplier"]
         assert table.primary_key == ("supplier",) and table.rows == [("Acme", 4.2, 150), ("Borealis", 3.9, 420)]
         assert command.check(folder)[0] == []
+        assert kind.questions()[0].database_ref == "a MySQL database (read-only snapshot)"  # never its address
         (folder / "scenario.toml").write_text((folder / "scenario.toml").read_text().replace(
             "root@127.0.0.1:3306", "root:hunter2secret@127.0.0.1:1"))
         problem = only_problem(folder)

@@ -213,7 +213,7 @@ class FolderScenario(ScenarioType):
                 params = {k: v for k, v in ask.items() if k != "answer"}
                 question = Question(self.name, SOURCE.key, n, n, rules, q["template"].format(**params),
                                     q.get("goal", "").format(**params), "", year=None,
-                                    answer=ask.get("answer"), database_ref="data",
+                                    answer=ask.get("answer"), database_ref=self._data_label(),
                                     params=tuple((k, tuple(v) if isinstance(v, list) else v)
                                                  for k, v in params.items()))
                 if question.answer is None and self.can_check:
@@ -238,6 +238,13 @@ class FolderScenario(ScenarioType):
             key = f"{self.name}-{tables.content_hash()[:12]}"
             self._database = Database(key, self.name, tables, graph, [str(self.folder)])
         return self._database
+
+    def _data_label(self) -> str:
+        """Where the data comes from, as a person reads it (a server's address, which may hold a password, never)."""
+        data = self.spec["data"]
+        kind = next(k for k in DATA_KINDS if k in data)
+        return {"csv": f"{data[kind]}/ (CSV files)", "sqlite": f"{data[kind]} (SQLite)", "sql": f"{data[kind]} (SQL dump)",
+                "mysql": "a MySQL database (read-only snapshot)", "neo4j": "a Neo4j database (read-only snapshot)"}[kind]
 
     def _read(self):
         data = self.spec["data"]
