@@ -91,6 +91,13 @@ def test_reader_cannot_block_the_projects_loads(settings, databases, pair):
         a._run(f"SELECT * FROM {mysql.META}.secret", 5, 10)
 
 
+def test_reader_session_has_a_memory_limit_on_mariadb(pair):
+    a, _ = pair
+    if not a._mariadb:
+        pytest.skip("MySQL has no per-session memory limit (MariaDB's max_session_mem_used)")
+    assert a._run("SELECT @@max_session_mem_used", 5, 10).rows == [[mysql.SESSION_MEMORY_BYTES]]
+
+
 def test_benchmark_function_is_refused(pair):
     """BENCHMARK() cut by the time limit would come back as a 0 result, not as a timeout."""
     a, _ = pair

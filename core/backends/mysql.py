@@ -47,6 +47,7 @@ LOADER_VERSION = 1  # bump when the loaded layout changes, so older loads are re
 CONNECT_TIMEOUT_S = 5.0  # TCP connect and login handshake
 ADMIN_READ_TIMEOUT_S = 120.0  # one statement of the loading account (a table's rows, a lock wait of 60 s)
 QUERY_GRACE_S = 2.0  # how long past its time limit the client waits for a query's answer
+SESSION_MEMORY_BYTES = 256 * 1024 * 1024  # MariaDB: what one reader's session may allocate on the server
 STALE_READER_S = 24 * 3600  # a reader without a session for this long is dropped
 
 _TIMEOUT_CODES = {1969, 3024}  # MariaDB max_statement_time, MySQL MAX_EXECUTION_TIME
@@ -384,9 +385,12 @@ class MySQLBackend:
         except pymysql.MySQLError:  # closed by the server (restart, wait_timeout) or by a deadline: a new one
             self._con = self._open()
 
-    def _time_limit(self, timeout_s: float) -> str:
+    def _limits(self, timeout_s: float) -> str:
+        """The session's time limit for the next query and, on MariaDB, its memory limit (MySQL has no session
+        one)."""
         if self._mariadb:
-            return f"SET SESSION max_statement_time = {max(timeout_s, 0.001):.3f}"
+            return (f"SET SESSION max_statement_time = {max(timeout_s, 0.001):.3f}, "
+                    f"max_session_mem_used = {SESSION_MEMORY_BYTES}")
         return f"SET SESSION MAX_EXECUTION_TIME = {max(round(timeout_s * 1000), 1)}"
 
     def _run(self, sql: str, timeout_s: float, row_cap: int) -> QueryResult:
@@ -399,7 +403,7 @@ class MySQLBackend:
                 self._ensure_connected()
                 with self._con.until(deadline):
                     with self._con.cursor() as cur:
-                        cur.execute(self._time_limit(timeout_s))
+                        cur.execute(self._limits(timeout_s))
                         cur.execute("START TRANSACTION READ ONLY")
                     with self._con.cursor(pymysql.cursors.SSCursor) as cur:
                         cur.execute(sql)
