@@ -37,6 +37,22 @@ def node_key(table, nodes: dict) -> str:
     return nodes.get("key") or (table.primary_key[0] if table.primary_key else table.column_names[0])
 
 
+def _centred(recs: list[dict], links: list[tuple], key: str, centres: list[str], around, marked: list):
+    """The node rows and links of the centres' neighbourhood, with the ``marked`` nodes (best, pick) kept, and a
+    caption saying what is shown."""
+    within = set(neighbourhood(links, centres))
+    kept = list(dict.fromkeys(str(v) for v in marked if v is not None and str(v) not in within))
+    shown = within | set(kept)
+    total = len(recs)
+    recs = [r for r in recs if str(r[key]) in shown]
+    links = [link for link in links if link[0] in shown and link[1] in shown]
+    what = f"the neighbourhood of {around}" if around is not None else "the candidates' neighbourhood"
+    caption = (f"Showing {what}: the nodes within {AROUND_HOPS} edges"
+               + (f" and {', '.join(kept)} (marked)" if kept else "") + f"; {len(recs)} of {total} nodes"
+               + ("" if around is not None else f" (the whole network has over {WHOLE_LIMIT})") + ".")
+    return recs, links, caption
+
+
 def draw(tables, nodes: dict, edges: dict, *, pick=None, best=None, pick_label: str = "agent's pick",
          change: dict | None = None, candidates: set = frozenset(), around: str | None = None) -> go.Figure:
     """The figure (see the module doc). ``nodes``: table, key, optional x, y, label, size columns; ``edges``:
@@ -46,18 +62,10 @@ def draw(tables, nodes: dict, edges: dict, *, pick=None, best=None, pick_label: 
     recs = nt.records()
     links = [(str(r[edges["source"]]), str(r[edges["target"]]), float(r[edges["weight"]]) if edges.get("weight")
               else 1.0) for r in et.records()]
-    total, caption = len(recs), None
+    caption = None
     centres = [str(around)] if around is not None else (sorted(candidates) if len(recs) > WHOLE_LIMIT else [])
     if centres:
-        within = set(neighbourhood(links, centres))
-        shown = within | {str(v) for v in (pick, best) if v is not None}
-        recs = [r for r in recs if str(r[key]) in shown]
-        links = [link for link in links if link[0] in shown and link[1] in shown]
-        what = f"the neighbourhood of {around}" if around is not None else "the candidates' neighbourhood"
-        kept = [str(v) for v in (best, pick) if v is not None and str(v) not in within]
-        caption = (f"Showing {what}: the nodes within {AROUND_HOPS} edges"
-                   + (f" and {', '.join(dict.fromkeys(kept))} (marked)" if kept else "") + f"; {len(recs)} of {total} nodes"
-                   + ("" if around is not None else f" (the whole network has over {WHOLE_LIMIT})") + ".")
+        recs, links, caption = _centred(recs, links, key, centres, around, [best, pick])
     ids = [str(r[key]) for r in recs]
     if nodes.get("x") and nodes.get("y"):
         pos = {i: (float(r[nodes["x"]]), float(r[nodes["y"]])) for i, r in zip(ids, recs)}
