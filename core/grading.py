@@ -11,13 +11,13 @@ from where it stands, strongest first:
    "instead";
 3. in markdown emphasis (``**krakow**``);
 2. the winner of a comparison ("X adds more than Y", "Y adds less than X", "but X adds more"), the first item of a
-   numbered ranking (on lines or on one line), or the answer's opening words;
+   numbered ranking (on lines or on one line) or of "Top 3: X, Y, Z", or the answer's opening words;
 1. anywhere else.
 
 A mention is dropped when it is negated or compared against: "not X", "neither X nor Y", "rather than X",
 "instead of X", "than X", "over X", "X would be a mistake", "X is second", "X would yield less", the list after
-"among / comparing", later items of a numbered ranking. The decision is the only
-candidate named at the strongest level found (the last such line or clause); several there ("either krakow or
+"among / comparing", later items of a ranking, the lesser side of "X by 1.7 while Y only by 0.3". The decision is
+the only candidate named at the strongest level found (the last such line or clause); several there ("either krakow or
 novgorod") make the answer *ambiguous*, none at all (or "I cannot determine") make it decide *none*.
 Ambiguous and undecided answers are not correct. Numbers count as building ids unless they read as quantities
 (levels, prices, percentages); what the words are comes from the scenario model (core.scenario.DECISION_WORDS).
@@ -62,6 +62,11 @@ _LIST_INTRO = re.compile(r"\b(?:comparing|among|between)\W*$", re.I)  # "after c
 _CONTRAST = re.compile(r"\b(?:but|however|yet|still|whereas|while)\b", re.I)
 _INSTEAD_AFTER = re.compile(r"^[\W_]*instead\b(?!\s+of\b)", re.I)  # "raise building 1485 instead"
 _INLINE_ITEM = re.compile(r"(?:^|[\s:,;(])(\d{1,2})[.)]\s*$")  # "1. novgorod 2. krakow" on one line
+_RANKING_HEAD = re.compile(r"\b(?:top(?:\s+\d+|\s+(?:three|five))?|ranking|ranked|in order(?: of \w+)?)"
+                           r"(?:\s+(?:candidates|choices|picks|options|nodes|buildings))?\s*[:–—-]\s*$", re.I)
+_LATER_ITEM = re.compile(r"^\s*(?:,|>|then|,\s*then|→|->)\s*$", re.I)  # "Top 3: krakow, novgorod, lubeck"
+_ONLY_BY = re.compile(r"^[\W_]*(?:\w+\W+){0,4}?(?:only|just|merely)\s+(?:by\s+)?(?:about\s+)?[-+−]?[$£€]?\d", re.I)
+_CONTRASTED = re.compile(r"\b(?:while|whereas|whilst|but|compared (?:to|with))\b", re.I)
 _UNDECIDED = re.compile(r"\bcannot (?:be )?(?:determine|decide|tell|say|identify|conclude)|\bcan't (?:determine|decide"
                         r"|tell|say)|\bunable to\b|\bnot (?:possible|able) to\b|\binsufficient\b|\bnot enough "
                         r"(?:information|data)\b|\bno (?:single |clear )?(?:best|winner|answer)\b|\bunclear\b"
@@ -204,6 +209,7 @@ def _strengths(answer: str, scenario: str, mentions: list[_Mention]) -> list[tup
     inline = [_INLINE_ITEM.search(answer[max(0, m.start - 6):m.start]) for m in mentions]
     inline = [int(x.group(1)) if x else None for x in inline]
     inline_ranking = {1, 2} <= set(inline)
+    ranking_head = None  # the sentence of "Top 3: X, Y, Z": X leads, the others are later items
     out = []
     for i, m in enumerate(mentions):
         sentence = _inside(m.start, sentences) or (m.start, m.end)
@@ -237,9 +243,18 @@ def _strengths(answer: str, scenario: str, mentions: list[_Mention]) -> list[tup
             negated = True  # a later item of a ranking
         if inline_ranking and inline[i] is not None and inline[i] != 1:
             negated = True  # a later item of a ranking written on one line
+        if ranking_head == sentence and _LATER_ITEM.match(before):
+            negated = True  # a later item of "Top 3: X, Y, Z"
+        others = [p for p in mentions if p is not m and sentence[0] <= p.start < sentence[1]
+                  and p.candidate != m.candidate]
+        if others and _ONLY_BY.match(after) and _CONTRASTED.search(answer[sentence[0]:sentence[1]]):
+            negated = True  # "1485 lowers it by 1.7 while 1539 only by 0.3": the lesser side
         if negated:
             out.append((-1, sentence, "negated or compared against"))
             continue
+        heads_ranking = bool(_RANKING_HEAD.search(before))
+        if heads_ranking:
+            ranking_head = sentence
         final = _inside(m.start, finals)
         if final and not _inside(m.start, _spans(_PARENTHESES, answer[:final[1]])):
             out.append((5, final, "named on the final answer line"))
@@ -269,6 +284,9 @@ def _strengths(answer: str, scenario: str, mentions: list[_Mention]) -> list[tup
             continue
         if item is not None:
             out.append((2, item, "first of a numbered ranking"))
+            continue
+        if heads_ranking:
+            out.append((2, sentence, "first of a ranking"))
             continue
         if inline_ranking and inline[i] == 1:
             out.append((2, sentence, "first of a numbered ranking"))
