@@ -122,8 +122,8 @@ def replay_path(spec: str) -> Path:
 
 
 #: Exceptions LangChain raises for an HTTP 200 that is no chat completion (an error body, an HTML page, null
-#: choices): the server's failure, not ours.
-_NOT_A_COMPLETION = (ValueError, KeyError, TypeError)
+#: choices, an empty ``choices`` list): the server's failure, not ours.
+_NOT_A_COMPLETION = (ValueError, KeyError, TypeError, IndexError)
 #: What servers say of a request longer than the model's context window (OpenAI, vLLM: "maximum context length";
 #: llama.cpp: "exceeds the available context size", exceed_context_size_error).
 _CONTEXT_FULL = re.compile(r"context[ _](?:length|size|window)|exceed_context|max_model_len|maximum model length|"
@@ -159,6 +159,8 @@ def _detail(e: Exception) -> str:
 
     if isinstance(e, (openai.APIError, ReplayExhausted)):
         return str(e)
+    if isinstance(e, IndexError):  # LangChain takes the first of no choices
+        return "the server answered without a chat completion (no choices in the reply)"
     return f"the server answered without a chat completion ({type(e).__name__}: {e})"
 
 
@@ -167,6 +169,10 @@ _HINTS = {"auth": "check OPENAI_API_KEY", "model": "check the model name and the
           "network": "check the base URL and that the server is running",
           "context": "the request is longer than the model's context window; set the window (--context-tokens, "
                      "or the Settings page) so older observations are shortened to fit"}
+#: A reply longer than this many characters per token of the reply cap (or than MAX_REPLY_CHARS without a cap) is
+#: cut client-side and taken as cut off at the length limit: a server that ignores the cap must not fill the run
+#: store, the checkpoints and every later prompt with megabytes.
+REPLY_CHARS_PER_CAP_TOKEN, MAX_REPLY_CHARS = 4 * CHARS_PER_TOKEN, 200_000
 TIMEOUT_GROWTH, TIMEOUT_GROWTH_CAP = 1.5, 2.0  # a retry after a timeout waits longer, up to 2x the setting
 
 
@@ -184,7 +190,7 @@ class ChatLLM:
 
     def __init__(self, model: BaseChatModel, label: str, *, estimate_usage: bool = False, max_retries: int = 0,
                  retry_base_s: float = 1.0, secret: str | None = None, sleep=time.sleep,
-                 timeout_s: float | None = None):
+                 timeout_s: float | None = None, max_reply_tokens: int | None = None):
         self.model = model
         self.label = label
         self._estimate = estimate_usage
@@ -194,6 +200,8 @@ class ChatLLM:
         self._sleep = sleep
         self._timeout_s = timeout_s  # the per-attempt timeout of a server model (None: the model's own)
         self._use_stop = True
+        self._max_reply_chars = min(max_reply_tokens * REPLY_CHARS_PER_CAP_TOKEN, MAX_REPLY_CHARS) \
+            if max_reply_tokens else MAX_REPLY_CHARS
         self._cancelled = threading.Event()
 
     def cancel(self) -> None:
@@ -269,8 +277,11 @@ class ChatLLM:
         attempts.append({**record, "duration_s": round(latency, 4), "error_kind": None, "error": None})
         content = message.content if isinstance(message.content, str) else "".join(
             part.get("text", "") if isinstance(part, dict) else str(part) for part in message.content)
+        metadata, full = dict(getattr(message, "response_metadata", None) or {}), content
+        if len(content) > self._max_reply_chars:  # the server ignored the reply cap
+            metadata.update(finish_reason="length", cut_client_side=len(content))
+            content = content[:self._max_reply_chars]
         text = cut_reply(content)
-        metadata = dict(getattr(message, "response_metadata", None) or {})
         extra = {"wait_s": round(time.perf_counter() - first, 4), "attempts": attempts,
                  "finish_reason": metadata.get("finish_reason"), "metadata": _plain(metadata)}
         usage = getattr(message, "usage_metadata", None)
@@ -278,7 +289,7 @@ class ChatLLM:
             return Completion(text, usage.get("input_tokens", 0), usage.get("output_tokens", 0), latency, False,
                               **extra)
         prompt = sum(estimate_tokens(m.content if isinstance(m.content, str) else str(m.content)) for m in messages)
-        return Completion(text, prompt, estimate_tokens(content), latency, True, **extra)
+        return Completion(text, prompt, estimate_tokens(full), latency, True, **extra)
 
 
 def _plain(value):
@@ -348,4 +359,4 @@ def open_llm(spec: str | None = None, settings: LLMSettings | None = None, *, sk
                        timeout=settings.timeout_s, max_retries=0, **options)
     label = f"{spec} @ {settings.base_url}" if settings.base_url else spec
     return ChatLLM(model, label, max_retries=settings.max_retries, retry_base_s=settings.retry_base_s,
-                   secret=settings.api_key, timeout_s=settings.timeout_s)
+                   secret=settings.api_key, timeout_s=settings.timeout_s, max_reply_tokens=cap)

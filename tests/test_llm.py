@@ -362,3 +362,34 @@ def test_a_compatible_server_wanting_max_completion_tokens_gets_the_cap_so(serve
     assert server.requests[0]["body"]["max_tokens"] == 24
     for request in server.requests[1:]:
         assert request["body"]["max_completion_tokens"] == 24 and "max_tokens" not in request["body"]
+
+
+def test_an_empty_choices_list_is_a_server_error_then_the_retry_answers(serve):
+    empty = {"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": "stand-in", "choices": []}
+    server = serve((200, empty), (200, _completion("Final answer: x1")))
+    c = open_llm(None, _settings(server.url)).complete(MESSAGES, STOP)
+    assert c.text == "Final answer: x1" and len(server.requests) == 2
+    assert c.attempts[0]["error_kind"] == "server" and "no choices" in c.attempts[0]["error"]
+
+
+def test_an_empty_choices_list_every_time_fails_as_a_server_error(serve):
+    empty = {"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": "stand-in", "choices": []}
+    server = serve((200, empty), (200, empty))
+    with pytest.raises(LLMError, match=r"^server error after 2 attempts.*no choices") as e:
+        open_llm(None, _settings(server.url, max_retries=1)).complete(MESSAGES, STOP)
+    assert e.value.kind == "server" and len(server.requests) == 2
+
+
+def test_a_huge_reply_from_a_server_ignoring_the_cap_is_cut_and_taken_as_cut_off(serve):
+    server = serve((200, _completion("Thought: " + "blah " * 20_000, finish_reason="stop")))
+    c = open_llm(None, _settings(server.url, max_reply_tokens=100)).complete(MESSAGES, STOP)
+    assert len(c.text) <= 100 * 16 and c.finish_reason == "length"
+    assert c.metadata["cut_client_side"] == len("Thought: " + "blah " * 20_000)
+    assert c.completion_tokens == 7  # what the server reported
+
+
+def test_a_reply_within_the_cap_is_kept_whole(serve):
+    text = "Thought: " + "x" * 390
+    server = serve((200, _completion(text)))
+    c = open_llm(None, _settings(server.url, max_reply_tokens=100)).complete(MESSAGES, STOP)
+    assert c.text == text and c.finish_reason == "stop" and "cut_client_side" not in c.metadata
