@@ -10,6 +10,7 @@ model is opened; it is registered with core.secrets, so it and its masked forms 
 """
 from __future__ import annotations
 
+import contextvars
 import json
 import random
 import re
@@ -85,6 +86,11 @@ def cut_reply(text: str) -> str:
     return (text[:m.start()] if m else text).rstrip()
 
 
+class AttemptDeadline(Exception):
+    """An attempt that went past its whole-attempt deadline: the client's timeout bounds each read, so a server
+    that trickles its reply a byte at a time would otherwise hold the attempt for as long as it likes."""
+
+
 class ReplayExhausted(Exception):
     """A replay was asked for more replies than it holds."""
 
@@ -142,7 +148,7 @@ def _error_kind(e: Exception) -> str | None:
         return "auth"
     if isinstance(e, openai.NotFoundError):
         return "model"
-    if isinstance(e, openai.APITimeoutError):
+    if isinstance(e, (openai.APITimeoutError, AttemptDeadline)):
         return "timeout"
     if isinstance(e, openai.APIConnectionError):
         return "network"
@@ -157,7 +163,7 @@ def _detail(e: Exception) -> str:
     """What an exception says, naming a reply that was no chat completion as such."""
     import openai
 
-    if isinstance(e, (openai.APIError, ReplayExhausted)):
+    if isinstance(e, (openai.APIError, ReplayExhausted, AttemptDeadline)):
         return str(e)
     if isinstance(e, IndexError):  # LangChain takes the first of no choices
         return "the server answered without a chat completion (no choices in the reply)"
@@ -173,6 +179,9 @@ _HINTS = {"auth": "check OPENAI_API_KEY", "model": "check the model name and the
 #: cut client-side and taken as cut off at the length limit: a server that ignores the cap must not fill the run
 #: store, the checkpoints and every later prompt with megabytes.
 REPLY_CHARS_PER_CAP_TOKEN, MAX_REPLY_CHARS = 4 * CHARS_PER_TOKEN, 200_000
+#: An attempt ends at timeout x DEADLINE_FACTOR + DEADLINE_SLACK_S however the server sends its reply (the client's
+#: own timeout, per read, fires first on a server that sends nothing).
+DEADLINE_FACTOR, DEADLINE_SLACK_S = 1.25, 0.5
 TIMEOUT_GROWTH, TIMEOUT_GROWTH_CAP = 1.5, 2.0  # a retry after a timeout waits longer, up to 2x the setting
 
 
@@ -237,6 +246,31 @@ class ChatLLM:
                 return self._invoke(messages, stop, timeout_s)
             raise
 
+    def _invoke_within(self, messages: list[BaseMessage], stop: list[str], timeout_s: float | None):
+        """``_invoke`` bounded by the attempt's whole deadline (a server dripping its reply slowly is a timeout).
+        A late attempt is abandoned: its thread ends when the server answers or closes."""
+        if not timeout_s:
+            return self._invoke(messages, stop, timeout_s)
+        box: dict = {}
+        context = contextvars.copy_context()
+
+        def work():
+            try:
+                box["reply"] = context.run(self._invoke, messages, stop, timeout_s)
+            except BaseException as e:  # handed to the caller
+                box["error"] = e
+
+        worker = threading.Thread(target=work, name="llm-attempt", daemon=True)
+        worker.start()
+        deadline = timeout_s * DEADLINE_FACTOR + DEADLINE_SLACK_S
+        worker.join(deadline)
+        if worker.is_alive():
+            raise AttemptDeadline(f"Request timed out: no complete reply within {deadline:.1f} s (the server was "
+                                  "still sending it)")
+        if "error" in box:
+            raise box["error"]
+        return box["reply"]
+
     def complete(self, messages: list[BaseMessage], stop: list[str],
                  on_retry: Callable[[dict], None] | None = None) -> Completion:
         """One reply to ``messages``. ``on_retry`` gets each failed attempt that is retried (its record, with
@@ -248,7 +282,7 @@ class ChatLLM:
             start, started_at = time.perf_counter(), time.time()
             record = {"attempt": attempt + 1, "start": round(started_at, 3), "timeout_s": timeout_s}
             try:
-                message = self._invoke(messages, stop, timeout_s)
+                message = self._invoke_within(messages, stop, timeout_s)
             except Exception as e:
                 kind = _error_kind(e)
                 if kind is None:
