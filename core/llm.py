@@ -10,6 +10,7 @@ model is opened; it is registered with core.secrets, so it and its masked forms 
 """
 from __future__ import annotations
 
+import contextvars
 import json
 import random
 import re
@@ -85,6 +86,11 @@ def cut_reply(text: str) -> str:
     return (text[:m.start()] if m else text).rstrip()
 
 
+class AttemptDeadline(Exception):
+    """An attempt that went past its whole-attempt deadline: the client's timeout bounds each read, so a server
+    that trickles its reply a byte at a time would otherwise hold the attempt for as long as it likes."""
+
+
 class ReplayExhausted(Exception):
     """A replay was asked for more replies than it holds."""
 
@@ -122,8 +128,8 @@ def replay_path(spec: str) -> Path:
 
 
 #: Exceptions LangChain raises for an HTTP 200 that is no chat completion (an error body, an HTML page, null
-#: choices): the server's failure, not ours.
-_NOT_A_COMPLETION = (ValueError, KeyError, TypeError)
+#: choices, an empty ``choices`` list): the server's failure, not ours.
+_NOT_A_COMPLETION = (ValueError, KeyError, TypeError, IndexError)
 #: What servers say of a request longer than the model's context window (OpenAI, vLLM: "maximum context length";
 #: llama.cpp: "exceeds the available context size", exceed_context_size_error).
 _CONTEXT_FULL = re.compile(r"context[ _](?:length|size|window)|exceed_context|max_model_len|maximum model length|"
@@ -142,7 +148,7 @@ def _error_kind(e: Exception) -> str | None:
         return "auth"
     if isinstance(e, openai.NotFoundError):
         return "model"
-    if isinstance(e, openai.APITimeoutError):
+    if isinstance(e, (openai.APITimeoutError, AttemptDeadline)):
         return "timeout"
     if isinstance(e, openai.APIConnectionError):
         return "network"
@@ -157,8 +163,10 @@ def _detail(e: Exception) -> str:
     """What an exception says, naming a reply that was no chat completion as such."""
     import openai
 
-    if isinstance(e, (openai.APIError, ReplayExhausted)):
+    if isinstance(e, (openai.APIError, ReplayExhausted, AttemptDeadline)):
         return str(e)
+    if isinstance(e, IndexError):  # LangChain takes the first of no choices
+        return "the server answered without a chat completion (no choices in the reply)"
     return f"the server answered without a chat completion ({type(e).__name__}: {e})"
 
 
@@ -167,6 +175,13 @@ _HINTS = {"auth": "check OPENAI_API_KEY", "model": "check the model name and the
           "network": "check the base URL and that the server is running",
           "context": "the request is longer than the model's context window; set the window (--context-tokens, "
                      "or the Settings page) so older observations are shortened to fit"}
+#: A reply longer than this many characters per token of the reply cap (or than MAX_REPLY_CHARS without a cap) is
+#: cut client-side and taken as cut off at the length limit: a server that ignores the cap must not fill the run
+#: store, the checkpoints and every later prompt with megabytes.
+REPLY_CHARS_PER_CAP_TOKEN, MAX_REPLY_CHARS = 4 * CHARS_PER_TOKEN, 200_000
+#: An attempt ends at timeout x DEADLINE_FACTOR + DEADLINE_SLACK_S however the server sends its reply (the client's
+#: own timeout, per read, fires first on a server that sends nothing).
+DEADLINE_FACTOR, DEADLINE_SLACK_S = 1.25, 0.5
 TIMEOUT_GROWTH, TIMEOUT_GROWTH_CAP = 1.5, 2.0  # a retry after a timeout waits longer, up to 2x the setting
 
 
@@ -184,7 +199,7 @@ class ChatLLM:
 
     def __init__(self, model: BaseChatModel, label: str, *, estimate_usage: bool = False, max_retries: int = 0,
                  retry_base_s: float = 1.0, secret: str | None = None, sleep=time.sleep,
-                 timeout_s: float | None = None):
+                 timeout_s: float | None = None, max_reply_tokens: int | None = None):
         self.model = model
         self.label = label
         self._estimate = estimate_usage
@@ -194,6 +209,8 @@ class ChatLLM:
         self._sleep = sleep
         self._timeout_s = timeout_s  # the per-attempt timeout of a server model (None: the model's own)
         self._use_stop = True
+        self._max_reply_chars = min(max_reply_tokens * REPLY_CHARS_PER_CAP_TOKEN, MAX_REPLY_CHARS) \
+            if max_reply_tokens else MAX_REPLY_CHARS
         self._cancelled = threading.Event()
 
     def cancel(self) -> None:
@@ -229,6 +246,31 @@ class ChatLLM:
                 return self._invoke(messages, stop, timeout_s)
             raise
 
+    def _invoke_within(self, messages: list[BaseMessage], stop: list[str], timeout_s: float | None):
+        """``_invoke`` bounded by the attempt's whole deadline (a server dripping its reply slowly is a timeout).
+        A late attempt is abandoned: its thread ends when the server answers or closes."""
+        if not timeout_s:
+            return self._invoke(messages, stop, timeout_s)
+        box: dict = {}
+        context = contextvars.copy_context()
+
+        def work():
+            try:
+                box["reply"] = context.run(self._invoke, messages, stop, timeout_s)
+            except BaseException as e:  # handed to the caller
+                box["error"] = e
+
+        worker = threading.Thread(target=work, name="llm-attempt", daemon=True)
+        worker.start()
+        deadline = timeout_s * DEADLINE_FACTOR + DEADLINE_SLACK_S
+        worker.join(deadline)
+        if worker.is_alive():
+            raise AttemptDeadline(f"Request timed out: no complete reply within {deadline:.1f} s (the server was "
+                                  "still sending it)")
+        if "error" in box:
+            raise box["error"]
+        return box["reply"]
+
     def complete(self, messages: list[BaseMessage], stop: list[str],
                  on_retry: Callable[[dict], None] | None = None) -> Completion:
         """One reply to ``messages``. ``on_retry`` gets each failed attempt that is retried (its record, with
@@ -240,7 +282,7 @@ class ChatLLM:
             start, started_at = time.perf_counter(), time.time()
             record = {"attempt": attempt + 1, "start": round(started_at, 3), "timeout_s": timeout_s}
             try:
-                message = self._invoke(messages, stop, timeout_s)
+                message = self._invoke_within(messages, stop, timeout_s)
             except Exception as e:
                 kind = _error_kind(e)
                 if kind is None:
@@ -269,8 +311,11 @@ class ChatLLM:
         attempts.append({**record, "duration_s": round(latency, 4), "error_kind": None, "error": None})
         content = message.content if isinstance(message.content, str) else "".join(
             part.get("text", "") if isinstance(part, dict) else str(part) for part in message.content)
+        metadata, full = dict(getattr(message, "response_metadata", None) or {}), content
+        if len(content) > self._max_reply_chars:  # the server ignored the reply cap
+            metadata.update(finish_reason="length", cut_client_side=len(content))
+            content = content[:self._max_reply_chars]
         text = cut_reply(content)
-        metadata = dict(getattr(message, "response_metadata", None) or {})
         extra = {"wait_s": round(time.perf_counter() - first, 4), "attempts": attempts,
                  "finish_reason": metadata.get("finish_reason"), "metadata": _plain(metadata)}
         usage = getattr(message, "usage_metadata", None)
@@ -278,7 +323,7 @@ class ChatLLM:
             return Completion(text, usage.get("input_tokens", 0), usage.get("output_tokens", 0), latency, False,
                               **extra)
         prompt = sum(estimate_tokens(m.content if isinstance(m.content, str) else str(m.content)) for m in messages)
-        return Completion(text, prompt, estimate_tokens(content), latency, True, **extra)
+        return Completion(text, prompt, estimate_tokens(full), latency, True, **extra)
 
 
 def _plain(value):
@@ -348,4 +393,4 @@ def open_llm(spec: str | None = None, settings: LLMSettings | None = None, *, sk
                        timeout=settings.timeout_s, max_retries=0, **options)
     label = f"{spec} @ {settings.base_url}" if settings.base_url else spec
     return ChatLLM(model, label, max_retries=settings.max_retries, retry_base_s=settings.retry_base_s,
-                   secret=settings.api_key, timeout_s=settings.timeout_s)
+                   secret=settings.api_key, timeout_s=settings.timeout_s, max_reply_tokens=cap)

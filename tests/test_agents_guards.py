@@ -210,6 +210,15 @@ def test_replies_cut_by_the_length_limit_are_not_taken_as_complete(home):
     assert notes and not notes[0]["fatal"] and result.status == "finished" and result.outcome["decision"] == "krakow"
 
 
+def test_replies_cut_off_every_time_end_the_run_naming_the_reply_cap(home):
+    cut = ("Thought: I need to look at the whole network and", "length")
+    runtime = scripted_runtime(home, Scripted([cut] * 6))
+    result = runtime.start(RunSettings("locating", 1, "sqlite", "iterrag", "scripted"))
+    assert result.status == "stuck"
+    assert result.outcome["error"].startswith("the model's replies were cut off at the reply length limit")
+    assert "--max-reply-tokens" in result.outcome["error"] and "repeated itself" not in result.outcome["error"]
+
+
 def test_the_client_reports_the_servers_finish_reason():
     body = _completion("Thought: a long")
     body["choices"][0]["finish_reason"] = "length"

@@ -16,6 +16,8 @@ from core.llm import LLMError, LLMNotConfigured, LLMSettings, cut_reply, estimat
 KEY = "sk-test-DO-NOT-LEAK-1234567890"
 STOP = ["\nObservation:"]
 HANG = 0  # a StandIn status: never answer
+DRIP = -1  # a StandIn status: send the headers, then a space every DRIP_EVERY_S (at most DRIP_BYTES), then the reply
+DRIP_EVERY_S, DRIP_BYTES = 0.05, 100
 
 
 def _completion(text: str, prompt_tokens: int = 11, completion_tokens: int = 7, finish_reason: str = "stop") -> dict:
@@ -28,7 +30,8 @@ def _completion(text: str, prompt_tokens: int = 11, completion_tokens: int = 7, 
 
 class StandIn:
     """A local OpenAI-compatible server answering from a script of (status, body) pairs: a dict body is sent as
-    JSON, a str as an HTML page; status HANG never answers (until the server closes), as a stuck server."""
+    JSON, a str as an HTML page; status HANG never answers (until the server closes), as a stuck server; status DRIP
+    trickles its reply (a dict) a space at a time, as a server that keeps the connection busy but never finishes."""
 
     def __init__(self, script: list[tuple[int, dict | str]]):
         self.script = list(script)
@@ -43,6 +46,22 @@ class StandIn:
                 status, payload = outer.script.pop(0)
                 if status == HANG:
                     outer.closing.wait()
+                    return
+                if status == DRIP:
+                    data = b" " * DRIP_BYTES + json.dumps(payload).encode()
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    try:
+                        for _ in range(DRIP_BYTES):
+                            self.wfile.write(b" ")
+                            self.wfile.flush()
+                            if outer.closing.wait(DRIP_EVERY_S):
+                                return
+                        self.wfile.write(data[DRIP_BYTES:])
+                    except OSError:  # the client gave up
+                        pass
                     return
                 html = isinstance(payload, str)
                 data = payload.encode() if html else json.dumps(payload).encode()
@@ -362,3 +381,46 @@ def test_a_compatible_server_wanting_max_completion_tokens_gets_the_cap_so(serve
     assert server.requests[0]["body"]["max_tokens"] == 24
     for request in server.requests[1:]:
         assert request["body"]["max_completion_tokens"] == 24 and "max_tokens" not in request["body"]
+
+
+def test_an_empty_choices_list_is_a_server_error_then_the_retry_answers(serve):
+    empty = {"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": "stand-in", "choices": []}
+    server = serve((200, empty), (200, _completion("Final answer: x1")))
+    c = open_llm(None, _settings(server.url)).complete(MESSAGES, STOP)
+    assert c.text == "Final answer: x1" and len(server.requests) == 2
+    assert c.attempts[0]["error_kind"] == "server" and "no choices" in c.attempts[0]["error"]
+
+
+def test_an_empty_choices_list_every_time_fails_as_a_server_error(serve):
+    empty = {"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": "stand-in", "choices": []}
+    server = serve((200, empty), (200, empty))
+    with pytest.raises(LLMError, match=r"^server error after 2 attempts.*no choices") as e:
+        open_llm(None, _settings(server.url, max_retries=1)).complete(MESSAGES, STOP)
+    assert e.value.kind == "server" and len(server.requests) == 2
+
+
+def test_a_huge_reply_from_a_server_ignoring_the_cap_is_cut_and_taken_as_cut_off(serve):
+    server = serve((200, _completion("Thought: " + "blah " * 20_000, finish_reason="stop")))
+    c = open_llm(None, _settings(server.url, max_reply_tokens=100)).complete(MESSAGES, STOP)
+    assert len(c.text) <= 100 * 16 and c.finish_reason == "length"
+    assert c.metadata["cut_client_side"] == len("Thought: " + "blah " * 20_000)
+    assert c.completion_tokens == 7  # what the server reported
+
+
+def test_a_reply_within_the_cap_is_kept_whole(serve):
+    text = "Thought: " + "x" * 390
+    server = serve((200, _completion(text)))
+    c = open_llm(None, _settings(server.url, max_reply_tokens=100)).complete(MESSAGES, STOP)
+    assert c.text == text and c.finish_reason == "stop" and "cut_client_side" not in c.metadata
+
+
+def test_a_server_dripping_its_reply_is_a_timeout_past_the_attempt_deadline(serve):
+    """The client's timeout bounds each read only: a server sending a byte at a time would hold an attempt (and
+    the run) far past --llm-timeout; the attempt ends at its deadline, as a timeout, and is retried."""
+    server = serve((DRIP, _completion("Final answer: x1")), (DRIP, _completion("Final answer: x1")))
+    llm = open_llm(None, _settings(server.url, timeout_s=0.2, max_retries=1))
+    llm._sleep = lambda s: None
+    with pytest.raises(LLMError, match=r"^timeout error after 2 attempts.*no complete reply within") as e:
+        llm.complete(MESSAGES, STOP)
+    assert e.value.kind == "timeout" and len(server.requests) == 2
+    assert [a["error_kind"] for a in e.value.attempts] == ["timeout", "timeout"]

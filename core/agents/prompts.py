@@ -169,7 +169,10 @@ def same_error(call: int) -> str:
 
 
 def stuck(repeats: int, what: str) -> str:
-    """The message of a run ended by the loop guard."""
+    """The message of a run ended by the loop guard (naming the reply cap when every reply was cut off by it)."""
+    if what == CUT_OFF:
+        return (f"the model's replies were cut off at the reply length limit {repeats} times in a row (raise the "
+                "reply cap: --max-reply-tokens, PLANRAG_MAX_REPLY_TOKENS or the Settings page); the run ends here")
     return f"the agent repeated itself {repeats} times (last: {what}); the run ends here"
 
 
