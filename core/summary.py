@@ -63,7 +63,20 @@ def outcome_row(record: RunRecord, override=None) -> dict:
             "correct": o.get("correct") if override or answered(record) else None,
             "grade": grade or GAP, "rank": placement_text(placement) or GAP,
             "LLM calls": o.get("llm_calls"), "tokens": (o.get("tokens") or {}).get("total"),
-            "time (s)": o.get("wall_s")}
+            "time (s)": None if o.get("wall_s") is None else round(o["wall_s"], 1)}
+
+
+#: The number columns of the History and Compare tables, and how a number reads in them when it turns to text.
+NUMBER_FORMATS = {"LLM calls": "{:,.0f}", "tokens": "{:,.0f}", "time (s)": "{:.1f}", "plan steps": "{:,.0f}",
+                  "re-plans": "{:,.0f}", "queries": "{:,.0f}"}
+
+
+def gaps_as_text(rows: list[dict]) -> list[dict]:
+    """``rows`` to show: a number column with gaps (a run with no outcome yet) turns to text, gaps as ``–`` and
+    numbers as they read, since a table shows a gap as "None" (one type per column: Arrow needs one)."""
+    gapped = {c for c in NUMBER_FORMATS if any(c in r and r[c] is None for r in rows)}
+    return [{k: (GAP if v is None else NUMBER_FORMATS[k].format(v)) if k in gapped else v for k, v in r.items()}
+            for r in rows]
 
 
 def compare_row(record: RunRecord) -> dict:

@@ -9,7 +9,7 @@ from core.agents.config import RunSettings
 from core.agents.techniques import TECHNIQUES
 from core.runs import ENDED, RunRecord
 from core.scenario import Question
-from core.summary import compare_row, technique_label
+from core.summary import compare_row, gaps_as_text, technique_label
 from core.trace import ANSWER, BEFORE_PLAN, align_by
 from pages.common import current_question, kept, session_limits
 from pages.run_options import choose_database, choose_models, start_run
@@ -140,8 +140,8 @@ if not chosen:
 
 table = st.empty()
 records = side_by_side(chosen)
-table.dataframe(pd.DataFrame([compare_row(r) for r in records]), column_order=COLUMNS, hide_index=True,
-                column_config={"time (s)": st.column_config.NumberColumn(format="%.1f")})
+table.dataframe(pd.DataFrame(gaps_as_text([compare_row(r) for r in records])), column_order=COLUMNS,
+                hide_index=True)
 step_by_step(records)
 with_branches(records)
 

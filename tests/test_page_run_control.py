@@ -192,6 +192,7 @@ def test_a_run_ended_without_an_answer_reads_neither_wrong_nor_none(home):
     table = history.dataframe[0].value.set_index("run")
     assert table.loc[stopped, "correct"] is None and table.loc[paused, "correct"] is None
     assert set(table["decision"]) == set(table["rank"]) == {"–"} and table.loc[paused, "grade"] == "–"
+    assert table.loc[paused, "LLM calls"] == table.loc[paused, "time (s)"] == "–"  # a run with no outcome yet
     assert table.loc[paused, "review"] == "Approve re-plans + every query"
     compare = open_page("pages/compare.py")
     compare.multiselect(key="compare-demo/locating/1").set_value([stopped, paused]).run()
