@@ -22,9 +22,31 @@ def question_id(settings: dict) -> str:
     return f"{settings.get('source', 'dqa')}/{settings['scenario']}/{settings['question']}"
 
 
+GAP = "–"  # a table cell with nothing to show (Streamlit's tables would show "None")
+#: How a run's review mode reads (``settings["hitl"]``); "+ every query" when the analyst approves each query too.
+HITL_LABELS = {"auto": "None (automatic)", "approve-replans": "Approve re-plans",
+               "approve-every-plan": "Approve every plan"}
+#: Ended without an answer is not a wrong answer: runs of these statuses with no final answer are "not answered".
+UNANSWERED = ("failed", "stopped", "interrupted")
+
+
+def review_label(settings: dict) -> str:
+    """The run's review mode as it reads: ``Approve every plan + every query``, ``Approve every query``."""
+    hitl = settings.get("hitl", "auto")
+    if settings.get("review_queries"):
+        return "Approve every query" if hitl == "auto" else f"{HITL_LABELS.get(hitl, hitl)} + every query"
+    return HITL_LABELS.get(hitl, hitl)
+
+
+def answered(record: RunRecord) -> bool:
+    """Whether the run has an answer to grade: not one that failed or was stopped before its final answer."""
+    return record.status not in UNANSWERED or bool((record.outcome or {}).get("final_answer"))
+
+
 def outcome_row(record: RunRecord, override=None) -> dict:
     """The run's settings and outcome (no events needed); ``override`` (a core.grading.Override) replaces the
-    decision and correctness, marked in the ``grade`` column."""
+    decision and correctness, marked in the ``grade`` column. Text cells with nothing to show read ``–``; a run
+    that ended without an answer (stopped, failed) is neither correct nor wrong (``correct`` None)."""
     s, o = record.settings, record.outcome or {}
     placement = o.get("placement")
     grade = "overridden by " + override.by if override else o.get("grade_status")
@@ -36,11 +58,25 @@ def outcome_row(record: RunRecord, override=None) -> dict:
             "question": question_id(s), "technique": technique_label(s["technique"]), "database": s["db"],
             "model": model_label(s["llm"]), "setting": setting_label(s["technique"], s.get("prompts"),
                                                                      s.get("reaper_planner")),
-            "review": s["hitl"], "status": record.status,
-            "decision": None if o.get("decision") is None else str(o["decision"]), "correct": o.get("correct"),
-            "grade": grade, "rank": placement_text(placement),
+            "review": review_label(s), "status": record.status,
+            "decision": GAP if o.get("decision") is None else str(o["decision"]),
+            "correct": o.get("correct") if override or answered(record) else None,
+            "grade": grade or GAP, "rank": placement_text(placement) or GAP,
             "LLM calls": o.get("llm_calls"), "tokens": (o.get("tokens") or {}).get("total"),
-            "time (s)": o.get("wall_s")}
+            "time (s)": None if o.get("wall_s") is None else round(o["wall_s"], 1)}
+
+
+#: The number columns of the History and Compare tables, and how a number reads in them when it turns to text.
+NUMBER_FORMATS = {"LLM calls": "{:,.0f}", "tokens": "{:,.0f}", "time (s)": "{:.1f}", "plan steps": "{:,.0f}",
+                  "re-plans": "{:,.0f}", "queries": "{:,.0f}"}
+
+
+def gaps_as_text(rows: list[dict]) -> list[dict]:
+    """``rows`` to show: a number column with gaps (a run with no outcome yet) turns to text, gaps as ``–`` and
+    numbers as they read, since a table shows a gap as "None" (one type per column: Arrow needs one)."""
+    gapped = {c for c in NUMBER_FORMATS if any(c in r and r[c] is None for r in rows)}
+    return [{k: (GAP if v is None else NUMBER_FORMATS[k].format(v)) if k in gapped else v for k, v in r.items()}
+            for r in rows]
 
 
 def compare_row(record: RunRecord) -> dict:

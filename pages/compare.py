@@ -9,7 +9,7 @@ from core.agents.config import RunSettings
 from core.agents.techniques import TECHNIQUES
 from core.runs import ENDED, RunRecord
 from core.scenario import Question
-from core.summary import compare_row, technique_label
+from core.summary import compare_row, gaps_as_text, technique_label
 from core.trace import ANSWER, BEFORE_PLAN, align_by
 from pages.common import current_question, kept, session_limits
 from pages.run_options import choose_database, choose_models, start_run
@@ -18,6 +18,7 @@ from pages.run_view import RunPanel, follow, load, run_label, show_outcome, show
 COLUMNS = ["technique", "status", "decision", "correct", "rank", "plan steps", "re-plans", "queries", "LLM calls",
            "tokens", "time (s)", "database", "model", "run"]
 PER_ROW = 4
+BRANCHED = "\u21b3"  # marks where a branch diverges (↳: in every common font; ⑂ showed as a box)
 
 
 def runs_of(question: Question, started: list[str]) -> dict[str, str]:
@@ -99,12 +100,12 @@ def with_branches(records: list[RunRecord]) -> None:
     for step in steps:
         row = {"step": step}
         for run_id in runs:
-            mark = "\u2442 " if diverges[run_id] == step and run_id != parent.id else ""
+            mark = f"{BRANCHED} " if diverges[run_id] == step and run_id != parent.id else ""
             row[f"{'run' if run_id == parent.id else 'branch'} {run_id}"] = mark + summaries[run_id].get(step, "")
         rows.append(row)
     st.dataframe(pd.DataFrame(rows), hide_index=True)
     points = ", ".join(f"`{b.id}` at step {b.branch_step}" for b in family[parent.id])
-    st.caption(f"\u2442 marks where a branch diverges from its run: {points}. Before that step a branch repeats "
+    st.caption(f"{BRANCHED} marks where a branch diverges from its run: {points}. Before that step a branch repeats "
                "its run's steps.")
 
 
@@ -139,8 +140,8 @@ if not chosen:
 
 table = st.empty()
 records = side_by_side(chosen)
-table.dataframe(pd.DataFrame([compare_row(r) for r in records]), column_order=COLUMNS, hide_index=True,
-                column_config={"time (s)": st.column_config.NumberColumn(format="%.1f")})
+table.dataframe(pd.DataFrame(gaps_as_text([compare_row(r) for r in records])), column_order=COLUMNS,
+                hide_index=True)
 step_by_step(records)
 with_branches(records)
 

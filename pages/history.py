@@ -11,7 +11,7 @@ from core import jobs
 from core.overrides import OverrideStore
 from core.replays import model_label
 from core.runs import ENDED, as_tree
-from core.summary import outcome_row, technique_label
+from core.summary import gaps_as_text, outcome_row, technique_label
 from pages.common import kept, show_run_in_url
 from pages.run_view import TIME_FORMAT, branch_form, open_run, run_label, show_outcome, show_run
 
@@ -74,12 +74,11 @@ def branch_of(record, depth: int) -> str:
 
 
 ids = [r.id for r in shown]
-table = pd.DataFrame([{"branch": branch_of(r, depth), **outcome_row(r, overrides.get(r.id))} for r, depth in tree],
-                     columns=COLUMNS)
+table = pd.DataFrame(gaps_as_text([{"branch": branch_of(r, depth), **outcome_row(r, overrides.get(r.id))}
+                                   for r, depth in tree]), columns=COLUMNS)
 picked = st.dataframe(table, hide_index=True, column_order=COLUMNS, on_select="rerun", selection_mode="single-row",
                       key="history_table", height=min(400, 38 + 35 * max(1, len(table))),
-                      column_config={"correct": st.column_config.CheckboxColumn("correct", width="small"),
-                                     "time (s)": st.column_config.NumberColumn(format="%.1f")})
+                      column_config={"correct": st.column_config.CheckboxColumn("correct", width="small")})
 rows = picked.selection.rows
 if rows and rows[0] < len(ids) and st.session_state.get("_history_clicked") != ids[rows[0]]:
     st.session_state["_history_clicked"] = ids[rows[0]]  # a click opens its run below (once: the list can follow)

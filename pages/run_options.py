@@ -16,11 +16,9 @@ from core.backends.registry import BACKENDS, language
 from core.replays import Replay, model_label, replays
 from core.scenario import Question
 from core import settings as config
-from core.summary import technique_label
+from core.summary import HITL_LABELS, technique_label
 from pages.common import dqa_root, kept, session_db, session_llm
 
-HITL_LABELS = {"auto": "None (automatic)", "approve-replans": "Approve re-plans",
-               "approve-every-plan": "Approve every plan"}
 REPLAYS = "replays"  # the model choice "each technique's recorded replay"
 NO_MODEL = ("No LLM configured: enter a model on **Settings** (or set OPENAI_MODEL with OPENAI_API_KEY, or "
             "OPENAI_BASE_URL for a local server)")

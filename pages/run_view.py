@@ -20,10 +20,10 @@ from core.jobs import RunJob
 from core.overrides import OverrideStore
 from core.replays import model_label
 from core.runs import PauseTaken, RunRecord
-from core.summary import question_id, technique_label
+from core.summary import answered, question_id, review_label, technique_label
 from core.trace import Trace, step_summary
 from pages.common import number, session_reviewer
-from pages.run_options import HITL_LABELS, runtime_factory
+from pages.run_options import runtime_factory
 
 #: Ended runs that did not end well: status -> what the outcome box leads with, and its icon.
 ENDED_BADLY = {"failed": ("The run failed", ":material/error:"),
@@ -237,7 +237,7 @@ class RunPanel:
         self._price = model_price(settings["llm"])
         label = technique_label(settings["technique"])
         details = (f"`{question_id(settings)}` · {settings['db']} · {md(model_label(settings['llm']))} · "
-                   f"review: {HITL_LABELS.get(settings['hitl'], settings['hitl']).lower()} · run `{run_id}`")
+                   f"review: {review_label(settings).lower()} · run `{run_id}`")
         if compact:
             st.markdown(f"#### {label}")
             st.caption(details)
@@ -435,7 +435,7 @@ def show_outcome(record: RunRecord, compact: bool = False) -> None:
         st.warning("The final answer names no decision.", icon=":material/help:")
     decision = "none" if o.get("decision") is None else str(o["decision"])
     correct = {True: "correct", False: "wrong", None: "no label"}[o.get("correct")]
-    if record.status == "failed" and not o.get("final_answer"):  # not a wrong answer: no answer at all
+    if not answered(record):  # failed or stopped before its final answer: not a wrong answer, no answer at all
         correct = "not answered"
     if o.get("grade_status") in ("ambiguous", "none") and o.get("decision") is None:
         decision = "ambiguous" if o["grade_status"] == "ambiguous" else "none"
@@ -456,7 +456,7 @@ def show_outcome(record: RunRecord, compact: bool = False) -> None:
         st.markdown(f"**Final answer:** {md(o['final_answer'])}")
     cols = st.columns(6)
     cols[0].metric("Decision", decision)
-    cols[1].metric("Correct", correct, help=f"Labelled best decision: {o.get('label')}")
+    cols[1].metric("Correct", correct, help=f"Labelled best decision: {o.get('label') or 'none'}")
     cols[2].metric("Rank", rank, help=(f"Regret {number(placement['regret'])}, gain over doing nothing "
                                        f"{number(placement['gain'])}") if placement else "Not a candidate decision")
     estimated = " (estimated from characters)" if tokens.get("estimated") else ""

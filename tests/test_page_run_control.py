@@ -172,6 +172,29 @@ def test_compare_lines_up_a_run_and_its_branch_by_step(home):
     assert any(s.value == "A run and its branches" for s in at.subheader)
     table = at.dataframe[-1].value
     column = f"branch {branch.run_id}"
-    marked = table[table[column].str.startswith("\u2442")]
-    assert list(marked["step"]) == [3] and marked[column].iloc[0].startswith("\u2442 branched here (note)")
+    marked = table[table[column].str.startswith("\u21b3")]
+    assert list(marked["step"]) == [3] and marked[column].iloc[0].startswith("\u21b3 branched here (note)")
     assert table[f"run {parent.run_id}"][0] == table[column][0]  # the same first step
+
+
+def test_a_run_ended_without_an_answer_reads_neither_wrong_nor_none(home):
+    """A run stopped before its final answer is "not answered" (not wrong) on Run, History and Compare; the tables
+    show "–" where there is nothing (never "None"), and the review mode names query approval too."""
+    stopped, paused = paused_run(), paused_run(review_queries=True)
+    jobs.stop(stopped)
+    store = jobs.open_store()  # the outcome a run stopped mid-way gets: graded, with no answer
+    store.update(stopped, "stopped", outcome={"decision": None, "correct": False, "label": "doab",
+                                              "final_answer": "", "grade_status": "none"})
+    run = session(stopped, "ana")
+    assert not run.exception
+    assert [m.value for m in run.metric if m.label == "Correct"] == ["not answered"]
+    history = open_page("pages/history.py")
+    table = history.dataframe[0].value.set_index("run")
+    assert table.loc[stopped, "correct"] is None and table.loc[paused, "correct"] is None
+    assert set(table["decision"]) == set(table["rank"]) == {"–"} and table.loc[paused, "grade"] == "–"
+    assert table.loc[paused, "LLM calls"] == table.loc[paused, "time (s)"] == "–"  # a run with no outcome yet
+    assert table.loc[paused, "review"] == "Approve re-plans + every query"
+    compare = open_page("pages/compare.py")
+    compare.multiselect(key="compare-demo/locating/1").set_value([stopped, paused]).run()
+    rows = compare.dataframe[0].value
+    assert "None" not in rows.astype(str).to_numpy().ravel().tolist() and list(rows["correct"]) == [None, None]
