@@ -56,6 +56,9 @@ STALE_S = 30.0  # a running run whose heartbeat is older than this is interrupte
 ENDED = ("finished", "failed", "stopped", "stuck", "context_exceeded")
 #: list() filters: keyword -> column
 FILTERS = ("status", "scenario", "question", "db", "technique", "llm", "hitl", "correct")
+#: Ended without an answer is not a wrong answer: runs of these statuses with no final answer are "not answered"
+#: (their ``correct`` is left empty, so a filter on wrong answers does not list them).
+UNANSWERED = ("failed", "stopped", "interrupted")
 
 
 @dataclass
@@ -362,7 +365,8 @@ class RunStore:
         """Set the run's status, its pause (None clears it, except for a running run) and, once it ended, its
         outcome."""
         decision = None if not outcome or outcome.get("decision") is None else str(outcome["decision"])
-        correct = None if not outcome or outcome.get("correct") is None else int(outcome["correct"])
+        unanswered = status in UNANSWERED and not (outcome or {}).get("final_answer")
+        correct = None if not outcome or outcome.get("correct") is None or unanswered else int(outcome["correct"])
         # A running run has this process as owner, and keeps the pause it resumed from (the review of which
         # goes on if the run is interrupted before its next step); a run that stops running has no owner.
         owned = status == "running"

@@ -8,7 +8,7 @@ from core.agents.config import setting_label
 from core.agents.techniques import TECHNIQUES
 from core.grading import placement_text
 from core.replays import model_label
-from core.runs import RunRecord
+from core.runs import UNANSWERED, RunRecord
 from core.trace import Trace
 
 
@@ -26,8 +26,6 @@ GAP = "–"  # a table cell with nothing to show (Streamlit's tables would show 
 #: How a run's review mode reads (``settings["hitl"]``); "+ every query" when the analyst approves each query too.
 HITL_LABELS = {"auto": "None (automatic)", "approve-replans": "Approve re-plans",
                "approve-every-plan": "Approve every plan"}
-#: Ended without an answer is not a wrong answer: runs of these statuses with no final answer are "not answered".
-UNANSWERED = ("failed", "stopped", "interrupted")
 
 
 def review_label(settings: dict) -> str:

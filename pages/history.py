@@ -78,7 +78,8 @@ table = pd.DataFrame(gaps_as_text([{"branch": branch_of(r, depth), **outcome_row
                                    for r, depth in tree]), columns=COLUMNS)
 picked = st.dataframe(table, hide_index=True, column_order=COLUMNS, on_select="rerun", selection_mode="single-row",
                       key="history_table", height=min(400, 38 + 35 * max(1, len(table))),
-                      column_config={"correct": st.column_config.CheckboxColumn("correct", width="small")})
+                      column_config={"correct": st.column_config.CheckboxColumn("correct", width="small"),
+                                     "grade": st.column_config.TextColumn("grade", width="medium")})
 rows = picked.selection.rows
 if rows and rows[0] < len(ids) and st.session_state.get("_history_clicked") != ids[rows[0]]:
     st.session_state["_history_clicked"] = ids[rows[0]]  # a click opens its run below (once: the list can follow)

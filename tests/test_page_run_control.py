@@ -185,6 +185,7 @@ def test_a_run_ended_without_an_answer_reads_neither_wrong_nor_none(home):
     store = jobs.open_store()  # the outcome a run stopped mid-way gets: graded, with no answer
     store.update(stopped, "stopped", outcome={"decision": None, "correct": False, "label": "doab",
                                               "final_answer": "", "grade_status": "none"})
+    assert stopped not in {r.id for r in store.list(correct=False)}  # "wrong answers" does not list it
     run = session(stopped, "ana")
     assert not run.exception
     assert [m.value for m in run.metric if m.label == "Correct"] == ["not answered"]
