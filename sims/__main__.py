@@ -50,7 +50,8 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument(target, required=True, help=help_text)
         sub.add_argument("--mode", choices=MODES, default="dqa", help=MODE_HELP)
         sub.add_argument("--json", action="store_true",
-                         help='print a JSON array, best first: [{"candidate", "score", "measure", "better"}, ...]')
+                         help='print a JSON array, best first: [{"candidate", "score", "rank", "tied", "measure", '
+                              '"better"}, ...]; rank: the best position of its tie group, tied: the group\'s size')
     check = commands.add_parser("check", help="rank every DQA question and compare with the answers")
     check.add_argument("--dqa", type=Path, help="the DQA data directory (default: DQA_DIR, else ../shared/dqa)")
     check.add_argument("--mode", choices=MODES, default="dqa", help=MODE_HELP)

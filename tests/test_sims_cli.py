@@ -114,3 +114,18 @@ def test_every_option_has_help():
 def test_rank_table_marks_ties(dqa_dir):
     done = run("rank", "locating", "--db", dqa_dir / "locating/queries/SQL_format/q1.sql", "--country", "SWE")
     assert done.returncode == 0 and "  =3  " in done.stdout and "tied with the others of rank N" in done.stdout
+
+
+def test_rank_json_help_and_readme_name_every_field(dqa_dir):
+    """The --json help and the README's example object list the keys the output has (rank and tied too)."""
+    from sims.__main__ import _parser
+
+    done = run("rank", "locating", "--db", dqa_dir / "locating/queries/SQL_format/q1.sql", "--country", "SWE",
+               "--json")
+    keys = list(json.loads(done.stdout)[0])
+    sub = _parser()._subparsers._group_actions[0].choices["rank"]._subparsers._group_actions[0].choices["locating"]
+    help_text = next(a.help for a in sub._actions if "--json" in a.option_strings)
+    readme = (ROOT / "README.md").read_text()
+    example = readme[readme.index('`{"candidate": "krakow"'):].split("`")[1]
+    assert list(json.loads(example)) == keys
+    assert all(f'"{k}"' in help_text for k in keys)
