@@ -210,3 +210,15 @@ def test_an_empty_question_set_says_so(tmp_path):
     (tmp_path / "locating/questions/simulated_question.json").write_text("[]")
     out = run("grade", "--scenario", "building", "--question", "1", "x", env={"DQA_DIR": str(tmp_path)})
     assert (out.returncode, out.stderr) == (1, "error: no dqa building question 1: there are no questions\n")
+
+
+def test_a_stuck_run_exits_1_as_its_help_and_the_readme_say(dqa_dir, tmp_path):
+    out = run("run", "--scenario", "locating", "--question", "1", "--db", "sqlite", "--technique", "iterrag", "--json",
+              "--llm", f"replay:{ROOT / 'tests/transcripts/guards/locating_sql_iterrag_loop.json'}",
+              env={"DQA_DIR": str(dqa_dir), "PLANRAG_HOME": str(tmp_path)})
+    assert out.returncode == 1 and json.loads(out.stdout)["status"] == "stuck", out.stderr
+    from core.cli import build_parser
+
+    assert "1 failed (also stuck or context_exceeded)" in " ".join(dict(_parsers(build_parser()))[
+        "python -m core run"].format_help().split())
+    assert "1 when it failed (also `stuck` or `context_exceeded`)" in " ".join((ROOT / "README.md").read_text().split())
