@@ -31,9 +31,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def main(args) -> int:
     from core.grading import make_override
+    from core.home import check as check_home
     from core.overrides import OverrideStore, run_question
     from core.runs import RunStore
 
+    check_home()  # a home that is a file or read-only: an error line, not a traceback
     store = OverrideStore()
     if args.list:
         for run_id, o in store.all().items():
