@@ -129,3 +129,16 @@ def test_rank_json_help_and_readme_name_every_field(dqa_dir):
     example = readme[readme.index('`{"candidate": "krakow"'):].split("`")[1]
     assert list(json.loads(example)) == keys
     assert all(f'"{k}"' in help_text for k in keys)
+
+
+def test_check_without_a_dqa_directory_says_how_to_set_one(tmp_path, monkeypatch, capsys):
+    """As python -m core: no DQA_DIR and no ../shared/dqa is 'set DQA_DIR', not a missing file under ../shared."""
+    import sims.__main__ as cli
+
+    monkeypatch.delenv("DQA_DIR", raising=False)
+    monkeypatch.setattr(cli, "DEFAULT_DQA", tmp_path / "shared/dqa")
+    assert cli.main(["check"]) == 2
+    assert capsys.readouterr().err.startswith("error: no DQA directory: set DQA_DIR (or give --dqa DIR)")
+    monkeypatch.setenv("DQA_DIR", str(tmp_path / "nowhere"))
+    assert cli.main(["check"]) == 2
+    assert capsys.readouterr().err == f"error: the DQA directory {tmp_path / 'nowhere'} is not a folder\n"
