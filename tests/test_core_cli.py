@@ -222,3 +222,13 @@ def test_a_stuck_run_exits_1_as_its_help_and_the_readme_say(dqa_dir, tmp_path):
     assert "1 failed (also stuck or context_exceeded)" in " ".join(dict(_parsers(build_parser()))[
         "python -m core run"].format_help().split())
     assert "1 when it failed (also `stuck` or `context_exceeded`)" in " ".join((ROOT / "README.md").read_text().split())
+
+
+def test_readme_names_every_bench_script_where_it_lists_them():
+    """The test section's list of speed scripts and the layout table each name every bench/bench_*.py."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## Run the tests"):readme.index("## Point it at DQA")]
+    layout = next(line for line in readme.splitlines() if line.startswith("| `bench/` |"))
+    for script in sorted(p.name for p in (ROOT / "bench").glob("bench_*.py")):
+        assert f"`{script}`" in section or f"`bench/{script}`" in section, script
+        assert f"`{script}`" in layout, script
