@@ -7,6 +7,7 @@ from pathlib import Path
 
 from core import scenarios
 from core.dqa import DQA, DQAError
+from core.numbers import questions_text
 from core.scenario import Database, Question, ScenarioKind
 from core.settings import dqa_dir
 
@@ -48,7 +49,7 @@ def question(source: str, scenario: ScenarioKind, number: int, root: str | Path 
     """Question N of a source and scenario; raises DQAError for an unknown number."""
     qs = questions(source, scenario, root)
     if not 1 <= number <= len(qs):
-        raise DQAError(f"no {source} {scenario} question {number}: there are questions 1-{len(qs)}")
+        raise DQAError(f"no {source} {scenario} question {number}: there are {questions_text(len(qs))}")
     return qs[number - 1]
 
 

@@ -377,12 +377,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_query)
 
     p = sub.add_parser("run", help="run an agent on a question, or resume a paused run",
-                       description="Run an agent on a DQA question. With --hitl approve-replans or "
+                       description="Run an agent on a question (DQA, demo or a plugin's). With --hitl approve-replans or "
                                    "approve-every-plan the run pauses at a plan (with --approve-queries also before "
                                    "each query): it prints the plan, the run id and the pause id, and exits with "
                                    "code 3; resume it (also after a restart) with --resume RUN_ID --pause ID and "
                                    "one of --approve, --edit STEP ... (the whole edited plan), --edit-query QUERY "
-                                   "or --reject NOTE. Exit codes: 0 finished, 1 failed, stopped or error, 3 paused.")
+                                   "or --reject NOTE. Exit codes: 0 finished, 1 failed (also stuck or "
+                                   "context_exceeded), stopped or error, 3 paused.")
     p.add_argument("--scenario", help=SCENARIO_HELP)
     p.add_argument("--source", choices=list(SOURCES), help=SOURCE_HELP)
     p.add_argument("--question", type=int, help="question number N (1-based, file order)")

@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 
 from core.graphdata import GraphData, read_cypher_dump
+from core.numbers import questions_text
 from core.scenario import SCENARIOS, Database, Question, ScenarioKind
 from sims.generator import GenerateError, read_manifest
 from sims.sqldump import read_sql_dump
@@ -79,7 +80,7 @@ class DQA:
         """Question N (1-based, as the benchmark's runner counts)."""
         qs = self._questions[scenario]
         if not 1 <= number <= len(qs):
-            raise DQAError(f"no {scenario} question {number}: DQA has questions 1-{len(qs)}")
+            raise DQAError(f"no {scenario} question {number}: DQA has {questions_text(len(qs))}")
         return qs[number - 1]
 
     def _read(self, path: Path, reader):

@@ -15,8 +15,9 @@ import sys
 
 from core.catalog import SOURCES
 
-DESCRIPTION = __doc__.split("\n\n", 2)[0] + " Prints the decision the answer concludes with, whether it is the " \
-    "label, and its rank and regret in the simulator's ranking."
+DESCRIPTION = (__doc__.split("\n\n", 2)[0] + " Prints the decision the answer concludes with, whether it is the "
+               "label, and its rank and regret in the simulator's ranking. " + __doc__.split("\n\n")[2].strip()
+               ).replace("``", "")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

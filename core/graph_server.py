@@ -35,7 +35,7 @@ USER = "root"
 DEFAULT_DATABASE = "neo4j"  # the database a Bolt session without one uses
 START_WAIT_S = 60.0
 STOP_WAIT_S = 20.0
-DESCRIPTION = __doc__.split("\n\n")[0]
+DESCRIPTION = __doc__.split("\n\n")[0].replace("``", "")
 
 
 def home() -> Path:

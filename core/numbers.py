@@ -6,6 +6,12 @@ import re
 _RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
 
 
+def questions_text(count: int) -> str:
+    """The question numbers a set of ``count`` questions has, for messages: ``questions 1-200``, ``only question
+    1``, ``no questions`` (never ``questions 1-0``)."""
+    return "no questions" if count < 1 else "only question 1" if count == 1 else f"questions 1-{count}"
+
+
 def parse_numbers(text: str, option: str = "--questions") -> list[int]:
     """Question numbers from ranges and lists like ``1-10,15``: sorted, unique. ValueError naming ``option`` and
     the bad part."""

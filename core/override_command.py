@@ -15,7 +15,7 @@ import json
 import sys
 from datetime import datetime
 
-DESCRIPTION = __doc__.split("\n\n", 1)[0]
+DESCRIPTION = __doc__.split("\n\n", 1)[0].replace("``", "")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -31,31 +31,33 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def main(args) -> int:
     from core.grading import make_override
+    from core.home import check as check_home
     from core.overrides import OverrideStore, run_question
     from core.runs import RunStore
 
+    check_home()  # a home that is a file or read-only: an error line, not a traceback
     store = OverrideStore()
     if args.list:
         for run_id, o in store.all().items():
             print(json.dumps({"run_id": run_id, **o.to_dict()}))
         return 0
     if not args.run_id:
-        print("error (override): give a RUN_ID (or --list)", file=sys.stderr)
+        print("error: give a RUN_ID (or --list)", file=sys.stderr)
         return 2
     if args.clear:
         print(f"{args.run_id}: automatic grade restored" if store.clear(args.run_id)
               else f"{args.run_id} had no override")
         return 0
     if args.decision is None and not args.no_decision:
-        print("error (override): give --decision D, --no-decision or --clear", file=sys.stderr)
+        print("error: give --decision D, --no-decision or --clear", file=sys.stderr)
         return 2
     if not args.by:
-        print("error (override): say who overrides the grade with --by NAME", file=sys.stderr)
+        print("error: say who overrides the grade with --by NAME", file=sys.stderr)
         return 2
     try:
         record = RunStore().get(args.run_id, events=False)
     except KeyError:
-        print(f"error (override): run {args.run_id} is not in the run store", file=sys.stderr)
+        print(f"error: run {args.run_id} is not in the run store", file=sys.stderr)
         return 1
     candidates, label = run_question(record.settings)
     decision = None
@@ -63,7 +65,7 @@ def main(args) -> int:
         by_text = {str(c).lower(): c for c in candidates}
         decision = by_text.get(args.decision.strip().lower())
         if decision is None:
-            print(f"error (override): {args.decision!r} is not a candidate of this question", file=sys.stderr)
+            print(f"error: {args.decision!r} is not a candidate of this question", file=sys.stderr)
             return 1
     o = make_override(decision, label, args.by, args.note)
     store.put(args.run_id, o)

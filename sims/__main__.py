@@ -32,10 +32,10 @@ MODE_HELP = ("dqa: as the DQA labels were computed (default); rules: as the pape
 DEFAULT_DQA = Path(__file__).resolve().parent.parent.parent / "shared" / "dqa"
 
 
-def _dqa_dir() -> Path:
-    """DQA_DIR, else ../shared/dqa beside the project (as ``python -m core`` finds it)."""
+def _dqa_dir() -> Path | None:
+    """DQA_DIR, else ../shared/dqa beside the project when it exists (as ``python -m core`` finds it), else None."""
     value = os.environ.get("DQA_DIR")
-    return Path(value).expanduser() if value else DEFAULT_DQA
+    return Path(value).expanduser() if value else DEFAULT_DQA if DEFAULT_DQA.is_dir() else None
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -50,7 +50,8 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument(target, required=True, help=help_text)
         sub.add_argument("--mode", choices=MODES, default="dqa", help=MODE_HELP)
         sub.add_argument("--json", action="store_true",
-                         help='print a JSON array, best first: [{"candidate", "score", "measure", "better"}, ...]')
+                         help='print a JSON array, best first: [{"candidate", "score", "rank", "tied", "measure", '
+                              '"better"}, ...]; rank: the best position of its tie group, tied: the group\'s size')
     check = commands.add_parser("check", help="rank every DQA question and compare with the answers")
     check.add_argument("--dqa", type=Path, help="the DQA data directory (default: DQA_DIR, else ../shared/dqa)")
     check.add_argument("--mode", choices=MODES, default="dqa", help=MODE_HELP)
@@ -89,7 +90,15 @@ def main(argv: list[str] | None = None) -> int:
         return run_generate(args)
     try:
         if args.command == "check":
-            report = check_benchmark(args.dqa or _dqa_dir(), args.mode)
+            root = args.dqa or _dqa_dir()
+            if root is None:
+                print("error: no DQA directory: set DQA_DIR (or give --dqa DIR) to the data/ folder of the "
+                      "myeon9h/PlanRAG repository", file=sys.stderr)
+                return 2
+            if not root.is_dir():
+                print(f"error: the DQA directory {root} is not a folder", file=sys.stderr)
+                return 2
+            report = check_benchmark(root, args.mode)
             for part in (report.locating, report.building):
                 print(f"{part.scenario}: {part.agree}/{part.total} agree")
                 for miss in part.misses:

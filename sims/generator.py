@@ -93,6 +93,12 @@ class Knobs:
         knobs._check()
         return knobs
 
+    def margin_text(self) -> str:
+        """The margin knobs as typed, for messages: ``margin at least 0.9``, ``margin 0-0.002``."""
+        if self.max_margin is None:
+            return f"margin at least {self.min_margin}"
+        return f"margin {self.min_margin}-{self.max_margin}"
+
     def _check(self) -> None:
         lo, hi = self.candidates
         problems = [
@@ -225,8 +231,8 @@ def _locating_unit(knobs: Knobs, unit: int, kinds: list[bool]) -> tuple[Tables, 
                 summaries.append(summary)
             return tables, questions, summaries
     raise GenerateError(f"no Locating network out of {MAX_ATTEMPTS} gave questions within the knobs "
-                        f"(margin {knobs.min_margin}-{knobs.max_margin}, candidates {knobs.candidates}, hops "
-                        f"{knobs.hops}): loosen them")
+                        f"({knobs.margin_text()}, candidates {'-'.join(map(str, knobs.candidates))}, hops "
+                        f"{'-'.join(map(str, knobs.hops))}): loosen them")
 
 
 # --- Building ---------------------------------------------------------------------------------------------------
@@ -264,9 +270,9 @@ def _building_unit(knobs: Knobs, unit: int, count: int) -> tuple[Tables, list[di
                                   "target_gdb": BUILDING_TARGET_GDB, "answer": ranking.label()})
                 summaries.append(summary)
             return tables, questions, summaries
-    raise GenerateError(f"no market out of {MAX_ATTEMPTS} gave {count} questions within the knobs (margin "
-                        f"{knobs.min_margin}-{knobs.max_margin}, buildings {knobs.candidates}): loosen them or lower "
-                        "--per-db")
+    raise GenerateError(f"no market out of {MAX_ATTEMPTS} gave {count} questions within the knobs "
+                        f"({knobs.margin_text()}, buildings {'-'.join(map(str, knobs.candidates))}): loosen them or "
+                        "lower --per-db")
 
 
 def _letters(unit: int) -> int:

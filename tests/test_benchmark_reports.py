@@ -172,3 +172,19 @@ def test_items_show_a_tied_rank_as_a_tie():
              result("sqlite", "planrag", 2, True, rank=1, tied=1, candidates=79, regret=0.0),
              result("sqlite", "planrag", 3, False, decision=None)]
     assert rows(reports.items(picks), ["place"]) == [("tied 3rd–79th of 79",), ("1 of 79",), (None,)]
+
+
+def test_the_contract_csvs_have_their_header_with_no_rows(tmp_path):
+    """Tools read accuracy.csv and regret.csv by column name: with no result yet, or no wrong pick, each is a header
+    line, not an empty file; report.json holds empty lists."""
+    every_pick_right = [r for r in RESULTS if r["correct"]]
+    reports.export(every_pick_right, DEFAULT_PRICES, tmp_path / "right")
+    assert (tmp_path / "right/regret.csv").read_text().splitlines() == [",".join(reports.REGRET_COLUMNS)]
+    reports.export([], DEFAULT_PRICES, tmp_path / "none", not_run=[])
+    header = (tmp_path / "none/accuracy.csv").read_text().splitlines()
+    assert header == [",".join(reports.ACCURACY_COLUMNS)]
+    for key in ("n", "correct", "errors", "ci95_low", "ci95_high"):
+        assert key in reports.ACCURACY_COLUMNS
+    assert list(reports.accuracy(RESULTS).columns) == reports.ACCURACY_COLUMNS
+    saved = json.loads((tmp_path / "none/report.json").read_text())
+    assert saved["accuracy"] == [] and saved["paired"] == [] and saved["regret"] == []

@@ -170,3 +170,65 @@ def test_an_unknown_scenario_is_an_error_line_not_a_traceback(capsys, tmp_path, 
         assert cli.main(argv) == 1, argv
         err = capsys.readouterr().err
         assert err.startswith("error: unknown scenario 'nope'; known: locating, building"), (argv, err)
+
+
+def test_readme_names_the_dqa_files_there_are(dqa_dir):
+    """The README's table of DQA files names the question files as they are spelled (Building's is plural)."""
+    readme = (ROOT / "README.md").read_text()
+    for path in ("locating/questions/simulated_question.json", "building/questions/simulated_questions.json"):
+        assert f"`{path}`" in readme and (dqa_dir / path).is_file(), path
+    assert "`building/questions/simulated_question.json`" not in readme
+
+
+def test_help_names_the_home_by_its_variable():
+    """Help says PLANRAG_HOME (what a user sets), never the code's DATA_HOME, and shows no reST markup."""
+    from core.cli import build_parser
+
+    texts = [build_parser().format_help()]
+    texts += [sub.format_help() for _, sub in _parsers(build_parser())]
+    assert not [t for t in texts if "DATA_HOME" in t.replace("PLANRAG_HOME", "")]
+    assert not [t for t in texts if "``" in t]
+    assert "PLANRAG_HOME/bench/NAME" in "".join(texts)
+
+
+def _parsers(parser, path="python -m core"):
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield f"{path} {name}", sub
+                yield from _parsers(sub, f"{path} {name}")
+
+
+def test_an_empty_question_set_says_so(tmp_path):
+    """A set with no questions of a scenario (a generated Locating-only set) says there are none, not '1-0'."""
+    from core.numbers import questions_text
+
+    assert [questions_text(n) for n in (0, 1, 200)] == ["no questions", "only question 1", "questions 1-200"]
+    (tmp_path / "building/questions").mkdir(parents=True)
+    (tmp_path / "building/questions/simulated_questions.json").write_text("[]")
+    (tmp_path / "locating/questions").mkdir(parents=True)
+    (tmp_path / "locating/questions/simulated_question.json").write_text("[]")
+    out = run("grade", "--scenario", "building", "--question", "1", "x", env={"DQA_DIR": str(tmp_path)})
+    assert (out.returncode, out.stderr) == (1, "error: no dqa building question 1: there are no questions\n")
+
+
+def test_a_stuck_run_exits_1_as_its_help_and_the_readme_say(dqa_dir, tmp_path):
+    out = run("run", "--scenario", "locating", "--question", "1", "--db", "sqlite", "--technique", "iterrag", "--json",
+              "--llm", f"replay:{ROOT / 'tests/transcripts/guards/locating_sql_iterrag_loop.json'}",
+              env={"DQA_DIR": str(dqa_dir), "PLANRAG_HOME": str(tmp_path)})
+    assert out.returncode == 1 and json.loads(out.stdout)["status"] == "stuck", out.stderr
+    from core.cli import build_parser
+
+    assert "1 failed (also stuck or context_exceeded)" in " ".join(dict(_parsers(build_parser()))[
+        "python -m core run"].format_help().split())
+    assert "1 when it failed (also `stuck` or `context_exceeded`)" in " ".join((ROOT / "README.md").read_text().split())
+
+
+def test_readme_names_every_bench_script_where_it_lists_them():
+    """The test section's list of speed scripts and the layout table each name every bench/bench_*.py."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## Run the tests"):readme.index("## Point it at DQA")]
+    layout = next(line for line in readme.splitlines() if line.startswith("| `bench/` |"))
+    for script in sorted(p.name for p in (ROOT / "bench").glob("bench_*.py")):
+        assert f"`{script}`" in section or f"`bench/{script}`" in section, script
+        assert f"`{script}`" in layout, script

@@ -372,3 +372,13 @@ def test_same_bytes_under_other_hash_seeds(tmp_path):
             assert done.returncode == 0, done.stderr
         outputs.append({p.relative_to(out): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()})
     assert outputs[0] == outputs[1] and len(outputs[0]) == 1 + 2 * (2 + 3 * 2)
+
+
+def test_knobs_that_give_no_question_are_named_as_typed(tmp_path):
+    """The error names the knobs as the user typed them: no 'None' for an open margin, ranges as LO-HI."""
+    assert Knobs("locating", 1, 1, min_margin=0.9).margin_text() == "margin at least 0.9"
+    assert Knobs("locating", 1, 1, max_margin=0.002).margin_text() == "margin 0.0-0.002"
+    with pytest.raises(GenerateError) as e:
+        generate(Knobs("locating", 1, 1, min_margin=0.9), tmp_path / "set")
+    assert "(margin at least 0.9, candidates 1-8, hops 1-3): loosen them" in str(e.value)
+    assert "None" not in str(e.value)

@@ -60,6 +60,8 @@ def test_override_from_the_command_line(tmp_path):
                               text=True, timeout=120, env=env)
 
     assert "--by" in override("r1", "--decision", "doab").stderr
+    missing = override("r9", "--decision", "doab", "--by", "ana")
+    assert (missing.returncode, missing.stderr) == (1, "error: run r9 is not in the run store\n")  # no "(override)"
     assert "not a candidate" in override("r1", "--decision", "atlantis", "--by", "ana").stderr
     done = override("r1", "--decision", "Doab", "--by", "ana", "--note", "the answer names doab last")
     assert done.returncode == 0 and "grade overridden by ana" in done.stdout and "(correct)" in done.stdout

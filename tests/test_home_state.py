@@ -64,6 +64,19 @@ def test_home_that_is_a_file_is_a_clear_error(cli_home, capsys):
     assert where.read_text() == "not a folder"
     assert cli.main(["bench", "--smoke"]) == 1
     assert "is a file" in capsys.readouterr().err
+    for argv in (["override", "--list"], ["override", "run1", "--clear"]):  # was a FileExistsError traceback
+        assert cli.main(argv) == 1, argv
+        err = capsys.readouterr().err
+        assert err.startswith("error (config): the project home") and "is a file" in err, (argv, err)
+
+
+def test_scenario_new_where_it_cannot_write_is_an_error_line(tmp_path, capsys, monkeypatch):
+    from core import cli
+
+    monkeypatch.delenv("PLANRAG_SCENARIOS", raising=False)
+    (tmp_path / "file").write_text("not a folder")
+    assert cli.main(["scenario", "new", "mine", "--dir", str(tmp_path / "file")]) == 1  # was a traceback
+    assert capsys.readouterr().err.startswith(f"error: cannot write the skeleton in {tmp_path / 'file' / 'mine'}: ")
 
 
 def test_read_only_home_is_a_clear_error(cli_home, read_only, capsys, monkeypatch):

@@ -114,3 +114,31 @@ def test_every_option_has_help():
 def test_rank_table_marks_ties(dqa_dir):
     done = run("rank", "locating", "--db", dqa_dir / "locating/queries/SQL_format/q1.sql", "--country", "SWE")
     assert done.returncode == 0 and "  =3  " in done.stdout and "tied with the others of rank N" in done.stdout
+
+
+def test_rank_json_help_and_readme_name_every_field(dqa_dir):
+    """The --json help and the README's example object list the keys the output has (rank and tied too)."""
+    from sims.__main__ import _parser
+
+    done = run("rank", "locating", "--db", dqa_dir / "locating/queries/SQL_format/q1.sql", "--country", "SWE",
+               "--json")
+    keys = list(json.loads(done.stdout)[0])
+    sub = _parser()._subparsers._group_actions[0].choices["rank"]._subparsers._group_actions[0].choices["locating"]
+    help_text = next(a.help for a in sub._actions if "--json" in a.option_strings)
+    readme = (ROOT / "README.md").read_text()
+    example = readme[readme.index('`{"candidate": "krakow"'):].split("`")[1]
+    assert list(json.loads(example)) == keys
+    assert all(f'"{k}"' in help_text for k in keys)
+
+
+def test_check_without_a_dqa_directory_says_how_to_set_one(tmp_path, monkeypatch, capsys):
+    """As python -m core: no DQA_DIR and no ../shared/dqa is 'set DQA_DIR', not a missing file under ../shared."""
+    import sims.__main__ as cli
+
+    monkeypatch.delenv("DQA_DIR", raising=False)
+    monkeypatch.setattr(cli, "DEFAULT_DQA", tmp_path / "shared/dqa")
+    assert cli.main(["check"]) == 2
+    assert capsys.readouterr().err.startswith("error: no DQA directory: set DQA_DIR (or give --dqa DIR)")
+    monkeypatch.setenv("DQA_DIR", str(tmp_path / "nowhere"))
+    assert cli.main(["check"]) == 2
+    assert capsys.readouterr().err == f"error: the DQA directory {tmp_path / 'nowhere'} is not a folder\n"

@@ -10,7 +10,7 @@ from core.autoplan import EXPERIENCE_TECHNIQUES
 from core.autoplan.prompts import REFLECTIONS, REWARDS
 from core.backends.registry import BACKENDS
 from core.catalog import SOURCES
-from core.numbers import parse_numbers, spans
+from core.numbers import parse_numbers, questions_text, spans
 
 DESCRIPTION = """\
 AutoPlan (Ouyang & Li, 2023): learn a task-level plan for a scenario from training questions.
@@ -85,7 +85,7 @@ def _check_questions(source: str, scenario: str, numbers: list[int]) -> None:
     count = len(catalog.questions(source, scenario))
     missing = [n for n in numbers if n > count]
     if missing:
-        raise ValueError(f"--train: there is no {source} {scenario} question {missing[0]} (there are 1-{count})")
+        raise ValueError(f"--train: there is no {source} {scenario} question {missing[0]} (there are {questions_text(count)})")
 
 
 def cmd_train(args) -> int:
@@ -158,7 +158,7 @@ def cmd_show(args) -> int:
     try:
         plan = store.load(args.scenario, args.version)
     except ValueError as e:
-        print(f"error (autoplan): {e}", file=sys.stderr)
+        print(f"error: {e}", file=sys.stderr)
         return 1
     if args.json:
         print(json.dumps({**plan.to_dict(), "versions": store.versions(args.scenario)}, default=str))

@@ -47,8 +47,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rpm", type=float, help="at most this many LLM requests a minute")
     p.add_argument("--dqa-dir", type=Path, metavar="DIR",
                    help="the question set: a DQA folder or one made by python -m sims generate (default DQA_DIR)")
-    p.add_argument("--out", type=Path, help="results directory (default DATA_HOME/bench/NAME)")
-    p.add_argument("--name", help="the results directory's name under DATA_HOME/bench (default: the model's)")
+    p.add_argument("--out", type=Path, help="results directory (default PLANRAG_HOME/bench/NAME)")
+    p.add_argument("--name", help="the results directory's name under PLANRAG_HOME/bench (default: the model's)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the LLM reply cache")
     p.add_argument("--base-url", help="an OpenAI-compatible server (default OPENAI_BASE_URL)")
     p.add_argument("--temperature", type=float, default=0.0, help="default 0")

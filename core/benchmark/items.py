@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from core.numbers import parse_numbers as parse_number_list
-from core.numbers import spans
+from core.numbers import questions_text, spans
 from core.backends.registry import BACKENDS, unavailable
 
 class BenchError(Exception):
@@ -105,8 +105,8 @@ def work_list(scenarios: list[str], dbs: list[str], techniques: list[str], model
         chosen = [n for n in numbers if n <= count] if numbers else list(range(1, count + 1))
         beyond = [n for n in numbers if n > count]
         if beyond and len(scenarios) == 1:
-            raise BenchError(f"{scenario} has questions 1-{count}; there is no question {spans(beyond)}")
+            raise BenchError(f"{scenario} has {questions_text(count)}; there is no question {spans(beyond)}")
         if beyond:
-            notes.append(f"{scenario} has questions 1-{count}: {spans(beyond)} left out")
+            notes.append(f"{scenario} has {questions_text(count)}: {spans(beyond)} left out")
         items += [Item(scenario, n, db, t, model, source) for n in chosen for db in dbs for t in techniques]
     return WorkList(items, notes)

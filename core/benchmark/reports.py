@@ -98,6 +98,16 @@ def _interval(k: int, n: int) -> tuple[float | None, float | None]:
     return round(100 * low, 1), round(100 * high, 1)
 
 
+#: The columns of accuracy.csv (also when there is no result yet: a header, never an empty file).
+ACCURACY_COLUMNS = ["set", "source", "scenario", "db", "kind", "technique", "model", "n", "correct", "errors", "total",
+                    "accuracy", "ci95_low", "ci95_high", "answered", "answered accuracy", "optimal", "optimal rate",
+                    "optimal ci95_low", "optimal ci95_high", "undecided", "overridden", "all tied", "mean regret",
+                    "stuck", "paper"]
+#: The columns of regret.csv (also when no pick was wrong).
+REGRET_COLUMNS = ["source", "scenario", "technique", "model", "wrong", "ranked", "mean regret", "median regret",
+                  "mean relative regret %", "median rank"]
+
+
 def accuracy(results: list[dict]) -> pd.DataFrame:
     """Per question set, source, scenario, database, technique and model: n (every item, those that could not run
     included), correct, errors, label accuracy % with its 95% Wilson interval (ci95_low, ci95_high), the
@@ -107,7 +117,7 @@ def accuracy(results: list[dict]) -> pd.DataFrame:
     paper's figure beside (the DQA set only: a generated set's questions are others)."""
     df = _frame(results)
     if df.empty:
-        return pd.DataFrame()
+        return pd.DataFrame(columns=ACCURACY_COLUMNS)
     rows = []
     keys = ["set", "source", "scenario", "db", "kind", "technique", "model"]
     for (qset, source, scenario, db, kind, tech, model), g in df.groupby(keys, sort=False, dropna=False):
@@ -128,7 +138,7 @@ def accuracy(results: list[dict]) -> pd.DataFrame:
                      "mean regret": _round(regrets.mean()) if len(regrets) else None,
                      "stuck": int((g["status"] == "stuck").sum()),
                      "paper": paper.ACCURACY.get((scenario, kind), {}).get(tech) if qset == DQA_SET else None})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=ACCURACY_COLUMNS)
 
 
 #: The paper's number of questions per scenario (each on RDB and on GDB), for the interval of its figures.
@@ -359,7 +369,7 @@ def regret(results: list[dict]) -> pd.DataFrame:
     regret (% of the best score)."""
     df = _ran(_frame(results))
     if df.empty:
-        return pd.DataFrame()
+        return pd.DataFrame(columns=REGRET_COLUMNS)
     rows = []
     for (source, scenario, tech, model), g in df[df["correct"] == False].groupby(GROUP, sort=False):  # noqa: E712
         w = g[g["regret"].notna()]
@@ -368,7 +378,7 @@ def regret(results: list[dict]) -> pd.DataFrame:
                      "mean regret": _round(w["regret"].mean()), "median regret": _round(w["regret"].median()),
                      "mean relative regret %": _round(w["relative_regret"].mean()),
                      "median rank": _round(w["rank"].median())})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=REGRET_COLUMNS)
 
 
 def _round(value, digits: int = 3):

@@ -41,10 +41,15 @@ def cmd_new(args) -> int:
     if folder.exists():
         print(f"error: {folder} exists already; nothing written", file=sys.stderr)
         return 1
-    for rel, text in files(args.name, str(folder)).items():
-        path = folder / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+    try:
+        for rel, text in files(args.name, str(folder)).items():
+            path = folder / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+    except OSError as e:  # the folder's parent is a file, or not writable
+        print(f"error: cannot write the skeleton in {folder}: {e.strerror or e}"
+              f"{f' ({e.filename})' if e.filename else ''}", file=sys.stderr)
+        return 1
     print(f"wrote {folder}: scenario.toml, rules.md, simulator.py, data/supplier.csv")
     print(f"check it with: python -m core scenario check {folder}")
     return 0
