@@ -34,8 +34,8 @@ CHARS_PER_TOKEN = 4  # the estimate used when a model reports no usage (replays)
 
 class LLMError(Exception):
     """An LLM call that failed for good. ``kind``: config, auth, rate_limit, server, timeout, network,
-    bad_request, context (the request does not fit the model's context window), model or replay. The message never contains the API key. ``attempts``: each attempt made (see
-    Completion.attempts)."""
+    bad_request, context (the request does not fit the model's context window), model or replay. The message
+    never contains the API key. ``attempts``: each attempt made (see Completion.attempts)."""
 
     def __init__(self, kind: str, message: str, attempts: list[dict] | None = None):
         super().__init__(message)
