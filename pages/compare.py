@@ -130,10 +130,21 @@ with st.container(border=True):
                        for technique, model in models.items()]
             st.session_state[compared] = started + st.session_state.get(compared, [])
 
+linked = [run_id for run_id in st.query_params.get("runs", "").split(",") if run_id]
+if linked and linked != st.session_state.get("compare_linked"):  # a link names the runs it compares
+    st.session_state["compare_linked"] = st.session_state[compared] = linked
 labels = runs_of(question, st.session_state.get(kept(compared), []))
 st.session_state[compared] = [run_id for run_id in st.session_state.get(compared, []) if run_id in labels]
+if linked and not set(linked) <= set(labels):
+    st.warning(f"The link names runs that are not runs of `{question.id}` in this app's run store: "
+               f"{', '.join(r for r in linked if r not in labels)}.", icon=":material/link_off:")
 chosen = st.multiselect("Runs compared", list(labels), key=compared, format_func=labels.get,
                         help="The runs started here, and any earlier run of this question.")
+st.session_state["compare_linked"] = chosen  # the page's address names the runs compared, to share or bookmark
+if chosen:
+    st.query_params["runs"] = ",".join(chosen)
+else:
+    st.query_params.pop("runs", None)
 if not chosen:
     st.info("Choose techniques and press **Run side by side**, or pick earlier runs of this question.")
     st.stop()

@@ -61,3 +61,28 @@ def test_two_techniques_side_by_side_then_an_earlier_run_joins(home):
     compared.select(earlier.run_id).run()
     table = at.dataframe[0].value
     assert len(table) == 3 and list(table["database"]) == ["sqlite", "sqlite", "mysql"]
+
+
+def test_the_address_names_the_runs_compared_and_a_link_opens_them(home):
+    """Issue 15: a view can be sent to a colleague; the Compare page's address carries the runs it compares."""
+    from streamlit.testing.v1 import AppTest
+
+    from tests.page_app import APP
+
+    runtime = jobs.open_runtime()
+    runs = [runtime.start(RunSettings("building", 1, "sqlite", t, replays("demo", "building", 1, "sql", t)[0].spec,
+                                      source="demo")).run_id for t in ("planrag", "iterrag")]
+    runtime.close()
+    at = AppTest.from_file(str(APP), default_timeout=30)
+    at.query_params.update({"q": "demo/building/1", "runs": ",".join(runs)})
+    at.switch_page("pages/compare.py")
+    at.run()
+    assert not at.exception and not at.warning
+    assert at.multiselect(key="compare-demo/building/1").value == runs  # as the link named them, in its order
+    assert list(at.dataframe[0].value["technique"]) == ["PlanRAG", "IterRAG"]
+    at.multiselect(key="compare-demo/building/1").unselect(runs[0]).run()
+    assert at.query_params["runs"] == runs[1]  # the address follows the choice
+    at.query_params["runs"] = f"{runs[0]},nosuchrun"
+    at.run()
+    assert at.multiselect(key="compare-demo/building/1").value == [runs[0]]
+    assert "nosuchrun" in at.warning[0].value
