@@ -121,6 +121,8 @@ def _observation(e: dict, trace: Trace) -> None:
     action = next((x for x in reversed(trace.events[:-1]) if x["kind"] == "action"), None)
     if e["error_kind"] in ("format", "repeat"):
         st.warning(md(e["text"]), icon=":material/rule:" if e["error_kind"] == "format" else ":material/repeat:")
+    elif e["error_kind"] == "rejected":  # the analyst's note, as the agent was told it: no failure
+        st.info(md(e["text"]), icon=":material/forum:")
     elif e["error"]:
         st.error(md(e["text"]), icon=":material/error:")
     elif e["columns"]:

@@ -117,12 +117,18 @@ def test_every_query_is_approved_edited_or_rejected_on_the_page(home):
     query = at.text_area[0]
     query.set_value(query.value.strip() + " LIMIT 5")
     button(at, "Run the edited query").click().run()
+    [note] = [t for t in at.text_input if t.key and t.key.endswith("-note")]
+    note.set_value("Use the flow table instead.")
+    button(at, "Reject with the note").click().run()
     while jobs.open_store().get(run_id, events=False).status == "paused":
         button(at, "Approve as proposed").click().run()
     events = jobs.open_store().get(run_id).events
     reviews = [e for e in events if e["kind"] == "query_review"]
     assert reviews[0]["status"] == "edited" and reviews[0]["query"].endswith("LIMIT 5")
-    assert all(r["status"] == "approved" for r in reviews[1:]) and not at.exception
+    assert reviews[1]["status"] == "rejected" and reviews[1]["note"] == "Use the flow table instead."
+    assert all(r["status"] == "approved" for r in reviews[2:]) and not at.exception
+    told = [i.value for i in at.info if "Use the flow table instead." in i.value]  # what the agent was told
+    assert told and not [x for x in at.error if "Use the flow table instead." in x.value]
 
 
 def test_an_interrupted_run_is_shown_and_can_be_closed(home):
