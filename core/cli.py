@@ -18,9 +18,9 @@ from core.catalog import SOURCES
 from core.dqa import DQA, DQAError
 from core.grading import placement_text
 from core.home import HomeError, notices
-from core.runs import store_notices
 from core.limit_args import add_limit_arguments, add_query_limit_arguments, limits_from
 from core.numbers import spans
+from core.runs import store_notices
 from core.scenario import SCENARIOS
 from core.scenarios import command as scenario_command
 from core.secrets import scrub
@@ -377,8 +377,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_query)
 
     p = sub.add_parser("run", help="run an agent on a question, or resume a paused run",
-                       description="Run an agent on a question (DQA, demo or a plugin's). With --hitl approve-replans or "
-                                   "approve-every-plan the run pauses at a plan (with --approve-queries also before "
+                       description="Run an agent on a question (DQA, demo or a plugin's). With --hitl "
+                                   "approve-replans or approve-every-plan the run pauses at a plan (with "
+                                   "--approve-queries also before "
                                    "each query): it prints the plan, the run id and the pause id, and exits with "
                                    "code 3; resume it (also after a restart) with --resume RUN_ID --pause ID and "
                                    "one of --approve, --edit STEP ... (the whole edited plan), --edit-query QUERY "

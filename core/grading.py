@@ -245,9 +245,8 @@ def _strengths(answer: str, scenario: str, mentions: list[_Mention]) -> list[tup
             negated = True  # a later item of a ranking written on one line
         if ranking_head == sentence and _LATER_ITEM.match(before):
             negated = True  # a later item of "Top 3: X, Y, Z"
-        others = [p for p in mentions if p is not m and sentence[0] <= p.start < sentence[1]
-                  and p.candidate != m.candidate]
-        if others and _ONLY_BY.match(after) and _CONTRASTED.search(answer[sentence[0]:sentence[1]]):
+        if _ONLY_BY.match(after) and _CONTRASTED.search(answer[sentence[0]:sentence[1]]) and any(
+                sentence[0] <= p.start < sentence[1] and p.candidate != m.candidate for p in mentions):
             negated = True  # "1485 lowers it by 1.7 while 1539 only by 0.3": the lesser side
         if negated:
             out.append((-1, sentence, "negated or compared against"))

@@ -61,6 +61,12 @@ FILTERS = ("status", "scenario", "question", "db", "technique", "llm", "hitl", "
 UNANSWERED = ("failed", "stopped", "interrupted")
 
 
+def unanswered(status: str, outcome: dict | None) -> bool:
+    """Whether a run of ``status`` with ``outcome`` ended without an answer to grade (failed or stopped before its
+    final answer): neither correct nor wrong."""
+    return status in UNANSWERED and not (outcome or {}).get("final_answer")
+
+
 @dataclass
 class RunRecord:
     """One stored run. ``events`` is filled by ``get`` (as dicts, see core.agents.events.event_from_dict)."""
@@ -109,6 +115,7 @@ def _json(value) -> str | None:
 
 def _load(text: str | None):
     return None if text is None else json.loads(text)
+
 
 _noticed: list[str] = []
 _noticed_lock = threading.Lock()
@@ -164,7 +171,8 @@ class RunStore:
         what = ("is not the store this home had: it was emptied, replaced or deleted" if marker.get("id") != self.id
                 else "has lost runs")
         return (f"The run store {self.path} {what} outside the app: it holds {held} run{'s' * (held != 1)} where "
-                f"{before} {'was' if before == 1 else 'were'} stored" + (f"; damaged stores kept aside: {', '.join(kept)}" if kept else "")
+                f"{before} {'was' if before == 1 else 'were'} stored"
+                + (f"; damaged stores kept aside: {', '.join(kept)}" if kept else "")
                 + ". Restore it from a backup, or acknowledge to go on with it.")
 
     def _write_marker(self, con: sqlite3.Connection) -> None:
@@ -365,8 +373,8 @@ class RunStore:
         """Set the run's status, its pause (None clears it, except for a running run) and, once it ended, its
         outcome."""
         decision = None if not outcome or outcome.get("decision") is None else str(outcome["decision"])
-        unanswered = status in UNANSWERED and not (outcome or {}).get("final_answer")
-        correct = None if not outcome or outcome.get("correct") is None or unanswered else int(outcome["correct"])
+        correct = (None if not outcome or outcome.get("correct") is None or unanswered(status, outcome)
+                   else int(outcome["correct"]))
         # A running run has this process as owner, and keeps the pause it resumed from (the review of which
         # goes on if the run is interrupted before its next step); a run that stops running has no owner.
         owned = status == "running"

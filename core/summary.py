@@ -8,7 +8,7 @@ from core.agents.config import setting_label
 from core.agents.techniques import TECHNIQUES
 from core.grading import placement_text
 from core.replays import model_label
-from core.runs import UNANSWERED, RunRecord
+from core.runs import RunRecord, unanswered
 from core.trace import Trace
 
 
@@ -38,7 +38,7 @@ def review_label(settings: dict) -> str:
 
 def answered(record: RunRecord) -> bool:
     """Whether the run has an answer to grade: not one that failed or was stopped before its final answer."""
-    return record.status not in UNANSWERED or bool((record.outcome or {}).get("final_answer"))
+    return not unanswered(record.status, record.outcome)
 
 
 def outcome_row(record: RunRecord, override=None) -> dict:

@@ -22,7 +22,7 @@ from core.benchmark.runner import BenchConfig, bench_home
 from core.catalog import SOURCES
 from core.dqa import DQA_SET, DQAError
 from core.llm import LLMError
-from core.summary import technique_label
+from core.summary import GAP, technique_label
 from pages.common import dqa_root, kept, number, session_limits, session_llm
 from pages.grading_view import override_form, override_note
 from pages.limit_inputs import budget_inputs, limit_inputs
@@ -46,7 +46,6 @@ def page_words(message: str) -> str:
     return message
 
 
-EMPTY = "–"  # an empty cell (Streamlit would show None)
 
 
 def _cell(value):
@@ -56,9 +55,9 @@ def _cell(value):
 
 
 def table(df: pd.DataFrame, **options):
-    """A results table: headings without underscores; numbers to 4 significant digits; a column mixing kinds of value (decisions: Locating's
-    node names, Building's ids) or with gaps as text, one type per column (Arrow needs one), a gap as "–" (not
-    None)."""
+    """A results table: headings without underscores; numbers to 4 significant digits; a column mixing kinds of
+    value (decisions: Locating's node names, Building's ids) or with gaps as text, one type per column (Arrow needs
+    one), a gap as "–" (not None)."""
     df = df.copy()
     for column in df.columns:
         values = df[column]
@@ -66,9 +65,9 @@ def table(df: pd.DataFrame, **options):
             continue
         kinds = {type(v) for v in values if v is not None and v == v}
         if values.dtype == object and len(kinds) <= 1:
-            df[column] = values.astype(object).where(values.notna(), EMPTY)
+            df[column] = values.astype(object).where(values.notna(), GAP)
         elif values.isna().any() or len(kinds) > 1:  # a number column with gaps, or mixed: text, gaps as "–"
-            df[column] = [EMPTY if v is None or v != v else str(_cell(v)) for v in values]
+            df[column] = [GAP if v is None or v != v else str(_cell(v)) for v in values]
     headers = {c: st.column_config.Column(header(c)) for c in df.columns if isinstance(c, str) and "_" in c}
     headers.update(options.pop("column_config", None) or {})
     return st.dataframe(df.style.format(_cell), hide_index=True, column_config=headers, **options)

@@ -64,7 +64,8 @@ def step_by_step(records: list[RunRecord]) -> None:
         return
     names = {r.id: f"{technique_label(r.settings['technique'])} · {r.id}" for r in records}
     st.subheader("Step by step")
-    by = st.segmented_control("Line up by", ["call", "plan"], default="call", required=True, key=kept("compare_line_up"),
+    by = st.segmented_control("Line up by", ["call", "plan"], default="call", required=True,
+                              key=kept("compare_line_up"),
                               format_func={"call": "LLM call", "plan": "Plan step"}.get,
                               help="LLM call: a row per call to the model and what it did. Plan step: a row per step "
                                    "of the plan, as each agent named its Current step (techniques without a plan "

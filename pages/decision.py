@@ -108,7 +108,8 @@ if effect is None:
 before, after = st.columns(2)
 before.metric(f"{effect.target}, no decision", number(effect.before))
 after.metric(f"{effect.target}, with {names[chosen]}", number(effect.after),
-             number(effect.after - effect.before, sign=True), delta_color="normal" if ranked.higher_is_better else "inverse")
+             number(effect.after - effect.before, sign=True),
+             delta_color="normal" if ranked.higher_is_better else "inverse")
 if effect.note:
     st.caption(effect.note)
 figure = kind.network(question, database, pick=chosen, best=best.candidate, pick_label="simulated decision",

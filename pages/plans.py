@@ -11,7 +11,14 @@ from core.autoplan.command import training_setting
 from core.autoplan.store import LearnedPlan, PlanStore, diff_steps
 from core.dqa import DQAError
 from core.numbers import spans
+from core.summary import GAP
 from pages.common import DEFAULT_QUESTION, dqa_root, kept
+
+
+def batch_accuracy(iteration: dict) -> str:
+    """``3 of 4 (75%)``: an iteration's correct answers out of its batch, with its n."""
+    correct, total = iteration["correct"], iteration["total"]
+    return f"{correct} of {total} ({100 * correct / total:.0f}%)"
 
 
 def use_in_run(plan: LearnedPlan) -> None:
@@ -53,15 +60,10 @@ if not plans:
             f"--scenario {scenario} --db sqlite --llm MODEL --train 1-20`", icon=":material/route:")
     st.stop()
 
-def batch_accuracy(iteration: dict) -> str:
-    """``3 of 4 (75%)``: an iteration's correct answers out of its batch, with its n."""
-    return f"{iteration['correct']} of {iteration['total']} ({100 * iteration['correct'] / iteration['total']:.0f}%)"
-
-
 st.dataframe(pd.DataFrame([{
     "version": f"v{p.version}", "created": datetime.fromtimestamp(p.created).strftime("%Y-%m-%d %H:%M"),
     "training": p.training, "iteration": p.iteration, "revises": f"v{p.parent}" if p.parent else "empty plan",
-    "steps": len(p.steps), "batch accuracy": batch_accuracy(p.history[-1]) if p.history else "–",
+    "steps": len(p.steps), "batch accuracy": batch_accuracy(p.history[-1]) if p.history else GAP,
     "trained on": f"{p.source} {spans(p.train)}", "agent": p.trained_with.get("technique"),
     "model": p.trained_with.get("llm")} for p in reversed(plans.values())]), hide_index=True)
 st.caption("Batch accuracy: the share of the iteration's training questions answered correctly with the plan the "

@@ -85,7 +85,8 @@ def _check_questions(source: str, scenario: str, numbers: list[int]) -> None:
     count = len(catalog.questions(source, scenario))
     missing = [n for n in numbers if n > count]
     if missing:
-        raise ValueError(f"--train: there is no {source} {scenario} question {missing[0]} (there are {questions_text(count)})")
+        raise ValueError(f"--train: there is no {source} {scenario} question {missing[0]} "
+                         f"(there are {questions_text(count)})")
 
 
 def cmd_train(args) -> int:

@@ -64,10 +64,12 @@ _STATEMENTS = frozenset({"SELECT", "WITH", "VALUES", "TABLE", "SHOW", "DESCRIBE"
 _SHOW = frozenset({"TABLES", "COLUMNS", "FIELDS", "INDEX", "INDEXES", "KEYS", "CREATE", "TABLE", "DATABASES",
                    "SCHEMAS", "WARNINGS", "ERRORS"})
 _SHOW_CREATE = frozenset({"TABLE", "VIEW"})
-#: Server-wide locks: a reader holding one could stall other sessions.
-_LOCK_FUNCTIONS = frozenset({"GET_LOCK", "RELEASE_LOCK", "RELEASE_ALL_LOCKS", "IS_FREE_LOCK", "IS_USED_LOCK"})
-#: BENCHMARK() measures the server, and when the time limit cuts it the server returns 0, not an error.
-_TIMING_FUNCTIONS = frozenset({"BENCHMARK"})
+#: Functions a reader's query may not call, and why: the server-wide locks (a reader holding one could stall other
+#: sessions), and BENCHMARK() (it measures the server, and when the time limit cuts it the server returns 0, not an
+#: error).
+_REFUSED_FUNCTIONS = {**dict.fromkeys(("GET_LOCK", "RELEASE_LOCK", "RELEASE_ALL_LOCKS", "IS_FREE_LOCK", "IS_USED_LOCK"),
+                                      "agent queries take no server locks"),
+                      "BENCHMARK": "it measures the server, not the data"}
 _MYSQL = Dialect.get_or_raise("mysql")
 
 _lock = threading.Lock()
@@ -307,10 +309,9 @@ def check_statement(sql: str) -> None:
         if t.token_type == TokenType.HINT or any(c.lstrip().startswith(("!", "M!")) for c in t.comments):
             raise RefusedWrite("executable comments and optimizer hints (/*! */, /*M! */, /*+ */) are refused; "
                                "send the query without them")
-        if t.token_type in (TokenType.VAR, TokenType.IDENTIFIER) and t.text.upper() in _LOCK_FUNCTIONS:
-            raise RefusedWrite(f"{t.text.upper()} is refused: agent queries take no server locks")
-        if t.token_type in (TokenType.VAR, TokenType.IDENTIFIER) and t.text.upper() in _TIMING_FUNCTIONS:
-            raise RefusedWrite(f"{t.text.upper()} is refused: it measures the server, not the data")
+        why = _REFUSED_FUNCTIONS.get(t.text.upper()) if t.token_type in (TokenType.VAR, TokenType.IDENTIFIER) else None
+        if why:
+            raise RefusedWrite(f"{t.text.upper()} is refused: {why}")
     words = [t.text.upper() for t in tokens[:4]]
     if words and words[0] not in _STATEMENTS:
         raise QuerySyntaxError(f"a query cannot start with {words[0]}: send one SELECT query (or SHOW TABLES, "

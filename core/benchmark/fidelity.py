@@ -126,7 +126,8 @@ def planner_cost(results: list[dict]) -> pd.DataFrame:
         first = [lat[0] for lat in latencies if lat]
         every = [x for lat in latencies for x in lat]
         rows.append({"set": qset, "scenario": scenario, "db": db, "technique": tech, "model": model,
-                     "setting": setting, "questions": len(group), "calls_per_question": round(sum(calls) / len(group), 2),
+                     "setting": setting, "questions": len(group),
+                     "calls_per_question": round(sum(calls) / len(group), 2),
                      "plan_call_latency_s": round(sum(first) / len(first), 3) if first else None,
                      "latency_per_call_s": round(sum(every) / len(every), 3) if every else None,
                      "llm_time_per_question_s": round(sum(every) / len(group), 3) if every else None,

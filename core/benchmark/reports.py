@@ -425,9 +425,9 @@ def costs(results: list[dict], prices: dict[str, list[float]]) -> pd.DataFrame:
 ITEM_COLUMNS = ["set", "source", "scenario", "question", "db", "technique", "model", "status", "decision", "label",
                 "correct", "grade_status", "grade_reason", "overridden", "override_by", "override_at", "optimal", "all_tied",
                 "failure", "evidence_seen", "evidence_total", "evidence_missing", "retrievals", "replans", "missed",
-                "query_errors", "format_corrections", "place", "rank", "tied", "candidates", "regret", "relative_regret",
-                "error_kind", "llm_calls", "cached_calls", "prompt_tokens", "completion_tokens", "llm_latency_s",
-                "cached_latency_s", "llm_attempts", "wall_s", "run_id", "final_answer", "error"]
+                "query_errors", "format_corrections", "place", "rank", "tied", "candidates", "regret",
+                "relative_regret", "error_kind", "llm_calls", "cached_calls", "prompt_tokens", "completion_tokens",
+                "llm_latency_s", "cached_latency_s", "llm_attempts", "wall_s", "run_id", "final_answer", "error"]
 
 
 def items(results: list[dict]) -> pd.DataFrame:

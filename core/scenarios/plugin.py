@@ -239,17 +239,22 @@ class FolderScenario(ScenarioType):
             self._database = Database(key, self.name, tables, graph, [str(self.folder)])
         return self._database
 
-    def _data_label(self) -> str:
-        """Where the data comes from, as a person reads it (a server's address, which may hold a password, never)."""
+    def _data_source(self) -> tuple[str, str]:
+        """The ``[data]`` kind (one of DATA_KINDS) and its value (a path, or a server's address)."""
         data = self.spec["data"]
         kind = next(k for k in DATA_KINDS if k in data)
-        return {"csv": f"{data[kind]}/ (CSV files)", "sqlite": f"{data[kind]} (SQLite)", "sql": f"{data[kind]} (SQL dump)",
-                "mysql": "a MySQL database (read-only snapshot)", "neo4j": "a Neo4j database (read-only snapshot)"}[kind]
+        return kind, str(data[kind])
+
+    def _data_label(self) -> str:
+        """Where the data comes from, as a person reads it (a server's address, which may hold a password, never)."""
+        kind, value = self._data_source()
+        return {"csv": f"{value}/ (CSV files)", "sqlite": f"{value} (SQLite)", "sql": f"{value} (SQL dump)",
+                "mysql": "a MySQL database (read-only snapshot)",
+                "neo4j": "a Neo4j database (read-only snapshot)"}[kind]
 
     def _read(self):
         data = self.spec["data"]
-        kind = next(k for k in DATA_KINDS if k in data)
-        value = str(data[kind])
+        kind, value = self._data_source()
         try:
             if kind == "csv":
                 return read_csv_folder(self.folder / value)
@@ -340,10 +345,15 @@ class FolderScenario(ScenarioType):
                       str(sim.get("measure", "value")), item=str(sim.get("item", "item")))
 
     # --- drawing ---
+    def _network(self) -> dict | None:
+        """The ``[network]`` declaration, when it names both nodes and edges (else the scenario draws no network)."""
+        net = self.spec.get("network", {})
+        return net if net.get("nodes") and net.get("edges") else None
+
     def network(self, question, database, *, pick=None, best=None, pick_label="agent's pick", change=None,
                 around=None, **options):
-        net = self.spec.get("network", {})
-        if not net.get("nodes") or not net.get("edges"):
+        net = self._network()
+        if net is None:
             return None
         from core.scenarios.network import draw
 
@@ -359,8 +369,8 @@ class FolderScenario(ScenarioType):
 
     def node_names(self, question, database) -> dict:
         """Every node of the declared network, by its label column (else its id), for the view's search."""
-        net = self.spec.get("network", {})
-        if not net.get("nodes") or not net.get("edges"):
+        net = self._network()
+        if net is None:
             return {}
         from core.scenarios.network import node_key
 
