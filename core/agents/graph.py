@@ -29,7 +29,7 @@ from core.agents.events import (ActionEvent, ErrorEvent, Event, FinalEvent, LLMU
                                 QueryReviewEvent, ReplanEvent, ThoughtEvent)
 from core.agents.parsing import Reply, parse_reply, query_language, tool_kind
 from core.agents.techniques import Technique, technique
-from core.backends.base import Backend, BackendUnavailable, QueryError
+from core.backends.base import Backend, BackendUnavailable, QueryError, cap_text
 from core.llm import ChatLLM, Completion, LLMError
 
 
@@ -503,8 +503,9 @@ def run_query(backend: Backend, query: str, limits: Limits, control: RunControl 
                              row_cap=limits.row_cap, cancel=getattr(backend, "cancel", None)).capped(limits.cell_chars)
     except BackendUnavailable:
         raise
-    except QueryError as e:
-        event = ObservationEvent(text=prompts.query_error(e.kind, str(e)), error=str(e), error_kind=e.kind)
+    except QueryError as e:  # its message is cut where it is made (MAX_ERROR_CHARS), then to the observation cap
+        event = ObservationEvent(text=cap_text(prompts.query_error(e.kind, str(e)), limits.observation_chars),
+                                 error=str(e), error_kind=e.kind)
     else:
         event = ObservationEvent(text=r.to_text(limits.observation_rows, limits.observation_chars),
                                  columns=list(r.columns), rows=[list(row) for row in r.rows],
@@ -518,7 +519,7 @@ def run_action(state: AgentState, runtime: Runtime[AgentContext]) -> dict:
     limits, action = Limits.from_dict(state["limits"]), state["action"]
     emit = _Emitter(runtime, state["llm_calls"])
     if action["tool"] == "self":
-        event = ObservationEvent(text=action["query"])
+        event = ObservationEvent(text=cap_text(action["query"], limits.observation_chars))
     else:
         try:
             event = run_query(runtime.context.backend, action["query"], limits,
