@@ -21,6 +21,7 @@ from core.benchmark.results import read_all
 from core.benchmark.runner import BenchConfig, bench_home
 from core.catalog import SOURCES
 from core.dqa import DQA_SET, DQAError
+from core.spreadsheet import csv_text
 from core.llm import LLMError
 from core.summary import GAP, technique_label
 from pages.common import dqa_root, kept, number, session_limits, session_llm
@@ -396,7 +397,7 @@ def show_items(items: pd.DataFrame) -> None:
     if st.toggle("Wrong answers only", key=kept("bench_wrong_only")):
         items = items[items["correct"] == False]  # noqa: E712
     st.download_button("Export these rows (CSV)", icon=":material/download:", file_name="benchmark-items.csv",
-                       mime="text/csv", data=items.to_csv(index=False))
+                       mime="text/csv", data=csv_text(items))
     picked = table(readable(items), on_select="rerun", selection_mode="single-row", key="bench_items")
     rows = picked.selection.rows
     if rows:

@@ -27,6 +27,8 @@ from core.benchmark import paper
 from core.benchmark.stats import wilson
 from core.dqa import DQA_SET
 from core.scenarios import ByScenario
+from core.files import write_atomic
+from core.spreadsheet import csv_text
 
 KIND = {"sql": "RDB", "cypher": "GDB"}
 #: The paper's number of questions per scenario.
@@ -162,6 +164,6 @@ def export(results: list[dict], directory: str | Path) -> list[Path]:
     written = []
     for name, frame in (("paper_comparison", paper_comparison(results)), ("planner_cost", planner_cost(results))):
         path = directory / f"{name}.csv"
-        frame.to_csv(path, index=False)
+        write_atomic(path, csv_text(frame))
         written.append(path)
     return written
