@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 
@@ -25,6 +26,7 @@ from core.scenario import SCENARIOS
 from core.scenarios import command as scenario_command
 from core.secrets import scrub
 from core.settings import dqa_dir
+from sims.files import FileRefused, check_file
 from sims.sqldump import DumpError
 
 SCENARIO_HELP = ("locating (EU4: where to place a merchant), building (Victoria 3: which building to grow) or a "
@@ -255,6 +257,13 @@ def _fail(e: Exception) -> int:
 def cmd_run(args) -> int:
     """Run an agent on a DQA question (or resume a paused, interrupted or stopped run) and print its trace and
     graded decision."""
+    if (args.llm or "").startswith("replay:"):  # an odd replay file is refused before the agents' slow imports
+        try:
+            check_file(os.path.abspath(os.path.expanduser(args.llm[len("replay:"):])), "replay file")
+        except FileRefused as e:
+            return _fail(e)
+        except FileNotFoundError:
+            pass  # said by the run, as before
     from core.agents import AgentRuntime, RunNotPaused, RunSettings
     from core.llm import LLMError
 
@@ -476,7 +485,7 @@ def main(argv: list[str] | None = None) -> int:
     seen, stores_seen = len(notices()), len(store_notices())
     try:
         return args.func(args)
-    except (QueryError, DQAError, DumpError, HomeError) as e:
+    except (QueryError, DQAError, DumpError, HomeError, FileRefused) as e:
         print(scrub(error_line(e)), file=sys.stderr)
         return 1
     finally:

@@ -21,6 +21,7 @@ from langchain_core.messages import BaseMessage
 
 from core.benchmark.budget import Budget
 from core.llm import REPLAY_PREFIX, ChatLLM, Completion, LLMSettings, open_llm, replay_path
+from sims.files import read_bytes
 
 
 class ReplyCache:
@@ -57,7 +58,7 @@ def model_identity(spec: str) -> str:
         return spec
     path = replay_path(spec)
     try:
-        return "replay:" + hashlib.sha256(path.read_bytes()).hexdigest()
+        return "replay:" + hashlib.sha256(read_bytes(path, "replay file")).hexdigest()
     except OSError:
         return f"replay:{path}"  # missing: opening it reports the error
 

@@ -4,6 +4,7 @@ found."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -126,7 +127,7 @@ def check_folder(folder: str | Path) -> list[tuple[Path, list[str], list[str]]]:
     if not folder.is_dir():
         return [(folder, [f"{folder}: no such folder (python -m core scenario new NAME creates it with a first "
                           "scenario)"], [])]
-    return [(path, *check(path)) for path in sorted(p for p in folder.iterdir() if (p / MANIFEST).is_file())]
+    return [(path, *check(path)) for path in sorted(p for p in folder.iterdir() if os.path.lexists(p / MANIFEST))]
 
 
 def cmd_check(args) -> int:
