@@ -25,6 +25,7 @@ from core.spreadsheet import csv_text
 from core.llm import LLMError
 from core.summary import GAP, technique_label
 from pages.common import dqa_root, kept, number, session_limits, session_llm
+from pages.untrusted import md, md_code
 from pages.grading_view import override_form, override_note
 from pages.limit_inputs import budget_inputs, limit_inputs
 from pages.run_view import load, open_run
@@ -116,7 +117,7 @@ def smoke_start() -> None:
         try:
             job = jobs.start(smoke_config(source=source, db="sqlite" if source == "scenario" else None))
         except (BenchError, LLMError, ValueError, DQAError) as e:
-            st.error(page_words(str(e)))
+            st.error(md(page_words(str(e))))
         else:
             st.session_state["bench_dir"] = str(job.bench.directory)
 
@@ -179,17 +180,17 @@ def start_form() -> None:
                              budget_cost=budget_cost, source=source, prompts=prompt_setting, reaper_planner=planner)
         job = jobs.start(config)
     except (BenchError, LLMError, ValueError, DQAError) as e:
-        st.error(page_words(str(e)))
+        st.error(md(page_words(str(e))))
     else:
         st.session_state["bench_dir"] = str(job.bench.directory)
 
 
 def show_job(job: jobs.BenchJob) -> None:
     bench, progress = job.bench, job.bench.progress
-    st.markdown(f"**{bench.directory.name}**: {len(bench.work.items)} items of set **{bench.set_name}**, "
-                f"model `{bench.model}`")
+    st.markdown(f"**{md(bench.directory.name)}**: {len(bench.work.items)} items of set **{md(bench.set_name)}**, "
+                f"model {md_code(bench.model)}")
     for note in bench.notes:
-        st.caption(note)
+        st.caption(md(note))
     if progress is None:
         st.progress(0.0, text="starting")
         return
@@ -201,14 +202,14 @@ def show_job(job: jobs.BenchJob) -> None:
             f"{spent(progress)} · ETA {duration(progress.eta_s)}")
     st.progress(finished / progress.total, text=text)
     for note in progress.notes:  # what the run changed on its own, e.g. fewer LLM calls at once after timeouts
-        st.warning(note, icon=":material/speed:")
+        st.warning(md(note), icon=":material/speed:")
     if job.error:
-        st.error(f"stopped: {job.error}")
+        st.error(f"stopped: {md(job.error)}")
     elif job.done:
-        st.success(f"ended{': ' + progress.stopped if progress.stopped else ''}; the results are on the Results tab")
+        st.success(f"ended{': ' + md(progress.stopped) if progress.stopped else ''}; the results are on the Results tab")
     else:
         if progress.running:
-            st.caption("running: " + ", ".join(sorted(progress.running)))
+            st.caption("running: " + ", ".join(md(r) for r in sorted(progress.running)))
         st.button("Stop", key=f"stop_{bench.directory}", on_click=job.stop, icon=":material/stop:",
                   help="Start no more items; those running finish and are stored")
     if progress.errors:
@@ -255,7 +256,7 @@ def show_results(results: list[dict]) -> None:
     try:
         prices = load_prices()
     except ValueError as e:
-        st.warning(f"{e}; costs are left out", icon=":material/warning:")
+        st.warning(f"{md(e)}; costs are left out", icon=":material/warning:")
         prices = {}
     tables = reports.tables(results, prices)
     sets = ", ".join(sorted({r.get("set") or DQA_SET for r in results}))

@@ -10,6 +10,7 @@ from core.dqa import DQAError
 from core.grading import make_override
 from core.overrides import OverrideStore, run_question
 from pages.common import dqa_root
+from pages.untrusted import md
 
 NO_DECISION = "no decision"
 
@@ -30,7 +31,7 @@ def override_form(run_id: str, settings: dict, key: str) -> None:
     try:
         candidates, label = run_question(settings, dqa_root())
     except DQAError as e:
-        st.caption(f"The grade cannot be overridden here: {e}")
+        st.caption(f"The grade cannot be overridden here: {md(e)}")
         return
     store = OverrideStore()
     current = store.get(run_id)

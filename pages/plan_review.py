@@ -17,7 +17,8 @@ from core.llm import REPLAY_PREFIX
 from core.runs import PauseTaken, RunRecord
 from pages.common import session_reviewer
 from pages.run_options import runtime_factory
-from pages.run_view import md, steps_markdown
+from pages.run_view import steps_markdown
+from pages.untrusted import md
 
 
 def _draft(prefix: str, plan: list[str]) -> list[list]:

@@ -8,6 +8,7 @@ import pytest
 
 from core import catalog, jobs, scenarios
 from core.scenario import ranking
+from tests import page_app
 from tests.page_app import button, isolate, open_file, open_page
 
 REF = ("scenario", "depot", 1)
@@ -19,7 +20,7 @@ def home(monkeypatch, tmp_path):
 
 
 def metrics(at) -> dict:
-    return {m.label: m.value for m in at.metric}
+    return {page_app.shown(m.label): m.value for m in at.metric}
 
 
 def test_scenarios_page_shows_the_depot_network_and_tables():

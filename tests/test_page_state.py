@@ -10,7 +10,7 @@ from core import jobs
 from core.agents.config import RunSettings
 from core.autoplan.train import TrainSettings, train
 from core.replays import replays
-from tests.page_app import APP, button, isolate, open_page
+from tests.page_app import APP, button, isolate, open_page, shown
 from tests.test_autoplan_paper import TRAINING, replay
 
 
@@ -65,7 +65,7 @@ def test_the_url_carries_the_question_and_a_link_opens_it(home):
     for page in ("pages/run.py", "pages/compare.py", "pages/decision.py"):
         at = linked(page, q="demo/building/1")
         assert not at.exception and not at.error
-        assert any("demo/building/1" in m.value for m in [*at.caption, *at.markdown]), page
+        assert any("demo/building/1" in shown(m.value) for m in [*at.caption, *at.markdown]), page
         assert at.session_state["question_ref"] == ("demo", "building", 1)
 
 
