@@ -98,10 +98,11 @@ def test_paper_graph_schema_lists_property_names_without_types_headings_or_diale
     _, _, paper = run(tmp_path, [act, FINAL], db="ladybug", prompts="paper")
     _, _, improved = run(tmp_path, [act, FINAL], db="ladybug")
     system, typed = paper[0][0][0].content, improved[0][0][0].content
-    assert ("(:Trade_node {name, local_value, is_inland, total_power, outgoing, ingoing});\n"
-            "(:Country {name, home_node, development});\n(:Trade_node)-[:source {flow}]->(:Trade_node)\n"
-            "(:Country)-[:NodeCountry {is_home, has_merchant, base_trading_power, calculated_trading_power}]->"
-            "(:Trade_node), args:") in system
+    # Figures 8-11's template rendered (its doubled braces are escapes), line for line
+    assert ("(n:Trade_node {name, local_value, is_inland, total_power, outgoing, ingoing});\n"
+            "(m:Country {name, home_node, development});\n(Trade_node)-[r:source {flow}]->[Trade_node]\n"
+            "(Country)-[NodeCountry{is_home, has_merchant, base_trading_power, calculated_trading_power}]->"
+            "(Trade_node), args:") in system
     assert "Nodes:" not in system and "STRING" not in system and "DOUBLE" not in system
     assert "Nodes:\n(:Trade_node {name: STRING" in typed
     note = LADYBUG_DIALECT_NOTE.strip().splitlines()[0]

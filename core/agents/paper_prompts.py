@@ -10,13 +10,21 @@ the ways docs/paper-deviations.md lists; this module holds only what the ``paper
 - The conversation is two messages: the system prompt, and one user message holding the question and the ReAct
   scratchpad (each earlier reply followed by ``Observation:`` and what it observed), as the original agent built it;
   the model stops at ``Observation:``.
-- A reply is read as the original parser read it: a Final answer ends the run, an Action with its Action input
-  runs; nothing else is corrected (see graph.py, ``_act_paper``).
+- A reply is read as the original parser read it (``read_reply``): an Action with its Action input runs, the tool
+  named exactly; else a Final answer ends the run; nothing is corrected, nothing asked again, no repeat noted (see
+  graph.py, ``_act_paper``). The run stops, unanswered, after ``MAX_ITERATIONS`` LLM calls, as the original
+  agent executor did.
+- What a tool returns, as the original tools returned it: a query's rows as a pandas DataFrame printed
+  (``result_text``), an error as ``An exception occured: ...``, ``Self thinking`` nothing.
+- SingleRAG: one retrieval call (the Figure 8 prompt and ``Question: ...``, no stop sequence), the text after its
+  ``Action input:`` run as the query whatever the Action names, and one answer call (Figure 9) whose user message
+  holds the question, the query and the data (``single_answer``); its reply is the answer.
 """
 from __future__ import annotations
 
 import re
 
+import pandas as pd
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from core.agents import prompts
@@ -30,8 +38,16 @@ SELF_TOOL = "Self thinking"  # the tool's name in the figures' tool descriptions
 #: What the original agent put before its scratchpad.
 SCRATCHPAD_HEAD = ("This was your previous work (but I haven't seen any of it! I only see what you return as final "
                    "answer):")
-_HEADINGS = {"nodes:", "relationships:"}
-_PROPS = re.compile(r"\{([^{}]*)\}")
+#: The original agent executor's iteration limit (LangChain's AgentExecutor default, kept by the authors' code):
+#: after this many LLM calls the run stopped with ``STOPPED`` as its output, asking for no final answer.
+MAX_ITERATIONS = 15
+STOPPED = "Agent stopped due to iteration limit or time limit."
+#: The original tools printed a result as a pandas DataFrame with these display options.
+_DISPLAY = ("display.max_rows", 200, "display.max_colwidth", 1000)
+_NODE = re.compile(r"^\((?::)?(\w+)(?: \{([^{}]*)\})?\)$")
+_REL = re.compile(r"^\(:(\w+)\)-\[:(\w+)(?: \{([^{}]*)\})?\]->\(:(\w+)\)$")
+_ACTION = re.compile(r"Action *\d* *:(?P<tool>.*?)Action *\d* *input *\d* *:(?P<input>.*)", re.S)
+FINAL = "Final answer:"
 
 
 def check(setting: str) -> str:
@@ -41,19 +57,30 @@ def check(setting: str) -> str:
     return setting
 
 
+def _names(props: str | None) -> str:
+    return ", ".join(p.split(":")[0].strip() for p in (props or "").split(",") if p.strip())
+
+
 def schema(language: str, schema_text: str) -> str:
-    """The schema as the paper gives it: for a graph, each node label and relationship pattern with its property
-    names only (no types, no headings), node patterns ending in ``;``; a relational schema unchanged."""
+    """The schema as Figures 8-11's template renders it (its doubled braces are the template's escapes): each node
+    label as ``(n:Trade_node {name, local_value, ...});`` (the variables n, m, then o, p, ... in order), property
+    names only; the first relationship type as ``(Trade_node)-[r:source {flow}]->[Trade_node]`` and the others as
+    ``(Country)-[NodeCountry{is_home, ...}]->(Trade_node)``, the figures' two forms. A relational schema unchanged
+    (the MySQL CREATE TABLE statements, as in the original)."""
     if language != "cypher":
         return schema_text.strip()
-    lines = []
+    nodes, rels, variables = [], [], iter("nmopqstuvwxyzabcdefghijkl")
     for line in schema_text.strip().splitlines():
-        if not line.strip() or line.strip().lower() in _HEADINGS:
-            continue
-        names = _PROPS.sub(lambda m: "{" + ", ".join(p.split(":")[0].strip() for p in m.group(1).split(",")
-                                                     if p.strip()) + "}", line.strip())
-        lines.append(names if "]->" in names or "<-[" in names else f"{names};")
-    return "\n".join(lines)
+        rel, node = _REL.match(line.strip()), _NODE.match(line.strip())
+        if rel:
+            src, kind, props, dst = rel.groups()
+            braces = f"{{{_names(props)}}}" if props else ""
+            rels.append(f"({src})-[r:{kind}{' ' + braces if braces else ''}]->[{dst}]" if not rels
+                        else f"({src})-[{kind}{braces}]->({dst})")
+        elif node:
+            label, props = node.groups()
+            nodes.append(f"({next(variables, 'n')}:{label}" + (f" {{{_names(props)}}}" if props else "") + ");")
+    return "\n".join(nodes + rels)
 
 
 def _tools(language: str, schema_text: str) -> str:
@@ -130,3 +157,66 @@ def chat(prompt: str, messages: list[dict]) -> list:
 def invalid_tool(action: str, language: str) -> str:
     """The observation for an Action naming no tool of the run (as the original agent's executor said it)."""
     return f"{action} is not a valid tool, try one of [{prompts.TOOL_NAMES[language]}, {SELF_TOOL}]."
+
+
+def chat_single(prompt: str, text: str) -> list:
+    """The messages of a SingleRAG call: the system prompt and one user message."""
+    return [SystemMessage(prompt), HumanMessage(text)]
+
+
+def single_answer(question: str, query: str, data: str) -> str:
+    """The user message of SingleRAG's answer call, as the original filled its ``Question: {input}`` template: the
+    question, the query as cut from the reply, and what the database returned."""
+    return f"Question: \n{question}\nRetrieving query:{query}\nRetrieved data: {data}        \n"
+
+
+def single_query(text: str) -> str | None:
+    """The query SingleRAG runs: the reply's text after its first ``Action input:``, up to any ``Observation``
+    (None when it has no ``Action input:``; the original failed there)."""
+    if "Action input:" not in text:
+        return None
+    return text.split("Action input:")[1].split("Observation")[0]
+
+
+def read_reply(text: str) -> tuple[str, str, str]:
+    """A reply as the original parser read it: (``action``, tool, input) for an Action line followed by an Action
+    input line (the input runs to the end of the reply); (``final``, answer, "") for a reply with
+    ``Final answer:`` and no action; (``both``, "", "") or (``neither``, "", "") for what it could not parse."""
+    action, final = _ACTION.search(text), FINAL in text
+    if action and final:
+        return "both", "", ""
+    if action:
+        query = action.group("input").strip(" ")
+        return "action", action.group("tool").strip(), query if query.startswith("SELECT ") else query.strip('"')
+    if final:
+        return "final", text.split(FINAL)[-1].strip(), ""
+    return "neither", "", ""
+
+
+def tool_of(action: str, language: str) -> str | None:
+    """The tool an Action names, matched exactly as the original executor did: ``sql`` / ``cypher`` for the
+    database's tool name, ``self`` for ``Self thinking``, None for anything else."""
+    return {prompts.TOOL_NAMES[language]: language, SELF_TOOL: "self"}.get(action)
+
+
+def result_text(columns: list[str], rows: list[list], language: str) -> str:
+    """A query's rows as the original tools returned them: a blank line, then the pandas DataFrame printed (at most
+    200 rows shown in full, cells up to 1000 characters). The Graph DB tool built its frame from the records, so
+    its columns are numbered."""
+    frame = pd.DataFrame(rows, columns=columns if language == "sql" else list(range(len(columns))))
+    if not rows and language != "sql":
+        frame = pd.DataFrame()
+    with pd.option_context(*_DISPLAY):
+        return f"\n{frame}"
+
+
+def error_text(message: str, language: str) -> str:
+    """A query error as the original tools returned it (the Relational DB tool put a blank line first)."""
+    return f"{chr(10) if language == 'sql' else ''}An exception occured: {message}"
+
+
+def fence_free(query: str, language: str) -> str:
+    """The query the original Relational DB tool ran: its lines holding a code fence dropped."""
+    if language != "sql":
+        return query
+    return "\n".join(line for line in query.split("\n") if "```" not in line)
