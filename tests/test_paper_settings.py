@@ -75,8 +75,8 @@ def test_paper_setting_sends_the_question_and_the_scratchpad_in_one_message(tmp_
     system = first[0].content
     assert system == second[0].content
     assert system.split("\n\n")[0].endswith("access following databases multiple times:")
-    assert "Self thinking: Useful for when there is no available tool., args: {'tool_input': {'type': 'string'}}" \
-        in system
+    assert ("Self thinking: Useful for when there is no available tool., args: {{'tool_input': {{'type': 'string'}}}}"
+            in system)
     assert "MUST be one of ['Relational DB', 'Self-thinking']." in system
     assert "Use the following Strict format:\n\nQuestion: the input question you must answer." in system
     assert "CREATE TABLE flow (source VARCHAR(30), dest VARCHAR(30), flow FLOAT" in system  # as the original's RDB

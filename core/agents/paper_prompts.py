@@ -2,11 +2,11 @@
 sent them, as closely as a chat model allows. The ``improved`` setting (prompts.py, the default) differs from it in
 the ways docs/paper-deviations.md lists; this module holds only what the ``paper`` setting does otherwise.
 
-- The schema lists property names (``(:Trade_node {name, local_value, ...});``), without types and without the
-  ``Nodes:`` / ``Relationships:`` headings; a relational schema stays the MySQL CREATE TABLE statements, as in the
-  original. No note on a database's Cypher dialect.
-- The tools are described as in the figures: ``Graph DB`` (or ``Relational DB``) and ``Self thinking``; the Action
-  line names ``'Self-thinking'``. The prompt's parts (prefix, tools, format, suffix) are separated by blank lines.
+- The graph schema as the figures' template renders it (``schema``): property names, no types, no headings; a
+  relational schema stays the MySQL CREATE TABLE statements, as in the original. No note on a Cypher dialect.
+- The tools are described as in the figures: ``Graph DB`` (or ``Relational DB``) and ``Self thinking``, their
+  ``args`` with the doubled braces the template renders to; the Action line names ``'Self-thinking'``. The
+  prompt's parts (prefix, tools, format, suffix) are separated by blank lines.
 - The conversation is two messages: the system prompt, and one user message holding the question and the ReAct
   scratchpad (each earlier reply followed by ``Observation:`` and what it observed), as the original agent built it;
   the model stops at ``Observation:``.
@@ -34,7 +34,10 @@ from core.agents.techniques import Technique
 IMPROVED, PAPER = PROMPT_SETTINGS
 #: The original agent's stop sequence.
 STOP = ["Observation:"]
-SELF_TOOL = "Self thinking"  # the tool's name in the figures' tool descriptions
+SELF_TOOL = "Self thinking"
+#: The tools' arguments as the figures' template renders them: it writes each brace four times, and one rendering
+#: halves them, so the model read them doubled.
+ARGS = "args: {{'tool_input': {{'type': 'string'}}}}"  # the tool's name in the figures' tool descriptions
 #: What the original agent put before its scratchpad.
 SCRATCHPAD_HEAD = ("This was your previous work (but I haven't seen any of it! I only see what you return as final "
                    "answer):")
@@ -48,6 +51,10 @@ _NODE = re.compile(r"^\((?::)?(\w+)(?: \{([^{}]*)\})?\)$")
 _REL = re.compile(r"^\(:(\w+)\)-\[:(\w+)(?: \{([^{}]*)\})?\]->\(:(\w+)\)$")
 _ACTION = re.compile(r"Action *\d* *:(?P<tool>.*?)Action *\d* *input *\d* *:(?P<input>.*)", re.S)
 FINAL = "Final answer:"
+#: PlanRAG w/o RP has no figure; its repeat line is the authors' code's, which names the Plan too.
+_NORP_REPEAT = ("... (a process of Plan, Current step, Thought, Action, Action input, and Observation can repeat N "
+                "times)")
+_IMPROVED_NORP_REPEAT = "... (a process of Current step,"
 
 
 def check(setting: str) -> str:
@@ -86,8 +93,8 @@ def schema(language: str, schema_text: str) -> str:
 def _tools(language: str, schema_text: str) -> str:
     db = (f"{prompts.TOOL_NAMES[language]}: Useful for when you need to collect the data that follows the following "
           f"schema (You MUST generate a {prompts.LANGUAGE_NAMES[language]} query statement to interact with this "
-          f"tool):\n{schema(language, schema_text)}, {prompts.ARGS}")
-    return f"{db}\n{SELF_TOOL}: Useful for when there is no available tool., {prompts.ARGS}"
+          f"tool):\n{schema(language, schema_text)}, {ARGS}")
+    return f"{db}\n{SELF_TOOL}: Useful for when there is no available tool., {ARGS}"
 
 
 def agent_prompt(tech: Technique, language: str, schema_text: str, initial_plan: list[str] | None = None) -> str:
@@ -112,7 +119,8 @@ def agent_prompt(tech: Technique, language: str, schema_text: str, initial_plan:
         fmt.append("Thought: you should always think about what to do.")
     fmt += [f"Action: a suitable database name, MUST be one of ['{tool}', 'Self-thinking'].",
             f"Action input: a syntactically correct query statement only, MUST be written by {lang} query language."]
-    fmt += prompts.observation_to_answer_lines(tech)
+    fmt += [_NORP_REPEAT if line.startswith(_IMPROVED_NORP_REPEAT) else line
+            for line in prompts.observation_to_answer_lines(tech)]
     parts = ["\n".join(prefix), _tools(language, schema_text), "\n".join(fmt)]
     if initial_plan:
         parts.append(prompts.start_from_plan(initial_plan, tech))
