@@ -283,7 +283,8 @@ def cmd_run(args) -> int:
             source = args.source or catalog.default_source(args.scenario)
             settings = RunSettings(args.scenario, args.question, args.db, args.technique, args.llm or "", source=source,
                                    base_url=args.base_url, hitl=args.hitl, plan_version=args.plan_version,
-                                   replan_on_failure=not args.no_replan, review_queries=args.approve_queries,
+                                   replan_on_failure=False if args.no_replan else None,
+                                   review_queries=args.approve_queries,
                                    limits=limits_from(args), prompts=args.prompts,
                                    reaper_planner=args.reaper_planner)
             result = runtime.start(settings, on_event=show)

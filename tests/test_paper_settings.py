@@ -214,7 +214,8 @@ def test_benchmark_records_the_setting_and_reports_it_beside_the_paper(tmp_path,
     printed = capsys.readouterr().out
     assert "locating  sqlite   iterrag       prompts paper     0.0% [0.0–65.8], n=2  vs paper 37.5 of n=200 " \
            "(PlanRAG Table 5 (RDB); prompts paper (Figures 8-11), GPT-4, temperature 0, zero-shot)" in printed
-    assert "locating  sqlite   reaper        planner examples  0.0% [0.0–65.8], n=2  vs no paper figure\n" in printed
+    assert "  locating  sqlite   reaper        prompts paper, planner examples 0.0% [0.0–65.8], n=2  vs no paper " \
+           "figure\n" in printed
     assert "REAPER's plan call beside IterRAG (per question):" in printed
     from core.benchmark.results import read_results
 
@@ -222,7 +223,8 @@ def test_benchmark_records_the_setting_and_reports_it_beside_the_paper(tmp_path,
     iterrag = [r for r in results if r["technique"] == "iterrag"]
     reaper = [r for r in results if r["technique"] == "reaper"]
     assert {r["prompts"] for r in iterrag} == {"paper"} and {r["setting"] for r in iterrag} == {"prompts paper"}
-    assert {r["reaper_planner"] for r in reaper} == {"examples"} and {r["prompts"] for r in reaper} == {None}
+    assert {r["reaper_planner"] for r in reaper} == {"examples"} and {r["prompts"] for r in reaper} == {"paper"}
+    assert {r["setting"] for r in reaper} == {"prompts paper, planner examples"}  # REAPER's paper setting
     assert all(len(r["call_latencies_s"]) == r["llm_calls"] for r in results)
     comparison = (out / "report" / "paper_comparison.csv").read_text()
     assert "iterrag,replay:" in comparison and ",prompts paper,2,0,0.0,0.0,65.8,37.5,200,PlanRAG Table 5 (RDB)," in comparison

@@ -176,10 +176,10 @@ def _fail(kind: str, message: str, emit: _Emitter, attempts: list[dict] | None =
 
 
 def _answer(state: dict, reply: Reply, emit: _Emitter, finish_reason: str | None = None,
-            again: str = "call_llm") -> dict:
+            again: str = "call_llm", ask_again: bool = True) -> dict:
     """Settle the reply to a request for the final answer: its Final answer, else the reply itself when it is
-    plain text. A reply that is no answer (empty, cut off, an action, a plan) is corrected once when the limits
-    allow one more call (node ``again`` asks again), else the run fails saying so."""
+    plain text. A reply that is no answer (empty, cut off, an action, a plan) is corrected once when
+    ``ask_again`` and the limits allow one more call (node ``again`` asks again), else the run fails saying so."""
     problem = guards.not_an_answer(reply, finish_reason)
     if problem is None:
         if reply.final_answer and reply.thought:
@@ -187,7 +187,7 @@ def _answer(state: dict, reply: Reply, emit: _Emitter, finish_reason: str | None
         if finish_reason == "length":
             emit(ErrorEvent(message=prompts.cut_off_answer(), error_kind="truncated", fatal=False))
         return _finish(state, reply, (reply.final_answer or reply.text).strip(), emit)
-    if state.get("answer_tries", 0) < 1 and guards.calls_left(state, Limits.from_dict(state["limits"])):
+    if ask_again and state.get("answer_tries", 0) < 1 and guards.calls_left(state, Limits.from_dict(state["limits"])):
         text = guards.answer_correction(problem)
         emit(ObservationEvent(text=text.removeprefix("Observation: "), error=problem, error_kind="format"))
         return {"messages": state["messages"] + [{"role": "ai", "content": reply.text}, {"role": "human",
@@ -242,9 +242,10 @@ def _complete(state: dict, runtime: Runtime[AgentContext], prompt: str, emit: _E
 
 
 def _chat_of(state: dict) -> tuple:
-    """How a request is sent, and its stop sequences: the improved setting's chat turns; the paper setting's two
-    messages (SingleRAG's calls with no stop sequence, as the original sent them)."""
-    if state.get("prompts") != paper_prompts.PAPER:
+    """How a request is sent, and its stop sequences: the improved setting's chat turns (and REAPER's, whose paper
+    gives none); the PlanRAG paper setting's two messages (SingleRAG's calls with no stop sequence, as the
+    original sent them)."""
+    if state.get("prompts") != paper_prompts.PAPER or "technique" not in state:
         return _chat, prompts.STOP
     if technique(state["technique"]).max_actions == 1 or state["answer_only"]:
         return (lambda prompt, messages: paper_prompts.chat_single(prompt, messages[0]["content"])), None
