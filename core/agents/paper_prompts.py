@@ -29,6 +29,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 
 from core.agents import prompts
 from core.agents.config import PROMPT_SETTINGS
+from core.agents.parsing import render_plan
 from core.agents.techniques import Technique
 
 IMPROVED, PAPER = PROMPT_SETTINGS
@@ -51,6 +52,9 @@ _NODE = re.compile(r"^\((?::)?(\w+)(?: \{([^{}]*)\})?\)$")
 _REL = re.compile(r"^\(:(\w+)\)-\[:(\w+)(?: \{([^{}]*)\})?\]->\(:(\w+)\)$")
 _ACTION = re.compile(r"Action *\d* *:(?P<tool>.*?)Action *\d* *input *\d* *:(?P<input>.*)", re.S)
 FINAL = "Final answer:"
+#: AutoPlan's Thought-prompt (Table 2), for a run given a learned plan in the paper setting.
+THOUGHT_PROMPT = ("Identify which step of plan you are at. Show your thought about the one next action. Your thought "
+                  "should be faithful to the plan step.")
 #: PlanRAG w/o RP has no figure; its repeat line is the authors' code's, which names the Plan too.
 _NORP_REPEAT = ("... (a process of Plan, Current step, Thought, Action, Action input, and Observation can repeat N "
                 "times)")
@@ -123,9 +127,15 @@ def agent_prompt(tech: Technique, language: str, schema_text: str, initial_plan:
             for line in prompts.observation_to_answer_lines(tech)]
     parts = ["\n".join(prefix), _tools(language, schema_text), "\n".join(fmt)]
     if initial_plan:
-        parts.append(prompts.start_from_plan(initial_plan, tech))
+        parts.append(follow_plan(initial_plan))
     parts.append("Begin! Keep in mind that Your response MUST follow the valid format above.")
     return "\n\n".join(parts)
+
+
+def follow_plan(steps: list[str]) -> str:
+    """The plan a run starts from (AutoPlan's X), with AutoPlan's Thought-prompt (its Table 2): the agent follows
+    the plan step by step rather than adapting it."""
+    return f"A plan for questions of this kind:\n{render_plan(steps)}\n{THOUGHT_PROMPT}"
 
 
 def answer_prompt(language: str, schema_text: str) -> str:
