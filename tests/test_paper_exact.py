@@ -217,3 +217,61 @@ def test_a_workbench_safety_limit_ends_the_run_and_says_it_is_not_the_papers(tmp
 def test_a_reply_the_original_parser_could_not_read_ends_the_run(tmp_path, reply):
     result, _, calls = run(tmp_path, [reply, ANSWER], "iterrag")
     assert result.status == "failed" and len(calls) == 1
+
+
+def test_reaper_paper_setting_prompts_in_the_papers_structure_plans_once_and_does_not_ask_again(tmp_path):
+    plan = "\n".join([
+        'Step 1: the nodes in a sheet - #E1 = spreadsheet("nodes")',  # an invalid tool
+        'Step 2: the flows - #E2 = relational_db("SELECT nosuch FROM flow")',
+        'Step 3: the flows again - #E3 = relational_db("SELECT nosuch FROM flow")',  # the same error again
+        "Step 4: the inflows - #E4 = relational_db(\"SELECT source FROM flow WHERE dest = 'deccan'\")"])
+    non_answer = "Step 5: the values - #E5 = relational_db(\"SELECT * FROM trade_node\")"
+    result, record, calls = run(tmp_path, [plan, non_answer, ANSWER], "reaper", db="sqlite")
+    assert len(calls) == 2  # one planning call (no re-plan after the failed steps), one answer call (not asked again)
+    assert result.status == "failed" and "no final answer" in result.outcome["error"]
+    assert record.settings["prompts"] == "paper"
+    (planner, _), (answer, _) = calls
+    system, question = planner[0].content, planner[1].content
+    # section 4.1's prompt: the role, the system instruction, the tool with its name, signature, description and an
+    # example usage, then m in-context examples as Figure 2's "# Input: Context ... Question ... # Answer:"
+    assert system.startswith("### Role:\nYou are an AI assistant to a decision-maker.")
+    assert ("### System Instruction:\nYour goal is to generate a step by step plan using the tools listed below to get "
+            "the information needed to answer a question. The output of one tool can be fed to another in a "
+            "sequential manner. Each step may use only one tool.\n\nThe set of the candidate tools, their "
+            "definitions, example usages are:\n1. relational_db - Tool: Runs one MySQL query") in system
+    assert "Signature: relational_db(query: str)\nExample usage: #E1 = relational_db(\"SELECT * FROM" in system
+    assert system.count("# Input:\nContext: {}\nQuestion: \"") == 3 and system.count("\n# Answer:\nStep 1: ") == 3
+    assert '- #E1 = relational_db("SELECT' in system and "Relational DB[" not in system
+    assert question.startswith('# Input:\nContext: {}\nQuestion: "') and question.endswith('"\n# Answer:')
+    assert answer[0].content == paper_prompts.answer_prompt("sql", record_schema(tmp_path))
+    observed = observations(record)
+    assert len(observed) == 4 and "spreadsheet" in observed[0]
+    assert observed[1].split(": ", 1)[1] == observed[2].split(": ", 1)[1]  # the same error, no note on it
+    assert "same error" not in observed[2]
+
+
+def record_schema(tmp_path) -> str:
+    """The demo Locating database's schema, as the runs read it."""
+    from core.agents.workspace import open_catalog_workspace
+
+    ws = open_catalog_workspace(RunSettings("locating", 1, "sqlite", "reaper", "x", source="demo"))
+    try:
+        return ws.backend.schema_text()
+    finally:
+        ws.backend.close()
+
+
+def test_reaper_paper_setting_refuses_a_replan_and_zero_shot_has_no_examples(tmp_path):
+    with pytest.raises(ValueError, match="REAPER's paper setting plans once"):
+        RunSettings("locating", 1, "sqlite", "reaper", "x", prompts="paper", replan_on_failure=True).validate()
+    _, _, calls = run(tmp_path, ['Step 1: x - #E1 = relational_db("SELECT source FROM flow")', ANSWER], "reaper",
+                      db="sqlite", reaper_planner="zero-shot")
+    assert "# Input:" not in calls[0][0][0].content  # m = 0 examples
+
+
+@pytest.mark.parametrize("setting, message", [
+    ({"reaper_planner": "zero-shot"}, "PlanRAG has no REAPER planner"),
+    ({"replan_on_failure": False}, "PlanRAG has no re-planning after failed steps to turn off")])
+def test_a_setting_a_technique_does_not_have_is_refused(setting, message):
+    with pytest.raises(ValueError, match=message):
+        RunSettings("locating", 1, "sqlite", "planrag", "x", **setting).validate()
