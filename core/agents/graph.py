@@ -440,8 +440,10 @@ def _call_paper(state: dict, runtime: Runtime[AgentContext]) -> dict:
     if reached:
         limit, message = reached
         return {"limit": limit, **_fail("limit", message, emit)}
+    if state["answer_only"] and tech.max_actions != 1:  # a run checkpointed at a limit before this setting stopped
+        return {"limit": state.get("limit"), **_fail("limit", "the run reached its limits; " + _NO_ANSWER, emit)}
     if state["answer_only"]:  # SingleRAG's answer call
-        reply, observed = state["messages"][1]["content"], _observation_text(state["messages"][2]["content"])
+        reply, observed = state["messages"][1]["content"], paper_prompts.observed(state["messages"][2]["content"])
         question = state["messages"][0]["content"].removeprefix("Question: ")
         text = paper_prompts.single_answer(question, paper_prompts.single_query(reply) or "", observed)
         update, c = _complete(state, runtime, state["answer_prompt"], emit, [{"role": "human", "content": text}])
@@ -462,19 +464,17 @@ def _call_paper(state: dict, runtime: Runtime[AgentContext]) -> dict:
     return {**update, **_settle_paper(state, reply, emit)}
 
 
-def _observation_text(content: str) -> str:
-    return content.removeprefix(prompts.observation_message(""))
+_NO_ANSWER = "the run ends without an answer (paper prompt setting: no final answer is asked for)"
 
 
 def _paper_limit(state: dict, limits: Limits) -> tuple[str, str] | None:
     """Before a paper-setting call: the limit that ends the run, and the message saying whose limit it is."""
-    no_answer = "the run ends without an answer (paper prompt setting: no final answer is asked for)"
     if not state["answer_only"] and state["llm_calls"] >= paper_prompts.MAX_ITERATIONS:
         return "iterations", (f"{paper_prompts.STOPPED} (the original agent executor's limit of "
-                              f"{paper_prompts.MAX_ITERATIONS} iterations); {no_answer}")
+                              f"{paper_prompts.MAX_ITERATIONS} iterations); {_NO_ANSWER}")
     reached = guards.limit_reached(state, limits, keep_answer_call=False) or _context_full(state, limits)
     if reached:
-        return reached[0], f"{reached[1]}: a workbench safety limit, not the paper's; {no_answer}"
+        return reached[0], f"{reached[1]}: a workbench safety limit, not the paper's; {_NO_ANSWER}"
     return None
 
 

@@ -149,7 +149,8 @@ def answer_prompt(language: str, schema_text: str) -> str:
                         "Begin!"])
 
 
-def _observed(content: str) -> str:
+def observed(content: str) -> str:
+    """What a transcript's observation message observed (without its ``Observation: ``)."""
     head = "Observation: "
     return content[len(head):] if content.startswith(head) else content
 
@@ -162,7 +163,7 @@ def scratchpad(messages: list[dict]) -> str:
         if m["role"] == "ai":
             text += m["content"]
         else:
-            text += f"\nObservation:{_observed(m['content'])}\n"
+            text += f"\nObservation:{observed(m['content'])}\n"
     return f"{SCRATCHPAD_HEAD}\n{text}" if text else ""
 
 
