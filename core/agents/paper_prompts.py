@@ -1,5 +1,5 @@
 """The ``paper`` prompt setting: the PlanRAG paper's prompts (Figures 8-11) in the form its original implementation
-sent them, as closely as a chat model allows. The ``improved`` setting (prompts.py, the default) differs from it in
+sent them, as closely as a chat model allows, and nothing it did not send. The ``improved`` setting (prompts.py, the default) differs from it in
 the ways docs/paper-deviations.md lists; this module holds only what the ``paper`` setting does otherwise.
 
 - The graph schema as the figures' template renders it (``schema``): property names, no types, no headings; a
@@ -19,6 +19,7 @@ the ways docs/paper-deviations.md lists; this module holds only what the ``paper
 - SingleRAG: one retrieval call (the Figure 8 prompt and ``Question: ...``, no stop sequence), the text after its
   ``Action input:`` run as the query whatever the Action names, and one answer call (Figure 9) whose user message
   holds the question, the query and the data (``single_answer``); its reply is the answer.
+- A run given a plan (AutoPlan's) follows it with AutoPlan's Thought-prompt (``follow_plan``).
 """
 from __future__ import annotations
 
@@ -35,10 +36,10 @@ from core.agents.techniques import Technique
 IMPROVED, PAPER = PROMPT_SETTINGS
 #: The original agent's stop sequence.
 STOP = ["Observation:"]
-SELF_TOOL = "Self thinking"
+SELF_TOOL = "Self thinking"  # the tool's name in the figures' tool descriptions and in the original executor
 #: The tools' arguments as the figures' template renders them: it writes each brace four times, and one rendering
 #: halves them, so the model read them doubled.
-ARGS = "args: {{'tool_input': {{'type': 'string'}}}}"  # the tool's name in the figures' tool descriptions
+ARGS = "args: {{'tool_input': {{'type': 'string'}}}}"
 #: What the original agent put before its scratchpad.
 SCRATCHPAD_HEAD = ("This was your previous work (but I haven't seen any of it! I only see what you return as final "
                    "answer):")
