@@ -50,6 +50,11 @@ def page_words(message: str) -> str:
 
 
 
+def _gap(value) -> bool:
+    """None, NaN, NaT or pd.NA (whose truth value is ambiguous, so ``v == v`` cannot tell it)."""
+    return value is None or (pd.api.types.is_scalar(value) and bool(pd.isna(value)))
+
+
 def _cell(value):
     if isinstance(value, float) and not isinstance(value, bool):
         return number(value)
@@ -65,11 +70,11 @@ def table(df: pd.DataFrame, **options):
         values = df[column]
         if not values.isna().any() and values.dtype != object:
             continue
-        kinds = {type(v) for v in values if v is not None and v == v}
+        kinds = {type(v) for v in values if not _gap(v)}
         if values.dtype == object and len(kinds) <= 1:
             df[column] = values.astype(object).where(values.notna(), GAP)
         elif values.isna().any() or len(kinds) > 1:  # a number column with gaps, or mixed: text, gaps as "–"
-            df[column] = [GAP if v is None or v != v else str(_cell(v)) for v in values]
+            df[column] = [GAP if _gap(v) else str(_cell(v)) for v in values]
     headers = {c: st.column_config.Column(header(c)) for c in df.columns if isinstance(c, str) and "_" in c}
     headers.update(options.pop("column_config", None) or {})
     return st.dataframe(df.style.format(_cell), hide_index=True, column_config=headers, **options)
@@ -156,9 +161,10 @@ def start_form() -> None:
         e, f = st.columns(2)
         prompt_setting = e.selectbox("Prompts", list(PROMPT_LABELS), format_func=PROMPT_LABELS.get,
                                      key=kept("bench_prompts"),
-                                     help="The loop techniques' prompts (docs/paper-deviations.md)")
+                                     help="Every technique's prompts: the project's, or nothing the papers did not "
+                                          "send (docs/paper-deviations.md)")
         planner = f.selectbox("REAPER planner", list(PLANNER_LABELS), format_func=PLANNER_LABELS.get,
-                              key=kept("bench_reaper_planner"))
+                              key=kept("bench_reaper_planner"), help="REAPER's runs only")
         with st.expander("Limits of each run and the benchmark's budget"):
             limits = limit_inputs(session_limits(), key="bench_limits")
             budget_tokens, budget_cost = budget_inputs(key="bench")
