@@ -1,6 +1,7 @@
 """What the page tests share: a run store of their own, and the app opened on one page with a question chosen."""
 from __future__ import annotations
 
+import html
 import re
 from pathlib import Path
 
@@ -49,5 +50,6 @@ def keyed(elements, suffix: str) -> list:
 
 
 def shown(text: str) -> str:
-    """Markdown source as a person reads it rendered: the backslash escapes of pages.untrusted.md taken out."""
-    return re.sub(r"\\(.)", r"\1", text).replace("  \n", "\n")
+    """Markdown source as a person reads it rendered: the backslash escapes of pages.untrusted.md read, its
+    invisible word joiners left out."""
+    return html.unescape(re.sub(r"\\(.)", r"\1", text)).replace("\u2060", "").replace("  \n", "\n")

@@ -26,11 +26,13 @@ URL_PARAM = f"x` [login](http://{HOST}/phish) ![](http://{HOST}/u.png) `"
 
 
 def live(markdown: str) -> bool:
-    """Whether Markdown source holds the hostile host as live text: outside every backslash escape and code span
-    (where a link, an autolink or an image could be made of it)."""
-    text = re.sub(r"\\.", "", markdown)
-    text = re.sub(r"(?<!`)(`+)(?!`).*?(?<!`)\1(?!`)", "", text, flags=re.S)
-    return HOST in text
+    """Whether Markdown source could render a link, an image or an autolink: outside code spans, an unescaped
+    ``](``, ``![`` or ``<``, or (GitHub's autolinks are found in the text after its escapes are read) a URL,
+    ``www.`` name or e-mail address left whole."""
+    text = re.sub(r"(?<![`\\])(`+)(?!`).*?(?<!`)\1(?!`)", "", markdown, flags=re.S)
+    if re.search(r"(?<!\\)(\]\(|!\[|<)", text):
+        return True
+    return bool(re.search(r"(?i)https?:|www\.|@" + re.escape(HOST), re.sub(r"\\(.)", r"\1", text)))
 
 
 def shown_markdown(at) -> list[str]:
@@ -53,6 +55,7 @@ def assert_text_only(at) -> None:
 def test_md_escapes_every_markup_character_and_md_code_cannot_be_closed():
     assert not live(md(PAYLOAD)) and not live(md(URL_PARAM))
     assert not re.search(r"(?<!\\)[\[\]()<>!`*_$:#]", md(PAYLOAD))
+    assert not live(md(f"mail a@{HOST}")) and live(f"mail a@{HOST}") and live(f"see www.{HOST}")
     span = md_code(URL_PARAM)
     fence = re.match(r"`+", span).group()
     assert span.endswith(fence) and fence not in span[len(fence):-len(fence)] and not live(span)
