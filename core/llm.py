@@ -389,6 +389,8 @@ def open_llm(spec: str | None = None, settings: LLMSettings | None = None, *, sk
     temperature = None if is_openai(settings.base_url) and _FIXED_TEMPERATURE.match(spec) else settings.temperature
     if settings.top_p is not None:
         options["top_p"] = settings.top_p
+    if settings.seed is not None:  # OpenAI, vLLM and llama.cpp take a seed; a server that ignores it still answers
+        options["seed"] = settings.seed
     model = ChatOpenAI(model=spec, base_url=settings.base_url, api_key=key, temperature=temperature,
                        timeout=settings.timeout_s, max_retries=0, **options)
     label = f"{spec} @ {settings.base_url}" if settings.base_url else spec

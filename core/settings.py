@@ -92,6 +92,7 @@ class LLMSettings:
     api_key: str | None = field(default_factory=lambda: os.environ.get("OPENAI_API_KEY") or None, repr=False)
     temperature: float = 0.0
     top_p: float | None = None  # nucleus sampling (None: not sent; the server's default)
+    seed: int | None = None  # the sampling seed, for servers that take one (None: not sent)
     timeout_s: float = field(default_factory=lambda: env_number("PLANRAG_LLM_TIMEOUT", float, INTERACTIVE_TIMEOUT_S))
     max_retries: int = field(default_factory=lambda: env_number("PLANRAG_LLM_RETRIES", int, INTERACTIVE_RETRIES))
     retry_base_s: float = 1.0  # first backoff delay; doubled on each retry, capped at 30 s

@@ -105,7 +105,8 @@ class RunSettings:
     Faithfulness switches (docs/paper-deviations.md): ``prompts`` ``improved`` (default) or ``paper``, the PlanRAG
     paper's prompts as its original implementation sent them (the loop techniques); ``reaper_planner``
     ``examples`` (default: the planner prompt shows example retrieval plans for the scenario) or ``zero-shot``.
-    ``top_p``: nucleus sampling (None: the server's default), as AutoPlan's training explores."""
+    ``top_p``: nucleus sampling (None: the server's default), as AutoPlan's training explores; ``seed``: the
+    sampling seed, for servers that take one (benchmark epochs send seed + epoch - 1)."""
 
     scenario: str
     question: int
@@ -123,6 +124,7 @@ class RunSettings:
     prompts: str = "improved"
     reaper_planner: str = "examples"
     top_p: float | None = None
+    seed: int | None = None  # the sampling seed sent to servers that take one (None: not sent)
     review_queries: bool = False  # the analyst approves each query before it runs (with any ``hitl``)
 
     def validate(self) -> RunSettings:

@@ -130,6 +130,7 @@ class AgentRuntime:
         cap = guards.reply_cap(settings.limits) or self._llm_settings.max_reply_tokens
         llm_settings = dataclasses.replace(self._llm_settings, base_url=settings.base_url,
                                            temperature=settings.temperature, top_p=settings.top_p,
+                                           seed=settings.seed,
                                            max_reply_tokens=cap)
         return (self._llm_opener or open_llm)(settings.llm, llm_settings, skip=skip)
 

@@ -1,5 +1,6 @@
 """The LLM reply cache: replies kept on disk (SQLite), keyed by the model, its parameters (temperature, stop
-sequences, max reply tokens, base URL) and the full prompt (every message), so an identical rerun costs
+sequences, max reply tokens, base URL; top-p and seed when set; the sample number of a benchmark epoch after
+the first) and the full prompt (every message), so an identical rerun costs
 nothing and repeats itself exactly.
 
 :class:`CachingLLM` stands in for a :class:`core.llm.ChatLLM`: it answers from the cache when it can and opens
@@ -130,16 +131,23 @@ class CachingLLM:
 
 
 def caching_opener(cache: ReplyCache | None, throttle: Callable[[], None] | None = None,
-                   on_open: Callable[[CachingLLM], None] | None = None, gate=None, budget: Budget | None = None):
+                   on_open: Callable[[CachingLLM], None] | None = None, gate=None, budget: Budget | None = None,
+                   sample: Callable[[], int] | None = None):
     """An ``llm_opener`` for AgentRuntime (same signature as core.llm.open_llm) giving CachingLLMs (passing
-    ``gate``, charging ``budget``); ``on_open`` sees each one (to read its counters after the run)."""
+    ``gate``, charging ``budget``); ``on_open`` sees each one (to read its counters after the run). ``sample``
+    gives the number of the repeated sample (benchmark epoch) the opening thread runs: samples after the first
+    are keyed apart (``sample`` in the key), so each epoch asks the model anew instead of being served epoch 1's
+    reply, and a rerun of epoch e is served epoch e's own."""
 
     def opener(spec: str, settings: LLMSettings, *, skip: int = 0) -> CachingLLM:
         replay = spec.startswith(REPLAY_PREFIX)
         identity = {"model": model_identity(spec), "temperature": settings.temperature,
                     "max_tokens": settings.max_reply_tokens, "base_url": None if replay else settings.base_url}
-        if getattr(settings, "top_p", None) is not None:  # only when sampled, so earlier cached replies stay keyed
-            identity["top_p"] = settings.top_p
+        for option in ("top_p", "seed"):  # only when set, so earlier cached replies stay keyed as they were
+            if getattr(settings, option, None) is not None:
+                identity[option] = getattr(settings, option)
+        if sample and sample() > 1:  # epoch 1 keeps the key it always had
+            identity["sample"] = sample()
         llm = CachingLLM(lambda answered: open_llm(spec, settings, skip=skip + answered), identity, cache, throttle,
                          gate, budget)
         if on_open:

@@ -52,6 +52,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-cache", action="store_true", help="do not read or write the LLM reply cache")
     p.add_argument("--base-url", help="an OpenAI-compatible server (default OPENAI_BASE_URL)")
     p.add_argument("--temperature", type=float, default=0.0, help="default 0")
+    p.add_argument("--top-p", type=float, help="nucleus sampling (default: not sent, the server's own)")
+    p.add_argument("--seed", type=int, help="the sampling seed of epoch 1, for servers that take one (epoch e sends "
+                                            "SEED + e - 1; default: not sent)")
+    p.add_argument("--epochs", type=int, default=1, metavar="K",
+                   help="run every item K times, each a run stored as such (default 1); a rerun with a larger K runs "
+                        "only the missing epochs; reports then give clustered intervals (docs/verdicts.md)")
+    p.add_argument("--vote", type=int, default=0, metavar="N",
+                   help="also record each technique's decision by majority over N samples (epochs 1..N, run if "
+                        "missing) as technique TECHNIQUE+voteN, costing the N samples' calls")
     from core.cli import add_fidelity_arguments, add_llm_arguments
 
     add_fidelity_arguments(p)
@@ -124,6 +133,7 @@ def main(args) -> int:
     from core.benchmark.prices import load_prices
     from core.benchmark.results import read_all, read_not_run, read_results
     from core.benchmark.runner import Bench, BenchConfig
+    from core.benchmark.vote import parse_voted
     from core.cli import error_line, llm_settings
     from core.llm import LLMError
     from core.secrets import scrub
@@ -143,7 +153,8 @@ def main(args) -> int:
                                  temperature=args.temperature, source=args.source, dqa_root=args.dqa_dir,
                                  llm_settings=llm_settings(args, unattended=True), limits=limits_from(args),
                                  budget_tokens=args.budget_tokens, budget_cost=args.budget_cost,
-                                 prompts=args.prompts, reaper_planner=args.reaper_planner)
+                                 prompts=args.prompts, reaper_planner=args.reaper_planner, epochs=args.epochs,
+                                 top_p=args.top_p, seed=args.seed, vote=args.vote)
         bench = Bench(config)
         bench.claim()  # BenchBusy when another benchmark runs into the same directory
         prices = load_prices()
@@ -153,7 +164,8 @@ def main(args) -> int:
     for note in bench.notes:
         print(f"note: {note}")
     total = len(bench.work.items)
-    print(f"bench: {total} items of set {bench.set_name}, model {bench.model}, results in {bench.directory}")
+    epochs = f" ({bench.epochs} epochs)" if bench.epochs > 1 else ""
+    print(f"bench: {total} items{epochs} of set {bench.set_name}, model {bench.model}, results in {bench.directory}")
     print(f"skipped {total - len(bench.pending)} items already done; {len(bench.pending)} to run, "
           f"{config.concurrency} at a time", flush=True)
 
@@ -177,7 +189,7 @@ def main(args) -> int:
     except KeyboardInterrupt:
         print("interrupted: the finished items are stored; rerun the same command to go on", file=sys.stderr)
         return 130
-    this_run = read_all(bench.directory, {i.key for i in bench.work.items}, config.home)
+    this_run = read_all(bench.directory, bench.keys(), config.home)
     print(f"accuracy on set {bench.set_name} (correct/n, items that could not run count as wrong; 95% Wilson "
           "interval) | optimal decisions (regret 0, ties with the best included):")
     for r in reports.accuracy(this_run).to_dict("records"):
@@ -191,6 +203,12 @@ def main(args) -> int:
               f"[{r['optimal ci95_low']:.1f}–{r['optimal ci95_high']:.1f}]{paper}")
     for r in reports.paired(this_run).to_dict("records"):
         print(f"  paired {r['scenario']} {r['db']}: {reports.paired_text(r)}")
+    for r in reports.costs(this_run, prices).to_dict("records"):
+        if parse_voted(r["technique"]):
+            total, per = r["cost USD"], r["cost per correct USD"]
+            print(f"  {r['scenario']} {r['db']} {reports.technique_name(r['technique'])}: {r['llm calls']} LLM calls "
+                  f"per question, cost {'unknown' if total is None else f'${total:.4f}'}, per correct decision "
+                  f"{'-' if per is None else f'${per:.5f}'}")
     for line in fidelity.summary_lines(bench.results()):
         print(line)
     written = reports.export(read_all(bench.directory, home=config.home), prices, bench.directory / "report",

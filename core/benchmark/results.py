@@ -61,7 +61,7 @@ class ResultStore:
     def put(self, result: dict) -> None:
         """Store a finished item's result (see core.benchmark.runner for its fields)."""
         item = Item(result["scenario"], result["question"], result["db"], result["technique"], result["model"],
-                    result.get("source", "dqa"))
+                    result.get("source", "dqa"), result.get("epoch", 1))
         correct = None if result.get("correct") is None else int(result["correct"])
         with self._lock:
             self._con.execute("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -94,7 +94,8 @@ def read_results(directory: str | Path, keys: set[str] | None = None) -> list[di
     try:
         if not con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'results'").fetchone():
             return []  # a store another process is creating right now
-        rows = con.execute("SELECT key, data FROM results ORDER BY scenario, question, db, technique, model").fetchall()
+        rows = con.execute("SELECT key, data FROM results ORDER BY scenario, question, db, technique, model, key"
+                           ).fetchall()
     finally:
         con.close()
     return [json.loads(data) for key, data in rows if keys is None or key in keys]

@@ -1,0 +1,92 @@
+"""Self-consistency: a technique's decision by majority over N independent samples (benchmark epochs 1..N, or N
+runs on the Run page), and the spread of decisions over samples.
+
+The vote: each sample whose answer was graded ``decided`` votes for its decision; undecided samples (ambiguous,
+no decision, failed runs) do not vote. The decision with the most votes wins; a tie goes to the tied decision
+voted for first (lowest epoch), a rule that never looks at the ground truth. No vote at all: no decision.
+
+A voted result is stored as one result of technique ``{technique}+vote{N}`` (``voted_name``), linking its
+samples' runs (``samples``), with the sum of their cost (calls, tokens, time, USD).
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+#: The grading fields a voted result takes from the first sample that voted for the chosen decision.
+_GRADE = ("decision", "label", "correct", "rank", "candidates", "regret", "tied", "optimal", "relative_regret",
+          "failure", "failure_signs")
+#: The cost fields a voted result sums over its samples.
+_SUMMED = ("llm_calls", "cached_calls", "prompt_tokens", "completion_tokens", "llm_latency_s", "cached_latency_s",
+           "llm_attempts", "wall_s", "overhead_s")
+_VOTED = re.compile(r"^(?P<technique>.+)\+vote(?P<n>\d+)$")
+
+
+def voted_name(technique: str, n: int) -> str:
+    """The technique name of a vote: ``planrag+vote3``."""
+    return f"{technique}+vote{n}"
+
+
+def parse_voted(name: str) -> tuple[str, int] | None:
+    """(technique, N) of a voted technique name, None for a plain technique."""
+    m = _VOTED.match(name)
+    return (m["technique"], int(m["n"])) if m else None
+
+
+def votes_for(sample: dict):
+    """The decision a sample votes for, None when it does not vote (not graded ``decided``, or failed)."""
+    if sample.get("status") == "failed" or sample.get("decision") is None:
+        return None
+    if sample.get("grade_status") not in (None, "decided"):
+        return None
+    return sample["decision"]
+
+
+def majority(decisions: list) -> tuple[object | None, Counter]:
+    """The winning decision of votes in sample order (None entries do not vote) and the count of each; a tie goes to
+    the decision voted for first."""
+    counts = Counter(d for d in decisions if d is not None)
+    if not counts:
+        return None, counts
+    top = max(counts.values())
+    return next(d for d in decisions if d is not None and counts[d] == top), counts
+
+
+def vote(samples: list[dict]) -> dict:
+    """The voted result of one item's samples (stored results, in epoch order): the winner's grade, the samples'
+    summed cost, and the links to them (``samples``: run ids; ``sample_decisions``; ``votes``: decision -> count)."""
+    samples = sorted(samples, key=lambda r: r.get("epoch", 1))
+    first = samples[0]
+    decisions = [votes_for(s) for s in samples]
+    winner, counts = majority(decisions)
+    chosen = next((s for s, d in zip(samples, decisions) if d is not None and d == winner), None)
+    voters = sum(counts.values())
+    result = {k: first.get(k) for k in ("set", "source", "scenario", "question", "db", "language", "model",
+                                        "all_tied", "finished")}
+    result.update({k: (chosen or {}).get(k) for k in _GRADE})
+    if chosen is None:
+        result.update(correct=False, label=first.get("label"), optimal=False)
+    result["finished"] = max(s.get("finished") or 0 for s in samples)
+    result.update({k: sum(s.get(k) or 0 for s in samples) for k in _SUMMED})
+    costs = [s.get("cost_usd") for s in samples]
+    result.update(
+        technique=voted_name(first["technique"], len(samples)), vote_of=first["technique"], vote_n=len(samples),
+        run_id=None, status="finished", epoch=1,
+        samples=[s.get("run_id") for s in samples], sample_decisions=[s.get("decision") for s in samples],
+        votes={str(d): c for d, c in counts.most_common()}, voters=voters,
+        grade_status="decided" if chosen else "none",
+        grade_reason=(f"majority of {voters} deciding samples of {len(samples)}: "
+                      + ", ".join(f"{d} {c}" for d, c in counts.most_common()) if chosen
+                      else f"none of the {len(samples)} samples decided"),
+        final_answer=None, tokens_estimated=any(s.get("tokens_estimated") for s in samples),
+        cost_usd=None if any(c is None for c in costs) else sum(costs))
+    return result
+
+
+def spread(decisions: list, place) -> list[dict]:
+    """How many samples picked each decision, most first (ties in order of first pick), each with ``place``'s
+    answer (e.g. the simulator's rank text, None for no decision); undecided samples as decision None."""
+    counts = Counter(decisions)
+    order = sorted(counts, key=lambda d: (-counts[d], decisions.index(d)))
+    return [{"decision": d, "samples": counts[d], "share %": round(100 * counts[d] / len(decisions), 1),
+             "rank": place(d) if d is not None else None} for d in order]
