@@ -6,6 +6,7 @@ from datetime import datetime
 
 from core.agents.config import setting_label
 from core.agents.techniques import TECHNIQUES
+from core.benchmark.vote import parse_voted
 from core.grading import placement_text
 from core.replays import model_label
 from core.runs import RunRecord, unanswered
@@ -13,7 +14,11 @@ from core.trace import Trace
 
 
 def technique_label(name: str) -> str:
-    """A technique's name as in the paper (as stored, for a technique this version does not know)."""
+    """A technique's name as in the paper (as stored, for a technique this version does not know); a vote over its
+    samples as ``PlanRAG (vote of 3)``."""
+    voted = parse_voted(name)
+    if voted:
+        return f"{technique_label(voted[0])} (vote of {voted[1]})"
     return TECHNIQUES[name].label if name in TECHNIQUES else name
 
 

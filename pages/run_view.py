@@ -14,13 +14,14 @@ from core import jobs
 from core.agents.guards import call_cost
 from core.agents.prompts import TOOL_NAMES
 from core.benchmark.prices import model_price
+from core.benchmark.vote import outcome_spread
 from core.agents.techniques import TECHNIQUES
 from core.grading import placement_text
 from core.jobs import RunJob
 from core.overrides import OverrideStore
 from core.replays import model_label
 from core.runs import PauseTaken, RunRecord
-from core.summary import answered, question_id, review_label, technique_label
+from core.summary import GAP, answered, question_id, review_label, technique_label
 from core.trace import Trace, step_summary
 from pages.common import number, session_reviewer
 from pages.run_options import runtime_factory
@@ -52,6 +53,17 @@ def open_run(record: RunRecord, page: str) -> None:
     st.session_state["run_id"] = record.id
     st.session_state["question_ref"] = (s.get("source", "dqa"), s["scenario"], s["question"])
     st.switch_page(page)
+
+
+def decision_spread(records: list[RunRecord]) -> None:
+    """The ended runs' decisions: each with the runs that picked it, its share and the simulator's rank; undecided
+    runs as "no decision"."""
+    spread = pd.DataFrame(outcome_spread([r.outcome or {} for r in records]))
+    spread["decision"] = [f"{GAP} no decision" if d is None else str(d) for d in spread["decision"]]
+    spread["rank"] = spread["rank"].fillna(GAP)
+    spread["correct"] = spread["correct"].map({True: "right", False: "wrong"}).fillna(GAP)
+    st.dataframe(spread, hide_index=True, column_config={"samples": "runs", "rank": "simulator's rank",
+                                                         "correct": "label"})
 
 
 def load(run_id: str) -> tuple[RunRecord | None, RunJob | None]:

@@ -189,3 +189,25 @@ def test_bad_epoch_and_vote_settings_are_refused(scripts, tmp_path, dqa_dir):
         Bench(config(scripts, tmp_path, dqa_dir, vote=1))
     with pytest.raises(BenchError, match="top-p"):
         Bench(config(scripts, tmp_path, dqa_dir, top_p=1.5))
+
+
+def test_the_benchmark_page_shows_the_repeated_figures_with_their_n(bench_3, monkeypatch, tmp_path):
+    from core.benchmark.results import ResultStore
+    from tests.page_app import isolate, open_page
+
+    home = isolate(monkeypatch, tmp_path)
+    store = ResultStore(home / "bench" / "epochs")
+    for r in read_results(bench_3[0] / "out"):
+        store.put(r)
+    store.close()
+    at = open_page("pages/benchmark.py", question_ref=None)
+    assert not at.exception
+    acc = next(d.value for d in at.dataframe if "agreement" in d.value.columns).set_index("technique")
+    assert (acc.loc["PlanRAG", "n"], acc.loc["PlanRAG", "questions"], acc.loc["PlanRAG", "epochs"]) == (12, 4, 3)
+    assert acc.loc["PlanRAG", "ci95_low"] == 20.5 and acc.loc["PlanRAG", "agreement"] == "66.7"  # text: votes have none
+    assert any("Repeated samples" in c.value for c in at.caption)
+    votes = next(d.value for d in at.dataframe if "cost per correct USD" in d.value.columns
+                 and "accuracy" in d.value.columns).set_index("technique")
+    assert votes.loc["PlanRAG (vote of 3)", "accuracy"].startswith("50.0% [") and \
+        votes.loc["PlanRAG (vote of 3)", "accuracy"].endswith("n=4")
+    assert any("exact sign-flip permutation test p=0.25" in i.value and "× 3 epochs" in i.value for i in at.info)

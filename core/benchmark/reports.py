@@ -34,7 +34,7 @@ from core.benchmark.prices import cost
 from core.benchmark.stats import paired as paired_stats
 from core.benchmark.stats import wilson
 from core.benchmark.epochs import agreement, clustered, paired_rates
-from core.benchmark.vote import parse_voted
+from core.summary import technique_label
 from core.benchmark.trace import CRITICAL
 from core.files import write_atomic
 from core.grading import rank_text
@@ -294,10 +294,7 @@ def paired_text(row) -> str:
 
 
 def technique_name(name: str) -> str:
-    voted = parse_voted(name)
-    if voted:
-        return f"{technique_name(voted[0])} (vote of {voted[1]})"
-    return TECHNIQUES[name].label if name in TECHNIQUES else name
+    return technique_label(name)
 
 
 def undecided(results: list[dict]) -> pd.DataFrame:

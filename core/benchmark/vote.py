@@ -13,9 +13,10 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-#: The grading fields a voted result takes from the first sample that voted for the chosen decision.
-_GRADE = ("decision", "label", "correct", "rank", "candidates", "regret", "tied", "optimal", "relative_regret",
-          "failure", "failure_signs")
+from core.grading import placement_text
+
+#: What a voted result without a decision clears of the sample it is described by.
+_GRADE = ("decision", "rank", "candidates", "regret", "tied", "relative_regret")
 #: The cost fields a voted result sums over its samples.
 _SUMMED = ("llm_calls", "cached_calls", "prompt_tokens", "completion_tokens", "llm_latency_s", "cached_latency_s",
            "llm_attempts", "wall_s", "overhead_s")
@@ -61,11 +62,10 @@ def vote(samples: list[dict]) -> dict:
     winner, counts = majority(decisions)
     chosen = next((s for s, d in zip(samples, decisions) if d is not None and d == winner), None)
     voters = sum(counts.values())
-    result = {k: first.get(k) for k in ("set", "source", "scenario", "question", "db", "language", "model",
-                                        "all_tied", "finished")}
-    result.update({k: (chosen or {}).get(k) for k in _GRADE})
+    result = dict(chosen or first)  # its grade, trace facts and evidence: the first sample that voted for the winner
+    result.pop("key", None)
     if chosen is None:
-        result.update(correct=False, label=first.get("label"), optimal=False)
+        result.update(dict.fromkeys(_GRADE), correct=False, optimal=False)
     result["finished"] = max(s.get("finished") or 0 for s in samples)
     result.update({k: sum(s.get(k) or 0 for s in samples) for k in _SUMMED})
     costs = [s.get("cost_usd") for s in samples]
@@ -78,9 +78,24 @@ def vote(samples: list[dict]) -> dict:
         grade_reason=(f"majority of {voters} deciding samples of {len(samples)}: "
                       + ", ".join(f"{d} {c}" for d, c in counts.most_common()) if chosen
                       else f"none of the {len(samples)} samples decided"),
-        final_answer=None, tokens_estimated=any(s.get("tokens_estimated") for s in samples),
+        final_answer=result.get("final_answer") if chosen else None,
+        tokens_estimated=any(s.get("tokens_estimated") for s in samples),
         cost_usd=None if any(c is None for c in costs) else sum(costs))
     return result
+
+
+def outcome_spread(outcomes: list[dict]) -> list[dict]:
+    """The spread of the decisions of ended runs (their stored outcomes): each decision with the samples that
+    picked it, its share, the simulator's rank (``tied 3rd–79th of 79``) and whether it is the label; undecided
+    runs as decision None. The first decided row is the vote's pick (``majority``: a tie to the first picked)."""
+    decisions = [votes_for({"decision": o.get("decision"), "grade_status": o.get("grade_status")}) for o in outcomes]
+    first = {}
+    for decision, outcome in zip(decisions, outcomes):
+        first.setdefault(decision, outcome)
+    rows = spread(decisions, lambda d: placement_text(first[d].get("placement")))
+    for row in rows:
+        row["correct"] = first[row["decision"]].get("correct") if row["decision"] is not None else None
+    return rows
 
 
 def spread(decisions: list, place) -> list[dict]:
