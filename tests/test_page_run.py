@@ -181,3 +181,24 @@ def test_the_prompt_setting_and_the_reaper_planner_are_chosen_on_the_page(home):
     at.selectbox(key="run_technique").set_value("reaper").run()
     assert at.radio(key="run_setting_planner").value == "examples"
     assert "run_setting_prompts" not in [r.key for r in at.radio]
+
+
+def test_run_n_times_shows_the_spread_of_decisions_with_the_simulators_rank(home):
+    at = open_page("pages/run.py")
+    at.number_input(key="run_samples_n").set_value(3).run()
+    button(at, "Run 3 times").click().run()
+    assert not at.exception
+    runs = at.session_state["run_samples"]["runs"]
+    assert len(runs) == 3 and "run_id" not in at.session_state  # no single sample in the Run view
+    deadline = time.time() + 60
+    while not all(jobs.job(r).done for r in runs) and time.time() < deadline:
+        time.sleep(0.2)
+    at.run()
+    records = [jobs.open_store().get(r) for r in runs]
+    assert {r.settings["hitl"] for r in records} == {"auto"} and {r.settings["temperature"] for r in records} == {0.7}
+    spread = next(d.value for d in at.dataframe if "share %" in d.value.columns)
+    # the recorded replay repeats itself: one decision, all three samples, the simulator's best
+    assert spread.to_dict("records") == [{"decision": "doab", "samples": 3, "share %": 100.0, "rank": "1 of 9",
+                                          "correct": "right"}]
+    assert any("3 samples of the question" in s.value for s in at.subheader)
+    assert any("(n=3)" in c.value for c in at.caption)
