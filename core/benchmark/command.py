@@ -190,8 +190,9 @@ def main(args) -> int:
         print("interrupted: the finished items are stored; rerun the same command to go on", file=sys.stderr)
         return 130
     this_run = read_all(bench.directory, bench.keys(), config.home)
+    clustered = ", clustered by question over the epochs" if bench.epochs > 1 else ""
     print(f"accuracy on set {bench.set_name} (correct/n, items that could not run count as wrong; 95% Wilson "
-          "interval) | optimal decisions (regret 0, ties with the best included):")
+          f"interval{clustered}) | optimal decisions (regret 0, ties with the best included):")
     for r in reports.accuracy(this_run).to_dict("records"):
         paper = (f"  (paper {r['paper']}, GPT-4, n={reports.PAPER_N[r['scenario']]})"
                  if pd.notna(r["paper"]) else "")

@@ -286,7 +286,7 @@ def paired_text(row) -> str:
     if epochs is not None and epochs == epochs and epochs > 1:
         return (f"{a} − {b}: {get('diff'):+.1f} points [{get('diff_ci95_low'):+.1f}, {get('diff_ci95_high'):+.1f}] "
                 f"in the per-question rate of right samples, on n={get('n')} paired questions × {int(epochs)} epochs "
-                f"({a}'s rate higher on {get('only_a')}, {b}'s on {get('only_b')}, equal on {get('equal')}); "
+                f"({a}'s rate higher on {get('only_a')}, {b}'s on {get('only_b')}, equal on {int(get('equal'))}); "
                 f"exact sign-flip permutation test p={get('p_value'):.3g}, {verdict}")
     return (f"{a} − {b}: {get('diff'):+.1f} points [{get('diff_ci95_low'):+.1f}, {get('diff_ci95_high'):+.1f}] on "
             f"n={get('n')} paired questions (only {a} right {get('only_a')}, only {b} right {get('only_b')}); exact "
