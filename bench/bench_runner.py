@@ -50,12 +50,13 @@ for _name in ("create", "add_event", "update", "get"):  # to tell the run store'
 
 
 def run(home: Path, replays: Path, out: str, questions: str, concurrency: int, dqa,
-        epochs: int = 1) -> tuple[float, list[dict]]:
+        epochs: int = 1, cache: bool = True) -> tuple[float, list[dict]]:
     """Both databases (as ``--db sqlite`` then ``--db ladybug``); the seconds taken and the results."""
     start, results = time.perf_counter(), []
     for db in DBS:
         bench = Bench(BenchConfig(["planrag"], f"replay:{replays}", db=db, questions=questions,
-                                  concurrency=concurrency, out=home / out, home=home, dqa_root=dqa, epochs=epochs))
+                                  concurrency=concurrency, out=home / out, home=home, dqa_root=dqa, epochs=epochs,
+                                  cache=cache))
         bench.run()
         results += bench.results()
     return time.perf_counter() - start, results
@@ -103,16 +104,19 @@ def main() -> None:
 
 
 def epochs(home: Path, replays: Path, args) -> None:
-    """The overhead of epochs: the same questions once, then K epochs (warm databases, the reply cache keying
-    epochs after the first apart), per sample; and the reports of K epochs against those of one."""
-    seconds_one, one = run(home, replays, "epoch-1", args.questions, args.concurrency, args.dqa)
+    """The overhead of epochs: the same questions once, then K epochs, both without the reply cache (every sample
+    plays its transcript; warm databases), per sample and per agent step; and the reports of K epochs against those
+    of one."""
     store_time[0] = 0.0
-    seconds_k, many = run(home, replays, "epochs", args.questions, args.concurrency, args.dqa, epochs=args.epochs)
+    seconds_one, one = run(home, replays, "epoch-1", args.questions, args.concurrency, args.dqa, cache=False)
+    overhead("1 epoch, no cache", one, store_time[0])
+    store_time[0] = 0.0
+    seconds_k, many = run(home, replays, "epochs", args.questions, args.concurrency, args.dqa, epochs=args.epochs,
+                          cache=False)
+    overhead(f"{args.epochs} epochs, no cache", many, store_time[0])
     per_one, per_k = seconds_one / len(one), seconds_k / len(many)
     print(f"{args.epochs} epochs: {len(many)} samples in {seconds_k:.1f} s, {1000 * per_k:.1f} ms a sample against "
-          f"{1000 * per_one:.1f} ms for one epoch ({100 * (per_k / per_one - 1):+.1f}% a sample); "
-          f"{sum(r['cached_calls'] for r in many)} cached replies (epoch 1's, from the run before)")
-    overhead(f"{args.epochs} epochs", many, store_time[0])
+          f"{1000 * per_one:.1f} ms for one epoch ({100 * (per_k / per_one - 1):+.1f}% a sample)")
     for label, results in (("1 epoch", one), (f"{args.epochs} epochs", many)):
         start = time.perf_counter()
         reports.tables(results, {})

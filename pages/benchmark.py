@@ -345,14 +345,9 @@ def show_accuracy(tables: dict) -> None:
                "(a pick tied with the best counts).")
     table(readable(tables["paper_layout"]))
     acc = tables["accuracy"]
-    repeated = [c for c in reports.EPOCH_COLUMNS if c in acc.columns]
-    if repeated:
-        st.caption("**Repeated samples**: n counts every sample (questions × epochs). The 95% interval treats the "
-                   "samples of a question as one cluster: Wilson's interval at the effective n (samples over the "
-                   "design effect); agreement is the share of pairs of a question's samples that made the same "
-                   "decision; all / some / none right: the share of questions right in every, some, no epoch "
-                   "(docs/verdicts.md).")
-    table(readable(acc[ACCURACY_COLUMNS + repeated]))
+    table(readable(acc[ACCURACY_COLUMNS]))
+    if any(c in acc.columns for c in reports.EPOCH_COLUMNS):
+        show_repeats(acc)
     notes = []
     if acc["errors"].sum():
         notes.append(f"{int(acc['errors'].sum())} items could not run: they count in n as not correct (column "
@@ -380,6 +375,20 @@ def show_accuracy(tables: dict) -> None:
                    "answer says it cannot decide); they count as not correct. Override a grade from the Questions "
                    "tab.")
         table(readable(undecided))
+
+
+def show_repeats(acc: pd.DataFrame) -> None:
+    """The figures of repeated samples (epochs): accuracy with its clustered interval and n, agreement, and the
+    questions right in every, some or no epoch."""
+    st.subheader("Repeated samples (epochs)")
+    st.caption("n counts every sample (questions × epochs). The 95% interval treats the samples of a question as one "
+               "cluster: Wilson's interval at the effective n (samples over the design effect). Agreement: the share "
+               "of pairs of a question's samples that made the same decision. All / some / none right: the share of "
+               "questions right in every, some, no epoch (docs/verdicts.md).")
+    shown = acc.assign(accuracy=[f"{r['accuracy']:.1f}% [{r['ci95_low']:.1f}–{r['ci95_high']:.1f}]"
+                                 for r in acc.to_dict("records")])
+    table(readable(shown[["scenario", "db", "technique", "accuracy", "n", *reports.EPOCH_COLUMNS]]),
+          column_config={"accuracy": st.column_config.TextColumn("accuracy [clustered 95% CI]")})
 
 
 def show_votes(acc: pd.DataFrame, costs: pd.DataFrame) -> None:

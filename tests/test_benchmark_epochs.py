@@ -202,10 +202,14 @@ def test_the_benchmark_page_shows_the_repeated_figures_with_their_n(bench_3, mon
     store.close()
     at = open_page("pages/benchmark.py", question_ref=None)
     assert not at.exception
-    acc = next(d.value for d in at.dataframe if "agreement" in d.value.columns).set_index("technique")
-    assert (acc.loc["PlanRAG", "n"], acc.loc["PlanRAG", "questions"], acc.loc["PlanRAG", "epochs"]) == (12, 4, 3)
-    assert acc.loc["PlanRAG", "ci95_low"] == 20.5 and acc.loc["PlanRAG", "agreement"] == "66.7"  # text: votes have none
-    assert any("Repeated samples" in c.value for c in at.caption)
+    acc = next(d.value for d in at.dataframe if "ci95_low" in d.value.columns).set_index("technique")
+    assert (acc.loc["PlanRAG", "n"], acc.loc["PlanRAG", "ci95_low"], acc.loc["PlanRAG", "ci95_high"]) == (12, 20.5, 79.5)
+    assert "Repeated samples (epochs)" in [s.value for s in at.subheader]
+    repeats = next(d.value for d in at.dataframe if "agreement" in d.value.columns
+                   and "ci95_low" not in d.value.columns).set_index("technique")
+    assert repeats.loc["PlanRAG", "accuracy"] == "50.0% [20.5–79.5]"
+    assert tuple(repeats.loc["PlanRAG", ["n", "questions", "epochs", "samples"]]) == (12, 4, 3, 12)
+    assert (repeats.loc["PlanRAG", "agreement"], repeats.loc["PlanRAG", "some right %"]) == ("66.7", 50.0)
     votes = next(d.value for d in at.dataframe if "cost per correct USD" in d.value.columns
                  and "accuracy" in d.value.columns).set_index("technique")
     assert votes.loc["PlanRAG (vote of 3)", "accuracy"].startswith("50.0% [") and \

@@ -197,8 +197,9 @@ def bar_data(acc: pd.DataFrame) -> pd.DataFrame:
         for metric, value, low, high in (("label accuracy", r["accuracy"], r["ci95_low"], r["ci95_high"]),
                                          ("optimal decisions", r["optimal rate"], r["optimal ci95_low"],
                                           r["optimal ci95_high"])):
+            repeats = f" ({r['questions']}×{int(r['epochs'])})" if r.get("epochs", 1) > 1 else ""
             rows.append({"scenario": r["scenario"], "technique": r["technique"], "series": r["db"], "metric": metric,
-                         "value": value, "low": low, "high": high, "n": f"n={r['n']}"})
+                         "value": value, "low": low, "high": high, "n": f"n={r['n']}{repeats}"})
     if "paper" in acc:
         for r in acc.dropna(subset=["paper"]).drop_duplicates(["scenario", "technique", "kind"]).to_dict("records"):
             n = PAPER_N[r["scenario"]]
@@ -322,7 +323,8 @@ def paper_layout(results: list[dict]) -> pd.DataFrame:
             for r in s.to_dict("records"):
                 cell = f"{scenario} {r['kind']} {r['db']}"
                 row[cell] = r["accuracy"]
-                row[f"{cell} 95% CI, n"] = f"{r['ci95_low']:.1f}–{r['ci95_high']:.1f}, n={r['n']}"
+                row[f"{cell} 95% CI, n"] = f"{r['ci95_low']:.1f}–{r['ci95_high']:.1f}, n={r['n']}" + (
+                    f" ({r['questions']} questions × {int(r['epochs'])})" if r.get("epochs", 1) > 1 else "")
                 row[f"{cell} optimal"] = r["optimal rate"]
                 if in_paper:
                     row[f"{scenario} {r['kind']} paper"] = r["paper"]
