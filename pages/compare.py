@@ -65,11 +65,12 @@ def decisions(records: list[RunRecord]) -> None:
     if len(ended) < 2:
         return
     st.subheader("Decisions of these runs")
-    same = len({(r.settings["technique"], r.settings["db"], r.settings["llm"]) for r in ended}) == 1
+    same = len({(r.settings["technique"], r.settings["db"]) for r in ended}) == 1
+    model = " with the same model" if len({r.settings["llm"] for r in ended}) == 1 else ""
     st.caption(f"{len(ended)} ended runs (n={len(ended)})"
-               + (f", all {technique_label(ended[0].settings['technique'])} on {ended[0].settings['db']} with the "
-                  "same model: samples of one technique. A vote takes the decision picked most (undecided runs do "
-                  "not vote; a tie goes to the one picked first)." if same else "."))
+               + (f", all {technique_label(ended[0].settings['technique'])} on {ended[0].settings['db']}{model}: "
+                  "samples of one technique. A vote takes the decision picked most (undecided runs do not vote; a "
+                  "tie goes to the one picked first)." if same else "."))
     decision_spread(ended)
 
 

@@ -63,7 +63,7 @@ def decision_spread(records: list[RunRecord]) -> None:
     spread["rank"] = spread["rank"].fillna(GAP)
     spread["correct"] = spread["correct"].map({True: "right", False: "wrong"}).fillna(GAP)
     st.dataframe(spread, hide_index=True, column_config={"samples": "runs", "rank": "simulator's rank",
-                                                         "correct": "label"})
+                                                         "correct": "by the label"})
 
 
 def load(run_id: str) -> tuple[RunRecord | None, RunJob | None]:
