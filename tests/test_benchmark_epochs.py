@@ -15,6 +15,7 @@ from core.benchmark.items import BenchError
 from core.benchmark.results import read_results
 from core.benchmark.runner import Bench, BenchConfig
 from core.benchmark.vote import majority, spread
+from core.runs import RunStore
 from tests.bench_scripts import transcript
 
 R, W, U = "right", "wrong", "undecided"
@@ -158,15 +159,32 @@ def test_the_reply_cache_keys_epochs_apart(dqa, tmp_path, dqa_dir):
     replies, _ = transcript(question, dqa.database(question), "sqlite", "iterrag", R)
     (folder / "locating-1-sqlite-iterrag.json").write_text(json.dumps(replies))  # the same reply every epoch
 
-    def run(out):
-        Bench(BenchConfig(["iterrag"], f"replay:{folder}", scenario="locating", questions="1", epochs=2,
-                          out=tmp_path / out, home=tmp_path / "home", dqa_root=dqa_dir)).run()
-        return {r["epoch"]: r for r in read_results(tmp_path / out)}
+    def run(out, **kw):
+        progress = Bench(BenchConfig(["iterrag"], f"replay:{folder}", scenario="locating", questions="1", epochs=2,
+                                     out=tmp_path / out, home=tmp_path / "home", dqa_root=dqa_dir, **kw)).run()
+        return {r["epoch"]: r for r in read_results(tmp_path / out)}, progress
 
-    first = run("a")
+    first, progress = run("a")
     assert first[1]["cached_calls"] == 0 and first[2]["cached_calls"] == 0  # epoch 2 asked the model anew
-    again = run("b")
+    # the budget counts every epoch's calls
+    assert progress.tokens == sum(first[e]["prompt_tokens"] + first[e]["completion_tokens"] for e in (1, 2)) > 0
+    again, _ = run("b")
     assert all(again[e]["cached_calls"] == again[e]["llm_calls"] > 0 for e in (1, 2))  # each served its own
+    seeded, _ = run("c", seed=7, top_p=0.9)  # another key: the model asked again, each epoch its seed
+    assert all(seeded[e]["cached_calls"] == 0 for e in (1, 2))
+    store = RunStore(tmp_path / "home" / "runs.sqlite")
+    assert [store.get(seeded[e]["run_id"]).settings["seed"] for e in (1, 2)] == [7, 8]
+    assert store.get(seeded[2]["run_id"]).settings["top_p"] == 0.9
+    with pytest.raises(BenchError, match=r"other parameters \(seed 7 -> 8"):
+        run("c", seed=8, top_p=0.9)  # the results were made with seed 7
+
+
+def test_the_seed_and_top_p_reach_the_server():
+    from core.llm import open_llm
+    from core.settings import LLMSettings
+
+    llm = open_llm("gpt-4o", LLMSettings(api_key="sk-test", base_url="http://127.0.0.1:9/v1", seed=11, top_p=0.5))
+    assert llm.model.seed == 11 and llm.model.top_p == 0.5
 
 
 def test_units_and_bad_input():
