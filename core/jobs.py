@@ -61,12 +61,25 @@ class RunJob:
         self.error: Exception | None = None
         self.done = False
         self.runtime = None  # the AgentRuntime driving it, once opened (Stop goes through it)
+        self._stop_asked = False
         self._changed = threading.Condition()
+
+    def stop(self) -> str:
+        """Stop the run, also before it is stored (Stop right after Start): it stops as soon as it is driven.
+        Its status after the request."""
+        with self._changed:
+            self._stop_asked = True
+            runtime = self.runtime
+        return runtime.stop(self.run_id, starting=True) if runtime is not None else "running"
 
     def _drive(self, make_runtime: Callable, iterate: Callable[..., Iterator[Event]]) -> None:
         runtime = None
         try:
-            runtime = self.runtime = make_runtime()
+            runtime = make_runtime()
+            with self._changed:
+                self.runtime, asked = runtime, self._stop_asked
+            if asked:  # Stop came while the runtime opened
+                runtime.stop(self.run_id, starting=True)
             for event in iterate(runtime):
                 with self._changed:
                     self.events.append(event.to_dict())
@@ -163,8 +176,8 @@ def stop(run_id: str) -> str:
     """Stop a run: at once when a job of this process drives it, else through the run store (another process's
     run stops within a poll; a paused or interrupted run is closed). Its status after the request."""
     current = job(run_id)
-    if current is not None and not current.done and current.runtime is not None:
-        return current.runtime.stop(run_id)
+    if current is not None and not current.done:
+        return current.stop()
     return open_store().request_stop(run_id)
 
 
