@@ -5,8 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from core.agents.config import setting_label
-from core.agents.techniques import TECHNIQUES
-from core.benchmark.vote import parse_voted
+from core.agents.techniques import TECHNIQUES, parse_voted
 from core.grading import placement_text
 from core.replays import model_label
 from core.runs import RunRecord, unanswered

@@ -9,7 +9,7 @@ import plotly.express as px
 import streamlit as st
 
 from core import scenarios
-from core.agents.techniques import TECHNIQUES
+from core.agents.techniques import TECHNIQUES, parse_voted
 from core.backends.registry import BACKENDS
 from core.benchmark import fidelity, jobs, reports
 from core.benchmark.command import duration, spent
@@ -18,7 +18,6 @@ from core.benchmark.items import BenchError
 from core.benchmark.prices import load_prices, prices_path
 from core.benchmark.command import smoke_config
 from core.benchmark.results import read_all
-from core.benchmark.vote import parse_voted
 from core.benchmark.runner import BenchConfig, bench_home
 from core.catalog import SOURCES
 from core.dqa import DQA_SET, DQAError

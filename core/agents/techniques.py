@@ -3,6 +3,8 @@
 started from the scenario's learned plan (core.autoplan)."""
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 
 
@@ -33,3 +35,17 @@ def technique(name: str) -> Technique:
         return TECHNIQUES[name]
     except KeyError:
         raise ValueError(f"unknown technique {name!r}; choose one of {', '.join(TECHNIQUES)}") from None
+
+
+_VOTED = re.compile(r"^(?P<technique>.+)\+vote(?P<n>\d+)$")
+
+
+def voted_name(name: str, n: int) -> str:
+    """The name of a technique's decision by majority over n samples (core.benchmark.vote): ``planrag+vote3``."""
+    return f"{name}+vote{n}"
+
+
+def parse_voted(name: str) -> tuple[str, int] | None:
+    """(technique, n) of a voted technique's name, None for a plain technique."""
+    m = _VOTED.match(name)
+    return (m["technique"], int(m["n"])) if m else None

@@ -133,7 +133,7 @@ def main(args) -> int:
     from core.benchmark.prices import load_prices
     from core.benchmark.results import read_all, read_not_run, read_results
     from core.benchmark.runner import Bench, BenchConfig
-    from core.benchmark.vote import parse_voted
+    from core.agents.techniques import parse_voted
     from core.cli import error_line, llm_settings
     from core.llm import LLMError
     from core.secrets import scrub

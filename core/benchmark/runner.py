@@ -24,7 +24,7 @@ from core import catalog, scenarios
 from core import home as project_home
 from core import settings as core_settings
 from core.agents import AgentRuntime, Limits, RunSettings, new_run_id
-from core.agents.techniques import technique
+from core.agents.techniques import technique, voted_name
 from core.agents.workspace import open_catalog_workspace
 from core.backends.registry import language
 from core.benchmark.budget import Budget
@@ -36,7 +36,7 @@ from core.benchmark.items import BenchError, Item, WorkList, databases_of, parse
 from core.benchmark.prices import load_prices, price_of
 from core.benchmark.results import ResultStore, read_not_run, read_results
 from core.benchmark.trace import read_trace
-from core.benchmark.vote import vote, voted_name
+from core.benchmark.vote import vote
 from core.dqa import DQA_SET
 from core.evidence import run_coverage
 from core.llm import REPLAY_PREFIX, TRANSIENT, LLMSettings, open_llm, read_replay, replay_path

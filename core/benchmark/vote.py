@@ -10,9 +10,9 @@ samples' runs (``samples``), with the sum of their cost (calls, tokens, time, US
 """
 from __future__ import annotations
 
-import re
 from collections import Counter
 
+from core.agents.techniques import voted_name
 from core.grading import placement_text
 
 #: What a voted result without a decision clears of the sample it is described by.
@@ -20,20 +20,6 @@ _GRADE = ("decision", "rank", "candidates", "regret", "tied", "relative_regret")
 #: The cost fields a voted result sums over its samples.
 _SUMMED = ("llm_calls", "cached_calls", "prompt_tokens", "completion_tokens", "llm_latency_s", "cached_latency_s",
            "llm_attempts", "wall_s", "overhead_s")
-_VOTED = re.compile(r"^(?P<technique>.+)\+vote(?P<n>\d+)$")
-
-
-def voted_name(technique: str, n: int) -> str:
-    """The technique name of a vote: ``planrag+vote3``."""
-    return f"{technique}+vote{n}"
-
-
-def parse_voted(name: str) -> tuple[str, int] | None:
-    """(technique, N) of a voted technique name, None for a plain technique."""
-    m = _VOTED.match(name)
-    return (m["technique"], int(m["n"])) if m else None
-
-
 def votes_for(sample: dict):
     """The decision a sample votes for, None when it does not vote (not graded ``decided``, or failed)."""
     if sample.get("status") == "failed" or sample.get("decision") is None:
