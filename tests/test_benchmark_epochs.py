@@ -233,3 +233,18 @@ def test_the_benchmark_page_shows_the_repeated_figures_with_their_n(bench_3, mon
     assert votes.loc["PlanRAG (vote of 3)", "accuracy"].startswith("50.0% [") and \
         votes.loc["PlanRAG (vote of 3)", "accuracy"].endswith("n=4")
     assert any("exact sign-flip permutation test p=0.25" in i.value and "× 3 epochs" in i.value for i in at.info)
+
+
+def test_an_epoch_that_could_not_run_is_listed_with_its_epoch(tmp_path):
+    from core.benchmark.items import Item
+    from core.benchmark.results import ResultStore, read_errors, read_not_run
+
+    store = ResultStore(tmp_path)
+    store.put_not_run(Item("locating", 3, "sqlite", "planrag", "m", epoch=2), "timeout", "the server timed out")
+    store.put_not_run(Item("locating", 3, "sqlite", "planrag", "m"), "timeout", "the server timed out")
+    store.close()
+    assert sorted(r["epoch"] for r in read_not_run(tmp_path)) == [1, 2]
+    assert sorted(r["epoch"] for r in read_errors(tmp_path)) == [1, 2]
+    table = reports.could_not_run(read_not_run(tmp_path))
+    assert list(table.columns[:5]) == ["scenario", "question", "db", "technique", "epoch"]
+    assert "epoch" not in reports.could_not_run([r for r in read_not_run(tmp_path) if r["epoch"] == 1]).columns

@@ -542,9 +542,11 @@ NOT_RUN_COLUMNS = ["scenario", "question", "db", "technique", "model", "error_ki
 
 def could_not_run(items: list[dict]) -> pd.DataFrame:
     """The items that could not run (core.benchmark.results.read_not_run), with what happened and how many
-    attempts the failed LLM call made."""
-    rows = [{**{c: i.get(c) for c in NOT_RUN_COLUMNS}, "attempts": len(i.get("attempts") or [])} for i in items]
-    return pd.DataFrame(rows, columns=NOT_RUN_COLUMNS)
+    attempts the failed LLM call made; with repeated samples also the ``epoch``."""
+    columns = NOT_RUN_COLUMNS[:4] + (["epoch"] if any(i.get("epoch", 1) > 1 for i in items) else []) + \
+        NOT_RUN_COLUMNS[4:]
+    rows = [{**{c: i.get(c) for c in columns}, "attempts": len(i.get("attempts") or [])} for i in items]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def export(results: list[dict], prices: dict[str, list[float]], directory: str | Path,

@@ -4,6 +4,7 @@ were made with, so a rerun with other parameters does not mix with them."""
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import threading
 import time
@@ -21,6 +22,8 @@ CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS not_run (key TEXT PRIMARY KEY, scenario TEXT, question INTEGER, db TEXT,
     technique TEXT, model TEXT, error_kind TEXT, error TEXT, attempts TEXT, at REAL);
 """
+#: The epoch at the end of an item's key (core.benchmark.items.Item.key), from epoch 2 on.
+_EPOCH = re.compile(r"/e(\d+)$")
 #: The fields of an item that could not run (ResultStore.not_run, read_not_run).
 NOT_RUN_FIELDS = ("scenario", "question", "db", "technique", "model", "error_kind", "error", "attempts", "at")
 
@@ -103,7 +106,7 @@ def read_results(directory: str | Path, keys: set[str] | None = None) -> list[di
 
 def read_not_run(directory: str | Path, keys: set[str] | None = None) -> list[dict]:
     """The items of a benchmark directory that could not run and have no result yet (all, or those of ``keys``),
-    each with ``source`` and NOT_RUN_FIELDS (``attempts`` a list of the failed LLM call's attempts); [] when there
+    each with ``source``, ``epoch`` and NOT_RUN_FIELDS (``attempts`` a list of the failed LLM call's attempts); [] when there
     are none."""
     path = Path(directory) / FILE
     if not path.exists():
@@ -116,7 +119,8 @@ def read_not_run(directory: str | Path, keys: set[str] | None = None) -> list[di
                            "(SELECT key FROM results) ORDER BY scenario, question, db, technique, model").fetchall()
     finally:
         con.close()
-    found = [{"source": row[0].split(":", 1)[0] if ":" in row[0] else "dqa", **dict(zip(NOT_RUN_FIELDS, row[1:]))}
+    found = [{"source": row[0].split(":", 1)[0] if ":" in row[0] else "dqa", **dict(zip(NOT_RUN_FIELDS, row[1:])),
+              "epoch": int(epoch[1]) if (epoch := _EPOCH.search(row[0])) else 1}
              for row in rows if keys is None or row[0] in keys]
     for item in found:
         item["attempts"] = json.loads(item["attempts"] or "[]")
@@ -130,7 +134,7 @@ def read_errors(directory: str | Path, keys: set[str] | None = None) -> list[dic
     return [{"set": row["source"] if row["source"] != "dqa" else generated or DQA_SET,
              **{k: row[k] for k in ("source", "scenario", "question", "db", "technique", "model", "error_kind",
                                    "error")},
-             "status": "error", "finished": row["at"], "correct": False}
+             "status": "error", "finished": row["at"], "correct": False, "epoch": row["epoch"]}
             for row in read_not_run(directory, keys)]
 
 

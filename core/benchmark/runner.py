@@ -367,18 +367,14 @@ class Bench:
 
     def record_votes(self) -> int:
         """Store the vote of every item whose samples are all stored and that has no vote yet; how many."""
-        stored = {r["key"]: r for r in self._keyed(read_results(self.directory))}
+        stored = {Item(r["scenario"], r["question"], r["db"], r["technique"], r["model"], r.get("source", "dqa"),
+                       r.get("epoch", 1)).key: r for r in read_results(self.directory)}
         done = 0
         for key, samples in self._vote_keys().items():
             if key not in stored and all(s.key in stored for s in samples):
                 self.store.put(vote([stored[s.key] for s in samples]))
                 done += 1
         return done
-
-    @staticmethod
-    def _keyed(results: list[dict]) -> list[dict]:
-        return [{**r, "key": Item(r["scenario"], r["question"], r["db"], r["technique"], r["model"],
-                                  r.get("source", "dqa"), r.get("epoch", 1)).key} for r in results]
 
     def not_run(self) -> list[dict]:
         """The items of this benchmark's work list that could not run and have no result yet, with what happened

@@ -49,7 +49,6 @@ def vote(samples: list[dict]) -> dict:
     chosen = next((s for s, d in zip(samples, decisions) if d is not None and d == winner), None)
     voters = sum(counts.values())
     result = dict(chosen or first)  # its grade, trace facts and evidence: the first sample that voted for the winner
-    result.pop("key", None)
     if chosen is None:
         result.update(dict.fromkeys(_GRADE), correct=False, optimal=False)
     result["finished"] = max(s.get("finished") or 0 for s in samples)
