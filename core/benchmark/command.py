@@ -20,7 +20,10 @@ for each item (and the shipped naming {source}_{scenario}_{question}_{sql|cypher
 --source demo runs the built-in demo scenarios; --smoke is a benchmark without a model: the demo questions
 played from the shipped scripted transcripts (assets/replays) with PlanRAG and IterRAG, to try the whole
 pipeline (results, reports) in seconds. Reports (the paper's tables) go to OUT/report: every accuracy with n and
-a 95% Wilson interval (items that could not run count as not correct), and paired comparisons of the techniques."""
+a 95% Wilson interval (items that could not run count as not correct), and paired comparisons of the techniques.
+--epochs K runs every item K times (a rerun with a larger K runs only the missing epochs); the reports then treat
+a question's samples as a cluster (docs/verdicts.md); --vote N adds each technique's majority decision over N
+samples as TECHNIQUE+voteN."""
 
 SMOKE_TECHNIQUES = ("planrag", "iterrag")
 
