@@ -42,10 +42,10 @@ MAIN_CONTENT = {
 }
 SEED = """
 from core import jobs
-from core.agents.config import RunSettings
+from core.model.run_settings import RunSettings
 from core.benchmark import jobs as bench_jobs
-from core.benchmark.command import smoke_config
-from core.replays import replays
+from core.cli.bench import smoke_config
+from core.llm.replays import replays
 runtime = jobs.open_runtime()
 for scenario, technique in (("locating", "iterrag"), ("locating", "planrag"), ("building", "planrag")):
     spec = replays("demo", scenario, 1, "sql", technique)[0].spec

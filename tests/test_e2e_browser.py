@@ -26,7 +26,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from core.runs import RunStore
+from core.store.runs import RunStore
 from tests.conftest import require
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from core.runs import RunStore
+from core.store.runs import RunStore
 from tests.test_e2e_browser import app_server, chromium, wait_healthy  # noqa: F401 (chromium: a fixture)
 
 HANG_CALL = 4  # the model call (counted in the server process) that never answers: the first after the review

@@ -21,14 +21,14 @@ def _plain(value):
 
 def snapshot(home: Path) -> dict:
     """What the History, Run, Compare, Benchmark and Learned plans views read from the stores under ``home``."""
-    from core import evidence, summary
-    from core.autoplan.store import PlanStore
+    from core.analysis import evidence, summary
+    from core.store.plans import PlanStore
     from core.benchmark import reports
     from core.benchmark.results import read_all
     from core.benchmark.trace import read_trace
-    from core.overrides import OverrideStore
-    from core.runs import RunStore
-    from core.trace import Trace, step_summary
+    from core.store.overrides import OverrideStore
+    from core.store.runs import RunStore
+    from core.analysis.trace import Trace, step_summary
 
     overrides = OverrideStore(home).all()
     runs = {}
@@ -71,7 +71,7 @@ def test_legacy_stores_open_and_read_the_same(legacy_home):
 
 
 def test_a_paused_legacy_run_resumes_from_its_checkpoint(legacy_home, capsys):
-    from core.cli import main
+    from core.cli.main import main
 
     expected = json.loads((LEGACY / "expected.json").read_text())["resumed"]
     assert main(["run", "--resume", PAUSED, "--pause", "p1", "--approve", "--json"]) == 3  # paused at its next plan

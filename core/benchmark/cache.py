@@ -2,7 +2,7 @@
 sequences, max reply tokens, base URL) and the full prompt (every message), so an identical rerun costs
 nothing and repeats itself exactly.
 
-:class:`CachingLLM` stands in for a :class:`core.llm.ChatLLM`: it answers from the cache when it can and opens
+:class:`CachingLLM` stands in for a :class:`core.llm.client.ChatLLM`: it answers from the cache when it can and opens
 the model only at its first miss (a replay then starts at the right reply; a fully cached run needs no key).
 :func:`caching_opener` makes the ``llm_opener`` that AgentRuntime takes.
 """
@@ -20,7 +20,7 @@ from pathlib import Path
 from langchain_core.messages import BaseMessage
 
 from core.benchmark.budget import Budget
-from core.llm import REPLAY_PREFIX, ChatLLM, Completion, LLMSettings, open_llm, replay_path
+from core.llm.client import REPLAY_PREFIX, ChatLLM, Completion, LLMSettings, open_llm, replay_path
 
 
 class ReplyCache:
@@ -131,7 +131,7 @@ class CachingLLM:
 
 def caching_opener(cache: ReplyCache | None, throttle: Callable[[], None] | None = None,
                    on_open: Callable[[CachingLLM], None] | None = None, gate=None, budget: Budget | None = None):
-    """An ``llm_opener`` for AgentRuntime (same signature as core.llm.open_llm) giving CachingLLMs (passing
+    """An ``llm_opener`` for AgentRuntime (same signature as core.llm.client.open_llm) giving CachingLLMs (passing
     ``gate``, charging ``budget``); ``on_open`` sees each one (to read its counters after the run)."""
 
     def opener(spec: str, settings: LLMSettings, *, skip: int = 0) -> CachingLLM:

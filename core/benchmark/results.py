@@ -10,8 +10,9 @@ import time
 from pathlib import Path
 
 from core.benchmark.items import BenchError, Item
-from core.dqa import DQA_SET
-from core.secrets import scrub
+from core.scenarios.dqa.source import DQA_SET
+from core.config.secrets import scrub
+from core.store.overrides import OverrideStore, apply
 
 FILE = "results.sqlite"
 _SCHEMA = """
@@ -151,7 +152,6 @@ def _params(directory: str | Path) -> dict:
 def read_all(directory: str | Path, keys: set[str] | None = None, home: str | Path | None = None) -> list[dict]:
     """What reports are made of: the stored results with the analysts' grade overrides (from the override store
     under ``home``, default DATA_HOME) applied, and the items that could not run (``status`` "error")."""
-    from core.overrides import OverrideStore, apply
 
     results = read_results(directory, keys)
     return apply(results, OverrideStore(home).all()) + read_errors(directory, keys)

@@ -20,11 +20,14 @@ from dataclasses import asdict, dataclass, field
 from functools import lru_cache, partial
 from pathlib import Path
 
-from core import catalog, scenarios
-from core import home as project_home
-from core import settings as core_settings
-from core.agents import AgentRuntime, Limits, RunSettings, new_run_id
-from core.agents.techniques import technique
+from core.scenarios import catalog
+from core.scenarios.dqa.source import dqa_benchmark
+from core import scenarios
+from core.config import home as project_home
+from core.config import settings as core_settings
+from core.agents.runtime import AgentRuntime, new_run_id
+from core.model.run_settings import Limits, RunSettings
+from core.model.technique import technique
 from core.agents.workspace import open_catalog_workspace
 from core.backends.registry import language
 from core.benchmark.budget import Budget
@@ -33,15 +36,15 @@ from core.benchmark import fidelity
 from core.benchmark.failures import classify
 from core.benchmark.lock import DirectoryLock
 from core.benchmark.items import BenchError, Item, WorkList, databases_of, parse_numbers, scenarios_of, work_list
-from core.benchmark.prices import load_prices, price_of
+from core.llm.prices import load_prices, price_of
 from core.benchmark.results import ResultStore, read_not_run, read_results
 from core.benchmark.trace import read_trace
-from core.dqa import DQA_SET
-from core.evidence import run_coverage
-from core.llm import REPLAY_PREFIX, TRANSIENT, LLMSettings, open_llm, read_replay, replay_path
-from core.scenario import ranking
+from core.scenarios.dqa.source import DQA_SET
+from core.analysis.evidence import run_coverage
+from core.llm.client import REPLAY_PREFIX, TRANSIENT, LLMSettings, open_llm, read_replay, replay_path
+from core.scenarios import ranking
 from sims.ranking import InputError
-from core.secrets import scrub
+from core.config.secrets import scrub
 
 #: Fatal error kinds that are not the agent's doing: the item is not stored, and a rerun tries it again.
 RETRY = TRANSIENT | {"auth", "config", "model", "unavailable", "budget"}
@@ -227,7 +230,7 @@ def _ranking(root: str | None, scenario: str, number: int, source: str = "dqa"):
 
 
 def _evidence(root: str | None, item: Item, events: list[dict]):
-    """The run's evidence coverage (core.evidence), None where the simulator cannot rank the question."""
+    """The run's evidence coverage (core.analysis.evidence), None where the simulator cannot rank the question."""
     question = catalog.question(item.source, item.scenario, item.question, root)
     try:
         return run_coverage(question, catalog.database(question, root), events)
@@ -255,7 +258,7 @@ class Bench:
         chosen = scenarios_of(config.scenario, config.source)
         counts = {s: len(catalog.questions(config.source, s, self.root)) for s in chosen}
         # the question set: DQA, a generated set's name, or the demo scenarios
-        self.set_name = catalog.dqa_benchmark(self.root).name if config.source == "dqa" else config.source
+        self.set_name = dqa_benchmark(self.root).name if config.source == "dqa" else config.source
         self.work: WorkList = work_list(chosen, dbs, config.techniques, self.model, parse_numbers(config.questions),
                                         counts, notes, config.source)
         if not self.work.items:

@@ -11,7 +11,7 @@ from core.scenarios import ByScenario
 #: The critical values of Table 6, as the column / property names of the DQA schemas: Locating's incoming value
 #: (IV, ``ingoing``) and total trading power (TP_total, ``total_power``); Building's current output (CO,
 #: ``current_output``) and pop demand (PD, ``pop_demand``).
-CRITICAL = ByScenario("critical_columns")  # core.scenarios.dqa_kinds declares them
+CRITICAL = ByScenario("critical_columns")  # core.scenarios.dqa.kinds declares them
 #: Where each scenario's candidate decisions come from: the trade flows into the home node (the ``flow`` table,
 #: the graph's ``source`` relationships), the buildings supplying the goods (``supply`` / ``Supply``).
 CANDIDATE_SOURCES = ByScenario("candidate_source")
