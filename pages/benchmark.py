@@ -8,13 +8,12 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
+from core.analysis.format import GAP, duration, number, spent
 from core import scenarios
 from core.model.technique import TECHNIQUES
 from core.backends.registry import BACKENDS
 from core.benchmark import fidelity, reports
 import core.jobs.benchmarks as jobs
-from core.analysis.format import duration
-from core.analysis.format import spent
 from core.benchmark.failures import CATEGORIES, PRECEDENCE, UNCLASSIFIED
 from core.benchmark.items import BenchError
 from core.llm.prices import load_prices, prices_path
@@ -24,8 +23,8 @@ from core.benchmark.runner import BenchConfig, bench_home
 from core.scenarios.catalog import SOURCES
 from core.scenarios.dqa.source import DQA_SET, DQAError
 from core.llm.client import LLMError
-from core.analysis.summary import GAP, technique_label
-from ui.common import dqa_root, kept, number, session_limits, session_llm
+from core.analysis.summary import technique_label
+from ui.common import dqa_root, kept, session_limits, session_llm
 from ui.grading_view import override_form, override_note
 from ui.limit_inputs import budget_inputs, limit_inputs
 from ui.run_view import load, open_run

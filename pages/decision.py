@@ -7,7 +7,8 @@ from core.scenarios import drawing
 from core import scenarios
 from core.analysis.grading import place
 from core.scenarios import default_mode, ranking
-from ui.common import current_question, decision_metric, linked_run, number, show_run_in_url
+from ui.common import current_question, decision_metric, linked_run, show_run_in_url
+from core.analysis.format import number
 from sims.ranking import InputError
 
 st.title("Decision check")

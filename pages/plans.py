@@ -12,7 +12,7 @@ from core.store.plans import training_setting
 from core.store.plans import LearnedPlan, PlanStore, diff_steps
 from core.scenarios.dqa.source import DQAError
 from core.model.numbers import spans
-from core.analysis.summary import GAP
+from core.analysis.format import GAP
 from ui.common import DEFAULT_QUESTION, dqa_root, kept
 
 

@@ -23,6 +23,7 @@ from core.model.run_settings import Limits
 from core.scenarios.dqa.source import DQAError
 from core.model.question import Database, Question
 from core.config.settings import DatabaseSettings, LLMSettings, dqa_dir
+
 from ui.kept import kept  # noqa: F401 - the pages' one helper for choices that stay
 from core import scenarios
 from core.model.run_settings import default_reviewer
@@ -64,13 +65,6 @@ def question_label(q) -> str:
     except DQAError:
         database = None
     return f"{q.number}. {scenarios.target(q)} — label: {kind.decision_title(q, q.answer, database)}"
-
-
-def number(value: float, sign: bool = False) -> str:
-    """A score, gain or regret as it reads: whole numbers with thousands separators from 1,000 on (``28,807``,
-    never ``2.881e+04``), else four significant digits; ``sign``: with its sign (``+28,807``)."""
-    plus = "+" if sign else ""
-    return f"{value:{plus},.0f}" if abs(value) >= 1000 else f"{value:{plus}.4g}"
 
 
 def decision_metric(column, label: str, kind, question, decision, database, **metric) -> None:

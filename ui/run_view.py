@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import time
+from functools import partial
 from datetime import datetime
 
 import pandas as pd
@@ -22,7 +23,8 @@ from core.llm.replays import model_label
 from core.store.runs import PauseTaken, RunRecord
 from core.analysis.summary import answered, question_id, review_label, technique_label
 from core.analysis.trace import Trace, step_summary
-from ui.common import number, session_reviewer
+from core.analysis.format import GAP, duration, number
+from ui.common import session_reviewer
 from ui.run_options import runtime_factory
 from core.analysis.evidence import of_run
 from ui.common import dqa_root
@@ -136,7 +138,7 @@ def _observation(e: dict, trace: Trace) -> None:
         numbers = [c for c in table.columns if pd.api.types.is_float_dtype(table[c])]
         with st.container(height="content" if len(table) <= SMALL_TABLE else 360):  # scrolls sideways when wide
             # Numbers as short as they read (24, not 24.0000): a wide result keeps its columns in view.
-            st.table(table.style.format("{:,.6g}", subset=numbers, na_rep="–"), hide_index=True,
+            st.table(table.style.format(partial(number, digits=6), subset=numbers, na_rep=GAP), hide_index=True,
                      border="horizontal")
         st.caption(f"{e['total_rows']} rows{kept} · {e['latency_s'] * 1000:.0f} ms")
         if action and e["executed"] and e["executed"].strip() != action["query"].strip():
@@ -309,16 +311,6 @@ def follow(panels: list[tuple[RunPanel, RunJob]]) -> None:
             elif not new:
                 first = panel.trace.events[0]["at"] if panel.trace.events else job.started
                 panel.waiting(min(first, job.started), job.started)
-
-
-def duration(seconds: float | None) -> str:
-    """A duration as every page shows it: ``3.7 s``, ``2 min 05 s`` (``–`` when unknown)."""
-    if seconds is None:
-        return "–"
-    seconds = max(0.0, seconds)
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    return f"{int(seconds) // 60} min {int(seconds) % 60:02d} s"
 
 
 def stop_button(run_id: str, key: str):

@@ -9,6 +9,7 @@ from core.model.technique import TECHNIQUES
 from core.analysis.grading import placement_text
 from core.llm.replays import model_label
 from core.store.runs import RunRecord, unanswered
+from core.analysis.format import GAP, number
 from core.analysis.trace import Trace
 
 
@@ -22,7 +23,6 @@ def question_id(settings: dict) -> str:
     return f"{settings.get('source', 'dqa')}/{settings['scenario']}/{settings['question']}"
 
 
-GAP = "–"  # a table cell with nothing to show (Streamlit's tables would show "None")
 #: How a run's review mode reads (``settings["hitl"]``); "+ every query" when the analyst approves each query too.
 HITL_LABELS = {"auto": "None (automatic)", "approve-replans": "Approve re-plans",
                "approve-every-plan": "Approve every plan"}
@@ -64,16 +64,16 @@ def outcome_row(record: RunRecord, override=None) -> dict:
             "time (s)": None if o.get("wall_s") is None else round(o["wall_s"], 1)}
 
 
-#: The number columns of the History and Compare tables, and how a number reads in them when it turns to text.
-NUMBER_FORMATS = {"LLM calls": "{:,.0f}", "tokens": "{:,.0f}", "time (s)": "{:.1f}", "plan steps": "{:,.0f}",
-                  "re-plans": "{:,.0f}", "queries": "{:,.0f}"}
+#: The number columns of the History and Compare tables, with the decimals a number shows in them as text.
+NUMBER_DECIMALS = {"LLM calls": 0, "tokens": 0, "time (s)": 1, "plan steps": 0, "re-plans": 0, "queries": 0}
 
 
 def gaps_as_text(rows: list[dict]) -> list[dict]:
     """``rows`` to show: a number column with gaps (a run with no outcome yet) turns to text, gaps as ``–`` and
     numbers as they read, since a table shows a gap as "None" (one type per column: Arrow needs one)."""
-    gapped = {c for c in NUMBER_FORMATS if any(c in r and r[c] is None for r in rows)}
-    return [{k: (GAP if v is None else NUMBER_FORMATS[k].format(v)) if k in gapped else v for k, v in r.items()}
+    gapped = {c for c in NUMBER_DECIMALS if any(c in r and r[c] is None for r in rows)}
+    return [{k: (GAP if v is None else number(v, decimals=NUMBER_DECIMALS[k])) if k in gapped else v
+             for k, v in r.items()}
             for r in rows]
 
 
