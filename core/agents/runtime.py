@@ -33,6 +33,7 @@ from core.agents.graph import AgentContext, build_graph, initial_state
 from core.model.technique import technique
 from core.agents.workspace import Workspace, open_catalog_workspace
 from core.store.plans import PlanStore
+from core.store.sqlite import open_sqlite
 from core.analysis.grading import grade, place
 from core.llm.client import REPLAY_PREFIX, ChatLLM, LLMSettings, open_llm, replay_path
 from core.store.runs import PauseTaken, RunStore
@@ -81,8 +82,7 @@ class AgentRuntime:
         home = project_home.check(home or project_home.data_home())  # HomeError when it cannot be used
         self.store = store or RunStore(home / "runs.sqlite")
         # a damaged checkpoint file is set aside (its paused runs cannot be resumed) and a new one started
-        self._conn = project_home.open_sqlite(home / "checkpoints.sqlite", "checkpoint store",
-                                              check_same_thread=False)
+        self._conn = open_sqlite(home / "checkpoints.sqlite", "checkpoint store", check_same_thread=False)
         self._conn.execute("PRAGMA synchronous = NORMAL")  # in WAL mode (SqliteSaver's): no fsync per step
         saver = SqliteSaver(self._conn)
         self._graphs = {"loop": build_graph().compile(checkpointer=saver),

@@ -20,7 +20,14 @@ from pathlib import Path
 from langchain_core.messages import BaseMessage
 
 from core.benchmark.budget import Budget
+from core.store.sqlite import open_sqlite
 from core.llm.client import REPLAY_PREFIX, ChatLLM, Completion, LLMSettings, open_llm, replay_path
+
+
+def _set_up(con: sqlite3.Connection) -> None:
+    con.execute("PRAGMA journal_mode = WAL")
+    con.execute("PRAGMA synchronous = NORMAL")  # a killed process keeps every committed reply
+    con.execute("CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, model TEXT, created REAL, data TEXT)")
 
 
 class ReplyCache:
@@ -30,11 +37,8 @@ class ReplyCache:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._con = sqlite3.connect(self.path, timeout=30, check_same_thread=False, isolation_level=None)
-        self._con.execute("PRAGMA journal_mode = WAL")
-        self._con.execute("PRAGMA synchronous = NORMAL")  # a killed process keeps every committed reply
-        self._con.execute("CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, model TEXT, created REAL, "
-                          "data TEXT)")
+        self._con = open_sqlite(self.path, "LLM reply cache", _set_up, timeout=30, check_same_thread=False,
+                                isolation_level=None)
 
     def get(self, key: str) -> Completion | None:
         with self._lock:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from core.config import settings as core_settings
 from core.model.grade import Override
+from core.store.sqlite import open_sqlite
 
 FILE = "overrides.sqlite"
 _SCHEMA = ("CREATE TABLE IF NOT EXISTS overrides (run_id TEXT PRIMARY KEY, decision TEXT, correct INTEGER, "
@@ -28,7 +29,7 @@ class OverrideStore:
             con.execute(_SCHEMA)
 
     def _connect(self) -> sqlite3.Connection:
-        return sqlite3.connect(self.path, timeout=30)
+        return open_sqlite(self.path, "grade override store", timeout=30)
 
     def put(self, run_id: str, override: Override) -> None:
         """Store (or replace) the override of a run."""

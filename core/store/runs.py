@@ -13,7 +13,7 @@ host) and a heartbeat; a ``running`` run whose owner is gone or whose heartbeat 
 asks the owner to stop the run; a branched run names its parent and the step it branched at.
 
 Bad state (issue 12): a store file that is damaged or not a database is set aside and a new one started
-(core.config.home.open_sqlite). Beside the store, ``runs.sqlite.marker`` records the store's id and how many runs it held
+(core.store.sqlite.open_sqlite). Beside the store, ``runs.sqlite.marker`` records the store's id and how many runs it held
 after the project's last change, so that a store emptied, replaced or deleted outside the project is noticed
 (``notice``) rather than read as "no runs yet", until ``acknowledge()`` accepts it.
 """
@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.config import home
+from core.store.sqlite import open_sqlite
 from core.config.files import write_atomic
 from core.config.secrets import scrub
 
@@ -132,7 +133,7 @@ class RunStore:
     def __init__(self, path: str | Path | None = None):
         self.path = Path(path) if path else home.data_home() / "runs.sqlite"
         self._local = threading.local()
-        con = self._local.con = home.open_sqlite(self.path, "run store", self._set_up, timeout=30)
+        con = self._local.con = open_sqlite(self.path, "run store", self._set_up, timeout=30)
         self.id = con.execute("SELECT value FROM store_meta WHERE key = 'id'").fetchone()[0]
         self.notice = self._check_marker(con)
         if self.notice:
@@ -203,7 +204,7 @@ class RunStore:
         checkpoint each time). ``with`` on it commits, or rolls back on error."""
         con = getattr(self._local, "con", None)
         if con is None:
-            con = self._local.con = sqlite3.connect(self.path, timeout=30)
+            con = self._local.con = open_sqlite(self.path, "run store", timeout=30)
             con.execute("PRAGMA synchronous = NORMAL")  # durable across a process crash in WAL mode
         return con
 
