@@ -19,6 +19,7 @@ from core.model.question import Database, Question
 from core.scenarios import default_mode, scenario_type
 from sims.ranking import InputError, Ranking, same_score
 from sims.tables import Tables
+from core.analysis.trace import Trace
 from core.scenarios import catalog
 from core.scenarios.dqa.source import DQAError
 
@@ -180,14 +181,15 @@ def _holds(row: list, value: Value) -> bool:
     return any(_same(c, value.value) for c in row if not isinstance(c, (str, bool)) and c is not None)
 
 
-def coverage(values: tuple[Value, ...], events: list[dict]) -> Coverage:
-    """Which deciding values appear in the rows a run's database queries returned (``Event.to_dict()``)."""
-    rows = [_cells(r) for e in events if e.get("kind") == "observation" and not e.get("error_kind")
-            for r in e.get("rows") or []]
+def coverage(values: tuple[Value, ...], events: list[dict] | Trace) -> Coverage:
+    """Which deciding values appear in the rows a run's database queries returned (its events,
+    ``Event.to_dict()``, or their fold)."""
+    trace = events if isinstance(events, Trace) else Trace.of(events)
+    rows = [_cells(r) for r in trace.rows]
     return Coverage(tuple(values), tuple(any(_holds(r, v) for r in rows) for v in values))
 
 
-def run_coverage(question: Question, database: Database, events: list[dict]) -> Coverage:
+def run_coverage(question: Question, database: Database, events: list[dict] | Trace) -> Coverage:
     """The evidence coverage of a run on ``question``."""
     return coverage(deciding_values(question, database), events)
 

@@ -1,10 +1,14 @@
-"""A run's trace as the views read it, folded from its events (dicts, as the run store keeps them) one at a time,
-so a page can show it while the run goes on: the plan in force, the step being worked on, re-plans and queries."""
+"""A run's trace as every view reads it: ONE fold of its events (dicts, as the run store keeps them), one at a time,
+so a page can show it while the run goes on. It gives the plan in force, the step being worked on, re-plans, the
+model's calls and tokens (the Run, Compare and History views), what the database queries saw (the benchmark's
+analyses, core.benchmark.trace) and the rows they returned (evidence coverage, core.analysis.evidence)."""
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
 
+#: The error kinds of a query that failed (a failed observation of a database query).
+QUERY_ERRORS = frozenset({"syntax", "error", "timeout", "refused"})
 _STEP_NUMBER = re.compile(r"^\W*step\s*(\d+)\b", re.I)
 
 
@@ -43,6 +47,19 @@ class Trace:
     completion_tokens: int = 0
     tokens_estimated: bool = False  # some counts estimated from characters (replays)
     proposed: list[str] | None = None  # a plan the agent proposed that waits for the analyst's review
+    usage: list[dict] = field(default_factory=list)  # each LLM call's usage, in order
+    plan_changes: int = 0  # re-plans (Re-plan: Y) whose new plan differs from the old one
+    # what the database queries (not Self-thinking) saw
+    queries_with_rows: int = 0
+    query_errors: int = 0
+    last_query_failed: bool = False
+    format_corrections: int = 0  # replies corrected for their format
+    seen: list[str] = field(default_factory=list)  # each query's text, and what it returned
+    returned: list[str] = field(default_factory=list)  # what each query returned (executed query, columns, text)
+    rows: list[list] = field(default_factory=list)  # the rows of every observation without an error
+    limit_reached: bool = False  # a limit sent the run to its final answer
+    fatal: dict | None = None  # the last error that ended the run
+    _in_query: bool = False  # the last action was a database query
 
     @classmethod
     def of(cls, events: list[dict]) -> Trace:
@@ -57,19 +74,21 @@ class Trace:
         self.events.append(event)
         usage = event.get("llm")
         if usage:
+            self.usage.append(usage)
             self.llm_calls += 1
             self.prompt_tokens += usage["prompt_tokens"]
             self.completion_tokens += usage["completion_tokens"]
             self.tokens_estimated = self.tokens_estimated or usage["estimated"]
-        if kind == "plan" and event["status"] == "proposed":
+        if kind == "plan" and event.get("status") == "proposed":
             self.proposed = list(event["steps"])
-        elif kind == "plan" and event["status"] in ("adopted", "approved", "edited", "rejected"):
+        elif kind == "plan" and event.get("status") in ("adopted", "approved", "edited", "rejected"):
             self.proposed = None
             if event["status"] != "rejected":
                 self._adopt(event["steps"])
         elif kind == "replan" and event["replan"]:
             self.replans += 1
-            if event["status"] == "adopted":
+            self.plan_changes += event["new_plan"] != event.get("old_plan")
+            if event.get("status") == "adopted":
                 self._adopt(event["new_plan"])
             else:
                 self.proposed = list(event["new_plan"])
@@ -81,9 +100,35 @@ class Trace:
                 self.reached = max(self.current, -1 if self.reached is None else self.reached)
         elif kind == "action":
             self.acted += 1
-            self.queries += event["language"] != "self"
+            self._in_query = event["language"] != "self"
+            self.queries += self._in_query
+            if self._in_query:
+                self.seen.append(event.get("query") or "")
+        elif kind == "observation":
+            self._observe(event)
         elif kind == "final":
             self.finished = True
+        elif kind == "error":
+            if event["error_kind"] == "limit":
+                self.limit_reached = True
+            elif event.get("fatal", True):
+                self.fatal = event
+
+    def _observe(self, event: dict) -> None:
+        if not event.get("error_kind"):
+            self.rows.extend(event.get("rows") or [])
+        if event.get("error_kind") == "format":
+            self.format_corrections += 1
+        elif self._in_query:
+            failed = event.get("error_kind") in QUERY_ERRORS
+            self.query_errors += failed
+            self.last_query_failed = failed
+            self.queries_with_rows += bool(event.get("rows"))
+            data = " ".join([event.get("executed") or "", " ".join(map(str, event.get("columns") or [])),
+                             event.get("text") or ""])
+            self.seen.append(data)
+            self.returned.append(data)
+        self._in_query = False
 
     def _adopt(self, steps: list[str]) -> None:
         self.plan, self.current, self.reached, self.acted = list(steps), None, None, 0

@@ -41,6 +41,7 @@ from core.benchmark.results import ResultStore, read_not_run, read_results
 from core.benchmark.trace import read_trace
 from core.scenarios.dqa.source import DQA_SET
 from core.analysis.evidence import run_coverage
+from core.analysis.trace import Trace
 from core.llm.client import REPLAY_PREFIX, TRANSIENT, LLMSettings, open_llm, read_replay, replay_path
 from core.scenarios import ranking
 from sims.ranking import InputError
@@ -229,7 +230,7 @@ def _ranking(root: str | None, scenario: str, number: int, source: str = "dqa"):
         return None
 
 
-def _evidence(root: str | None, item: Item, events: list[dict]):
+def _evidence(root: str | None, item: Item, events: list[dict] | Trace):
     """The run's evidence coverage (core.analysis.evidence), None where the simulator cannot rank the question."""
     question = catalog.question(item.source, item.scenario, item.question, root)
     try:
@@ -450,12 +451,12 @@ class Bench:
         llm: CachingLLM = self._local.llm
         record = runtime.store.get(run_id, events=False)  # the events are in hand
         outcome = record.outcome or {}
-        facts = read_trace(events, item.scenario, outcome.get("decision"))
-        fatal = next((e for e in reversed(events) if e["kind"] == "error" and e.get("fatal", True)), None)
-        failed_attempts = (fatal or {}).get("attempts") or []
+        trace = Trace.of(events)
+        facts = read_trace(trace, item.scenario, outcome.get("decision"))
+        failed_attempts = (trace.fatal or {}).get("attempts") or []
         if record.status == "failed" and facts.error_kind in RETRY:
             raise _NotRun(facts.error_kind, outcome.get("error") or "the run failed", failed_attempts)
-        evidence = _evidence(self.root, item, events)
+        evidence = _evidence(self.root, item, trace)
         category, signs = classify(outcome.get("correct"), facts, record.status, outcome.get("final_answer"),
                                    outcome.get("decision"), evidence)
         placement = outcome.get("placement") or {}
@@ -464,8 +465,7 @@ class Bench:
             relative = _ranking(self.root, item.scenario, item.question, item.source).relative_regret(
                 outcome["decision"])
         tokens = outcome.get("tokens") or {}
-        usage = [e["llm"] for e in events if e.get("llm")]
-        fresh, cached = [u for u in usage if not u.get("cached")], [u for u in usage if u.get("cached")]
+        fresh, cached = [u for u in trace.usage if not u.get("cached")], [u for u in trace.usage if u.get("cached")]
         return {"set": self.set_name, "source": item.source, "scenario": item.scenario, "question": item.question,
                 "db": item.db,
                 "language": language(item.db),
@@ -493,7 +493,7 @@ class Bench:
                                          False)),
                 "relative_regret": relative, "cost_usd": outcome.get("cost_usd"), "limit": outcome.get("limit"),
                 "repeats": outcome.get("repeats", 0), "finished": time.time(),
-                **fidelity.result_fields(settings, usage)}
+                **fidelity.result_fields(settings, trace.usage)}
 
 
 def _limit_params(limits: Limits) -> dict:
