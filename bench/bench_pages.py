@@ -41,10 +41,10 @@ MAIN_CONTENT = {
     "Settings": "[data-testid=stTextInput]",
 }
 SEED = """
-from core import jobs
+import core.jobs.runs as jobs
 from core.model.run_settings import RunSettings
-from core.benchmark import jobs as bench_jobs
-from core.cli.bench import smoke_config
+import core.jobs.benchmarks as bench_jobs
+from core.benchmark.smoke import smoke_config
 from core.llm.replays import replays
 runtime = jobs.open_runtime()
 for scenario, technique in (("locating", "iterrag"), ("locating", "planrag"), ("building", "planrag")):

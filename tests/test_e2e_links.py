@@ -13,7 +13,7 @@ from tests.test_e2e_browser import ROOT, app_server, chromium, wait_healthy  # n
 
 LAUNCHER = "import sys; from streamlit.web import cli; sys.argv[0] = 'streamlit'; sys.exit(cli.main())"
 SEED = """
-from core import jobs
+import core.jobs.runs as jobs
 from core.model.run_settings import RunSettings
 from core.llm.replays import replays
 runtime = jobs.open_runtime()

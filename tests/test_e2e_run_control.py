@@ -22,7 +22,7 @@ HANG_CALL = 4  # the model call (counted in the server process) that never answe
 # `streamlit run` where replayed replies come at once, except call HANG_CALL, which hangs like a silent server.
 HANGING_STREAMLIT = f"""
 import sys, threading
-from core import llm
+import core.llm.client as llm
 generate = llm.ReplayChatModel._generate
 calls = []
 def hanging(self, *args, **kwargs):
