@@ -26,9 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from core.benchmark import reports  # noqa: E402
 from core.benchmark.items import parse_numbers  # noqa: E402
 from core.benchmark.runner import Bench, BenchConfig  # noqa: E402
-from core.dqa import DQA  # noqa: E402
-from core.runs import RunStore  # noqa: E402
-from core.settings import dqa_dir  # noqa: E402
+from core.scenarios.dqa.source import DQA  # noqa: E402
+from core.store.runs import RunStore  # noqa: E402
+from core.config.settings import dqa_dir  # noqa: E402
 from tests.bench_scripts import VARIANTS, write_transcripts  # noqa: E402
 
 DBS = ["sqlite", "ladybug"]

@@ -8,26 +8,27 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
+from core.analysis.format import GAP, duration, number, spent
 from core import scenarios
-from core.agents.techniques import TECHNIQUES, parse_voted
+from core.model.technique import TECHNIQUES, parse_voted
 from core.backends.registry import BACKENDS
-from core.benchmark import fidelity, jobs, reports
-from core.benchmark.command import duration, spent
+from core.benchmark import fidelity, reports
+import core.jobs.benchmarks as jobs
 from core.benchmark.failures import CATEGORIES, PRECEDENCE, UNCLASSIFIED
 from core.benchmark.items import BenchError
-from core.benchmark.prices import load_prices, prices_path
-from core.benchmark.command import smoke_config
+from core.llm.prices import load_prices, prices_path
+from core.benchmark.smoke import smoke_config
 from core.benchmark.results import read_all
 from core.benchmark.runner import BenchConfig, bench_home
-from core.catalog import SOURCES
-from core.dqa import DQA_SET, DQAError
-from core.llm import LLMError
-from core.summary import GAP, technique_label
-from pages.common import dqa_root, kept, number, session_limits, session_llm
-from pages.grading_view import override_form, override_note
-from pages.limit_inputs import budget_inputs, limit_inputs
-from pages.run_view import load, open_run
-from pages.run_options import PLANNER_LABELS, PROMPT_LABELS
+from core.scenarios.catalog import SOURCES
+from core.scenarios.dqa.source import DQA_SET, DQAError
+from core.llm.client import LLMError
+from core.analysis.summary import technique_label
+from ui.common import dqa_root, kept, session_limits, session_llm
+from ui.grading_view import override_form, override_note
+from ui.limit_inputs import budget_inputs, limit_inputs
+from ui.run_view import load, open_run
+from ui.run_options import PLANNER_LABELS, PROMPT_LABELS
 
 POLL_S = 1.0
 ACCURACY_COLUMNS = ["source", "scenario", "db", "technique", "model", "n", "correct", "errors", "accuracy", "ci95_low",

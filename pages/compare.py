@@ -4,17 +4,17 @@ can join, and a run can be lined up step by step with its branches, where they d
 import pandas as pd
 import streamlit as st
 
-from core import jobs
-from core.agents.config import RunSettings
-from core.agents.techniques import TECHNIQUES
-from core.runs import ENDED, RunRecord
-from core.scenario import Question
-from core.summary import compare_row, gaps_as_text, technique_label
-from core.trace import ANSWER, BEFORE_PLAN, align_by
-from pages.common import current_question, kept, session_limits
-from pages.run_options import choose_database, choose_models, start_run
-from pages.run_view import (RunPanel, decision_spread, follow, load, run_label, show_outcome, show_state,
-                            stop_button)
+import core.jobs.runs as jobs
+from core import scenarios
+from core.model.run_settings import RunSettings
+from core.model.technique import TECHNIQUES
+from core.store.runs import ENDED, RunRecord
+from core.model.question import Question
+from core.analysis.summary import compare_row, gaps_as_text, technique_label
+from core.analysis.trace import ANSWER, BEFORE_PLAN, align_by
+from ui.common import current_question, kept, session_limits
+from ui.run_options import choose_database, choose_models, start_run
+from ui.run_view import RunPanel, decision_spread, follow, load, run_label, show_outcome, show_state, stop_button
 
 COLUMNS = ["technique", "status", "decision", "correct", "rank", "plan steps", "re-plans", "queries", "LLM calls",
            "tokens", "time (s)", "database", "model", "run"]
@@ -129,7 +129,7 @@ def with_branches(records: list[RunRecord]) -> None:
 
 st.title("Compare")
 question, database = current_question()
-st.caption(f"Question `{question.id}` · {question.target}")
+st.caption(f"Question `{question.id}` · {scenarios.target(question)}")
 compared = f"compare-{question.id}"  # the runs compared on this question (widget key)
 
 with st.container(border=True):

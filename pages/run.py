@@ -6,17 +6,18 @@ import dataclasses
 
 import streamlit as st
 
-from core import jobs
-from core.agents.config import RunSettings
-from core.agents.techniques import TECHNIQUES
-from core.runs import ENDED
-from core.summary import technique_label
-from pages.common import current_question, kept, linked_run, session_limits, show_run_in_url
-from pages.plan_review import show_review, show_review_error
-from pages.run_options import (choose_database, choose_hitl, choose_model, choose_plan_version, choose_query_review,
-                               choose_setting, start_run)
-from pages.run_view import (branch_form, decision_spread, load, md, open_run, run_label, show_outcome,
-                            show_run)
+import core.jobs.runs as jobs
+from core import scenarios
+from core.model.run_settings import RunSettings
+from core.model.technique import TECHNIQUES
+from core.store.runs import ENDED
+from core.analysis.summary import technique_label
+from ui.common import current_question, kept, linked_run, session_limits, show_run_in_url
+from ui.plan_review import show_review, show_review_error
+from ui.run_options import (
+    choose_database, choose_hitl, choose_model, choose_plan_version, choose_query_review, choose_setting, start_run
+)
+from ui.run_view import branch_form, decision_spread, load, md, open_run, run_label, show_outcome, show_run
 
 PAUSE_KINDS = {"plan": "its plan", "replan": "a new plan", "query": "a query"}
 SAMPLES = "run_samples"  # the runs of the last "Run N times": {"question": id, "runs": [run ids]}
@@ -104,7 +105,7 @@ if waiting:
                 open_run(other, "pages/run.py")
 
 question, database = current_question()
-st.caption(f"Question `{question.id}` · {question.target}")
+st.caption(f"Question `{question.id}` · {scenarios.target(question)}")
 
 with st.container(border=True):
     left, middle, right = st.columns(3)

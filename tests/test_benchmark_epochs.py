@@ -15,7 +15,7 @@ from core.benchmark.items import BenchError
 from core.benchmark.results import read_results
 from core.benchmark.runner import Bench, BenchConfig
 from core.benchmark.vote import majority, spread
-from core.runs import RunStore
+from core.store.runs import RunStore
 from tests.bench_scripts import transcript
 
 R, W, U = "right", "wrong", "undecided"
@@ -180,8 +180,8 @@ def test_the_reply_cache_keys_epochs_apart(dqa, tmp_path, dqa_dir):
 
 
 def test_the_seed_and_top_p_reach_the_server():
-    from core.llm import open_llm
-    from core.settings import LLMSettings
+    from core.llm.client import open_llm
+    from core.config.settings import LLMSettings
 
     llm = open_llm("gpt-4o", LLMSettings(api_key="sk-test", base_url="http://127.0.0.1:9/v1", seed=11, top_p=0.5))
     assert llm.model.seed == 11 and llm.model.top_p == 0.5

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from core import jobs
-from core.agents.config import RunSettings
+import core.jobs.runs as jobs
+from core.model.run_settings import RunSettings
 from core.backends.registry import unavailable
-from core.replays import replays
+from core.llm.replays import replays
 from tests.conftest import require
 from tests.page_app import button, isolate, open_page
 

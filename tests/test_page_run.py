@@ -8,10 +8,11 @@ import time
 import pytest
 import streamlit as st
 
-from core import availability, jobs
-from core.agents.config import RunSettings
-from core.replays import replays
-from core.settings import DatabaseSettings
+from core.backends import availability
+import core.jobs.runs as jobs
+from core.model.run_settings import RunSettings
+from core.llm.replays import replays
+from core.config.settings import DatabaseSettings
 from tests.page_app import button, isolate, keyed, open_page
 
 EXTRA_STEP = "Check that no other source of deccan is missed"
@@ -125,7 +126,7 @@ def test_errors_are_shown_and_the_events_so_far_kept(home, monkeypatch, tmp_path
 
 def test_a_learned_plan_can_be_chosen_as_the_start(monkeypatch, tmp_path):
     """With a learned plan of the scenario, PlanRAG can start from it; the run's settings record the version."""
-    from core.autoplan.store import LearnedPlan, PlanStore
+    from core.store.plans import LearnedPlan, PlanStore
 
     home = isolate(monkeypatch, tmp_path)
     at = open_page("pages/run.py")
@@ -155,7 +156,7 @@ def test_a_finished_run_shows_its_evidence_coverage_and_takes_an_override(home):
     at.text_input(key=f"ov-by-{form}").input("ana")
     at.text_input(key=f"ov-note-{form}").input("the answer hedges")
     next(b for b in at.get("form_submit_button") if b.label == "Save override").click().run()
-    from core.overrides import OverrideStore
+    from core.store.overrides import OverrideStore
 
     saved = OverrideStore(home).get(run_id)
     assert (saved.decision, saved.correct, saved.by) == ("ganges", False, "ana")

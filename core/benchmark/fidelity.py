@@ -20,13 +20,13 @@ from pathlib import Path
 import pandas as pd
 
 from core.agents import reaper_examples
-from core.agents.config import PROMPT_SETTINGS, REAPER_PLANNERS, RunSettings, setting_label
-from core.agents.techniques import technique
+from core.model.run_settings import PROMPT_SETTINGS, REAPER_PLANNERS, RunSettings, setting_label
+from core.model.technique import technique
 from core.backends import registry
 from core.benchmark import paper
 from core.benchmark.epochs import clustered
 from core.benchmark.stats import wilson
-from core.dqa import DQA_SET
+from core.scenarios.dqa.source import DQA_SET
 from core.scenarios import ByScenario
 
 KIND = {"sql": "RDB", "cypher": "GDB"}

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from core.numbers import parse_numbers as parse_number_list
-from core.numbers import questions_text, spans
+from core.model.numbers import parse_numbers as parse_number_list
+from core.model.numbers import questions_text, spans
 from core.backends.registry import BACKENDS, unavailable
 
 class BenchError(Exception):
@@ -58,7 +58,7 @@ def parse_numbers(text: str) -> list[int]:
 def scenarios_of(choice: str, source: str = "dqa") -> list[str]:
     """The scenarios to run: ``all`` is every scenario offering questions from ``source``; a named one (or several,
     separated by commas) must be known and offer them."""
-    from core import scenarios
+    from core import scenarios  # heavy: loads numpy, pandas
 
     if choice == "all":
         return [k.name for k in scenarios.all_types() if source in k.source_keys()]

@@ -26,22 +26,22 @@ from pathlib import Path
 
 import pandas as pd
 
-from core.agents.techniques import TECHNIQUES
+from core.model.technique import TECHNIQUES
 from core.backends.registry import BACKENDS
 from core.benchmark import paper
 from core.benchmark.failures import PRECEDENCE, UNCLASSIFIED
-from core.benchmark.prices import cost
+from core.llm.prices import cost
 from core.benchmark.stats import paired as paired_stats
 from core.benchmark.stats import wilson
 from core.benchmark.epochs import agreement, clustered, paired_rates
-from core.summary import technique_label
+from core.analysis.summary import technique_label
 from core.benchmark.trace import CRITICAL
-from core.files import write_atomic
-from core.grading import rank_text
+from core.config.files import write_atomic
+from core.analysis.grading import rank_text
 from core import scenarios
 from core.scenarios import ByScenario
-from core.dqa import DQA_SET
-from core.secrets import scrub
+from core.scenarios.dqa.source import DQA_SET
+from core.config.secrets import scrub
 
 KIND = {"sql": "RDB", "cypher": "GDB"}
 GROUP = ["source", "scenario", "technique", "model"]
@@ -390,7 +390,7 @@ def replans(results: list[dict]) -> pd.DataFrame:
 
 def missed(results: list[dict]) -> pd.DataFrame:
     """Missed data analysis (Table 6), measured: the pairs whose run did not see every value that decides the
-    question (by the simulator; core.evidence), their rate %, the mean share of deciding values seen, and the
+    question (by the simulator; core.analysis.evidence), their rate %, the mean share of deciding values seen, and the
     values missed most; beside it the keyword heuristic (a critical column name never appeared in the queries or
     results), labelled as such, and the paper's rate."""
     df = _ran(_frame(results))

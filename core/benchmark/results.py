@@ -11,8 +11,10 @@ import time
 from pathlib import Path
 
 from core.benchmark.items import BenchError, Item
-from core.dqa import DQA_SET
-from core.secrets import scrub
+from core.store.sqlite import open_sqlite
+from core.scenarios.dqa.source import DQA_SET
+from core.config.secrets import scrub
+from core.store.overrides import OverrideStore, apply
 
 FILE = "results.sqlite"
 _SCHEMA = """
@@ -28,6 +30,12 @@ _EPOCH = re.compile(r"/e(\d+)$")
 NOT_RUN_FIELDS = ("scenario", "question", "db", "technique", "model", "error_kind", "error", "attempts", "at")
 
 
+def _set_up(con: sqlite3.Connection) -> None:
+    con.execute("PRAGMA journal_mode = WAL")
+    con.execute("PRAGMA synchronous = NORMAL")
+    con.executescript(_SCHEMA)
+
+
 class ResultStore:
     """Results by item key. Writes go through one connection (thread-safe); each is committed at once, so a
     killed process keeps every finished item."""
@@ -37,10 +45,8 @@ class ResultStore:
         self.directory.mkdir(parents=True, exist_ok=True)
         self.path = self.directory / FILE
         self._lock = threading.Lock()
-        self._con = sqlite3.connect(self.path, timeout=30, check_same_thread=False, isolation_level=None)
-        self._con.execute("PRAGMA journal_mode = WAL")
-        self._con.execute("PRAGMA synchronous = NORMAL")
-        self._con.executescript(_SCHEMA)
+        self._con = open_sqlite(self.path, "benchmark result store", _set_up, timeout=30, check_same_thread=False,
+                                isolation_level=None)
 
     def close(self) -> None:
         self._con.close()
@@ -93,7 +99,7 @@ def read_results(directory: str | Path, keys: set[str] | None = None) -> list[di
     path = Path(directory) / FILE
     if not path.exists():
         return []
-    con = sqlite3.connect(path, timeout=30)
+    con = open_sqlite(path, "benchmark result store", reader=True, timeout=30)
     try:
         if not con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'results'").fetchone():
             return []  # a store another process is creating right now
@@ -111,7 +117,7 @@ def read_not_run(directory: str | Path, keys: set[str] | None = None) -> list[di
     path = Path(directory) / FILE
     if not path.exists():
         return []
-    con = sqlite3.connect(path, timeout=30)
+    con = open_sqlite(path, "benchmark result store", reader=True, timeout=30)
     try:
         if not con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'not_run'").fetchone():
             return []
@@ -143,7 +149,7 @@ def _params(directory: str | Path) -> dict:
     path = Path(directory) / FILE
     if not path.exists():
         return {}
-    con = sqlite3.connect(path, timeout=30)
+    con = open_sqlite(path, "benchmark result store", reader=True, timeout=30)
     try:
         if not con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone():
             return {}
@@ -156,7 +162,6 @@ def _params(directory: str | Path) -> dict:
 def read_all(directory: str | Path, keys: set[str] | None = None, home: str | Path | None = None) -> list[dict]:
     """What reports are made of: the stored results with the analysts' grade overrides (from the override store
     under ``home``, default DATA_HOME) applied, and the items that could not run (``status`` "error")."""
-    from core.overrides import OverrideStore, apply
 
     results = read_results(directory, keys)
     return apply(results, OverrideStore(home).all()) + read_errors(directory, keys)

@@ -20,11 +20,14 @@ from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache, partial
 from pathlib import Path
 
-from core import catalog, scenarios
-from core import home as project_home
-from core import settings as core_settings
-from core.agents import AgentRuntime, Limits, RunSettings, new_run_id
-from core.agents.techniques import technique, voted_name
+from core.scenarios import catalog
+from core.scenarios.dqa.source import dqa_benchmark
+from core import scenarios
+from core.config import home as project_home
+from core.config import settings as core_settings
+from core.agents.runtime import AgentRuntime, new_run_id
+from core.model.run_settings import Limits, RunSettings
+from core.model.technique import technique, voted_name
 from core.agents.workspace import open_catalog_workspace
 from core.backends.registry import language
 from core.benchmark.budget import Budget
@@ -33,16 +36,17 @@ from core.benchmark import fidelity
 from core.benchmark.failures import classify
 from core.benchmark.lock import DirectoryLock
 from core.benchmark.items import BenchError, Item, WorkList, databases_of, parse_numbers, scenarios_of, work_list
-from core.benchmark.prices import load_prices, price_of
+from core.llm.prices import load_prices, price_of
 from core.benchmark.results import ResultStore, read_not_run, read_results
 from core.benchmark.trace import read_trace
 from core.benchmark.vote import vote
-from core.dqa import DQA_SET
-from core.evidence import run_coverage
-from core.llm import REPLAY_PREFIX, TRANSIENT, LLMSettings, open_llm, read_replay, replay_path
-from core.scenario import ranking
+from core.scenarios.dqa.source import DQA_SET
+from core.analysis.evidence import run_coverage
+from core.analysis.trace import Trace
+from core.llm.client import REPLAY_PREFIX, TRANSIENT, LLMSettings, open_llm, read_replay, replay_path
+from core.scenarios import ranking
 from sims.ranking import InputError
-from core.secrets import scrub
+from core.config.secrets import scrub
 
 #: Fatal error kinds that are not the agent's doing: the item is not stored, and a rerun tries it again.
 RETRY = TRANSIENT | {"auth", "config", "model", "unavailable", "budget"}
@@ -232,8 +236,8 @@ def _ranking(root: str | None, scenario: str, number: int, source: str = "dqa"):
         return None
 
 
-def _evidence(root: str | None, item: Item, events: list[dict]):
-    """The run's evidence coverage (core.evidence), None where the simulator cannot rank the question."""
+def _evidence(root: str | None, item: Item, events: list[dict] | Trace):
+    """The run's evidence coverage (core.analysis.evidence), None where the simulator cannot rank the question."""
     question = catalog.question(item.source, item.scenario, item.question, root)
     try:
         return run_coverage(question, catalog.database(question, root), events)
@@ -268,7 +272,7 @@ class Bench:
         chosen = scenarios_of(config.scenario, config.source)
         counts = {s: len(catalog.questions(config.source, s, self.root)) for s in chosen}
         # the question set: DQA, a generated set's name, or the demo scenarios
-        self.set_name = catalog.dqa_benchmark(self.root).name if config.source == "dqa" else config.source
+        self.set_name = dqa_benchmark(self.root).name if config.source == "dqa" else config.source
         self.work: WorkList = work_list(chosen, dbs, config.techniques, self.model, parse_numbers(config.questions),
                                         counts, notes, config.source, self.epochs)
         if not self.work.items:
@@ -492,12 +496,12 @@ class Bench:
         llm: CachingLLM = self._local.llm
         record = runtime.store.get(run_id, events=False)  # the events are in hand
         outcome = record.outcome or {}
-        facts = read_trace(events, item.scenario, outcome.get("decision"))
-        fatal = next((e for e in reversed(events) if e["kind"] == "error" and e.get("fatal", True)), None)
-        failed_attempts = (fatal or {}).get("attempts") or []
+        trace = Trace.of(events)
+        facts = read_trace(trace, item.scenario, outcome.get("decision"))
+        failed_attempts = (trace.fatal or {}).get("attempts") or []
         if record.status == "failed" and facts.error_kind in RETRY:
             raise _NotRun(facts.error_kind, outcome.get("error") or "the run failed", failed_attempts)
-        evidence = _evidence(self.root, item, events)
+        evidence = _evidence(self.root, item, trace)
         category, signs = classify(outcome.get("correct"), facts, record.status, outcome.get("final_answer"),
                                    outcome.get("decision"), evidence)
         placement = outcome.get("placement") or {}
@@ -506,8 +510,7 @@ class Bench:
             relative = _ranking(self.root, item.scenario, item.question, item.source).relative_regret(
                 outcome["decision"])
         tokens = outcome.get("tokens") or {}
-        usage = [e["llm"] for e in events if e.get("llm")]
-        fresh, cached = [u for u in usage if not u.get("cached")], [u for u in usage if u.get("cached")]
+        fresh, cached = [u for u in trace.usage if not u.get("cached")], [u for u in trace.usage if u.get("cached")]
         return {"set": self.set_name, "source": item.source, "scenario": item.scenario, "question": item.question,
                 "db": item.db,
                 "language": language(item.db),
@@ -535,7 +538,7 @@ class Bench:
                                          False)),
                 "relative_regret": relative, "cost_usd": outcome.get("cost_usd"), "limit": outcome.get("limit"),
                 "repeats": outcome.get("repeats", 0), "finished": time.time(), "epoch": item.epoch,
-                **fidelity.result_fields(settings, usage)}
+                **fidelity.result_fields(settings, trace.usage)}
 
 
 def _limit_params(limits: Limits) -> dict:

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from core.agents.techniques import voted_name
-from core.grading import placement_text
+from core.model.technique import voted_name
+from core.analysis.grading import placement_text
 
 #: What a voted result without a decision clears of the sample it is described by.
 _GRADE = ("decision", "rank", "candidates", "regret", "tied", "relative_regret")
