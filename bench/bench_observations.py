@@ -21,8 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core import demo  # noqa: E402
-from core.agents.config import Limits  # noqa: E402
+from core.scenarios.dqa import demo  # noqa: E402
+from core.model.run_settings import Limits  # noqa: E402
 from core.agents.graph import run_query  # noqa: E402
 from core.backends.registry import open_backend, unavailable  # noqa: E402
 
@@ -99,7 +99,8 @@ def whole_run(name: str) -> None:
 
 
 def child(name: str, replay: str, home: str) -> None:
-    from core.agents import AgentRuntime, Limits, RunSettings
+    from core.agents.runtime import AgentRuntime
+    from core.model.run_settings import Limits, RunSettings
 
     runtime = AgentRuntime(home)
     settings = RunSettings("locating", 1, name, "iterrag", f"replay:{replay}", source="demo",

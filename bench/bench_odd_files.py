@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from core.settings import dqa_dir  # noqa: E402
+from core.config.settings import dqa_dir  # noqa: E402
 
 ODD = ("FIFO", "sparse 2 GB file", "link to /dev/zero", "folder", "link that loops")
 misses: list[str] = []

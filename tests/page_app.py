@@ -11,9 +11,9 @@ APP = Path(__file__).resolve().parent.parent / "app.py"
 
 
 def isolate(monkeypatch, tmp_path: Path) -> Path:
-    """Point DATA_HOME (read from core.settings when used) at ``tmp_path``, and leave out any configured model, so
+    """Point DATA_HOME (read from core.config.settings when used) at ``tmp_path``, and leave out any configured model, so
     runs use the recorded replays."""
-    from core import settings
+    from core.config import settings
 
     monkeypatch.setattr(settings, "DATA_HOME", tmp_path)
     for name in ("OPENAI_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY", "PLANRAG_REPLAYS"):
@@ -50,6 +50,6 @@ def keyed(elements, suffix: str) -> list:
 
 
 def shown(text: str) -> str:
-    """Markdown source as a person reads it rendered: the backslash escapes of pages.untrusted.md read, its
+    """Markdown source as a person reads it rendered: the backslash escapes of ui.untrusted.md read, its
     invisible word joiners left out."""
     return html.unescape(re.sub(r"\\(.)", r"\1", text)).replace("\u2060", "").replace("  \n", "\n")

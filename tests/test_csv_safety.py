@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from core.benchmark import fidelity, reports
-from core.benchmark.prices import DEFAULT_PRICES
+from core.llm.prices import DEFAULT_PRICES
 from core.spreadsheet import csv_text, safe_cell
 from tests.test_benchmark_reports import result
 

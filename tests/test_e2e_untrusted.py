@@ -20,8 +20,8 @@ from tests.test_page_untrusted import HOST, PAYLOAD, URL_PARAM
 
 SEED = """
 import json, sys
-from core import jobs
-from core.agents.config import RunSettings
+import core.jobs.runs as jobs
+from core.model.run_settings import RunSettings
 runtime = jobs.open_runtime()
 result = runtime.start(RunSettings("locating", 1, "sqlite", "iterrag", "replay:" + sys.argv[1], source="demo"))
 runtime.close()

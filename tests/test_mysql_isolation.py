@@ -11,10 +11,10 @@ import threading
 
 import pytest
 
-from core import demo
+from core.scenarios.dqa import demo
 from core.backends import mysql
 from core.backends.base import MAX_CELL_CHARS, BackendUnavailable, QueryError, QueryTimeout, RefusedWrite
-from core.settings import DatabaseSettings
+from core.config.settings import DatabaseSettings
 from tests.test_backends_sql import mysql_settings
 
 
@@ -204,7 +204,7 @@ def test_silent_server_reported_not_waited_on(silent_server, databases):
 
 def test_availability_check_of_a_silent_server_never_blocks(silent_server):
     """A page asks in passing: the check runs in the background and the answer is remembered."""
-    from core import availability
+    from core.backends import availability
 
     assert availability.status("mysql", silent_server, wait_s=0) == (False, None)  # still checking
     known, reason = availability.status("mysql", silent_server, wait_s=30)
@@ -252,11 +252,11 @@ def test_readers_of_a_killed_run_are_removed_at_the_next_open_and_said(settings,
     import subprocess
     import sys
 
-    from core import home
+    from core.config import home
     from tests.conftest import ROOT
 
-    script = ("import sys, time\nfrom core import demo\nfrom core.backends import mysql\n"
-              "from core.settings import DatabaseSettings\n"
+    script = ("import sys, time\nfrom core.scenarios.dqa import demo\nfrom core.backends import mysql\n"
+              "from core.config.settings import DatabaseSettings\n"
               f"b = mysql.open_database(demo.database(demo.questions('locating')[0]), DatabaseSettings(mysql_url="
               f"{settings.mysql_url!r}))\nprint(b._user, flush=True)\ntime.sleep(600)\n")
     child = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE, text=True,

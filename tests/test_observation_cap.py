@@ -8,8 +8,9 @@ import json
 
 import pytest
 
-from core import catalog
-from core.agents import AgentRuntime, Limits, RunSettings
+from core.scenarios import catalog
+from core.agents.runtime import AgentRuntime
+from core.model.run_settings import Limits, RunSettings
 from core.agents.graph import run_query
 from core.backends.base import (MAX_ERROR_CHARS, MAX_NAME_CHARS, QueryError, QueryResult, QuerySyntaxError,
                                 render_rows)

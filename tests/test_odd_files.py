@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from core.dqa import DQA, DQAError
-from core.llm import LLMNotConfigured, read_replay
-from core.scenarios.plugin import FolderScenario, ScenarioError
+from core.scenarios.dqa.source import DQA, DQAError
+from core.llm.client import LLMNotConfigured, read_replay
+from core.scenarios.plugins.folder import FolderScenario, ScenarioError
 from sims.files import MAX_BYTES, FileRefused, check_file, read_bytes, read_text
 from tests.conftest import ROOT
 

@@ -11,9 +11,10 @@ import shutil
 
 import pytest
 
-from core import jobs, scenarios
-from core.agents import RunSettings
-from pages.untrusted import md, md_code, md_table
+from core import scenarios
+import core.jobs.runs as jobs
+from core.model.run_settings import RunSettings
+from ui.untrusted import md, md_code, md_table
 from tests.conftest import ROOT
 from tests.page_app import isolate
 from tests.test_page_state import linked

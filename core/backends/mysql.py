@@ -39,9 +39,9 @@ from core.backends import sql_dialect
 from core.backends.base import (DEFAULT_ROW_CAP, DEFAULT_TIMEOUT_S, MAX_CELL_CHARS, MAX_RESULT_CHARS,
                                 BackendUnavailable, QueryError, QueryResult, QuerySyntaxError, QueryTimeout,
                                 RefusedWrite, RowKeeper)
-from core import home
-from core.scenario import Database
-from core.settings import DatabaseSettings
+from core.model.question import Database
+from core.config.settings import DatabaseSettings
+from core.config import home
 
 META = "planrag_meta"
 READER_PREFIX = "planrag_q_"
@@ -278,7 +278,7 @@ def _left_by_ended_processes(owners: list[tuple[str, str | None]]) -> list[str]:
 
 def _create_reader(settings: DatabaseSettings, db: str) -> tuple[str, str]:
     """A new reader granted SELECT on database ``db`` only, with one connection at a time: (user, password). Drops
-    on the way, and says so (core.home's notices), the readers without a session whose process on this machine
+    on the way, and says so (core.config.home's notices), the readers without a session whose process on this machine
     has ended (a killed run's), and those of other machines left idle for ``STALE_READER_S``."""
     user, password = READER_PREFIX + secrets.token_hex(6), secrets.token_urlsafe(24)
     admin = _connect(settings)
