@@ -282,7 +282,7 @@ def cmd_run(args) -> int:
 
             source = args.source or catalog.default_source(args.scenario)
             settings = RunSettings(args.scenario, args.question, args.db, args.technique, args.llm or "", source=source,
-                                   base_url=args.base_url, hitl=args.hitl, plan_version=args.plan_version,
+                                   base_url=args.base_url, endpoint=args.endpoint, hitl=args.hitl, plan_version=args.plan_version,
                                    replan_on_failure=not args.no_replan, review_queries=args.approve_queries,
                                    limits=limits_from(args), prompts=args.prompts,
                                    reaper_planner=args.reaper_planner)
@@ -393,7 +393,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="singlerag, iterrag, planrag, planrag-norp (the paper's); reaper, autoplan")
     p.add_argument("--llm", help="a model name (OpenAI or the --base-url server; default OPENAI_MODEL), "
                                  "or replay:FILE")
-    p.add_argument("--base-url", help="an OpenAI-compatible server (default: OPENAI_BASE_URL)")
+    p.add_argument("--base-url", help="an OpenAI-compatible server (default: OPENAI_BASE_URL; OPENAI_API_KEY is sent "
+                                      "only to OPENAI_BASE_URL, never to another server)")
+    p.add_argument("--endpoint", help="a model endpoint of the server's secrets file ([planrag.endpoints.NAME]): its "
+                                      "model, URL and key, also when the run is resumed (instead of --llm/--base-url)")
     p.add_argument("--hitl", choices=HITL_MODES, default="auto", help="when to pause for review (default auto)")
     p.add_argument("--plan-version", type=int, metavar="N",
                    help="start from version N of the scenario's learned AutoPlan plan (loop techniques; technique "

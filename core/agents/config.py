@@ -124,6 +124,7 @@ class RunSettings:
     reaper_planner: str = "examples"
     top_p: float | None = None
     review_queries: bool = False  # the analyst approves each query before it runs (with any ``hitl``)
+    endpoint: str | None = None  # the server's named model endpoint (core.auth.endpoints): its model, URL and key
 
     def validate(self) -> RunSettings:
         """Self, or ValueError naming the bad field."""
