@@ -2,9 +2,11 @@
 import streamlit as st
 
 from core import home, scenarios
+from pages import access
 
 # An emoji icon: the browser would fetch a :material/...: favicon from fonts.gstatic.com (the app works offline).
 st.set_page_config(page_title="PlanRAG Workbench", page_icon="🧭", layout="wide")
+access.gate()  # sign-in, when configured; no serving a network without it (pages/access.py)
 # This session's scenarios folder (Settings), for every page.
 scenarios.use_folder(st.session_state.get("scenarios_dir"))
 

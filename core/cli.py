@@ -296,6 +296,7 @@ def cmd_run(args) -> int:
 
 def cmd_stop(args) -> int:
     """Stop a run (also one another process drives); close a paused or interrupted one."""
+    from core.agents.config import default_reviewer
     from core.runs import ENDED, RunStore
     from core.settings import DATA_HOME
 
@@ -305,7 +306,7 @@ def cmd_stop(args) -> int:
         if before in ENDED:
             print(f"error: run {args.run_id} is already {before}", file=sys.stderr)
             return EXIT_FAILED
-        status = store.request_stop(args.run_id)
+        status = store.request_stop(args.run_id, by=default_reviewer())
     except KeyError as e:
         return _fail(e)
     deadline = time.monotonic() + args.wait

@@ -159,13 +159,14 @@ def branch(record: RunRecord, step: int, make_runtime: Callable, **changes) -> R
     return _launch(job, lambda: runtime, lambda _: events)
 
 
-def stop(run_id: str) -> str:
+def stop(run_id: str, by: str = "") -> str:
     """Stop a run: at once when a job of this process drives it, else through the run store (another process's
-    run stops within a poll; a paused or interrupted run is closed). Its status after the request."""
+    run stops within a poll; a paused or interrupted run is closed); ``by``: who stopped it, as recorded. Its
+    status after the request."""
     current = job(run_id)
     if current is not None and not current.done and current.runtime is not None:
-        return current.runtime.stop(run_id)
-    return open_store().request_stop(run_id)
+        return current.runtime.stop(run_id, by)
+    return open_store().request_stop(run_id, by)
 
 
 def job(run_id: str) -> RunJob | None:

@@ -11,6 +11,7 @@ from core.runs import ENDED, RunRecord
 from core.scenario import Question
 from core.summary import compare_row, gaps_as_text, technique_label
 from core.trace import ANSWER, BEFORE_PLAN, align_by
+from pages import access
 from pages.common import current_question, kept, session_limits
 from pages.run_options import choose_database, choose_models, start_run
 from pages.run_view import RunPanel, follow, load, run_label, show_outcome, show_state, stop_button
@@ -125,7 +126,8 @@ with st.container(border=True):
     with right:
         models = choose_models(question, techniques, db, key="compare_llm")
         if st.button("Run side by side", type="primary", icon=":material/play_arrow:", width="stretch",
-                     disabled=bool(unavailable_reason or not models)):
+                     disabled=bool(unavailable_reason or not models) or not access.allowed("run")) \
+                and not access.refused("run"):
             started = [start_run(RunSettings(question.scenario, question.number, db, technique, model, hitl="auto",
                                              source=question.source, limits=session_limits()))
                        for technique, model in models.items()]

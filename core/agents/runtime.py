@@ -99,10 +99,11 @@ class AgentRuntime:
     def close(self) -> None:
         self._conn.close()
 
-    def stop(self, run_id: str) -> str:
+    def stop(self, run_id: str, by: str = "") -> str:
         """Stop a run: at once when this runtime drives it, else through the run store (its owner stops it within
-        a poll; a paused or interrupted run is closed). Returns its status after the request."""
-        status = self.store.request_stop(run_id)
+        a poll; a paused or interrupted run is closed); ``by``: who stopped it. Returns its status after the
+        request."""
+        status = self.store.request_stop(run_id, by)
         with self._controls_lock:
             control = self._controls.get(run_id)
         if control:

@@ -41,12 +41,3 @@ def planrag(data: dict | None = None) -> dict:
         raise ConfigError("[planrag] in the secrets file must be a table")
     return value
 
-
-def signin_configured(data: dict | None = None) -> bool:
-    """Whether the secrets file sets up sign-in (an ``[auth]`` table with a provider, as st.login needs)."""
-    auth = (load() if data is None else data).get("auth")
-    if not isinstance(auth, dict):
-        return False
-    providers = [auth] + [v for v in auth.values() if isinstance(v, dict)]
-    return bool(auth.get("redirect_uri") and auth.get("cookie_secret")
-                and any(p.get("client_id") and p.get("server_metadata_url") for p in providers))
