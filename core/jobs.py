@@ -61,12 +61,26 @@ class RunJob:
         self.error: Exception | None = None
         self.done = False
         self.runtime = None  # the AgentRuntime driving it, once opened (Stop goes through it)
+        self._stop_asked = False
+        self._stopped_by = ""  # who asked for the stop
         self._changed = threading.Condition()
+
+    def stop(self, by: str = "") -> str:
+        """Stop the run, also before it is stored (Stop right after Start): it stops as soon as it is driven.
+        ``by``: who stopped it, recorded once the run is stored. Its status after the request."""
+        with self._changed:
+            self._stop_asked, self._stopped_by = True, by
+            runtime = self.runtime
+        return runtime.stop(self.run_id, starting=True, by=by) if runtime is not None else "running"
 
     def _drive(self, make_runtime: Callable, iterate: Callable[..., Iterator[Event]]) -> None:
         runtime = None
         try:
-            runtime = self.runtime = make_runtime()
+            runtime = make_runtime()
+            with self._changed:
+                self.runtime, asked, by = runtime, self._stop_asked, self._stopped_by
+            if asked:  # Stop came while the runtime opened
+                runtime.stop(self.run_id, starting=True, by=by)
             for event in iterate(runtime):
                 with self._changed:
                     self.events.append(event.to_dict())
@@ -164,8 +178,8 @@ def stop(run_id: str, by: str = "") -> str:
     run stops within a poll; a paused or interrupted run is closed); ``by``: who stopped it, as recorded. Its
     status after the request."""
     current = job(run_id)
-    if current is not None and not current.done and current.runtime is not None:
-        return current.runtime.stop(run_id, by)
+    if current is not None and not current.done:
+        return current.stop(by)
     return open_store().request_stop(run_id, by)
 
 

@@ -49,6 +49,11 @@ def page_words(message: str) -> str:
 
 
 
+def _gap(value) -> bool:
+    """None, NaN, NaT or pd.NA (whose truth value is ambiguous, so ``v == v`` cannot tell it)."""
+    return value is None or (pd.api.types.is_scalar(value) and bool(pd.isna(value)))
+
+
 def _cell(value):
     if isinstance(value, float) and not isinstance(value, bool):
         return number(value)
@@ -64,11 +69,11 @@ def table(df: pd.DataFrame, **options):
         values = df[column]
         if not values.isna().any() and values.dtype != object:
             continue
-        kinds = {type(v) for v in values if v is not None and v == v}
+        kinds = {type(v) for v in values if not _gap(v)}
         if values.dtype == object and len(kinds) <= 1:
             df[column] = values.astype(object).where(values.notna(), GAP)
         elif values.isna().any() or len(kinds) > 1:  # a number column with gaps, or mixed: text, gaps as "–"
-            df[column] = [GAP if v is None or v != v else str(_cell(v)) for v in values]
+            df[column] = [GAP if _gap(v) else str(_cell(v)) for v in values]
     headers = {c: st.column_config.Column(header(c)) for c in df.columns if isinstance(c, str) and "_" in c}
     headers.update(options.pop("column_config", None) or {})
     return st.dataframe(df.style.format(_cell), hide_index=True, column_config=headers, **options)

@@ -6,6 +6,7 @@ import json
 import time
 
 from core.benchmark import jobs
+from core.benchmark.command import smoke_config
 from core.benchmark.results import ResultStore
 from tests.bench_scripts import write_transcripts
 from tests.page_app import isolate, open_page
@@ -94,3 +95,18 @@ def test_an_analyst_overrides_a_grade_from_the_benchmark_view(monkeypatch, tmp_p
     acc = accuracy_table(at).set_index(["db", "technique"])
     assert acc.loc[("sqlite", "IterRAG"), "correct"] == 3 and acc.loc[("sqlite", "IterRAG"), "overridden"] == 1
     assert any("1 grades were overridden" in c.value for c in at.caption)
+
+
+def test_results_of_a_smoke_benchmark_over_plugin_scenarios(monkeypatch, tmp_path):
+    """Issue 28: the setting table met pd.NA (no paper figure for a plugin scenario) and the page crashed for every
+    session, every results tab left empty."""
+    isolate(monkeypatch, tmp_path)
+    job = jobs.start(smoke_config(source="scenario", db="sqlite"))
+    job._thread.join(300)
+    assert job.done and not job.error
+    at = open_page("pages/benchmark.py", question_ref=None)
+    assert not at.exception
+    setting = next(d.value for d in at.dataframe if "paper_setting" in d.value.columns)
+    assert set(setting["set"]) == {"scenario"} and (setting["paper"] == "–").all()
+    items = at.dataframe[-1].value  # the Questions tab, the last one, drawn
+    assert len(items) == job.bench.progress.done > 0

@@ -90,3 +90,44 @@ def test_a_job_reports_what_stopped_it_and_a_run_is_driven_once(monkeypatch, tmp
         seen += job.wait(len(seen), timeout=1)
     assert job.error is None and seen == jobs.open_store().get(job.run_id).events and seen[-1]["kind"] == "final"
     assert jobs.job(job.run_id) is job and not jobs.running(job.run_id)
+
+
+@pytest.mark.parametrize("held", ["runtime", "workspace"])
+def test_stop_right_after_start_stops_the_run_before_it_is_stored(monkeypatch, tmp_path, held):
+    """Issue 28: Stop within half a second of Start (the runtime, or the run's database, still opening; the run
+    not in the store yet) raised KeyError and the run went on to its end. Now it stops as soon as it is driven."""
+    import threading
+
+    from core.agents.runtime import AgentRuntime
+    from core.agents.workspace import open_catalog_workspace
+
+    isolate(monkeypatch, tmp_path)
+    spec = replays("demo", "locating", 1, "sql", "iterrag")[0].spec
+    settings = RunSettings("locating", 1, "sqlite", "iterrag", spec, source="demo")
+    opening, go_on = threading.Event(), threading.Event()
+
+    def hold():
+        opening.set()
+        assert go_on.wait(30)
+
+    def workspace(s):
+        if held == "workspace":
+            hold()
+        return open_catalog_workspace(s)
+
+    def make_runtime():
+        if held == "runtime":
+            hold()
+        return AgentRuntime(tmp_path, workspace=workspace)
+
+    job = jobs.start(settings, make_runtime)
+    assert opening.wait(30)
+    with pytest.raises(KeyError):
+        jobs.open_store().get(job.run_id)  # not stored yet
+    assert jobs.stop(job.run_id) == "running"  # asked, no KeyError
+    go_on.set()
+    while not job.done:
+        job.wait(len(job.events), timeout=1)
+    record = jobs.open_store().get(job.run_id)
+    assert job.error is None and record.status == "stopped"
+    assert record.events[-1]["error_kind"] == "stopped" and not any(e["kind"] == "final" for e in record.events)

@@ -271,12 +271,13 @@ def test_a_run_killed_mid_resume_is_interrupted_and_goes_on_with_its_review(tmp_
 
     from tests.test_llm import _completion
 
-    replies, hang = iter(PLANNED), threading.Event()
+    replies, hang, asked = iter(PLANNED), threading.Event(), threading.Event()
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self):
             self.rfile.read(int(self.headers["Content-Length"]))
             if hang.is_set():  # a silent server: the process asking is killed while it waits
+                asked.set()
                 while hang.is_set():
                     time.sleep(0.05)
                 return
@@ -313,9 +314,11 @@ def test_a_run_killed_mid_resume_is_interrupted_and_goes_on_with_its_review(tmp_
     hang.set()
     resume = subprocess.Popen([sys.executable, "-c", script, "resume", run_id])
     store = RunStore(home / "runs.sqlite")
-    while not store.reviews(run_id) or store.get(run_id).events[-1]["kind"] != "observation":
+    # killed in the LLM call after the review's step (not at a moment found by polling the store: killed after a
+    # step's writes, before its checkpoint, is the next test's case)
+    while not asked.wait(0.1):
         assert resume.poll() is None
-        time.sleep(0.05)
+    assert store.reviews(run_id) and store.get(run_id).events[-1]["kind"] == "observation"
     resume.kill()
     resume.wait()
     record = store.get(run_id)
@@ -330,6 +333,35 @@ def test_a_run_killed_mid_resume_is_interrupted_and_goes_on_with_its_review(tmp_
     assert [r["reviewer"] for r in store.reviews(run_id)] == ["first"]
     assert [e["status"] for e in record.events if e["kind"] == "plan" and e["origin"] == "analyst"] == ["approved"]
     server.shutdown()
+
+
+@pytest.mark.parametrize("writes", [1, 2, 3])
+def test_a_run_killed_between_a_steps_writes_and_its_checkpoint_goes_on(home, tmp_path, writes):
+    """Issue 28 (a flaky test's cause): a resume process killed after LangGraph saved a step's writes but before
+    the checkpoint after them leaves no next node, only that step with its result; resuming read this as "ended"
+    and stored the run as running with no process driving it. Now the step's writes are applied and the run goes
+    on to its re-plan, with the one review."""
+    _, first = paused_run(home, tmp_path)
+    script = (f"import os, sys; sys.path.insert(0, {str(ROOT)!r})\n"
+              "from langgraph.checkpoint.sqlite import SqliteSaver\n"
+              "from tests.test_agents_runtime import make_runtime\n"
+              "from core.agents import Review\n"
+              "saved, put_writes = [], SqliteSaver.put_writes\n"
+              "def killed_after(self, *a, **kw):\n"
+              "    put_writes(self, *a, **kw)\n"
+              "    saved.append(1)\n"
+              f"    if len(saved) == {writes}:\n"
+              "        os._exit(9)\n"
+              "SqliteSaver.put_writes = killed_after\n"
+              f"make_runtime({str(home)!r}).resume({first.run_id!r}, Review.approve(reviewer='first'), "
+              "pause_id='p1')\n")
+    killed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert killed.returncode == 9, killed.stderr
+    runtime = make_runtime(home)
+    assert runtime.result(first.run_id).status == "interrupted"
+    result = runtime.proceed(first.run_id)
+    assert result.status == "paused" and (result.pause.id, result.pause.kind) == ("p2", "replan")
+    assert [r["reviewer"] for r in runtime.store.reviews(first.run_id)] == ["first"]
 
 
 # ------------------------------------------------------------------------------------------ query review

@@ -94,18 +94,28 @@ class AgentRuntime:
         self._home = home
         self._prices: dict | None = None
         self._controls: dict[str, RunControl] = {}  # the runs this runtime drives now
+        self._stop_asked: set[str] = set()  # runs asked to stop before they were driven
         self._controls_lock = threading.Lock()
 
     def close(self) -> None:
         self._conn.close()
 
-    def stop(self, run_id: str, by: str = "") -> str:
+    def stop(self, run_id: str, starting: bool = False, by: str = "") -> str:
         """Stop a run: at once when this runtime drives it, else through the run store (its owner stops it within
-        a poll; a paused or interrupted run is closed); ``by``: who stopped it. Returns its status after the
-        request."""
-        status = self.store.request_stop(run_id, by)
+        a poll; a paused or interrupted run is closed). With ``starting`` (a run this runtime is about to start,
+        maybe not stored yet: Stop right after Start) the run stops as soon as it is driven. ``by``: who stopped
+        it, as recorded. Returns its status after the request; KeyError for a run not stored and not
+        ``starting``."""
         with self._controls_lock:
             control = self._controls.get(run_id)
+            if control is None and starting:
+                self._stop_asked.add(run_id)
+        try:
+            status = self.store.request_stop(run_id, by)
+        except KeyError:
+            if not starting:
+                raise
+            status = "running"
         if control:
             control.stop()
         return status
@@ -273,7 +283,9 @@ class AgentRuntime:
                 self.store.set_pause(run_id, Pause(run_id=run_id, **value).to_dict(), snapshot.interrupts[0].id)
                 return iter(())
             graph_input = Command(resume={**taken["review"], "at": taken["at"]})
-        elif not snapshot.next:  # it ended in the checkpoint, but the store never heard
+        elif not snapshot.next and not snapshot.tasks:  # it ended in the checkpoint, but the store never heard
+            # (a process killed after a step's writes were saved, before its checkpoint, leaves no next node
+            # but that step as a task with its result: driven on below, the writes are applied, not run again)
             ws = self._workspace(settings)
             try:
                 self.store.update(run_id, snapshot.values["status"], outcome=_outcome(snapshot.values, ws))
@@ -370,6 +382,9 @@ class AgentRuntime:
         control = RunControl(self.store, run_id)
         with self._controls_lock:
             self._controls[run_id] = control
+            if run_id in self._stop_asked:
+                self._stop_asked.discard(run_id)
+                control.stop()
         try:
             yield from self._stream(run_id, graph, graph_input, ws, llm, control, price)
         finally:
