@@ -3,32 +3,30 @@ address unless PLANRAG_ALLOW_ANONYMOUS=1; in single-user mode the person is the 
 from __future__ import annotations
 
 import pytest
-from streamlit import config as st_config
 
-from tests.page_app import isolate, open_page
+from tests.page_app import isolate, open_file, open_page
 
 
 @pytest.fixture
 def address(monkeypatch):
-    before = st_config.get_option("server.address")
+    """Set the address the app listens on, as ``--server.address`` would (read through st.get_option)."""
+    import streamlit
 
-    def set_address(value):
-        st_config.set_option("server.address", value)
+    options = {}
+    read = streamlit.get_option
+    monkeypatch.setattr(streamlit, "get_option", lambda key: options.get(key, read(key)))
+    return lambda value: options.__setitem__("server.address", value)
 
-    yield set_address
-    st_config.set_option("server.address", before)
 
-
-def test_a_network_address_without_sign_in_is_refused_on_every_page(monkeypatch, tmp_path, address):
+def test_a_network_address_without_sign_in_is_refused_before_any_page(monkeypatch, tmp_path, address):
     isolate(monkeypatch, tmp_path)
     monkeypatch.delenv("PLANRAG_ALLOW_ANONYMOUS", raising=False)
     address("0.0.0.0")
-    for page in ("pages/scenarios.py", "pages/settings.py", "pages/run.py"):
-        at = open_page(page)
-        assert "PLANRAG_ALLOW_ANONYMOUS=1" in at.error[0].value
-        assert not at.title and not at.button
+    at = open_file("app.py")  # the gate comes before the navigation: no page runs
+    assert "PLANRAG_ALLOW_ANONYMOUS=1" in at.error[0].value
+    assert not at.title and not at.button
     monkeypatch.setenv("PLANRAG_ALLOW_ANONYMOUS", "1")
-    assert open_page("pages/settings.py").title[0].value == "Settings"
+    assert open_file("app.py").title[0].value == "Scenarios"
 
 
 def test_on_localhost_the_single_user_is_the_admin(monkeypatch, tmp_path, address):
@@ -48,7 +46,6 @@ MY_KEY = "sk-typed-for-this-url-012345"
 def test_the_settings_test_of_a_visitors_url_never_gets_the_environments_key(monkeypatch, tmp_path):
     """Issue 26's first finding, on the page: a base URL of one's own, the key left empty, Test."""
     from tests.keystub import KeyStub
-    from tests.page_app import open_file
 
     isolate(monkeypatch, tmp_path)
     monkeypatch.setenv("OPENAI_API_KEY", OPERATOR_KEY)  # the operator's, for OpenAI's API
