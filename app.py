@@ -1,12 +1,13 @@
 """PlanRAG Workbench: the Streamlit entry point and page router."""
 import streamlit as st
 
-from core import home, scenarios
-from pages import access
+from core.config import home
+from core import scenarios
+from ui import access
 
 # An emoji icon: the browser would fetch a :material/...: favicon from fonts.gstatic.com (the app works offline).
 st.set_page_config(page_title="PlanRAG Workbench", page_icon="🧭", layout="wide")
-access.gate()  # sign-in, when configured; no serving a network without it (pages/access.py)
+access.gate()  # sign-in, when configured; no serving a network without it (ui/access.py)
 # This session's scenarios folder (Settings), for every page.
 scenarios.use_folder(st.session_state.get("scenarios_dir"))
 
@@ -24,7 +25,7 @@ pages = {
         st.Page("pages/settings.py", title="Settings", icon=":material/settings:"),
     ],
 }
-try:  # a project home that cannot be used: a fallback one, said on every page (core.home)
+try:  # a project home that cannot be used: a fallback one, said on every page (core.config.home)
     moved = home.use_fallback()
 except home.HomeError as e:
     st.error(str(e), icon=":material/error:")

@@ -12,9 +12,9 @@ import pytest
 
 from core.auth import endpoints
 from core.auth.config import ConfigError
-from core.checks import check_llm
-from core.llm import LLMNotConfigured, bound_key, open_llm
-from core.settings import LLMSettings
+from core.llm.checks import check_llm
+from core.llm.client import LLMNotConfigured, bound_key, open_llm
+from core.config.settings import LLMSettings
 from tests.keystub import KeyStub
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -154,7 +154,7 @@ def test_resuming_a_run_whose_endpoint_is_gone_fails_clearly_and_keeps_the_pause
     assert done.returncode not in (0, 3)
     assert "model endpoint 'team' is not configured on this server" in done.stderr
     assert len(team.keys) == sent
-    from core.runs import RunStore
+    from core.store.runs import RunStore
 
     assert RunStore(tmp_path / "runs.sqlite").get(run_id, events=False).status == "paused"  # still reviewable
 

@@ -73,7 +73,7 @@ def test_a_missing_secrets_file_is_single_user_mode_and_a_broken_one_an_error(tm
 
 
 def test_a_stop_is_recorded_under_who_stopped_it(tmp_path):
-    from core.runs import RunStore
+    from core.store.runs import RunStore
 
     store = RunStore(tmp_path / "runs.sqlite")
     store.create("r1", {"scenario": "locating", "question": 1})

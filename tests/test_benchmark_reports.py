@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from core.benchmark import reports
-from core.benchmark.prices import DEFAULT_PRICES
+from core.llm.prices import DEFAULT_PRICES
 
 MODEL = "gpt-4o"
 
@@ -153,8 +153,8 @@ def test_errors_and_undecided_answers_reach_the_report_files(tmp_path):
 
 
 def test_overrides_replace_the_grade_and_are_counted(tmp_path):
-    from core.grading import make_override
-    from core.overrides import OverrideStore, apply
+    from core.analysis.grading import make_override
+    from core.store.overrides import OverrideStore, apply
 
     store = OverrideStore(tmp_path)
     store.put("sqliteiterrag3", make_override("krakow", "krakow", by="ana", note="the answer says krakow"))

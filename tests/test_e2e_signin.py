@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from core.runs import RunStore
+from core.store.runs import RunStore
 from tests.conftest import require
 from tests.test_e2e_browser import chromium, free_port, wait_healthy  # noqa: F401 (chromium: a fixture)
 

@@ -10,7 +10,7 @@ import os
 import tomllib
 from pathlib import Path
 
-from core.settings import PROJECT_ROOT
+from core.config.settings import PROJECT_ROOT
 
 
 class ConfigError(ValueError):

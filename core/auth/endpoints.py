@@ -15,8 +15,8 @@ from dataclasses import dataclass, field, replace
 
 from core.auth import config
 from core.auth.config import ConfigError
-from core.llm import LLMNotConfigured
-from core.settings import LLMSettings
+from core.llm.client import LLMNotConfigured
+from core.config.settings import LLMSettings
 
 
 class UnknownEndpoint(LLMNotConfigured):
