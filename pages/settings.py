@@ -21,6 +21,7 @@ from core.config.settings import DatabaseSettings
 from ui import access
 from ui.common import dqa_root, session_db, session_limits, session_llm, session_reviewer
 from ui.limit_inputs import limit_inputs
+from ui.untrusted import md, md_code
 
 PROVIDERS = {"openai": "OpenAI", "compatible": "OpenAI-compatible server", "replay": "Replay file"}
 KEPT = "kept (leave empty to keep it)"
@@ -143,9 +144,9 @@ def own_model(llm) -> None:
     if test.button("Test", key="llm_test") and not access.refused("endpoints"):
         with st.spinner("Asking the model for one token..."):
             try:
-                tested = [("success", check_llm(chosen))]
+                tested = [("success", md(check_llm(chosen)))]
             except LLMError as e:
-                tested = [("error", str(e))]
+                tested = [("error", md(e))]
     show_results("llm", tested)
 
 
@@ -156,8 +157,8 @@ if access.allowed("endpoints"):
     own_model(llm)
 llm = session_llm()
 key_note = "" if (llm.model or "").startswith(REPLAY_PREFIX) else ", API key set" if llm.api_key else ", no API key"
-st.caption(f"In use: `{llm.model or 'no model'}`" + (f" at {llm.base_url}" if llm.base_url else "")
-           + (f" (endpoint **{llm.endpoint}**)" if llm.endpoint else key_note))
+st.caption(f"In use: {md_code(llm.model or 'no model')}" + (f" at {md(llm.base_url)}" if llm.base_url else "")
+           + (f" (endpoint **{md(llm.endpoint)}**)" if llm.endpoint else key_note))
 
 st.subheader("Limits of each run")
 st.caption("At the call, token or cost limit the agent is asked for its final answer at once; an action repeated "
@@ -170,7 +171,7 @@ if st.button("Use for this session", key="limits_use", **access.disabled("run"))
         st.session_state["limits"] = chosen_limits.validate()
         st.toast("This session's runs use these limits.", icon=ICONS["success"])
     except ValueError as e:
-        st.error(str(e), icon=ICONS["error"])
+        st.error(md(e), icon=ICONS["error"])
 
 admin = access.disabled("databases")  # what the server connects to and reads: the admin's
 st.subheader("Databases")
@@ -200,7 +201,7 @@ if test.button("Test connections", key="db_test"):
     with st.spinner("Connecting..."):
         for name, (language, _) in BACKENDS.items():
             reason = unavailable(name, chosen_db)
-            tested.append(("warning", f"**{name}** ({language}) cannot be used: {reason}") if reason
+            tested.append(("warning", f"**{name}** ({language}) cannot be used: {md(reason)}") if reason
                           else ("success", f"**{name}** ({language}) is available"))
 show_results("db", tested)
 
@@ -211,10 +212,10 @@ folder = st.text_input("DQA directory", str(dqa_root() or ""), key="dqa_dir_inpu
 tested = None
 if st.button("Use and test", key="dqa_test", **paths) and not access.refused("server_paths"):
     try:
-        tested = [("success", check_dqa(folder or None))]
+        tested = [("success", md(check_dqa(folder or None)))]
         st.session_state["dqa_dir"] = folder
     except DQAError as e:
-        tested = [("error", str(e))]
+        tested = [("error", md(e))]
 show_results("dqa", tested)
 
 st.subheader("Scenarios folder")

@@ -10,6 +10,7 @@ import streamlit as st
 from core.auth import config, exposure
 from core.auth.roles import Identity, PermissionDenied, identity_of, local_admin
 from core.model.run_settings import default_reviewer
+from ui.untrusted import md
 
 
 def signin_on() -> bool:
@@ -80,10 +81,10 @@ def gate() -> None:
     who = current()
     with st.sidebar:
         if who is None:
-            st.error(f"{st.user.get('email') or st.user.get('name')}: your account has no role here. Ask the "
+            st.error(f"{md(st.user.get('email') or st.user.get('name') or '')}: your account has no role here. Ask the "
                      "workbench's admin for one.", icon=":material/block:")
         else:
-            st.caption(f"Signed in as **{who.name}** · {who.role}")
+            st.caption(f"Signed in as **{md(who.name)}** · {who.role}")
         if st.button("Sign out", icon=":material/logout:", key="signout"):
             st.logout()
     if who is None:

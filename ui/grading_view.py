@@ -12,6 +12,7 @@ from core.store.overrides import OverrideStore
 from core.scenarios.catalog import run_question
 from ui import access
 from ui.common import dqa_root, session_reviewer
+from ui.untrusted import md
 
 NO_DECISION = "no decision"
 
@@ -32,7 +33,7 @@ def override_form(run_id: str, settings: dict, key: str) -> None:
     try:
         candidates, label = run_question(settings, dqa_root())
     except DQAError as e:
-        st.caption(f"The grade cannot be overridden here: {e}")
+        st.caption(f"The grade cannot be overridden here: {md(e)}")
         return
     store = OverrideStore()
     current = store.get(run_id)

@@ -18,7 +18,8 @@ from core.store.runs import PauseTaken, RunRecord
 from ui import access
 from ui.common import session_reviewer
 from ui.run_options import runtime_factory
-from ui.run_view import md, steps_markdown
+from ui.run_view import steps_markdown
+from ui.untrusted import md
 
 
 def _draft(prefix: str, plan: list[str]) -> list[list]:
