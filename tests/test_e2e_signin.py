@@ -23,6 +23,7 @@ import pytest
 
 from core.store.runs import RunStore
 from tests.conftest import require
+from ui.untrusted import JOINER
 from tests.test_e2e_browser import chromium, free_port, wait_healthy  # noqa: F401 (chromium: a fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,6 +36,12 @@ USERS = {  # login -> claims: roles come from the [planrag.roles] mapping below
     "adam": {"email": "adam@example.test", "name": "Adam Admin", "groups": ["ops"]},
 }
 WAIT_S = 60  # a hang guard, never a speed target
+
+
+def shown(email: str) -> str:
+    """An e-mail address as the pages show untrusted text (ui.untrusted.md): a word joiner after the @, so it is
+    never made a link."""
+    return email.replace("@", "@" + JOINER)
 
 
 def _node() -> str:
@@ -138,7 +145,7 @@ def _sign_in(browser, app: str, login: str, forge: dict | None = None):
     page.locator("input[name=login]").fill(login)
     page.locator("input[name=password]").fill("any")
     page.locator("button[type=submit]").click()
-    expect(page.get_by_text(f"Signed in as {USERS[login]['email']}")).to_be_visible()
+    expect(page.get_by_text(f"Signed in as {shown(USERS[login]['email'])}")).to_be_visible()
     return page
 
 
@@ -240,7 +247,7 @@ def test_each_role_sees_and_does_what_it_may(chromium, signin_app, tmp_path):  #
     granted = secrets.read_text()
     secrets.write_text(granted.replace('analyst = ["group:analysts"]', "analyst = []"))
     approve.click()
-    expect(page.get_by_text("Refused: anna@example.test is signed in as viewer")).to_be_visible()
+    expect(page.get_by_text(f"Refused: {shown('anna@example.test')} is signed in as viewer")).to_be_visible()
     assert store.get(run_id, events=False).status == "paused" and not store.reviews(run_id)
     secrets.write_text(granted)
 
@@ -252,7 +259,7 @@ def test_each_role_sees_and_does_what_it_may(chromium, signin_app, tmp_path):  #
     reviews = store.reviews(run_id)
     assert [(r["action"], r["reviewer"]) for r in reviews] == [("approve", "anna@example.test")]
     page.goto(f"{app}/history?run={run_id}")
-    expect(page.get_by_text("anna@example.test").first).to_be_visible()
+    expect(page.get_by_text(shown("anna@example.test")).first).to_be_visible()
     page.goto(f"{app}/settings")
     expect(page.get_by_role("textbox", name="DQA directory")).to_be_disabled()
     expect(page.get_by_role("button", name="Use this endpoint")).to_be_enabled()

@@ -44,7 +44,7 @@ def refused(action: str) -> bool:
             raise PermissionDenied("you are not signed in")
         who.require(action)
     except PermissionDenied as e:
-        st.error(f"Refused: {e}.", icon=":material/block:")  # from a button's callback: at the top of the page
+        st.error(f"Refused: {md(e)}.", icon=":material/block:")  # from a button's callback: at the top of the page
         return True
     return False
 
