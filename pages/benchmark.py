@@ -30,7 +30,7 @@ from ui.grading_view import override_form, override_note
 from ui.limit_inputs import budget_inputs, limit_inputs
 from ui.run_view import load, open_run
 from ui.run_options import PLANNER_LABELS, PROMPT_LABELS
-from core.spreadsheet import csv_text
+from core.analysis.spreadsheet import csv_text
 from ui.untrusted import md
 
 POLL_S = 1.0

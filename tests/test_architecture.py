@@ -21,7 +21,7 @@ MAY_IMPORT = {
     "core.model": {"sims"},
     "core.config": {"core.model"},
     "core.backends": {"core.model", "core.config", "sims"},
-    "core.llm": {"core.model", "core.config"},
+    "core.llm": {"core.model", "core.config", "sims"},
     "core.auth": {"core.model", "core.config", "core.llm"},
     "core.store": {"core.model", "core.config"},
     "core.scenarios": {"core.model", "core.config", "core.backends", "sims"},

@@ -12,7 +12,7 @@ import pytest
 
 from core.benchmark import fidelity, reports
 from core.llm.prices import DEFAULT_PRICES
-from core.spreadsheet import csv_text, safe_cell
+from core.analysis.spreadsheet import csv_text, safe_cell
 from tests.test_benchmark_reports import result
 
 HOSTILE = {"=": "=cmd|' /C calc'!A0", "+": "+1+cmd|' /C calc'!A0", "-": "-2+3+cmd|' /C calc'!A0",

@@ -29,7 +29,7 @@ from core.benchmark.stats import wilson
 from core.scenarios.dqa.source import DQA_SET
 from core.scenarios import ByScenario
 from core.config.files import write_atomic
-from core.spreadsheet import csv_text
+from core.analysis.spreadsheet import csv_text
 
 KIND = {"sql": "RDB", "cypher": "GDB"}
 #: The paper's number of questions per scenario.

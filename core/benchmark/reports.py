@@ -42,7 +42,7 @@ from core import scenarios
 from core.scenarios import ByScenario
 from core.scenarios.dqa.source import DQA_SET
 from core.config.secrets import scrub
-from core.spreadsheet import csv_text
+from core.analysis.spreadsheet import csv_text
 
 KIND = {"sql": "RDB", "cypher": "GDB"}
 GROUP = ["source", "scenario", "technique", "model"]
