@@ -3,9 +3,11 @@ import streamlit as st
 
 from core.config import home
 from core import scenarios
+from ui import access
 
 # An emoji icon: the browser would fetch a :material/...: favicon from fonts.gstatic.com (the app works offline).
 st.set_page_config(page_title="PlanRAG Workbench", page_icon="🧭", layout="wide")
+access.gate()  # sign-in, when configured; no serving a network without it (ui/access.py)
 # This session's scenarios folder (Settings), for every page.
 scenarios.use_folder(st.session_state.get("scenarios_dir"))
 

@@ -22,8 +22,9 @@ from core.benchmark.results import read_all
 from core.benchmark.runner import BenchConfig, bench_home
 from core.scenarios.catalog import SOURCES
 from core.scenarios.dqa.source import DQA_SET, DQAError
-from core.llm.client import LLMError
+from core.llm.client import REPLAY_PREFIX, LLMError
 from core.analysis.summary import technique_label
+from ui import access
 from ui.common import dqa_root, kept, session_limits, session_llm
 from ui.grading_view import override_form, override_note
 from ui.limit_inputs import budget_inputs, limit_inputs
@@ -120,7 +121,8 @@ def smoke_start() -> None:
     source = left.segmented_control("Smoke questions", ["demo", "scenario"], default="demo", required=True,
                                     format_func={"demo": "Demo scenarios", "scenario": "Plugin scenarios"}.get,
                                     key="bench_smoke_source")
-    if right.button("Run the smoke benchmark", icon=":material/science:", key="bench_smoke"):
+    if right.button("Run the smoke benchmark", icon=":material/science:", key="bench_smoke",
+                    **access.disabled("benchmark")) and not access.refused("benchmark"):
         try:
             job = jobs.start(smoke_config(source=source, db="sqlite" if source == "scenario" else None))
         except (BenchError, LLMError, ValueError, DQAError) as e:
@@ -181,6 +183,7 @@ def start_form() -> None:
         questions = right.text_input("Questions", "1-10", help="Numbers and ranges, e.g. 1-10,15, or all",
                                      key=kept("bench_questions"))
         question_set = st.text_input("Question set", str(dqa_root() or ""), key=kept("bench_set"),
+                                     **access.disabled("server_paths"),
                                      help="A DQA folder, or a set made by `python -m sims generate` (default: the "
                                           "DQA directory of Settings)")
         a, b, c, d = st.columns(4)
@@ -200,8 +203,12 @@ def start_form() -> None:
         with st.expander("Limits of each run and the benchmark's budget"):
             limits = limit_inputs(session_limits(), key="bench_limits")
             budget_tokens, budget_cost = budget_inputs(key="bench")
-        started = st.form_submit_button("Start", icon=":material/play_arrow:")
-    if not started:
+        started = st.form_submit_button("Start", icon=":material/play_arrow:", **access.disabled("benchmark"))
+    if not started or access.refused("benchmark"):
+        return
+    # A question set or replay named by path is a file or folder of the server: its admin's to choose.
+    if ((question_set.strip() != str(dqa_root() or "") or model.strip().startswith(REPLAY_PREFIX))
+            and access.refused("server_paths")):
         return
     if not techniques:
         st.error("Choose at least one technique.")
@@ -222,6 +229,11 @@ def start_form() -> None:
         st.error(md(page_words(str(e))))
     else:
         st.session_state["bench_dir"] = str(job.bench.directory)
+
+
+def stop_benchmark(job: jobs.BenchJob) -> None:
+    if not access.refused("stop"):
+        job.stop()
 
 
 def show_job(job: jobs.BenchJob) -> None:
@@ -250,7 +262,8 @@ def show_job(job: jobs.BenchJob) -> None:
     else:
         if progress.running:
             st.caption("running: " + ", ".join(md(r) for r in sorted(progress.running)))
-        st.button("Stop", key=f"stop_{bench.directory}", on_click=job.stop, icon=":material/stop:",
+        st.button("Stop", key=f"stop_{bench.directory}", on_click=stop_benchmark, args=(job,),
+                  icon=":material/stop:", **access.disabled("stop"),
                   help="Start no more items; those running finish and are stored")
     if progress.errors:
         with st.expander(f"{len(progress.errors)} items could not run (a rerun tries them again)"):

@@ -12,6 +12,7 @@ from core.store.runs import ENDED, RunRecord
 from core.model.question import Question
 from core.analysis.summary import compare_row, gaps_as_text, technique_label
 from core.analysis.trace import ANSWER, BEFORE_PLAN, align_by
+from ui import access
 from ui.common import current_question, kept, session_limits
 from ui.run_options import choose_database, choose_models, start_run
 from ui.run_view import RunPanel, decision_spread, follow, load, run_label, show_outcome, show_state, stop_button
@@ -143,7 +144,8 @@ with st.container(border=True):
     with right:
         models = choose_models(question, techniques, db, key="compare_llm")
         if st.button("Run side by side", type="primary", icon=":material/play_arrow:", width="stretch",
-                     disabled=bool(unavailable_reason or not models)):
+                     disabled=bool(unavailable_reason or not models) or not access.allowed("run")) \
+                and not access.refused("run"):
             started = [start_run(RunSettings(question.scenario, question.number, db, technique, model, hitl="auto",
                                              source=question.source, limits=session_limits()))
                        for technique, model in models.items()]

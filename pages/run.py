@@ -12,6 +12,7 @@ from core.model.run_settings import RunSettings
 from core.model.technique import TECHNIQUES
 from core.store.runs import ENDED
 from core.analysis.summary import technique_label
+from ui import access
 from ui.common import current_question, kept, linked_run, session_limits, show_run_in_url
 from ui.plan_review import show_review, show_review_error
 from ui.run_options import (
@@ -70,7 +71,7 @@ def start_button(slot, busy: bool, unavailable: bool) -> bool:
     """Start, in its slot: disabled while a run of this page goes on (under another key, so that once the run ends
     the slot can be drawn again with the usable button, without a rerun that would drop the page's messages)."""
     return slot.button("Start", type="primary", icon=":material/play_arrow:", width="stretch",
-                       disabled=unavailable or busy, key="run_start_busy" if busy else "run_start",
+                       disabled=unavailable or busy or not access.allowed("run"), key="run_start_busy" if busy else "run_start",
                        help="Wait until the run below pauses or ends, or stop it." if busy else None)
 
 st.title("Run")
@@ -127,7 +128,7 @@ with st.container(border=True):
         busy = jobs.running(run_id or "")
         start_slot = st.empty()
         started_here = start_button(start_slot, busy, unavailable=bool(unavailable_reason or not model))
-        if started_here:
+        if started_here and not access.refused("run"):
             st.session_state["run_id"] = run_id = start_run(settings)
             start_button(start_slot, True, unavailable=False)  # disabled while the new run is followed below
         if unavailable_reason:

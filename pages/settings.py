@@ -1,9 +1,15 @@
 """Settings for this session: the language model, the database connections, the DQA directory and the scenarios
-folder, each with a test. The API key and passwords stay in the session; the environment gives the defaults."""
+folder, each with a test. The API key and passwords stay in the session; the environment gives the defaults.
+
+With sign-in, an analyst chooses a model endpoint by name (its key stays on the server) and the run limits; what the
+server reads (its model endpoints and keys, database connections, files and folders) is the admin's. Every "Use"
+checks the role again when pressed (pages/access.py)."""
 from dataclasses import replace
 
 import streamlit as st
 
+from core.auth import endpoints
+from core.auth.config import ConfigError
 from core.backends.registry import BACKENDS, unavailable
 from core import scenarios
 from core.scenarios.dqa.source import check_dqa
@@ -12,6 +18,7 @@ from core.scenarios.dqa.source import DQAError
 from core.llm.client import REPLAY_PREFIX, LLMError
 from core.scenarios.plugins.checks import check_folder
 from core.config.settings import DatabaseSettings
+from ui import access
 from ui.common import dqa_root, session_db, session_limits, session_llm, session_reviewer
 from ui.limit_inputs import limit_inputs
 from ui.untrusted import md, md_code
@@ -47,53 +54,111 @@ def scenario_check(folder) -> list[tuple[str, str]]:
     return results
 
 
+def _masked_url(url: str) -> str:
+    """A connection URL with its password hidden (shown to those who may not change it)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    return url.replace(f":{parts.password}@", ":***@") if parts.password else url
+
+
+def endpoint_choice(llm) -> None:
+    """The server's named model endpoints, to choose one by name: model and URL shown, the key never."""
+    try:
+        found = endpoints.endpoints()
+    except ConfigError as e:
+        st.error(str(e), icon=ICONS["error"])
+        return
+    if not found:
+        if access.signin_on():
+            st.caption("No model endpoint is configured on this server (an admin defines them in "
+                       "[planrag.endpoints] of the secrets file); runs can use the recorded replays.")
+        return
+    names = list(found)
+
+    def label(n: str) -> str:
+        where = f" at {found[n].base_url}" if found[n].base_url else " (OpenAI)"
+        return f"{n}: {found[n].model}{where} · {found[n].key_state()}"
+
+    name = st.selectbox("Model endpoint", names, index=names.index(llm.endpoint) if llm.endpoint in names else 0,
+                        key="llm_endpoint", format_func=label, **access.disabled("run"))
+    if st.button("Use this endpoint", key="llm_endpoint_use", **access.disabled("run")) and not access.refused("run"):
+        st.session_state["llm"] = found[name].llm_settings(session_llm())
+        st.toast(f"This session's runs use the endpoint {name}.", icon=ICONS["success"])
+
+
 st.title("Settings")
-st.caption("These settings hold for this browser session; environment variables give their defaults.")
+if access.signin_on():
+    st.caption(f"These settings hold for this browser session. You are signed in as {access.role()}: "
+               + {"viewer": "you can read them; changing them needs the analyst role (runs) or the admin role "
+                            "(what the server reads).",
+                  "analyst": "you choose a model endpoint and the limits of your runs; what the server reads "
+                             "(endpoints, databases, folders) is the admin's.",
+                  "admin": "you also set what the server reads."}[access.role()])
+else:
+    st.caption("These settings hold for this browser session; environment variables give their defaults.")
+
+
+def own_model(llm) -> None:
+    """A model of one's own: OpenAI, an OpenAI-compatible server or a replay file, with its key. A key entered here
+    is sent only to the base URL entered with it; a key kept from before only to the server it was given for."""
+    replaying = (llm.model or "").startswith(REPLAY_PREFIX)
+    provider = st.segmented_control("Provider", list(PROVIDERS), format_func=PROVIDERS.get, required=True,
+                                    default="replay" if replaying else "compatible" if llm.base_url else "openai",
+                                    key="llm_provider")
+    if provider == "replay":
+        path = st.text_input("Replay file", llm.model.removeprefix(REPLAY_PREFIX) if replaying else "",
+                             key="llm_replay", help="A JSON array of recorded replies, played back in order.")
+        chosen = replace(llm, model=REPLAY_PREFIX + path if path else None, base_url=None, endpoint=None)
+    else:
+        model = st.text_input("Model", "" if replaying else llm.model or "", key="llm_model",
+                              placeholder="e.g. gpt-4o")
+        base_url = (st.text_input("Base URL", llm.base_url or "", key="llm_base_url",
+                                  placeholder="e.g. http://localhost:8000/v1") if provider == "compatible" else None)
+        key = st.text_input("API key", type="password", key="llm_key", placeholder=KEPT if llm.api_key else "")
+        timeout, retries, cap = st.columns(3)
+        timeout_s = timeout.number_input("Timeout per attempt (s)", 1.0, 3600.0, float(llm.timeout_s), step=10.0,
+                                         key="llm_timeout", help="How long to wait for one reply; a retry after a "
+                                         "timeout waits longer, up to twice this (a busy server is still computing "
+                                         "the abandoned request).")
+        max_retries = retries.number_input("Retries", 0, 10, int(llm.max_retries), key="llm_retries",
+                                           help="Retries of a call that timed out, hit a server error or a rate "
+                                                "limit.")
+        max_tokens = cap.number_input("Reply cap (tokens)", 1, 100_000, int(llm.max_reply_tokens or 2048),
+                                      key="llm_max_tokens", help="Sent as max_tokens to OpenAI-compatible servers, "
+                                      "as max_completion_tokens to OpenAI; at most half the model's context window "
+                                      "(the rest is for the prompt).")
+        # A key typed here is for the URL typed with it; a kept key stays bound to the server it was given for.
+        chosen = replace(llm, model=model or None, base_url=base_url or None, api_key=key or llm.api_key,
+                         key_url=(base_url or None) if key else llm.key_url, endpoint=None, timeout_s=timeout_s,
+                         max_retries=max_retries, max_reply_tokens=max_tokens)
+        st.caption("The key stays in this session's memory: it is never written to disk or to the run store, and "
+                   "it is sent only to the server it was entered for (a kept key: the server it was given for). "
+                   "For a key that persists, set `OPENAI_API_KEY` (with `OPENAI_BASE_URL`) before starting the app.")
+    use, test = st.columns([1, 5])
+    if use.button("Use for this session", key="llm_use") and not access.refused("endpoints") and not (
+            provider == "replay" and access.refused("server_paths")):
+        st.session_state["llm"] = llm = chosen
+        st.toast(f"This session uses {chosen.model or 'no model'}.", icon=ICONS["success"])
+    tested = None
+    if test.button("Test", key="llm_test") and not access.refused("endpoints"):
+        with st.spinner("Asking the model for one token..."):
+            try:
+                tested = [("success", md(check_llm(chosen)))]
+            except LLMError as e:
+                tested = [("error", md(e))]
+    show_results("llm", tested)
+
 
 st.subheader("Language model")
 llm = session_llm()
-replaying = (llm.model or "").startswith(REPLAY_PREFIX)
-provider = st.segmented_control("Provider", list(PROVIDERS), format_func=PROVIDERS.get, required=True,
-                                default="replay" if replaying else "compatible" if llm.base_url else "openai",
-                                key="llm_provider")
-if provider == "replay":
-    path = st.text_input("Replay file", llm.model.removeprefix(REPLAY_PREFIX) if replaying else "",
-                         key="llm_replay", help="A JSON array of recorded replies, played back in order.")
-    chosen = replace(llm, model=REPLAY_PREFIX + path if path else None, base_url=None)
-else:
-    model = st.text_input("Model", "" if replaying else llm.model or "", key="llm_model", placeholder="e.g. gpt-4o")
-    base_url = (st.text_input("Base URL", llm.base_url or "", key="llm_base_url",
-                              placeholder="e.g. http://localhost:8000/v1") if provider == "compatible" else None)
-    key = st.text_input("API key", type="password", key="llm_key", placeholder=KEPT if llm.api_key else "")
-    timeout, retries, cap = st.columns(3)
-    timeout_s = timeout.number_input("Timeout per attempt (s)", 1.0, 3600.0, float(llm.timeout_s), step=10.0,
-                                     key="llm_timeout", help="How long to wait for one reply; a retry after a "
-                                     "timeout waits longer, up to twice this (a busy server is still computing "
-                                     "the abandoned request).")
-    max_retries = retries.number_input("Retries", 0, 10, int(llm.max_retries), key="llm_retries",
-                                       help="Retries of a call that timed out, hit a server error or a rate limit.")
-    max_tokens = cap.number_input("Reply cap (tokens)", 1, 100_000, int(llm.max_reply_tokens or 2048),
-                                  key="llm_max_tokens", help="Sent as max_tokens to OpenAI-compatible servers, as "
-                                  "max_completion_tokens to OpenAI; at most half the model's context window (the "
-                                  "rest is for the prompt).")
-    chosen = replace(llm, model=model or None, base_url=base_url or None, api_key=key or llm.api_key,
-                     timeout_s=timeout_s, max_retries=max_retries, max_reply_tokens=max_tokens)
-    st.caption("The key stays in this session's memory: it is never written to disk or to the run store. "
-               "For a key that persists, set `OPENAI_API_KEY` in the environment before starting the app.")
-use, test = st.columns([1, 5])
-if use.button("Use for this session", key="llm_use"):
-    st.session_state["llm"] = llm = chosen
-    st.toast(f"This session uses {chosen.model or 'no model'}.", icon=ICONS["success"])
+endpoint_choice(llm)
+if access.allowed("endpoints"):
+    own_model(llm)
+llm = session_llm()
 key_note = "" if (llm.model or "").startswith(REPLAY_PREFIX) else ", API key set" if llm.api_key else ", no API key"
-st.caption(f"In use: {md_code(llm.model or 'no model')}" + (f" at {md(llm.base_url)}" if llm.base_url else "") + key_note)
-tested = None
-if test.button("Test", key="llm_test"):
-    with st.spinner("Asking the model for one token..."):
-        try:
-            tested = [("success", md(check_llm(chosen)))]
-        except LLMError as e:
-            tested = [("error", md(e))]
-show_results("llm", tested)
+st.caption(f"In use: {md_code(llm.model or 'no model')}" + (f" at {md(llm.base_url)}" if llm.base_url else "")
+           + (f" (endpoint **{md(llm.endpoint)}**)" if llm.endpoint else key_note))
 
 st.subheader("Limits of each run")
 st.caption("At the call, token or cost limit the agent is asked for its final answer at once; an action repeated "
@@ -101,33 +166,38 @@ st.caption("At the call, token or cost limit the agent is asked for its final an
            "database query is stopped at its timeout, keeps at most the row cap, and each value at most the cell "
            "size (longer ones are cut and marked).")
 chosen_limits = limit_inputs(session_limits(), key="limits")
-if st.button("Use for this session", key="limits_use"):
+if st.button("Use for this session", key="limits_use", **access.disabled("run")) and not access.refused("run"):
     try:
         st.session_state["limits"] = chosen_limits.validate()
         st.toast("This session's runs use these limits.", icon=ICONS["success"])
     except ValueError as e:
         st.error(md(e), icon=ICONS["error"])
 
+admin = access.disabled("databases")  # what the server connects to and reads: the admin's
 st.subheader("Databases")
 db = session_db()
 st.caption("SQLite and Ladybug are embedded and need nothing; MySQL / MariaDB and Neo4j are servers, used as set "
            "below (defaults: MYSQL_URL, NEO4J_URI, NEO4J_USER, NEO4J_PASSWORD).")
-mysql_url = st.text_input("MySQL / MariaDB URL", db.mysql_url, key="db_mysql_url",
-                          help="mysql://USER[:PASSWORD]@HOST[:PORT]")
+mysql_url = st.text_input("MySQL / MariaDB URL", db.mysql_url if not admin else _masked_url(db.mysql_url),
+                          key="db_mysql_url", help="mysql://USER[:PASSWORD]@HOST[:PORT]", **admin)
 uri, user, password = st.columns(3)
-neo4j_uri = uri.text_input("Neo4j URI", db.neo4j_uri or "", key="db_neo4j_uri", placeholder="bolt://localhost:7687")
-neo4j_user = user.text_input("Neo4j user", db.neo4j_user, key="db_neo4j_user")
+neo4j_uri = uri.text_input("Neo4j URI", db.neo4j_uri or "", key="db_neo4j_uri", placeholder="bolt://localhost:7687",
+                           **admin)
+neo4j_user = user.text_input("Neo4j user", db.neo4j_user, key="db_neo4j_user", **admin)
 neo4j_password = password.text_input("Neo4j password", type="password", key="db_neo4j_password",
-                                     placeholder=KEPT if db.neo4j_password else "")
-chosen_db = DatabaseSettings(mysql_url=mysql_url, neo4j_uri=neo4j_uri or None, neo4j_user=neo4j_user,
-                             neo4j_password=neo4j_password or db.neo4j_password)
+                                     placeholder=KEPT if db.neo4j_password else "", **admin)
 use, test = st.columns([1, 5])
-if use.button("Use for this session", key="db_use"):
-    st.session_state["db_settings"] = chosen_db
+if use.button("Use for this session", key="db_use", **admin) and not access.refused("databases"):
+    st.session_state["db_settings"] = DatabaseSettings(mysql_url=mysql_url, neo4j_uri=neo4j_uri or None,
+                                                       neo4j_user=neo4j_user,
+                                                       neo4j_password=neo4j_password or db.neo4j_password)
     st.toast("This session uses these connections.", icon=ICONS["success"])
 tested = None
 if test.button("Test connections", key="db_test"):
     tested = []
+    chosen_db = session_db() if admin else DatabaseSettings(
+        mysql_url=mysql_url, neo4j_uri=neo4j_uri or None, neo4j_user=neo4j_user,
+        neo4j_password=neo4j_password or db.neo4j_password)
     with st.spinner("Connecting..."):
         for name, (language, _) in BACKENDS.items():
             reason = unavailable(name, chosen_db)
@@ -135,11 +205,12 @@ if test.button("Test connections", key="db_test"):
                           else ("success", f"**{name}** ({language}) is available"))
 show_results("db", tested)
 
+paths = access.disabled("server_paths")
 st.subheader("DQA benchmark")
-folder = st.text_input("DQA directory", str(dqa_root() or ""), key="dqa_dir_input",
+folder = st.text_input("DQA directory", str(dqa_root() or ""), key="dqa_dir_input", **paths,
                        help="The data/ folder of the public myeon9h/PlanRAG repository (default: DQA_DIR).")
 tested = None
-if st.button("Use and test", key="dqa_test"):
+if st.button("Use and test", key="dqa_test", **paths) and not access.refused("server_paths"):
     try:
         tested = [("success", md(check_dqa(folder or None)))]
         st.session_state["dqa_dir"] = folder
@@ -148,11 +219,11 @@ if st.button("Use and test", key="dqa_test"):
 show_results("dqa", tested)
 
 st.subheader("Scenarios folder")
-folder = st.text_input("Your scenarios", str(scenarios.scenarios_dir()), key="scenarios_dir_input",
+folder = st.text_input("Your scenarios", str(scenarios.scenarios_dir()), key="scenarios_dir_input", **paths,
                        help="One folder per scenario, each with a scenario.toml (docs/scenarios.md); default: "
                             "PLANRAG_SCENARIOS, else scenarios/ in the project home.")
 tested = None
-if st.button("Use and check", key="scenarios_dir_use"):
+if st.button("Use and check", key="scenarios_dir_use", **paths) and not access.refused("server_paths"):
     chosen_folder = folder.strip() or None
     st.session_state["scenarios_dir"] = chosen_folder
     scenarios.use_folder(chosen_folder)
@@ -161,9 +232,11 @@ if st.button("Use and check", key="scenarios_dir_use"):
         tested = [(kind, message) for kind, message in scenario_check(scenarios.scenarios_dir())]
 show_results("scenarios", tested)
 
-st.subheader("Reviewer")
-name = st.text_input("Your name", session_reviewer(), key="reviewer_input",
-                     help="Recorded with each review you make (History shows who approved what, and when).")
-if st.button("Use for this session", key="reviewer_use"):
-    st.session_state["reviewer"] = name.strip()
-    st.toast(f"Your reviews are recorded as {session_reviewer()}.", icon=ICONS["success"])
+if not access.signin_on():  # signed in, the identity names whoever acts
+    st.subheader("Reviewer")
+    name = st.text_input("Your name", session_reviewer(), key="reviewer_input",
+                         help="Recorded with each review, override, stop and branch you make (History shows who "
+                              "did what, and when).")
+    if st.button("Use for this session", key="reviewer_use"):
+        st.session_state["reviewer"] = name.strip()
+        st.toast(f"Your reviews are recorded as {session_reviewer()}.", icon=ICONS["success"])

@@ -98,7 +98,7 @@ def serve():
 
 
 def _settings(url: str, **kw) -> LLMSettings:
-    return LLMSettings(model="stand-in", base_url=url, api_key=KEY, retry_base_s=0.001, **kw)
+    return LLMSettings(model="stand-in", base_url=url, api_key=KEY, key_url=url, retry_base_s=0.001, **kw)
 
 
 MESSAGES = [SystemMessage("You are a decision-making agent."), HumanMessage("Question: where?")]

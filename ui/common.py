@@ -8,7 +8,8 @@ Keys (set by the Scenarios and Settings pages, read by the others):
 - ``db_settings``: a core.config.settings.DatabaseSettings for this session (MySQL, Neo4j; passwords stay in the session);
 - ``limits``: a core.model.run_settings.Limits for this session's runs (set on Settings);
 - ``run_id``: the run last opened in the Run view (the Decision check marks its pick);
-- ``reviewer``: the name this session's reviews are recorded under (Settings; default the OS user).
+- ``reviewer``: the name this session's actions are recorded under without sign-in (Settings; default the OS
+  user); with sign-in, the signed-in identity (ui/access.py).
 
 The URL carries the question (``?q=source/scenario/number``) and, on the pages that show one, the run (``&run=ID``),
 so a view can be bookmarked or sent: a link's question and run win over the session's.
@@ -24,9 +25,9 @@ from core.scenarios.dqa.source import DQAError
 from core.model.question import Database, Question
 from core.config.settings import DatabaseSettings, LLMSettings, dqa_dir
 
+from ui import access
 from ui.kept import kept  # noqa: F401 - the pages' one helper for choices that stay
 from core import scenarios
-from core.model.run_settings import default_reviewer
 from ui.untrusted import md, md_code
 
 DEFAULT_QUESTION = ("demo", "locating", 1)  # a page opened with no question in the link or the session
@@ -98,9 +99,10 @@ def session_limits() -> Limits:
 
 
 def session_reviewer() -> str:
-    """Who reviews in this session (Settings), else the OS user."""
-
-    return st.session_state.get("reviewer") or default_reviewer()
+    """Who acts in this session, as reviews, overrides, stops and branches record it: the signed-in person, else
+    (single-user mode) the name set on Settings, else the OS user."""
+    who = access.current()
+    return who.name if who else ""
 
 
 def select_question(question: Question) -> None:

@@ -10,7 +10,8 @@ from core.scenarios.dqa.source import DQAError
 from core.analysis.grading import make_override
 from core.store.overrides import OverrideStore
 from core.scenarios.catalog import run_question
-from ui.common import dqa_root
+from ui import access
+from ui.common import dqa_root, session_reviewer
 from ui.untrusted import md
 
 NO_DECISION = "no decision"
@@ -41,15 +42,17 @@ def override_form(run_id: str, settings: dict, key: str) -> None:
             options = [NO_DECISION] + list(candidates)
             index = options.index(current.decision) if current and current.decision in options else 0
             decision = st.selectbox("The decision the answer commits to", options, index=index, key=f"ov-d-{key}")
-            by = st.text_input("Who", value=current.by if current else "", key=f"ov-by-{key}")
+            by = (session_reviewer() if access.signin_on() else  # signed in: recorded as the signed-in person
+                  st.text_input("Who", value=current.by if current else session_reviewer(), key=f"ov-by-{key}"))
             note = st.text_input("Why", value=current.note if current else "", key=f"ov-note-{key}")
-            if st.form_submit_button("Save override"):
+            if st.form_submit_button("Save override", **access.disabled("override")):
                 if not by.strip():
                     st.error("Say who overrides the grade.")
-                else:
+                elif not access.refused("override"):
                     chosen = None if decision == NO_DECISION else decision
                     store.put(run_id, make_override(chosen, label, by.strip(), note.strip()))
                     st.rerun()
-        if current and st.button("Restore the automatic grade", key=f"ov-clear-{key}"):
-            store.clear(run_id)
-            st.rerun()
+        if current and st.button("Restore the automatic grade", key=f"ov-clear-{key}", **access.disabled("override")):
+            if not access.refused("override"):
+                store.clear(run_id)
+                st.rerun()

@@ -15,6 +15,7 @@ import core.jobs.runs as jobs
 from core.model.run_settings import Pause, Review
 from core.llm.client import REPLAY_PREFIX
 from core.store.runs import PauseTaken, RunRecord
+from ui import access
 from ui.common import session_reviewer
 from ui.run_options import runtime_factory
 from ui.run_view import steps_markdown
@@ -66,6 +67,8 @@ def _edits(record: RunRecord, prefix: str, pause: Pause) -> bool:
 def _review(record: RunRecord, pause: Pause, prefix: str, action: str, make_runtime) -> None:
     """Apply the review ``action``: approve (as proposed; asks first when the form holds edits), approve-edits,
     edit (the form's plan or query) or reject."""
+    if access.refused("review"):
+        return
     error = f"review-error-{record.id}"
     st.session_state.pop(error, None)
     st.session_state.pop(f"{prefix}-confirm", None)
@@ -126,7 +129,10 @@ def show_review(record: RunRecord) -> None:
     else:
         st.subheader(":material/edit_note: The agent proposes a plan")
     st.caption(f"Pause `{pause.id}` of run `{record.id}`{since}. Your review applies to this pause only; you "
-               f"review as **{md(session_reviewer())}** (change it on Settings).")
+               f"review as **{md(session_reviewer())}**" + ("." if access.signin_on() else " (change it on Settings)."))
+    if not access.allowed("review"):
+        st.info(f"You can read this pause; reviewing needs the analyst role (yours: {access.role()}).",
+                icon=":material/visibility:")
     if record.settings.get("llm", "").startswith(REPLAY_PREFIX):
         st.info("This run replays recorded replies: the agent cannot respond to your review (its next replies are "
                 "the recorded ones, whatever you decide).", icon=":material/replay:")
@@ -153,12 +159,14 @@ def show_review(record: RunRecord) -> None:
                       on_click=_discard_and_approve, args=(record, pause, prefix, make_runtime), width="stretch")
     approve, edited, reject = st.columns(3)
     approve.button("Approve as proposed", type="primary", icon=":material/check:", key=f"{prefix}-approve",
-                   on_click=_review, args=(record, pause, prefix, "approve", make_runtime), width="stretch")
+                   on_click=_review, args=(record, pause, prefix, "approve", make_runtime), width="stretch",
+                   **access.disabled("review"))
     edited.button("Run the edited query" if query else "Approve edited", icon=":material/edit:",
                   key=f"{prefix}-edit", on_click=_review, args=(record, pause, prefix, "edit", make_runtime),
-                  width="stretch")
+                  width="stretch", **access.disabled("review"))
     reject.button("Reject with the note", icon=":material/undo:", key=f"{prefix}-reject",
-                  on_click=_review, args=(record, pause, prefix, "reject", make_runtime), width="stretch")
+                  on_click=_review, args=(record, pause, prefix, "reject", make_runtime), width="stretch",
+                  **access.disabled("review"))
     show_review_error(record.id)
     with st.expander("The agent's reply"):
         st.text(pause.reply)

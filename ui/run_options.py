@@ -3,6 +3,7 @@ greyed with the reason), model (this session's, the environment's, or a recorded
 plan to start from."""
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import partial
 
 import streamlit as st
@@ -129,7 +130,11 @@ def choose_models(question: Question, techniques: list[str], db: str, key: str) 
 
 
 def start_run(settings: RunSettings) -> str:
-    """Start a run in the background with this session's settings (see ``runtime_factory``); its id."""
+    """Start a run in the background with this session's settings (see ``runtime_factory``), recording the model
+    endpoint it uses; its id."""
+    llm = session_llm()
+    if llm.endpoint and settings.llm == llm.model:
+        settings = replace(settings, endpoint=llm.endpoint)
     return jobs.start(settings, runtime_factory()).run_id
 
 

@@ -24,6 +24,7 @@ from core.store.runs import PauseTaken, RunRecord
 from core.analysis.summary import answered, question_id, review_label, technique_label
 from core.analysis.trace import Trace, step_summary
 from core.analysis.format import GAP, duration, number
+from ui import access
 from ui.common import session_reviewer
 from ui.run_options import runtime_factory
 from core.analysis.evidence import of_run
@@ -319,11 +320,17 @@ def follow(panels: list[tuple[RunPanel, RunJob]]) -> None:
                 panel.waiting(min(first, job.started), job.started)
 
 
+def stop_run(run_id: str) -> None:
+    """Stop a run, recorded under this session's identity, if its role may."""
+    if not access.refused("stop"):
+        jobs.stop(run_id, by=session_reviewer())
+
+
 def stop_button(run_id: str, key: str):
     """Stop for a running run (this process's or another's): it ends within a second or two, kept as stopped. Its
     slot, to empty when the run is seen to end."""
     slot = st.empty()
-    slot.button("Stop", icon=":material/stop_circle:", key=key, on_click=jobs.stop, args=(run_id,),
+    slot.button("Stop", icon=":material/stop_circle:", key=key, on_click=stop_run, args=(run_id,), **access.disabled("stop"),
                 help="End the run now (a model call or query in flight is abandoned); its trace is kept and it can "
                      "be resumed or branched later.")
     return slot
@@ -365,21 +372,27 @@ def show_state(record: RunRecord | None, job: RunJob | None, key: str = "state")
         with stop:
             stop_button(record.id, key=f"{key}-stop-other-{record.id}")
     elif record.status in ("interrupted", "stopped"):
+        stops = [r for r in jobs.open_store().reviews(record.id) if r["action"] == "stop"]
+        if record.status == "stopped" and stops:
+            st.caption(f"Stopped by **{md(stops[-1]['reviewer'])}** at "
+                       f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(stops[-1]['at']))}.")
         if record.status == "interrupted":
             st.warning("This run's process ended while it ran (killed, crashed or restarted): it is interrupted. "
                        "Its events so far are kept; resume it from its last checkpoint, or close it.",
                        icon=":material/warning:")
         resume, close = st.columns(2)
         resume.button("Resume from the last checkpoint", icon=":material/play_arrow:", key=f"{key}-go-{record.id}",
-                      on_click=_proceed, args=(record,))
+                      on_click=_proceed, args=(record,), **access.disabled("run"))
         if record.status == "interrupted":
             close.button("Close the run", icon=":material/close:", key=f"{key}-close-{record.id}",
-                         on_click=jobs.stop, args=(record.id,))
+                         on_click=stop_run, args=(record.id,), **access.disabled("stop"))
         if error := st.session_state.get(f"proceed-error-{record.id}"):
             st.error(md(error), icon=":material/error:")
 
 
 def _proceed(record: RunRecord) -> None:
+    if access.refused("run"):
+        return
     st.session_state.pop(f"proceed-error-{record.id}", None)
     try:
         jobs.proceed(record, runtime_factory())
@@ -418,7 +431,9 @@ def branch_form(record: RunRecord, key: str) -> None:
         else:
             fields["note"] = st.text_input("Note to the agent", key=f"{key}-branch-note-{record.id}")
         if st.button("Start the branch", icon=":material/call_split:", type="primary",
-                     key=f"{key}-branch-go-{record.id}"):
+                     key=f"{key}-branch-go-{record.id}", **access.disabled("branch")):
+            if access.refused("branch"):
+                return
             try:
                 job = jobs.branch(record, step, runtime_factory(), reviewer=session_reviewer(), **fields)
             except (KeyError, ValueError, LookupError) as e:

@@ -35,7 +35,8 @@ from core.agents.workspace import Workspace, open_catalog_workspace
 from core.store.plans import PlanStore
 from core.store.sqlite import open_sqlite
 from core.analysis.grading import grade, place
-from core.llm.client import REPLAY_PREFIX, ChatLLM, LLMSettings, open_llm, replay_path
+from core.auth import endpoints
+from core.llm.client import REPLAY_PREFIX, ChatLLM, LLMSettings, bound_key, open_llm, replay_path
 from core.store.runs import PauseTaken, RunStore
 from core.scenarios import ranking
 from core.config.secrets import scrub
@@ -100,17 +101,18 @@ class AgentRuntime:
     def close(self) -> None:
         self._conn.close()
 
-    def stop(self, run_id: str, starting: bool = False) -> str:
+    def stop(self, run_id: str, starting: bool = False, by: str = "") -> str:
         """Stop a run: at once when this runtime drives it, else through the run store (its owner stops it within
         a poll; a paused or interrupted run is closed). With ``starting`` (a run this runtime is about to start,
-        maybe not stored yet: Stop right after Start) the run stops as soon as it is driven. Returns its status
-        after the request; KeyError for a run not stored and not ``starting``."""
+        maybe not stored yet: Stop right after Start) the run stops as soon as it is driven. ``by``: who stopped
+        it, as recorded. Returns its status after the request; KeyError for a run not stored and not
+        ``starting``."""
         with self._controls_lock:
             control = self._controls.get(run_id)
             if control is None and starting:
                 self._stop_asked.add(run_id)
         try:
-            status = self.store.request_stop(run_id)
+            status = self.store.request_stop(run_id, by)
         except KeyError:
             if not starting:
                 raise
@@ -124,22 +126,35 @@ class AgentRuntime:
         file as an absolute path; for a model, the context window (what its server reports) and the reply cap
         (the LLM settings') when not given."""
         settings = settings.validate()
-        llm = settings.llm or self._llm_settings.model or ""
+        if settings.endpoint:  # the server's named endpoint: its model and URL, recorded with its name
+            endpoint = endpoints.get(settings.endpoint)
+            settings = dataclasses.replace(settings, llm=endpoint.model, base_url=endpoint.base_url)
+        llm_settings = self._llm_settings_of(settings)
+        llm = settings.llm or llm_settings.model or ""
         if llm.startswith(REPLAY_PREFIX):
             return dataclasses.replace(settings, llm=f"{REPLAY_PREFIX}{replay_path(llm)}", base_url=None)
-        base_url = settings.base_url or self._llm_settings.base_url
+        base_url = settings.base_url or llm_settings.base_url
         limits = settings.limits
         if limits.context_tokens is None and base_url:  # what the server reports, when it says
-            reported = context_window(base_url, llm, self._llm_settings.api_key)
+            reported = context_window(base_url, llm, bound_key(llm_settings, base_url))
             limits = dataclasses.replace(limits, context_tokens=reported) if reported else limits
         if limits.reply_tokens is None:
             limits = dataclasses.replace(limits, reply_tokens=self._llm_settings.max_reply_tokens)
         return dataclasses.replace(settings, llm=llm, base_url=base_url, limits=limits)
 
+    def _llm_settings_of(self, settings: RunSettings) -> LLMSettings:
+        """The model settings a run's calls use: its endpoint's (that endpoint's own key, whoever starts or resumes
+        it; UnknownEndpoint when the server no longer has it), else this runtime's, whose key goes only to the
+        server it was given for (core.llm.client.bound_key)."""
+        if settings.endpoint:
+            return endpoints.get(settings.endpoint).llm_settings(self._llm_settings)
+        return self._llm_settings
+
     def _open_llm(self, settings: RunSettings, skip: int) -> ChatLLM:
         """The run's model, sending the reply cap its context window leaves room for (``guards.reply_cap``)."""
-        cap = guards.reply_cap(settings.limits) or self._llm_settings.max_reply_tokens
-        llm_settings = dataclasses.replace(self._llm_settings, base_url=settings.base_url,
+        llm_settings = self._llm_settings_of(settings)
+        cap = guards.reply_cap(settings.limits) or llm_settings.max_reply_tokens
+        llm_settings = dataclasses.replace(llm_settings, base_url=settings.base_url,
                                            temperature=settings.temperature, top_p=settings.top_p,
                                            seed=settings.seed,
                                            max_reply_tokens=cap)

@@ -21,7 +21,7 @@ from core.model.technique import TECHNIQUES
 from core.scenarios import catalog
 from core.scenarios.catalog import SOURCES
 from core.model.run_settings import Review
-from core.model.run_settings import RunSettings
+from core.model.run_settings import RunSettings, default_reviewer
 from core.store.runs import ENDED, RunStore
 
 
@@ -166,7 +166,8 @@ def cmd_run(args) -> int:
         else:
             source = args.source or catalog.default_source(args.scenario)
             settings = RunSettings(args.scenario, args.question, args.db, args.technique, args.llm or "", source=source,
-                                   base_url=args.base_url, hitl=args.hitl, plan_version=args.plan_version,
+                                   base_url=args.base_url, endpoint=args.endpoint, hitl=args.hitl,
+                                   plan_version=args.plan_version,
                                    replan_on_failure=False if args.no_replan else None,
                                    review_queries=args.approve_queries,
                                    limits=limits_from(args), prompts=args.prompts,
@@ -188,7 +189,7 @@ def cmd_stop(args) -> int:
         if before in ENDED:
             print(f"error: run {args.run_id} is already {before}", file=sys.stderr)
             return EXIT_FAILED
-        status = store.request_stop(args.run_id)
+        status = store.request_stop(args.run_id, by=default_reviewer())
     except KeyError as e:
         return _fail(e)
     deadline = time.monotonic() + args.wait
@@ -252,7 +253,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                    help="singlerag, iterrag, planrag, planrag-norp (the paper's); reaper, autoplan")
     p.add_argument("--llm", help="a model name (OpenAI or the --base-url server; default OPENAI_MODEL), "
                                  "or replay:FILE")
-    p.add_argument("--base-url", help="an OpenAI-compatible server (default: OPENAI_BASE_URL)")
+    p.add_argument("--base-url", help="an OpenAI-compatible server (default: OPENAI_BASE_URL; OPENAI_API_KEY is sent "
+                                      "only to OPENAI_BASE_URL, never to another server)")
+    p.add_argument("--endpoint", help="a model endpoint of the server's secrets file ([planrag.endpoints.NAME]): its "
+                                      "model, URL and key, also when the run is resumed (instead of --llm/--base-url)")
     p.add_argument("--hitl", choices=HITL_MODES, default="auto", help="when to pause for review (default auto)")
     p.add_argument("--plan-version", type=int, metavar="N",
                    help="start from version N of the scenario's learned AutoPlan plan (loop techniques; technique "

@@ -84,11 +84,17 @@ def check_llm_number(name: str, value, kind=float):
 class LLMSettings:
     """Which model and server, from explicit values or the environment (OPENAI_MODEL, OPENAI_BASE_URL,
     OPENAI_API_KEY; PLANRAG_LLM_TIMEOUT seconds per attempt, PLANRAG_LLM_RETRIES, PLANRAG_MAX_REPLY_TOKENS the reply
-    cap). The defaults suit interactive runs; ``unattended()`` gives the benchmark's."""
+    cap). The defaults suit interactive runs; ``unattended()`` gives the benchmark's.
+
+    ``key_url`` is the base URL the key was given for (None: OpenAI's API); the key is sent to that server only
+    (core.llm.client.bound_key), so OPENAI_API_KEY goes to OPENAI_BASE_URL and nowhere else. ``endpoint``: the name of the
+    server's model endpoint these settings come from (core.auth.endpoints), recorded with each run."""
 
     model: str | None = field(default_factory=lambda: os.environ.get("OPENAI_MODEL") or None)
     base_url: str | None = field(default_factory=lambda: os.environ.get("OPENAI_BASE_URL") or None)
     api_key: str | None = field(default_factory=lambda: os.environ.get("OPENAI_API_KEY") or None, repr=False)
+    key_url: str | None = field(default_factory=lambda: os.environ.get("OPENAI_BASE_URL") or None, repr=False)
+    endpoint: str | None = None
     temperature: float = 0.0
     top_p: float | None = None  # nucleus sampling (None: not sent; the server's default)
     seed: int | None = None  # the sampling seed, for servers that take one (None: not sent)

@@ -63,24 +63,25 @@ class RunJob:
         self.done = False
         self.runtime = None  # the AgentRuntime driving it, once opened (Stop goes through it)
         self._stop_asked = False
+        self._stopped_by = ""  # who asked for the stop
         self._changed = threading.Condition()
 
-    def stop(self) -> str:
+    def stop(self, by: str = "") -> str:
         """Stop the run, also before it is stored (Stop right after Start): it stops as soon as it is driven.
-        Its status after the request."""
+        ``by``: who stopped it, recorded once the run is stored. Its status after the request."""
         with self._changed:
-            self._stop_asked = True
+            self._stop_asked, self._stopped_by = True, by
             runtime = self.runtime
-        return runtime.stop(self.run_id, starting=True) if runtime is not None else "running"
+        return runtime.stop(self.run_id, starting=True, by=by) if runtime is not None else "running"
 
     def _drive(self, make_runtime: Callable, iterate: Callable[..., Iterator[Event]]) -> None:
         runtime = None
         try:
             runtime = make_runtime()
             with self._changed:
-                self.runtime, asked = runtime, self._stop_asked
+                self.runtime, asked, by = runtime, self._stop_asked, self._stopped_by
             if asked:  # Stop came while the runtime opened
-                runtime.stop(self.run_id, starting=True)
+                runtime.stop(self.run_id, starting=True, by=by)
             for event in iterate(runtime):
                 with self._changed:
                     self.events.append(event.to_dict())
@@ -173,13 +174,14 @@ def branch(record: RunRecord, step: int, make_runtime: Callable, **changes) -> R
     return _launch(job, lambda: runtime, lambda _: events)
 
 
-def stop(run_id: str) -> str:
+def stop(run_id: str, by: str = "") -> str:
     """Stop a run: at once when a job of this process drives it, else through the run store (another process's
-    run stops within a poll; a paused or interrupted run is closed). Its status after the request."""
+    run stops within a poll; a paused or interrupted run is closed); ``by``: who stopped it, as recorded. Its
+    status after the request."""
     current = job(run_id)
     if current is not None and not current.done:
-        return current.stop()
-    return open_store().request_stop(run_id)
+        return current.stop(by)
+    return open_store().request_stop(run_id, by)
 
 
 def job(run_id: str) -> RunJob | None:

@@ -176,7 +176,8 @@ def _detail(e: Exception) -> str:
 
 
 TRANSIENT = frozenset({"rate_limit", "server", "timeout", "network"})
-_HINTS = {"auth": "check OPENAI_API_KEY", "model": "check the model name and the base URL",
+_HINTS = {"auth": "check OPENAI_API_KEY; a key goes only to the server it was given for (OPENAI_BASE_URL, the "
+                  "base URL entered with it on Settings, or its endpoint's)", "model": "check the model name and the base URL",
           "network": "check the base URL and that the server is running",
           "context": "the request is longer than the model's context window; set the window (--context-tokens, "
                      "or the Settings page) so older observations are shortened to fit"}
@@ -350,6 +351,28 @@ def base_url_problem(url: str | None) -> str | None:
     return None
 
 
+OPENAI_URL = "https://api.openai.com/v1"
+
+
+def _server(url: str | None) -> tuple:
+    """What names one server: scheme, host, port and path (no base URL: OpenAI's API)."""
+    parts = urlsplit((url or OPENAI_URL).strip())
+    try:
+        port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
+    except ValueError:
+        port = None
+    return parts.scheme.lower(), (parts.hostname or "").lower(), port, parts.path.rstrip("/")
+
+
+def bound_key(settings: LLMSettings, base_url: str | None = None) -> str | None:
+    """The API key to send to ``base_url`` (default the settings' own): the settings' key only when it was given for
+    that very server (``key_url``), else None. A key is never sent to a server it was not configured for."""
+    url = settings.base_url if base_url is None else base_url
+    if settings.api_key and _server(settings.key_url) == _server(url):
+        return settings.api_key
+    return None
+
+
 def is_openai(base_url: str | None) -> bool:
     """Whether the server is OpenAI's own API (no base URL, or api.openai.com)."""
     return not base_url or urlsplit(base_url).hostname == "api.openai.com"
@@ -379,12 +402,15 @@ def open_llm(spec: str | None = None, settings: LLMSettings | None = None, *, sk
     if problem:
         raise LLMNotConfigured(problem)
     secrets.register(settings.api_key)
-    key = settings.api_key
+    key = bound_key(settings)
     if not key:
         if not settings.base_url:
-            raise LLMNotConfigured(f"model {spec!r} needs an API key: set OPENAI_API_KEY, or set OPENAI_BASE_URL "
-                                   "(--base-url) to an OpenAI-compatible server")
-        key = "unused"  # local servers take any key
+            elsewhere = (f" (the key set is for {settings.key_url}, and a key goes only to the server it was given "
+                         "for)") if settings.api_key else ""
+            raise LLMNotConfigured(f"model {spec!r} needs an API key for OpenAI's API{elsewhere}: set "
+                                   "OPENAI_API_KEY, or set OPENAI_BASE_URL (--base-url) to an OpenAI-compatible "
+                                   "server")
+        key = "unused"  # local servers take any key; a key given for another server is never sent
     cap = settings.max_reply_tokens
     options = {}
     if cap:

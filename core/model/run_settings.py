@@ -135,6 +135,7 @@ class RunSettings:
     top_p: float | None = None
     seed: int | None = None  # the sampling seed sent to servers that take one (None: not sent)
     review_queries: bool = False  # the analyst approves each query before it runs (with any ``hitl``)
+    endpoint: str | None = None  # the server's named model endpoint (core.auth.endpoints): its model, URL and key
 
     def validate(self) -> RunSettings:
         """Self, or ValueError naming the bad field."""

@@ -262,7 +262,7 @@ class RunStore:
         return next((r for r in self.reviews(run_id) if r["pause_id"] == pause_id), None)
 
     def reviews(self, run_id: str) -> list[dict]:
-        """The run's reviews in the order they were made."""
+        """The run's reviews (and stops, action ``stop``) in the order they were made."""
         with self._connect() as con:
             rows = con.execute("SELECT pause_id, kind, action, reviewer, at, review FROM reviews WHERE run_id = ? "
                                "ORDER BY at", (run_id,)).fetchall()
@@ -328,12 +328,17 @@ class RunStore:
             row = con.execute("SELECT stop_requested FROM runs WHERE id = ?", (run_id,)).fetchone()
         return bool(row and row[0])
 
-    def request_stop(self, run_id: str) -> str:
+    def request_stop(self, run_id: str, by: str = "") -> str:
         """Ask the process driving a running run to stop it; a paused or interrupted run is closed at once (status
-        ``stopped``). Returns the run's status after the request; KeyError for an unknown run."""
+        ``stopped``). ``by``: who stopped it, recorded beside the reviews (action ``stop``). Returns the run's status
+        after the request; KeyError for an unknown run."""
         self.detect_orphans(run_id)
         now = time.time()
         with self._connect() as con:
+            if by:
+                con.execute("INSERT INTO reviews (run_id, pause_id, kind, action, reviewer, at, review) "
+                            "SELECT id, NULL, 'run', 'stop', ?, ?, '{}' FROM runs WHERE id = ? AND status IN "
+                            "('running', 'paused', 'interrupted')", (by, now, run_id))
             con.execute("UPDATE runs SET stop_requested = 1, updated = ? WHERE id = ? AND status = 'running'",
                         (now, run_id))
             con.execute("UPDATE runs SET status = 'stopped', updated = ?, pause_id = NULL WHERE id = ? AND "

@@ -1,0 +1,83 @@
+"""core.auth: roles from the identity provider's claims or the configured mapping, least privilege by default, every
+action's least role; and the refusal to serve a network without sign-in."""
+from __future__ import annotations
+
+import pytest
+
+from core.auth import config, exposure
+from core.auth.config import ConfigError
+from core.auth.roles import ACTIONS, PermissionDenied, identity_of, local_admin
+
+MAPPING = {"roles": {"analyst": ["group:Analysts", "bob@example.test"], "admin": ["root-sub"]}}
+
+
+def test_a_role_claim_names_the_role():
+    who = identity_of({"sub": "s1", "email": "a@example.test", "roles": ["viewer", "analyst"]}, {})
+    assert (who.name, who.role, who.signed_in) == ("a@example.test", "analyst", True)
+    assert identity_of({"sub": "s1", "grp": "admin"}, {"role_claim": "grp"}).role == "admin"
+
+
+def test_the_mapping_matches_emails_subjects_and_groups_case_blind():
+    assert identity_of({"sub": "x", "email": "BOB@example.test"}, MAPPING).role == "analyst"
+    assert identity_of({"sub": "x", "groups": ["analysts"]}, MAPPING).role == "analyst"
+    assert identity_of({"sub": "root-sub", "groups": ["analysts"]}, MAPPING).role == "admin"  # the highest wins
+
+
+def test_anyone_else_is_a_viewer_or_nobody():
+    assert identity_of({"sub": "x", "email": "eve@example.test"}, MAPPING).role == "viewer"
+    assert identity_of({"sub": "x", "roles": ["superuser"]}, {}).role == "viewer"  # an unknown role name is none
+    assert identity_of({"sub": "x"}, {**MAPPING, "default_role": "none"}) is None
+
+
+def test_a_mapping_naming_no_role_is_an_error():
+    with pytest.raises(ConfigError, match="'owner'"):
+        identity_of({"sub": "x"}, {"roles": {"owner": ["x"]}})
+    with pytest.raises(ConfigError, match="default_role"):
+        identity_of({"sub": "x"}, {"default_role": "root"})
+
+
+def test_each_role_may_do_what_the_issue_says():
+    viewer, analyst, admin = (identity_of({"sub": "x", "roles": [r]}, {}) for r in ("viewer", "analyst", "admin"))
+    assert [a for a in ACTIONS if viewer.can(a)] == ["read"]
+    assert {a for a in ACTIONS if analyst.can(a)} == {"read", "run", "stop", "review", "branch", "override",
+                                                      "benchmark", "train"}
+    assert all(admin.can(a) for a in ACTIONS) and all(local_admin("me").can(a) for a in ACTIONS)
+    with pytest.raises(PermissionDenied, match="x is signed in as viewer, and only analyst or admin may review"):
+        viewer.require("review")
+    with pytest.raises(PermissionDenied, match="only admin may change the files and folders the server reads"):
+        analyst.require("server_paths")
+
+
+@pytest.mark.parametrize("address", ["localhost", "127.0.0.1", "127.0.0.2", "::1", "[::1]", "LOCALHOST"])
+def test_loopback_addresses_are_served_without_sign_in(address, monkeypatch):
+    monkeypatch.delenv(exposure.OPT_OUT, raising=False)
+    assert exposure.refusal(address, signin=False) is None
+
+
+@pytest.mark.parametrize("address", ["0.0.0.0", "", None, "::", "192.0.2.7", "workbench.example.org"])
+def test_a_network_address_needs_sign_in_or_the_opt_out(address, monkeypatch):
+    monkeypatch.delenv(exposure.OPT_OUT, raising=False)
+    assert "PLANRAG_ALLOW_ANONYMOUS=1" in exposure.refusal(address, signin=False)
+    assert exposure.refusal(address, signin=True) is None
+    monkeypatch.setenv(exposure.OPT_OUT, "1")
+    assert exposure.refusal(address, signin=False) is None
+
+
+def test_a_missing_secrets_file_is_single_user_mode_and_a_broken_one_an_error(tmp_path, monkeypatch):
+    path = tmp_path / "secrets.toml"
+    monkeypatch.setenv("PLANRAG_SECRETS", str(path))
+    assert config.load() == {} and config.planrag() == {}
+    path.write_text("[auth\n")
+    with pytest.raises(ConfigError, match="cannot be read"):
+        config.load()
+
+
+def test_a_stop_is_recorded_under_who_stopped_it(tmp_path):
+    from core.store.runs import RunStore
+
+    store = RunStore(tmp_path / "runs.sqlite")
+    store.create("r1", {"scenario": "locating", "question": 1})
+    store.update("r1", "paused", pause={"kind": "plan"})
+    assert store.request_stop("r1", by="anna@example.test") == "stopped"
+    assert store.request_stop("r1", by="late@example.test") == "stopped"  # already ended: nothing recorded
+    assert [(r["action"], r["reviewer"]) for r in store.reviews("r1")] == [("stop", "anna@example.test")]

@@ -1,0 +1,66 @@
+"""The app's gate (AppTest): without sign-in it serves this machine as today, and refuses every page on a network
+address unless PLANRAG_ALLOW_ANONYMOUS=1; in single-user mode the person is the local admin, recorded by name."""
+from __future__ import annotations
+
+import pytest
+
+from tests.page_app import isolate, open_file, open_page
+
+
+@pytest.fixture
+def address(monkeypatch):
+    """Set the address the app listens on, as ``--server.address`` would (read through st.get_option)."""
+    import streamlit
+
+    options = {}
+    read = streamlit.get_option
+    monkeypatch.setattr(streamlit, "get_option", lambda key: options.get(key, read(key)))
+    return lambda value: options.__setitem__("server.address", value)
+
+
+def test_a_network_address_without_sign_in_is_refused_before_any_page(monkeypatch, tmp_path, address):
+    isolate(monkeypatch, tmp_path)
+    monkeypatch.delenv("PLANRAG_ALLOW_ANONYMOUS", raising=False)
+    address("0.0.0.0")
+    at = open_file("app.py")  # the gate comes before the navigation: no page runs
+    assert "PLANRAG_ALLOW_ANONYMOUS=1" in at.error[0].value
+    assert not at.title and not at.button
+    monkeypatch.setenv("PLANRAG_ALLOW_ANONYMOUS", "1")
+    assert open_file("app.py").title[0].value == "Scenarios"
+
+
+def test_on_localhost_the_single_user_is_the_admin(monkeypatch, tmp_path, address):
+    isolate(monkeypatch, tmp_path)
+    address("localhost")
+    at = open_page("pages/settings.py")
+    assert not at.error
+    assert [s.value for s in at.subheader] == ["Language model", "Limits of each run", "Databases", "DQA benchmark",
+                                               "Scenarios folder", "Reviewer"]
+    assert not any(t.disabled for t in at.text_input)
+
+
+OPERATOR_KEY = "sk-operator-0123456789abcdef"
+MY_KEY = "sk-typed-for-this-url-012345"
+
+
+def test_the_settings_test_of_a_visitors_url_never_gets_the_environments_key(monkeypatch, tmp_path):
+    """Issue 26's first finding, on the page: a base URL of one's own, the key left empty, Test."""
+    from tests.keystub import KeyStub
+
+    isolate(monkeypatch, tmp_path)
+    monkeypatch.setenv("OPENAI_API_KEY", OPERATOR_KEY)  # the operator's, for OpenAI's API
+    visitor = KeyStub()
+    try:
+        at = open_file("pages/settings.py")
+        at.segmented_control(key="llm_provider").set_value("compatible").run()
+        at.text_input(key="llm_model").set_value("gpt-4o")
+        at.text_input(key="llm_base_url").set_value(visitor.url)
+        at.button(key="llm_test").click().run()
+        assert at.success and visitor.keys and not visitor.got(OPERATOR_KEY)
+        at.button(key="llm_use").click().run()  # kept for the session: still bound to OpenAI's API
+        assert at.session_state["llm"].key_url is None
+        at.text_input(key="llm_key").set_value(MY_KEY)  # a key typed with this URL goes to it
+        at.button(key="llm_test").click().run()
+        assert visitor.keys[-1] == f"Bearer {MY_KEY}" and not visitor.got(OPERATOR_KEY)
+    finally:
+        visitor.close()
