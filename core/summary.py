@@ -7,6 +7,7 @@ from datetime import datetime
 from core.agents.config import setting_label
 from core.agents.techniques import TECHNIQUES
 from core.grading import placement_text
+from core.overrides import with_override
 from core.replays import model_label
 from core.runs import RunRecord, unanswered
 from core.trace import Trace
@@ -45,13 +46,9 @@ def outcome_row(record: RunRecord, override=None) -> dict:
     """The run's settings and outcome (no events needed); ``override`` (a core.grading.Override) replaces the
     decision and correctness, marked in the ``grade`` column. Text cells with nothing to show read ``–``; a run
     that ended without an answer (stopped, failed) is neither correct nor wrong (``correct`` None)."""
-    s, o = record.settings, record.outcome or {}
+    s, o = record.settings, with_override(record.outcome, override)
     placement = o.get("placement")
     grade = "overridden by " + override.by if override else o.get("grade_status")
-    if override:
-        if override.decision != o.get("decision"):
-            placement = None  # the analyst's decision has no stored rank
-        o = {**o, "decision": override.decision, "correct": override.correct}
     return {"run": record.id, "started": datetime.fromtimestamp(record.created).strftime("%Y-%m-%d %H:%M:%S"),
             "question": question_id(s), "technique": technique_label(s["technique"]), "database": s["db"],
             "model": model_label(s["llm"]), "setting": setting_label(s["technique"], s.get("prompts"),

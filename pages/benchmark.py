@@ -222,9 +222,15 @@ def show_job(job: jobs.BenchJob) -> None:
 
 @st.fragment(run_every=POLL_S)
 def follow() -> None:
+    """The benchmarks running, or the last one; when one followed here ends, the whole page is drawn again, so
+    that the Results tab has its results (a fragment redraws only itself)."""
     running = [j for j in jobs.jobs() if not j.done]
     for job in running or jobs.jobs()[-1:]:
         show_job(job)
+    followed, now = st.session_state.get("_bench_followed", set()), {str(j.bench.directory) for j in running}
+    st.session_state["_bench_followed"] = now
+    if followed - now:
+        st.rerun()
 
 
 def bars_with_paper(acc: pd.DataFrame) -> None:
@@ -414,7 +420,8 @@ def show_items(items: pd.DataFrame) -> None:
             if left.button("Open its trace in the Run view", icon=":material/play_circle:"):
                 open_run(record, "pages/run.py")
             with right:
-                override_form(record.id, record.settings, key=f"bench-{record.id}")
+                override_form(record.id, record.settings, key=f"bench-{record.id}",
+                              decision=(record.outcome or {}).get("decision"))
             note = override_note(record.id)
             if note:
                 st.caption(note)

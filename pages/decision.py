@@ -39,8 +39,9 @@ show_run_in_url(run_id)
 if run_id:
     from_run = decision.run_pick(run_id, question)
     pick = from_run.decision
-    st.caption(f"The agent's pick comes from run `{run_id}`." if pick is not None
-               else f"No agent pick to mark: {from_run.note}.")
+    st.caption((f"The agent's pick comes from run `{run_id}`" + (
+        f", as read by {from_run.overridden_by} (grade overridden)."
+        if from_run.overridden_by else ".")) if pick is not None else f"No agent pick to mark: {from_run.note}.")
 if pick is None:
     pick = st.selectbox("Pick a candidate", list(names), index=None, format_func=names.get,
                         placeholder="Choose a decision to check against the best")

@@ -7,8 +7,7 @@ from datetime import datetime
 import streamlit as st
 
 from core.dqa import DQAError
-from core.grading import make_override
-from core.overrides import OverrideStore, run_question
+from core.overrides import OverrideStore, override_for, run_question
 from pages.common import dqa_root
 
 NO_DECISION = "no decision"
@@ -25,10 +24,12 @@ def override_note(run_id: str) -> str | None:
             + (f" — {o.note}" if o.note else ""))
 
 
-def override_form(run_id: str, settings: dict, key: str) -> None:
-    """A form to override the run's grade with the decision the analyst reads, or to restore the automatic one."""
+def override_form(run_id: str, settings: dict, key: str, decision=None) -> None:
+    """A form to override the run's grade with the decision the analyst reads, or to restore the automatic one;
+    it opens on the current override, else on the automatic ``decision``, with Who the session's reviewer (when
+    one was named on Settings)."""
     try:
-        candidates, label = run_question(settings, dqa_root())
+        candidates, _ = run_question(settings, dqa_root())
     except DQAError as e:
         st.caption(f"The grade cannot be overridden here: {e}")
         return
@@ -37,16 +38,18 @@ def override_form(run_id: str, settings: dict, key: str) -> None:
     with st.popover("Override the grade", icon=":material/gavel:"):
         with st.form(f"override-{key}"):
             options = [NO_DECISION] + list(candidates)
-            index = options.index(current.decision) if current and current.decision in options else 0
+            shown = current.decision if current else decision
+            index = options.index(shown) if shown in options else 0
             decision = st.selectbox("The decision the answer commits to", options, index=index, key=f"ov-d-{key}")
-            by = st.text_input("Who", value=current.by if current else "", key=f"ov-by-{key}")
+            by = st.text_input("Who", value=current.by if current else st.session_state.get("reviewer", ""),
+                               key=f"ov-by-{key}")
             note = st.text_input("Why", value=current.note if current else "", key=f"ov-note-{key}")
             if st.form_submit_button("Save override"):
                 if not by.strip():
                     st.error("Say who overrides the grade.")
                 else:
                     chosen = None if decision == NO_DECISION else decision
-                    store.put(run_id, make_override(chosen, label, by.strip(), note.strip()))
+                    store.put(run_id, override_for(settings, chosen, by.strip(), note.strip(), dqa_root()))
                     st.rerun()
         if current and st.button("Restore the automatic grade", key=f"ov-clear-{key}"):
             store.clear(run_id)

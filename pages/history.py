@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from core import jobs
-from core.overrides import OverrideStore
+from core.overrides import OverrideStore, with_override
 from core.replays import model_label
 from core.runs import ENDED, as_tree
 from core.summary import gaps_as_text, outcome_row, technique_label
@@ -52,6 +52,7 @@ if not runs:
     st.info("No runs yet: start one on the **Run** page.", icon=":material/history:")
     st.stop()
 
+overrides = OverrideStore().all()
 columns = st.columns(6)
 filters = {
     "scenario": choose(columns[0], "Scenario", (r.settings["scenario"] for r in runs), str.title),
@@ -59,11 +60,13 @@ filters = {
     "db": choose(columns[2], "Database", (r.settings["db"] for r in runs)),
     "llm": choose(columns[3], "Model", (r.settings["llm"] for r in runs), model_label),
     "status": choose(columns[4], "Status", (r.status for r in runs)),
-    "correct": choose(columns[5], "Correct", ((r.outcome or {}).get("correct") for r in runs), CORRECT.get),
+    "correct": choose(columns[5], "Correct", (with_override(r.outcome, overrides.get(r.id)).get("correct")
+                                              for r in runs), CORRECT.get),
 }
-tree = as_tree(store.list(limit=None, **filters))
+wanted = filters.pop("correct")  # an analyst's override decides it, not the stored automatic grade
+tree = as_tree([r for r in store.list(limit=None, **filters)
+                if wanted is None or with_override(r.outcome, overrides.get(r.id)).get("correct") == wanted])
 shown = [r for r, _ in tree]
-overrides = OverrideStore().all([r.id for r in shown])
 
 
 def branch_of(record, depth: int) -> str:
@@ -84,7 +87,7 @@ rows = picked.selection.rows
 if rows and rows[0] < len(ids) and st.session_state.get("_history_clicked") != ids[rows[0]]:
     st.session_state["_history_clicked"] = ids[rows[0]]  # a click opens its run below (once: the list can follow)
     st.session_state[kept("history_run")] = ids[rows[0]]
-st.caption("Click a row to open its run below.")
+st.caption("Tick the box at a row's left to open its run below.")
 st.download_button(f"Export {len(ids)} run{'s' * (len(ids) != 1)} as JSON", icon=":material/download:",
                    file_name="planrag-runs.json", mime="application/json", disabled=not ids,
                    data=lambda: json.dumps(store.export(ids), indent=1, default=str))

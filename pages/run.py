@@ -18,12 +18,16 @@ from pages.run_view import branch_form, load, md, open_run, run_label, show_outc
 PAUSE_KINDS = {"plan": "its plan", "replan": "a new plan", "query": "a query"}
 
 
-def start_button(slot, busy: bool, unavailable: bool) -> bool:
-    """Start, in its slot: disabled while a run of this page goes on (under another key, so that once the run ends
-    the slot can be drawn again with the usable button, without a rerun that would drop the page's messages)."""
+def start_button(slot, busy: bool, unavailable: bool, reviewing: bool = False) -> bool:
+    """Start, in its slot: disabled while a run of this page goes on or waits for its review (under another key,
+    so that once the run ends the slot can be drawn again with the usable button, without a rerun that would drop
+    the page's messages)."""
+    why = ("Wait until the run below pauses or ends, or stop it." if busy else
+           "The run above waits for your review: review it, or close it in Paused and interrupted runs."
+           if reviewing else None)
     return slot.button("Start", type="primary", icon=":material/play_arrow:", width="stretch",
-                       disabled=unavailable or busy, key="run_start_busy" if busy else "run_start",
-                       help="Wait until the run below pauses or ends, or stop it." if busy else None)
+                       disabled=unavailable or busy or reviewing, key="run_start_busy" if busy else "run_start",
+                       help=why)
 
 st.title("Run")
 
@@ -51,11 +55,15 @@ waiting = [r for r in jobs.open_store().list(limit=None) if r.status in ("paused
            and not jobs.running(r.id)]
 if waiting:
     with st.expander(f":material/pause_circle: Paused and interrupted runs ({len(waiting)})"):
+        st.caption("Close a run you will not go on with: it ends as stopped, its trace kept (it can still be "
+                   "resumed or branched from History).")
         for other in waiting:
-            text, button = st.columns([5, 1], vertical_alignment="center")
+            text, opened, closed = st.columns([5, 1, 1], vertical_alignment="center")
             text.markdown(md(f"{run_label(other.id, other.settings, other.created)} · {other.status}"))
-            if button.button("Open", key=f"open-{other.id}"):
+            if opened.button("Open", key=f"open-{other.id}"):
                 open_run(other, "pages/run.py")
+            closed.button("Close", key=f"close-{other.id}", icon=":material/close:", on_click=jobs.stop,
+                          args=(other.id,), help="End this run now (status stopped)")
 
 question, database = current_question()
 st.caption(f"Question `{question.id}` · {question.target}")
@@ -78,7 +86,8 @@ with st.container(border=True):
                                prompts=prompt_setting, reaper_planner=planner, review_queries=review_queries)
         busy = jobs.running(run_id or "")
         start_slot = st.empty()
-        started_here = start_button(start_slot, busy, unavailable=bool(unavailable_reason or not model))
+        started_here = start_button(start_slot, busy, unavailable=bool(unavailable_reason or not model),
+                                    reviewing=reviewing)
         if started_here:
             st.session_state["run_id"] = run_id = start_run(settings)
             start_button(start_slot, True, unavailable=False)  # disabled while the new run is followed below

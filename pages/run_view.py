@@ -17,7 +17,7 @@ from core.benchmark.prices import model_price
 from core.agents.techniques import TECHNIQUES
 from core.grading import placement_text
 from core.jobs import RunJob
-from core.overrides import OverrideStore
+from core.overrides import OverrideStore, with_override
 from core.replays import model_label
 from core.runs import PauseTaken, RunRecord
 from core.summary import answered, question_id, review_label, technique_label
@@ -442,11 +442,14 @@ def show_outcome(record: RunRecord, compact: bool = False) -> None:
     if o.get("grade_status") in ("ambiguous", "none") and o.get("decision") is None:
         decision = "ambiguous" if o["grade_status"] == "ambiguous" else "none"
     override = OverrideStore().get(record.id)
-    if override is not None:
+    if override is not None:  # the analyst's grade, and the rank and regret of the decision they read
+        o = with_override(o, override)
         decision = f"{'none' if override.decision is None else override.decision} (overridden)"
         correct = {True: "correct", False: "wrong", None: "no label"}[override.correct] + " (overridden)"
     placement = o.get("placement")
     rank = placement_text(placement) or "–"
+    if override is not None and placement:
+        rank += " (overridden)"
     tokens = o.get("tokens") or {}
     total = f"{'≈' if tokens.get('estimated') else ''}{tokens.get('total', 0):,}"
     seconds = duration(o.get("wall_s"))
@@ -498,12 +501,14 @@ def show_verdict_details(record: RunRecord, o: dict) -> None:
             st.warning(f"{text}; missing: {', '.join(coverage.missing)}.", icon=":material/search_off:")
         st.caption("Deciding values: those whose change moves the simulator's score of the best decision or its "
                    "rival; seen: a row the run got back holds the value with its keys (docs/evidence.md).")
-    override_form(record.id, record.settings, key=f"run-{record.id}")
+    override_form(record.id, record.settings, key=f"run-{record.id}", decision=o.get("decision"))
 
 
 def cost_text(cost: float | None) -> str:
     """An estimated cost in US dollars, or that it is unknown."""
-    return "cost unknown (the model is not in the price table)" if cost is None else f"≈ ${cost:.4f}"
+    if cost is None:
+        return "cost unknown (the model is not in the price table)"
+    return "no cost (recorded replies, or cached)" if cost == 0 else f"≈ ${cost:.4f}"
 
 
 def run_label(run_id: str, settings: dict, started: float) -> str:

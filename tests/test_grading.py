@@ -119,3 +119,19 @@ def test_tied_placement_reads_as_a_tie_and_has_no_regret():
 ])
 def test_final_lines_and_headings(answer, decision):
     assert read_decision(answer, "locating", NODES)[0] == decision
+
+
+@pytest.mark.parametrize("answer,decision,status", [
+    # issue 28: real GPT-4 final answers (the PlanRAG authors' published Building log) that commit to nothing
+    ("Increasing the level of the building with id 1518 by 5 will not decrease the market price of oil.", None,
+     "none"),
+    ("It is not possible to decrease the market price of 'manowars' by increasing the level of the building with id "
+     "818 by 5.", None, "none"),
+    ("0  472  19.3  57.9  3", None, "none"),  # a raw table row
+    ("472", 472, "decided"),
+    ("You should increase building 472, since building 818 will not decrease it.", 472, "decided"),
+    ("Building 472 will not only lower the price but also raise the output.", 472, "decided"),
+])
+def test_negative_claims_and_table_rows_decide_nothing(answer, decision, status):
+    found, _, read, _ = read_decision(answer, "building", [1518, 818, 472, 100])
+    assert (found, read) == (decision, status)

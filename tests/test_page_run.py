@@ -164,6 +164,40 @@ def test_a_finished_run_shows_its_evidence_coverage_and_takes_an_override(home):
     assert any("Grade overridden by ana" in c.value for c in at.caption)
 
 
+def test_an_override_changes_every_figure_derived_from_the_grade(home):
+    """Issue 28: after overriding a depot run from DC-BRO to DC-ASH, Rank still said 2 of 6, History showed no rank
+    and kept the run under "wrong", and Decision check still marked DC-BRO; the form opened on "no decision" with
+    Who empty although a reviewer was set."""
+    from core import decision
+    from core.catalog import question as catalog_question
+
+    runtime = jobs.open_runtime()
+    spec = replays("scenario", "depot", 1, "sql", "iterrag")[0].spec
+    run_id = runtime.start(RunSettings("depot", 1, "sqlite", "iterrag", spec, source="scenario")).run_id
+    runtime.close()
+    at = open_page("pages/run.py", question_ref=("scenario", "depot", 1))
+    at.session_state["run_id"], at.session_state["reviewer"] = run_id, "ana"
+    at.run()
+    assert {m.label: m.value for m in at.metric}["Rank"] == "2 of 6"
+    form = f"run-{run_id}"
+    assert at.selectbox(key=f"ov-d-{form}").value == "DC-BRO" and at.text_input(key=f"ov-by-{form}").value == "ana"
+    at.selectbox(key=f"ov-d-{form}").set_value("DC-ASH")
+    next(b for b in at.get("form_submit_button") if b.label == "Save override").click().run()
+    metrics = {m.label: m.value for m in at.metric}
+    assert (metrics["Decision"], metrics["Correct"], metrics["Rank"]) == (
+        "DC-ASH (overridden)", "correct (overridden)", "1 of 6 (overridden)")
+
+    history = open_page("pages/history.py", question_ref=None)
+    [row] = history.dataframe[0].value.to_dict("records")
+    assert (row["decision"], row["correct"], row["rank"]) == ("DC-ASH", True, "1 of 6")
+    assert history.selectbox(key="history_Correct").options == ["any", "correct"]  # no longer under "wrong"
+    history.selectbox(key="history_Correct").set_value(True).run()
+    assert history.dataframe[0].value["run"].tolist() == [run_id]
+
+    pick = decision.run_pick(run_id, catalog_question("scenario", "depot", 1))
+    assert (pick.decision, pick.overridden_by) == ("DC-ASH", "ana")
+
+
 def test_the_prompt_setting_and_the_reaper_planner_are_chosen_on_the_page(home):
     at = open_page("pages/run.py")
     at.selectbox(key="run_technique").set_value("iterrag").run()

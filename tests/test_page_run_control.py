@@ -52,6 +52,24 @@ def test_the_pause_screen_banner_form_first_proposed_plan_and_replay_label(home)
     assert any("**Proposed plan** — waiting for your review" in m.value for m in at.markdown)
 
 
+def test_a_paused_run_can_be_closed_and_start_waits_for_its_review(home):
+    """Issue 28: the Paused and interrupted runs list only offered Open, so it only grew; Start stayed enabled
+    while this page's run waited for review."""
+    run_id, other = paused_run(), paused_run()
+    at = session(run_id, "ana")
+    [start] = [b for b in at.button if b.label == "Start"]
+    assert start.disabled and "waits for your review" in start.help
+    [close] = [b for b in at.button if b.key == f"close-{other}"]
+    close.click().run()
+    assert jobs.open_store().get(other, events=False).status == "stopped"
+    assert not [b for b in at.button if b.key == f"close-{other}"]  # gone from the list
+    [close] = [b for b in at.button if b.key == f"close-{run_id}"]
+    close.click().run()  # this page's own run: closed, Start usable again
+    assert jobs.open_store().get(run_id, events=False).status == "stopped"
+    [start] = [b for b in at.button if b.label == "Start"]
+    assert not start.disabled and not any("Waiting for your review" in w.value for w in at.warning)
+
+
 def test_a_second_tab_reviewing_the_same_pause_is_refused_with_the_state_now(home):
     run_id = paused_run()
     first, second = session(run_id, "ana"), session(run_id, "ben")  # both show pause p1
