@@ -10,7 +10,7 @@ from core.agents.techniques import TECHNIQUES
 from core.runs import ENDED
 from core.summary import technique_label
 from pages.common import current_question, kept, linked_run, session_limits, show_run_in_url
-from pages.plan_review import show_review, show_review_error
+from pages.plan_review import pause_taken, show_review, show_review_error
 from pages.run_options import (choose_database, choose_hitl, choose_model, choose_plan_version, choose_query_review,
                                choose_setting, start_run)
 from pages.run_view import branch_form, load, md, open_run, run_label, show_outcome, show_run
@@ -50,6 +50,8 @@ if reviewing:
 elif run_id:
     with top.container():
         show_review_error(run_id)  # a review refused (the pause was taken first), with the run's state now
+        if record is not None:
+            pause_taken(record)  # a pause shown here, reviewed elsewhere
 
 waiting = [r for r in jobs.open_store().list(limit=None) if r.status in ("paused", "interrupted")
            and not jobs.running(r.id)]

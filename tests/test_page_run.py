@@ -44,6 +44,10 @@ def test_a_replayed_run_pauses_at_the_replan_and_follows_the_edited_plan(home):
     assert [c.language for c in at.code][:2] == ["sql", "sql"]
     assert list(at.table[0].value.columns) == ["source", "flow"]
 
+    # issue 28: a session with no name (e.g. opened from a shared link) gives one before its first review
+    assert button(at, "Approve edited").disabled and button(at, "Approve as proposed").disabled
+    at.text_input(key="review_name").input("Ana Costa").run()
+    assert not button(at, "Approve edited").disabled and any("review as **Ana Costa**" in c.value for c in at.caption)
     step_boxes(at)[1].set_value(EDITED_STEP_2)
     button(at, "Add a step").click().run()
     step_boxes(at)[3].set_value(EXTRA_STEP).run()
@@ -55,6 +59,7 @@ def test_a_replayed_run_pauses_at_the_replan_and_follows_the_edited_plan(home):
     assert record.status == "finished" and not at.exception
     edited = next(e for e in record.events if e["kind"] == "plan" and e["origin"] == "analyst")
     assert edited["status"] == "edited" and edited["note"] == "count the other traders"
+    assert [r["reviewer"] for r in jobs.open_store().reviews(run_id)] == ["Ana Costa"]
     assert edited["steps"] == [proposed[0], EDITED_STEP_2, EXTRA_STEP, proposed[2]]
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Decision"] == "doab" and metrics["Correct"] == "correct" and metrics["Rank"] == "1 of 9"
@@ -74,6 +79,7 @@ def test_a_paused_run_from_before_a_restart_is_listed_and_resumed(home):
     assert paused.status == "paused"
 
     at = open_page("pages/run.py", question_ref=None)  # no question chosen yet in this session
+    at.session_state["reviewer"] = "ana"
     # the guard asks for a question below the list
     assert "Paused and interrupted runs (1)" in at.expander[0].label and at.info
     button(at, "Open").click().run()

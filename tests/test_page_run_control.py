@@ -70,6 +70,26 @@ def test_a_paused_run_can_be_closed_and_start_waits_for_its_review(home):
     assert not start.disabled and not any("Waiting for your review" in w.value for w in at.warning)
 
 
+def test_a_pause_reviewed_in_another_session_is_said_so_with_the_edits_dropped(home):
+    """Issue 28: after another analyst approved the pause shown, the form stayed (then vanished on the next click)
+    with no word that this session's edits were dropped."""
+    run_id = paused_run()
+    first, second = session(run_id, "ana"), session(run_id, "ben")
+    [t for t in first.text_input if "-step-" in (t.key or "")][0].set_value("my own first step")
+    button(second, "Approve as proposed").click().run()
+    first.run()  # the page redrawn (follow_pause does it within 2 s in the browser)
+    [taken] = [w.value for w in first.warning if "no longer current" in w.value]
+    assert "ben reviewed it (approve)" in taken and "not applied" in taken
+    assert not [b for b in first.button if b.label == "Approve as proposed"]
+    first.run()
+    assert not [w for w in first.warning if "no longer current" in w.value]  # said once
+    # this session's own review is not reported as someone else's
+    other = paused_run()
+    third = session(other, "ana")
+    button(third, "Approve as proposed").click().run()
+    assert not [w for w in third.warning if "no longer current" in w.value]
+
+
 def test_a_second_tab_reviewing_the_same_pause_is_refused_with_the_state_now(home):
     run_id = paused_run()
     first, second = session(run_id, "ana"), session(run_id, "ben")  # both show pause p1
@@ -127,6 +147,7 @@ def test_discarding_the_edits_approves_the_plan_as_proposed(home):
 
 def test_every_query_is_approved_edited_or_rejected_on_the_page(home):
     at = open_page("pages/run.py")
+    at.session_state["reviewer"] = "ana"
     at.selectbox(key="run_technique").set_value("iterrag").run()
     at.checkbox(key="run_review_queries").check().run()
     button(at, "Start").click().run()
