@@ -17,6 +17,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from core import network_view
+from core.numbers import number
 from core.scenario import Database, Question
 from sims.ranking import Ranking
 from sims.tables import Table
@@ -517,8 +518,8 @@ def ranking_bars(ranking: Ranking, names: dict, top: int, pick=None) -> go.Figur
 
     fig = go.Figure(go.Bar(
         x=gains, y=labels, orientation="h", marker_color=[colour(e.candidate) for e in shown], showlegend=False,
-        text=[f"{g:+.4g}" for g in gains], textposition="outside", cliponaxis=False,
-        hovertext=[f"<b>{label}</b><br>score {e.score:.6g}<br>gain {g:+.4g}"
+        text=[number(g, sign=True) for g in gains], textposition="outside", cliponaxis=False,
+        hovertext=[f"<b>{label}</b><br>score {number(e.score)}<br>gain {number(g, sign=True)}"
                    for label, e, g in zip(labels, shown, gains)],
         hoverinfo="text"))
     fig.add_vline(x=0, line_width=1, line_color="#4a5568")

@@ -1,4 +1,5 @@
-"""Lists of question numbers as people type and read them: ``1-10,15`` in, ``1-10, 15`` out."""
+"""Lists of question numbers as people type and read them: ``1-10,15`` in, ``1-10, 15`` out; and a score as every
+page and figure shows it (``number``)."""
 from __future__ import annotations
 
 import re
@@ -35,3 +36,10 @@ def spans(numbers: list[int]) -> str:
         else:
             runs.append([n, n])
     return ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in runs)
+
+
+def number(value: float, sign: bool = False) -> str:
+    """A score, gain or regret as it reads: whole numbers with thousands separators from 1,000 on (``28,807``,
+    never ``2.881e+04``), else four significant digits; ``sign``: with its sign (``+28,807``)."""
+    plus = "+" if sign else ""
+    return f"{value:{plus},.0f}" if abs(value) >= 1000 else f"{value:{plus}.4g}"

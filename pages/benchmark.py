@@ -23,7 +23,8 @@ from core.catalog import SOURCES
 from core.dqa import DQA_SET, DQAError
 from core.llm import LLMError
 from core.summary import GAP, technique_label
-from pages.common import dqa_root, kept, number, session_limits, session_llm
+from core.numbers import number
+from pages.common import dqa_root, kept, session_limits, session_llm
 from pages.grading_view import override_form, override_note
 from pages.limit_inputs import budget_inputs, limit_inputs
 from pages.run_view import load, open_run

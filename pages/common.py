@@ -65,13 +65,6 @@ def question_label(q) -> str:
     return f"{q.number}. {q.target} — label: {kind.decision_title(q, q.answer, database)}"
 
 
-def number(value: float, sign: bool = False) -> str:
-    """A score, gain or regret as it reads: whole numbers with thousands separators from 1,000 on (``28,807``,
-    never ``2.881e+04``), else four significant digits; ``sign``: with its sign (``+28,807``)."""
-    plus = "+" if sign else ""
-    return f"{value:{plus},.0f}" if abs(value) >= 1000 else f"{value:{plus}.4g}"
-
-
 def decision_metric(column, label: str, kind, question, decision, database, **metric) -> None:
     """A decision as a metric: its id as the value and its type beside it when the scenario names decisions by
     both (``1485`` and ``furniture manufactories``: under the value, or in the label when the metric has a delta),

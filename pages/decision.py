@@ -5,7 +5,8 @@ import streamlit as st
 from core import decision, evidence, figures, scenarios
 from core.grading import place
 from core.scenario import default_mode, ranking
-from pages.common import current_question, decision_metric, linked_run, number, show_run_in_url
+from core.numbers import number
+from pages.common import current_question, decision_metric, linked_run, show_run_in_url
 from sims.ranking import InputError
 
 st.title("Decision check")
@@ -70,8 +71,8 @@ if ranked.all_tied:
                icon=":material/balance:")
 elif ranked.tied(best.candidate) > 1:
     st.caption(f"{ranked.tied(best.candidate)} candidates tie for the best score: any of them is a best decision.")
-st.caption(f"Score: {unit}. Best: {names[best.candidate]}, {best.score:.6g} (no decision: {ranked.baseline:.6g})."
-           + (f" Pick: {names[pick]}, {ranked.score_of(pick):.6g}." if placed else ""))
+st.caption(f"Score: {unit}. Best: {names[best.candidate]}, {number(best.score)} (no decision: "
+           f"{number(ranked.baseline)})." + (f" Pick: {names[pick]}, {number(ranked.score_of(pick))}." if placed else ""))
 
 st.subheader("Evidence")
 deciding = evidence.deciding_values(question, database, mode)
@@ -106,12 +107,24 @@ effect = decision.what_if(question, database, chosen, mode)
 if effect is None:
     st.info(f"{kind.title} declares no what-if: the simulator scores decisions but does not say what they change.")
     st.stop()
-before, after = st.columns(2)
-before.metric(f"{effect.target}, no decision", number(effect.before))
-after.metric(f"{effect.target}, with {names[chosen]}", number(effect.after),
-             number(effect.after - effect.before, sign=True),
-             delta_color="normal" if ranked.higher_is_better else "inverse")
-if effect.note:
+# One baseline on the page: where the what-if measures the ranking's score but its own run without a decision
+# differs from the ranking's baseline (DQA's code), the ranking's is the one compared with; the simulation's own
+# is shown beside it, labelled, never as a second "no decision".
+two = effect.target == unit and abs(effect.before - ranked.baseline) > 1e-9 * max(1.0, abs(ranked.baseline))
+base = ranked.baseline if two else effect.before
+cells = st.columns(3 if two else 2)
+cells[0].metric(f"{effect.target}, no decision", number(base),
+                help="The ranking's baseline (as Score above)" if two else None)
+cells[1].metric(f"{effect.target}, with {names[chosen]}", number(effect.after), number(effect.after - base, sign=True),
+                delta_color="normal" if ranked.higher_is_better else "inverse")
+if two:
+    cells[2].metric("this simulation run without a decision", number(effect.before),
+                    number(effect.after - effect.before, sign=True), delta_color="off", delta_arrow="off",
+                    help="Not the baseline compared with: " + (effect.note or "the simulation differs from it"))
+    st.caption(f"Changes are against no decision as the ranking takes it ({number(base)}). {effect.note or ''} "
+               f"The map and the table below show what the simulation changes against its own run "
+               f"({number(effect.before)}).")
+elif effect.note:
     st.caption(effect.note)
 figure = kind.network(question, database, pick=chosen, best=best.candidate, pick_label="simulated decision",
                       change=effect.deltas)

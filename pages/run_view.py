@@ -22,7 +22,8 @@ from core.replays import model_label
 from core.runs import PauseTaken, RunRecord
 from core.summary import answered, question_id, review_label, technique_label
 from core.trace import Trace, step_summary
-from pages.common import number, session_reviewer
+from core.numbers import number
+from pages.common import session_reviewer
 from pages.run_options import runtime_factory
 
 #: Ended runs that did not end well: status -> what the outcome box leads with, and its icon.
