@@ -364,6 +364,17 @@ def same_decision(decision, label) -> bool:
     return normalize_name(decision) == normalize_name(label)
 
 
+def paper_rule(answer: str | None, label) -> bool | None:
+    """The PlanRAG authors' rule: an answer is correct when the label appears in it (an answer "... is not 2399"
+    counts for label 2399); None without a label. Shown beside the paper's figures, never as the grade."""
+    if label is None:
+        return None
+    answer = str(answer or "")
+    if isinstance(label, int) or str(label).isdigit():
+        return re.search(rf"(?<!\d){int(label)}(?!\d)", answer) is not None
+    return normalize_name(label) in normalize_name(answer)
+
+
 def grade(answer: str | None, scenario: str, candidates: list, label) -> Grade:
     """Grade a final answer against the label (``correct`` None when there is no label)."""
     decision, mentions, status, reason = read_decision(answer, scenario, candidates)

@@ -33,7 +33,7 @@ from pages.run_options import PLANNER_LABELS, PROMPT_LABELS
 POLL_S = 1.0
 ACCURACY_COLUMNS = ["source", "scenario", "db", "technique", "model", "n", "correct", "errors", "accuracy", "ci95_low",
                     "ci95_high", "answered accuracy", "optimal rate", "optimal ci95_low", "optimal ci95_high",
-                    "undecided", "overridden", "all tied", "mean regret", "paper"]
+                    "undecided", "overridden", "all tied", "mean regret", "paper", "paper rule accuracy"]
 #: Command-line words in core's messages, as this page names the same thing.
 PAGE_WORDS = [(r"use another --out \(or --name\)", "choose another Results name"),
               (r"use --source ", "choose Questions: "), (r"--questions", "Questions"), (r"--rpm", "Requests per minute"),
@@ -315,7 +315,10 @@ def show_accuracy(tables: dict) -> None:
     st.caption("Accuracy % per scenario and database (SQL = RDB, graph = GDB) with its 95% Wilson interval and n, "
                "their average, and the paper's GPT-4 figures (columns marked paper; the paper ran 200 Locating and "
                "101 Building questions; Tables 4-5). Optimal: the share of decisions with regret 0 by the simulator "
-               "(a pick tied with the best counts).")
+               "(a pick tied with the best counts, and an answer naming exactly the candidates tied for best). "
+               "**Paper rule accuracy**: correct when the label appears anywhere in the answer, as the paper's "
+               "authors counted (even \"... is not 2399\" for label 2399): compare it, not accuracy, with the paper's "
+               "figures.")
     table(readable(tables["paper_layout"]))
     acc = tables["accuracy"]
     table(readable(acc[ACCURACY_COLUMNS]))

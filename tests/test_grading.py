@@ -135,3 +135,26 @@ def test_final_lines_and_headings(answer, decision):
 def test_negative_claims_and_table_rows_decide_nothing(answer, decision, status):
     found, _, read, _ = read_decision(answer, "building", [1518, 818, 472, 100])
     assert (found, read) == (decision, status)
+
+
+@pytest.mark.parametrize("answer,best_group", [
+    ("Either building 2465 or 2467", True),  # exactly the group tied for best
+    ("Either building 2465 or 100", False),
+    ("Any of the building ids 2465, 2467, or 100", False),
+])
+def test_an_answer_naming_the_group_tied_for_best_is_optimal_not_a_decision(monkeypatch, answer, best_group):
+    """Issue 28: "Either building 2465 or 2467" stays ambiguous (not one decision, not correct), but when the
+    named set is exactly the simulator's group tied for best the outcome says so and counts it as optimal."""
+    from types import SimpleNamespace
+
+    from core.agents import runtime
+
+    ranked = make_ranking("building", "dqa", [2465, 2467, 100], [1.0, 1.0, 3.0], baseline=3.0, threshold=3.0,
+                          higher_is_better=False)
+    monkeypatch.setattr(runtime, "ranking", lambda question, database: ranked)
+    ws = SimpleNamespace(question=SimpleNamespace(scenario="building", answer=2465), candidates=[2465, 2467, 100],
+                         database=object())
+    outcome = runtime._outcome({"final_answer": answer}, ws)
+    assert (outcome["decision"], outcome["grade_status"], outcome["correct"]) == (None, "ambiguous", False)
+    assert outcome["best_group"] is best_group
+    assert ("tied for the best score" in outcome["grade_reason"]) is best_group

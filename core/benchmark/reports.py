@@ -34,7 +34,7 @@ from core.benchmark.stats import paired as paired_stats
 from core.benchmark.stats import wilson
 from core.benchmark.trace import CRITICAL
 from core.files import write_atomic
-from core.grading import rank_text
+from core.grading import paper_rule, rank_text
 from core import scenarios
 from core.scenarios import ByScenario
 from core.dqa import DQA_SET
@@ -58,7 +58,8 @@ def _frame(results: list[dict]) -> pd.DataFrame:
     if df.empty:
         return df
     for column, default in (("source", "dqa"), ("status", "finished"), ("grade_status", None), ("optimal", None),
-                            ("all_tied", False), ("overridden", False), ("regret", None), ("language", None)):
+                            ("all_tied", False), ("overridden", False), ("regret", None), ("language", None),
+                            ("final_answer", None), ("label", None)):
         if column not in df:
             df[column] = default
     df["source"] = df["source"].fillna("dqa")
@@ -75,6 +76,13 @@ def _frame(results: list[dict]) -> pd.DataFrame:
     df["overridden"] = df["overridden"].fillna(False).astype(bool)
     df["all_tied"] = df["all_tied"].fillna(False).astype(bool)
     return df
+
+
+def _label(value):
+    """A label as stored (a name or an id; a float where pandas mixed ids with gaps), None for a gap."""
+    if value is None or (isinstance(value, float) and pd.isna(value)):
+        return None
+    return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
 def _ran(df: pd.DataFrame) -> pd.DataFrame:
@@ -102,7 +110,7 @@ def _interval(k: int, n: int) -> tuple[float | None, float | None]:
 ACCURACY_COLUMNS = ["set", "source", "scenario", "db", "kind", "technique", "model", "n", "correct", "errors", "total",
                     "accuracy", "ci95_low", "ci95_high", "answered", "answered accuracy", "optimal", "optimal rate",
                     "optimal ci95_low", "optimal ci95_high", "undecided", "overridden", "all tied", "mean regret",
-                    "stuck", "paper"]
+                    "stuck", "paper", "paper rule accuracy"]
 #: The columns of regret.csv (also when no pick was wrong).
 REGRET_COLUMNS = ["source", "scenario", "technique", "model", "wrong", "ranked", "mean regret", "median regret",
                   "mean relative regret %", "median rank"]
@@ -137,7 +145,10 @@ def accuracy(results: list[dict]) -> pd.DataFrame:
                      "overridden": int(g["overridden"].sum()), "all tied": int(g["all_tied"].sum()),
                      "mean regret": _round(regrets.mean()) if len(regrets) else None,
                      "stuck": int((g["status"] == "stuck").sum()),
-                     "paper": paper.ACCURACY.get((scenario, kind), {}).get(tech) if qset == DQA_SET else None})
+                     "paper": paper.ACCURACY.get((scenario, kind), {}).get(tech) if qset == DQA_SET else None,
+                     # the authors' rule (the label appears in the answer), for a like-for-like look at "paper"
+                     "paper rule accuracy": _pct(sum(bool(paper_rule(a, _label(lab))) for a, lab in
+                                                     zip(g["final_answer"], g["label"])), n)})
     return pd.DataFrame(rows, columns=ACCURACY_COLUMNS)
 
 
