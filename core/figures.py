@@ -509,7 +509,7 @@ def ranking_bars(ranking: Ranking, names: dict, top: int, pick=None) -> go.Figur
     rank_of_pick = ranking.position_of(pick) if pick is not None else None
     if rank_of_pick and rank_of_pick > len(shown):
         shown.append(ranking.entries[rank_of_pick - 1])
-    labels = [f"#{'=' if ranking.tied(e.candidate) > 1 else ''}{ranking.rank_of(e.candidate)} "
+    labels = [f"{ranking.rank_of(e.candidate)}{' (tied)' if ranking.tied(e.candidate) > 1 else ''}. "
               f"{names.get(e.candidate, e.candidate)}" for e in shown]
     gains = [ranking.gain(e.candidate) for e in shown]
 

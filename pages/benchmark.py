@@ -1,7 +1,6 @@
 """Benchmark: run DQA, or part of it, with techniques and a model in the background (the page stays responsive and
 follows the progress), and browse the results as the paper's tables and figures, with CSV and JSON export."""
 import json
-import re
 from pathlib import Path
 
 import pandas as pd
@@ -24,7 +23,7 @@ from core.dqa import DQA_SET, DQAError
 from core.llm import LLMError
 from core.summary import GAP, technique_label
 from core.numbers import number
-from pages.common import dqa_root, kept, session_limits, session_llm
+from pages.common import dqa_root, in_words, kept, session_limits, session_llm
 from pages.grading_view import override_form, override_note
 from pages.limit_inputs import budget_inputs, limit_inputs
 from pages.run_view import load, open_run
@@ -42,9 +41,7 @@ PAGE_WORDS = [(r"use another --out \(or --name\)", "choose another Results name"
 
 def page_words(message: str) -> str:
     """A message from core, with the command line's options named as this page's inputs."""
-    for flag, words in PAGE_WORDS:
-        message = re.sub(flag, words, message)
-    return message
+    return in_words(message, PAGE_WORDS)
 
 
 
@@ -312,7 +309,8 @@ def show_results(results: list[dict]) -> None:
 
 
 def show_accuracy(tables: dict) -> None:
-    st.caption("Accuracy % per scenario and database (SQL = RDB, graph = GDB) with its 95% Wilson interval and n, "
+    st.caption("Accuracy % per scenario and database (the paper calls a SQL database RDB, a graph database GDB) "
+               "with its 95% interval (Wilson's method for a share) and n, "
                "their average, and the paper's GPT-4 figures (columns marked paper; the paper ran 200 Locating and "
                "101 Building questions; Tables 4-5). Optimal: the share of decisions with regret 0 by the simulator "
                "(a pick tied with the best counts, and an answer naming exactly the candidates tied for best). "

@@ -7,7 +7,7 @@ from datetime import datetime
 import pandas as pd
 import streamlit as st
 
-from core import jobs
+from core import jobs, scenarios
 from core.overrides import OverrideStore, with_override
 from core.replays import model_label
 from core.runs import ENDED, as_tree
@@ -20,6 +20,14 @@ CORRECT = {True: "correct", False: "wrong"}
 #: The table's columns, what an analyst reads first (is it right, how good is the pick) to the left.
 COLUMNS = ["branch", "question", "technique", "correct", "rank", "decision", "status", "grade", "database", "model",
            "setting", "review", "LLM calls", "tokens", "time (s)", "started", "run"]
+
+
+def scenario_title(name: str) -> str:
+    """A scenario as the Scenarios page names it (``Distribution centre``, not ``Depot``)."""
+    try:
+        return scenarios.get(name).title
+    except KeyError:  # a run of a scenario no longer installed
+        return name.title()
 
 
 def choose(column, label: str, values, format_func=str):
@@ -55,7 +63,7 @@ if not runs:
 overrides = OverrideStore().all()
 columns = st.columns(6)
 filters = {
-    "scenario": choose(columns[0], "Scenario", (r.settings["scenario"] for r in runs), str.title),
+    "scenario": choose(columns[0], "Scenario", (r.settings["scenario"] for r in runs), scenario_title),
     "technique": choose(columns[1], "Technique", (r.settings["technique"] for r in runs), technique_label),
     "db": choose(columns[2], "Database", (r.settings["db"] for r in runs)),
     "llm": choose(columns[3], "Model", (r.settings["llm"] for r in runs), model_label),

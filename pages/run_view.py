@@ -153,7 +153,8 @@ def _query_review(e: dict, trace: Trace) -> None:
     if e["status"] == "approved":
         st.success(f"{_by(e)} approved the query.{note}", icon=":material/how_to_reg:")
     elif e["status"] == "edited":
-        st.info(f"{_by(e)} edited the query; it ran as:{note}", icon=":material/edit:")
+        st.info(f"{_by(e)} edited the query{f' ({note.strip()})' if note else ''}. It ran as below.",
+                icon=":material/edit:")
         st.code(e["query"], language="sql" if "SELECT" in e["query"].upper() else "cypher", wrap_lines=True)
     else:
         st.warning(f"{_by(e)} rejected the query; it did not run.{note}", icon=":material/block:")
@@ -161,10 +162,12 @@ def _query_review(e: dict, trace: Trace) -> None:
 
 def _branch(e: dict, trace: Trace) -> None:
     changes = [f"the plan:\n\n{steps_markdown(e['plan'])}" if e.get("plan") else "",
-               f"the query `{md(e['query'])}`" if e.get("query") else "",
+               "the query below" if e.get("query") else "",
                f"a note: {md(e['note'])}" if e.get("note") else ""]
     st.info(f"**Branched** from run `{e['parent']}` at step {e['at_step']} by {_by(e)}, with "
             + "; ".join(c for c in changes if c), icon=":material/call_split:")
+    if e.get("query"):  # as code: Markdown escapes would show inside an inline code span
+        st.code(e["query"], language="sql" if "SELECT" in e["query"].upper() else "cypher", wrap_lines=True)
 
 
 def _error(e: dict, trace: Trace) -> None:

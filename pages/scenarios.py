@@ -131,7 +131,7 @@ with facts:
             st.metric("Labelled best decision", "none")
         else:
             decision_metric(st, "Labelled best decision", kind, question, question.answer, database)
-    st.caption(f"`{question.id}` · source id {question.question_num}"
+    st.caption(f"`{question.id}` · number {question.question_num} in the benchmark's own files"
                + (f" · database {question.database_ref}" if question.database_ref else ""),
                help=f"Database content key `{database.key}`.")
 

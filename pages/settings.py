@@ -1,6 +1,7 @@
 """Settings for this session: the language model, the database connections, the DQA directory and the scenarios
 folder, each with a test. The API key and passwords stay in the session; the environment gives the defaults."""
 from dataclasses import replace
+from pathlib import Path
 
 import streamlit as st
 
@@ -11,12 +12,20 @@ from core.dqa import DQAError
 from core.llm import REPLAY_PREFIX, LLMError
 from core.scenarios.command import check_folder
 from core.settings import DatabaseSettings
-from pages.common import dqa_root, session_db, session_limits, session_llm, session_reviewer
+from pages.common import dqa_root, in_words, session_db, session_limits, session_llm, session_reviewer
 from pages.limit_inputs import limit_inputs
 
 PROVIDERS = {"openai": "OpenAI", "compatible": "OpenAI-compatible server", "replay": "Replay file"}
 KEPT = "kept (leave empty to keep it)"
 ICONS = {"success": ":material/check_circle:", "warning": ":material/block:", "error": ":material/error:"}
+
+
+#: Command-line words in core's model messages, as this page names the same inputs.
+SETTINGS_WORDS = [(r"--llm MODEL or OPENAI_MODEL", "Model above"),
+                  (r"--base-url or OPENAI_BASE_URL", "Base URL above"),
+                  (r"set OPENAI_BASE_URL \(--base-url\)", "set the Base URL"),
+                  (r"set OPENAI_API_KEY", "enter the API key"), (r"check OPENAI_API_KEY", "check the API key"),
+                  (r"\(--context-tokens, or the Settings page\)", "(Limits of each run, below)")]
 
 
 def show_results(section: str, results: list[tuple[str, str]] | None = None) -> None:
@@ -31,6 +40,10 @@ def show_results(section: str, results: list[tuple[str, str]] | None = None) -> 
 def scenario_check(folder) -> list[tuple[str, str]]:
     """What ``scenario check`` says of each scenario in ``folder``, and what kept the registry from loading one
     (e.g. a name already used), as (kind, message) results."""
+    if not Path(folder).expanduser().is_dir():  # e.g. the default folder, before a first scenario: not an error
+        return [("warning", f"`{folder}` does not exist yet: it is where your own scenarios go. The Scenarios page "
+                            "shows the built-in ones; to add one, make this folder with a scenario in it "
+                            "(docs/scenarios.md).")]
     results, said = [], set()
     for path, problems, facts in check_folder(folder):
         said.update(problems)
@@ -90,7 +103,7 @@ if test.button("Test", key="llm_test"):
         try:
             tested = [("success", check_llm(chosen))]
         except LLMError as e:
-            tested = [("error", str(e))]
+            tested = [("error", in_words(str(e), SETTINGS_WORDS))]
 show_results("llm", tested)
 
 st.subheader("Limits of each run")
