@@ -148,8 +148,10 @@ def add_llm_arguments(p: argparse.ArgumentParser, unattended: bool = False) -> N
 def add_fidelity_arguments(p: argparse.ArgumentParser) -> None:
     """The switches between the project's improved settings and the papers' (docs/paper-deviations.md)."""
     p.add_argument("--prompts", choices=("improved", "paper"), default="improved",
-                   help="improved (default): the project's prompts; paper: the PlanRAG paper's prompts as its "
-                        "original implementation sent them (SingleRAG, IterRAG, PlanRAG, PlanRAG w/o RP, AutoPlan)")
+                   help="improved (default): the project's prompts; paper: nothing the paper (or its authors' "
+                        "code) did not send: the PlanRAG paper's prompts as its original implementation sent them "
+                        "(SingleRAG, IterRAG, PlanRAG, PlanRAG w/o RP, AutoPlan), REAPER's prompt in its paper's "
+                        "structure (docs/paper-deviations.md)")
     p.add_argument("--reaper-planner", choices=("examples", "zero-shot"), default="examples",
                    help="reaper: the planner prompt with example retrieval plans for the scenario (default), or "
                         "without")
@@ -283,7 +285,8 @@ def cmd_run(args) -> int:
             source = args.source or catalog.default_source(args.scenario)
             settings = RunSettings(args.scenario, args.question, args.db, args.technique, args.llm or "", source=source,
                                    base_url=args.base_url, hitl=args.hitl, plan_version=args.plan_version,
-                                   replan_on_failure=not args.no_replan, review_queries=args.approve_queries,
+                                   replan_on_failure=False if args.no_replan else None,
+                                   review_queries=args.approve_queries,
                                    limits=limits_from(args), prompts=args.prompts,
                                    reaper_planner=args.reaper_planner)
             result = runtime.start(settings, on_event=show)

@@ -157,9 +157,10 @@ def start_form() -> None:
         e, f = st.columns(2)
         prompt_setting = e.selectbox("Prompts", list(PROMPT_LABELS), format_func=PROMPT_LABELS.get,
                                      key=kept("bench_prompts"),
-                                     help="The loop techniques' prompts (docs/paper-deviations.md)")
+                                     help="Every technique's prompts: the project's, or nothing the papers did not "
+                                          "send (docs/paper-deviations.md)")
         planner = f.selectbox("REAPER planner", list(PLANNER_LABELS), format_func=PLANNER_LABELS.get,
-                              key=kept("bench_reaper_planner"))
+                              key=kept("bench_reaper_planner"), help="REAPER's runs only")
         with st.expander("Limits of each run and the benchmark's budget"):
             limits = limit_inputs(session_limits(), key="bench_limits")
             budget_tokens, budget_cost = budget_inputs(key="bench")

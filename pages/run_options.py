@@ -71,7 +71,7 @@ def choose_plan_version(scenario: str, technique: str, key: str) -> int | None:
                              "refused.")
 
 
-PROMPT_LABELS = {"improved": "Improved (the project's)", "paper": "Paper (PlanRAG, Figures 8-11 as sent)"}
+PROMPT_LABELS = {"improved": "Improved (the project's)", "paper": "Paper (as the paper and its code sent)"}
 PLANNER_LABELS = {"examples": "With example plans", "zero-shot": "Zero-shot"}
 
 
@@ -82,10 +82,16 @@ def choose_setting(technique: str, key: str) -> tuple[str, str]:
         planner = st.radio("REAPER planner", list(PLANNER_LABELS), format_func=PLANNER_LABELS.get, key=kept(f"{key}_planner"),
                            horizontal=True, help="The paper's planner is a fine-tuned model; example retrieval "
                                                  "plans for the scenario are as close as a prompt gets.")
-        return "improved", planner
+        prompts = st.radio("Prompts", list(PROMPT_LABELS), format_func=PROMPT_LABELS.get,
+                           key=kept(f"{key}_reaper_prompts"), horizontal=True,
+                           help="Paper: the planner prompt in the structure of REAPER's (role, instruction, the tool "
+                                "with signature and example usage, examples as '# Input: ... # Answer:'), one "
+                                "planning call, no re-plan.")
+        return prompts, planner
     prompts = st.radio("Prompts", list(PROMPT_LABELS), format_func=PROMPT_LABELS.get, key=kept(f"{key}_prompts"),
-                       horizontal=True, help="Paper: the schema as property names, the ReAct scratchpad in one "
-                                             "message, no format corrections, no dialect note.")
+                       horizontal=True, help="Paper: Figures 8-11 as the original sent them, the ReAct scratchpad in "
+                                             "one message, no correction, no second request for an answer, the "
+                                             "original's 15-call stop.")
     return prompts, "examples"
 
 

@@ -198,3 +198,42 @@ def test_the_learned_plans_page_shows_the_training_setting(tmp_path, monkeypatch
     versions = at.dataframe[0].value
     assert list(versions["batch accuracy"]) == [f"{v1.history[-1]['correct']} of 1 "
                                                 f"({100 * v1.history[-1]['correct']:.0f}%)"]
+
+
+def test_paper_setting_reflects_on_the_task_description_and_updates_with_the_papers_inputs(tmp_path, recorded):
+    from core.agents import paper_prompts
+
+    invalid = ("Plan: [Step 1: find the nodes flowing into deccan, Step 2: choose the best]\nCurrent step: Step 1\n"
+               "Thought: I need the inflows.\nAction: SQL\nAction input: SELECT source FROM flow")
+    broken = "Re-plan: N\nCurrent step: Step 1\nThought: Again.\nAction: Relational DB\nAction input: SELECT x FROM flow"
+    replies = [invalid, broken, broken, FINAL, SUMMARY, FLAWS, REVISION, UPDATE]
+    settings = TrainSettings("locating", "sqlite", replay(tmp_path, replies), [1], batch_size=1, iterations=1,
+                             source="demo", prompts="paper")
+    (v1,) = train(settings, tmp_path)
+    assert len(recorded) == 8 and v1.trained_with["prompts"] == "paper"
+    run_system = recorded[0][0].content
+    observed = recorded[3][1].content  # the run's last call: its scratchpad, with no note on the repeated error
+    assert "SQL is not a valid tool, try one of [Relational DB, Self thinking]." in observed
+    assert observed.count("An exception occured: ") == 2 and "same error" not in observed
+    summary, flaws, revision, update = (m[-1].content for m in recorded[4:8])
+    history = summary.removesuffix(prompts.SUMMARY_PROMPT)
+    assert history.startswith(f"The task description:\n{run_system}\n\nThe interaction history:\nQuestion: ")
+    assert invalid in history and "Outcome: success (reward 1)" in history
+    assert flaws == history + prompts.PAPER_FLAW_PROMPT and revision == prompts.REVISION_PROMPT
+    assert update == "\n\n".join([
+        f"The task description:\n{run_system}", "The current plan:\n(none yet: the agent made its own plan)",
+        f"Question 1:\n{recorded[0][1].content.split(chr(10) + chr(10))[0]}\nSummary: {SUMMARY}\nFlaws: {FLAWS}\n"
+        f"Revision: {REVISION}", prompts.PAPER_UPDATE_PROMPT, prompts.PLAN_FORMAT])
+    assert "in the form as in task description" in update and "Outcome" not in update  # equation 9's inputs
+    runtime = AgentRuntime(tmp_path)
+    path = tmp_path / "eval.json"
+    path.write_text(json.dumps([FINAL]))
+    try:
+        result = runtime.start(RunSettings("locating", 2, "sqlite", "autoplan", f"replay:{path}", source="demo",
+                                           prompts="paper"))
+        system = runtime.transcript(result.run_id)[0]["content"]
+    finally:
+        runtime.close()
+    plan_part = system.split("\n\n")[-2]  # before the suffix: the learned plan with the Thought-prompt
+    assert plan_part.endswith(paper_prompts.THOUGHT_PROMPT) and "adapting" not in system
+    assert "Step 2: Compare them by the value a merchant would steer to the home node" in plan_part

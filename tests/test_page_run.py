@@ -221,3 +221,4 @@ def test_the_prompt_setting_and_the_reaper_planner_are_chosen_on_the_page(home):
     at.selectbox(key="run_technique").set_value("reaper").run()
     assert at.radio(key="run_setting_planner").value == "examples"
     assert "run_setting_prompts" not in [r.key for r in at.radio]
+    assert at.radio(key="run_setting_reaper_prompts").value == "improved"  # REAPER has its own paper setting

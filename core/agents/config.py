@@ -22,9 +22,11 @@ REAPER_PLANNERS = ("examples", "zero-shot")
 def setting_label(technique_name: str, prompts: str | None, reaper_planner: str | None) -> str:
     """The faithfulness setting a run used, for reports and lists: ``prompts paper`` / ``prompts improved`` (the
     loop techniques), ``planner examples`` / ``planner zero-shot`` (REAPER). Records from before the settings
-    existed read as the defaults then: improved prompts, a zero-shot REAPER planner."""
+    existed read as the defaults then: improved prompts, a zero-shot REAPER planner. REAPER's paper setting reads
+    ``prompts paper, planner ...``."""
     if technique(technique_name).engine == "reaper":
-        return f"planner {reaper_planner or 'zero-shot'}"
+        planner = f"planner {reaper_planner or 'zero-shot'}"
+        return f"prompts paper, {planner}" if prompts == "paper" else planner
     return f"prompts {prompts or 'improved'}"
 
 
@@ -100,11 +102,13 @@ class RunSettings:
 
     The loop techniques can start from a plan: ``initial_plan`` (its steps), or ``plan_version``, a learned
     AutoPlan plan of the scenario, which sets ``initial_plan`` when the run starts (technique ``autoplan``: the
-    latest when None). REAPER re-plans once after failed steps unless ``replan_on_failure`` is off.
+    latest when None). REAPER re-plans once after failed steps unless ``replan_on_failure`` is off (None: as its
+    prompt setting has it, on in ``improved``, off in ``paper``).
 
     Faithfulness switches (docs/paper-deviations.md): ``prompts`` ``improved`` (default) or ``paper``, the PlanRAG
-    paper's prompts as its original implementation sent them (the loop techniques); ``reaper_planner``
-    ``examples`` (default: the planner prompt shows example retrieval plans for the scenario) or ``zero-shot``.
+    paper's prompts as its original implementation sent them (the loop techniques), REAPER's planner prompt in
+    its paper's structure; ``reaper_planner`` ``examples`` (default: the planner prompt shows example retrieval
+    plans for the scenario) or ``zero-shot``. A setting the technique does not have is refused, not ignored.
     ``top_p``: nucleus sampling (None: the server's default), as AutoPlan's training explores."""
 
     scenario: str
@@ -119,7 +123,7 @@ class RunSettings:
     limits: Limits = field(default_factory=Limits)
     initial_plan: list[str] | None = None
     plan_version: int | None = None
-    replan_on_failure: bool = True
+    replan_on_failure: bool | None = None
     prompts: str = "improved"
     reaper_planner: str = "examples"
     top_p: float | None = None
@@ -150,12 +154,26 @@ class RunSettings:
         if self.reaper_planner not in REAPER_PLANNERS:
             raise ValueError(f"unknown REAPER planner {self.reaper_planner!r}; choose one of "
                              f"{', '.join(REAPER_PLANNERS)}")
+        self._check_technique_has_its_settings(tech)
         if self.top_p is not None and not 0 < self.top_p <= 1:
             raise ValueError(f"top_p must be above 0 and at most 1, not {self.top_p!r}")
         if self.hitl not in HITL_MODES:
             raise ValueError(f"unknown review mode {self.hitl!r}; choose one of {', '.join(HITL_MODES)}")
         self.limits.validate()
         return self
+
+    def _check_technique_has_its_settings(self, tech) -> None:
+        """ValueError for a setting the technique does not have (rather than ignoring it)."""
+        reaper = tech.engine == "reaper"
+        if not reaper and self.reaper_planner != REAPER_PLANNERS[0]:
+            raise ValueError(f"{tech.label} has no REAPER planner: the planner setting {self.reaper_planner!r} is "
+                             "REAPER's")
+        if not reaper and self.replan_on_failure is False:
+            raise ValueError(f"{tech.label} has no re-planning after failed steps to turn off: that switch is "
+                             "REAPER's (PlanRAG w/o RP is the PlanRAG without re-planning)")
+        if reaper and self.prompts == "paper" and self.replan_on_failure:
+            raise ValueError("REAPER's paper setting plans once, as the paper; its re-plan after failed steps is a "
+                             "workbench addition of the improved setting")
 
     def to_dict(self) -> dict:
         return asdict(self)

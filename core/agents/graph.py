@@ -176,10 +176,10 @@ def _fail(kind: str, message: str, emit: _Emitter, attempts: list[dict] | None =
 
 
 def _answer(state: dict, reply: Reply, emit: _Emitter, finish_reason: str | None = None,
-            again: str = "call_llm") -> dict:
+            again: str = "call_llm", ask_again: bool = True) -> dict:
     """Settle the reply to a request for the final answer: its Final answer, else the reply itself when it is
-    plain text. A reply that is no answer (empty, cut off, an action, a plan) is corrected once when the limits
-    allow one more call (node ``again`` asks again), else the run fails saying so."""
+    plain text. A reply that is no answer (empty, cut off, an action, a plan) is corrected once when
+    ``ask_again`` and the limits allow one more call (node ``again`` asks again), else the run fails saying so."""
     problem = guards.not_an_answer(reply, finish_reason)
     if problem is None:
         if reply.final_answer and reply.thought:
@@ -187,7 +187,7 @@ def _answer(state: dict, reply: Reply, emit: _Emitter, finish_reason: str | None
         if finish_reason == "length":
             emit(ErrorEvent(message=prompts.cut_off_answer(), error_kind="truncated", fatal=False))
         return _finish(state, reply, (reply.final_answer or reply.text).strip(), emit)
-    if state.get("answer_tries", 0) < 1 and guards.calls_left(state, Limits.from_dict(state["limits"])):
+    if ask_again and state.get("answer_tries", 0) < 1 and guards.calls_left(state, Limits.from_dict(state["limits"])):
         text = guards.answer_correction(problem)
         emit(ObservationEvent(text=text.removeprefix("Observation: "), error=problem, error_kind="format"))
         return {"messages": state["messages"] + [{"role": "ai", "content": reply.text}, {"role": "human",
@@ -225,8 +225,7 @@ def _complete(state: dict, runtime: Runtime[AgentContext], prompt: str, emit: _E
         emit(ErrorEvent(message=prompts.context_shortened(shortened, limits.context_tokens), error_kind="context",
                         fatal=False))
     try:
-        paper = state.get("prompts") == paper_prompts.PAPER
-        chat, stop = (paper_prompts.chat, paper_prompts.STOP) if paper else (_chat, prompts.STOP)
+        chat, stop = _chat_of(state)
         llm = runtime.context.llm
         c = run_control.call(getattr(runtime.context, "control", None), llm.complete, chat(prompt, fitted), stop,
                              on_retry=lambda a: emit(_retry_event(a)), cancel=getattr(llm, "cancel", None))
@@ -240,6 +239,17 @@ def _complete(state: dict, runtime: Runtime[AgentContext], prompt: str, emit: _E
         update["chars_per_token"] = (guards.measured_chars_per_token(prompt, fitted, c.prompt_tokens)
                                      or state.get("chars_per_token"))
     return update, c
+
+
+def _chat_of(state: dict) -> tuple:
+    """How a request is sent, and its stop sequences: the improved setting's chat turns (and REAPER's, whose paper
+    gives none); the PlanRAG paper setting's two messages (SingleRAG's calls with no stop sequence, as the
+    original sent them)."""
+    if state.get("prompts") != paper_prompts.PAPER or "technique" not in state:
+        return _chat, prompts.STOP
+    if technique(state["technique"]).max_actions == 1 or state["answer_only"]:
+        return (lambda prompt, messages: paper_prompts.chat_single(prompt, messages[0]["content"])), None
+    return paper_prompts.chat, paper_prompts.STOP
 
 
 def _retry_event(attempt: dict) -> ErrorEvent:
@@ -342,6 +352,8 @@ def _settle_plan(state: dict, reply: Reply, emit: _Emitter) -> dict:
 
 def call_llm(state: AgentState, runtime: Runtime[AgentContext]) -> dict:
     """One LLM call, and what its reply leads to."""
+    if state.get("prompts") == paper_prompts.PAPER:
+        return _call_paper(state, runtime)
     limits = Limits.from_dict(state["limits"])
     step = state["llm_calls"] + 1
     emit = _Emitter(runtime, step)
@@ -364,8 +376,6 @@ def call_llm(state: AgentState, runtime: Runtime[AgentContext]) -> dict:
     state = {**state, **update}
     if state["answer_only"]:
         return {**update, **_answer(state, reply, emit, finish_reason)}
-    if state.get("prompts") == paper_prompts.PAPER:  # the paper's setting: no corrections of any kind
-        return {**update, **_settle_paper(state, reply, emit)}
     if not c.text.strip():
         return {**update, **_empty_reply(state, reply, emit)}
     update["empty_replies"] = 0
@@ -420,6 +430,69 @@ def review_plan(state: AgentState, runtime: Runtime[AgentContext]) -> dict:
     return {"proposal": None, **_observe(state, reply.through_plan(), feedback, emit)}
 
 
+def _call_paper(state: dict, runtime: Runtime[AgentContext]) -> dict:
+    """One LLM call in the paper setting, and what its reply leads to, with nothing the original did not send: no
+    correction, no second request for an answer, no note on a repeat. The run ends unanswered at the original
+    executor's iteration limit, or at a workbench safety limit, which it names as such."""
+    limits, tech = Limits.from_dict(state["limits"]), technique(state["technique"])
+    emit = _Emitter(runtime, state["llm_calls"] + 1)
+    reached = _paper_limit(state, limits)
+    if reached:
+        limit, message = reached
+        return {"limit": limit, **_fail("limit", message, emit)}
+    if state["answer_only"] and tech.max_actions != 1:  # a run checkpointed at a limit before this setting stopped
+        return {"limit": state.get("limit"), **_fail("limit", "the run reached its limits; " + _NO_ANSWER, emit)}
+    if state["answer_only"]:  # SingleRAG's answer call
+        reply, observed = state["messages"][1]["content"], paper_prompts.observed(state["messages"][2]["content"])
+        question = state["messages"][0]["content"].removeprefix("Question: ")
+        text = paper_prompts.single_answer(question, paper_prompts.single_query(reply) or "", observed)
+        update, c = _complete(state, runtime, state["answer_prompt"], emit, [{"role": "human", "content": text}])
+        if c is None:
+            return update
+        answer = paper_prompts.read_reply(c.text)
+        answer = answer[1] if answer[0] == "final" else c.text.strip()
+        if not answer:
+            return {**update, **_fail("no_answer", "the answer call gave an empty reply (paper prompt setting: it "
+                                                   "is not asked again)", emit)}
+        return {**update, **_finish({**state, **update}, parse_reply(c.text), answer, emit)}
+    update, c = _complete(state, runtime, state["prompt"], emit)
+    if c is None:
+        return update
+    state, reply = {**state, **update}, parse_reply(c.text)
+    if tech.max_actions == 1:
+        return {**update, **_single_paper(state, reply, emit)}
+    return {**update, **_settle_paper(state, reply, emit)}
+
+
+_NO_ANSWER = "the run ends without an answer (paper prompt setting: no final answer is asked for)"
+
+
+def _paper_limit(state: dict, limits: Limits) -> tuple[str, str] | None:
+    """Before a paper-setting call: the limit that ends the run, and the message saying whose limit it is."""
+    if not state["answer_only"] and state["llm_calls"] >= paper_prompts.MAX_ITERATIONS:
+        return "iterations", (f"{paper_prompts.STOPPED} (the original agent executor's limit of "
+                              f"{paper_prompts.MAX_ITERATIONS} iterations); {_NO_ANSWER}")
+    reached = guards.limit_reached(state, limits, keep_answer_call=False) or _context_full(state, limits)
+    if reached:
+        return reached[0], f"{reached[1]}: a workbench safety limit, not the paper's; {_NO_ANSWER}"
+    return None
+
+
+def _single_paper(state: dict, reply: Reply, emit: _Emitter) -> dict:
+    """SingleRAG's retrieval reply, as the original read it: the text after its first ``Action input:`` (up to
+    any ``Observation``) runs as the database query, whatever tool its Action names."""
+    query = paper_prompts.single_query(reply.text)
+    if reply.thought:
+        emit(ThoughtEvent(text=reply.thought))
+    if query is None or not query.strip():
+        return _fail("format", "the reply has no Action input to run (the original SingleRAG failed here; paper "
+                               "prompt setting: no correction is asked for)", emit)
+    language = state["language"]
+    query = paper_prompts.fence_free(query, language).strip()
+    emit(ActionEvent(tool=reply.action or prompts.TOOL_NAMES[language], query=query, language=language))
+    return _queue_action(state, reply.text, language, query)
+
+
 def _settle_paper(state: dict, reply: Reply, emit: _Emitter) -> dict:
     """The ``paper`` setting: a plan the reply writes is taken (or sent for review) as in the improved setting, but
     a reply without one is not corrected; then the reply is acted on as the original implementation did."""
@@ -437,27 +510,30 @@ def _settle_paper(state: dict, reply: Reply, emit: _Emitter) -> dict:
 
 
 def _act_paper(state: dict, reply: Reply, emit: _Emitter) -> dict:
-    """Act on a reply as the original parser read it: an Action with its Action input runs (an Action naming no tool
-    of the run observes so); else a Final answer ends the run; a reply with both, or with neither, ends the run
-    failed (the original raised a parse error there), with no corrective observation."""
+    """Act on a reply as the original parser and executor did (paper_prompts.read_reply): an Action with its Action
+    input runs when the Action names a tool of the run exactly (else the executor's "not a valid tool"
+    observation); else a Final answer ends the run; a reply with both, or with neither, ends the run failed (the
+    original raised a parse error there), with no corrective observation."""
     if reply.thought or reply.current_step:
         emit(ThoughtEvent(text=reply.thought or "", current_step=reply.current_step))
-    acts = reply.get("action") is not None and reply.get("action_input") is not None
-    if acts and reply.final_answer is not None:
+    kind, first, query = paper_prompts.read_reply(reply.text)
+    if kind == "both":
         return _fail("format", "the reply has both an Action and a Final answer (paper prompt setting: no "
                                "correction is asked for)", emit)
-    if reply.final_answer is not None:
-        return _finish(state, reply, reply.final_answer, emit)
-    if not acts:
+    if kind == "neither":
         return _fail("format", "the reply has neither an Action with its Action input nor a Final answer (paper "
                                "prompt setting: no correction is asked for)", emit)
-    language, kind = state["language"], tool_kind(reply.action)
-    if kind is None or (kind != "self" and kind != language):
-        event = ObservationEvent(text=paper_prompts.invalid_tool(reply.action, language), error="invalid tool",
+    if kind == "final":
+        return _finish(state, reply, first, emit)
+    language = state["language"]
+    tool = paper_prompts.tool_of(first, language)
+    if tool is None:
+        event = ObservationEvent(text=paper_prompts.invalid_tool(first, language), error="invalid tool",
                                  error_kind="format")
         return _observe(state, reply.text, event, emit)
-    emit(ActionEvent(tool=reply.action, query=reply.action_input, language=kind))
-    return _queue_action(state, reply.text, kind, reply.action_input)
+    query = paper_prompts.fence_free(query, language) if tool != "self" else query
+    emit(ActionEvent(tool=first, query=query, language=tool))
+    return _queue_action(state, reply.text, tool, query)
 
 
 def _queue_action(state: dict, text: str, kind: str, query: str) -> dict:
@@ -517,18 +593,23 @@ def run_action(state: AgentState, runtime: Runtime[AgentContext]) -> dict:
     """Run the action's query (or echo a Self-thinking input) and observe the result or the error."""
     limits, action = Limits.from_dict(state["limits"]), state["action"]
     emit = _Emitter(runtime, state["llm_calls"])
-    if action["tool"] == "self":
-        event = ObservationEvent(text=action["query"])
+    paper = state.get("prompts") == paper_prompts.PAPER
+    if action["tool"] == "self":  # the original's Self thinking tool returned nothing
+        event = ObservationEvent(text="" if paper else action["query"])
     else:
         try:
             event = run_query(runtime.context.backend, action["query"], limits,
                               getattr(runtime.context, "control", None))
         except BackendUnavailable as e:
             return _fail(e.kind, str(e), emit)
+        if paper:
+            event.text = (paper_prompts.error_text(event.error, state["language"]) if event.error else
+                          paper_prompts.result_text(event.columns, event.rows, state["language"]))
     actions = state["actions"] + 1
     max_actions = technique(state["technique"]).max_actions
     answer_only = state["answer_only"] or bool(max_actions and actions >= max_actions)
-    update = {"actions": actions, "action": None, "answer_only": answer_only, **_remember(state, action, event)}
+    remembered = {} if paper else _remember(state, action, event)  # no loop guard in the paper setting
+    update = {"actions": actions, "action": None, "answer_only": answer_only, **remembered}
     if update.get("repeats", 0) >= limits.max_repeats:
         emit(event)
         return {**update, "messages": state["messages"] + [{"role": "ai", "content": state["reply"]}], "reply": "",

@@ -56,10 +56,11 @@ def call_cost(price: list[float] | None, prompt_tokens: int, completion_tokens: 
     return None if price is None else (prompt_tokens * price[0] + completion_tokens * price[1]) / 1e6
 
 
-def limit_reached(state: dict, limits: Limits) -> tuple[str, str] | None:
+def limit_reached(state: dict, limits: Limits, keep_answer_call: bool = True) -> tuple[str, str] | None:
     """Before an LLM call: the limit the run has reached (``llm_calls``, ``tokens`` or ``cost``) and what to say
-    about it, or None. The call limit keeps the last call for the final answer."""
-    if state["llm_calls"] + 1 >= limits.max_llm_calls:
+    about it, or None. The call limit keeps the last call for the final answer (unless ``keep_answer_call`` is
+    off: the paper setting asks for none)."""
+    if state["llm_calls"] + keep_answer_call >= limits.max_llm_calls:
         return "llm_calls", f"step limit reached ({limits.max_llm_calls} LLM calls)"
     used = state["prompt_tokens"] + state["completion_tokens"]
     if used >= limits.max_tokens:

@@ -22,7 +22,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
-from core.agents import guards, prompts
+from core.agents import guards, paper_prompts, prompts
 from core.agents import reaper_prompts as texts
 from core.agents.config import Limits, Review
 from core.agents.events import ActionEvent, ErrorEvent, ObservationEvent, PlanEvent, QueryReviewEvent
@@ -73,18 +73,29 @@ class ReaperState(TypedDict):
     shortened: int
     chars_per_token: float | None
     review_queries: bool  # each step's query waits for the analyst's approval (review_step)
+    prompts: str  # improved | paper: the planner prompt in the structure of the paper's (absent: improved)
+    question: str  # the question as the answer call gives it (absent: the first message)
 
 
 def initial_state(hitl: str, limits: Limits, language: str, schema: str, question_text: str,
                   note: str | None = None, replan_on_failure: bool = True, review_queries: bool = False, *,
-                  examples: str = "") -> ReaperState:
+                  examples: str = "", setting: str = paper_prompts.IMPROVED,
+                  paper_examples: list[tuple[str, str]] = ()) -> ReaperState:
     """The state a run starts in; ``examples``: example plans for the planner prompt (reaper_examples.py; "" for
-    the zero-shot planner)."""
+    the zero-shot planner). The ``paper`` ``setting``: the planner prompt in the paper's structure with
+    ``paper_examples`` as its in-context examples, the question as its ``# Input:``, no dialect note, one planning
+    call (no re-plan) and one answer call (not asked again)."""
+    paper = paper_prompts.check(setting) == paper_prompts.PAPER
+    question = prompts.question_message(question_text)
     return ReaperState(hitl=hitl, limits=limits.__dict__.copy(), language=language,
-                       replan_on_failure=replan_on_failure, replanned=False,
-                       prompt=texts.planner_prompt(language, schema, note, examples),
-                       answer_prompt=prompts.answer_prompt(language, schema, note),
-                       messages=[{"role": "human", "content": prompts.question_message(question_text)}],
+                       replan_on_failure=replan_on_failure and not paper, replanned=False, prompts=setting,
+                       prompt=(texts.paper_planner_prompt(language, schema, list(paper_examples)) if paper else
+                               texts.planner_prompt(language, schema, note, examples)),
+                       answer_prompt=(paper_prompts.answer_prompt(language, schema) if paper else
+                                      prompts.answer_prompt(language, schema, note)),
+                       question=question,
+                       messages=[{"role": "human",
+                                  "content": texts.paper_input(question_text) if paper else question}],
                        steps=[], plan=[], cursor=0, results={}, evidence=[], failed=[], reply="", proposal=None,
                        action=None, llm_calls=0, prompt_tokens=0, completion_tokens=0, tokens_estimated=False,
                        actions=0, final_answer=None, status="running", error=None, next="write_plan", wall_s=0.0,
@@ -258,7 +269,8 @@ def answer(state: ReaperState, runtime: Runtime[AgentContext]) -> dict:
     start = state.get("answer_from")
     update = {} if start is not None else {"answer_from": len(state["messages"])}
     state = {**state, **update}
-    request = guards.fit_answer(state["answer_prompt"], state["messages"][0]["content"], state.get("collected", []),
+    question = state.get("question") or state["messages"][0]["content"]
+    request = guards.fit_answer(state["answer_prompt"], question, state.get("collected", []),
                                 state["messages"][state["answer_from"]:],
                                 Limits.from_dict(state["limits"]), state.get("chars_per_token"))
     counted, c = _complete(state, runtime, state["answer_prompt"], emit, request)
@@ -266,7 +278,7 @@ def answer(state: ReaperState, runtime: Runtime[AgentContext]) -> dict:
     if c is None:
         return update
     return {**update, **_answer({**state, **update}, parse_reply(c.text), emit, getattr(c, "finish_reason", None),
-                                again="answer")}
+                                again="answer", ask_again=state.get("prompts") != paper_prompts.PAPER)}
 
 
 def build_graph() -> StateGraph:

@@ -77,6 +77,52 @@ BUILDING: dict[str, tuple[str, str]] = {
     ])),
 }
 
+#: language -> [(question, plan)]: shorter example plans beside the one above, for the paper setting's prompt, which
+#: shows several in-context examples (REAPER section 4.1's m examples; Figure 2 mixes one-step and multi-step plans).
+LOCATING_MORE: dict[str, list[tuple[str, str]]] = {
+    "sql": [
+        ('Which trade node is the home node of "Valdoria"?',
+         "Step 1: the home node of the country - #E1 = Relational DB[SELECT home_node FROM country WHERE "
+         "country_name = 'Valdoria']"),
+        ('Where does the value of "saltmarsh" flow, and how much of it?',
+         "Step 1: the flows out of the node - #E1 = Relational DB[SELECT dest, flow FROM flow WHERE source = "
+         "'saltmarsh']\n"
+         "Step 2: the nodes it flows to - #E2 = Relational DB[SELECT dest FROM flow WHERE source = 'saltmarsh']\n"
+         "Step 3: their values - #E3 = Relational DB[SELECT trade_node, local_value, ingoing FROM trade_node WHERE "
+         "trade_node IN (#E2)]"),
+    ],
+    "cypher": [
+        ('Which trade node is the home node of "Valdoria"?',
+         "Step 1: the home node of the country - #E1 = Graph DB[MATCH (c:Country {name: 'Valdoria'}) RETURN "
+         "c.home_node]"),
+        ('Where does the value of "saltmarsh" flow, and how much of it?',
+         "Step 1: the flows out of the node - #E1 = Graph DB[MATCH (s:Trade_node {name: 'saltmarsh'})-[f:source]->"
+         "(d:Trade_node) RETURN d.name, f.flow]\n"
+         "Step 2: the nodes it flows to - #E2 = Graph DB[MATCH (s:Trade_node {name: 'saltmarsh'})-[:source]->"
+         "(d:Trade_node) RETURN d.name]\n"
+         "Step 3: their values - #E3 = Graph DB[MATCH (t:Trade_node) WHERE t.name IN [#E2] RETURN t.name, "
+         "t.local_value, t.ingoing]"),
+    ],
+}
+BUILDING_MORE: dict[str, list[tuple[str, str]]] = {
+    "sql": [
+        ("What is the current price of ceramics?",
+         "Step 1: the price of the goods - #E1 = Relational DB[SELECT current_price FROM goods WHERE goods_name = "
+         "'ceramics']"),
+        ("Which buildings use ceramics, and how much of it do they get?",
+         "Step 1: the code of the goods - #E1 = Relational DB[SELECT code FROM goods WHERE goods_name = 'ceramics']\n"
+         "Step 2: the buildings that use it - #E2 = Relational DB[SELECT building_id, max_demand, current_input FROM "
+         "demand WHERE goods_id = #E1]"),
+    ],
+    "cypher": [
+        ("What is the current price of ceramics?",
+         "Step 1: the price of the goods - #E1 = Graph DB[MATCH (g:Goods {name: 'ceramics'}) RETURN g.current_price]"),
+        ("Which buildings use ceramics, and how much of it do they get?",
+         "Step 1: the buildings that use the goods - #E1 = Graph DB[MATCH (g:Goods {name: 'ceramics'})-[d:Demand]->"
+         "(b:Building) RETURN b.id, b.name, d.max_demand, d.current_input]"),
+    ],
+}
+
 
 def all_examples() -> dict[tuple[str, str], tuple[str, str]]:
     """(scenario, language) -> (question, plan): every scenario type's example plans."""
@@ -106,3 +152,18 @@ def planner_used(settings: RunSettings, language: str) -> str:
     """The planner setting a run really had: ``zero-shot`` when its scenario has no example plan for the query
     language, whatever was asked for."""
     return "examples" if for_planner(settings, language) else "zero-shot"
+
+
+def paper_examples(scenario: str, language: str) -> list[tuple[str, str]]:
+    """Every example plan of a scenario in a query language, for the paper setting's planner prompt: its own and
+    the shorter ones (``more_planner_examples``)."""
+    from core import scenarios
+
+    kind = scenarios.get(scenario)
+    found = kind.planner_examples.get(language)
+    return ([found] if found else []) + list(kind.more_planner_examples.get(language, []))
+
+
+def for_paper_planner(settings: RunSettings, language: str) -> list[tuple[str, str]]:
+    """The paper setting's in-context examples: none for the ``zero-shot`` planner."""
+    return [] if settings.reaper_planner == "zero-shot" else paper_examples(settings.scenario, language)

@@ -182,9 +182,12 @@ class AgentRuntime:
             hitl, note = settings.hitl if tech.plans else "auto", prompts.dialect_note(backend.name)
             if tech.engine == "reaper":
                 state = reaper.initial_state(hitl, settings.limits, backend.language, backend.schema_text(),
-                                             ws.question.text, note, settings.replan_on_failure,
+                                             ws.question.text, note, settings.replan_on_failure is not False,
                                              settings.review_queries,
-                                             examples=reaper_examples.for_planner(settings, backend.language))
+                                             examples=reaper_examples.for_planner(settings, backend.language),
+                                             setting=settings.prompts,
+                                             paper_examples=reaper_examples.for_paper_planner(settings,
+                                                                                              backend.language))
             else:
                 state = initial_state(tech, hitl, settings.limits, backend.language, backend.schema_text(),
                                       ws.question.text, note, settings.initial_plan, settings.prompts,

@@ -66,7 +66,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="success: the paper's success or failure (default); rich: also the best decision, the rank "
                         "and the regret of the agent's")
     p.add_argument("--prompts", choices=("improved", "paper"), default="improved",
-                   help="the experience runs' prompts: improved (default) or the PlanRAG paper's (see core run)")
+                   help="improved (default), or paper: the PlanRAG paper's prompts for the experience runs and "
+                        "AutoPlan's reflection and update inputs (see docs/paper-deviations.md)")
     p.add_argument("--json", action="store_true", help="print the saved versions as JSON (progress to stderr)")
     add_llm_arguments(p, unattended=True)
     p.set_defaults(func=cmd_train)

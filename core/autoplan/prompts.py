@@ -23,6 +23,14 @@ SUMMARY_PROMPT = "Summarize the interaction history in steps."
 FLAW_PROMPT = ("Identify all flawed parts of the plan (not flawed actions). Remember that the database and the outcome "
                "are always correct; the plan may have flaws.")
 REVISION_PROMPT = "Suggest revision to the current flawed part of the plan. Only the flawed part."
+#: The paper setting's Flaw- and Upd-prompts: Table 2's, "the game" read as the task over the database.
+PAPER_FLAW_PROMPT = ("Identify all flawed parts of the plan/action. Remember in this task, things are not like real "
+                     "world. The system message in observation is always correct and the plan/action may have flaws.")
+PAPER_UPDATE_PROMPT = ("Based on the above experiences of the task, rewrite the current plan. Pay attention to summary "
+                       "of successful jobs, and flawed actions and suggested revision of all jobs. The plan should be "
+                       "generalizable to all questions of this kind. The actions in the plan should also be in the "
+                       "form as in task description.")
+PLAN_FORMAT = "Use the following Strict format:\nPlan: [Step 1: ..., Step 2: ..., ..., Step N: ...]"
 _SECTION = re.compile(r"^[ \t>*#-]*\**[ \t]*(summary|flaws?|revision)[ \t]*\**[ \t]*:[ \t]*\**", re.I | re.M)
 
 
@@ -57,28 +65,36 @@ def outcome_text(outcome: dict, reward: str = "rich") -> str:
     return f"Outcome: {verdict}. The agent chose {decision}{where}. {best}"
 
 
-def experience(plan: list[str], run: str, outcome: dict, reward: str = "rich") -> str:
-    """H and R of equations 6-8: the plan, the agent's run and its reward."""
+def experience(plan: list[str], run: str, outcome: dict, reward: str = "rich", task: str | None = None) -> str:
+    """H and R of equations 6-8: the plan, the agent's run and its reward. With ``task`` (the paper setting), H as
+    the paper has it: the task description the agent was given (its system prompt: the schema, the valid actions
+    and the plan), then the interaction history."""
+    if task is not None:
+        return "\n\n".join([f"The task description:\n{task}", f"The interaction history:\n{run}",
+                            outcome_text(outcome, reward)])
     return "\n\n".join([f"The plan the agent was given:\n{_plan(plan)}", f"The agent's run:\n{run}",
                         outcome_text(outcome, reward)])
 
 
-def reflection_steps(plan: list[str], run: str, outcome: dict, reward: str = "success") -> dict[str, str]:
+def reflection_steps(plan: list[str], run: str, outcome: dict, reward: str = "success",
+                     task: str | None = None) -> dict[str, str]:
     """The three-step SIR reflection's user messages: the summary and the flaws each on the experience; the
-    revision follows the flaws' call and its reply (equation 8)."""
-    h = experience(plan, run, outcome, reward)
-    return {"summary": f"{h}\n\n{SUMMARY_PROMPT}", "flaws": f"{h}\n\n{FLAW_PROMPT}", "revision": REVISION_PROMPT}
+    revision follows the flaws' call and its reply (equation 8). With ``task``: the paper setting's H and
+    Flaw-prompt."""
+    h = experience(plan, run, outcome, reward, task)
+    flaw = FLAW_PROMPT if task is None else PAPER_FLAW_PROMPT
+    return {"summary": f"{h}\n\n{SUMMARY_PROMPT}", "flaws": f"{h}\n\n{flaw}", "revision": REVISION_PROMPT}
 
 
-def reflection_message(plan: list[str], run: str, outcome: dict, reward: str = "rich") -> str:
-    """SIR reflection on one run, in one call: summary, flaws of the plan, revision."""
+def reflection_message(plan: list[str], run: str, outcome: dict, reward: str = "rich",
+                       task: str | None = None) -> str:
+    """SIR reflection on one run, in one call: summary, flaws of the plan, revision (``task``: as
+    ``reflection_steps``)."""
+    flaw = FLAW_PROMPT if task is None else PAPER_FLAW_PROMPT
     return "\n\n".join([
-        experience(plan, run, outcome, reward),
+        experience(plan, run, outcome, reward, task),
         "Reflect on the run in three parts:\n"
-        "Summary: Summarize the interaction history in steps.\n"
-        "Flaws: Identify all flawed parts of the plan (not flawed actions). Remember that the database and the "
-        "outcome are always correct; the plan may have flaws.\n"
-        "Revision: Suggest revision to the current flawed part of the plan. Only the flawed part."])
+        f"Summary: {SUMMARY_PROMPT}\nFlaws: {flaw}\nRevision: {REVISION_PROMPT}"])
 
 
 def parse_reflection(text: str) -> dict[str, str]:
@@ -93,9 +109,17 @@ def parse_reflection(text: str) -> dict[str, str]:
     return parts
 
 
-def update_message(plan: list[str], experiences: list[dict], reward: str = "rich") -> str:
+def update_message(plan: list[str], experiences: list[dict], reward: str = "rich", task: str | None = None) -> str:
     """The plan update: the current plan and each run's question, outcome and reflection (``experiences``: dicts
-    with question, text, outcome and the reflection's parts)."""
+    with question, text, outcome and the reflection's parts). With ``task`` (the paper setting), equation 9's
+    inputs: the task description, the current plan, each question with its summary, flaws and revision (no run,
+    no outcome), and Table 2's Upd-prompt; then the plan's format, so that it can be read."""
+    if task is not None:
+        jobs = "\n---\n".join(f"Question {e['question']}:\n{e['text']}\n"
+                               + "\n".join(f"{name.title()}: {e[name] or '(none)'}" for name in SECTIONS)
+                               for e in experiences)
+        return "\n\n".join([f"The task description:\n{task}", f"The current plan:\n{_plan(plan)}", jobs,
+                            PAPER_UPDATE_PROMPT, PLAN_FORMAT])
     runs = "\n---\n".join(
         f"Question {e['question']}:\n{e['text']}\n{outcome_text(e['outcome'], reward)}\n"
         + "\n".join(f"{name.title()}: {e[name] or '(none)'}" for name in SECTIONS) for e in experiences)
@@ -105,4 +129,4 @@ def update_message(plan: list[str], experiences: list[dict], reward: str = "rich
         "runs, and to the flaws and suggested revisions of all runs. The plan should be generalizable to all "
         "questions of this kind: name nothing particular to one question. Each step says which data to collect "
         "from the database, or how to decide from it.",
-        "Use the following Strict format:\nPlan: [Step 1: ..., Step 2: ..., ..., Step N: ...]"])
+        PLAN_FORMAT])

@@ -101,19 +101,22 @@ def _ask(llm: ChatLLM, message: str, before: list | None = None) -> tuple[str, i
 def _experience(runtime: AgentRuntime, settings: TrainSettings, question: int, plan: list[str]) -> dict:
     """Run the agent on a training question with the plan; its run, outcome and conversation."""
     result = runtime.start(settings.run_settings(question, plan))
-    conversation = runtime.transcript(result.run_id)[1:]  # the question, then each reply and observation
+    system, *conversation = runtime.transcript(result.run_id)  # the system prompt, the question, each reply and
+    # observation; the paper setting's reflection reads the system prompt as the task description (its H)
     return {"question": question, "run_id": result.run_id, "outcome": result.outcome,
-            "text": conversation[0]["content"], "run": "\n\n".join(m["content"] for m in conversation)}
+            "text": conversation[0]["content"], "run": "\n\n".join(m["content"] for m in conversation),
+            "task": system["content"] if settings.prompts == "paper" else None}
 
 
 def _reflect(llm: ChatLLM, plan: list[str], experience: dict, settings: TrainSettings) -> tuple[dict, int]:
     """The SIR reflection on one run (three calls, or one), kept with the run's outcome."""
     outcome = experience["outcome"]
     if settings.reflection == "one-call":
-        reply, tokens = _ask(llm, prompts.reflection_message(plan, experience["run"], outcome, settings.reward))
+        reply, tokens = _ask(llm, prompts.reflection_message(plan, experience["run"], outcome, settings.reward,
+                                                             experience["task"]))
         parts, calls = {**prompts.parse_reflection(reply), "reply": reply}, 1
     else:
-        asks = prompts.reflection_steps(plan, experience["run"], outcome, settings.reward)
+        asks = prompts.reflection_steps(plan, experience["run"], outcome, settings.reward, experience["task"])
         summary, used_s = _ask(llm, asks["summary"])
         flaws, used_f = _ask(llm, asks["flaws"])
         revision, used_r = _ask(llm, asks["revision"], [HumanMessage(asks["flaws"]), AIMessage(flaws)])
@@ -167,7 +170,7 @@ def train(settings: TrainSettings, home: str | Path | None = None, *,
                 verdict = {True: "correct", False: "wrong", None: "unlabelled"}[reflection["correct"]]
                 say(f"iteration {i}: question {question}: {verdict} (decision {reflection['decision']})")
             merged = [{**e, **r} for e, r in zip(experiences, reflections, strict=True)]
-            reply, used = _ask(llm, prompts.update_message(plan, merged, settings.reward))
+            reply, used = _ask(llm, prompts.update_message(plan, merged, settings.reward, experiences[-1]["task"]))
             history.append(_record(i, parent, experiences, tokens + used,
                                    sum(r["reflection_calls"] for r in reflections)))
             steps = parse_reply(reply).plan

@@ -56,7 +56,7 @@ def result_fields(settings: RunSettings, usage: list[dict]) -> dict:
     """What a benchmark result records of its setting and of its calls' latencies (``usage``: the runs' LLM usage
     records, in call order)."""
     reaper = technique(settings.technique).engine == "reaper"
-    prompts = None if reaper else settings.prompts
+    prompts = None if reaper and settings.prompts != "paper" else settings.prompts  # as REAPER recorded it before
     planner = reaper_examples.planner_used(settings, registry.language(settings.db)) if reaper else None
     return {"prompts": prompts, "reaper_planner": planner,
             "setting": setting_label(settings.technique, prompts, planner),

@@ -438,7 +438,7 @@ class Bench:
         c = self.config
         settings = RunSettings(item.scenario, item.question, item.db, item.technique, self._spec(item),
                                base_url=c.base_url, temperature=c.temperature, limits=c.limits, source=item.source,
-                               prompts=c.prompts, reaper_planner=c.reaper_planner).validate()
+                               prompts=c.prompts, **_planner(item.technique, c.reaper_planner)).validate()
         run_id = new_run_id()
         self._local.llm = None
         start = time.perf_counter()
@@ -504,3 +504,8 @@ class _NotRun(Exception):
         super().__init__(message)
         self.kind = kind
         self.attempts = attempts or []
+
+
+def _planner(technique_name: str, reaper_planner: str) -> dict:
+    """The REAPER planner setting, for REAPER's runs only (the other techniques have none)."""
+    return {"reaper_planner": reaper_planner} if technique(technique_name).engine == "reaper" else {}

@@ -86,6 +86,7 @@ class ScenarioType:
     change_caption: str = ""  # shown under the what-if figure
     graph_mapping = None  # a core.graphdata.GraphMapping: how its SQL tables read as a property graph (DQA kinds)
     planner_examples: dict = {}  # language -> (question, plan): REAPER's planner examples (core.agents.reaper_examples)
+    more_planner_examples: dict = {}  # language -> [(question, plan)]: more of them, for REAPER's paper setting
 
     # --- questions and data ---
     def questions(self, source: str, root=None) -> list:

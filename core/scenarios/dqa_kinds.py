@@ -78,6 +78,12 @@ class Locating(_DQAType):
 
         return reaper_examples.LOCATING
 
+    @property
+    def more_planner_examples(self):
+        from core.agents import reaper_examples
+
+        return reaper_examples.LOCATING_MORE
+
     def dqa_question(self, number: int, raw: dict):
         """Question ``number`` of DQA's Locating question file."""
         from core.scenario import Question
@@ -197,6 +203,12 @@ class Building(_DQAType):
         from core.agents import reaper_examples
 
         return reaper_examples.BUILDING
+
+    @property
+    def more_planner_examples(self):
+        from core.agents import reaper_examples
+
+        return reaper_examples.BUILDING_MORE
 
     def dqa_question(self, number: int, raw: dict):
         """Question ``number`` of DQA's Building question file."""
