@@ -88,8 +88,11 @@ with st.container(border=True):
                                prompts=prompt_setting, reaper_planner=planner, review_queries=review_queries)
         busy = jobs.running(run_id or "")
         start_slot = st.empty()
+        same_question = reviewing and (record.settings.get("source", "dqa"), record.settings["scenario"],
+                                       record.settings["question"]) == (question.source, question.scenario,
+                                                                        question.number)
         started_here = start_button(start_slot, busy, unavailable=bool(unavailable_reason or not model),
-                                    reviewing=reviewing)
+                                    reviewing=same_question)
         if started_here:
             st.session_state["run_id"] = run_id = start_run(settings)
             start_button(start_slot, True, unavailable=False)  # disabled while the new run is followed below
