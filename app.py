@@ -1,7 +1,8 @@
 """PlanRAG Workbench: the Streamlit entry point and page router."""
 import streamlit as st
 
-from core import home, scenarios
+from core.config import home
+from core import scenarios
 
 # An emoji icon: the browser would fetch a :material/...: favicon from fonts.gstatic.com (the app works offline).
 st.set_page_config(page_title="PlanRAG Workbench", page_icon="🧭", layout="wide")
@@ -22,7 +23,7 @@ pages = {
         st.Page("pages/settings.py", title="Settings", icon=":material/settings:"),
     ],
 }
-try:  # a project home that cannot be used: a fallback one, said on every page (core.home)
+try:  # a project home that cannot be used: a fallback one, said on every page (core.config.home)
     moved = home.use_fallback()
 except home.HomeError as e:
     st.error(str(e), icon=":material/error:")

@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core import catalog  # noqa: E402
+from core.scenarios import catalog  # noqa: E402
 from core.backends import engines, ladybug, sqlite  # noqa: E402
 from core.backends.base import QueryError  # noqa: E402
 from core.backends.cypher_dialect import prepare, to_ladybug  # noqa: E402

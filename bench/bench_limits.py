@@ -19,8 +19,8 @@ from core.backends import ladybug, sqlite  # noqa: E402
 from core.backends.base import QueryTimeout  # noqa: E402
 from core.backends.registry import open_backend, unavailable  # noqa: E402
 from core.benchmark.runner import RateLimiter  # noqa: E402
-from core.dqa import DQA  # noqa: E402
-from core.settings import DatabaseSettings, dqa_dir  # noqa: E402
+from core.scenarios.dqa.source import DQA  # noqa: E402
+from core.config.settings import DatabaseSettings, dqa_dir  # noqa: E402
 
 # The same runaway queries as tests/test_backends_sql.py and tests/test_backends_graph.py.
 RUNAWAY = {"sql": ("SELECT COUNT(*) AS n FROM node_country a, node_country b, node_country c "

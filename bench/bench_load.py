@@ -3,7 +3,7 @@
 Targets (issue "Foundation"): import of all 301 questions <= 5 s; a Locating database into SQLite <= 50 ms,
 Ladybug <= 400 ms, MariaDB <= 500 ms. Fresh loads are timed by clearing each backend's content cache.
 
-Neo4j is timed on the server NEO4J_URI names, else on the local graph server (core.graph_server) started for the
+Neo4j is timed on the server NEO4J_URI names, else on the local graph server (core.backends.graph_server) started for the
 bench when it is installed: a fresh load clears the database and loads the graph, a cached open checks the
 server's marker of the loaded graph, and a switch is a query whose graph another question's open replaced (the
 reload included), as on a single-database server.
@@ -21,9 +21,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from core.backends.registry import BACKENDS, open_backend, unavailable  # noqa: E402
-from core.dqa import DQA  # noqa: E402
-from core.scenario import SCENARIOS  # noqa: E402
-from core.settings import dqa_dir  # noqa: E402
+from core.scenarios.dqa.source import DQA  # noqa: E402
+from core.scenarios.dqa.source import SCENARIOS  # noqa: E402
+from core.config.settings import dqa_dir  # noqa: E402
 
 
 def time_import(root) -> float:
@@ -91,7 +91,7 @@ def main() -> None:
 
 def with_graph_server() -> None:
     """Run ``main`` with the local graph server when NEO4J_URI is unset and the server is installed."""
-    from core import graph_server
+    from core.backends import graph_server
 
     if os.environ.get("NEO4J_URI") or not graph_server.installed():
         return main()

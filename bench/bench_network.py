@@ -24,10 +24,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from core import figures  # noqa: E402
-from core.dqa import DQA  # noqa: E402
-from core.scenario import Database, Question  # noqa: E402
-from core.settings import dqa_dir  # noqa: E402
+from core.scenarios.dqa import figures  # noqa: E402
+from core.scenarios.dqa.source import DQA  # noqa: E402
+from core.model.question import Database, Question  # noqa: E402
+from core.config.settings import dqa_dir  # noqa: E402
 from sims import synthetic  # noqa: E402
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")

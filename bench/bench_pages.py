@@ -53,11 +53,11 @@ EXCEPTION = "[data-testid=stException]"
 class Broken(Exception):
     """A page showed an exception box, or not its content."""
 SEED = """
-from core import jobs
-from core.agents.config import RunSettings
-from core.benchmark import jobs as bench_jobs
-from core.benchmark.command import smoke_config
-from core.replays import replays
+import core.jobs.runs as jobs
+from core.model.run_settings import RunSettings
+import core.jobs.benchmarks as bench_jobs
+from core.benchmark.smoke import smoke_config
+from core.llm.replays import replays
 runtime = jobs.open_runtime()
 for scenario, technique in (("locating", "iterrag"), ("locating", "planrag"), ("building", "planrag")):
     spec = replays("demo", scenario, 1, "sql", technique)[0].spec

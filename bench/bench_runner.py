@@ -8,7 +8,9 @@
 Targets (issue "Benchmark runner"): overhead <= 20 ms per agent step, <= 1 s to get any question ready; the 602
 pairs in <= 3 minutes on 2 cores.
 
-Usage: python bench/bench_runner.py [--concurrency N] [--questions 1-200] [DQA_DIR]
+3. With --epochs K: the same questions in K epochs against one, per sample, and the time to make the reports.
+
+Usage: python bench/bench_runner.py [--concurrency N] [--questions 1-200] [--epochs K] [DQA_DIR]
 """
 from __future__ import annotations
 
@@ -21,11 +23,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from core.benchmark import reports  # noqa: E402
 from core.benchmark.items import parse_numbers  # noqa: E402
 from core.benchmark.runner import Bench, BenchConfig  # noqa: E402
-from core.dqa import DQA  # noqa: E402
-from core.runs import RunStore  # noqa: E402
-from core.settings import dqa_dir  # noqa: E402
+from core.scenarios.dqa.source import DQA  # noqa: E402
+from core.store.runs import RunStore  # noqa: E402
+from core.config.settings import dqa_dir  # noqa: E402
 from tests.bench_scripts import VARIANTS, write_transcripts  # noqa: E402
 
 DBS = ["sqlite", "ladybug"]
@@ -46,12 +49,14 @@ for _name in ("create", "add_event", "update", "get"):  # to tell the run store'
     setattr(RunStore, _name, _timed(getattr(RunStore, _name)))
 
 
-def run(home: Path, replays: Path, out: str, questions: str, concurrency: int, dqa) -> tuple[float, list[dict]]:
+def run(home: Path, replays: Path, out: str, questions: str, concurrency: int, dqa,
+        epochs: int = 1, cache: bool = True) -> tuple[float, list[dict]]:
     """Both databases (as ``--db sqlite`` then ``--db ladybug``); the seconds taken and the results."""
     start, results = time.perf_counter(), []
     for db in DBS:
         bench = Bench(BenchConfig(["planrag"], f"replay:{replays}", db=db, questions=questions,
-                                  concurrency=concurrency, out=home / out, home=home, dqa_root=dqa))
+                                  concurrency=concurrency, out=home / out, home=home, dqa_root=dqa, epochs=epochs,
+                                  cache=cache))
         bench.run()
         results += bench.results()
     return time.perf_counter() - start, results
@@ -70,6 +75,7 @@ def main() -> None:
     parser.add_argument("dqa", nargs="?", default=dqa_dir())
     parser.add_argument("--concurrency", type=int, default=2)
     parser.add_argument("--questions", default="all")
+    parser.add_argument("--epochs", type=int, default=1, help="also measure the overhead of K epochs")
     args = parser.parse_args()
     if args.dqa is None:
         sys.exit("no DQA directory: pass it or set DQA_DIR")
@@ -93,6 +99,28 @@ def main() -> None:
         seconds, again = run(home, replays, "cached", args.questions, args.concurrency, args.dqa)
         print(f"the same from the reply cache: {seconds:.1f} s, {sum(r['llm_calls'] - r['cached_calls'] for r in again)} "
               f"LLM calls, {sum(r['cached_calls'] for r in again)} cached replies")
+        if args.epochs > 1:
+            epochs(home, replays, args)
+
+
+def epochs(home: Path, replays: Path, args) -> None:
+    """The overhead of epochs: the same questions once, then K epochs, both without the reply cache (every sample
+    plays its transcript; warm databases), per sample and per agent step; and the reports of K epochs against those
+    of one."""
+    store_time[0] = 0.0
+    seconds_one, one = run(home, replays, "epoch-1", args.questions, args.concurrency, args.dqa, cache=False)
+    overhead("1 epoch, no cache", one, store_time[0])
+    store_time[0] = 0.0
+    seconds_k, many = run(home, replays, "epochs", args.questions, args.concurrency, args.dqa, epochs=args.epochs,
+                          cache=False)
+    overhead(f"{args.epochs} epochs, no cache", many, store_time[0])
+    per_one, per_k = seconds_one / len(one), seconds_k / len(many)
+    print(f"{args.epochs} epochs: {len(many)} samples in {seconds_k:.1f} s, {1000 * per_k:.1f} ms a sample against "
+          f"{1000 * per_one:.1f} ms for one epoch ({100 * (per_k / per_one - 1):+.1f}% a sample)")
+    for label, results in (("1 epoch", one), (f"{args.epochs} epochs", many)):
+        start = time.perf_counter()
+        reports.tables(results, {})
+        print(f"reports of {label} ({len(results)} results): {time.perf_counter() - start:.2f} s")
 
 
 if __name__ == "__main__":

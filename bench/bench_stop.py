@@ -17,10 +17,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.agents import AgentRuntime, RunSettings, Workspace  # noqa: E402
+from core.agents.runtime import AgentRuntime
+from core.agents.workspace import Workspace
+from core.model.run_settings import RunSettings  # noqa: E402
 from core.backends.base import QueryResult  # noqa: E402
-from core.llm import open_llm  # noqa: E402
-from core.runs import RunStore  # noqa: E402
+from core.llm.client import open_llm  # noqa: E402
+from core.store.runs import RunStore  # noqa: E402
 
 TARGET_S = 2.0
 ACT = "Thought: look\nAction: Relational DB\nAction input: SELECT 1"

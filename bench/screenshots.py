@@ -32,8 +32,8 @@ from playwright.sync_api import Page, sync_playwright
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from core.dqa import DQA  # noqa: E402
-from core.settings import dqa_dir  # noqa: E402
+from core.scenarios.dqa.source import DQA  # noqa: E402
+from core.config.settings import dqa_dir  # noqa: E402
 from tests.bench_scripts import write_transcripts  # noqa: E402
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")

@@ -1,7 +1,7 @@
 import os
 import sys
 
-from core.cli import main
+from core.cli.main import main
 
 try:
     code = main()

@@ -7,27 +7,27 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
+from core.analysis.format import GAP, duration, number, spent
 from core import scenarios
-from core.agents.techniques import TECHNIQUES
+from core.model.technique import TECHNIQUES, parse_voted
 from core.backends.registry import BACKENDS
-from core.benchmark import fidelity, jobs, reports
-from core.benchmark.command import duration, spent
+from core.benchmark import fidelity, reports
+import core.jobs.benchmarks as jobs
 from core.benchmark.failures import CATEGORIES, PRECEDENCE, UNCLASSIFIED
 from core.benchmark.items import BenchError
-from core.benchmark.prices import load_prices, prices_path
-from core.benchmark.command import smoke_config
+from core.llm.prices import load_prices, prices_path
+from core.benchmark.smoke import smoke_config
 from core.benchmark.results import read_all
 from core.benchmark.runner import BenchConfig, bench_home
-from core.catalog import SOURCES
-from core.dqa import DQA_SET, DQAError
-from core.llm import LLMError
-from core.summary import GAP, technique_label
-from core.numbers import number
-from pages.common import dqa_root, in_words, kept, session_limits, session_llm
-from pages.grading_view import override_form, override_note
-from pages.limit_inputs import budget_inputs, limit_inputs
-from pages.run_view import load, open_run
-from pages.run_options import PLANNER_LABELS, PROMPT_LABELS
+from core.scenarios.catalog import SOURCES
+from core.scenarios.dqa.source import DQA_SET, DQAError
+from core.llm.client import LLMError
+from core.analysis.summary import technique_label
+from ui.common import dqa_root, in_words, kept, session_limits, session_llm
+from ui.grading_view import override_form, override_note
+from ui.limit_inputs import budget_inputs, limit_inputs
+from ui.run_view import load, open_run
+from ui.run_options import PLANNER_LABELS, PROMPT_LABELS
 
 POLL_S = 1.0
 ACCURACY_COLUMNS = ["source", "scenario", "db", "technique", "model", "n", "correct", "errors", "accuracy", "ci95_low",
@@ -36,7 +36,8 @@ ACCURACY_COLUMNS = ["source", "scenario", "db", "technique", "model", "n", "corr
 #: Command-line words in core's messages, as this page names the same thing.
 PAGE_WORDS = [(r"use another --out \(or --name\)", "choose another Results name"),
               (r"use --source ", "choose Questions: "), (r"--questions", "Questions"), (r"--rpm", "Requests per minute"),
-              (r"--concurrency", "Items at once"), (r"\(--base-url\)", "(Settings: server URL)")]
+              (r"--concurrency", "Items at once"), (r"\(--base-url\)", "(Settings: server URL)"),
+              (r"--epochs", "Epochs"), (r"--vote", "Vote over N samples"), (r"--top-p", "Top-p")]
 
 
 def page_words(message: str) -> str:
@@ -123,6 +124,35 @@ def smoke_start() -> None:
             st.session_state["bench_dir"] = str(job.bench.directory)
 
 
+def sampling_inputs(temperature: float) -> tuple:
+    """Repeats and sampling: epochs, a vote over N samples, temperature, top-p (0: not sent) and seed (blank: not
+    sent)."""
+    a, b, c, d, e = st.columns(5)
+    epochs = a.number_input("Epochs", 1, 50, 1, key=kept("bench_epochs"),
+                            help="Run every item this many times, each a run of its own; a rerun with more runs only "
+                                 "the missing epochs. Accuracy then has a clustered interval (a question's samples "
+                                 "are one cluster) and the agreement between samples.")
+    vote = b.number_input("Vote over N samples", 0, 50, 0, key=kept("bench_vote"),
+                          help="0: no vote. N: also each technique's decision by majority of N samples (undecided "
+                               "samples do not vote; a tie goes to the decision voted first), as a technique of its "
+                               "own, costing N times the calls; runs N epochs if fewer are asked.")
+    temperature = c.number_input("Temperature", 0.0, 2.0, float(temperature), 0.1, key=kept("bench_temperature"))
+    top_p = d.number_input("Top-p", 0.0, 1.0, 0.0, 0.05, key=kept("bench_top_p"), help="0: not sent (the server's)")
+    seed = e.text_input("Seed", "", key=kept("bench_seed"), placeholder="not sent",
+                        help="Sent to servers that take one; epoch e sends seed + e - 1")
+    return epochs, vote, temperature, top_p, seed
+
+
+def parse_seed(text: str) -> int | None:
+    """The seed typed (None when blank); ValueError naming the field when it is not a whole number."""
+    if not text.strip():
+        return None
+    try:
+        return int(text.strip())
+    except ValueError:
+        raise ValueError(f"Seed must be a whole number, not {text.strip()!r}") from None
+
+
 def start_form() -> None:
     scenarios.use_folder(st.session_state.get("scenarios_dir"))  # the session's (Settings), also when run alone
     llm = session_llm()
@@ -161,6 +191,7 @@ def start_form() -> None:
                                           "send (docs/paper-deviations.md)")
         planner = f.selectbox("REAPER planner", list(PLANNER_LABELS), format_func=PLANNER_LABELS.get,
                               key=kept("bench_reaper_planner"), help="REAPER's runs only")
+        epochs, vote, temperature, top_p, seed = sampling_inputs(llm.temperature)
         with st.expander("Limits of each run and the benchmark's budget"):
             limits = limit_inputs(session_limits(), key="bench_limits")
             budget_tokens, budget_cost = budget_inputs(key="bench")
@@ -176,10 +207,11 @@ def start_form() -> None:
     try:
         config = BenchConfig(techniques, model.strip(), scenario=scenario, db=db, questions=questions,
                              concurrency=int(concurrency), rpm=rpm or None, name=name.strip() or None, cache=cache,
-                             base_url=llm.base_url, temperature=llm.temperature,
+                             base_url=llm.base_url, temperature=temperature,
                              dqa_root=question_set.strip() or dqa_root(),
                              llm_settings=llm, limits=limits.validate(), budget_tokens=budget_tokens,
-                             budget_cost=budget_cost, source=source, prompts=prompt_setting, reaper_planner=planner)
+                             budget_cost=budget_cost, source=source, prompts=prompt_setting, reaper_planner=planner,
+                             epochs=int(epochs), vote=int(vote), top_p=top_p or None, seed=parse_seed(seed))
         job = jobs.start(config)
     except (BenchError, LLMError, ValueError, DQAError) as e:
         st.error(page_words(str(e)))
@@ -189,7 +221,8 @@ def start_form() -> None:
 
 def show_job(job: jobs.BenchJob) -> None:
     bench, progress = job.bench, job.bench.progress
-    st.markdown(f"**{bench.directory.name}**: {len(bench.work.items)} items of set **{bench.set_name}**, "
+    epochs = f" ({bench.epochs} epochs of each question)" if bench.epochs > 1 else ""
+    st.markdown(f"**{bench.directory.name}**: {len(bench.work.items)} items{epochs} of set **{bench.set_name}**, "
                 f"model `{bench.model}`")
     for note in bench.notes:
         st.caption(note)
@@ -321,6 +354,8 @@ def show_accuracy(tables: dict) -> None:
     table(readable(tables["paper_layout"]))
     acc = tables["accuracy"]
     table(readable(acc[ACCURACY_COLUMNS]))
+    if any(c in acc.columns for c in reports.EPOCH_COLUMNS):
+        show_repeats(acc)
     notes = []
     if acc["errors"].sum():
         notes.append(f"{int(acc['errors'].sum())} items could not run: they count in n as not correct (column "
@@ -340,6 +375,7 @@ def show_accuracy(tables: dict) -> None:
     for note in notes:
         st.caption(note)
     bars_with_paper(acc)
+    show_votes(acc, tables["costs"])
     undecided = tables["undecided"]
     if not undecided.empty:
         st.subheader("Answers that decide nothing")
@@ -349,13 +385,49 @@ def show_accuracy(tables: dict) -> None:
         table(readable(undecided))
 
 
+def show_repeats(acc: pd.DataFrame) -> None:
+    """The figures of repeated samples (epochs): accuracy with its clustered interval and n, agreement, and the
+    questions right in every, some or no epoch."""
+    st.subheader("Repeated samples (epochs)")
+    st.caption("n counts every sample (questions × epochs). The 95% interval treats the samples of a question as one "
+               "cluster: Wilson's interval at the effective n (samples over the design effect). Agreement: the share "
+               "of pairs of a question's samples that made the same decision. All / some / none right: the share of "
+               "questions right in every, some, no epoch (docs/verdicts.md).")
+    shown = acc.assign(accuracy=[f"{r['accuracy']:.1f}% [{r['ci95_low']:.1f}–{r['ci95_high']:.1f}]"
+                                 for r in acc.to_dict("records")])
+    table(readable(shown[["scenario", "db", "technique", "accuracy", "n", *reports.EPOCH_COLUMNS]]),
+          column_config={"accuracy": st.column_config.TextColumn("accuracy [clustered 95% CI]")})
+
+
+def show_votes(acc: pd.DataFrame, costs: pd.DataFrame) -> None:
+    """The voted techniques: accuracy (n, interval) beside what the vote cost, and the cost per correct decision."""
+    voted = acc[[parse_voted(t) is not None for t in acc["technique"]]]
+    if voted.empty:
+        return
+    st.subheader("Votes over samples (self-consistency)")
+    st.caption("Each voted decision is the majority of the graded decisions of N samples (epochs 1..N); undecided "
+               "samples do not vote and a tie goes to the decision voted first. It costs the N samples' calls: the "
+               "cost is theirs summed. The Questions tab opens a vote's samples side by side in Compare.")
+    cost = costs.set_index(["scenario", "db", "technique", "model"]) if not costs.empty else None
+    rows = []
+    for r in voted.to_dict("records"):
+        key = (r["scenario"], r["db"], r["technique"], r["model"])
+        c = cost.loc[key] if cost is not None and key in cost.index else {}
+        rows.append({"scenario": r["scenario"], "db": r["db"], "technique": r["technique"],
+                     "accuracy": reports.accuracy_text(r), "LLM calls per question": c.get("llm calls"),
+                     "cost USD": c.get("cost USD"), "cost per correct USD": c.get("cost per correct USD")})
+    table(readable(pd.DataFrame(rows)))
+
+
 def show_paired(pairs: pd.DataFrame) -> None:
     if pairs.empty:
         st.caption("Run two or more techniques on the same questions to compare them pairwise.")
         return
     st.caption("Each pair of techniques on the questions both ran (same database and model): both right, only "
                "A, only B, neither; the exact McNemar test on the discordant questions; A − B in points with "
-               "its 95% interval.")
+               "its 95% interval. With repeated samples (epochs), the per-question rates of right samples are "
+               "compared instead: the questions where A's or B's rate is higher, the exact sign-flip permutation "
+               "test, and the mean difference with its t interval (docs/verdicts.md).")
     for row in pairs.to_dict("records"):
         text = f"**{scenario_title(row['scenario'])} · {row['db']}**: {reports.paired_text(row)}"
         (st.success if row["significant"] else st.info)(text, icon=":material/compare_arrows:")
@@ -411,9 +483,20 @@ def show_items(items: pd.DataFrame) -> None:
         items = items[items["correct"] == False]  # noqa: E712
     st.download_button("Export these rows (CSV)", icon=":material/download:", file_name="benchmark-items.csv",
                        mime="text/csv", data=items.to_csv(index=False))
-    picked = table(readable(items), on_select="rerun", selection_mode="single-row", key="bench_items")
+    shown = items.copy()
+    for column in set(reports.VOTE_COLUMNS) & set(shown.columns):  # a vote's lists and counts, as text
+        shown[column] = [", ".join(f"{k} {n}" for k, n in v.items()) if isinstance(v, dict)
+                         else ", ".join(map(str, v)) if isinstance(v, list) else v for v in shown[column]]
+    picked = table(readable(shown), on_select="rerun", selection_mode="single-row", key="bench_items")
     rows = picked.selection.rows
-    if rows:
+    if rows and isinstance(items.iloc[rows[0]].get("samples"), list):  # a vote: its samples, in Compare
+        row = items.iloc[rows[0]]
+        st.caption(f"{reports.technique_name(row['technique'])}: {row['grade_reason']}.")
+        if st.button(f"Compare its {len(row['samples'])} samples", icon=":material/compare:"):
+            st.switch_page("pages/compare.py", query_params={
+                "runs": ",".join(r for r in row["samples"] if r),
+                "q": f"{row['source']}/{row['scenario']}/{row['question']}"})
+    elif rows:
         row = items.iloc[rows[0]]
         record = load(row["run_id"])[0] if isinstance(row.get("run_id"), str) else None
         if record is None:

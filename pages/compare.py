@@ -4,16 +4,17 @@ can join, and a run can be lined up step by step with its branches, where they d
 import pandas as pd
 import streamlit as st
 
-from core import jobs
-from core.agents.config import RunSettings
-from core.agents.techniques import TECHNIQUES
-from core.runs import ENDED, RunRecord
-from core.scenario import Question
-from core.summary import compare_row, gaps_as_text, technique_label
-from core.trace import ANSWER, BEFORE_PLAN, align_by
-from pages.common import current_question, kept, session_limits
-from pages.run_options import choose_database, choose_models, start_run
-from pages.run_view import RunPanel, follow, load, run_label, show_outcome, show_state, stop_button
+import core.jobs.runs as jobs
+from core import scenarios
+from core.model.run_settings import RunSettings
+from core.model.technique import TECHNIQUES
+from core.store.runs import ENDED, RunRecord
+from core.model.question import Question
+from core.analysis.summary import compare_row, gaps_as_text, technique_label
+from core.analysis.trace import ANSWER, BEFORE_PLAN, align_by
+from ui.common import current_question, kept, session_limits
+from ui.run_options import choose_database, choose_models, start_run
+from ui.run_view import RunPanel, decision_spread, follow, load, run_label, show_outcome, show_state, stop_button
 
 COLUMNS = ["technique", "status", "decision", "correct", "rank", "plan steps", "re-plans", "queries", "LLM calls",
            "tokens", "time (s)", "database", "model", "run"]
@@ -55,6 +56,22 @@ def side_by_side(run_ids: list[str]) -> list[RunRecord]:
                 show_outcome(record, compact=True)
         records += [record] if record else []
     return records
+
+
+def decisions(records: list[RunRecord]) -> None:
+    """How the compared runs that ended decided: each decision with the runs that picked it and the simulator's
+    rank. For a benchmark's vote (opened from its Questions tab) these are the vote's samples."""
+    ended = [r for r in records if r.status in ENDED]
+    if len(ended) < 2:
+        return
+    st.subheader("Decisions of these runs")
+    same = len({(r.settings["technique"], r.settings["db"]) for r in ended}) == 1
+    model = " with the same model" if len({r.settings["llm"] for r in ended}) == 1 else ""
+    st.caption(f"{len(ended)} ended runs (n={len(ended)})"
+               + (f", all {technique_label(ended[0].settings['technique'])} on {ended[0].settings['db']}{model}: "
+                  "samples of one technique. A vote takes the decision picked most (undecided runs do not vote; a "
+                  "tie goes to the one picked first)." if same else "."))
+    decision_spread(ended)
 
 
 def step_by_step(records: list[RunRecord]) -> None:
@@ -114,7 +131,7 @@ def with_branches(records: list[RunRecord]) -> None:
 
 st.title("Compare")
 question, database = current_question()
-st.caption(f"Question `{question.id}` · {question.target}")
+st.caption(f"Question `{question.id}` · {scenarios.target(question)}")
 compared = f"compare-{question.id}"  # the runs compared on this question (widget key)
 
 with st.container(border=True):
@@ -156,6 +173,7 @@ table = st.empty()
 records = side_by_side(chosen)
 table.dataframe(pd.DataFrame(gaps_as_text([compare_row(r) for r in records])), column_order=COLUMNS,
                 hide_index=True)
+decisions(records)
 step_by_step(records)
 with_branches(records)
 

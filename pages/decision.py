@@ -2,17 +2,19 @@
 agent's (or a chosen) pick with its rank and regret, and what any decision changes, drawn on the network."""
 import streamlit as st
 
-from core import decision, evidence, figures, scenarios
-from core.grading import place
-from core.scenario import default_mode, ranking
-from core.numbers import number
-from pages.common import current_question, decision_metric, linked_run, show_run_in_url
+from core.analysis import decision, evidence
+from core.scenarios import drawing
+from core import scenarios
+from core.analysis.grading import place
+from core.scenarios import default_mode, ranking
+from ui.common import current_question, decision_metric, linked_run, show_run_in_url
+from core.analysis.format import number
 from sims.ranking import InputError
 
 st.title("Decision check")
 question, database = current_question()
 kind = scenarios.get(question.scenario)
-st.markdown(f"**{question.id}**: {question.target}")
+st.markdown(f"**{question.id}**: {scenarios.target(question)}")
 if not kind.can_check:
     st.info(f"{kind.title} declares no simulator, so its decisions cannot be checked; runs still record their "
             "answers (Run, History).", icon=":material/block:")
@@ -93,7 +95,7 @@ else:
 
 st.subheader("Ranking")
 top = st.slider("Best candidates shown", 1, max(2, len(ranked.entries)), min(15, len(ranked.entries)))
-st.plotly_chart(figures.ranking_bars(ranked, names, top, pick), config={"displaylogo": False})
+st.plotly_chart(drawing.ranking_bars(ranked, names, top, pick, number=number), config={"displaylogo": False})
 with st.expander(f"All {len(ranked.entries)} candidates", expanded=True):
     st.dataframe(decision.ranking_table(ranked, names), hide_index=True, height=320,
                  column_config={c: st.column_config.NumberColumn(format="%.6g") for c in ("score", "gain", "regret")}

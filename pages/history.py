@@ -7,13 +7,14 @@ from datetime import datetime
 import pandas as pd
 import streamlit as st
 
-from core import jobs, scenarios
-from core.overrides import OverrideStore, with_override
-from core.replays import model_label
-from core.runs import ENDED, as_tree
-from core.summary import gaps_as_text, outcome_row, technique_label
-from pages.common import kept, show_run_in_url
-from pages.run_view import TIME_FORMAT, branch_form, open_run, run_label, show_outcome, show_run
+import core.jobs.runs as jobs
+from core import scenarios
+from core.store.overrides import OverrideStore, with_override
+from core.llm.replays import model_label
+from core.store.runs import ENDED, as_tree
+from core.analysis.summary import gaps_as_text, outcome_row, technique_label
+from ui.common import kept, show_run_in_url
+from ui.run_view import TIME_FORMAT, branch_form, open_run, run_label, show_outcome, show_run
 
 ANY = "any"
 CORRECT = {True: "correct", False: "wrong"}

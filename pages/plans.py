@@ -5,14 +5,15 @@ from datetime import datetime
 import pandas as pd
 import streamlit as st
 
-from core import catalog, scenarios
+from core.scenarios import catalog
+from core import scenarios
 from core.autoplan import EXPERIENCE_TECHNIQUES
-from core.autoplan.command import training_setting
-from core.autoplan.store import LearnedPlan, PlanStore, diff_steps
-from core.dqa import DQAError
-from core.numbers import spans
-from core.summary import GAP
-from pages.common import DEFAULT_QUESTION, dqa_root, kept
+from core.store.plans import training_setting
+from core.store.plans import LearnedPlan, PlanStore, diff_steps
+from core.scenarios.dqa.source import DQAError
+from core.model.numbers import spans
+from core.analysis.format import GAP
+from ui.common import DEFAULT_QUESTION, dqa_root, kept
 
 
 def batch_accuracy(iteration: dict) -> str:

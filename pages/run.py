@@ -2,20 +2,67 @@
 plans (and, if asked, each query), and read its outcome. At a pause, a banner and the review form come first.
 Paused and interrupted runs (also from before a restart) can be opened, resumed or closed; any run can be branched
 from a step."""
+import dataclasses
+
 import streamlit as st
 
-from core import jobs
-from core.agents.config import RunSettings
-from core.agents.techniques import TECHNIQUES
-from core.runs import ENDED
-from core.summary import technique_label
-from pages.common import current_question, kept, linked_run, session_limits, show_run_in_url
-from pages.plan_review import pause_taken, show_review, show_review_error
-from pages.run_options import (choose_database, choose_hitl, choose_model, choose_plan_version, choose_query_review,
-                               choose_setting, start_run)
-from pages.run_view import branch_form, load, md, open_run, run_label, show_outcome, show_run
+import core.jobs.runs as jobs
+from core import scenarios
+from core.model.run_settings import RunSettings
+from core.model.technique import TECHNIQUES
+from core.store.runs import ENDED
+from core.analysis.summary import technique_label
+from ui.common import current_question, kept, linked_run, session_limits, show_run_in_url
+from ui.plan_review import pause_taken, show_review, show_review_error
+from ui.run_options import (
+    choose_database, choose_hitl, choose_model, choose_plan_version, choose_query_review, choose_setting, start_run
+)
+from ui.run_view import branch_form, decision_spread, load, md, open_run, run_label, show_outcome, show_run
 
 PAUSE_KINDS = {"plan": "its plan", "replan": "a new plan", "query": "a query"}
+SAMPLES = "run_samples"  # the runs of the last "Run N times": {"question": id, "runs": [run ids]}
+
+
+def sample_inputs(settings: RunSettings, question_id: str, unavailable: bool) -> None:
+    """Run N times: N independent runs of these settings in automatic mode at a sampling temperature; their
+    spread of decisions is shown below instead of one sample."""
+    n = st.number_input("Samples", 1, 20, 1, key=kept("run_samples_n"),
+                        help="Run the same question N times (no review: automatic mode) and see how the decisions "
+                             "spread, each with the simulator's rank, instead of one sample.")
+    if n < 2:
+        return
+    temperature = st.number_input("Temperature of the samples", 0.0, 2.0, 0.7, 0.1, key=kept("run_samples_t"),
+                                  help="At 0 many servers still vary a little; a replay repeats itself exactly.")
+    if st.button(f"Run {n} times", icon=":material/stacks:", width="stretch", disabled=unavailable):
+        sampled = dataclasses.replace(settings, hitl="auto", review_queries=False, temperature=temperature)
+        st.session_state[SAMPLES] = {"question": question_id, "runs": [start_run(sampled) for _ in range(n)]}
+
+
+def show_samples(runs: list[str]) -> None:
+    """The spread of the samples' decisions (followed while they run), and any sample opened in the Run view."""
+    records = [load(run_id)[0] for run_id in runs]
+    ended = [r for r in records if r is not None and r.status in ENDED]
+    st.subheader(f"{len(runs)} samples of the question")
+    if len(ended) < len(runs):
+        st.progress(len(ended) / len(runs), text=f"{len(ended)} of {len(runs)} samples ended")
+    if ended:
+        st.caption(f"How the {len(ended)} ended samples decided (n={len(ended)}): each decision with the samples "
+                   "that picked it and the simulator's rank of it; undecided samples apart. A vote would take the "
+                   "decision picked most (a tie: the one picked first).")
+        decision_spread(ended)
+        chosen = st.selectbox("Open a sample", ended, format_func=lambda r: run_label(r.id, r.settings, r.created),
+                              key="run_sample_open")
+        if st.button("Open it in the Run view", icon=":material/play_circle:"):
+            st.session_state.pop(SAMPLES, None)
+            open_run(chosen, "pages/run.py")
+
+
+@st.fragment(run_every=1.0)
+def follow_samples(runs: list[str]) -> None:
+    """The samples while some still run; the whole page again once they have all ended."""
+    show_samples(runs)
+    if all((r := load(run_id)[0]) is not None and r.status in ENDED for run_id in runs):
+        st.rerun()
 
 
 def start_button(slot, busy: bool, unavailable: bool, reviewing: bool = False) -> bool:
@@ -68,7 +115,7 @@ if waiting:
                           args=(other.id,), help="End this run now (status stopped)")
 
 question, database = current_question()
-st.caption(f"Question `{question.id}` · {question.target}")
+st.caption(f"Question `{question.id}` · {scenarios.target(question)}")
 
 with st.container(border=True):
     left, middle, right = st.columns(3)
@@ -98,6 +145,16 @@ with st.container(border=True):
             start_button(start_slot, True, unavailable=False)  # disabled while the new run is followed below
         if unavailable_reason:
             st.caption(f"{db} is unavailable: {unavailable_reason}")
+        sample_inputs(settings, question.id, unavailable=bool(unavailable_reason or not model))
+
+sampled = st.session_state.get(SAMPLES)
+if sampled and sampled["question"] == question.id:
+    runs = sampled["runs"]
+    if all((r := load(run_id)[0]) is not None and r.status in ENDED for run_id in runs):
+        show_samples(runs)
+    else:
+        follow_samples(runs)
+    st.divider()
 
 show_run_in_url(run_id)
 if not run_id:

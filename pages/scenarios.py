@@ -3,11 +3,13 @@ see its database as a network (when the scenario draws one) and as tables; click
 import pandas as pd
 import streamlit as st
 
-from core import catalog, scenarios
-from core.dqa import DQAError
-from core.scenario import candidates
-from pages.common import (DEFAULT_QUESTION, answers_hidden, decision_metric, dqa_root, linked_question, question_label,
-                          select_question)
+from core.scenarios import catalog
+from core import scenarios
+from core.scenarios.dqa.source import DQAError
+from core.scenarios import candidates
+from ui.common import (
+    DEFAULT_QUESTION, answers_hidden, decision_metric, dqa_root, linked_question, question_label, select_question
+)
 
 
 def show(table, height: int, own=None) -> None:

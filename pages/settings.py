@@ -7,13 +7,14 @@ import streamlit as st
 
 from core.backends.registry import BACKENDS, unavailable
 from core import scenarios
-from core.checks import check_dqa, check_llm
-from core.dqa import DQAError
-from core.llm import REPLAY_PREFIX, LLMError
-from core.scenarios.command import check_folder
-from core.settings import DatabaseSettings
-from pages.common import dqa_root, in_words, session_db, session_limits, session_llm, session_reviewer
-from pages.limit_inputs import limit_inputs
+from core.scenarios.dqa.source import check_dqa
+from core.llm.checks import check_llm
+from core.scenarios.dqa.source import DQAError
+from core.llm.client import REPLAY_PREFIX, LLMError
+from core.scenarios.plugins.checks import check_folder
+from core.config.settings import DatabaseSettings
+from ui.common import dqa_root, in_words, session_db, session_limits, session_llm, session_reviewer
+from ui.limit_inputs import limit_inputs
 
 PROVIDERS = {"openai": "OpenAI", "compatible": "OpenAI-compatible server", "replay": "Replay file"}
 KEPT = "kept (leave empty to keep it)"

@@ -4,7 +4,8 @@ pick, written to a folder as ``replay:DIR`` reads them. Nothing from DQA is stor
 at run time.
 
 Variants: ``right`` (the label), ``wrong`` (another candidate the queries returned), ``missed`` (never queries
-the critical values), ``query_error`` (the last query fails), ``not_candidate`` (names no candidate).
+the critical values), ``query_error`` (the last query fails), ``not_candidate`` (names no candidate), ``undecided``
+(the final answer says it cannot decide: graded ``none``).
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-VARIANTS = ("right", "wrong", "missed", "query_error", "not_candidate")
+VARIANTS = ("right", "wrong", "missed", "query_error", "not_candidate")  # "undecided" too, when asked
 TOOL = {"sql": "Relational DB", "cypher": "Graph DB"}
 LANGUAGE = {"sqlite": "sql", "mysql": "sql", "ladybug": "cypher", "neo4j": "cypher"}
 
@@ -98,10 +99,13 @@ def transcript(question, database, db: str, technique: str, variant: str, replan
                        f"(revision {i + 1})")  # each a new action: the loop guard stops a repeated one
     answer = (f'Allocate the merchant to "{pick}".' if question.scenario == "locating"
               else f"Increase the level of building id {pick} by 5.")
+    if variant == "undecided":
+        pick, answer = None, "I cannot determine the best decision from this data."
     replies.append(("Re-plan: N\n" if technique == "planrag" else "") + f"Thought: I now know the answer.\n"
                    f"Final answer: {answer}")
     correct = pick == label
-    failure = None if correct else {"query_error": "QUR", "not_candidate": "CAN", "missed": "MIS"}.get(variant)
+    failure = None if correct else {"query_error": "QUR", "not_candidate": "CAN", "missed": "MIS",
+                                    "undecided": "unclassified"}.get(variant)
     if not correct and failure is None:
         failure = "unclassified" if wrong and pick in options else "CAN"
     return replies, Script(variant, pick, replans, correct, failure, len(queries))

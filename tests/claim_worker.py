@@ -2,7 +2,7 @@
 store only, so that it starts fast."""
 import os
 
-from core.runs import PauseTaken, RunStore
+from core.store.runs import PauseTaken, RunStore
 
 
 def claim(path: str, run_id: str, barrier, results) -> None:

@@ -23,7 +23,7 @@ def require(name: str, reason: str):
 @pytest.fixture(scope="session")
 def dqa_dir() -> Path:
     """The DQA data folder (DQA_DIR, default ../shared/dqa)."""
-    from core.settings import dqa_dir as configured
+    from core.config.settings import dqa_dir as configured
 
     path = configured()
     if path is None or not (path / "locating").is_dir():
@@ -34,7 +34,7 @@ def dqa_dir() -> Path:
 @pytest.fixture(scope="session")
 def dqa(dqa_dir):
     """The imported benchmark, shared by all tests of a session."""
-    from core.dqa import DQA
+    from core.scenarios.dqa.source import DQA
 
     return DQA(dqa_dir)
 
@@ -42,9 +42,9 @@ def dqa(dqa_dir):
 @pytest.fixture(scope="session")
 def neo4j_server():
     """A Neo4j-protocol server for the session, put in the environment (NEO4J_URI, NEO4J_USER, NEO4J_PASSWORD)
-    where every backend open reads it: the one NEO4J_URI names, else the local ArcadeDB server (core.graph_server)
+    where every backend open reads it: the one NEO4J_URI names, else the local ArcadeDB server (core.backends.graph_server)
     started on free ports when it is installed."""
-    from core import graph_server
+    from core.backends import graph_server
     from core.backends.registry import unavailable
 
     if os.environ.get("NEO4J_URI"):

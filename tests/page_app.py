@@ -9,9 +9,9 @@ APP = Path(__file__).resolve().parent.parent / "app.py"
 
 
 def isolate(monkeypatch, tmp_path: Path) -> Path:
-    """Point DATA_HOME (read from core.settings when used) at ``tmp_path``, and leave out any configured model, so
+    """Point DATA_HOME (read from core.config.settings when used) at ``tmp_path``, and leave out any configured model, so
     runs use the recorded replays."""
-    from core import settings
+    from core.config import settings
 
     monkeypatch.setattr(settings, "DATA_HOME", tmp_path)
     for name in ("OPENAI_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY", "PLANRAG_REPLAYS"):

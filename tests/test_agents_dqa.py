@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import require
-from core.agents import AgentRuntime, Review, RunSettings
+from core.agents.runtime import AgentRuntime
+from core.model.run_settings import Review, RunSettings
 from core.backends.registry import unavailable
 
 TRANSCRIPTS = Path(__file__).parent / "transcripts"
@@ -202,8 +203,8 @@ def test_cli_pause_exit_and_resume_in_a_new_process(tmp_path, dqa_dir):
 
 
 def test_cli_auto_run_prints_one_json_object(tmp_path, dqa_dir, monkeypatch, capsys):
-    from core import cli as cli_module
-    from core import settings as core_settings
+    import core.cli.main as cli_module
+    from core.config import settings as core_settings
 
     monkeypatch.setattr(core_settings, "DATA_HOME", tmp_path)
     replay = f"replay:{TRANSCRIPTS / 'building_sql_singlerag.json'}"
@@ -225,7 +226,7 @@ def test_cli_auto_run_prints_one_json_object(tmp_path, dqa_dir, monkeypatch, cap
 
 @pytest.mark.parametrize("scenario", ["locating", "building"])
 def test_demo_questions_run_the_same_way(tmp_path, scenario):
-    from core import catalog
+    from core.scenarios import catalog
 
     label = catalog.question("demo", scenario, 1).answer
     table = "trade_node" if scenario == "locating" else "building"

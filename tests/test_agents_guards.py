@@ -8,13 +8,13 @@ from dataclasses import dataclass
 
 import pytest
 
-from core.agents import Limits, Review
-from core.agents.config import RunSettings
+from core.model.run_settings import Limits, Review
+from core.model.run_settings import RunSettings
 from core.agents.guards import answer_messages, collected_data, fit, not_an_answer, reply_cap, reply_room
 from core.agents.parsing import parse_reply
 from core.agents.reaper_plan import parse_plan
 from core.backends.base import QueryResult, QuerySyntaxError
-from core.llm import Completion, LLMSettings, open_llm
+from core.llm.client import Completion, LLMSettings, open_llm
 from tests.test_agents_runtime import home  # noqa: F401 - a fixture
 from tests.test_agents_runtime import ACT, FINAL, FakeBackend, kinds, make_runtime, replay, settings
 from tests.test_llm import StandIn, _completion
@@ -539,7 +539,7 @@ def test_a_server_refusing_a_request_past_its_context_ends_the_run_as_context_ex
 
 
 def test_a_server_that_did_not_report_its_context_at_first_is_asked_again():
-    from core.server_info import context_window
+    from core.llm.server_info import context_window
 
     pages = {}
     server = ModelServer(pages)  # up, but not saying yet (as a server still loading its model)

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from core.agents import AgentRuntime, Limits, RunSettings
+from core.agents.runtime import AgentRuntime
+from core.model.run_settings import Limits, RunSettings
 from core.backends.registry import unavailable
 from tests.conftest import require
 

@@ -5,7 +5,7 @@ import pytest
 
 from core.agents import prompts
 from core.agents.parsing import parse_plan, parse_reply, query_language, render_plan, tool_kind
-from core.agents.techniques import TECHNIQUES, technique
+from core.model.technique import TECHNIQUES, technique
 
 
 def test_planrag_first_reply():

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from core.agents import AgentRuntime, Limits, Review, RunSettings
+from core.agents.runtime import AgentRuntime
+from core.model.run_settings import Limits, Review, RunSettings
 from core.agents.reaper_plan import UnusableResult, parse_plan, parse_steps, substitute
 from tests.test_agents_dqa import backend
 from tests.test_agents_runtime import FakeBackend, make_runtime, replay, settings
@@ -223,8 +224,8 @@ def test_a_malformed_plan_is_a_clear_error_observation(dqa_runtime):
 
 
 def test_cli_runs_reaper(tmp_path, dqa_dir, monkeypatch, capsys):
-    from core import cli
-    from core import settings as core_settings
+    import core.cli.main as cli
+    from core.config import settings as core_settings
 
     monkeypatch.setattr(core_settings, "DATA_HOME", tmp_path)
     spec = f"replay:{TRANSCRIPTS / 'building_sql_failing_noreplan.json'}"

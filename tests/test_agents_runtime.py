@@ -8,9 +8,12 @@ from dataclasses import dataclass
 
 import pytest
 
-from core.agents import AgentRuntime, Limits, Review, RunNotPaused, RunSettings, Workspace, event_from_dict
+from core.agents.runtime import AgentRuntime, RunNotPaused
+from core.agents.workspace import Workspace
+from core.model.run_settings import Limits, Review, RunSettings
+from core.model.events import event_from_dict
 from core.backends.base import BackendUnavailable, QueryResult, QuerySyntaxError, QueryTimeout, RefusedWrite
-from core.llm import LLMSettings
+from core.llm.client import LLMSettings
 from tests.test_llm import KEY, StandIn, _completion
 
 

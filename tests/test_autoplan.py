@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from core import settings as core_settings
-from core.agents import AgentRuntime, RunSettings
-from core.autoplan import command
+from core.config import settings as core_settings
+from core.agents.runtime import AgentRuntime
+from core.model.run_settings import RunSettings
+import core.cli.autoplan as command
 from core.autoplan.prompts import parse_reflection
-from core.autoplan.store import LearnedPlan, PlanStore, TrainingQuestionError, diff_steps
+from core.store.plans import LearnedPlan, PlanStore, TrainingQuestionError, diff_steps
 from core.autoplan.train import AutoPlanError, TrainSettings, train
 from tests.test_agents_dqa import backend
 
@@ -27,7 +28,7 @@ TRAIN = f"replay:{TRANSCRIPTS / 'autoplan' / 'locating_sql_train.json'}"
 def trained(tmp_path_factory, dqa_dir):
     """A home where `autoplan train` learned v1 and v2 of the Locating plan on questions 2 and 3 (one-call reflection
     and the rich reward, the transcript's form); its output."""
-    from core.cli import main
+    from core.cli.main import main
 
     home, out = tmp_path_factory.mktemp("autoplan_home"), io.StringIO()
     with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(out):
@@ -153,7 +154,7 @@ def test_training_settings_are_checked(change, message):
 
 
 def test_the_command_line_checks_the_training_questions(tmp_path, dqa_dir, monkeypatch, capsys):
-    from core.cli import main
+    from core.cli.main import main
 
     monkeypatch.setattr(core_settings, "DATA_HOME", tmp_path)
     base = ["autoplan", "train", "--scenario", "locating", "--db", "sqlite", "--llm", TRAIN]

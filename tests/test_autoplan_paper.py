@@ -8,14 +8,15 @@ import json
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
-from core import settings as core_settings
-from core.agents import AgentRuntime, RunSettings
+from core.config import settings as core_settings
+from core.agents.runtime import AgentRuntime
+from core.model.run_settings import RunSettings
 from core.autoplan import prompts
 from core.autoplan import train as train_module
-from core.autoplan.command import describe
-from core.autoplan.store import PlanStore
+from core.cli.autoplan import describe
+from core.store.plans import PlanStore
 from core.autoplan.train import TrainSettings, train
-from core.llm import LLMSettings
+from core.llm.client import LLMSettings
 from tests.test_llm import KEY, _completion, serve  # noqa: F401 - serve is a fixture
 
 PLAN_ACT = ("Plan: [Step 1: find the nodes flowing into deccan, Step 2: choose the best]\nCurrent step: Step 1\n"
@@ -134,7 +135,7 @@ def test_training_samples_and_evaluation_decodes_greedily(tmp_path, serve, monke
 
 
 def test_greedy_training_is_a_command_line_option(tmp_path, serve, monkeypatch, capsys):  # noqa: F811
-    from core.cli import main
+    from core.cli.main import main
 
     server = serve(*_answers(*TRAINING))
     monkeypatch.setattr(core_settings, "DATA_HOME", tmp_path)
@@ -151,7 +152,7 @@ def test_greedy_training_is_a_command_line_option(tmp_path, serve, monkeypatch, 
 
 
 def test_training_refuses_a_bad_server_limit(tmp_path, monkeypatch, capsys):
-    from core.cli import main
+    from core.cli.main import main
 
     monkeypatch.setattr(core_settings, "DATA_HOME", tmp_path)
     code = main(["autoplan", "train", "--scenario", "locating", "--db", "sqlite", "--source", "demo", "--train", "1",

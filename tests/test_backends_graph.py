@@ -14,7 +14,7 @@ from core.backends import cypher_dialect as cd
 from core.backends import ladybug as lb
 from core.backends.base import QueryError, QuerySyntaxError, QueryTimeout, RefusedWrite
 from core.backends.registry import open_backend
-from core.settings import DatabaseSettings
+from core.config.settings import DatabaseSettings
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""The Neo4j backend on a Neo4j-protocol server (NEO4J_URI, else the local ArcadeDB server of core.graph_server):
+"""The Neo4j backend on a Neo4j-protocol server (NEO4J_URI, else the local ArcadeDB server of core.backends.graph_server):
 one database shared by questions and processes never answers from another question's graph; agent transactions
 are rolled back; CALL only reaches schema procedures; the client bounds a query's time; a server without
 CREATE DATABASE is used in single-database mode; the agents' replayed Cypher runs decide as on Ladybug.
@@ -19,7 +19,7 @@ from core.backends import cypher_dialect as cd
 from core.backends import neo4j as nb
 from core.backends.base import MAX_CELL_CHARS, BackendUnavailable, QueryTimeout, RefusedWrite
 from core.backends.registry import open_backend
-from core.settings import DatabaseSettings
+from core.config.settings import DatabaseSettings
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNAWAY = ("MATCH (a:Country), (b:Country), (c:Country), (d:Country) "
@@ -73,7 +73,7 @@ def test_read_procedures_and_subqueries_allowed(text):
 
 
 def test_graph_server_status_and_stop_without_a_server(tmp_path, monkeypatch, capsys):
-    from core.cli import main
+    from core.cli.main import main
 
     monkeypatch.setenv("PLANRAG_GRAPH_SERVER_HOME", str(tmp_path))
     assert main(["graph-server", "status", "--bolt-port", "17999"]) == 1
@@ -182,8 +182,8 @@ READER = """
 import sys
 from core.backends.base import BackendUnavailable
 from core.backends.registry import open_backend
-from core.dqa import DQA
-from core.settings import dqa_dir
+from core.scenarios.dqa.source import DQA
+from core.config.settings import dqa_dir
 
 dqa = DQA(dqa_dir())
 backend = open_backend("neo4j", dqa.database(dqa.question("locating", int(sys.argv[1]))))
@@ -297,7 +297,7 @@ def test_wide_cells_are_cut_as_they_arrive(server, dbs):
 
 
 def _depot_db():
-    from core import catalog
+    from core.scenarios import catalog
 
     return catalog.database(catalog.question("scenario", "depot", 1))
 
@@ -340,7 +340,7 @@ REPLAYS = sorted([pytest.param(p.name, p.stem.split("_")[0], p, id=p.name)
 
 @pytest.fixture(scope="module")
 def runtime(tmp_path_factory, dqa_dir):
-    from core.agents import AgentRuntime
+    from core.agents.runtime import AgentRuntime
 
     runtime = AgentRuntime(tmp_path_factory.mktemp("planrag_home"))
     yield runtime
@@ -348,7 +348,7 @@ def runtime(tmp_path_factory, dqa_dir):
 
 
 def _run(runtime, source: str, path: Path, backend: str):
-    from core.agents import RunSettings
+    from core.model.run_settings import RunSettings
 
     parts = path.stem.split("_")  # assets/replays: {source}_{scenario}_{number}_{language}_{technique}
     shipped = source != "dqa"
@@ -375,8 +375,8 @@ def test_a_scenario_reads_the_users_own_neo4j_database(server, tmp_path):
     """A plugin scenario whose data is a Neo4j-protocol database (here the server holding the depot's graph, as a
     user's own database would): every label and relationship type becomes a table, read in read sessions, and the
     scenario checks and lists its candidates; a wrong password is a clear error that does not show it."""
-    from core.scenarios.command import check
-    from core.scenarios.plugin import FolderScenario
+    from core.scenarios.plugins.checks import check
+    from core.scenarios.plugins.folder import FolderScenario
 
     depot = _depot_db()
     open_backend("neo4j", depot).close()  # the graph the "user's database" holds

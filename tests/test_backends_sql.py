@@ -11,7 +11,7 @@ import pytest
 
 from core.backends import mysql, sql_dialect, sqlite
 from core.backends.base import BackendUnavailable, QueryError, QuerySyntaxError, QueryTimeout, RefusedWrite
-from core.settings import DatabaseSettings
+from core.config.settings import DatabaseSettings
 from tests.conftest import require
 
 LOCATING_COUNTS = {"country": 665, "trade_node": 80, "flow": 159, "node_country": 1480}

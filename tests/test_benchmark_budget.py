@@ -13,7 +13,7 @@ from core.benchmark.budget import Budget
 from core.benchmark.items import BenchError
 from core.benchmark.results import read_results
 from core.benchmark.runner import Bench, BenchConfig
-from core.llm import Completion
+from core.llm.client import Completion
 from tests.bench_scripts import write_transcripts
 from tests.test_benchmark_dqa import cli
 
@@ -91,7 +91,7 @@ def test_stuck_runs_are_counted_apart_in_the_reports():
 
 
 def test_cost_caps_need_the_models_price_before_anything_runs(scripts, tmp_path, dqa_dir):
-    from core.agents import Limits
+    from core.model.run_settings import Limits
 
     base = BenchConfig(["iterrag"], "my-local-model", scenario="locating", questions="1", base_url="http://x/v1",
                        out=tmp_path / "out", home=tmp_path / "home", dqa_root=dqa_dir)

@@ -18,7 +18,7 @@ from core.benchmark import reports
 from core.benchmark.items import BenchError
 from core.benchmark.results import read_all, read_errors, read_results
 from core.benchmark.runner import Bench, BenchConfig, RateLimiter
-from core.llm import LLMSettings
+from core.llm.client import LLMSettings
 from tests.bench_scripts import VARIANTS, write_transcripts
 from tests.conftest import ROOT
 
@@ -263,8 +263,8 @@ def test_a_model_server_rate_limited_cached_and_a_bad_key_stopping_the_run(tmp_p
 
 def test_cli_accuracy_lines_count_answers_deciding_nothing(dqa, tmp_path, dqa_dir, monkeypatch, capsys):
     """Issue 10: the printed accuracy says how many answers decided nothing (they count in n as not correct)."""
-    from core import settings as core_settings
-    from core.cli import main
+    from core.config import settings as core_settings
+    from core.cli.main import main
 
     monkeypatch.setattr(core_settings, "DATA_HOME", tmp_path / "home")
     folder = tmp_path / "scripts"

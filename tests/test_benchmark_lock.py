@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from core.benchmark.command import smoke_config
+from core.benchmark.smoke import smoke_config
 from core.benchmark.lock import BenchBusy
 from core.benchmark.runner import Bench
 from tests.conftest import ROOT
@@ -36,7 +36,7 @@ def holder(tmp_path):
 
 
 def test_second_bench_on_the_same_out_is_refused(holder, capsys, monkeypatch, tmp_path):
-    from core import cli
+    import core.cli.main as cli
 
     monkeypatch.setenv("DQA_DIR", str(tmp_path / "no-dqa"))
     out, proc = holder

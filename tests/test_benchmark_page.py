@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import time
 
-from core.benchmark import jobs
-from core.benchmark.command import smoke_config
+import core.jobs.benchmarks as jobs
+from core.benchmark.smoke import smoke_config
 from core.benchmark.results import ResultStore
 from tests.bench_scripts import write_transcripts
 from tests.page_app import isolate, open_page
@@ -82,8 +82,8 @@ def test_smoke_benchmark_without_a_model(monkeypatch, tmp_path):
 
 
 def test_an_analyst_overrides_a_grade_from_the_benchmark_view(monkeypatch, tmp_path):
-    from core.grading import make_override
-    from core.overrides import OverrideStore
+    from core.analysis.grading import make_override
+    from core.store.overrides import OverrideStore
 
     home = isolate(monkeypatch, tmp_path)
     store = ResultStore(home / "bench" / "gpt-4o")

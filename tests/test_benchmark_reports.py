@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from core.benchmark import reports
-from core.benchmark.prices import DEFAULT_PRICES
+from core.llm.prices import DEFAULT_PRICES
 
 MODEL = "gpt-4o"
 
@@ -153,8 +153,8 @@ def test_errors_and_undecided_answers_reach_the_report_files(tmp_path):
 
 
 def test_overrides_replace_the_grade_and_are_counted(tmp_path):
-    from core.grading import make_override
-    from core.overrides import OverrideStore, apply
+    from core.analysis.grading import make_override
+    from core.store.overrides import OverrideStore, apply
 
     store = OverrideStore(tmp_path)
     store.put("sqliteiterrag3", make_override("krakow", "krakow", by="ana", note="the answer says krakow"))
@@ -195,7 +195,7 @@ def test_the_papers_rule_is_shown_beside_the_grade():
     2399); the accuracy table shows that rule's accuracy beside the grade's, for a like-for-like look at the
     paper's figures."""
     from core.benchmark.reports import accuracy
-    from core.grading import paper_rule
+    from core.analysis.grading import paper_rule
 
     assert paper_rule("Building 2399 is not the answer; choose 2465.", 2399) is True
     assert paper_rule("Choose 23990.", 2399) is False and paper_rule("Allocate to the North Sea", "north_sea")

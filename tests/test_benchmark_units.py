@@ -12,10 +12,10 @@ from core.benchmark import items as items_module
 from core.benchmark.cache import ReplyCache, cache_key, caching_opener, model_identity
 from core.benchmark.failures import classify
 from core.benchmark.items import BenchError, parse_numbers, work_list
-from core.benchmark.prices import DEFAULT_PRICES, cost, load_prices, price_of
+from core.llm.prices import DEFAULT_PRICES, cost, load_prices, price_of
 from core.benchmark.runner import RateLimiter, default_name
 from core.benchmark.trace import read_trace
-from core.llm import Completion, LLMSettings
+from core.llm.client import Completion, LLMSettings
 
 MESSAGES = [SystemMessage("You decide."), HumanMessage("Question: where?")]
 STOP = ["\nObservation:"]
@@ -237,7 +237,7 @@ def test_trace_facts_and_failure_categories():
 
 
 def test_a_benchmark_of_the_demo_questions(tmp_path, monkeypatch, capsys):
-    from core import cli
+    import core.cli.main as cli
     from tests.conftest import ROOT
 
     monkeypatch.setenv("DQA_DIR", str(tmp_path / "no-dqa"))  # the demo needs no DQA data
@@ -268,9 +268,9 @@ class _Writes:
 def test_progress_lines_from_worker_threads_are_each_one_write(tmp_path, monkeypatch):
     """``core bench --concurrency 2`` prints a progress line from each worker thread: each line is one write of the
     whole line (print() writes the newline apart, so two threads' lines could run together)."""
-    from core import cli
-    from core import settings as core_settings
-    from core.settings import PROJECT_ROOT
+    import core.cli.main as cli
+    from core.config import settings as core_settings
+    from core.config.settings import PROJECT_ROOT
 
     monkeypatch.setattr(core_settings, "DATA_HOME", tmp_path / "home")
     monkeypatch.setenv("DQA_DIR", str(tmp_path / "no-dqa"))

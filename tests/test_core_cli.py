@@ -35,7 +35,8 @@ DEMO = {"DQA_DIR": "/nonexistent"}  # the demo source needs no DQA data
 
 
 def test_schema_is_what_the_agent_is_given(capsys):
-    from core import catalog, cli
+    from core.scenarios import catalog
+    import core.cli.main as cli
     from core.backends.registry import open_backend
 
     for scenario, db in (("locating", "sqlite"), ("building", "ladybug")):
@@ -89,7 +90,7 @@ def _options(parser: argparse.ArgumentParser, path: str = "python -m core"):
 
 
 def test_every_option_has_help():
-    from core.cli import build_parser
+    from core.cli.main import build_parser
 
     missing = [f"{path} {'/'.join(a.option_strings) or a.dest}" for path, a in _options(build_parser()) if not a.help]
     assert missing == []
@@ -147,8 +148,8 @@ def test_unknown_question(dqa_dir):
 
 
 def test_run_a_demo_question(tmp_path, monkeypatch, capsys):
-    from core import cli
-    from core import settings as core_settings
+    import core.cli.main as cli
+    from core.config import settings as core_settings
 
     monkeypatch.setattr(core_settings, "DATA_HOME", tmp_path)
     monkeypatch.setenv("DQA_DIR", str(tmp_path / "no-dqa"))
@@ -160,8 +161,8 @@ def test_run_a_demo_question(tmp_path, monkeypatch, capsys):
 
 
 def test_an_unknown_scenario_is_an_error_line_not_a_traceback(capsys, tmp_path, monkeypatch):
-    from core import cli
-    from core import settings as core_settings
+    import core.cli.main as cli
+    from core.config import settings as core_settings
 
     monkeypatch.setattr(core_settings, "DATA_HOME", tmp_path)
     where = ["--scenario", "nope", "--question", "1", "--db", "sqlite"]
@@ -182,7 +183,7 @@ def test_readme_names_the_dqa_files_there_are(dqa_dir):
 
 def test_help_names_the_home_by_its_variable():
     """Help says PLANRAG_HOME (what a user sets), never the code's DATA_HOME, and shows no reST markup."""
-    from core.cli import build_parser
+    from core.cli.main import build_parser
 
     texts = [build_parser().format_help()]
     texts += [sub.format_help() for _, sub in _parsers(build_parser())]
@@ -201,7 +202,7 @@ def _parsers(parser, path="python -m core"):
 
 def test_an_empty_question_set_says_so(tmp_path):
     """A set with no questions of a scenario (a generated Locating-only set) says there are none, not '1-0'."""
-    from core.numbers import questions_text
+    from core.model.numbers import questions_text
 
     assert [questions_text(n) for n in (0, 1, 200)] == ["no questions", "only question 1", "questions 1-200"]
     (tmp_path / "building/questions").mkdir(parents=True)
@@ -217,7 +218,7 @@ def test_a_stuck_run_exits_1_as_its_help_and_the_readme_say(dqa_dir, tmp_path):
               "--llm", f"replay:{ROOT / 'tests/transcripts/guards/locating_sql_iterrag_loop.json'}",
               env={"DQA_DIR": str(dqa_dir), "PLANRAG_HOME": str(tmp_path)})
     assert out.returncode == 1 and json.loads(out.stdout)["status"] == "stuck", out.stderr
-    from core.cli import build_parser
+    from core.cli.main import build_parser
 
     assert "1 failed (also stuck or context_exceeded)" in " ".join(dict(_parsers(build_parser()))[
         "python -m core run"].format_help().split())

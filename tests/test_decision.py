@@ -1,9 +1,10 @@
-"""core.decision: the ranking table, a stored run's pick, and a decision's what-if effect against no decision."""
+"""core.analysis.decision: the ranking table, a stored run's pick, and a decision's what-if effect against no decision."""
 import pytest
 
-from core import catalog, decision
-from core.runs import RunStore
-from core.scenario import candidates, ranking
+from core.scenarios import catalog
+from core.analysis import decision
+from core.store.runs import RunStore
+from core.scenarios import candidates, ranking
 from sims.ranking import MODES
 
 

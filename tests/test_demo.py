@@ -1,8 +1,10 @@
 """The built-in demo scenarios: present without DQA, consistent by construction, ranked like DQA questions."""
 import pytest
 
-from core import catalog, demo
-from core.scenario import SCENARIOS, candidates, ranking
+from core.scenarios import catalog
+from core.scenarios.dqa import demo
+from core.scenarios.dqa.source import SCENARIOS
+from core.scenarios import candidates, ranking
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
@@ -29,7 +31,7 @@ def test_demo_state_is_a_fixed_point_of_the_rules():
 
 
 def test_unknown_demo_question():
-    from core.dqa import DQAError
+    from core.scenarios.dqa.source import DQAError
 
     with pytest.raises(DQAError, match="questions 1-3"):
         catalog.question("demo", "locating", 9)

@@ -4,9 +4,10 @@ import shutil
 
 import pytest
 
-from core.dqa import DQA, DQAError
-from core.graphdata import graph_from_tables
-from core.scenario import SCENARIOS, candidates
+from core.scenarios.dqa.source import DQA, DQAError
+from core.scenarios import graph_from_tables
+from core.scenarios.dqa.source import SCENARIOS
+from core.scenarios import candidates
 from sims.sqldump import DumpError
 
 

@@ -26,7 +26,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from core.runs import RunStore
+from core.store.runs import RunStore
 from tests.conftest import require
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,7 +46,7 @@ NOT_LOCAL = re.compile(r"^(?!(?:https?|wss?)://(?:127\.0\.0\.1|localhost)[:/])")
 PACED_STREAMLIT = f"""
 import os, sys, time
 from pathlib import Path
-from core import llm
+import core.llm.client as llm
 generate = llm.ReplayChatModel._generate
 gate = Path(os.environ["PLANRAG_TEST_GATE"])
 def paced(self, *args, **kwargs):

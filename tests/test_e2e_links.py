@@ -13,9 +13,9 @@ from tests.test_e2e_browser import ROOT, app_server, chromium, wait_healthy  # n
 
 LAUNCHER = "import sys; from streamlit.web import cli; sys.argv[0] = 'streamlit'; sys.exit(cli.main())"
 SEED = """
-from core import jobs
-from core.agents.config import RunSettings
-from core.replays import replays
+import core.jobs.runs as jobs
+from core.model.run_settings import RunSettings
+from core.llm.replays import replays
 runtime = jobs.open_runtime()
 for scenario, technique in (("locating", "iterrag"), ("building", "planrag"), ("locating", "planrag")):
     runtime.start(RunSettings(scenario, 1, "sqlite", technique, replays("demo", scenario, 1, "sql", technique)[0].spec,

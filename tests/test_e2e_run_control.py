@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from core.runs import RunStore
+from core.store.runs import RunStore
 from tests.test_e2e_browser import app_server, chromium, wait_healthy  # noqa: F401 (chromium: a fixture)
 
 HANG_CALL = 4  # the model call (counted in the server process) that never answers: the first after the review
@@ -22,7 +22,7 @@ HANG_CALL = 4  # the model call (counted in the server process) that never answe
 # `streamlit run` where replayed replies come at once, except call HANG_CALL, which hangs like a silent server.
 HANGING_STREAMLIT = f"""
 import sys, threading
-from core import llm
+import core.llm.client as llm
 generate = llm.ReplayChatModel._generate
 calls = []
 def hanging(self, *args, **kwargs):

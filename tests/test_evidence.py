@@ -1,9 +1,9 @@
 """Evidence coverage: the values that decide a question (from the simulator) and which a run's rows held."""
 from __future__ import annotations
 
-from core import catalog
-from core.evidence import coverage, deciding_values, of_run
-from core.scenario import ranking
+from core.scenarios import catalog
+from core.analysis.evidence import coverage, deciding_values, of_run
+from core.scenarios import ranking
 
 
 def _question(scenario):

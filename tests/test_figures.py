@@ -1,9 +1,12 @@
-"""core.figures: network figures carry node ids, highlight the target, the best and the pick, draw a what-if, cap
+"""core.scenarios.dqa.figures: network figures carry node ids, highlight the target, the best and the pick, draw a what-if, cap
 the market view; node ids give the node's rows; the ranking bars show the top N and the pick."""
 import pytest
 
-from core import catalog, figures
-from core.scenario import ranking
+from core.analysis.format import number
+from core.scenarios import catalog
+from core.scenarios import drawing
+from core.scenarios.dqa import figures
+from core.scenarios import ranking
 
 
 def _demo(scenario, number=1):
@@ -97,7 +100,7 @@ def test_edges_skipping_columns_bow_and_changes_stay_visible():
 
 
 def test_a_5000_node_network_opens_on_a_neighbourhood_and_finds_a_node():
-    from core.scenario import Database, Question
+    from core.model.question import Database, Question
     from sims import synthetic
 
     tables = synthetic.trade_network(5000)
@@ -175,7 +178,7 @@ def test_ranking_bars_top_n_and_a_lower_pick():
     q, db = _demo("building")
     r = ranking(q, db)
     last = r.entries[-1].candidate
-    fig = figures.ranking_bars(r, {}, 3, pick=last)
+    fig = drawing.ranking_bars(r, {}, 3, pick=last, number=number)
     bars = fig.data[0]
     def label(c):  # a tie group's rank, marked "(tied)"
         return f"{r.rank_of(c)}{' (tied)' if r.tied(c) > 1 else ''}. {c}"

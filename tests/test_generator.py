@@ -1,5 +1,5 @@
 """``python -m sims generate``: fresh DQA-style sets whose labels are the dqa-mode simulators' picks on the written
-files (read back through core.dqa), deterministic for a seed, within the knobs, robust to summation order, in the
+files (read back through core.scenarios.dqa.source), deterministic for a seed, within the knobs, robust to summation order, in the
 DQA layout the workbench and the benchmark's own line-by-line loader read."""
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from core.dqa import DQA
-from core.graphdata import graph_from_tables
-from core.scenario import candidates, ranking
+from core.scenarios.dqa.source import DQA
+from core.scenarios import graph_from_tables
+from core.scenarios import candidates, ranking
 from sims import building, locating
 from sims.generator import MANIFEST, RANKINGS, TOLERANCE, GenerateError, Knobs, generate
 from sims.tables import Table, Tables
@@ -290,7 +290,7 @@ def test_workbench_pages_on_a_generated_set(monkeypatch, tmp_path):
     has none), the Decision check ranks one with the label on top, the Benchmark page runs it and names it."""
     import time as clock
 
-    from core.benchmark import jobs
+    import core.jobs.benchmarks as jobs
     from tests.bench_scripts import write_transcripts
     from tests.page_app import isolate, open_file, open_page
 

@@ -46,8 +46,8 @@ def test_unknown_question_is_a_clear_error():
 def test_override_from_the_command_line(tmp_path):
     import os
 
-    from core.overrides import OverrideStore
-    from core.runs import RunStore
+    from core.store.overrides import OverrideStore
+    from core.store.runs import RunStore
 
     store = RunStore(tmp_path / "runs.sqlite")
     store.create("r1", {"source": "demo", "scenario": "locating", "question": 1, "db": "sqlite",

@@ -6,7 +6,9 @@ import pytest
 import json
 from pathlib import Path
 
-from core.grading import extract_decision, grade, normalize_name, place, rank_text, read_decision, same_decision
+from core.analysis.grading import (
+    extract_decision, grade, normalize_name, place, rank_text, read_decision, same_decision
+)
 from sims.ranking import make_ranking
 
 NODES = ["african_great_lakes", "krakow", "lubeck", "novgorod", "north_sea", "white_sea"]
@@ -67,7 +69,7 @@ def test_place_in_a_ranking():
 
 
 def test_place_in_the_simulators_ranking(dqa):
-    from core.scenario import ranking
+    from core.scenarios import ranking
 
     locating = dqa.question("locating", 1)
     best = place(locating.answer, ranking(locating, dqa.database(locating)))

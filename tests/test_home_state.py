@@ -9,8 +9,8 @@ import subprocess
 
 import pytest
 
-from core import home
-from core.runs import RunStore
+from core.config import home
+from core.store.runs import RunStore
 from tests.conftest import ROOT
 from streamlit.testing.v1 import AppTest
 
@@ -24,9 +24,9 @@ RUN = ["run", "--source", "demo", "--scenario", "locating", "--question", "1", "
 @pytest.fixture
 def cli_home(tmp_path, monkeypatch):
     """The command line with its home at ``tmp_path/home`` and no DQA."""
-    from core import cli
+    import core.cli.main as cli
 
-    monkeypatch.setattr("core.settings.DATA_HOME", tmp_path / "home")
+    monkeypatch.setattr("core.config.settings.DATA_HOME", tmp_path / "home")
     monkeypatch.setenv("DQA_DIR", str(tmp_path / "no-dqa"))
     return cli, tmp_path / "home"
 
@@ -71,7 +71,7 @@ def test_home_that_is_a_file_is_a_clear_error(cli_home, capsys):
 
 
 def test_scenario_new_where_it_cannot_write_is_an_error_line(tmp_path, capsys, monkeypatch):
-    from core import cli
+    import core.cli.main as cli
 
     monkeypatch.delenv("PLANRAG_SCENARIOS", raising=False)
     (tmp_path / "file").write_text("not a folder")
@@ -81,7 +81,7 @@ def test_scenario_new_where_it_cannot_write_is_an_error_line(tmp_path, capsys, m
 
 def test_read_only_home_is_a_clear_error(cli_home, read_only, capsys, monkeypatch):
     cli, _ = cli_home
-    monkeypatch.setattr("core.settings.DATA_HOME", read_only)
+    monkeypatch.setattr("core.config.settings.DATA_HOME", read_only)
     assert cli.main(RUN) == 1
     assert "is not writable" in capsys.readouterr().err
 

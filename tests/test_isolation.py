@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from core import catalog
-from core.agents.config import Limits
+from core.scenarios import catalog
+from core.model.run_settings import Limits
 from core.agents.graph import run_query
 from core.backends import ladybug, sqlite
 from core.backends.base import (MAX_CELL_CHARS, MAX_NESTING, MAX_QUERY_CHARS, MAX_RESULT_CHARS, QueryError, QueryResult,
@@ -159,7 +159,8 @@ def test_a_run_whose_query_crashed_the_process_goes_on(tmp_path, db, query):
     ends with its answer."""
     import json
 
-    from core.agents import AgentRuntime, RunSettings
+    from core.agents.runtime import AgentRuntime
+    from core.model.run_settings import RunSettings
 
     tool = "Graph DB" if db == "ladybug" else "Relational DB"
     replies = tmp_path / "replies.json"
@@ -421,7 +422,7 @@ def test_bad_limits_are_refused_with_their_name(limits):
                                                           "--question", "1", "--db", "sqlite", "SELECT 1"]])
 @pytest.mark.parametrize("flag", [["--row-cap", "-1"], ["--timeout", "nan"], ["--cell-chars", "x"]])
 def test_bad_limit_flags_get_a_clear_error(command, flag):
-    from core.cli import main
+    from core.cli.main import main
 
     with pytest.raises(SystemExit) as e:
         main(command[:1] + flag + command[1:])

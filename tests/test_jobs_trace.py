@@ -1,16 +1,16 @@
-"""What the run pages build on: replays found by name (core.replays), a trace folded event by event
-(core.trace), and runs driven in background threads (core.jobs)."""
+"""What the run pages build on: replays found by name (core.llm.replays), a trace folded event by event
+(core.analysis.trace), and runs driven in background threads (core.jobs.runs)."""
 from __future__ import annotations
 
 import time
 
 import pytest
 
-from core import jobs
-from core.agents.config import Review, RunSettings
-from core.replays import model_label, replays
-from core.runs import RunRecord
-from core.trace import Trace, step_index
+import core.jobs.runs as jobs
+from core.model.run_settings import Review, RunSettings
+from core.llm.replays import model_label, replays
+from core.store.runs import RunRecord
+from core.analysis.trace import Trace, step_index
 from tests.page_app import isolate
 
 PLAN = ["Find the sources of deccan", "Get their values", "Choose the node"]

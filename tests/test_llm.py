@@ -1,4 +1,4 @@
-"""core.llm: configuration errors, the replay model, and ChatOpenAI against a local stand-in server (no network):
+"""core.llm.client: configuration errors, the replay model, and ChatOpenAI against a local stand-in server (no network):
 stop sequences, usage, retries with backoff, auth errors, and the API key kept out of messages."""
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from core import secrets
-from core.llm import LLMError, LLMNotConfigured, LLMSettings, cut_reply, estimate_tokens, open_llm
+from core.config import secrets
+from core.llm.client import LLMError, LLMNotConfigured, LLMSettings, cut_reply, estimate_tokens, open_llm
 
 KEY = "sk-test-DO-NOT-LEAK-1234567890"
 STOP = ["\nObservation:"]

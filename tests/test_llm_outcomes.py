@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from core import cli as cli_module
-from core import secrets
+import core.cli.main as cli_module
+from core.config import secrets
 from core.benchmark import reports
 from core.benchmark.results import ResultStore, read_not_run, read_results
 from core.benchmark.runner import CallGate
-from core.llm import LLMError, LLMSettings
-from core.runs import RunStore
+from core.llm.client import LLMError, LLMSettings
+from core.store.runs import RunStore
 from tests.test_agents_runtime import ACT, FINAL, kinds, make_runtime, settings
 from tests.test_llm import HANG, KEY, _completion, serve  # noqa: F401 (serve: a fixture)
 
@@ -75,7 +75,7 @@ def test_an_html_page_with_status_200_is_retried_as_a_server_error(home, serve):
 
 
 def test_the_command_line_says_what_failed_and_never_prints_the_key(home, serve, monkeypatch, capsys):
-    import core.agents as agents
+    import core.agents.runtime as agents
 
     server = serve(*[(200, ECHO)] * 2)
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
@@ -171,7 +171,7 @@ def test_cached_calls_are_reported_apart_from_time_waited():
 
 def test_the_benchmark_llm_passes_its_calls_through_the_gate():
     from core.benchmark.cache import CachingLLM
-    from core.llm import Completion
+    from core.llm.client import Completion
 
     class OneAtATimeServer:
         """Both calls in flight, then each attempt times out once before its answer (scripted)."""
@@ -198,7 +198,7 @@ def test_the_benchmark_llm_passes_its_calls_through_the_gate():
 
 
 def test_the_run_page_shows_the_real_wait_of_a_retried_call_and_cached_replies_as_such():
-    from pages.run_view import llm_wait
+    from ui.run_view import llm_wait
 
     retried = {"latency_s": 44.6, "wait_s": 541.2, "attempts": [{}, {}, {}], "cached": False}
     assert llm_wait(retried) == "44.60 s · waited 541.2 s over 3 attempts"
@@ -211,7 +211,7 @@ def test_a_benchmark_on_a_one_at_a_time_server_lowers_its_concurrency_and_record
         tmp_path, dqa_dir, monkeypatch):
     from core.benchmark import cache as cache_module
     from core.benchmark.runner import Bench, BenchConfig
-    from core.llm import Completion
+    from core.llm.client import Completion
 
     act = 'Thought: look\nAction: Relational DB\nAction input: SELECT source FROM flow WHERE dest = "baltic_sea"'
     together = threading.Barrier(2)
@@ -290,7 +290,7 @@ def test_a_hung_server_fails_the_run_as_a_timeout_with_every_attempt_kept(home, 
 
 
 def test_bench_lists_an_item_that_could_not_run_and_says_why(tmp_path, dqa_dir, serve, monkeypatch, capsys):
-    from core import settings as core_settings
+    from core.config import settings as core_settings
 
     monkeypatch.setattr(core_settings, "DATA_HOME", tmp_path / "home")
     monkeypatch.setenv("DQA_DIR", str(dqa_dir))
@@ -325,7 +325,7 @@ def test_no_file_a_failed_bench_writes_and_no_json_output_holds_the_key(tmp_path
                                                                            capsys):
     """Issue 12 section 4, every store at once: results, not-run list, reports, reply cache, run store, checkpoints,
     and ``run --json``."""
-    monkeypatch.setattr("core.settings.DATA_HOME", tmp_path / "home")
+    monkeypatch.setattr("core.config.settings.DATA_HOME", tmp_path / "home")
     monkeypatch.setenv("DQA_DIR", str(dqa_dir))
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     server = serve(*[(200, ECHO)] * 4)

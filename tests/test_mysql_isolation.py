@@ -11,10 +11,10 @@ import threading
 
 import pytest
 
-from core import demo
+from core.scenarios.dqa import demo
 from core.backends import mysql
 from core.backends.base import MAX_CELL_CHARS, BackendUnavailable, QueryError, QueryTimeout, RefusedWrite
-from core.settings import DatabaseSettings
+from core.config.settings import DatabaseSettings
 from tests.test_backends_sql import mysql_settings
 
 
@@ -204,7 +204,7 @@ def test_silent_server_reported_not_waited_on(silent_server, databases):
 
 def test_availability_check_of_a_silent_server_never_blocks(silent_server):
     """A page asks in passing: the check runs in the background and the answer is remembered."""
-    from core import availability
+    from core.backends import availability
 
     assert availability.status("mysql", silent_server, wait_s=0) == (False, None)  # still checking
     known, reason = availability.status("mysql", silent_server, wait_s=30)

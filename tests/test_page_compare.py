@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from core import jobs
-from core.agents.config import RunSettings
+import core.jobs.runs as jobs
+from core.model.run_settings import RunSettings
 from core.backends.registry import unavailable
-from core.replays import replays
+from core.llm.replays import replays
 from tests.conftest import require
 from tests.page_app import button, isolate, open_page
 
@@ -86,3 +86,16 @@ def test_the_address_names_the_runs_compared_and_a_link_opens_them(home):
     at.run()
     assert at.multiselect(key="compare-demo/building/1").value == [runs[0]]
     assert "nosuchrun" in at.warning[0].value
+
+
+def test_the_compared_runs_decisions_are_counted_with_the_simulators_rank(home):
+    at = open_page("pages/compare.py", ("demo", "building", 1))
+    at.button_group(key="compare_techniques").set_value(["planrag"]).run()
+    button(at, "Run side by side").click().run()
+    button(at, "Run side by side").click().run()  # a second sample of the same technique
+    assert not at.exception
+    assert "Decisions of these runs" in [s.value for s in at.subheader]
+    spread = next(d.value for d in at.dataframe if "share %" in d.value.columns)
+    assert spread.to_dict("records") == [{"decision": "107", "samples": 2, "share %": 100.0, "rank": "1 of 10",
+                                          "correct": "right"}]
+    assert any("samples of one technique" in c.value and "(n=2)" in c.value for c in at.caption)

@@ -3,9 +3,11 @@ regret, the what-if panel and the simulation mode."""
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core import catalog, decision, scenarios
-from core.runs import RunStore
-from core.scenario import ranking
+from core.scenarios import catalog
+from core.analysis import decision
+from core import scenarios
+from core.store.runs import RunStore
+from core.scenarios import ranking
 from tests.page_app import open_file
 
 

@@ -6,9 +6,9 @@ import json
 import pytest
 from streamlit.runtime.media_file_manager import MediaFileManager
 
-from core import jobs
-from core.agents.config import RunSettings
-from core.replays import replays
+import core.jobs.runs as jobs
+from core.model.run_settings import RunSettings
+from core.llm.replays import replays
 from tests.page_app import button, isolate, open_page
 
 
@@ -70,8 +70,8 @@ def test_filter_export_and_open_a_run(home, downloads):
 
 
 def test_an_override_shows_as_such_in_the_table(home):
-    from core.grading import make_override
-    from core.overrides import OverrideStore
+    from core.analysis.grading import make_override
+    from core.store.overrides import OverrideStore
 
     run = next(r for r in jobs.open_store().list(limit=None) if r.settings["technique"] == "iterrag")
     OverrideStore(home).put(run.id, make_override("ganges", "doab", by="ana", note="reads ganges"))

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import time
 
-from core import jobs
-from core.agents.config import Limits
-from core.benchmark import jobs as bench_jobs
+import core.jobs.runs as jobs
+from core.model.run_settings import Limits
+import core.jobs.benchmarks as bench_jobs
 from tests.bench_scripts import write_transcripts
 from tests.page_app import button, isolate, open_file, open_page
 
@@ -68,7 +68,8 @@ def test_a_benchmark_budget_set_on_the_page_stops_it(monkeypatch, tmp_path, dqa,
 
 
 def test_a_stuck_run_says_so_on_the_run_page(monkeypatch, tmp_path):
-    from core.agents import AgentRuntime, RunSettings
+    from core.agents.runtime import AgentRuntime
+    from core.model.run_settings import RunSettings
     from tests.conftest import ROOT
 
     home = isolate(monkeypatch, tmp_path)

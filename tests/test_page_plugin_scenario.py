@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from core import catalog, jobs, scenarios
-from core.scenario import ranking
+from core.scenarios import catalog
+import core.jobs.runs as jobs
+from core import scenarios
+from core.scenarios import ranking
 from tests.page_app import button, isolate, open_file, open_page
 
 REF = ("scenario", "depot", 1)
@@ -92,8 +94,8 @@ def test_scenario_without_simulator_says_it_cannot_check(tmp_path, monkeypatch):
 
 
 def test_benchmark_over_depot_questions_from_the_page(home):
-    from core.benchmark import jobs as bench_jobs
-    from core.replays import REPLAY_DIR
+    import core.jobs.benchmarks as bench_jobs
+    from core.llm.replays import REPLAY_DIR
 
     at = open_page("pages/benchmark.py", None)
     at.segmented_control(key="bench_source").set_value("scenario")
@@ -112,7 +114,7 @@ def test_benchmark_over_depot_questions_from_the_page(home):
 
 
 def test_smoke_benchmark_over_the_plugin_scenarios_from_the_page(home):
-    from core.benchmark import jobs as bench_jobs
+    import core.jobs.benchmarks as bench_jobs
 
     at = open_page("pages/benchmark.py", None)
     at.segmented_control(key="bench_smoke_source").set_value("scenario")

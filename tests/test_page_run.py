@@ -8,10 +8,11 @@ import time
 import pytest
 import streamlit as st
 
-from core import availability, jobs
-from core.agents.config import RunSettings
-from core.replays import replays
-from core.settings import DatabaseSettings
+from core.backends import availability
+import core.jobs.runs as jobs
+from core.model.run_settings import RunSettings
+from core.llm.replays import replays
+from core.config.settings import DatabaseSettings
 from tests.page_app import button, isolate, keyed, open_page
 
 EXTRA_STEP = "Check that no other source of deccan is missed"
@@ -131,7 +132,7 @@ def test_errors_are_shown_and_the_events_so_far_kept(home, monkeypatch, tmp_path
 
 def test_a_learned_plan_can_be_chosen_as_the_start(monkeypatch, tmp_path):
     """With a learned plan of the scenario, PlanRAG can start from it; the run's settings record the version."""
-    from core.autoplan.store import LearnedPlan, PlanStore
+    from core.store.plans import LearnedPlan, PlanStore
 
     home = isolate(monkeypatch, tmp_path)
     at = open_page("pages/run.py")
@@ -161,7 +162,7 @@ def test_a_finished_run_shows_its_evidence_coverage_and_takes_an_override(home):
     at.text_input(key=f"ov-by-{form}").input("ana")
     at.text_input(key=f"ov-note-{form}").input("the answer hedges")
     next(b for b in at.get("form_submit_button") if b.label == "Save override").click().run()
-    from core.overrides import OverrideStore
+    from core.store.overrides import OverrideStore
 
     saved = OverrideStore(home).get(run_id)
     assert (saved.decision, saved.correct, saved.by) == ("ganges", False, "ana")
@@ -174,8 +175,8 @@ def test_an_override_changes_every_figure_derived_from_the_grade(home):
     """Issue 28: after overriding a depot run from DC-BRO to DC-ASH, Rank still said 2 of 6, History showed no rank
     and kept the run under "wrong", and Decision check still marked DC-BRO; the form opened on "no decision" with
     Who empty although a reviewer was set."""
-    from core import decision
-    from core.catalog import question as catalog_question
+    from core.analysis import decision
+    from core.scenarios.catalog import question as catalog_question
 
     runtime = jobs.open_runtime()
     spec = replays("scenario", "depot", 1, "sql", "iterrag")[0].spec
@@ -222,3 +223,24 @@ def test_the_prompt_setting_and_the_reaper_planner_are_chosen_on_the_page(home):
     assert at.radio(key="run_setting_planner").value == "examples"
     assert "run_setting_prompts" not in [r.key for r in at.radio]
     assert at.radio(key="run_setting_reaper_prompts").value == "improved"  # REAPER has its own paper setting
+
+
+def test_run_n_times_shows_the_spread_of_decisions_with_the_simulators_rank(home):
+    at = open_page("pages/run.py")
+    at.number_input(key="run_samples_n").set_value(3).run()
+    button(at, "Run 3 times").click().run()
+    assert not at.exception
+    runs = at.session_state["run_samples"]["runs"]
+    assert len(runs) == 3 and "run_id" not in at.session_state  # no single sample in the Run view
+    deadline = time.time() + 60
+    while not all(jobs.job(r).done for r in runs) and time.time() < deadline:
+        time.sleep(0.2)
+    at.run()
+    records = [jobs.open_store().get(r) for r in runs]
+    assert {r.settings["hitl"] for r in records} == {"auto"} and {r.settings["temperature"] for r in records} == {0.7}
+    spread = next(d.value for d in at.dataframe if "share %" in d.value.columns)
+    # the recorded replay repeats itself: one decision, all three samples, the simulator's best
+    assert spread.to_dict("records") == [{"decision": "doab", "samples": 3, "share %": 100.0, "rank": "1 of 9",
+                                          "correct": "right"}]
+    assert any("3 samples of the question" in s.value for s in at.subheader)
+    assert any("(n=3)" in c.value for c in at.caption)

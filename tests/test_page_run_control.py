@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-from core import jobs
-from core.agents.config import RunSettings
-from core.replays import replays
+import core.jobs.runs as jobs
+from core.model.run_settings import RunSettings
+from core.llm.replays import replays
 from tests.page_app import button, isolate, keyed, open_page
 
 

@@ -3,7 +3,8 @@ defects; the network with a clicked node's rows; the tables; the choice kept whe
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core import catalog, scenarios
+from core.scenarios import catalog
+from core import scenarios
 from tests.page_app import open_file
 
 
@@ -120,7 +121,7 @@ def test_locating_network_opens_on_the_neighbourhood_and_finds_a_node():
 
 
 def db_nodes(at) -> list[str]:
-    from core import catalog
+    from core.scenarios import catalog
 
     return catalog.database(at.selectbox(key="scenarios_question").value).tables["trade_node"].column("trade_node")
 

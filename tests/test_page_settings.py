@@ -4,8 +4,8 @@ import json
 
 from streamlit.testing.v1 import AppTest
 
-from core.llm import LLMSettings
-from core.settings import DatabaseSettings
+from core.llm.client import LLMSettings
+from core.config.settings import DatabaseSettings
 from tests.conftest import ROOT
 from tests.page_app import open_file
 from tests.test_llm import StandIn, _completion

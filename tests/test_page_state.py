@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core import jobs
-from core.agents.config import RunSettings
+import core.jobs.runs as jobs
+from core.model.run_settings import RunSettings
 from core.autoplan.train import TrainSettings, train
-from core.replays import replays
+from core.llm.replays import replays
 from tests.page_app import APP, button, isolate, open_page
 from tests.test_autoplan_paper import TRAINING, replay
 

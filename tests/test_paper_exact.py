@@ -10,9 +10,10 @@ import json
 import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from core.agents import AgentRuntime, Limits, RunSettings
+from core.agents.runtime import AgentRuntime
+from core.model.run_settings import Limits, RunSettings
 from core.agents import paper_prompts
-from core.llm import open_llm
+from core.llm.client import open_llm
 
 #: The figures' "Tool descriptions" part, rendered (the Locating GDB case).
 FIGURE_TOOLS = (

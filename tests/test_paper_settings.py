@@ -9,12 +9,13 @@ import pandas as pd
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
-from core.agents import AgentRuntime, RunSettings
+from core.agents.runtime import AgentRuntime
+from core.model.run_settings import RunSettings
 from core.agents import paper_prompts
 from core.agents.reaper_examples import all_examples
 from core.agents.reaper_plan import parse_plan
 from core.backends.cypher_dialect import LADYBUG_DIALECT_NOTE
-from core.llm import open_llm
+from core.llm.client import open_llm
 
 PLAN_ACT = ("Plan: [Step 1: find the nodes flowing into deccan, Step 2: choose the best]\nCurrent step: Step 1\n"
             "Thought: I need the nodes flowing into the home node.\nAction: Relational DB\n"
@@ -204,7 +205,7 @@ def test_benchmark_records_the_setting_and_reports_it_beside_the_paper(tmp_path,
     from core.benchmark import fidelity
     from core.benchmark.items import BenchError
     from core.benchmark.runner import Bench, BenchConfig
-    from core.cli import main
+    from core.cli.main import main
 
     llm = _bench_replays(tmp_path / "replays")
     out = tmp_path / "out"

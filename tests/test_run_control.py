@@ -15,10 +15,11 @@ from typing import Any
 import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 
-from core.agents import Review, RunNotPaused
+from core.model.run_settings import Review
+from core.agents.runtime import RunNotPaused
 from core.agents.control import RunControl, RunStopped
-from core.llm import ChatLLM
-from core.runs import PauseTaken, RunStore
+from core.llm.client import ChatLLM
+from core.store.runs import PauseTaken, RunStore
 from tests.test_agents_runtime import ACT, FINAL, PLAN, FakeBackend, make_runtime, replay, settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -297,8 +298,8 @@ def test_a_run_killed_mid_resume_is_interrupted_and_goes_on_with_its_review(tmp_
     home = tmp_path / "home"
     script = (f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
               "from tests.test_agents_runtime import make_runtime, settings\n"
-              "from core.agents import Review\n"
-              "import core.llm as llm\n"
+              "from core.model.run_settings import Review\n"
+              "import core.llm.client as llm\n"
               f"rt = make_runtime({str(home)!r}, llm_settings=llm.LLMSettings(model='m', base_url={url!r}))\n"
               "if sys.argv[1] == 'start':\n"
               "    print(rt.start(settings('m', 'planrag', hitl='approve-every-plan')).run_id)\n"
@@ -509,8 +510,8 @@ def test_cli_review_from_a_terminal_defaults_to_the_current_pause(home, tmp_path
     """(The command line opens the question from the catalog: DQA Locating question 1.)"""
     import io
 
-    from core import cli as cli_module
-    from core import settings as core_settings
+    import core.cli.main as cli_module
+    from core.config import settings as core_settings
 
     runtime, first = paused_run(home, tmp_path)
     monkeypatch.setattr(core_settings, "DATA_HOME", home)
@@ -575,7 +576,7 @@ def test_core_stop_ends_a_run_another_process_drives_while_its_model_is_silent(t
     home = tmp_path / "home"
     script = (f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
               "from tests.test_agents_runtime import make_runtime, settings\n"
-              "import core.llm as llm\n"
+              "import core.llm.client as llm\n"
               f"rt = make_runtime({str(home)!r}, llm_settings=llm.LLMSettings(model='m', base_url={url!r}))\n"
               "print(rt.start(settings('m', 'iterrag'), run_id='far').status)\n")
     driver = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)

@@ -9,11 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from core import catalog, decision, evidence, scenarios
-from core.grading import grade
-from core.scenario import candidates, ranking
-from core.scenarios import command
-from core.scenarios.plugin import FolderScenario, ScenarioError
+from core.scenarios import catalog
+from core.analysis import decision, evidence
+from core import scenarios
+from core.analysis.grading import grade
+from core.scenarios import candidates, ranking
+from core.scenarios.plugins import checks
+from core.scenarios.plugins.folder import FolderScenario, ScenarioError
 from sims.ranking import InputError
 
 DEPOT = Path(__file__).resolve().parent.parent / "assets" / "scenarios" / "depot"
@@ -117,7 +119,7 @@ def test_depot_network_marks_best_pick_and_changes():
 def test_plugin_network_can_be_searched_and_centred_on_a_node(monkeypatch):
     """Issue 15 for plugins: find a node by name, open on its neighbourhood; a big network opens on its
     candidates'."""
-    from core.scenarios import network
+    from core.scenarios.plugins import network
 
     q = catalog.question("scenario", "depot", 1)
     db = catalog.database(q)
@@ -158,8 +160,9 @@ def test_depot_in_the_embedded_backends(backend, text):
 
 
 def test_replayed_run_on_depot_is_graded(tmp_path, monkeypatch):
-    from core.agents import AgentRuntime, RunSettings
-    from core.replays import replays
+    from core.agents.runtime import AgentRuntime
+    from core.model.run_settings import RunSettings
+    from core.llm.replays import replays
 
     found = replays("scenario", "depot", 1, "sql", "planrag")
     assert found, "the shipped scripted transcript"
@@ -176,7 +179,7 @@ def test_replayed_run_on_depot_is_graded(tmp_path, monkeypatch):
 def test_benchmark_over_depot_questions(tmp_path):
     from core.benchmark.results import read_all
     from core.benchmark.runner import Bench, BenchConfig
-    from core.replays import REPLAY_DIR
+    from core.llm.replays import REPLAY_DIR
 
     bench = Bench(BenchConfig(["planrag"], f"replay:{REPLAY_DIR}", scenario="depot", source="scenario",
                               questions="1-2", out=tmp_path / "bench", cache=False, home=tmp_path))
@@ -192,7 +195,7 @@ def test_benchmark_over_depot_questions(tmp_path):
 
 
 def test_run_settings_name_the_sources_a_scenario_has():
-    from core.agents import RunSettings
+    from core.model.run_settings import RunSettings
 
     with pytest.raises(ValueError, match="choose scenario"):
         RunSettings("depot", 1, "sqlite", "planrag", "x", source="dqa").validate()
@@ -201,12 +204,12 @@ def test_run_settings_name_the_sources_a_scenario_has():
 
 
 def test_shipped_scenario_passes_check():
-    problems, facts = command.check(DEPOT)
+    problems, facts = checks.check(DEPOT)
     assert problems == [] and any("best DC-ASH" in f for f in facts)
 
 
 def test_new_writes_a_skeleton_that_checks_and_is_listed(user_scenarios, capsys):
-    from core.cli import main
+    from core.cli.main import main
 
     assert main(["scenario", "new", "supplier-pick"]) == 0
     folder = user_scenarios / "supplier-pick"
@@ -216,7 +219,7 @@ def test_new_writes_a_skeleton_that_checks_and_is_listed(user_scenarios, capsys)
     scenarios.reload()
     assert "supplier-pick" in scenarios.names()
     q = catalog.question("scenario", "supplier-pick", 2)
-    assert q.answer == "Cobalt" and q.target == "1000 units"
+    assert q.answer == "Cobalt" and scenarios.target(q) == "1000 units"
     assert main(["scenario", "new", "supplier-pick"]) == 1  # never overwrites
     assert main(["scenario", "new", "Bad_Name"]) == 2
 
@@ -236,7 +239,7 @@ def edit(path: Path, old: str, new: str) -> None:
 
 
 def only_problem(folder: Path) -> str:
-    problems, _ = command.check(folder)
+    problems, _ = checks.check(folder)
     assert len(problems) == 1, problems
     return problems[0]
 
@@ -299,13 +302,14 @@ query = "SELECT product FROM product"
 
 
 def test_scenario_without_simulator_runs_and_records_answers(user_scenarios, tmp_path):
-    from core.agents import AgentRuntime, RunSettings
+    from core.agents.runtime import AgentRuntime
+    from core.model.run_settings import RunSettings
 
     folder = user_scenarios / "hunch"
     (folder / "data").mkdir(parents=True)
     (folder / "scenario.toml").write_text(NO_SIMULATOR)
     (folder / "data" / "product.csv").write_text("product,price\ntea,3.5\ncoffee,4.0\n")
-    problems, facts = command.check(folder)
+    problems, facts = checks.check(folder)
     assert problems == [] and any("cannot be checked" in f for f in facts)
     scenarios.reload()
     q = catalog.question("scenario", "hunch", 1)
@@ -332,7 +336,7 @@ def test_user_mysql_database_is_read_as_a_read_only_snapshot(tmp_path):
     import pymysql
 
     from core.backends import mysql
-    from core.settings import DatabaseSettings
+    from core.config.settings import DatabaseSettings
     from tests.conftest import require
 
     reason = mysql.unavailable(DatabaseSettings())
@@ -354,7 +358,7 @@ def test_user_mysql_database_is_read_as_a_read_only_snapshot(tmp_path):
         kind = FolderScenario(folder)
         table = kind.database().tables["supplier"]
         assert table.primary_key == ("supplier",) and table.rows == [("Acme", 4.2, 150), ("Borealis", 3.9, 420)]
-        assert command.check(folder)[0] == []
+        assert checks.check(folder)[0] == []
         assert kind.questions()[0].database_ref == "a MySQL database (read-only snapshot)"  # never its address
         (folder / "scenario.toml").write_text((folder / "scenario.toml").read_text().replace(
             "root@127.0.0.1:3306", "root:hunter2secret@127.0.0.1:1"))
@@ -367,7 +371,7 @@ def test_user_mysql_database_is_read_as_a_read_only_snapshot(tmp_path):
 
 
 def test_smoke_benchmark_on_plugin_scenarios(tmp_path):
-    from core.benchmark.command import smoke_config
+    from core.benchmark.smoke import smoke_config
     from core.benchmark.results import read_all
     from core.benchmark.runner import Bench
 
@@ -392,12 +396,12 @@ def cheap_sites(tables, question):
     kind = FolderScenario(folder)
     q = kind.questions()[0]
     assert kind.candidates(q, kind.database()) == ["DC-ASH", "DC-BRO", "DC-NOR"] and q.answer == "DC-ASH"
-    assert command.check(folder)[0] == []
+    assert checks.check(folder)[0] == []
 
 
 def test_planner_examples_come_from_the_declaration(user_scenarios):
     """REAPER's planner examples are the scenario's own ([planner]), never looked up by scenario name."""
-    from core.agents.config import RunSettings
+    from core.model.run_settings import RunSettings
     from core.agents.reaper_examples import examples
     from core.benchmark import fidelity
 
@@ -424,8 +428,9 @@ def test_planner_examples_come_from_the_declaration(user_scenarios):
 def test_every_technique_runs_on_depot_from_its_shipped_transcript(tmp_path, technique, decision):
     """Every technique with a shipped scripted transcript of depot question 1 (SQL) runs to its decision, graded
     by the depot's simulator, with no failed query."""
-    from core.agents import AgentRuntime, RunSettings
-    from core.replays import replays
+    from core.agents.runtime import AgentRuntime
+    from core.model.run_settings import RunSettings
+    from core.llm.replays import replays
 
     [found] = replays("scenario", "depot", 1, "sql", technique)
     runtime = AgentRuntime(tmp_path)
@@ -442,8 +447,8 @@ def test_every_technique_runs_on_depot_from_its_shipped_transcript(tmp_path, tec
 def test_autoplan_learns_a_depot_plan_and_runs_from_it(tmp_path, monkeypatch, capsys):
     """AutoPlan on a plugin scenario: a plan trained on question 2 (scripted transcript), then question 1 run
     from it (the shipped PlanRAG transcript)."""
-    from core.cli import main
-    from core.replays import REPLAY_DIR
+    from core.cli.main import main
+    from core.llm.replays import REPLAY_DIR
     from tests.page_app import isolate
 
     isolate(monkeypatch, tmp_path)

@@ -8,9 +8,10 @@ import threading
 
 import pytest
 
-from core import catalog, scenarios
-from core.cli import main
-from core.scenarios import command
+from core.scenarios import catalog
+from core import scenarios
+from core.cli.main import main
+from core.scenarios.plugins import checks
 from tests.page_app import isolate, open_page
 
 
@@ -62,11 +63,11 @@ def test_threads_started_in_context_see_the_chosen_folder(folders):
 
 def test_check_folder_lists_good_and_broken_scenarios(folders):
     mine, other = folders
-    results = {path.name: (problems, facts) for path, problems, facts in command.check_folder(mine)}
+    results = {path.name: (problems, facts) for path, problems, facts in checks.check_folder(mine)}
     assert results["supplier-pick"][0] == [] and "scenario supplier-pick" in results["supplier-pick"][1][0]
     assert "scenario.toml, line 3: not valid TOML" in results["broken"][0][0]
-    assert command.check_folder(other) == []
-    [(_, problems, _)] = command.check_folder(other / "nowhere")
+    assert checks.check_folder(other) == []
+    [(_, problems, _)] = checks.check_folder(other / "nowhere")
     assert "no such folder" in problems[0]
 
 
@@ -87,7 +88,7 @@ def test_settings_page_uses_and_checks_a_folder(folders, monkeypatch, tmp_path):
 def test_benchmark_over_a_user_scenario_of_the_session_folder(folders, monkeypatch, tmp_path):
     """The Benchmark page on the skeleton scenario of the session's folder: the benchmark's threads find it, and
     its results are grouped under its name."""
-    from core.benchmark import jobs as bench_jobs
+    import core.jobs.benchmarks as bench_jobs
 
     isolate(monkeypatch, tmp_path)
     mine, _ = folders
@@ -115,7 +116,7 @@ def test_benchmark_over_a_user_scenario_of_the_session_folder(folders, monkeypat
 
 def test_smoke_over_plugin_scenarios_leaves_out_those_without_a_shipped_transcript(folders):
     """A user scenario without transcripts in the session's folder does not break the smoke benchmark."""
-    from core.benchmark.command import smoke_config
+    from core.benchmark.smoke import smoke_config
     from core.benchmark.items import scenarios_of
 
     mine, _ = folders

@@ -1,11 +1,11 @@
-"""core.secrets: one scrubbing mechanism for the API key and its masked echoes (issue 12 section 4, issue 20 item 7)."""
+"""core.config.secrets: one scrubbing mechanism for the API key and its masked echoes (issue 12 section 4, issue 20 item 7)."""
 from __future__ import annotations
 
 import json
 
 import pytest
 
-from core import secrets
+from core.config import secrets
 
 KEY = "sk-CANARY-0123456789abcdef3456"
 
@@ -53,7 +53,7 @@ def test_non_strings_pass_through():
 
 
 def test_database_passwords_are_secrets_too():
-    from core.settings import DatabaseSettings
+    from core.config.settings import DatabaseSettings
 
     DatabaseSettings(mysql_url="mysql://reader:db-Pass-0123456@127.0.0.1:3306", neo4j_password="neo-Pass-98765")
     assert secrets.scrub("login db-Pass-0123456 / neo-Pass-98765 refused") == "login *** / *** refused"

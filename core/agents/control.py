@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from core.runs import HEARTBEAT_S, RunStore
+from core.store.runs import HEARTBEAT_S, RunStore
 
 POLL_S = 0.25  # how often the owner looks for a stop asked for in the run store
 

@@ -4,11 +4,13 @@
 
 ``call_llm`` asks the model for one reply and settles it: a plan to adopt or to send for review, a final
 answer, an action for ``run_action``, or a corrective observation. ``review_plan`` holds the only
-``interrupt()`` (in ``_await_review``); LangGraph re-runs it from its top on resume, and it does nothing before
+``interrupt()`` (in ``await_review``); LangGraph re-runs it from its top on resume, and it does nothing before
 the interrupt, while the LLM call that proposed the plan sits in the node before. The state is plain JSON so the SQLite
 checkpointer can keep it; the model and the database come from the run's context.
 
-Every user message of the transcript after the question is an ``observation`` event.
+Every user message of the transcript after the question is an ``observation`` event. The node helpers REAPER's
+graph (reaper.py) shares are public: ``Emitter``, ``complete_call``, ``settle_answer``, ``announce_plan``,
+``await_review``, ``observe``, ``to_answer``, ``context_full``, ``fail_run``, ``route``, ``run_query``.
 """
 from __future__ import annotations
 
@@ -23,14 +25,16 @@ from langgraph.types import interrupt
 
 from core.agents import control as run_control
 from core.agents import guards, paper_prompts, prompts
-from core.agents.config import Limits, Review
+from core.model.run_settings import Limits, Review
 from core.agents.control import RunControl
-from core.agents.events import (ActionEvent, ErrorEvent, Event, FinalEvent, LLMUsage, ObservationEvent, PlanEvent,
-                                QueryReviewEvent, ReplanEvent, ThoughtEvent)
+from core.model.events import (
+    ActionEvent, ErrorEvent, Event, FinalEvent, LLMUsage, ObservationEvent, PlanEvent, QueryReviewEvent, ReplanEvent,
+    ThoughtEvent
+)
 from core.agents.parsing import Reply, parse_reply, query_language, tool_kind
-from core.agents.techniques import Technique, technique
+from core.model.technique import Technique, technique
 from core.backends.base import Backend, BackendUnavailable, QueryError
-from core.llm import ChatLLM, Completion, LLMError
+from core.llm.client import ChatLLM, Completion, LLMError
 
 
 class AgentState(TypedDict):
@@ -107,7 +111,7 @@ def guard_state() -> dict:
             "answer_tries": 0, "shortened": 0, "chars_per_token": None}
 
 
-class _Emitter:
+class Emitter:
     """Writes events to the run's stream as they happen; the first one after an LLM call carries its usage."""
 
     def __init__(self, runtime: Runtime, step: int):
@@ -127,7 +131,7 @@ def _chat(prompt: str, messages: list[dict]) -> list:
                                       for m in messages]
 
 
-def _observe(state: dict, reply_text: str, event: ObservationEvent, emit: _Emitter) -> dict:
+def observe(state: dict, reply_text: str, event: ObservationEvent, emit: Emitter) -> dict:
     """Emit an observation and add the reply and the observation to the transcript; the LLM goes next."""
     emit(event)
     messages = state["messages"] + [{"role": "ai", "content": reply_text},
@@ -135,7 +139,7 @@ def _observe(state: dict, reply_text: str, event: ObservationEvent, emit: _Emitt
     return {"messages": messages, "reply": "", "next": "call_llm"}
 
 
-def _correct(state: dict, reply: Reply, problem: str, emit: _Emitter, hint: str | None = None) -> dict:
+def _correct(state: dict, reply: Reply, problem: str, emit: Emitter, hint: str | None = None) -> dict:
     """A corrective observation (``hint``: how to go on, default the format's). The same reply corrected
     before counts as a repeat."""
     text = prompts.correction(problem, technique(state["technique"]), state["language"], hint)
@@ -143,11 +147,11 @@ def _correct(state: dict, reply: Reply, problem: str, emit: _Emitter, hint: str 
     if key in seen:
         return _repeat(state, reply, prompts.same_reply(seen[key]["call"]) + " " + text, problem, emit)
     seen = {**seen, key: {"call": state["llm_calls"], "text": problem}}
-    return {"seen": seen, **_observe(state, reply.text, ObservationEvent(text=text, error=problem,
+    return {"seen": seen, **observe(state, reply.text, ObservationEvent(text=text, error=problem,
                                                                          error_kind="format"), emit)}
 
 
-def _repeat(state: dict, reply: Reply, text: str, what: str, emit: _Emitter) -> dict:
+def _repeat(state: dict, reply: Reply, text: str, what: str, emit: Emitter) -> dict:
     """A repeat the loop guard caught: observed with ``text``; at ``Limits.max_repeats`` repeats the run ends as
     ``stuck``."""
     repeats, limits = state.get("repeats", 0) + 1, Limits.from_dict(state["limits"])
@@ -156,26 +160,26 @@ def _repeat(state: dict, reply: Reply, text: str, what: str, emit: _Emitter) -> 
         return {"repeats": repeats, "messages": state["messages"] + [{"role": "ai", "content": reply.text}],
                 "reply": "", **_end("stuck", "stuck", message, emit)}
     event = ObservationEvent(text=text, error=what, error_kind="repeat")
-    return {"repeats": repeats, **_observe(state, reply.text, event, emit)}
+    return {"repeats": repeats, **observe(state, reply.text, event, emit)}
 
 
-def _finish(state: dict, reply: Reply, answer: str, emit: _Emitter) -> dict:
+def _finish(state: dict, reply: Reply, answer: str, emit: Emitter) -> dict:
     emit(FinalEvent(answer=answer))
     return {"messages": state["messages"] + [{"role": "ai", "content": reply.text}], "final_answer": answer,
             "status": "finished", "reply": "", "next": END}
 
 
-def _end(status: str, kind: str, message: str, emit: _Emitter, attempts: list[dict] | None = None) -> dict:
+def _end(status: str, kind: str, message: str, emit: Emitter, attempts: list[dict] | None = None) -> dict:
     """End the run with ``status`` (failed, stuck, context_exceeded), saying why."""
     emit(ErrorEvent(message=message, error_kind=kind, attempts=attempts or []))
     return {"status": status, "error": message, "next": END}
 
 
-def _fail(kind: str, message: str, emit: _Emitter, attempts: list[dict] | None = None) -> dict:
+def fail_run(kind: str, message: str, emit: Emitter, attempts: list[dict] | None = None) -> dict:
     return _end("failed", kind, message, emit, attempts)
 
 
-def _answer(state: dict, reply: Reply, emit: _Emitter, finish_reason: str | None = None,
+def settle_answer(state: dict, reply: Reply, emit: Emitter, finish_reason: str | None = None,
             again: str = "call_llm", ask_again: bool = True) -> dict:
     """Settle the reply to a request for the final answer: its Final answer, else the reply itself when it is
     plain text. A reply that is no answer (empty, cut off, an action, a plan) is corrected once when
@@ -193,7 +197,7 @@ def _answer(state: dict, reply: Reply, emit: _Emitter, finish_reason: str | None
         return {"messages": state["messages"] + [{"role": "ai", "content": reply.text}, {"role": "human",
                                                                                           "content": text}],
                 "answer_tries": state.get("answer_tries", 0) + 1, "reply": "", "next": again}
-    return _fail("no_answer", f"the agent gave no final answer when asked for it: {problem}", emit)
+    return fail_run("no_answer", f"the agent gave no final answer when asked for it: {problem}", emit)
 
 
 def _account(state: dict, c: Completion, step: int, price: list[float] | None = None) -> tuple[dict, LLMUsage]:
@@ -209,7 +213,7 @@ def _account(state: dict, c: Completion, step: int, price: list[float] | None = 
                             wait_s=round(wait, 4), attempts=c.attempts, cached=c.cached)
 
 
-def _complete(state: dict, runtime: Runtime[AgentContext], prompt: str, emit: _Emitter,
+def complete_call(state: dict, runtime: Runtime[AgentContext], prompt: str, emit: Emitter,
               messages: list[dict] | None = None) -> tuple[dict, Completion | None]:
     """LLM call ``emit.step`` on ``messages`` (default the transcript) under ``prompt``, kept within the context
     window: the state update counting it (its usage goes with the next event emitted) and the completion; on
@@ -232,7 +236,7 @@ def _complete(state: dict, runtime: Runtime[AgentContext], prompt: str, emit: _E
     except LLMError as e:
         if e.kind == "context":  # the server's count of the request's tokens is past the window
             return _end("context_exceeded", "context", str(e), emit, e.attempts), None
-        return _fail(e.kind, str(e), emit, e.attempts), None
+        return fail_run(e.kind, str(e), emit, e.attempts), None
     update, emit.usage = _account(state, c, emit.step, getattr(runtime.context, "price", None))
     update["shortened"] = shortened
     if not c.estimated:
@@ -268,7 +272,7 @@ def _answer_request(state: dict) -> list[dict]:
                              Limits.from_dict(state["limits"]), state.get("chars_per_token"))
 
 
-def _announce(hitl: str, kind: str, old_plan: list[str], new_plan: list[str], emit: _Emitter) -> bool:
+def announce_plan(hitl: str, kind: str, old_plan: list[str], new_plan: list[str], emit: Emitter) -> bool:
     """Emit the plan (``kind`` plan) or re-plan (``replan``) the agent wrote, and whether the analyst reviews it
     first (``hitl``)."""
     review = hitl == "approve-every-plan" or (hitl == "approve-replans" and kind == "replan")
@@ -280,13 +284,13 @@ def _announce(hitl: str, kind: str, old_plan: list[str], new_plan: list[str], em
     return review
 
 
-def _to_answer(state: dict, limit: str, reason: str, emit: _Emitter) -> dict:
+def to_answer(state: dict, limit: str, reason: str, emit: Emitter) -> dict:
     """Say which limit was reached and send the run to its final answer."""
     emit(ErrorEvent(message=prompts.limit_reached(reason), error_kind="limit", fatal=False))
     return {"answer_only": True, "limit": limit, "answer_from": len(state["messages"])}
 
 
-def _context_full(state: dict, limits: Limits) -> tuple[str, str] | None:
+def context_full(state: dict, limits: Limits) -> tuple[str, str] | None:
     """When the next request cannot fit the context window even with older observations shortened."""
     fitted, _, need = guards.fit(state["prompt"], state["messages"], limits.context_tokens,
                                  state.get("chars_per_token"), limits.reply_tokens)
@@ -295,7 +299,7 @@ def _context_full(state: dict, limits: Limits) -> tuple[str, str] | None:
     return None
 
 
-def _proceed(state: dict, reply: Reply, emit: _Emitter) -> dict:
+def _proceed(state: dict, reply: Reply, emit: Emitter) -> dict:
     """Act on a reply once its plan, if any, is settled: final answer, action, or a corrective observation."""
     if state.get("prompts") == paper_prompts.PAPER:
         return _act_paper(state, reply, emit)
@@ -307,7 +311,7 @@ def _proceed(state: dict, reply: Reply, emit: _Emitter) -> dict:
         return _finish(state, reply, reply.final_answer, emit)
     if not reply.action:
         if reply.plan:
-            return _observe(state, reply.text, ObservationEvent(text=prompts.go_on_with_plan()), emit)
+            return observe(state, reply.text, ObservationEvent(text=prompts.go_on_with_plan()), emit)
         return _correct(state, reply, "your reply has no Action", emit)
     language, kind = state["language"], tool_kind(reply.action)
     if kind is None:
@@ -327,7 +331,7 @@ def _proceed(state: dict, reply: Reply, emit: _Emitter) -> dict:
     return _queue_action(state, reply.text, kind, reply.action_input)
 
 
-def _settle_plan(state: dict, reply: Reply, emit: _Emitter) -> dict:
+def _settle_plan(state: dict, reply: Reply, emit: Emitter) -> dict:
     """For the planning techniques: take the reply's (new) plan, or send it for review; then proceed."""
     tech, plan = technique(state["technique"]), state["plan"]
     if not plan:
@@ -345,7 +349,7 @@ def _settle_plan(state: dict, reply: Reply, emit: _Emitter) -> dict:
             note = "Re-plan: Y without a new Plan; the Plan is kept" if reply.replan else ""
             emit(ReplanEvent(replan=False, old_plan=plan, new_plan=plan, note=note))
         return _proceed(state, reply, emit)
-    if _announce(state["hitl"], proposal["kind"], plan, proposal["plan"], emit):
+    if announce_plan(state["hitl"], proposal["kind"], plan, proposal["plan"], emit):
         return {"reply": reply.text, "proposal": proposal, "next": "review_plan"}
     return {"plan": proposal["plan"], **_proceed({**state, "plan": proposal["plan"]}, reply, emit)}
 
@@ -356,26 +360,26 @@ def call_llm(state: AgentState, runtime: Runtime[AgentContext]) -> dict:
         return _call_paper(state, runtime)
     limits = Limits.from_dict(state["limits"])
     step = state["llm_calls"] + 1
-    emit = _Emitter(runtime, step)
+    emit = Emitter(runtime, step)
     update: dict = {}
     if not state["answer_only"]:
-        reached = guards.limit_reached(state, limits) or _context_full(state, limits)
+        reached = guards.limit_reached(state, limits) or context_full(state, limits)
         if reached:
-            update.update(_to_answer(state, *reached, emit))
+            update.update(to_answer(state, *reached, emit))
     elif state.get("answer_from") is None:  # SingleRAG after its query
         update["answer_from"] = len(state["messages"])
     state = {**state, **update}
     if state["answer_only"]:
-        counted, c = _complete(state, runtime, state["answer_prompt"], emit, _answer_request(state))
+        counted, c = complete_call(state, runtime, state["answer_prompt"], emit, _answer_request(state))
     else:
-        counted, c = _complete(state, runtime, state["prompt"], emit)
+        counted, c = complete_call(state, runtime, state["prompt"], emit)
     update.update(counted)
     if c is None:
         return update
     reply, finish_reason = parse_reply(c.text), getattr(c, "finish_reason", None)
     state = {**state, **update}
     if state["answer_only"]:
-        return {**update, **_answer(state, reply, emit, finish_reason)}
+        return {**update, **settle_answer(state, reply, emit, finish_reason)}
     if not c.text.strip():
         return {**update, **_empty_reply(state, reply, emit)}
     update["empty_replies"] = 0
@@ -388,18 +392,18 @@ def call_llm(state: AgentState, runtime: Runtime[AgentContext]) -> dict:
     return {**update, **_proceed(state, reply, emit)}
 
 
-def _empty_reply(state: dict, reply: Reply, emit: _Emitter) -> dict:
+def _empty_reply(state: dict, reply: Reply, emit: Emitter) -> dict:
     """An empty reply: observed as such; ``guards.MAX_EMPTY_REPLIES`` in a row end the run."""
     empty = state.get("empty_replies", 0) + 1
     if empty >= guards.MAX_EMPTY_REPLIES:
-        return {"empty_replies": empty, **_fail("empty_reply", prompts.empty_replies(empty), emit)}
+        return {"empty_replies": empty, **fail_run("empty_reply", prompts.empty_replies(empty), emit)}
     problem = "your reply was empty"
     text = prompts.correction(problem, technique(state["technique"]), state["language"])
     return {"empty_replies": empty,
-            **_observe(state, reply.text, ObservationEvent(text=text, error=problem, error_kind="format"), emit)}
+            **observe(state, reply.text, ObservationEvent(text=text, error=problem, error_kind="format"), emit)}
 
 
-def _await_review(state: dict, runtime: Runtime[AgentContext]) -> tuple[Review, str, _Emitter]:
+def await_review(state: dict, runtime: Runtime[AgentContext]) -> tuple[Review, str, Emitter]:
     """Pause for the analyst's review of the proposed plan (nothing may come before this in a node: LangGraph
     re-runs the node from its top on resume). Returns the review, its verdict (``approved``, also for an edit
     that changes nothing; ``edited`` or ``rejected``) and the emitter of what follows."""
@@ -408,12 +412,12 @@ def _await_review(state: dict, runtime: Runtime[AgentContext]) -> tuple[Review, 
         verdict = "approved"
     else:
         verdict = "edited" if review.action == "edit" else "rejected"
-    return review, verdict, _Emitter(runtime, state["llm_calls"])
+    return review, verdict, Emitter(runtime, state["llm_calls"])
 
 
 def review_plan(state: AgentState, runtime: Runtime[AgentContext]) -> dict:
     """Pause until the analyst approves, edits or rejects the proposed plan; then go on accordingly."""
-    review, verdict, emit = _await_review(state, runtime)
+    review, verdict, emit = await_review(state, runtime)
     reply, proposed = parse_reply(state["reply"]), state["proposal"]["plan"]
     if verdict == "approved":
         emit(PlanEvent(steps=proposed, origin="analyst", status="approved", note=review.note,
@@ -424,10 +428,10 @@ def review_plan(state: AgentState, runtime: Runtime[AgentContext]) -> dict:
         emit(PlanEvent(steps=steps, origin="analyst", status="edited", proposed_steps=proposed,
                        note=review.note, reviewer=review.reviewer))
         feedback = ObservationEvent(text=prompts.plan_edited(steps, review.note))
-        return {"plan": steps, "proposal": None, **_observe(state, reply.through_plan(), feedback, emit)}
+        return {"plan": steps, "proposal": None, **observe(state, reply.through_plan(), feedback, emit)}
     emit(PlanEvent(steps=proposed, origin="analyst", status="rejected", note=review.note, reviewer=review.reviewer))
     feedback = ObservationEvent(text=prompts.plan_rejected(review.note))
-    return {"proposal": None, **_observe(state, reply.through_plan(), feedback, emit)}
+    return {"proposal": None, **observe(state, reply.through_plan(), feedback, emit)}
 
 
 def _call_paper(state: dict, runtime: Runtime[AgentContext]) -> dict:
@@ -435,27 +439,27 @@ def _call_paper(state: dict, runtime: Runtime[AgentContext]) -> dict:
     correction, no second request for an answer, no note on a repeat. The run ends unanswered at the original
     executor's iteration limit, or at a workbench safety limit, which it names as such."""
     limits, tech = Limits.from_dict(state["limits"]), technique(state["technique"])
-    emit = _Emitter(runtime, state["llm_calls"] + 1)
+    emit = Emitter(runtime, state["llm_calls"] + 1)
     reached = _paper_limit(state, limits)
     if reached:
         limit, message = reached
-        return {"limit": limit, **_fail("limit", message, emit)}
+        return {"limit": limit, **fail_run("limit", message, emit)}
     if state["answer_only"] and tech.max_actions != 1:  # a run checkpointed at a limit before this setting stopped
-        return {"limit": state.get("limit"), **_fail("limit", "the run reached its limits; " + _NO_ANSWER, emit)}
+        return {"limit": state.get("limit"), **fail_run("limit", "the run reached its limits; " + _NO_ANSWER, emit)}
     if state["answer_only"]:  # SingleRAG's answer call
         reply, observed = state["messages"][1]["content"], paper_prompts.observed(state["messages"][2]["content"])
         question = state["messages"][0]["content"].removeprefix("Question: ")
         text = paper_prompts.single_answer(question, paper_prompts.single_query(reply) or "", observed)
-        update, c = _complete(state, runtime, state["answer_prompt"], emit, [{"role": "human", "content": text}])
+        update, c = complete_call(state, runtime, state["answer_prompt"], emit, [{"role": "human", "content": text}])
         if c is None:
             return update
         answer = paper_prompts.read_reply(c.text)
         answer = answer[1] if answer[0] == "final" else c.text.strip()
         if not answer:
-            return {**update, **_fail("no_answer", "the answer call gave an empty reply (paper prompt setting: it "
+            return {**update, **fail_run("no_answer", "the answer call gave an empty reply (paper prompt setting: it "
                                                    "is not asked again)", emit)}
         return {**update, **_finish({**state, **update}, parse_reply(c.text), answer, emit)}
-    update, c = _complete(state, runtime, state["prompt"], emit)
+    update, c = complete_call(state, runtime, state["prompt"], emit)
     if c is None:
         return update
     state, reply = {**state, **update}, parse_reply(c.text)
@@ -472,20 +476,20 @@ def _paper_limit(state: dict, limits: Limits) -> tuple[str, str] | None:
     if not state["answer_only"] and state["llm_calls"] >= paper_prompts.MAX_ITERATIONS:
         return "iterations", (f"{paper_prompts.STOPPED} (the original agent executor's limit of "
                               f"{paper_prompts.MAX_ITERATIONS} iterations); {_NO_ANSWER}")
-    reached = guards.limit_reached(state, limits, keep_answer_call=False) or _context_full(state, limits)
+    reached = guards.limit_reached(state, limits, keep_answer_call=False) or context_full(state, limits)
     if reached:
         return reached[0], f"{reached[1]}: a workbench safety limit, not the paper's; {_NO_ANSWER}"
     return None
 
 
-def _single_paper(state: dict, reply: Reply, emit: _Emitter) -> dict:
+def _single_paper(state: dict, reply: Reply, emit: Emitter) -> dict:
     """SingleRAG's retrieval reply, as the original read it: the text after its first ``Action input:`` (up to
     any ``Observation``) runs as the database query, whatever tool its Action names."""
     query = paper_prompts.single_query(reply.text)
     if reply.thought:
         emit(ThoughtEvent(text=reply.thought))
     if query is None or not query.strip():
-        return _fail("format", "the reply has no Action input to run (the original SingleRAG failed here; paper "
+        return fail_run("format", "the reply has no Action input to run (the original SingleRAG failed here; paper "
                                "prompt setting: no correction is asked for)", emit)
     language = state["language"]
     query = paper_prompts.fence_free(query, language).strip()
@@ -493,7 +497,7 @@ def _single_paper(state: dict, reply: Reply, emit: _Emitter) -> dict:
     return _queue_action(state, reply.text, language, query)
 
 
-def _settle_paper(state: dict, reply: Reply, emit: _Emitter) -> dict:
+def _settle_paper(state: dict, reply: Reply, emit: Emitter) -> dict:
     """The ``paper`` setting: a plan the reply writes is taken (or sent for review) as in the improved setting, but
     a reply without one is not corrected; then the reply is acted on as the original implementation did."""
     tech, plan = technique(state["technique"]), state["plan"]
@@ -504,12 +508,12 @@ def _settle_paper(state: dict, reply: Reply, emit: _Emitter) -> dict:
             emit(ReplanEvent(replan=False, old_plan=plan, new_plan=plan))
         return _act_paper(state, reply, emit)
     proposal = {"kind": "replan" if plan else "plan", "plan": reply.plan, "old_plan": plan}
-    if _announce(state["hitl"], proposal["kind"], plan, proposal["plan"], emit):
+    if announce_plan(state["hitl"], proposal["kind"], plan, proposal["plan"], emit):
         return {"reply": reply.text, "proposal": proposal, "next": "review_plan"}
     return {"plan": proposal["plan"], **_act_paper({**state, "plan": proposal["plan"]}, reply, emit)}
 
 
-def _act_paper(state: dict, reply: Reply, emit: _Emitter) -> dict:
+def _act_paper(state: dict, reply: Reply, emit: Emitter) -> dict:
     """Act on a reply as the original parser and executor did (paper_prompts.read_reply): an Action with its Action
     input runs when the Action names a tool of the run exactly (else the executor's "not a valid tool"
     observation); else a Final answer ends the run; a reply with both, or with neither, ends the run failed (the
@@ -518,10 +522,10 @@ def _act_paper(state: dict, reply: Reply, emit: _Emitter) -> dict:
         emit(ThoughtEvent(text=reply.thought or "", current_step=reply.current_step))
     kind, first, query = paper_prompts.read_reply(reply.text)
     if kind == "both":
-        return _fail("format", "the reply has both an Action and a Final answer (paper prompt setting: no "
+        return fail_run("format", "the reply has both an Action and a Final answer (paper prompt setting: no "
                                "correction is asked for)", emit)
     if kind == "neither":
-        return _fail("format", "the reply has neither an Action with its Action input nor a Final answer (paper "
+        return fail_run("format", "the reply has neither an Action with its Action input nor a Final answer (paper "
                                "prompt setting: no correction is asked for)", emit)
     if kind == "final":
         return _finish(state, reply, first, emit)
@@ -530,7 +534,7 @@ def _act_paper(state: dict, reply: Reply, emit: _Emitter) -> dict:
     if tool is None:
         event = ObservationEvent(text=paper_prompts.invalid_tool(first, language), error="invalid tool",
                                  error_kind="format")
-        return _observe(state, reply.text, event, emit)
+        return observe(state, reply.text, event, emit)
     query = paper_prompts.fence_free(query, language) if tool != "self" else query
     emit(ActionEvent(tool=first, query=query, language=tool))
     return _queue_action(state, reply.text, tool, query)
@@ -552,12 +556,12 @@ def _current_step(state: dict) -> str:
 def review_query(state: AgentState, runtime: Runtime[AgentContext]) -> dict:
     """Pause until the analyst approves, edits or rejects the query the agent wants to run (review mode "approve
     every query"); a rejection's note is the agent's observation. Nothing comes before the interrupt (see
-    ``_await_review``)."""
+    ``await_review``)."""
     action = state["action"]
     review = Review.from_dict(interrupt({"kind": "query", "plan": state["plan"], "old_plan": [],
                                          "reply": state["reply"], "query": action["query"],
                                          "language": action["tool"], "current_step": _current_step(state)}))
-    emit = _Emitter(runtime, state["llm_calls"])
+    emit = Emitter(runtime, state["llm_calls"])
     edited = review.action == "edit" and review.query.strip() != action["query"].strip()
     status = "rejected" if review.action == "reject" else "edited" if edited else "approved"
     query = review.query.strip() if edited else action["query"]
@@ -566,7 +570,7 @@ def review_query(state: AgentState, runtime: Runtime[AgentContext]) -> dict:
     if status == "rejected":
         feedback = ObservationEvent(text=prompts.query_rejected(review.note), error="rejected by the analyst",
                                     error_kind="rejected")
-        return {"action": None, **_observe(state, state["reply"], feedback, emit)}
+        return {"action": None, **observe(state, state["reply"], feedback, emit)}
     return {"action": {**action, "query": query}, "next": "run_action"}
 
 
@@ -592,7 +596,7 @@ def run_query(backend: Backend, query: str, limits: Limits, control: RunControl 
 def run_action(state: AgentState, runtime: Runtime[AgentContext]) -> dict:
     """Run the action's query (or echo a Self-thinking input) and observe the result or the error."""
     limits, action = Limits.from_dict(state["limits"]), state["action"]
-    emit = _Emitter(runtime, state["llm_calls"])
+    emit = Emitter(runtime, state["llm_calls"])
     paper = state.get("prompts") == paper_prompts.PAPER
     if action["tool"] == "self":  # the original's Self thinking tool returned nothing
         event = ObservationEvent(text="" if paper else action["query"])
@@ -601,7 +605,7 @@ def run_action(state: AgentState, runtime: Runtime[AgentContext]) -> dict:
             event = run_query(runtime.context.backend, action["query"], limits,
                               getattr(runtime.context, "control", None))
         except BackendUnavailable as e:
-            return _fail(e.kind, str(e), emit)
+            return fail_run(e.kind, str(e), emit)
         if paper:
             event.text = (paper_prompts.error_text(event.error, state["language"]) if event.error else
                           paper_prompts.result_text(event.columns, event.rows, state["language"]))
@@ -614,7 +618,7 @@ def run_action(state: AgentState, runtime: Runtime[AgentContext]) -> dict:
         emit(event)
         return {**update, "messages": state["messages"] + [{"role": "ai", "content": state["reply"]}], "reply": "",
                 **_end("stuck", "stuck", prompts.stuck(update["repeats"], f"the same error: {event.error}"), emit)}
-    return {**update, **_observe(state, state["reply"], event, emit)}
+    return {**update, **observe(state, state["reply"], event, emit)}
 
 
 def _remember(state: dict, action: dict, event: ObservationEvent) -> dict:
@@ -633,7 +637,7 @@ def _remember(state: dict, action: dict, event: ObservationEvent) -> dict:
     return {"seen": seen, "repeats": state.get("repeats", 0) + 1}
 
 
-def _next(state: AgentState) -> str:
+def route(state: AgentState) -> str:
     return state["next"]
 
 
@@ -658,5 +662,5 @@ def build_graph() -> StateGraph:
     graph.add_node("review_query", timed(review_query))
     graph.add_edge(START, "call_llm")
     for node in ("call_llm", "review_plan", "run_action", "review_query"):
-        graph.add_conditional_edges(node, _next, ["call_llm", "review_plan", "run_action", "review_query", END])
+        graph.add_conditional_edges(node, route, ["call_llm", "review_plan", "run_action", "review_query", END])
     return graph

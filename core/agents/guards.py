@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 
-from core.agents.config import Limits
+from core.model.run_settings import Limits
 from core.agents.parsing import Reply, parse_reply
 
 #: Characters per token assumed until a call reports real usage (a low figure: SQL, numbers and tables tokenise

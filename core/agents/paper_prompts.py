@@ -29,9 +29,9 @@ import pandas as pd
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from core.agents import prompts
-from core.agents.config import PROMPT_SETTINGS
+from core.model.run_settings import PROMPT_SETTINGS
 from core.agents.parsing import render_plan
-from core.agents.techniques import Technique
+from core.model.technique import Technique
 
 IMPROVED, PAPER = PROMPT_SETTINGS
 #: The original agent's stop sequence.

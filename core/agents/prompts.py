@@ -8,7 +8,8 @@ message starting with ``Observation:``.
 from __future__ import annotations
 
 from core.agents.parsing import render_plan
-from core.agents.techniques import Technique
+from core.backends.cypher_dialect import LADYBUG_DIALECT_NOTE
+from core.model.technique import Technique
 
 TOOL_NAMES = {"sql": "Relational DB", "cypher": "Graph DB"}
 LANGUAGE_NAMES = {"sql": "MySQL", "cypher": "Cypher"}
@@ -19,15 +20,8 @@ STOP = ["\nObservation:", "\nobservation:"]
 
 
 def dialect_note(backend_name: str) -> str | None:
-    """The note on the Cypher dialect of an embedded Ladybug database (None for other backends, or when the
-    note's module is not there)."""
-    if backend_name != "ladybug":
-        return None
-    try:
-        from core.backends.cypher_dialect import LADYBUG_DIALECT_NOTE
-    except ImportError:
-        return None
-    return LADYBUG_DIALECT_NOTE
+    """The note on the Cypher dialect of an embedded Ladybug database (None for other backends)."""
+    return LADYBUG_DIALECT_NOTE if backend_name == "ladybug" else None
 
 
 def database_tool(language: str, schema: str, note: str | None = None) -> str:

@@ -24,10 +24,10 @@ from langgraph.types import interrupt
 
 from core.agents import guards, paper_prompts, prompts
 from core.agents import reaper_prompts as texts
-from core.agents.config import Limits, Review
-from core.agents.events import ActionEvent, ErrorEvent, ObservationEvent, PlanEvent, QueryReviewEvent
-from core.agents.graph import (AgentContext, _announce, _answer, _await_review, _complete, _context_full, _Emitter,
-                               _fail, _next, _observe, _to_answer, guard_state, run_query, timed)
+from core.model.run_settings import Limits, Review
+from core.model.events import ActionEvent, ErrorEvent, ObservationEvent, PlanEvent, QueryReviewEvent
+from core.agents.graph import (AgentContext, Emitter, announce_plan, await_review, complete_call, context_full, fail_run,
+                               guard_state, observe, route, run_query, settle_answer, timed, to_answer)
 from core.agents.parsing import parse_reply
 from core.agents.reaper_plan import Step, UnusableResult, parse_plan, parse_steps, substitute
 from core.backends.base import BackendUnavailable
@@ -128,7 +128,7 @@ def _observed(state: dict, evidence: list[str], failed: list[str]) -> dict:
             "replanned": state["replanned"] or replan, "action": None, "next": "write_plan" if replan else "answer"}
 
 
-def _settle(state: dict, emit: _Emitter) -> dict:
+def _settle(state: dict, emit: Emitter) -> dict:
     """Go through the steps from the cursor: observe each that cannot run, and stop at the first that can,
     announcing its action; after the last step, go on with what they observed."""
     language, steps = state["language"], state["steps"]
@@ -158,7 +158,7 @@ def _settle(state: dict, emit: _Emitter) -> dict:
     return {"cursor": len(steps), "results": results, **_observed(state, evidence, failed)}
 
 
-def _adopt(state: dict, reply_text: str, steps: list[Step], emit: _Emitter, feedback: str | None = None) -> dict:
+def _adopt(state: dict, reply_text: str, steps: list[Step], emit: Emitter, feedback: str | None = None) -> dict:
     """Take the reply's steps into the plan and settle them."""
     new = {"steps": state["steps"] + [s.to_dict() for s in steps], "plan": state["plan"] + [s.render() for s in steps],
            "messages": state["messages"] + [{"role": "ai", "content": reply_text}], "reply": "", "proposal": None,
@@ -176,11 +176,11 @@ def write_plan(state: ReaperState, runtime: Runtime[AgentContext]) -> dict:
     """One LLM call writing the retrieval plan, or (after failed steps, or a rejected plan) the steps to run
     instead; then adopt them or send them for review."""
     limits, step = Limits.from_dict(state["limits"]), state["llm_calls"] + 1
-    emit = _Emitter(runtime, step)
-    reached = guards.limit_reached(state, limits) or _context_full(state, limits)
+    emit = Emitter(runtime, step)
+    reached = guards.limit_reached(state, limits) or context_full(state, limits)
     if reached:
-        return {**_to_answer(state, *reached, emit), "next": "answer"}
-    update, c = _complete(state, runtime, state["prompt"], emit)
+        return {**to_answer(state, *reached, emit), "next": "answer"}
+    update, c = complete_call(state, runtime, state["prompt"], emit)
     if c is None:
         return update
     state = {**state, **update}
@@ -189,7 +189,7 @@ def write_plan(state: ReaperState, runtime: Runtime[AgentContext]) -> dict:
     steps = parse_plan(c.text, state["language"], _labels(state["steps"]))
     kind, new_plan = ("replan" if state["steps"] else "plan"), [s.render() for s in steps]
     # a plan with no steps is never reviewed: it is adopted, and observed as having none
-    if _announce(state["hitl"] if steps else "auto", kind, state["plan"], new_plan, emit):
+    if announce_plan(state["hitl"] if steps else "auto", kind, state["plan"], new_plan, emit):
         return {**update, "reply": c.text, "proposal": {"kind": kind, "plan": new_plan, "old_plan": state["plan"]},
                 "next": "review_plan"}
     return {**update, **_adopt(state, c.text, steps, emit)}
@@ -197,7 +197,7 @@ def write_plan(state: ReaperState, runtime: Runtime[AgentContext]) -> dict:
 
 def review_plan(state: ReaperState, runtime: Runtime[AgentContext]) -> dict:
     """Pause until the analyst approves, edits or rejects the proposed steps; then run them, or ask again."""
-    review, verdict, emit = _await_review(state, runtime)
+    review, verdict, emit = await_review(state, runtime)
     known, proposed = _labels(state["steps"]), state["proposal"]["plan"]
     if verdict == "approved":
         emit(PlanEvent(steps=proposed, origin="analyst", status="approved", note=review.note,
@@ -213,7 +213,7 @@ def review_plan(state: ReaperState, runtime: Runtime[AgentContext]) -> dict:
                    reviewer=review.reviewer))
     feedback = ObservationEvent(text=prompts.plan_rejected(review.note, texts.STEP_FORMAT.format(
         tool=prompts.TOOL_NAMES[state["language"]], lang=prompts.LANGUAGE_NAMES[state["language"]])))
-    return {**_observe(state, state["reply"], feedback, emit), "proposal": None, "next": "write_plan"}
+    return {**observe(state, state["reply"], feedback, emit), "proposal": None, "next": "write_plan"}
 
 
 def review_step(state: ReaperState, runtime: Runtime[AgentContext]) -> dict:
@@ -224,7 +224,7 @@ def review_step(state: ReaperState, runtime: Runtime[AgentContext]) -> dict:
     review = Review.from_dict(interrupt({"kind": "query", "plan": state["plan"], "old_plan": [], "reply": "",
                                          "query": query, "language": state["language"],
                                          "current_step": f"Step {i + 1}: {step.purpose or step.render()}"}))
-    emit = _Emitter(runtime, state["llm_calls"])
+    emit = Emitter(runtime, state["llm_calls"])
     edited = review.action == "edit" and review.query.strip() != query.strip()
     status = "rejected" if review.action == "reject" else "edited" if edited else "approved"
     emit(QueryReviewEvent(status=status, query=review.query.strip() if edited else query, proposed=query,
@@ -245,14 +245,14 @@ def review_step(state: ReaperState, runtime: Runtime[AgentContext]) -> dict:
 
 def run_step(state: ReaperState, runtime: Runtime[AgentContext]) -> dict:
     """Run the next step's query and observe its result; then settle the steps after it."""
-    emit = _Emitter(runtime, state["llm_calls"])
+    emit = Emitter(runtime, state["llm_calls"])
     i = state["cursor"]
     step = Step(**state["steps"][i])
     try:
         event = run_query(runtime.context.backend, state["action"]["query"], Limits(**state["limits"]),
                           getattr(runtime.context, "control", None))
     except BackendUnavailable as e:
-        return _fail(e.kind, str(e), emit)
+        return fail_run(e.kind, str(e), emit)
     event.text = texts.evidence(step, i + 1, event.text)
     emit(event)
     result = ({"error": event.error} if event.error else
@@ -265,7 +265,7 @@ def run_step(state: ReaperState, runtime: Runtime[AgentContext]) -> dict:
 
 def answer(state: ReaperState, runtime: Runtime[AgentContext]) -> dict:
     """One LLM call for the final answer from everything the steps observed (Figure 9's prompt)."""
-    emit = _Emitter(runtime, state["llm_calls"] + 1)
+    emit = Emitter(runtime, state["llm_calls"] + 1)
     start = state.get("answer_from")
     update = {} if start is not None else {"answer_from": len(state["messages"])}
     state = {**state, **update}
@@ -273,11 +273,11 @@ def answer(state: ReaperState, runtime: Runtime[AgentContext]) -> dict:
     request = guards.fit_answer(state["answer_prompt"], question, state.get("collected", []),
                                 state["messages"][state["answer_from"]:],
                                 Limits.from_dict(state["limits"]), state.get("chars_per_token"))
-    counted, c = _complete(state, runtime, state["answer_prompt"], emit, request)
+    counted, c = complete_call(state, runtime, state["answer_prompt"], emit, request)
     update.update(counted)
     if c is None:
         return update
-    return {**update, **_answer({**state, **update}, parse_reply(c.text), emit, getattr(c, "finish_reason", None),
+    return {**update, **settle_answer({**state, **update}, parse_reply(c.text), emit, getattr(c, "finish_reason", None),
                                 again="answer", ask_again=state.get("prompts") != paper_prompts.PAPER)}
 
 
@@ -290,5 +290,5 @@ def build_graph() -> StateGraph:
         graph.add_node(name, timed(node))
     graph.add_edge(START, "write_plan")
     for name in nodes:
-        graph.add_conditional_edges(name, _next, [*nodes, END])
+        graph.add_conditional_edges(name, route, [*nodes, END])
     return graph

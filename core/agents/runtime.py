@@ -26,20 +26,22 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command
 
 from core.agents import guards, prompts, reaper, reaper_examples
-from core.agents.config import Pause, Review, RunSettings, default_reviewer
+from core.model.run_settings import Pause, Review, RunSettings, default_reviewer
 from core.agents.control import RunControl, RunStopped
-from core.agents.events import BranchEvent, ErrorEvent, Event, event_from_dict
+from core.model.events import BranchEvent, ErrorEvent, Event, event_from_dict
 from core.agents.graph import AgentContext, build_graph, initial_state
-from core.agents.techniques import technique
+from core.model.technique import technique
 from core.agents.workspace import Workspace, open_catalog_workspace
-from core.autoplan.store import PlanStore
-from core.grading import grade, place
-from core.llm import REPLAY_PREFIX, ChatLLM, LLMSettings, open_llm, replay_path
-from core.runs import PauseTaken, RunStore
-from core.scenario import ranking
-from core.secrets import scrub
-from core import home as project_home
-from core.server_info import context_window
+from core.store.plans import PlanStore
+from core.store.sqlite import open_sqlite
+from core.analysis.grading import grade, place
+from core.llm.client import REPLAY_PREFIX, ChatLLM, LLMSettings, open_llm, replay_path
+from core.store.runs import PauseTaken, RunStore
+from core.scenarios import ranking
+from core.config.secrets import scrub
+from core.config import home as project_home
+from core.llm.server_info import context_window
+from core.llm.prices import DEFAULT_PRICES, load_prices, price_of
 
 
 class RunNotPaused(PauseTaken):
@@ -72,7 +74,7 @@ class AgentRuntime:
     (default DATA_HOME). Each technique runs on its engine's graph (the loop, or REAPER's).
     ``workspace`` opens a run's question and database (default: from the question catalog); ``llm_settings``
     holds the API key and the defaults (default: from the environment); ``llm_opener`` opens the model, with
-    core.llm.open_llm's signature (default open_llm; the benchmark passes one adding a reply cache)."""
+    core.llm.client.open_llm's signature (default open_llm; the benchmark passes one adding a reply cache)."""
 
     def __init__(self, home: str | Path | None = None, *, store: RunStore | None = None,
                  workspace: Callable[[RunSettings], Workspace] = open_catalog_workspace,
@@ -80,8 +82,7 @@ class AgentRuntime:
         home = project_home.check(home or project_home.data_home())  # HomeError when it cannot be used
         self.store = store or RunStore(home / "runs.sqlite")
         # a damaged checkpoint file is set aside (its paused runs cannot be resumed) and a new one started
-        self._conn = project_home.open_sqlite(home / "checkpoints.sqlite", "checkpoint store",
-                                              check_same_thread=False)
+        self._conn = open_sqlite(home / "checkpoints.sqlite", "checkpoint store", check_same_thread=False)
         self._conn.execute("PRAGMA synchronous = NORMAL")  # in WAL mode (SqliteSaver's): no fsync per step
         saver = SqliteSaver(self._conn)
         self._graphs = {"loop": build_graph().compile(checkpointer=saver),
@@ -140,13 +141,13 @@ class AgentRuntime:
         cap = guards.reply_cap(settings.limits) or self._llm_settings.max_reply_tokens
         llm_settings = dataclasses.replace(self._llm_settings, base_url=settings.base_url,
                                            temperature=settings.temperature, top_p=settings.top_p,
+                                           seed=settings.seed,
                                            max_reply_tokens=cap)
         return (self._llm_opener or open_llm)(settings.llm, llm_settings, skip=skip)
 
     def price(self, llm: str) -> list[float] | None:
         """USD per 1M prompt and completion tokens of a model, from the price table under ``home``/bench (None:
         not in the table)."""
-        from core.benchmark.prices import DEFAULT_PRICES, load_prices, price_of
 
         if self._prices is None:
             path = self._home / "bench" / "prices.json"

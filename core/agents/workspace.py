@@ -5,14 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from core.agents.config import RunSettings
+from core.model.run_settings import RunSettings
 from core.backends.base import Backend
+from core.backends.registry import open_backend
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from core.scenario import Database, Question
-    from core.settings import DatabaseSettings
+    from core.model.question import Database, Question
+    from core.config.settings import DatabaseSettings
 
 
 @dataclass
@@ -27,9 +28,8 @@ def open_catalog_workspace(settings: RunSettings, root: str | Path | None = None
                            db_settings: DatabaseSettings | None = None) -> Workspace:
     """Question N of ``settings.source`` (DQA from ``root``, default DQA_DIR or ../shared/dqa; or the demo) with
     its database opened in ``settings.db`` (servers as ``db_settings`` say, default from the environment)."""
-    from core import catalog
-    from core.backends.registry import open_backend
-    from core.scenario import candidates
+    from core.scenarios import catalog  # heavy: loads numpy, pandas
+    from core.scenarios import candidates  # heavy: loads numpy, pandas
 
     question = catalog.question(settings.source, settings.scenario, settings.question, root)
     database = catalog.database(question, root)

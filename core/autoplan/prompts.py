@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from core.agents.parsing import render_plan
-from core.grading import placement_text
+from core.analysis.grading import placement_text
 
 SYSTEM = ("You review the work of a decision-making agent that answers questions by querying a database, following "
           "a plan written for every question of the same kind.")

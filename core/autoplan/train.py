@@ -17,13 +17,14 @@ from pathlib import Path
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
-from core.agents import AgentRuntime, Limits, RunSettings, new_run_id
+from core.agents.runtime import AgentRuntime, new_run_id
+from core.model.run_settings import Limits, RunSettings
 from core.agents.parsing import parse_reply
 from core.agents.workspace import Workspace, open_catalog_workspace
 from core.autoplan import EXPERIENCE_TECHNIQUES, prompts
 from core.autoplan.prompts import REFLECTIONS, REWARDS
-from core.autoplan.store import LearnedPlan
-from core.llm import ChatLLM, LLMSettings, open_llm
+from core.store.plans import LearnedPlan
+from core.llm.client import ChatLLM, LLMSettings, open_llm
 
 
 class AutoPlanError(Exception):

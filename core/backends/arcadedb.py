@@ -4,7 +4,7 @@ and cleared, a name it used for relationships (DQA Building's ``Demand``) stays 
 graph that uses the name as a node label (the depot scenario's ``Demand`` table) cannot be created there ("Type
 'Demand' is not a vertex type"). The Neo4j loader drops such left-over, empty types with ArcadeDB SQL over HTTP.
 
-The HTTP endpoint is known for the local graph server (core.graph_server keeps its ports and password per Bolt
+The HTTP endpoint is known for the local graph server (core.backends.graph_server keeps its ports and password per Bolt
 port); for another ArcadeDB server the loader says which names clash and how to get an empty database.
 """
 from __future__ import annotations
@@ -15,15 +15,15 @@ import urllib.error
 import urllib.request
 from urllib.parse import quote, urlsplit
 
-from core.settings import DatabaseSettings
+from core.config.settings import DatabaseSettings
+from core.backends import graph_server
 
 HTTP_TIMEOUT_S = 10.0
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def local_server(settings: DatabaseSettings):
-    """The local graph server (core.graph_server.Server) that ``settings`` connect to, or None."""
-    from core import graph_server
+    """The local graph server (core.backends.graph_server.Server) that ``settings`` connect to, or None."""
 
     try:
         parts = urlsplit(settings.neo4j_uri or "")
@@ -42,7 +42,6 @@ def drop_types(settings: DatabaseSettings, database: str | None, names: list[str
     """Drop the (empty) schema types ``names`` from ``database`` (None: the server's default) of the local graph
     server ``settings`` connect to; False when that is not a local graph server (nothing dropped). Raises OSError
     when the server refuses."""
-    from core import graph_server
 
     server = local_server(settings)
     if server is None:

@@ -5,6 +5,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from core.model.run_settings import DEFAULT_CELL_CHARS, MAX_CELL_CHARS  # noqa: F401 (the backends' cell caps)
+
 #: Default bounds on every agent query.
 DEFAULT_TIMEOUT_S = 10.0
 DEFAULT_ROW_CAP = 200
@@ -14,8 +16,6 @@ MAX_QUERY_CHARS = 20_000
 MAX_NESTING = 20
 #: Characters of one cell, and of all the cells of one result, kept (and stored, and shown to the model); what is
 #: cut is marked. The run's own ``Limits.cell_chars`` may be lower.
-DEFAULT_CELL_CHARS = 4000
-MAX_CELL_CHARS = 100_000
 MAX_RESULT_CHARS = 200_000
 CUT_MARK = "…[cut: {n:,} characters in all]"
 _CUT = re.compile(r"…\[cut: (?:[\d,]+ characters in all|a longer list or map)\]$")

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from core.backends.base import (QueryError, QuerySyntaxError, RefusedWrite, check_nesting, check_size, too_complex,
                                 unfence)
-from core.graphdata import GraphData
+from core.model.graph import GraphData
 
 #: For prompts on the Ladybug backend: what an agent used to Neo4j's Cypher must know.
 LADYBUG_DIALECT_NOTE = """\

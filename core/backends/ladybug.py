@@ -29,11 +29,11 @@ from core.backends.base import (DEFAULT_ROW_CAP, DEFAULT_TIMEOUT_S, BackendUnava
 from core.backends.cypher_dialect import column_names, prepare, schema_text, to_ladybug
 from core.backends.engines import BUFFER_POOL, MAX_DB_SIZE
 from core.backends import worker
-from core.graphdata import GraphData
-from core.settings import DatabaseSettings
+from core.model.graph import GraphData
+from core.config.settings import DatabaseSettings
 
 if TYPE_CHECKING:
-    from core.scenario import Database
+    from core.model.question import Database
 
 _ARROW_TYPES = {"STRING": pa.string(), "INT64": pa.int64(), "DOUBLE": pa.float64(), "BOOL": pa.bool_()}
 

@@ -35,8 +35,8 @@ from core.backends import sql_dialect
 from core.backends.base import (DEFAULT_ROW_CAP, DEFAULT_TIMEOUT_S, MAX_CELL_CHARS, MAX_RESULT_CHARS,
                                 BackendUnavailable, QueryError, QueryResult, QuerySyntaxError, QueryTimeout,
                                 RefusedWrite, RowKeeper)
-from core.scenario import Database
-from core.settings import DatabaseSettings
+from core.model.question import Database
+from core.config.settings import DatabaseSettings
 
 META = "planrag_meta"
 READER_PREFIX = "planrag_q_"

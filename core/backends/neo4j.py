@@ -1,5 +1,5 @@
 """Neo4j through the official driver: a thin adapter for a server given by NEO4J_URI / NEO4J_USER /
-NEO4J_PASSWORD (any Neo4j-protocol server; the tests use ArcadeDB's, see core.graph_server).
+NEO4J_PASSWORD (any Neo4j-protocol server; the tests use ArcadeDB's, see core.backends.graph_server).
 
 Where the graph goes: into a dedicated database ``planrag-<content key>`` when the server can create one
 (Enterprise, with the privilege); otherwise (any failure of CREATE DATABASE) into the server's default
@@ -44,11 +44,11 @@ from core.backends.base import (DEFAULT_ROW_CAP, DEFAULT_TIMEOUT_S, MAX_CELL_CHA
                                 BackendUnavailable, QueryError, QueryResult, QuerySyntaxError, QueryTimeout,
                                 RefusedWrite, RowKeeper)
 from core.backends.cypher_dialect import check_neo4j, prepare, schema_text
-from core.graphdata import GraphData
-from core.settings import DatabaseSettings
+from core.model.graph import GraphData
+from core.config.settings import DatabaseSettings
 
 if TYPE_CHECKING:
-    from core.scenario import Database
+    from core.model.question import Database
 
 CONNECT_TIMEOUT_S = 2.0
 BATCH_ROWS = 5000

@@ -4,8 +4,8 @@ from __future__ import annotations
 import importlib
 
 from core.backends.base import Backend, BackendUnavailable
-from core.scenario import Database
-from core.settings import DatabaseSettings
+from core.model.question import Database
+from core.config.settings import DatabaseSettings
 
 #: name -> (query language, module implementing ``open_database(database, settings)`` and ``unavailable(settings)``)
 BACKENDS: dict[str, tuple[str, str]] = {

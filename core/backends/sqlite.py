@@ -18,8 +18,8 @@ from pathlib import Path
 from core.backends import sql_dialect
 from core.backends.base import DEFAULT_ROW_CAP, DEFAULT_TIMEOUT_S, QueryResult
 from core.backends import worker
-from core.scenario import Database
-from core.settings import DatabaseSettings
+from core.model.question import Database
+from core.config.settings import DatabaseSettings
 from sims.tables import Tables
 
 _TYPES = {"VARCHAR": "TEXT COLLATE NOCASE", "INT": "INTEGER", "FLOAT": "REAL", "BOOLEAN": "INTEGER"}

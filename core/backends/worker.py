@@ -28,6 +28,7 @@ from pathlib import Path
 
 from core.backends.base import (BackendUnavailable, QueryError, QueryResult, QuerySyntaxError, QueryTimeout,
                                 RefusedWrite)
+from core.backends import engines
 
 #: Seconds past a query's timeout after which its worker is killed (the engine's own stop comes first).
 GRACE_S = 1.0
@@ -283,8 +284,6 @@ def _landlock(readable: str | None = None) -> bool:
 
 
 def _serve(engine: str, path: str) -> None:
-    from core.backends import engines
-
     stdin = sys.stdin.buffer
     stdout = os.fdopen(os.dup(1), "wb")  # the frames' own descriptor: the engine's prints (fd 1) go to stderr
     os.dup2(2, 1)

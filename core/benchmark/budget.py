@@ -7,7 +7,7 @@ import threading
 
 from core.agents.guards import call_cost
 from core.benchmark.items import BenchError
-from core.llm import Completion, LLMError
+from core.llm.client import Completion, LLMError
 
 
 class BudgetReached(LLMError):

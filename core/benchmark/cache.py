@@ -1,8 +1,9 @@
 """The LLM reply cache: replies kept on disk (SQLite), keyed by the model, its parameters (temperature, stop
-sequences, max reply tokens, base URL) and the full prompt (every message), so an identical rerun costs
+sequences, max reply tokens, base URL; top-p and seed when set; the sample number of a benchmark epoch after
+the first) and the full prompt (every message), so an identical rerun costs
 nothing and repeats itself exactly.
 
-:class:`CachingLLM` stands in for a :class:`core.llm.ChatLLM`: it answers from the cache when it can and opens
+:class:`CachingLLM` stands in for a :class:`core.llm.client.ChatLLM`: it answers from the cache when it can and opens
 the model only at its first miss (a replay then starts at the right reply; a fully cached run needs no key).
 :func:`caching_opener` makes the ``llm_opener`` that AgentRuntime takes.
 """
@@ -20,7 +21,14 @@ from pathlib import Path
 from langchain_core.messages import BaseMessage
 
 from core.benchmark.budget import Budget
-from core.llm import REPLAY_PREFIX, ChatLLM, Completion, LLMSettings, open_llm, replay_path
+from core.store.sqlite import open_sqlite
+from core.llm.client import REPLAY_PREFIX, ChatLLM, Completion, LLMSettings, open_llm, replay_path
+
+
+def _set_up(con: sqlite3.Connection) -> None:
+    con.execute("PRAGMA journal_mode = WAL")
+    con.execute("PRAGMA synchronous = NORMAL")  # a killed process keeps every committed reply
+    con.execute("CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, model TEXT, created REAL, data TEXT)")
 
 
 class ReplyCache:
@@ -30,11 +38,8 @@ class ReplyCache:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._con = sqlite3.connect(self.path, timeout=30, check_same_thread=False, isolation_level=None)
-        self._con.execute("PRAGMA journal_mode = WAL")
-        self._con.execute("PRAGMA synchronous = NORMAL")  # a killed process keeps every committed reply
-        self._con.execute("CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, model TEXT, created REAL, "
-                          "data TEXT)")
+        self._con = open_sqlite(self.path, "LLM reply cache", _set_up, timeout=30, check_same_thread=False,
+                                isolation_level=None)
 
     def get(self, key: str) -> Completion | None:
         with self._lock:
@@ -130,16 +135,23 @@ class CachingLLM:
 
 
 def caching_opener(cache: ReplyCache | None, throttle: Callable[[], None] | None = None,
-                   on_open: Callable[[CachingLLM], None] | None = None, gate=None, budget: Budget | None = None):
-    """An ``llm_opener`` for AgentRuntime (same signature as core.llm.open_llm) giving CachingLLMs (passing
-    ``gate``, charging ``budget``); ``on_open`` sees each one (to read its counters after the run)."""
+                   on_open: Callable[[CachingLLM], None] | None = None, gate=None, budget: Budget | None = None,
+                   sample: Callable[[], int] | None = None):
+    """An ``llm_opener`` for AgentRuntime (same signature as core.llm.client.open_llm) giving CachingLLMs (passing
+    ``gate``, charging ``budget``); ``on_open`` sees each one (to read its counters after the run). ``sample``
+    gives the number of the repeated sample (benchmark epoch) the opening thread runs: samples after the first
+    are keyed apart (``sample`` in the key), so each epoch asks the model anew instead of being served epoch 1's
+    reply, and a rerun of epoch e is served epoch e's own."""
 
     def opener(spec: str, settings: LLMSettings, *, skip: int = 0) -> CachingLLM:
         replay = spec.startswith(REPLAY_PREFIX)
         identity = {"model": model_identity(spec), "temperature": settings.temperature,
                     "max_tokens": settings.max_reply_tokens, "base_url": None if replay else settings.base_url}
-        if getattr(settings, "top_p", None) is not None:  # only when sampled, so earlier cached replies stay keyed
-            identity["top_p"] = settings.top_p
+        for option in ("top_p", "seed"):  # only when set, so earlier cached replies stay keyed as they were
+            if getattr(settings, option, None) is not None:
+                identity[option] = getattr(settings, option)
+        if sample and sample() > 1:  # epoch 1 keeps the key it always had
+            identity["sample"] = sample()
         llm = CachingLLM(lambda answered: open_llm(spec, settings, skip=skip + answered), identity, cache, throttle,
                          gate, budget)
         if on_open:

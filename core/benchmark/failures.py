@@ -23,7 +23,7 @@ PRECEDENCE = ("OTH", "QUR", "CAN", "MIS")
 
 
 def signs(facts: TraceFacts, status: str, final_answer: str | None, decision, evidence=None) -> dict[str, str]:
-    """Every category the trace shows, with the evidence; ``evidence`` (a core.evidence.Coverage) makes MIS
+    """Every category the trace shows, with the evidence; ``evidence`` (a core.analysis.evidence.Coverage) makes MIS
     measured, else MIS is the keyword heuristic and says so."""
     found = {}
     if status != "finished" or facts.limit_reached or not final_answer:

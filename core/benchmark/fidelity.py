@@ -20,12 +20,13 @@ from pathlib import Path
 import pandas as pd
 
 from core.agents import reaper_examples
-from core.agents.config import PROMPT_SETTINGS, REAPER_PLANNERS, RunSettings, setting_label
-from core.agents.techniques import technique
+from core.model.run_settings import PROMPT_SETTINGS, REAPER_PLANNERS, RunSettings, setting_label
+from core.model.technique import technique
 from core.backends import registry
 from core.benchmark import paper
+from core.benchmark.epochs import clustered
 from core.benchmark.stats import wilson
-from core.dqa import DQA_SET
+from core.scenarios.dqa.source import DQA_SET
 from core.scenarios import ByScenario
 
 KIND = {"sql": "RDB", "cypher": "GDB"}
@@ -90,7 +91,8 @@ def _paper_figure(qset: str, scenario: str, kind: str, tech: str) -> tuple[float
 
 def paper_comparison(results: list[dict]) -> pd.DataFrame:
     """Accuracy per question set, scenario, database, technique, model and setting, with n (items that could not
-    run count as not correct) and its 95% Wilson interval, beside the paper's figure, its n and its setting (the
+    run count as not correct) and its 95% Wilson interval (clustered by question for repeated samples: see
+    core.benchmark.epochs), beside the paper's figure, its n and its setting (the
     DQA set only: other sets' questions are not the paper's)."""
     if not results:
         return pd.DataFrame(columns=COMPARISON_COLUMNS)
@@ -103,6 +105,10 @@ def paper_comparison(results: list[dict]) -> pd.DataFrame:
             ["set", "scenario", "db", "kind", "technique", "model", "setting"], sort=False):
         correct, n = int(g["correct"].fillna(False).astype(bool).sum()), len(g)
         low, high = wilson(correct, n)
+        if "epoch" in g and g["epoch"].max() > 1:  # repeated samples: a question's are a cluster
+            per = g.assign(right=g["correct"].fillna(False).astype(bool)).groupby("question")["right"]
+            found = clustered(per.sum().astype(int).tolist(), per.size().tolist())
+            low, high = found.low, found.high
         figure, source = _paper_figure(qset, scenario, kind, tech)
         rows.append({"set": qset, "scenario": scenario, "db": db, "kind": kind, "technique": tech, "model": model,
                      "setting": setting, "n": n, "correct": correct, "accuracy": round(100.0 * correct / n, 1),

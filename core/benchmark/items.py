@@ -3,10 +3,10 @@ command line's selections (``--questions 1-10,15``, ``--db all``, ``--scenario a
 left out and why."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from core.numbers import parse_numbers as parse_number_list
-from core.numbers import questions_text, spans
+from core.model.numbers import parse_numbers as parse_number_list
+from core.model.numbers import questions_text, spans
 from core.backends.registry import BACKENDS, unavailable
 
 class BenchError(Exception):
@@ -23,16 +23,24 @@ class Item:
     technique: str
     model: str
     source: str = "dqa"  # where the question comes from: DQA, or the built-in demo scenarios
+    epoch: int = 1  # which of the repeated samples (--epochs K): 1..K
 
     @property
     def key(self) -> str:
+        """The result store's key; epoch 1 keeps the key items had before epochs (``.../e2`` for epoch 2)."""
         prefix = "" if self.source == "dqa" else f"{self.source}:"
-        return f"{prefix}{self.scenario}/{self.question}/{self.db}/{self.technique}/{self.model}"
+        suffix = f"/e{self.epoch}" if self.epoch > 1 else ""
+        return f"{prefix}{self.scenario}/{self.question}/{self.db}/{self.technique}/{self.model}{suffix}"
 
     @property
     def name(self) -> str:
         """Short, for progress lines and replay file names: ``locating-12-sqlite-planrag`` (``demo-locating-1-...``
-        for a demo question)."""
+        for a demo question; ``...-planrag-e2`` for epoch 2)."""
+        return self.base_name + (f"-e{self.epoch}" if self.epoch > 1 else "")
+
+    @property
+    def base_name(self) -> str:
+        """The name without the epoch."""
         prefix = "" if self.source == "dqa" else f"{self.source}-"
         return f"{prefix}{self.scenario}-{self.question}-{self.db}-{self.technique}"
 
@@ -50,7 +58,7 @@ def parse_numbers(text: str) -> list[int]:
 def scenarios_of(choice: str, source: str = "dqa") -> list[str]:
     """The scenarios to run: ``all`` is every scenario offering questions from ``source``; a named one (or several,
     separated by commas) must be known and offer them."""
-    from core import scenarios
+    from core import scenarios  # heavy: loads numpy, pandas
 
     if choice == "all":
         return [k.name for k in scenarios.all_types() if source in k.source_keys()]
@@ -94,10 +102,15 @@ class WorkList:
 
 
 def work_list(scenarios: list[str], dbs: list[str], techniques: list[str], model: str, numbers: list[int],
-              counts: dict[str, int], notes: list[str] | None = None, source: str = "dqa") -> WorkList:
-    """Every item, ordered by scenario, question, database, technique. ``numbers`` empty means all questions;
+              counts: dict[str, int], notes: list[str] | None = None, source: str = "dqa",
+              epochs: int = 1) -> WorkList:
+    """Every item, ``epochs`` times (epoch 1 of every item first, then epoch 2...: a benchmark stopped early has
+    whole epochs), each epoch ordered by scenario, question, database, technique. ``numbers`` empty means all
+    questions;
     ``counts`` is each scenario's number of questions. Numbers past a scenario's count are left out with a
     note when several scenarios run, and are an error for a single one."""
+    if epochs < 1:
+        raise BenchError("--epochs must be at least 1")
     notes = list(notes or [])
     items = []
     for scenario in scenarios:
@@ -109,4 +122,5 @@ def work_list(scenarios: list[str], dbs: list[str], techniques: list[str], model
         if beyond:
             notes.append(f"{scenario} has {questions_text(count)}: {spans(beyond)} left out")
         items += [Item(scenario, n, db, t, model, source) for n in chosen for db in dbs for t in techniques]
+    items += [replace(i, epoch=e) for e in range(2, epochs + 1) for i in items]
     return WorkList(items, notes)

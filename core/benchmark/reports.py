@@ -21,24 +21,27 @@ with the paper's GPT-4 figures beside; and their export to CSV and JSON.
 from __future__ import annotations
 
 import json
+from fractions import Fraction
 from pathlib import Path
 
 import pandas as pd
 
-from core.agents.techniques import TECHNIQUES
+from core.model.technique import TECHNIQUES
 from core.backends.registry import BACKENDS
 from core.benchmark import paper
 from core.benchmark.failures import PRECEDENCE, UNCLASSIFIED
-from core.benchmark.prices import cost
+from core.llm.prices import cost
 from core.benchmark.stats import paired as paired_stats
 from core.benchmark.stats import wilson
+from core.benchmark.epochs import agreement, clustered, paired_rates
+from core.analysis.summary import technique_label
 from core.benchmark.trace import CRITICAL
-from core.files import write_atomic
-from core.grading import paper_rule, rank_text
+from core.config.files import write_atomic
+from core.analysis.grading import paper_rule, rank_text
 from core import scenarios
 from core.scenarios import ByScenario
-from core.dqa import DQA_SET
-from core.secrets import scrub
+from core.scenarios.dqa.source import DQA_SET
+from core.config.secrets import scrub
 
 KIND = {"sql": "RDB", "cypher": "GDB"}
 GROUP = ["source", "scenario", "technique", "model"]
@@ -59,7 +62,7 @@ def _frame(results: list[dict]) -> pd.DataFrame:
         return df
     for column, default in (("source", "dqa"), ("status", "finished"), ("grade_status", None), ("optimal", None),
                             ("all_tied", False), ("overridden", False), ("regret", None), ("language", None),
-                            ("final_answer", None), ("label", None)):
+                            ("final_answer", None), ("label", None), ("epoch", 1)):
         if column not in df:
             df[column] = default
     df["source"] = df["source"].fillna("dqa")
@@ -75,6 +78,7 @@ def _frame(results: list[dict]) -> pd.DataFrame:
                      for o, r in zip(df["optimal"], df["regret"])]
     df["overridden"] = df["overridden"].fillna(False).astype(bool)
     df["all_tied"] = df["all_tied"].fillna(False).astype(bool)
+    df["epoch"] = df["epoch"].fillna(1).astype(int)
     return df
 
 
@@ -83,6 +87,11 @@ def _label(value):
     if value is None or (isinstance(value, float) and pd.isna(value)):
         return None
     return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def _epoched(df: pd.DataFrame) -> bool:
+    """Whether the results hold repeated samples (epochs after the first): the reports then gain their figures."""
+    return not df.empty and int(df["epoch"].max()) > 1
 
 
 def _ran(df: pd.DataFrame) -> pd.DataFrame:
@@ -111,6 +120,9 @@ ACCURACY_COLUMNS = ["set", "source", "scenario", "db", "kind", "technique", "mod
                     "accuracy", "ci95_low", "ci95_high", "answered", "answered accuracy", "optimal", "optimal rate",
                     "optimal ci95_low", "optimal ci95_high", "undecided", "overridden", "all tied", "mean regret",
                     "stuck", "paper", "paper rule accuracy"]
+#: The columns accuracy.csv gains when the results hold repeated samples (epochs): n is then the samples.
+EPOCH_COLUMNS = ["questions", "epochs", "samples", "design effect", "agreement", "all right %", "some right %",
+                 "none right %"]
 #: The columns of regret.csv (also when no pick was wrong).
 REGRET_COLUMNS = ["source", "scenario", "technique", "model", "wrong", "ranked", "mean regret", "median regret",
                   "mean relative regret %", "median rank"]
@@ -127,6 +139,7 @@ def accuracy(results: list[dict]) -> pd.DataFrame:
     if df.empty:
         return pd.DataFrame(columns=ACCURACY_COLUMNS)
     rows = []
+    epoched = _epoched(df)
     keys = ["set", "source", "scenario", "db", "kind", "technique", "model"]
     for (qset, source, scenario, db, kind, tech, model), g in df.groupby(keys, sort=False, dropna=False):
         n, right, optimal = len(g), int(g["right"].sum()), int(g["optimal"].sum())
@@ -134,6 +147,9 @@ def accuracy(results: list[dict]) -> pd.DataFrame:
         answered = n - errors
         low, high = _interval(right, n)
         o_low, o_high = _interval(optimal, n)
+        repeated = {}
+        if epoched:  # the samples of a question are a cluster: the intervals and the figures of repeats
+            repeated, (low, high), (o_low, o_high) = _repeats(g)
         regrets = g["regret"].dropna()
         rows.append({"set": qset, "source": source, "scenario": scenario, "db": db, "kind": kind, "technique": tech,
                      "model": model, "n": n, "correct": right, "errors": errors, "total": n,
@@ -148,8 +164,34 @@ def accuracy(results: list[dict]) -> pd.DataFrame:
                      "paper": paper.ACCURACY.get((scenario, kind), {}).get(tech) if qset == DQA_SET else None,
                      # the authors' rule (the label appears in the answer), for a like-for-like look at "paper"
                      "paper rule accuracy": _pct(sum(bool(paper_rule(a, _label(lab))) for a, lab in
-                                                     zip(g["final_answer"], g["label"])), n)})
-    return pd.DataFrame(rows, columns=ACCURACY_COLUMNS)
+                                                     zip(g["final_answer"], g["label"])), n),
+                     **repeated})
+    return pd.DataFrame(rows, columns=ACCURACY_COLUMNS + (EPOCH_COLUMNS if epoched else []))
+
+
+def _repeats(g: pd.DataFrame) -> tuple[dict, tuple, tuple]:
+    """The repeated-sample figures of one group (EPOCH_COLUMNS), and the clustered 95% intervals (percent) of its
+    label accuracy and optimal-decision rate (core.benchmark.epochs)."""
+    per = g.groupby("question", sort=False)
+    samples = per.size().tolist()
+    right = per["right"].sum().astype(int).tolist()
+    label = clustered(right, samples)
+    best = clustered(per["optimal"].sum().astype(int).tolist(), samples)
+    decisions = [[d if isinstance(d, (str, int)) else None for d in q["decision"]] if "decision" in q else []
+                 for _, q in per]
+    agreements = [a for a in map(agreement, decisions) if a is not None]
+    questions = len(samples)
+    figures = {"questions": questions, "epochs": max(samples), "samples": sum(samples),
+               "design effect": round(label.deff, 2),
+               "agreement": _pct(sum(agreements), len(agreements)) if agreements else None,
+               "all right %": _pct(sum(r == m for r, m in zip(right, samples)), questions),
+               "some right %": _pct(sum(0 < r < m for r, m in zip(right, samples)), questions),
+               "none right %": _pct(sum(r == 0 for r in right), questions)}
+    return figures, _percent(label), _percent(best)
+
+
+def _percent(c) -> tuple[float, float]:
+    return round(100 * c.low, 1), round(100 * c.high, 1)
 
 
 #: The paper's number of questions per scenario (each on RDB and on GDB), for the interval of its figures.
@@ -165,8 +207,9 @@ def bar_data(acc: pd.DataFrame) -> pd.DataFrame:
         for metric, value, low, high in (("label accuracy", r["accuracy"], r["ci95_low"], r["ci95_high"]),
                                          ("optimal decisions", r["optimal rate"], r["optimal ci95_low"],
                                           r["optimal ci95_high"])):
+            repeats = f" ({r['questions']}×{int(r['epochs'])})" if r.get("epochs", 1) > 1 else ""
             rows.append({"scenario": r["scenario"], "technique": r["technique"], "series": r["db"], "metric": metric,
-                         "value": value, "low": low, "high": high, "n": f"n={r['n']}"})
+                         "value": value, "low": low, "high": high, "n": f"n={r['n']}{repeats}"})
     if "paper" in acc:
         for r in acc.dropna(subset=["paper"]).drop_duplicates(["scenario", "technique", "kind"]).to_dict("records"):
             n = PAPER_N[r["scenario"]]
@@ -180,11 +223,16 @@ def bar_data(acc: pd.DataFrame) -> pd.DataFrame:
 
 
 def accuracy_text(row) -> str:
-    """An accuracy as shown everywhere: ``62.5% [40.9–80.0], n=24`` (row: an ``accuracy`` row or its dict)."""
-    get = row.get if isinstance(row, dict) else lambda k: getattr(row, k)
+    """An accuracy as shown everywhere: ``62.5% [40.9–80.0], n=24`` (row: an ``accuracy`` row or its dict); with
+    repeated samples ``..., n=60 samples of 20 questions × 3 epochs (clustered interval)``."""
+    get = row.get if isinstance(row, dict) else lambda k: getattr(row, k, None)
     if not get("n"):
         return "–"
-    return f"{get('accuracy'):.1f}% [{get('ci95_low'):.1f}–{get('ci95_high'):.1f}], n={get('n')}"
+    text = f"{get('accuracy'):.1f}% [{get('ci95_low'):.1f}–{get('ci95_high'):.1f}], n={get('n')}"
+    epochs = get("epochs")
+    if epochs is not None and epochs == epochs and epochs > 1:
+        text += f" samples of {get('questions')} questions × {int(epochs)} epochs (clustered interval)"
+    return text
 
 
 def paired(results: list[dict]) -> pd.DataFrame:
@@ -196,21 +244,44 @@ def paired(results: list[dict]) -> pd.DataFrame:
     if df.empty:
         return pd.DataFrame(columns=PAIRED_COLUMNS)
     rows = []
+    epoched = _epoched(df)
     for (source, scenario, db, model), g in df.groupby(["source", "scenario", "db", "model"], sort=False):
-        right = {t: dict(zip(s["question"], s["right"])) for t, s in g.groupby("technique", sort=False)}
-        techniques = list(right)
+        rates = {t: {q: (int(s["right"].sum()), len(s)) for q, s in by.groupby("question", sort=False)}
+                 for t, by in g.groupby("technique", sort=False)}
+        techniques = list(rates)
         for i, a in enumerate(techniques):
             for b in techniques[i + 1:]:
-                common = sorted(set(right[a]) & set(right[b]))
+                common = sorted(set(rates[a]) & set(rates[b]))
                 if not common:
                     continue
-                p = paired_stats([right[a][q] for q in common], [right[b][q] for q in common])
-                rows.append({"source": source, "scenario": scenario, "db": db, "model": model, "a": a, "b": b,
-                             "n": p.n, "both": p.both, "only_a": p.only_a, "only_b": p.only_b, "neither": p.neither,
-                             "p_value": round(p.p_value, 4), "diff": round(100 * p.diff, 1),
-                             "diff_ci95_low": round(100 * p.low, 1), "diff_ci95_high": round(100 * p.high, 1),
-                             "significant": p.significant})
-    return pd.DataFrame(rows, columns=PAIRED_COLUMNS)
+                row = {"source": source, "scenario": scenario, "db": db, "model": model, "a": a, "b": b}
+                epochs = max(rates[t][q][1] for t in (a, b) for q in common)
+                if epochs > 1:
+                    row.update(_paired_rates(rates[a], rates[b], common), epochs=epochs)
+                else:
+                    p = paired_stats([rates[a][q][0] == 1 for q in common], [rates[b][q][0] == 1 for q in common])
+                    row.update({"n": p.n, "both": p.both, "only_a": p.only_a, "only_b": p.only_b,
+                                "neither": p.neither, "p_value": round(p.p_value, 4), "diff": round(100 * p.diff, 1),
+                                "diff_ci95_low": round(100 * p.low, 1), "diff_ci95_high": round(100 * p.high, 1),
+                                "significant": p.significant, "method": MCNEMAR, "epochs": 1})
+                rows.append(row)
+    return pd.DataFrame(rows, columns=PAIRED_COLUMNS + (PAIRED_EPOCH_COLUMNS if epoched else []))
+
+
+MCNEMAR = "exact McNemar"
+SIGN_FLIP = "sign-flip permutation on per-question rates"
+#: The columns paired.csv gains when the results hold repeated samples; with more than one epoch, only_a and only_b
+#: are the questions where a's (b's) rate of right samples is higher, equal those where the rates are equal, both and
+#: neither are empty, p_value is the exact sign-flip permutation test's and the interval a t interval.
+PAIRED_EPOCH_COLUMNS = ["method", "epochs", "equal"]
+
+
+def _paired_rates(a: dict, b: dict, common: list) -> dict:
+    """The paired comparison of two techniques' per-question rates (right, samples) on the common questions."""
+    p = paired_rates([Fraction(*a[q]) for q in common], [Fraction(*b[q]) for q in common])
+    return {"n": p.n, "both": None, "only_a": p.a_higher, "only_b": p.b_higher, "neither": None, "equal": p.equal,
+            "p_value": round(p.p_value, 4), "diff": round(100 * p.diff, 1), "diff_ci95_low": round(100 * p.low, 1),
+            "diff_ci95_high": round(100 * p.high, 1), "significant": p.significant, "method": SIGN_FLIP}
 
 
 PAIRED_COLUMNS = ["source", "scenario", "db", "model", "a", "b", "n", "both", "only_a", "only_b", "neither", "p_value",
@@ -222,13 +293,19 @@ def paired_text(row) -> str:
     get = row.get if isinstance(row, dict) else lambda k: getattr(row, k)
     a, b = technique_name(get("a")), technique_name(get("b"))
     verdict = ("significant" if get("significant") else "not significant: the data cannot tell them apart")
+    epochs = get("epochs") if "epochs" in (row if isinstance(row, dict) else row._fields) else None
+    if epochs is not None and epochs == epochs and epochs > 1:
+        return (f"{a} − {b}: {get('diff'):+.1f} points [{get('diff_ci95_low'):+.1f}, {get('diff_ci95_high'):+.1f}] "
+                f"in the per-question rate of right samples, on n={get('n')} paired questions × {int(epochs)} epochs "
+                f"({a}'s rate higher on {get('only_a')}, {b}'s on {get('only_b')}, equal on {int(get('equal'))}); "
+                f"exact sign-flip permutation test p={get('p_value'):.3g}, {verdict}")
     return (f"{a} − {b}: {get('diff'):+.1f} points [{get('diff_ci95_low'):+.1f}, {get('diff_ci95_high'):+.1f}] on "
             f"n={get('n')} paired questions (only {a} right {get('only_a')}, only {b} right {get('only_b')}); exact "
             f"McNemar p={get('p_value'):.3g}, {verdict}")
 
 
 def technique_name(name: str) -> str:
-    return TECHNIQUES[name].label if name in TECHNIQUES else name
+    return technique_label(name)
 
 
 def undecided(results: list[dict]) -> pd.DataFrame:
@@ -256,7 +333,8 @@ def paper_layout(results: list[dict]) -> pd.DataFrame:
             for r in s.to_dict("records"):
                 cell = f"{scenario} {r['kind']} {r['db']}"
                 row[cell] = r["accuracy"]
-                row[f"{cell} 95% CI, n"] = f"{r['ci95_low']:.1f}–{r['ci95_high']:.1f}, n={r['n']}"
+                row[f"{cell} 95% CI, n"] = f"{r['ci95_low']:.1f}–{r['ci95_high']:.1f}, n={r['n']}" + (
+                    f" ({r['questions']} questions × {int(r['epochs'])})" if r.get("epochs", 1) > 1 else "")
                 row[f"{cell} optimal"] = r["optimal rate"]
                 if in_paper:
                     row[f"{scenario} {r['kind']} paper"] = r["paper"]
@@ -322,7 +400,7 @@ def replans(results: list[dict]) -> pd.DataFrame:
 
 def missed(results: list[dict]) -> pd.DataFrame:
     """Missed data analysis (Table 6), measured: the pairs whose run did not see every value that decides the
-    question (by the simulator; core.evidence), their rate %, the mean share of deciding values seen, and the
+    question (by the simulator; core.analysis.evidence), their rate %, the mean share of deciding values seen, and the
     values missed most; beside it the keyword heuristic (a critical column name never appeared in the queries or
     results), labelled as such, and the paper's rate."""
     df = _ran(_frame(results))
@@ -441,6 +519,11 @@ ITEM_COLUMNS = ["set", "source", "scenario", "question", "db", "technique", "mod
                 "llm_latency_s", "cached_latency_s", "llm_attempts", "wall_s", "run_id", "final_answer", "error"]
 
 
+#: The columns items.csv gains for voted results (core.benchmark.vote): the technique voted, the count of each decision,
+#: the run ids of its samples and their decisions in epoch order.
+VOTE_COLUMNS = ["vote_of", "votes", "samples", "sample_decisions"]
+
+
 def items(results: list[dict]) -> pd.DataFrame:
     """One row per question-database pair, for browsing and export; ``place`` the pick's rank as pages show it
     (``tied 3rd–79th of 79``)."""
@@ -451,7 +534,8 @@ def items(results: list[dict]) -> pd.DataFrame:
         tied = df["tied"] if "tied" in df else pd.Series(1, index=df.index)
         df["place"] = [rank_text(int(r), int(c), int(t) if pd.notna(t) else 1) if pd.notna(r) and pd.notna(c)
                        else None for r, c, t in zip(df["rank"], df["candidates"], tied)]
-    return df[[c for c in ITEM_COLUMNS if c in df]]
+    columns = ITEM_COLUMNS[:4] + (["epoch"] if _epoched(df) else []) + ITEM_COLUMNS[4:]
+    return df[[c for c in columns + VOTE_COLUMNS if c in df]]
 
 
 def tables(results: list[dict], prices: dict[str, list[float]]) -> dict[str, pd.DataFrame]:
@@ -468,9 +552,11 @@ NOT_RUN_COLUMNS = ["scenario", "question", "db", "technique", "model", "error_ki
 
 def could_not_run(items: list[dict]) -> pd.DataFrame:
     """The items that could not run (core.benchmark.results.read_not_run), with what happened and how many
-    attempts the failed LLM call made."""
-    rows = [{**{c: i.get(c) for c in NOT_RUN_COLUMNS}, "attempts": len(i.get("attempts") or [])} for i in items]
-    return pd.DataFrame(rows, columns=NOT_RUN_COLUMNS)
+    attempts the failed LLM call made; with repeated samples also the ``epoch``."""
+    columns = NOT_RUN_COLUMNS[:4] + (["epoch"] if any(i.get("epoch", 1) > 1 for i in items) else []) + \
+        NOT_RUN_COLUMNS[4:]
+    rows = [{**{c: i.get(c) for c in columns}, "attempts": len(i.get("attempts") or [])} for i in items]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def export(results: list[dict], prices: dict[str, list[float]], directory: str | Path,

@@ -4,14 +4,17 @@ were made with, so a rerun with other parameters does not mix with them."""
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import threading
 import time
 from pathlib import Path
 
 from core.benchmark.items import BenchError, Item
-from core.dqa import DQA_SET
-from core.secrets import scrub
+from core.store.sqlite import open_sqlite
+from core.scenarios.dqa.source import DQA_SET
+from core.config.secrets import scrub
+from core.store.overrides import OverrideStore, apply
 
 FILE = "results.sqlite"
 _SCHEMA = """
@@ -21,8 +24,16 @@ CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS not_run (key TEXT PRIMARY KEY, scenario TEXT, question INTEGER, db TEXT,
     technique TEXT, model TEXT, error_kind TEXT, error TEXT, attempts TEXT, at REAL);
 """
+#: The epoch at the end of an item's key (core.benchmark.items.Item.key), from epoch 2 on.
+_EPOCH = re.compile(r"/e(\d+)$")
 #: The fields of an item that could not run (ResultStore.not_run, read_not_run).
 NOT_RUN_FIELDS = ("scenario", "question", "db", "technique", "model", "error_kind", "error", "attempts", "at")
+
+
+def _set_up(con: sqlite3.Connection) -> None:
+    con.execute("PRAGMA journal_mode = WAL")
+    con.execute("PRAGMA synchronous = NORMAL")
+    con.executescript(_SCHEMA)
 
 
 class ResultStore:
@@ -34,10 +45,8 @@ class ResultStore:
         self.directory.mkdir(parents=True, exist_ok=True)
         self.path = self.directory / FILE
         self._lock = threading.Lock()
-        self._con = sqlite3.connect(self.path, timeout=30, check_same_thread=False, isolation_level=None)
-        self._con.execute("PRAGMA journal_mode = WAL")
-        self._con.execute("PRAGMA synchronous = NORMAL")
-        self._con.executescript(_SCHEMA)
+        self._con = open_sqlite(self.path, "benchmark result store", _set_up, timeout=30, check_same_thread=False,
+                                isolation_level=None)
 
     def close(self) -> None:
         self._con.close()
@@ -61,7 +70,7 @@ class ResultStore:
     def put(self, result: dict) -> None:
         """Store a finished item's result (see core.benchmark.runner for its fields)."""
         item = Item(result["scenario"], result["question"], result["db"], result["technique"], result["model"],
-                    result.get("source", "dqa"))
+                    result.get("source", "dqa"), result.get("epoch", 1))
         correct = None if result.get("correct") is None else int(result["correct"])
         with self._lock:
             self._con.execute("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -90,11 +99,12 @@ def read_results(directory: str | Path, keys: set[str] | None = None) -> list[di
     path = Path(directory) / FILE
     if not path.exists():
         return []
-    con = sqlite3.connect(path, timeout=30)
+    con = open_sqlite(path, "benchmark result store", reader=True, timeout=30)
     try:
         if not con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'results'").fetchone():
             return []  # a store another process is creating right now
-        rows = con.execute("SELECT key, data FROM results ORDER BY scenario, question, db, technique, model").fetchall()
+        rows = con.execute("SELECT key, data FROM results ORDER BY scenario, question, db, technique, model, key"
+                           ).fetchall()
     finally:
         con.close()
     return [json.loads(data) for key, data in rows if keys is None or key in keys]
@@ -102,12 +112,12 @@ def read_results(directory: str | Path, keys: set[str] | None = None) -> list[di
 
 def read_not_run(directory: str | Path, keys: set[str] | None = None) -> list[dict]:
     """The items of a benchmark directory that could not run and have no result yet (all, or those of ``keys``),
-    each with ``source`` and NOT_RUN_FIELDS (``attempts`` a list of the failed LLM call's attempts); [] when there
+    each with ``source``, ``epoch`` and NOT_RUN_FIELDS (``attempts`` a list of the failed LLM call's attempts); [] when there
     are none."""
     path = Path(directory) / FILE
     if not path.exists():
         return []
-    con = sqlite3.connect(path, timeout=30)
+    con = open_sqlite(path, "benchmark result store", reader=True, timeout=30)
     try:
         if not con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'not_run'").fetchone():
             return []
@@ -115,7 +125,8 @@ def read_not_run(directory: str | Path, keys: set[str] | None = None) -> list[di
                            "(SELECT key FROM results) ORDER BY scenario, question, db, technique, model").fetchall()
     finally:
         con.close()
-    found = [{"source": row[0].split(":", 1)[0] if ":" in row[0] else "dqa", **dict(zip(NOT_RUN_FIELDS, row[1:]))}
+    found = [{"source": row[0].split(":", 1)[0] if ":" in row[0] else "dqa", **dict(zip(NOT_RUN_FIELDS, row[1:])),
+              "epoch": int(epoch[1]) if (epoch := _EPOCH.search(row[0])) else 1}
              for row in rows if keys is None or row[0] in keys]
     for item in found:
         item["attempts"] = json.loads(item["attempts"] or "[]")
@@ -129,7 +140,7 @@ def read_errors(directory: str | Path, keys: set[str] | None = None) -> list[dic
     return [{"set": row["source"] if row["source"] != "dqa" else generated or DQA_SET,
              **{k: row[k] for k in ("source", "scenario", "question", "db", "technique", "model", "error_kind",
                                    "error")},
-             "status": "error", "finished": row["at"], "correct": False}
+             "status": "error", "finished": row["at"], "correct": False, "epoch": row["epoch"]}
             for row in read_not_run(directory, keys)]
 
 
@@ -138,7 +149,7 @@ def _params(directory: str | Path) -> dict:
     path = Path(directory) / FILE
     if not path.exists():
         return {}
-    con = sqlite3.connect(path, timeout=30)
+    con = open_sqlite(path, "benchmark result store", reader=True, timeout=30)
     try:
         if not con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone():
             return {}
@@ -151,7 +162,6 @@ def _params(directory: str | Path) -> dict:
 def read_all(directory: str | Path, keys: set[str] | None = None, home: str | Path | None = None) -> list[dict]:
     """What reports are made of: the stored results with the analysts' grade overrides (from the override store
     under ``home``, default DATA_HOME) applied, and the items that could not run (``status`` "error")."""
-    from core.overrides import OverrideStore, apply
 
     results = read_results(directory, keys)
     return apply(results, OverrideStore(home).all()) + read_errors(directory, keys)

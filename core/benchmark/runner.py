@@ -16,15 +16,18 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache, partial
 from pathlib import Path
 
-from core import catalog, scenarios
-from core import home as project_home
-from core import settings as core_settings
-from core.agents import AgentRuntime, Limits, RunSettings, new_run_id
-from core.agents.techniques import technique
+from core.scenarios import catalog
+from core.scenarios.dqa.source import dqa_benchmark
+from core import scenarios
+from core.config import home as project_home
+from core.config import settings as core_settings
+from core.agents.runtime import AgentRuntime, new_run_id
+from core.model.run_settings import Limits, RunSettings
+from core.model.technique import technique, voted_name
 from core.agents.workspace import open_catalog_workspace
 from core.backends.registry import language
 from core.benchmark.budget import Budget
@@ -33,15 +36,17 @@ from core.benchmark import fidelity
 from core.benchmark.failures import classify
 from core.benchmark.lock import DirectoryLock
 from core.benchmark.items import BenchError, Item, WorkList, databases_of, parse_numbers, scenarios_of, work_list
-from core.benchmark.prices import load_prices, price_of
+from core.llm.prices import load_prices, price_of
 from core.benchmark.results import ResultStore, read_not_run, read_results
 from core.benchmark.trace import read_trace
-from core.dqa import DQA_SET
-from core.evidence import run_coverage
-from core.llm import REPLAY_PREFIX, TRANSIENT, LLMSettings, open_llm, read_replay, replay_path
-from core.scenario import ranking
+from core.benchmark.vote import vote
+from core.scenarios.dqa.source import DQA_SET
+from core.analysis.evidence import run_coverage
+from core.analysis.trace import Trace
+from core.llm.client import REPLAY_PREFIX, TRANSIENT, LLMSettings, open_llm, read_replay, replay_path
+from core.scenarios import ranking
 from sims.ranking import InputError
-from core.secrets import scrub
+from core.config.secrets import scrub
 
 #: Fatal error kinds that are not the agent's doing: the item is not stored, and a rerun tries it again.
 RETRY = TRANSIENT | {"auth", "config", "model", "unavailable", "budget"}
@@ -94,11 +99,16 @@ class BenchConfig:
     source: str = "dqa"  # the questions: DQA, or the built-in demo scenarios ("demo")
     prompts: str = "improved"  # the loop techniques' prompt setting: improved | paper
     reaper_planner: str = "examples"  # REAPER's planner prompt: examples | zero-shot
+    epochs: int = 1  # samples of every item, each a run stored as such (a rerun with more adds the missing ones)
+    top_p: float | None = None  # nucleus sampling (None: the server's default)
+    seed: int | None = None  # the sampling seed of epoch 1 (epoch e sends seed + e - 1); None: not sent
+    vote: int = 0  # also record each technique's decision by majority over epochs 1..vote (0: no vote)
 
     def settings_params(self) -> dict:
         """The faithfulness settings, for the stored parameters when not the defaults (so the results of earlier
         benchmarks, made with the defaults, stay comparable)."""
-        chosen = {"prompts": self.prompts, "reaper_planner": self.reaper_planner}
+        chosen = {"prompts": self.prompts, "reaper_planner": self.reaper_planner, "top_p": self.top_p,
+                  "seed": self.seed}
         return {k: v for k, v in chosen.items() if v != BenchConfig.__dataclass_fields__[k].default}
 
 
@@ -226,8 +236,8 @@ def _ranking(root: str | None, scenario: str, number: int, source: str = "dqa"):
         return None
 
 
-def _evidence(root: str | None, item: Item, events: list[dict]):
-    """The run's evidence coverage (core.evidence), None where the simulator cannot rank the question."""
+def _evidence(root: str | None, item: Item, events: list[dict] | Trace):
+    """The run's evidence coverage (core.analysis.evidence), None where the simulator cannot rank the question."""
     question = catalog.question(item.source, item.scenario, item.question, root)
     try:
         return run_coverage(question, catalog.database(question, root), events)
@@ -243,21 +253,28 @@ class Bench:
             technique(name)  # ValueError naming the choices
         if config.concurrency < 1:
             raise BenchError("--concurrency must be at least 1")
+        if config.vote < 0 or config.vote == 1:
+            raise BenchError("--vote needs at least 2 samples (or 0: no vote)")
+        if config.top_p is not None and not 0 < config.top_p <= 1:
+            raise BenchError(f"--top-p must be above 0 and at most 1, not {config.top_p}")
         fidelity.check(config.prompts, config.reaper_planner)  # ValueError naming the choices
         self._throttle = RateLimiter(config.rpm) if config.rpm is not None else None
         self.config = config
         self.root = str(config.dqa_root) if config.dqa_root else None
         self.spec, self.model = self._model()
         notes: list[str] = []
+        if config.vote > config.epochs:
+            notes.append(f"a vote over {config.vote} samples runs {config.vote} epochs (asked {config.epochs})")
+        self.epochs = max(config.epochs, config.vote)
         dbs = databases_of(config.db, notes)
         if config.source not in catalog.SOURCES:
             raise BenchError(f"unknown question source {config.source!r}; choose {', '.join(catalog.SOURCES)}")
         chosen = scenarios_of(config.scenario, config.source)
         counts = {s: len(catalog.questions(config.source, s, self.root)) for s in chosen}
         # the question set: DQA, a generated set's name, or the demo scenarios
-        self.set_name = catalog.dqa_benchmark(self.root).name if config.source == "dqa" else config.source
+        self.set_name = dqa_benchmark(self.root).name if config.source == "dqa" else config.source
         self.work: WorkList = work_list(chosen, dbs, config.techniques, self.model, parse_numbers(config.questions),
-                                        counts, notes, config.source)
+                                        counts, notes, config.source, self.epochs)
         if not self.work.items:
             raise BenchError("no questions selected")
         self._replays = self._check_llm()
@@ -312,10 +329,10 @@ class Bench:
             return None
         folder, replays, missing = replay_path(self.spec), {}, []
         for item in self.work.items:
-            found = [p for p in (folder / f"{item.name}.json",
-                                 folder / f"{item.scenario}-{item.question}-{item.technique}.json",
-                                 folder / f"{item.source}_{item.scenario}_{item.question}_{language(item.db)}_"
-                                          f"{item.technique}.json") if p.is_file()]
+            stems = (item.base_name, f"{item.scenario}-{item.question}-{item.technique}",
+                     f"{item.source}_{item.scenario}_{item.question}_{language(item.db)}_{item.technique}")
+            epoch = [f"{stem}-e{item.epoch}" for stem in stems] if item.epoch > 1 else []  # an epoch's own first
+            found = [p for stem in (*epoch, *stems) if (p := folder / f"{stem}.json").is_file()]
             if found:
                 replays[item.key] = f"{REPLAY_PREFIX}{found[0]}"
             else:
@@ -331,11 +348,37 @@ class Bench:
     def _llm_settings(self) -> LLMSettings:
         c = self.config
         return LLMSettings(**{**asdict(c.llm_settings), "base_url": c.base_url or c.llm_settings.base_url,
-                              "temperature": c.temperature})
+                              "temperature": c.temperature, "top_p": c.top_p, "seed": c.seed})
+
+    def keys(self) -> set[str]:
+        """The result keys of this benchmark: its work list's items and its votes."""
+        return {i.key for i in self.work.items} | set(self._vote_keys())
 
     def results(self) -> list[dict]:
-        """The stored results of this benchmark's work list."""
-        return read_results(self.directory, {i.key for i in self.work.items})
+        """The stored results of this benchmark's work list (and its votes)."""
+        return read_results(self.directory, self.keys())
+
+    def _vote_keys(self) -> dict[str, list[Item]]:
+        """The result key of each voted item, with the items (epochs 1..vote) it votes over."""
+        if not self.config.vote:
+            return {}
+        keys: dict[str, list[Item]] = {}
+        for item in self.work.items:
+            if item.epoch <= self.config.vote:
+                voted = replace(item, technique=voted_name(item.technique, self.config.vote), epoch=1)
+                keys.setdefault(voted.key, []).append(item)
+        return keys
+
+    def record_votes(self) -> int:
+        """Store the vote of every item whose samples are all stored and that has no vote yet; how many."""
+        stored = {Item(r["scenario"], r["question"], r["db"], r["technique"], r["model"], r.get("source", "dqa"),
+                       r.get("epoch", 1)).key: r for r in read_results(self.directory)}
+        done = 0
+        for key, samples in self._vote_keys().items():
+            if key not in stored and all(s.key in stored for s in samples):
+                self.store.put(vote([stored[s.key] for s in samples]))
+                done += 1
+        return done
 
     def not_run(self) -> list[dict]:
         """The items of this benchmark's work list that could not run and have no result yet, with what happened
@@ -375,7 +418,7 @@ class Bench:
         runtime = AgentRuntime(self.config.home, workspace=partial(open_catalog_workspace, root=self.root),
                                llm_settings=self._llm_settings(),
                                llm_opener=caching_opener(cache, self._throttle, on_open=self._opened, gate=gate,
-                                                         budget=budget))
+                                                         budget=budget, sample=self._epoch))
 
         def work(item: Item) -> None:
             if stop.is_set():
@@ -425,7 +468,11 @@ class Bench:
             runtime.close()
             if cache is not None:
                 cache.close()
+        self.record_votes()
         return progress
+
+    def _epoch(self) -> int:
+        return getattr(self._local, "epoch", 1)  # the worker thread's current item's
 
     def _opened(self, llm: CachingLLM) -> None:
         self._local.llm = llm  # the worker thread's current item
@@ -438,21 +485,23 @@ class Bench:
         c = self.config
         settings = RunSettings(item.scenario, item.question, item.db, item.technique, self._spec(item),
                                base_url=c.base_url, temperature=c.temperature, limits=c.limits, source=item.source,
-                               prompts=c.prompts, **_planner(item.technique, c.reaper_planner)).validate()
+                               prompts=c.prompts, **_planner(item.technique, c.reaper_planner), top_p=c.top_p,
+                               seed=None if c.seed is None else c.seed + item.epoch - 1).validate()
         run_id = new_run_id()
         self._local.llm = None
+        self._local.epoch = item.epoch
         start = time.perf_counter()
         events = [e.to_dict() for e in runtime.iter_start(settings, run_id)]
         wall = time.perf_counter() - start
         llm: CachingLLM = self._local.llm
         record = runtime.store.get(run_id, events=False)  # the events are in hand
         outcome = record.outcome or {}
-        facts = read_trace(events, item.scenario, outcome.get("decision"))
-        fatal = next((e for e in reversed(events) if e["kind"] == "error" and e.get("fatal", True)), None)
-        failed_attempts = (fatal or {}).get("attempts") or []
+        trace = Trace.of(events)
+        facts = read_trace(trace, item.scenario, outcome.get("decision"))
+        failed_attempts = (trace.fatal or {}).get("attempts") or []
         if record.status == "failed" and facts.error_kind in RETRY:
             raise _NotRun(facts.error_kind, outcome.get("error") or "the run failed", failed_attempts)
-        evidence = _evidence(self.root, item, events)
+        evidence = _evidence(self.root, item, trace)
         category, signs = classify(outcome.get("correct"), facts, record.status, outcome.get("final_answer"),
                                    outcome.get("decision"), evidence)
         placement = outcome.get("placement") or {}
@@ -461,8 +510,7 @@ class Bench:
             relative = _ranking(self.root, item.scenario, item.question, item.source).relative_regret(
                 outcome["decision"])
         tokens = outcome.get("tokens") or {}
-        usage = [e["llm"] for e in events if e.get("llm")]
-        fresh, cached = [u for u in usage if not u.get("cached")], [u for u in usage if u.get("cached")]
+        fresh, cached = [u for u in trace.usage if not u.get("cached")], [u for u in trace.usage if u.get("cached")]
         return {"set": self.set_name, "source": item.source, "scenario": item.scenario, "question": item.question,
                 "db": item.db,
                 "language": language(item.db),
@@ -489,8 +537,8 @@ class Bench:
                 "all_tied": bool(getattr(_ranking(self.root, item.scenario, item.question, item.source), "all_tied",
                                          False)),
                 "relative_regret": relative, "cost_usd": outcome.get("cost_usd"), "limit": outcome.get("limit"),
-                "repeats": outcome.get("repeats", 0), "finished": time.time(),
-                **fidelity.result_fields(settings, usage)}
+                "repeats": outcome.get("repeats", 0), "finished": time.time(), "epoch": item.epoch,
+                **fidelity.result_fields(settings, trace.usage)}
 
 
 def _limit_params(limits: Limits) -> dict:

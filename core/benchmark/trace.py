@@ -6,16 +6,16 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, field
 
+from core.analysis.trace import Trace
 from core.scenarios import ByScenario
 
 #: The critical values of Table 6, as the column / property names of the DQA schemas: Locating's incoming value
 #: (IV, ``ingoing``) and total trading power (TP_total, ``total_power``); Building's current output (CO,
 #: ``current_output``) and pop demand (PD, ``pop_demand``).
-CRITICAL = ByScenario("critical_columns")  # core.scenarios.dqa_kinds declares them
+CRITICAL = ByScenario("critical_columns")  # core.scenarios.dqa.kinds declares them
 #: Where each scenario's candidate decisions come from: the trade flows into the home node (the ``flow`` table,
 #: the graph's ``source`` relationships), the buildings supplying the goods (``supply`` / ``Supply``).
 CANDIDATE_SOURCES = ByScenario("candidate_source")
-QUERY_ERRORS = frozenset({"syntax", "error", "timeout", "refused"})
 
 
 @dataclass
@@ -45,41 +45,16 @@ def _mentions(name: str, text: str) -> bool:
     return re.search(rf"\b{re.escape(name)}\b", text, re.I) is not None
 
 
-def read_trace(events: list[dict], scenario: str, decision=None) -> TraceFacts:
-    """The facts of one run from its events (``Event.to_dict()``); ``decision`` is the graded pick."""
-    facts = TraceFacts()
-    seen_text: list[str] = []  # database queries and what they returned
-    returned: list[str] = []  # what they returned
-    in_query = False  # the last action was a database query
-    for e in events:
-        kind = e["kind"]
-        if kind == "action":
-            in_query = e["language"] != "self"
-            if in_query:
-                facts.retrievals += 1
-                seen_text.append(e["query"])
-        elif kind == "observation":
-            if e.get("error_kind") == "format":
-                facts.format_corrections += 1
-            elif in_query:
-                failed = e.get("error_kind") in QUERY_ERRORS
-                facts.query_errors += failed
-                facts.last_query_failed = failed
-                facts.retrievals_with_rows += bool(e.get("rows"))
-                data = " ".join([e.get("executed") or "", " ".join(map(str, e.get("columns") or [])), e["text"]])
-                seen_text.append(data)
-                returned.append(data)
-            in_query = False
-        elif kind == "replan" and e["replan"] and e["new_plan"] != e["old_plan"]:
-            facts.replans += 1
-        elif kind == "error":
-            if e["error_kind"] == "limit":
-                facts.limit_reached = True
-            elif e.get("fatal", True):
-                facts.error_kind = e["error_kind"]
-    text = "\n".join(seen_text)
-    facts.critical_seen = {name: _mentions(name, text) for name in CRITICAL[scenario]}
+def read_trace(events: list[dict] | Trace, scenario: str, decision=None) -> TraceFacts:
+    """The facts of one run from its events (``Event.to_dict()``, or their fold); ``decision`` is the graded
+    pick."""
+    trace = events if isinstance(events, Trace) else Trace.of(events)
+    text = "\n".join(trace.seen)
     pattern = CANDIDATE_SOURCES[scenario]
-    facts.looked_at_candidates = pattern is not None and pattern.search(text) is not None
-    facts.pick_seen = decision is not None and _mentions(str(decision), "\n".join(returned))
-    return facts
+    return TraceFacts(
+        retrievals=trace.queries, retrievals_with_rows=trace.queries_with_rows, query_errors=trace.query_errors,
+        last_query_failed=trace.last_query_failed, format_corrections=trace.format_corrections,
+        replans=trace.plan_changes, critical_seen={name: _mentions(name, text) for name in CRITICAL[scenario]},
+        looked_at_candidates=pattern is not None and pattern.search(text) is not None,
+        pick_seen=decision is not None and _mentions(str(decision), "\n".join(trace.returned)),
+        limit_reached=trace.limit_reached, error_kind=trace.fatal["error_kind"] if trace.fatal else None)

@@ -13,14 +13,19 @@ import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from core import settings
+from core.config import settings
 from core.scenarios.base import Effect, Registry, ScenarioType, Source, ViewOption
-from core.scenarios.dqa_kinds import Building, Locating
-from core.scenarios.plugin import MANIFEST, FolderScenario, ScenarioError
-from core.settings import PROJECT_ROOT
+from core.scenarios.dqa.kinds import Building, Locating
+from core.scenarios.plugins.folder import MANIFEST, FolderScenario, ScenarioError
+from core.config.settings import PROJECT_ROOT
+from core.model import run_settings
+from core.model.graph import GraphData, GraphMapping, graph_of_tables
+from core.model.question import Database, DecisionWords, Question
+from sims.ranking import Ranking
 
 __all__ = ["Effect", "FolderScenario", "ScenarioError", "ScenarioType", "Source", "ViewOption", "get", "names",
-           "all_types", "problems", "reload", "scenarios_dir", "use_folder", "in_context", "ByScenario"]
+           "all_types", "problems", "reload", "scenarios_dir", "use_folder", "in_context", "ByScenario",
+           "scenario_type", "target", "candidates", "default_mode", "ranking", "DECISION_WORDS", "graph_from_tables"]
 
 BUILTIN_DIR = PROJECT_ROOT / "assets" / "scenarios"
 _LOCK = threading.Lock()
@@ -30,7 +35,7 @@ _FOLDER: contextvars.ContextVar[Path | None] = contextvars.ContextVar("planrag_s
 
 def scenarios_dir() -> Path:
     """The scenarios folder in use here: the one chosen by ``use_folder``, else the configured one
-    (core.settings.scenarios_dir)."""
+    (core.config.settings.scenarios_dir)."""
     return _FOLDER.get() or settings.scenarios_dir()
 
 
@@ -123,3 +128,41 @@ class ByScenario(Mapping):
 
     def __len__(self) -> int:
         return len(names())
+
+
+DECISION_WORDS: Mapping[str, DecisionWords] = ByScenario("words")
+"""How each scenario's answers name decisions, from its declaration (``DECISION_WORDS["building"]``)."""
+
+
+def scenario_type(name: str) -> ScenarioType:
+    """The registered scenario type called ``name`` (``get``)."""
+    return get(name)
+
+
+def target(question: Question) -> str:
+    """A short description of the question's decision target."""
+    return get(question.scenario).target(question)
+
+
+def candidates(question: Question, database: Database) -> list:
+    """Every candidate decision, in table order (trade nodes but the home node, building ids, a plugin's list)."""
+    return get(question.scenario).candidates(question, database)
+
+
+def default_mode(question: Question) -> str:
+    """The simulation mode that labels a question: ``dqa`` for the benchmark, ``rules`` for the demo scenarios."""
+    return get(question.scenario).default_mode(question)
+
+
+def ranking(question: Question, database: Database, mode: str | None = None) -> Ranking:
+    """The simulator's ranking of every candidate decision of the question (best first, with the baseline); a
+    scenario without a simulator raises sims.ranking.InputError."""
+    return get(question.scenario).ranking(question, database, mode)
+
+
+def graph_from_tables(mapping: GraphMapping | str, tables) -> GraphData:
+    """The graph view of a SQL database by ``mapping``, or by the graph mapping of the scenario so named."""
+    return graph_of_tables(get(mapping).graph_mapping if isinstance(mapping, str) else mapping, tables)
+
+
+run_settings.scenario_sources = lambda name: get(name).source_keys()

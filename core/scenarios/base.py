@@ -2,8 +2,8 @@
 decision, the simulator's ranking (when it has one), what one decision changes, and how its data is drawn.
 
 Pages, grading, figures, reports and evidence ask a scenario type (``core.scenarios.get(name)``) instead of
-testing the scenario's name. The DQA scenarios (core.scenarios.dqa_kinds) and folder plugins
-(core.scenarios.plugin) implement the same class.
+testing the scenario's name. The DQA scenarios (core.scenarios.dqa.kinds) and folder plugins
+(core.scenarios.plugins.folder) implement the same class.
 """
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from sims.ranking import Candidate, InputError, Ranking
+from core.model.question import Database
 
 TINY = 1e-12
 
@@ -78,13 +79,13 @@ class ScenarioType:
     modes: tuple[str, ...] = ("default",)
     mode_notes: dict = {}
     can_check: bool = False
-    words = None  # a core.scenario.DecisionWords
+    words = None  # a core.model.question.DecisionWords
     paper_n: int | None = None  # the paper's number of questions (DQA scenarios only)
     critical_columns: tuple[str, ...] = ()  # columns a trace should read (benchmark heuristic, Table 6)
     candidate_source = None  # a compiled regex: a query that lists candidates (benchmark heuristic)
     origin: str = "built-in"  # where it was found: built-in, or its folder
     change_caption: str = ""  # shown under the what-if figure
-    graph_mapping = None  # a core.graphdata.GraphMapping: how its SQL tables read as a property graph (DQA kinds)
+    graph_mapping = None  # a core.model.graph.GraphMapping: how its SQL tables read as a property graph (DQA kinds)
     planner_examples: dict = {}  # language -> (question, plan): REAPER's planner examples (core.agents.reaper_examples)
     more_planner_examples: dict = {}  # language -> [(question, plan)]: more of them, for REAPER's paper setting
 
@@ -94,7 +95,7 @@ class ScenarioType:
         raise NotImplementedError
 
     def database(self, question, root=None):
-        """The question's core.scenario.Database."""
+        """The question's core.model.question.Database."""
         raise NotImplementedError
 
     def notes(self, question, root=None) -> list[str]:
@@ -140,7 +141,7 @@ class ScenarioType:
         """What ``decision`` changes against no decision (None when the scenario cannot say)."""
         return None
 
-    # --- evidence (core.evidence) ---
+    # --- evidence (core.analysis.evidence) ---
     def evidence_rows(self, question, tables, focus: list) -> list[tuple[str, int, tuple[tuple, ...], str]]:
         """(table, row index, key spellings, who) of the rows whose values may decide the question."""
         out = []
@@ -156,7 +157,6 @@ class ScenarioType:
 
     def focus_scores(self, question, tables, focus: list, mode: str) -> list[float]:
         """The focus candidates' scores on (nudged) ``tables``."""
-        from core.scenario import Database
 
         ranking = self.ranking(question, Database("nudged", self.name, tables, None), mode)
         return [ranking.score_of(c) for c in focus]

@@ -1,0 +1,199 @@
+"""``python -m core bench``: run DQA, or part of it, with techniques and a model; print progress and the accuracy
+per scenario x database x technique; write the reports (CSV and JSON) beside the results."""
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+from pathlib import Path
+
+from core.model.technique import TECHNIQUES, parse_voted
+from core.backends.registry import BACKENDS
+from core.cli.args import (add_budget_arguments, add_fidelity_arguments, add_limit_arguments, add_llm_arguments,
+                           error_line, limits_from, llm_settings)
+from core.analysis.format import duration, spent
+from core.benchmark.smoke import smoke_config
+from core.scenarios.catalog import SOURCES
+from core.benchmark import fidelity, reports
+from core.benchmark.items import BenchError
+from core.llm.prices import load_prices
+from core.benchmark.results import read_all, read_not_run, read_results
+from core.benchmark.runner import Bench, BenchConfig
+from core.llm.client import LLMError
+from core.config.secrets import scrub
+
+DESCRIPTION = """Run DQA questions with one or more techniques and a model. Each result is stored as its item
+finishes (results.sqlite in the output directory); rerunning the same command skips the finished items.
+LLM replies are cached on disk, so an identical rerun makes no LLM call (--no-cache turns the cache off).
+--llm replay:DIR plays DIR/{scenario}-{question}-{db}-{technique}.json (or {scenario}-{question}-{technique}.json)
+for each item (and the shipped naming {source}_{scenario}_{question}_{sql|cypher}_{technique}.json).
+--source demo runs the built-in demo scenarios; --smoke is a benchmark without a model: the demo questions
+played from the shipped scripted transcripts (assets/replays) with PlanRAG and IterRAG, to try the whole
+pipeline (results, reports) in seconds. Reports (the paper's tables) go to OUT/report: every accuracy with n and
+a 95% Wilson interval (items that could not run count as not correct), and paired comparisons of the techniques.
+--epochs K runs every item K times (a rerun with a larger K runs only the missing epochs); the reports then treat
+a question's samples as a cluster (docs/verdicts.md); --vote N adds each technique's majority decision over N
+samples as TECHNIQUE+voteN."""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--scenario", default="all",
+                   help="locating, building, a plugin's name (python -m core scenario list), several separated by "
+                        "commas, or all (default): every scenario with questions in --source")
+    p.add_argument("--db", choices=[*BACKENDS, "all"], default="sqlite",
+                   help="a backend, or all available ones (default sqlite)")
+    p.add_argument("--technique", action="append", choices=list(TECHNIQUES),
+                   help="repeat for several (required, but for --smoke: planrag and iterrag)")
+    p.add_argument("--source", choices=list(SOURCES), default="dqa",
+                   help="the questions: DQA (default), the built-in demo scenarios, or a plugin scenario's own "
+                        "(scenario)")
+    p.add_argument("--smoke", action="store_true",
+                   help="no model needed: demo question 1 played from the shipped transcripts (assets/replays); with "
+                        "--source scenario, question 1 of each plugin scenario")
+    p.add_argument("--llm", help="a model name (default OPENAI_MODEL), replay:FILE or replay:DIR")
+    p.add_argument("--questions", default="all", help="numbers and ranges, e.g. 1-10,15 (default all)")
+    p.add_argument("--concurrency", type=int, default=1,
+                   help="items at once (default 1); fewer LLM calls at once, said in a note, when the server "
+                        "times out under load")
+    p.add_argument("--rpm", type=float, help="at most this many LLM requests a minute")
+    p.add_argument("--dqa-dir", type=Path, metavar="DIR",
+                   help="the question set: a DQA folder or one made by python -m sims generate (default DQA_DIR)")
+    p.add_argument("--out", type=Path, help="results directory (default PLANRAG_HOME/bench/NAME)")
+    p.add_argument("--name", help="the results directory's name under PLANRAG_HOME/bench (default: the model's)")
+    p.add_argument("--no-cache", action="store_true", help="do not read or write the LLM reply cache")
+    p.add_argument("--base-url", help="an OpenAI-compatible server (default OPENAI_BASE_URL)")
+    p.add_argument("--temperature", type=float, default=0.0, help="default 0")
+    p.add_argument("--top-p", type=float, help="nucleus sampling (default: not sent, the server's own)")
+    p.add_argument("--seed", type=int, help="the sampling seed of epoch 1, for servers that take one (epoch e sends "
+                                            "SEED + e - 1; default: not sent)")
+    p.add_argument("--epochs", type=int, default=1, metavar="K",
+                   help="run every item K times, each a run stored as such (default 1); a rerun with a larger K runs "
+                        "only the missing epochs; reports then give clustered intervals (docs/verdicts.md)")
+    p.add_argument("--vote", type=int, default=0, metavar="N",
+                   help="also record each technique's decision by majority over N samples (epochs 1..N, run if "
+                        "missing) as technique TECHNIQUE+voteN, costing the N samples' calls")
+    add_fidelity_arguments(p)
+    add_llm_arguments(p, unattended=True)
+    add_limit_arguments(p)
+    add_budget_arguments(p)
+
+
+
+
+def _line(item, result, error, progress) -> str:
+    if result is None:
+        return f"{item.name}: not run: {error}"
+    if result["status"] == "failed":  # what happened, not "no candidate (wrong)"
+        acc = progress.accuracy
+        return (f"{item.name}: failed ({result.get('error_kind') or 'error'}): {result.get('error')} in "
+                f"{result['wall_s']:.2f} s | accuracy {'-' if acc is None else f'{acc:.1f}%'} | "
+                f"ETA {duration(progress.eta_s)}")
+    verdict = {True: "right", False: "wrong", None: "no label"}[result["correct"]]
+    status = result.get("grade_status")
+    decision = (result["decision"] if result["decision"] is not None else
+                "ambiguous answer" if status == "ambiguous" else "no decision")
+    detail = f"{decision}" + (f"; label {result['label']}" if result["correct"] is False else "")
+    if result["failure"]:
+        detail += f"; {result['failure']}"
+    if result["status"] in ("stuck", "context_exceeded"):
+        detail += f"; {result['status']}"
+    acc = progress.accuracy
+    return (f"{item.name}: {verdict} ({detail}) in {result['wall_s']:.2f} s | accuracy "
+            f"{'-' if acc is None else f'{acc:.1f}% of n={progress.n}'} | {spent(progress)} | "
+            f"ETA {duration(progress.eta_s)}")
+
+
+
+def main(args) -> int:
+    import pandas as pd
+
+    if not args.smoke and not args.technique:
+        print("error: --technique is required (or --smoke)", file=sys.stderr)
+        return 2
+    try:
+        if args.smoke:
+            config = smoke_config(args.technique, scenario=args.scenario, db=args.db, out=args.out, name=args.name,
+                                  source="scenario" if args.source == "scenario" else None, limits=limits_from(args),
+                                  budget_tokens=args.budget_tokens, budget_cost=args.budget_cost)
+        else:
+            config = BenchConfig(args.technique, args.llm or "", scenario=args.scenario, db=args.db,
+                                 questions=args.questions, concurrency=args.concurrency, rpm=args.rpm, out=args.out,
+                                 name=args.name, cache=not args.no_cache, base_url=args.base_url,
+                                 temperature=args.temperature, source=args.source, dqa_root=args.dqa_dir,
+                                 llm_settings=llm_settings(args, unattended=True), limits=limits_from(args),
+                                 budget_tokens=args.budget_tokens, budget_cost=args.budget_cost,
+                                 prompts=args.prompts, reaper_planner=args.reaper_planner, epochs=args.epochs,
+                                 top_p=args.top_p, seed=args.seed, vote=args.vote)
+        bench = Bench(config)
+        bench.claim()  # BenchBusy when another benchmark runs into the same directory
+        prices = load_prices()
+    except (BenchError, LLMError, ValueError) as e:
+        print(scrub(error_line(e)), file=sys.stderr)
+        return 1
+    for note in bench.notes:
+        print(f"note: {note}")
+    total = len(bench.work.items)
+    epochs = f" ({bench.epochs} epochs)" if bench.epochs > 1 else ""
+    print(f"bench: {total} items{epochs} of set {bench.set_name}, model {bench.model}, results in {bench.directory}")
+    print(f"skipped {total - len(bench.pending)} items already done; {len(bench.pending)} to run, "
+          f"{config.concurrency} at a time", flush=True)
+
+    shown = threading.Lock()
+
+    def show(item, result, error, progress):
+        # Called from worker threads: print() writes the text and the newline apart, so two lines could run
+        # together; one write of the whole line under a lock keeps each line whole.
+        with shown:
+            line = f"[{progress.finished + len(progress.errors)}/{total}] {_line(item, result, error, progress)}\n"
+            sys.stdout.write(scrub(line))
+            sys.stdout.flush()
+
+    def note(text):
+        with shown:
+            sys.stdout.write(f"note: {text}\n")
+            sys.stdout.flush()
+
+    try:
+        progress = bench.run(on_result=show, on_note=note)
+    except KeyboardInterrupt:
+        print("interrupted: the finished items are stored; rerun the same command to go on", file=sys.stderr)
+        return 130
+    this_run = read_all(bench.directory, bench.keys(), config.home)
+    clustered = ", clustered by question over the epochs" if bench.epochs > 1 else ""
+    print(f"accuracy on set {bench.set_name} (correct/n, items that could not run count as wrong; 95% Wilson "
+          f"interval{clustered}) | optimal decisions (regret 0, ties with the best included):")
+    for r in reports.accuracy(this_run).to_dict("records"):
+        paper = (f"  (paper {r['paper']}, GPT-4, n={reports.PAPER_N[r['scenario']]})"
+                 if pd.notna(r["paper"]) else "")
+        errors = "".join(f", {r[key]} {label}" for key, label in (
+            ("errors", "not run"), ("undecided", "deciding nothing"), ("overridden", "grades overridden"),
+            ("all tied", "on questions where every candidate ties")) if r[key])
+        print(f"  {r['scenario']:<9} {r['db']:<8} {r['technique']:<13} {r['correct']}/{r['n']}{errors}  "
+              f"{reports.accuracy_text(r)} | optimal {r['optimal rate']:.1f}% "
+              f"[{r['optimal ci95_low']:.1f}–{r['optimal ci95_high']:.1f}]{paper}")
+    for r in reports.paired(this_run).to_dict("records"):
+        print(f"  paired {r['scenario']} {r['db']}: {reports.paired_text(r)}")
+    for r in reports.costs(this_run, prices).to_dict("records"):
+        if parse_voted(r["technique"]):
+            total, per = r["cost USD"], r["cost per correct USD"]
+            print(f"  {r['scenario']} {r['db']} {reports.technique_name(r['technique'])}: {r['llm calls']} LLM calls "
+                  f"per question, cost {'unknown' if total is None else f'${total:.4f}'}, per correct decision "
+                  f"{'-' if per is None else f'${per:.5f}'}")
+    for line in fidelity.summary_lines(bench.results()):
+        print(line)
+    written = reports.export(read_all(bench.directory, home=config.home), prices, bench.directory / "report",
+                             not_run=read_not_run(bench.directory))
+    written = [*written, *fidelity.export(read_results(bench.directory), bench.directory / "report")]
+    print(f"reports of all results in {bench.directory}: {', '.join(p.name for p in written)} in report/")
+    if progress.errors:
+        print(f"{len(progress.errors)} items could not run (a rerun tries them again):", file=sys.stderr)
+        for error in progress.errors[:10]:
+            print(f"  {error}", file=sys.stderr)
+        print("  (listed in report/not_run.csv)", file=sys.stderr)
+    stuck = sum(r.get("status") == "stuck" for r in bench.results())
+    if stuck:
+        print(f"stuck: {stuck} of the runs (the loop guard ended them after repeated actions)")
+    print(f"this run spent {spent(progress)} on LLM calls")
+    if progress.stopped:
+        print(f"stopped: {progress.stopped}", file=sys.stderr)
+    return 1 if progress.errors or progress.stopped else 0

@@ -1,0 +1,398 @@
+"""LLM access for the agents: an OpenAI or OpenAI-compatible chat model (vLLM, Ollama, llama.cpp server) through
+LangChain's ChatOpenAI, or a replay of recorded replies (``replay:FILE``) for tests and demos.
+
+Every call goes through :class:`ChatLLM.complete`, which passes stop sequences, cuts the reply client-side
+as well, retries transient failures with backoff (a timed-out attempt is retried with a longer timeout: a
+one-at-a-time server is still computing the abandoned request) and reports token usage and every attempt
+(start, duration, error). A reply that is not a chat completion (HTTP 200 with an error body or an HTML page) is
+a server error, retried like one. The API key is read from the settings or ``OPENAI_API_KEY`` only when the
+model is opened; it is registered with core.config.secrets, so it and its masked forms never reach a message or a trace.
+"""
+from __future__ import annotations
+
+import contextvars
+import json
+import random
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import BaseMessage
+
+from core.config import secrets
+from core.config.settings import LLMSettings
+
+REPLAY_PREFIX = "replay:"
+CHARS_PER_TOKEN = 4  # the estimate used when a model reports no usage (replays)
+
+
+class LLMError(Exception):
+    """An LLM call that failed for good. ``kind``: config, auth, rate_limit, server, timeout, network,
+    bad_request, context (the request does not fit the model's context window), model or replay. The message
+    never contains the API key. ``attempts``: each attempt made (see Completion.attempts)."""
+
+    def __init__(self, kind: str, message: str, attempts: list[dict] | None = None):
+        super().__init__(message)
+        self.kind = kind
+        self.attempts = attempts or []
+
+
+class LLMNotConfigured(LLMError):
+    """No model, or no key for the OpenAI API."""
+
+    def __init__(self, message: str):
+        super().__init__("config", message)
+
+
+@dataclass
+class Completion:
+    """One reply, cut before any ``Observation:``, with its token usage and latency. ``latency_s``: the attempt
+    that answered; ``wait_s``: the whole wait, from the first attempt's start (retries and backoff included);
+    ``attempts``: each attempt as {attempt, start (epoch s), duration_s, timeout_s, error_kind, error} (error None
+    for the one that answered); ``finish_reason`` and ``metadata``: the server's (LangChain's response_metadata),
+    e.g. ``length`` for a reply cut by the reply cap; ``cached``: served from a reply cache (its latency is then the
+    original call's, not time waited now)."""
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float
+    estimated: bool  # token counts estimated from characters (the model reported none)
+    wait_s: float | None = None
+    attempts: list[dict] = field(default_factory=list)
+    finish_reason: str | None = None
+    metadata: dict = field(default_factory=dict)
+    cached: bool = False
+
+
+def estimate_tokens(text: str) -> int:
+    """About one token per four characters."""
+    return max(1, round(len(text) / CHARS_PER_TOKEN)) if text else 0
+
+
+_OBSERVATION = re.compile(r"^[ \t>*#-]*\**[ \t]*Observation[ \t]*\**[ \t]*:", re.I | re.M)
+
+
+def cut_reply(text: str) -> str:
+    """The reply up to (not including) the first line that starts an ``Observation:``: the model must not
+    write its own observations."""
+    m = _OBSERVATION.search(text)
+    return (text[:m.start()] if m else text).rstrip()
+
+
+class AttemptDeadline(Exception):
+    """An attempt that went past its whole-attempt deadline: the client's timeout bounds each read, so a server
+    that trickles its reply a byte at a time would otherwise hold the attempt for as long as it likes."""
+
+
+class ReplayExhausted(Exception):
+    """A replay was asked for more replies than it holds."""
+
+
+class ReplayChatModel(GenericFakeChatModel):
+    """A fake chat model playing back recorded replies in order, with a clear error when they run out."""
+
+    source: str = "replay"
+    count: int = 0  # replies in the file, for the error message
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        try:
+            return super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
+        except StopIteration:
+            raise ReplayExhausted(f"replay {self.source} ran out of replies: it holds {self.count} and the "
+                                  "agent asked for another") from None
+
+
+def read_replay(path: str | Path) -> list[str]:
+    """The replies of a replay file: a JSON array of strings."""
+    try:
+        replies = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise LLMNotConfigured(f"replay file {path} not found") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise LLMNotConfigured(f"replay file {path} is not JSON ({e})") from None
+    if not isinstance(replies, list) or not all(isinstance(r, str) for r in replies):
+        raise LLMNotConfigured(f"replay file {path} must hold a JSON array of reply strings")
+    return replies
+
+
+def replay_path(spec: str) -> Path:
+    """The absolute file of a ``replay:FILE`` spec (so a run resumed from another directory finds it)."""
+    return Path(spec[len(REPLAY_PREFIX):]).expanduser().resolve()
+
+
+#: Exceptions LangChain raises for an HTTP 200 that is no chat completion (an error body, an HTML page, null
+#: choices, an empty ``choices`` list): the server's failure, not ours.
+_NOT_A_COMPLETION = (ValueError, KeyError, TypeError, IndexError)
+#: What servers say of a request longer than the model's context window (OpenAI, vLLM: "maximum context length";
+#: llama.cpp: "exceeds the available context size", exceed_context_size_error).
+_CONTEXT_FULL = re.compile(r"context[ _](?:length|size|window)|exceed_context|max_model_len|maximum model length|"
+                           r"(?:prompt|input) is too long", re.I)
+
+
+def _error_kind(e: Exception) -> str | None:
+    """The LLMError kind of a client exception; None for exceptions that are not about the LLM call."""
+    import openai
+
+    if isinstance(e, ReplayExhausted):
+        return "replay"
+    if isinstance(e, openai.RateLimitError):
+        return "rate_limit"
+    if isinstance(e, (openai.AuthenticationError, openai.PermissionDeniedError)):
+        return "auth"
+    if isinstance(e, openai.NotFoundError):
+        return "model"
+    if isinstance(e, (openai.APITimeoutError, AttemptDeadline)):
+        return "timeout"
+    if isinstance(e, openai.APIConnectionError):
+        return "network"
+    if isinstance(e, (openai.APIStatusError, openai.APIResponseValidationError, *_NOT_A_COMPLETION)):
+        if _CONTEXT_FULL.search(str(e)):
+            return "context"
+        return "bad_request" if isinstance(e, openai.APIStatusError) and e.status_code < 500 else "server"
+    return None
+
+
+def _detail(e: Exception) -> str:
+    """What an exception says, naming a reply that was no chat completion as such."""
+    import openai
+
+    if isinstance(e, (openai.APIError, ReplayExhausted, AttemptDeadline)):
+        return str(e)
+    if isinstance(e, IndexError):  # LangChain takes the first of no choices
+        return "the server answered without a chat completion (no choices in the reply)"
+    return f"the server answered without a chat completion ({type(e).__name__}: {e})"
+
+
+TRANSIENT = frozenset({"rate_limit", "server", "timeout", "network"})
+_HINTS = {"auth": "check OPENAI_API_KEY", "model": "check the model name and the base URL",
+          "network": "check the base URL and that the server is running",
+          "context": "the request is longer than the model's context window; set the window (--context-tokens, "
+                     "or the Settings page) so older observations are shortened to fit"}
+#: A reply longer than this many characters per token of the reply cap (or than MAX_REPLY_CHARS without a cap) is
+#: cut client-side and taken as cut off at the length limit: a server that ignores the cap must not fill the run
+#: store, the checkpoints and every later prompt with megabytes.
+REPLY_CHARS_PER_CAP_TOKEN, MAX_REPLY_CHARS = 4 * CHARS_PER_TOKEN, 200_000
+#: An attempt ends at timeout x DEADLINE_FACTOR + DEADLINE_SLACK_S however the server sends its reply (the client's
+#: own timeout, per read, fires first on a server that sends nothing).
+DEADLINE_FACTOR, DEADLINE_SLACK_S = 1.25, 0.5
+TIMEOUT_GROWTH, TIMEOUT_GROWTH_CAP = 1.5, 2.0  # a retry after a timeout waits longer, up to 2x the setting
+
+
+def _retry_after(e: Exception) -> float | None:
+    response = getattr(e, "response", None)
+    value = response.headers.get("retry-after") if response is not None else None
+    try:
+        return min(float(value), 60.0) if value else None
+    except (ValueError, AttributeError):
+        return None
+
+
+class ChatLLM:
+    """A chat model with the agents' calling conventions. ``label`` names it in traces (never the key)."""
+
+    def __init__(self, model: BaseChatModel, label: str, *, estimate_usage: bool = False, max_retries: int = 0,
+                 retry_base_s: float = 1.0, secret: str | None = None, sleep=time.sleep,
+                 timeout_s: float | None = None, max_reply_tokens: int | None = None):
+        self.model = model
+        self.label = label
+        self._estimate = estimate_usage
+        self._max_retries = max_retries
+        self._retry_base_s = retry_base_s
+        self._secret = secret
+        self._sleep = sleep
+        self._timeout_s = timeout_s  # the per-attempt timeout of a server model (None: the model's own)
+        self._use_stop = True
+        self._max_reply_chars = min(max_reply_tokens * REPLY_CHARS_PER_CAP_TOKEN, MAX_REPLY_CHARS) \
+            if max_reply_tokens else MAX_REPLY_CHARS
+        self._cancelled = threading.Event()
+
+    def cancel(self) -> None:
+        """Make no further attempt of a call in flight (the analyst stopped its run): the attempt under way, which
+        cannot be interrupted, is the last one the server gets."""
+        self._cancelled.set()
+
+    def _scrub(self, text: str) -> str:
+        return secrets.scrub(text, [self._secret] if self._secret else None)
+
+    def _invoke(self, messages: list[BaseMessage], stop: list[str], timeout_s: float | None):
+        kwargs = {"timeout": timeout_s} if timeout_s is not None else {}
+        try:
+            return self.model.invoke(messages, stop=stop if self._use_stop else None, **kwargs)
+        except Exception as e:
+            import openai
+
+            if not isinstance(e, openai.BadRequestError):
+                raise
+            # Some models (reasoning models) refuse stop sequences or a temperature other than their default:
+            # go on without them (cutting the reply client-side); and some take the reply cap only by its new name.
+            if self._use_stop and "'stop'" in str(e):
+                self._use_stop = False
+                return self._invoke(messages, stop, timeout_s)
+            if "temperature" in str(e) and getattr(self.model, "temperature", None) is not None:
+                self.model.temperature = None
+                return self._invoke(messages, stop, timeout_s)
+            # A compatible server that wants the reply cap as max_completion_tokens (e.g. Azure's reasoning models)
+            cap = (getattr(self.model, "extra_body", None) or {}).get("max_tokens")
+            if cap and "max_completion_tokens" in str(e):
+                self.model.extra_body = None
+                self.model.max_tokens = cap  # LangChain sends it as max_completion_tokens
+                return self._invoke(messages, stop, timeout_s)
+            raise
+
+    def _invoke_within(self, messages: list[BaseMessage], stop: list[str], timeout_s: float | None):
+        """``_invoke`` bounded by the attempt's whole deadline (a server dripping its reply slowly is a timeout).
+        A late attempt is abandoned: its thread ends when the server answers or closes."""
+        if not timeout_s:
+            return self._invoke(messages, stop, timeout_s)
+        box: dict = {}
+        context = contextvars.copy_context()
+
+        def work():
+            try:
+                box["reply"] = context.run(self._invoke, messages, stop, timeout_s)
+            except BaseException as e:  # handed to the caller
+                box["error"] = e
+
+        worker = threading.Thread(target=work, name="llm-attempt", daemon=True)
+        worker.start()
+        deadline = timeout_s * DEADLINE_FACTOR + DEADLINE_SLACK_S
+        worker.join(deadline)
+        if worker.is_alive():
+            raise AttemptDeadline(f"Request timed out: no complete reply within {deadline:.1f} s (the server was "
+                                  "still sending it)")
+        if "error" in box:
+            raise box["error"]
+        return box["reply"]
+
+    def complete(self, messages: list[BaseMessage], stop: list[str],
+                 on_retry: Callable[[dict], None] | None = None) -> Completion:
+        """One reply to ``messages``. ``on_retry`` gets each failed attempt that is retried (its record, with
+        ``retry_in_s``) as it happens. Raises LLMError when the call fails for good."""
+        attempts: list[dict] = []
+        first = time.perf_counter()
+        timeout_s = self._timeout_s
+        for attempt in range(self._max_retries + 1):
+            start, started_at = time.perf_counter(), time.time()
+            record = {"attempt": attempt + 1, "start": round(started_at, 3), "timeout_s": timeout_s}
+            try:
+                message = self._invoke_within(messages, stop, timeout_s)
+            except Exception as e:
+                kind = _error_kind(e)
+                if kind is None:
+                    raise
+                detail = self._scrub(_detail(e))
+                attempts.append({**record, "duration_s": round(time.perf_counter() - start, 4),
+                                 "error_kind": kind, "error": detail})
+                if kind not in TRANSIENT or attempt == self._max_retries or self._cancelled.is_set():
+                    hint = f" ({_HINTS[kind]})" if kind in _HINTS else ""
+                    tries = f" after {attempt + 1} attempts" if attempt else ""
+                    raise LLMError(kind, self._scrub(f"{kind} error{tries}{hint}: {self.label}: {detail}"),
+                                   attempts) from None
+                delay = _retry_after(e) or (min(self._retry_base_s * 2 ** attempt, 30.0)
+                                            * (1 + 0.25 * random.random()))
+                if kind == "timeout" and timeout_s:
+                    timeout_s = min(timeout_s * TIMEOUT_GROWTH, self._timeout_s * TIMEOUT_GROWTH_CAP)
+                if on_retry:
+                    on_retry({**attempts[-1], "retry_in_s": round(delay, 3), "of": self._max_retries + 1})
+                self._sleep(delay)
+                if self._cancelled.is_set():
+                    raise LLMError(kind, self._scrub(f"{kind} error: {self.label}: {detail}; no retry: the run was "
+                                                     "stopped"), attempts)
+            else:
+                break
+        latency = time.perf_counter() - start
+        attempts.append({**record, "duration_s": round(latency, 4), "error_kind": None, "error": None})
+        content = message.content if isinstance(message.content, str) else "".join(
+            part.get("text", "") if isinstance(part, dict) else str(part) for part in message.content)
+        metadata, full = dict(getattr(message, "response_metadata", None) or {}), content
+        if len(content) > self._max_reply_chars:  # the server ignored the reply cap
+            metadata.update(finish_reason="length", cut_client_side=len(content))
+            content = content[:self._max_reply_chars]
+        text = cut_reply(content)
+        extra = {"wait_s": round(time.perf_counter() - first, 4), "attempts": attempts,
+                 "finish_reason": metadata.get("finish_reason"), "metadata": _plain(metadata)}
+        usage = getattr(message, "usage_metadata", None)
+        if usage and not self._estimate:
+            return Completion(text, usage.get("input_tokens", 0), usage.get("output_tokens", 0), latency, False,
+                              **extra)
+        prompt = sum(estimate_tokens(m.content if isinstance(m.content, str) else str(m.content)) for m in messages)
+        return Completion(text, prompt, estimate_tokens(full), latency, True, **extra)
+
+
+def _plain(value):
+    """``value`` as JSON-ready data (response metadata may hold objects)."""
+    try:
+        return json.loads(json.dumps(value, default=str))
+    except (TypeError, ValueError):
+        return {}
+
+
+def base_url_problem(url: str | None) -> str | None:
+    """What is wrong with an OpenAI-compatible server's base URL, with the fix; None when it looks right."""
+    if not url:
+        return None
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return (f"the base URL {url!r} must start with http:// or https://, e.g. "
+                f"http://{url.strip().split('://')[-1]}")
+    return None
+
+
+def is_openai(base_url: str | None) -> bool:
+    """Whether the server is OpenAI's own API (no base URL, or api.openai.com)."""
+    return not base_url or urlsplit(base_url).hostname == "api.openai.com"
+
+
+#: OpenAI reasoning models take only their default temperature (o1, o3, o4-mini, gpt-5 but not gpt-5-chat).
+_FIXED_TEMPERATURE = re.compile(r"^(o\d|gpt-5(?!-chat))", re.I)
+
+
+def open_llm(spec: str | None = None, settings: LLMSettings | None = None, *, skip: int = 0) -> ChatLLM:
+    """The model named by ``spec`` (a model name or ``replay:FILE``; default ``settings.model``).
+    ``skip`` replies of a replay are passed over (they were used before a pause)."""
+    settings = settings or LLMSettings()
+    spec = spec or settings.model
+    if not spec:
+        raise LLMNotConfigured("no LLM configured: choose a model (--llm MODEL or OPENAI_MODEL; for a local "
+                               "OpenAI-compatible server also its URL, --base-url or OPENAI_BASE_URL) or a "
+                               "replay (replay:FILE)")
+    if spec.startswith(REPLAY_PREFIX):
+        path = replay_path(spec)
+        replies = read_replay(path)
+        model = ReplayChatModel(messages=iter(replies[skip:]), source=str(path), count=len(replies))
+        return ChatLLM(model, f"replay:{path.name}", estimate_usage=True)
+    from langchain_openai import ChatOpenAI
+
+    problem = base_url_problem(settings.base_url)
+    if problem:
+        raise LLMNotConfigured(problem)
+    secrets.register(settings.api_key)
+    key = settings.api_key
+    if not key:
+        if not settings.base_url:
+            raise LLMNotConfigured(f"model {spec!r} needs an API key: set OPENAI_API_KEY, or set OPENAI_BASE_URL "
+                                   "(--base-url) to an OpenAI-compatible server")
+        key = "unused"  # local servers take any key
+    cap = settings.max_reply_tokens
+    options = {}
+    if cap:
+        # OpenAI takes max_completion_tokens (what LangChain sends); llama.cpp, vLLM and Ollama servers know
+        # max_tokens (llama.cpp ignores the other).
+        options = {"max_tokens": cap} if is_openai(settings.base_url) else {"extra_body": {"max_tokens": cap}}
+    temperature = None if is_openai(settings.base_url) and _FIXED_TEMPERATURE.match(spec) else settings.temperature
+    if settings.top_p is not None:
+        options["top_p"] = settings.top_p
+    if settings.seed is not None:  # OpenAI, vLLM and llama.cpp take a seed; a server that ignores it still answers
+        options["seed"] = settings.seed
+    model = ChatOpenAI(model=spec, base_url=settings.base_url, api_key=key, temperature=temperature,
+                       timeout=settings.timeout_s, max_retries=0, **options)
+    label = f"{spec} @ {settings.base_url}" if settings.base_url else spec
+    return ChatLLM(model, label, max_retries=settings.max_retries, retry_base_s=settings.retry_base_s,
+                   secret=settings.api_key, timeout_s=settings.timeout_s, max_reply_tokens=cap)

@@ -1,0 +1,273 @@
+"""What a run is asked to do (RunSettings, Limits), and the human-in-the-loop exchange at a pause
+(Pause, shown to the analyst; Review, the analyst's answer)."""
+from __future__ import annotations
+
+import getpass
+import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+from core.model.technique import technique
+
+#: ``auto`` never pauses; ``approve-replans`` pauses at each new plan from a Re-plan; ``approve-every-plan``
+#: also at the initial plan. Only the planning techniques pause.
+HITL_MODES = ("auto", "approve-replans", "approve-every-plan")
+DATABASES = ("sqlite", "mysql", "ladybug", "neo4j")
+#: The prompt settings of the loop techniques (core.agents.paper_prompts): the project's and the paper's.
+PROMPT_SETTINGS = ("improved", "paper")
+#: REAPER's planner prompt: with example retrieval plans for the scenario (core.agents.reaper_examples), or without.
+REAPER_PLANNERS = ("examples", "zero-shot")
+DEFAULT_CELL_CHARS = 4000  # a result cell is cut to this many characters for the agent (Limits.cell_chars)
+MAX_CELL_CHARS = 100_000  # the most Limits.cell_chars may be, and what a backend keeps of a cell at most
+#: The question sources of a scenario by name (KeyError for an unknown one), for ``RunSettings.validate``: set by
+#: the scenario registry (core.scenarios) when it loads, so that this model imports nothing of core.
+scenario_sources: Callable[[str], list[str]] | None = None
+
+
+def setting_label(technique_name: str, prompts: str | None, reaper_planner: str | None) -> str:
+    """The faithfulness setting a run used, for reports and lists: ``prompts paper`` / ``prompts improved`` (the
+    loop techniques), ``planner examples`` / ``planner zero-shot`` (REAPER). Records from before the settings
+    existed read as the defaults then: improved prompts, a zero-shot REAPER planner. REAPER's paper setting reads
+    ``prompts paper, planner ...``."""
+    if technique(technique_name).engine == "reaper":
+        planner = f"planner {reaper_planner or 'zero-shot'}"
+        return f"prompts paper, {planner}" if prompts == "paper" else planner
+    return f"prompts {prompts or 'improved'}"
+
+
+#: Bounds of each query's limits (inclusive): what a run, the command line and the Settings page accept.
+QUERY_BOUNDS = {"query_timeout_s": (0.1, 3600.0), "row_cap": (1, 100_000), "observation_rows": (1, 10_000),
+                "observation_chars": (100, 1_000_000), "cell_chars": (10, MAX_CELL_CHARS)}
+_QUERY_BOUNDS = [(name, low, high) for name, (low, high) in QUERY_BOUNDS.items()]
+_QUERY_LIMIT_NAMES = {"query_timeout_s": "query timeout (seconds)", "row_cap": "row cap",
+                      "observation_rows": "number of rows shown to the model",
+                      "observation_chars": "observation size (characters)", "cell_chars": "cell size (characters)"}
+
+
+@dataclass
+class Limits:
+    """Bounds on one run. At ``max_llm_calls``, ``max_tokens`` (prompt + completion, summed over calls) or
+    ``max_cost_usd`` (those tokens at the price table's rate for the model) the agent is asked for its final
+    answer. An action repeated (the same query, whitespace and case aside) is not run again; after
+    ``max_repeats`` repeats the run ends as ``stuck``. ``context_tokens``: the model's context window (None:
+    unknown); each request is kept within it by shortening older observations, leaving room for the reply cap
+    ``reply_tokens`` (None: not sent, or a run stored before runs kept it; set from the LLM settings when a run
+    starts, as ``context_tokens`` from the server). Rows beyond ``observation_rows`` /
+    ``observation_chars`` are summarised in what the LLM sees; the trace keeps up to ``row_cap`` rows of each
+    query, each cell cut to ``cell_chars`` characters (marked). Each query runs at most ``query_timeout_s``."""
+
+    max_llm_calls: int = 20
+    max_tokens: int = 200_000
+    observation_rows: int = 50
+    observation_chars: int = 4000
+    row_cap: int = 200
+    query_timeout_s: float = 10.0
+    max_cost_usd: float | None = None
+    max_repeats: int = 3
+    context_tokens: int | None = None
+    cell_chars: int = DEFAULT_CELL_CHARS
+    reply_tokens: int | None = None
+
+    def validate(self) -> Limits:
+        """Self, or ValueError naming the bad limit."""
+        for name, low, high in _QUERY_BOUNDS:
+            value = getattr(self, name)
+            whole = isinstance(low, int)
+            if (isinstance(value, bool) or not isinstance(value, int if whole else (int, float))
+                    or not low <= value <= high):
+                raise ValueError(f"the {_QUERY_LIMIT_NAMES[name]} must be {'a whole' if whole else 'a'} number "
+                                 f"from {low:g} to {high:g}, not {value!r}")
+        if self.max_cost_usd is not None and not math.isfinite(self.max_cost_usd):
+            raise ValueError("the cost limit must be a positive number of US dollars")
+        if self.max_llm_calls < 1:
+            raise ValueError("the LLM call limit must be at least 1")
+        if self.max_tokens < 1:
+            raise ValueError("the token limit must be at least 1")
+        if self.max_cost_usd is not None and self.max_cost_usd <= 0:
+            raise ValueError("the cost limit must be a positive number of US dollars")
+        if self.max_repeats < 1:
+            raise ValueError("the repeat limit must be at least 1")
+        if self.context_tokens is not None and self.context_tokens < 256:
+            raise ValueError("the context window must be at least 256 tokens")
+        if self.reply_tokens is not None and self.reply_tokens < 1:
+            raise ValueError("the reply cap must be at least 1 token")
+        return self
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Limits:
+        """The limits of a stored dict (keys this version does not know are left out)."""
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+@dataclass
+class RunSettings:
+    """One run: the question (source, scenario and 1-based number), the database backend, the technique, the model
+    (a name, or ``replay:FILE``), the analyst's review mode and the limits. Holds no secret.
+
+    The loop techniques can start from a plan: ``initial_plan`` (its steps), or ``plan_version``, a learned
+    AutoPlan plan of the scenario, which sets ``initial_plan`` when the run starts (technique ``autoplan``: the
+    latest when None). REAPER re-plans once after failed steps unless ``replan_on_failure`` is off (None: as its
+    prompt setting has it, on in ``improved``, off in ``paper``).
+
+    Faithfulness switches (docs/paper-deviations.md): ``prompts`` ``improved`` (default) or ``paper``, the PlanRAG
+    paper's prompts as its original implementation sent them (the loop techniques), REAPER's planner prompt in
+    its paper's structure; ``reaper_planner`` ``examples`` (default: the planner prompt shows example retrieval
+    plans for the scenario) or ``zero-shot``. A setting the technique does not have is refused, not ignored.
+    ``top_p``: nucleus sampling (None: the server's default), as AutoPlan's training explores; ``seed``: the
+    sampling seed, for servers that take one (benchmark epochs send seed + epoch - 1)."""
+
+    scenario: str
+    question: int
+    db: str
+    technique: str
+    llm: str
+    base_url: str | None = None
+    hitl: str = "auto"
+    temperature: float = 0.0
+    source: str = "dqa"
+    limits: Limits = field(default_factory=Limits)
+    initial_plan: list[str] | None = None
+    plan_version: int | None = None
+    replan_on_failure: bool | None = None
+    prompts: str = "improved"
+    reaper_planner: str = "examples"
+    top_p: float | None = None
+    seed: int | None = None  # the sampling seed sent to servers that take one (None: not sent)
+    review_queries: bool = False  # the analyst approves each query before it runs (with any ``hitl``)
+
+    def validate(self) -> RunSettings:
+        """Self, or ValueError naming the bad field."""
+        tech = technique(self.technique)
+        if (self.initial_plan or self.plan_version is not None) and tech.engine != "loop":
+            raise ValueError(f"{tech.label} writes its own plan: an initial plan is for the loop techniques")
+        if self.initial_plan is not None and not all(isinstance(s, str) and s.strip() for s in self.initial_plan):
+            raise ValueError("an initial plan needs one non-empty text per step")
+        if self.plan_version is not None and (not isinstance(self.plan_version, int) or self.plan_version < 1):
+            raise ValueError(f"plan version {self.plan_version!r} is not a version number (1, 2, ...)")
+        if scenario_sources is not None:
+            try:
+                sources = scenario_sources(self.scenario)
+            except KeyError as e:
+                raise ValueError(e.args[0]) from None
+            if self.source not in sources:
+                raise ValueError(f"unknown question source {self.source!r} for scenario {self.scenario}; choose "
+                                 f"{' or '.join(sources)}")
+        if self.db not in DATABASES:
+            raise ValueError(f"unknown database {self.db!r}; choose one of {', '.join(DATABASES)}")
+        if self.prompts not in PROMPT_SETTINGS:
+            raise ValueError(f"unknown prompt setting {self.prompts!r}; choose one of {', '.join(PROMPT_SETTINGS)}")
+        if self.reaper_planner not in REAPER_PLANNERS:
+            raise ValueError(f"unknown REAPER planner {self.reaper_planner!r}; choose one of "
+                             f"{', '.join(REAPER_PLANNERS)}")
+        self._check_technique_has_its_settings(tech)
+        if self.top_p is not None and not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p must be above 0 and at most 1, not {self.top_p!r}")
+        if self.hitl not in HITL_MODES:
+            raise ValueError(f"unknown review mode {self.hitl!r}; choose one of {', '.join(HITL_MODES)}")
+        self.limits.validate()
+        return self
+
+    def _check_technique_has_its_settings(self, tech) -> None:
+        """ValueError for a setting the technique does not have (rather than ignoring it)."""
+        reaper = tech.engine == "reaper"
+        if not reaper and self.reaper_planner != REAPER_PLANNERS[0]:
+            raise ValueError(f"{tech.label} has no REAPER planner: the planner setting {self.reaper_planner!r} is "
+                             "REAPER's")
+        if not reaper and self.replan_on_failure is False:
+            raise ValueError(f"{tech.label} has no re-planning after failed steps to turn off: that switch is "
+                             "REAPER's (PlanRAG w/o RP is the PlanRAG without re-planning)")
+        if reaper and self.prompts == "paper" and self.replan_on_failure:
+            raise ValueError("REAPER's paper setting plans once, as the paper; its re-plan after failed steps is a "
+                             "workbench addition of the improved setting")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> RunSettings:
+        return cls(**{**data, "limits": Limits.from_dict(data.get("limits", {}))})
+
+
+@dataclass(frozen=True)
+class Pause:
+    """A run waiting for the analyst: the plan the agent proposes (``kind`` plan, or replan with the plan it
+    would replace), as a list of steps, and the agent's reply that proposed it; or (``kind`` query) the query it
+    wants to run (``query``, in ``language``) for the plan step ``current_step``. ``id`` names the pause within
+    its run (``p1``, ``p2``, ...): a review is for one pause; ``at`` is when the run paused."""
+
+    run_id: str
+    kind: str
+    plan: list[str]
+    old_plan: list[str]
+    reply: str
+    id: str = ""
+    interrupt: str = ""  # LangGraph's id of the interrupt
+    at: float = 0.0
+    query: str = ""
+    language: str = ""
+    current_step: str = ""
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Review:
+    """The analyst's answer at a pause: approve the plan, edit it (the steps the agent must follow: added,
+    removed, reworded or reordered), or reject it with a note for the agent, which then re-plans. At a query
+    pause: approve the query, edit it (``query``: the query to run instead), or reject it with a note (the agent's
+    observation). ``reviewer`` and ``at`` (seconds since the epoch) are set when the review is applied."""
+
+    action: str  # approve | edit | reject
+    plan: tuple[str, ...] = ()
+    note: str = ""
+    query: str = ""
+    reviewer: str = ""
+    at: float = 0.0
+
+    @classmethod
+    def approve(cls, note: str = "", reviewer: str = "") -> Review:
+        return cls("approve", note=note, reviewer=reviewer)
+
+    @classmethod
+    def edit(cls, steps: list[str], note: str = "", reviewer: str = "") -> Review:
+        return cls("edit", tuple(steps), note, reviewer=reviewer)
+
+    @classmethod
+    def reject(cls, note: str, reviewer: str = "") -> Review:
+        return cls("reject", note=note, reviewer=reviewer)
+
+    @classmethod
+    def edit_query(cls, query: str, note: str = "", reviewer: str = "") -> Review:
+        return cls("edit", (), note, query=query, reviewer=reviewer)
+
+    def validate(self, kind: str = "plan") -> Review:
+        """Self, or ValueError (``kind``: of the pause reviewed, plan | replan | query)."""
+        if self.action not in ("approve", "edit", "reject"):
+            raise ValueError(f"unknown review {self.action!r}; use approve, edit or reject")
+        if self.action == "edit" and kind == "query" and not self.query.strip():
+            raise ValueError("an edited query cannot be empty")
+        if self.action == "edit" and kind != "query" and not [s for s in self.plan if s.strip()]:
+            raise ValueError("an edited plan needs at least one step" if not self.query else
+                             "this pause is a plan review: edit the plan's steps, not a query")
+        if self.action == "reject" and kind == "query" and not self.note.strip():
+            raise ValueError("rejecting a query needs a note: the agent receives it as its observation")
+        return self
+
+    def to_dict(self) -> dict:
+        return {"action": self.action, "plan": [s.strip() for s in self.plan if s.strip()], "note": self.note,
+                "query": self.query.strip(), "reviewer": self.reviewer, "at": self.at}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Review:
+        return cls(data["action"], tuple(data.get("plan") or ()), data.get("note", ""), data.get("query", ""),
+                   data.get("reviewer", ""), data.get("at", 0.0))
+
+
+def default_reviewer() -> str:
+    """Who reviews when no name is given: the OS user."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no user name in the environment or the password database
+        return "analyst"

@@ -1,0 +1,466 @@
+"""The run store: every run's settings, events and outcome, in one SQLite file (default
+``DATA_HOME/runs.sqlite``), for the History page, the benchmark and exports.
+
+Events are appended as the agent emits them, so a run that stopped half-way keeps its trace. The store never
+holds an API key: RunSettings has none. Safe to use from several threads and processes (one connection per
+thread; every change of who drives a run is one conditional UPDATE, so exactly one of several racing processes
+wins it).
+
+Run control (issue 11): each pause has an id (``p1``, ``p2``, ... per run); a review claims its pause
+(``claim_pause``), which fails when the pause is no longer current. A driven run has an owner (process id and
+host) and a heartbeat; a ``running`` run whose owner is gone or whose heartbeat is stale is shown as
+``interrupted`` (``detect_orphans``) and can be resumed from its last checkpoint or closed. ``request_stop``
+asks the owner to stop the run; a branched run names its parent and the step it branched at.
+
+Bad state (issue 12): a store file that is damaged or not a database is set aside and a new one started
+(core.store.sqlite.open_sqlite). Beside the store, ``runs.sqlite.marker`` records the store's id and how many runs it held
+after the project's last change, so that a store emptied, replaced or deleted outside the project is noticed
+(``notice``) rather than read as "no runs yet", until ``acknowledge()`` accepts it.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from core.config import home
+from core.store.sqlite import open_sqlite
+from core.config.files import write_atomic
+from core.config.secrets import scrub
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    id TEXT PRIMARY KEY, created REAL, updated REAL, status TEXT,
+    scenario TEXT, question INTEGER, db TEXT, technique TEXT, llm TEXT, hitl TEXT,
+    settings TEXT, pause TEXT, outcome TEXT, decision TEXT, correct INTEGER);
+CREATE TABLE IF NOT EXISTS events (run_id TEXT, seq INTEGER, kind TEXT, data TEXT, PRIMARY KEY (run_id, seq));
+CREATE INDEX IF NOT EXISTS runs_by_question ON runs (scenario, question);
+CREATE TABLE IF NOT EXISTS reviews (run_id TEXT, pause_id TEXT, kind TEXT, action TEXT, reviewer TEXT, at REAL,
+    review TEXT, PRIMARY KEY (run_id, pause_id));
+CREATE TABLE IF NOT EXISTS store_meta (key TEXT PRIMARY KEY, value TEXT);
+"""
+#: columns added to ``runs`` after its first version (run control), added to older stores when opened
+_CONTROL_COLUMNS = {"pause_id": "TEXT", "pauses": "INTEGER DEFAULT 0", "owner_pid": "INTEGER", "owner_host": "TEXT",
+                    "heartbeat": "REAL", "stop_requested": "INTEGER DEFAULT 0", "parent_id": "TEXT",
+                    "branch_step": "INTEGER"}
+HEARTBEAT_S = 2.0  # how often a driven run's owner beats
+STALE_S = 30.0  # a running run whose heartbeat is older than this is interrupted
+#: The statuses a run ends in: ``finished`` (with a final answer), ``failed``, ``stopped`` (by the analyst; it can
+#: be resumed from its last checkpoint, as an ``interrupted`` one can), ``stuck`` (the loop guard ended it after
+#: ``Limits.max_repeats`` repeats) or ``context_exceeded`` (a request could not fit the model's context window).
+ENDED = ("finished", "failed", "stopped", "stuck", "context_exceeded")
+#: list() filters: keyword -> column
+FILTERS = ("status", "scenario", "question", "db", "technique", "llm", "hitl", "correct")
+#: Ended without an answer is not a wrong answer: runs of these statuses with no final answer are "not answered"
+#: (their ``correct`` is left empty, so a filter on wrong answers does not list them).
+UNANSWERED = ("failed", "stopped", "interrupted")
+
+
+def unanswered(status: str, outcome: dict | None) -> bool:
+    """Whether a run of ``status`` with ``outcome`` ended without an answer to grade (failed or stopped before its
+    final answer): neither correct nor wrong."""
+    return status in UNANSWERED and not (outcome or {}).get("final_answer")
+
+
+@dataclass
+class RunRecord:
+    """One stored run. ``events`` is filled by ``get`` (as dicts, see core.model.events.event_from_dict)."""
+
+    id: str
+    created: float
+    updated: float
+    status: str  # running | paused | finished | failed | stopped | interrupted
+    settings: dict
+    pause: dict | None = None
+    outcome: dict | None = None
+    events: list[dict] = field(default_factory=list)
+    parent_id: str | None = None  # the run this one branched from
+    branch_step: int | None = None  # the step (LLM call) of the parent it branched at
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "created": self.created, "updated": self.updated, "status": self.status,
+                "settings": self.settings, "pause": self.pause, "outcome": self.outcome, "events": self.events,
+                "parent_id": self.parent_id, "branch_step": self.branch_step}
+
+
+class PauseTaken(Exception):
+    """A review for a pause that is no longer current (another review took it, or the run moved on)."""
+
+
+def _alive(pid: int | None, host: str | None) -> bool:
+    """Whether the process ``pid`` on ``host`` still runs (True when it is on another host: its heartbeat tells)."""
+    if not pid or host != socket.gethostname():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a killed child not yet reaped by its parent is a zombie: gone for us
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def _json(value) -> str | None:
+    """``value`` as stored: JSON with every secret scrubbed (core.config.secrets)."""
+    return None if value is None else scrub(json.dumps(value, default=str))
+
+
+def _load(text: str | None):
+    return None if text is None else json.loads(text)
+
+
+_noticed: list[str] = []
+_noticed_lock = threading.Lock()
+
+
+def store_notices(since: int = 0) -> list[str]:
+    """The ``notice`` of every run store opened in this process that disagreed with its marker (from the
+    ``since``-th on), for the command line to warn of."""
+    with _noticed_lock:
+        return list(_noticed[since:])
+
+
+class RunStore:
+    def __init__(self, path: str | Path | None = None):
+        self.path = Path(path) if path else home.data_home() / "runs.sqlite"
+        self._local = threading.local()
+        con = self._local.con = open_sqlite(self.path, "run store", self._set_up, timeout=30)
+        self.id = con.execute("SELECT value FROM store_meta WHERE key = 'id'").fetchone()[0]
+        self.notice = self._check_marker(con)
+        if self.notice:
+            with _noticed_lock:
+                _noticed.append(self.notice)
+
+    def _set_up(self, con: sqlite3.Connection) -> None:
+        con.execute("PRAGMA synchronous = NORMAL")  # durable across a process crash in WAL mode
+        con.execute("PRAGMA journal_mode = WAL")
+        con.executescript(_SCHEMA)
+        self._add_columns(con)
+        with con:
+            con.execute("INSERT OR IGNORE INTO store_meta VALUES ('id', ?)", (uuid.uuid4().hex,))
+        con.execute("SELECT COUNT(*) FROM runs").fetchone()
+
+    @property
+    def marker_path(self) -> Path:
+        return self.path.with_name(self.path.name + ".marker")
+
+    def _check_marker(self, con: sqlite3.Connection) -> str | None:
+        """What disagrees between the store and its marker (None when nothing does); writes the marker of a store
+        that has none."""
+        try:
+            marker = json.loads(self.marker_path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            self._write_marker(con)
+            return None
+        except (OSError, ValueError):
+            marker = {}
+        held = con.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+        before = int(marker.get("runs") or 0)
+        if marker.get("id") == self.id and held >= before:
+            return None
+        kept = sorted(p.name for p in self.path.parent.glob(self.path.name + ".broken-*") if "-wal" not in p.name
+                      and "-shm" not in p.name and "-journal" not in p.name)
+        what = ("is not the store this home had: it was emptied, replaced or deleted" if marker.get("id") != self.id
+                else "has lost runs")
+        return (f"The run store {self.path} {what} outside the app: it holds {held} run{'s' * (held != 1)} where "
+                f"{before} {'was' if before == 1 else 'were'} stored"
+                + (f"; damaged stores kept aside: {', '.join(kept)}" if kept else "")
+                + ". Restore it from a backup, or acknowledge to go on with it.")
+
+    def _write_marker(self, con: sqlite3.Connection) -> None:
+        """Record the store's id and run count beside it (within a write transaction, so writers take turns)."""
+        held = con.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+        write_atomic(self.marker_path, json.dumps({"id": self.id, "runs": held}))
+
+    def acknowledge(self) -> None:
+        """Accept the store as it is now (after ``notice``): the marker records it."""
+        con = self._connect()
+        self._write_marker(con)
+        self.notice = None
+
+    @staticmethod
+    def _add_columns(con: sqlite3.Connection) -> None:
+        """Add the run-control columns to a store made by an older version (once, whoever comes first)."""
+        for name, kind in _CONTROL_COLUMNS.items():
+            if name not in {row[1] for row in con.execute("PRAGMA table_info(runs)")}:
+                try:
+                    with con:
+                        con.execute(f"ALTER TABLE runs ADD COLUMN {name} {kind}")
+                except sqlite3.OperationalError as e:  # another process added it first
+                    if "duplicate column" not in str(e):
+                        raise
+
+    def _connect(self) -> sqlite3.Connection:
+        """This thread's connection, opened on first use and kept (reopening per operation costs a WAL
+        checkpoint each time). ``with`` on it commits, or rolls back on error."""
+        con = getattr(self._local, "con", None)
+        if con is None:
+            con = self._local.con = open_sqlite(self.path, "run store", timeout=30)
+            con.execute("PRAGMA synchronous = NORMAL")  # durable across a process crash in WAL mode
+        return con
+
+    def create(self, run_id: str, settings: dict, parent_id: str | None = None,
+               branch_step: int | None = None) -> None:
+        """Record a new run (status ``running``, owned by this process) with its settings; a branch names its
+        parent and the step it branched at."""
+        now = time.time()
+        with self._connect() as con:
+            con.execute("INSERT INTO runs (id, created, updated, status, scenario, question, db, technique, llm, "
+                        "hitl, settings, owner_pid, owner_host, heartbeat, parent_id, branch_step) "
+                        "VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (run_id, now, now, settings.get("scenario"), settings.get("question"), settings.get("db"),
+                         settings.get("technique"), settings.get("llm"), settings.get("hitl"), _json(settings),
+                         os.getpid(), socket.gethostname(), now, parent_id, branch_step))
+            if self.notice is None:  # a store in question keeps its old marker until acknowledged
+                self._write_marker(con)
+
+    # ------------------------------------------------------------------------------------------ run control
+
+    def claim_pause(self, run_id: str, pause_id: str, review: dict, reviewer: str, kind: str = "") -> float:
+        """Take the run's pause ``pause_id`` for a review, atomically across processes: the run becomes
+        ``running``, owned by this process, and the review is recorded (who, when). Returns the time of the
+        review; raises PauseTaken (with the run's current state) when that pause is no longer current, KeyError
+        for an unknown run."""
+        now = time.time()
+        with self._connect() as con:
+            taken = con.execute("UPDATE runs SET status = 'running', updated = ?, owner_pid = ?, owner_host = ?, "
+                                "heartbeat = ?, stop_requested = 0 WHERE id = ? AND status = 'paused' AND "
+                                "pause_id = ?", (now, os.getpid(), socket.gethostname(), now, run_id,
+                                                 pause_id)).rowcount
+            if taken:
+                con.execute("INSERT INTO reviews (run_id, pause_id, kind, action, reviewer, at, review) "
+                            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                            (run_id, pause_id, kind, review.get("action"), reviewer, now, _json(review)))
+                return now
+        raise PauseTaken(self.describe_state(run_id, pause_id))
+
+    def describe_state(self, run_id: str, pause_id: str | None = None) -> str:
+        """Why a review of ``pause_id`` cannot be applied, with the run's current state."""
+        record = self.get(run_id, events=False)
+        head = (f"pause {pause_id} of run {run_id} is no longer current" if pause_id else
+                f"run {run_id} is not waiting for a review")
+        taken = self.review_of(run_id, pause_id) if pause_id else None
+        by = (f": {taken['reviewer']} reviewed it ({taken['action']}) at "
+              f"{time.strftime('%H:%M:%S', time.localtime(taken['at']))}") if taken else ""
+        now = (f"the run now waits at pause {record.pause.get('id')} ({record.pause.get('kind')})"
+               if record.status == "paused" and record.pause else f"the run is {record.status}")
+        if record.status in ("interrupted", "stopped"):
+            now += " (resume it from its last checkpoint, or close it)"
+        return f"{head}{by}; {now}"
+
+    def review_of(self, run_id: str, pause_id: str) -> dict | None:
+        """The review that took a pause: pause_id, kind, action, reviewer, at, review; None if none did."""
+        return next((r for r in self.reviews(run_id) if r["pause_id"] == pause_id), None)
+
+    def reviews(self, run_id: str) -> list[dict]:
+        """The run's reviews in the order they were made."""
+        with self._connect() as con:
+            rows = con.execute("SELECT pause_id, kind, action, reviewer, at, review FROM reviews WHERE run_id = ? "
+                               "ORDER BY at", (run_id,)).fetchall()
+        return [{"pause_id": r[0], "kind": r[1], "action": r[2], "reviewer": r[3], "at": r[4],
+                 "review": _load(r[5])} for r in rows]
+
+    def set_pause(self, run_id: str, pause: dict, interrupt_id: str) -> dict:
+        """Record that the run waits at a pause; the pause gets its id (``p1``, ``p2``, ...), kept when the same
+        interrupt is recorded again (a run resumed after it was interrupted). Returns the pause with its id."""
+        with self._connect() as con:
+            row = con.execute("SELECT pause, pauses FROM runs WHERE id = ?", (run_id,)).fetchone()
+            last, count = _load(row[0]) or {}, row[1] or 0
+            if last.get("interrupt") == interrupt_id and last.get("id"):
+                pause_id = last["id"]
+            else:
+                count += 1
+                pause_id = f"p{count}"
+            pause = {**pause, "id": pause_id, "interrupt": interrupt_id, "at": time.time()}
+            con.execute("UPDATE runs SET status = 'paused', updated = ?, pause = ?, pause_id = ?, pauses = ?, "
+                        "owner_pid = NULL, heartbeat = NULL WHERE id = ?",
+                        (time.time(), _json(pause), pause_id, count, run_id))
+        return pause
+
+    def release_pause(self, run_id: str, pause_id: str) -> None:
+        """Give back a pause this process claimed but could not go on from (its model or database would not
+        open): the run waits at it again, and its review is forgotten."""
+        with self._connect() as con:
+            if con.execute("UPDATE runs SET status = 'paused', updated = ?, owner_pid = NULL, heartbeat = NULL "
+                           "WHERE id = ? AND status = 'running' AND pause_id = ? AND owner_pid = ?",
+                           (time.time(), run_id, pause_id, os.getpid())).rowcount:
+                con.execute("DELETE FROM reviews WHERE run_id = ? AND pause_id = ?", (run_id, pause_id))
+
+    def claim_run(self, run_id: str, statuses: tuple[str, ...]) -> str:
+        """Take a run in one of ``statuses`` (e.g. interrupted, stopped) to drive it from this process, atomically;
+        returns the status it had. Raises PauseTaken (the current state) when it is in none of them."""
+        self.detect_orphans(run_id)
+        now = time.time()
+        marks = ", ".join("?" * len(statuses))
+        with self._connect() as con:
+            row = con.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
+            if row is None:
+                raise KeyError(f"no run {run_id!r} in {self.path}")
+            if con.execute(f"UPDATE runs SET status = 'running', updated = ?, owner_pid = ?, owner_host = ?, "
+                           f"heartbeat = ?, stop_requested = 0 WHERE id = ? AND status IN ({marks}) AND status = ?",
+                           (now, os.getpid(), socket.gethostname(), now, run_id, *statuses, row[0])).rowcount:
+                return row[0]
+        status = self.get(run_id, events=False).status
+        raise PauseTaken(f"run {run_id} cannot be resumed: it is {status}"
+                         + (" (another process drives it)" if status == "running" else ""))
+
+    def beat(self, run_id: str) -> bool:
+        """The owner's heartbeat; returns whether the run must stop: a stop was asked for, or the run is no longer
+        this process's (it was marked interrupted while this process hung, and maybe taken by another)."""
+        with self._connect() as con:
+            owned = con.execute("UPDATE runs SET heartbeat = ? WHERE id = ? AND status = 'running' AND "
+                                "owner_pid = ? AND owner_host = ?",
+                                (time.time(), run_id, os.getpid(), socket.gethostname())).rowcount
+            row = con.execute("SELECT stop_requested FROM runs WHERE id = ?", (run_id,)).fetchone()
+        return not owned or bool(row and row[0])
+
+    def stop_requested(self, run_id: str) -> bool:
+        with self._connect() as con:
+            row = con.execute("SELECT stop_requested FROM runs WHERE id = ?", (run_id,)).fetchone()
+        return bool(row and row[0])
+
+    def request_stop(self, run_id: str) -> str:
+        """Ask the process driving a running run to stop it; a paused or interrupted run is closed at once (status
+        ``stopped``). Returns the run's status after the request; KeyError for an unknown run."""
+        self.detect_orphans(run_id)
+        now = time.time()
+        with self._connect() as con:
+            con.execute("UPDATE runs SET stop_requested = 1, updated = ? WHERE id = ? AND status = 'running'",
+                        (now, run_id))
+            con.execute("UPDATE runs SET status = 'stopped', updated = ?, pause_id = NULL WHERE id = ? AND "
+                        "status IN ('paused', 'interrupted')", (now, run_id))
+        return self.get(run_id, events=False).status
+
+    def detect_orphans(self, run_id: str | None = None) -> list[str]:
+        """Mark ``interrupted`` the running runs (all, or ``run_id``) whose owner process is gone or whose heartbeat
+        is stale; returns their ids."""
+        sql = "SELECT id, owner_pid, owner_host, heartbeat, updated FROM runs WHERE status = 'running'"
+        with self._connect() as con:
+            rows = con.execute(sql + (" AND id = ?" if run_id else ""), (run_id,) if run_id else ()).fetchall()
+        now, found = time.time(), []
+        for rid, pid, host, heartbeat, updated in rows:
+            beat = heartbeat if heartbeat is not None else updated
+            if _alive(pid, host) and now - beat < STALE_S:
+                continue
+            with self._connect() as con:  # conditional: an owner that just beat (or a resume that took it) wins
+                if con.execute("UPDATE runs SET status = 'interrupted', updated = ? WHERE id = ? AND "
+                               "status = 'running' AND owner_pid IS ? AND heartbeat IS ?",
+                               (now, rid, pid, heartbeat)).rowcount:
+                    found.append(rid)
+        return found
+
+    def branches(self, run_id: str) -> list[RunRecord]:
+        """The runs branched from ``run_id`` (not their branches), oldest first."""
+        with self._connect() as con:
+            ids = [r[0] for r in con.execute("SELECT id FROM runs WHERE parent_id = ? ORDER BY created", (run_id,))]
+        return [self.get(i, events=False) for i in ids]
+
+    def add_event(self, run_id: str, event: dict) -> None:
+        """Append one event (as ``Event.to_dict()`` gives it)."""
+        with self._connect() as con:
+            con.execute("INSERT INTO events (run_id, seq, kind, data) SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ? "
+                        "FROM events WHERE run_id = ?", (run_id, event["kind"], _json(event), run_id))
+
+    def update(self, run_id: str, status: str, *, pause: dict | None = None, outcome: dict | None = None) -> None:
+        """Set the run's status, its pause (None clears it, except for a running run) and, once it ended, its
+        outcome."""
+        decision = None if not outcome or outcome.get("decision") is None else str(outcome["decision"])
+        correct = (None if not outcome or outcome.get("correct") is None or unanswered(status, outcome)
+                   else int(outcome["correct"]))
+        # A running run has this process as owner, and keeps the pause it resumed from (the review of which
+        # goes on if the run is interrupted before its next step); a run that stops running has no owner.
+        owned = status == "running"
+        with self._connect() as con:
+            con.execute("UPDATE runs SET status = ?, updated = ?, pause = CASE WHEN ? THEN pause ELSE ? END, "
+                        "outcome = COALESCE(?, outcome), decision = COALESCE(?, decision), "
+                        "correct = COALESCE(?, correct), pause_id = CASE WHEN ? THEN pause_id ELSE ? END, "
+                        "owner_pid = ?, owner_host = ?, heartbeat = ?, stop_requested = "
+                        "CASE WHEN ? THEN stop_requested ELSE 0 END WHERE id = ?",
+                        (status, time.time(), owned and pause is None, _json(pause), _json(outcome), decision,
+                         correct, owned and pause is None, (pause or {}).get("id"), os.getpid() if owned else None,
+                         socket.gethostname() if owned else None, time.time() if owned else None, owned, run_id))
+
+    def get(self, run_id: str, events: bool = True) -> RunRecord:
+        """The run with its events (``events=False``: without them, for its settings, status or outcome);
+        KeyError if there is none."""
+        self.detect_orphans(run_id)
+        with self._connect() as con:
+            row = con.execute(f"SELECT {_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()
+            if row is None:
+                raise KeyError(f"no run {run_id!r} in {self.path}")
+            kept = [json.loads(d) for (d,) in con.execute("SELECT data FROM events WHERE run_id = ? ORDER BY seq",
+                                                          (run_id,))] if events else []
+        return _record(row, kept)
+
+    def list(self, limit: int | None = 200, **filters) -> list[RunRecord]:
+        """Runs, newest first, without their events; ``filters`` on any of FILTERS, e.g.
+        ``list(scenario="locating", technique="planrag", correct=True)``."""
+        unknown = set(filters) - set(FILTERS)
+        if unknown:
+            raise ValueError(f"cannot filter runs on {', '.join(sorted(unknown))}; use {', '.join(FILTERS)}")
+        where = [(k, int(v) if isinstance(v, bool) else v) for k, v in filters.items() if v is not None]
+        self.detect_orphans()
+        sql = f"SELECT {_COLUMNS} FROM runs"
+        if where:
+            sql += " WHERE " + " AND ".join(f"{k} = ?" for k, _ in where)
+        sql += " ORDER BY created DESC" + (f" LIMIT {int(limit)}" if limit else "")
+        with self._connect() as con:
+            rows = con.execute(sql, [v for _, v in where]).fetchall()
+        return [_record(r) for r in rows]
+
+    def export(self, run_ids: list[str] | None = None, **filters) -> list[dict]:
+        """Runs with their events as JSON-ready dicts: the given ids, or those ``list`` finds with ``filters``."""
+        ids = run_ids if run_ids is not None else [r.id for r in self.list(limit=None, **filters)]
+        return [self.get(i).to_dict() for i in ids]
+
+    def export_json(self, path: str | Path, run_ids: list[str] | None = None, **filters) -> int:
+        """Write ``export(...)`` to a JSON file; returns the number of runs written."""
+        runs = self.export(run_ids, **filters)
+        Path(path).write_text(json.dumps(runs, indent=1, default=str), encoding="utf-8")
+        return len(runs)
+
+    def delete(self, run_id: str) -> None:
+        with self._connect() as con:
+            con.execute("DELETE FROM events WHERE run_id = ?", (run_id,))
+            con.execute("DELETE FROM reviews WHERE run_id = ?", (run_id,))
+            con.execute("DELETE FROM runs WHERE id = ?", (run_id,))
+            if self.notice is None:
+                self._write_marker(con)
+
+
+_COLUMNS = "id, created, updated, status, settings, pause, outcome, parent_id, branch_step"
+
+
+def _record(row, events: list[dict] | None = None) -> RunRecord:
+    return RunRecord(row[0], row[1], row[2], row[3], _load(row[4]), _load(row[5]), _load(row[6]), events or [],
+                     row[7], row[8])
+
+
+def as_tree(records: list[RunRecord]) -> list[tuple[RunRecord, int]]:
+    """The runs with their depth in the branch tree, each run followed by its branches (oldest first); runs
+    whose parent is not among ``records`` are roots, in the order given."""
+    ids = {r.id for r in records}
+    children: dict[str, list[RunRecord]] = {}
+    for r in sorted(records, key=lambda r: r.created):
+        if r.parent_id in ids:
+            children.setdefault(r.parent_id, []).append(r)
+    ordered: list[tuple[RunRecord, int]] = []
+
+    def visit(record: RunRecord, depth: int) -> None:
+        ordered.append((record, depth))
+        for child in children.get(record.id, []):
+            visit(child, depth + 1)
+
+    for r in records:
+        if r.parent_id not in ids:
+            visit(r, 0)
+    return ordered

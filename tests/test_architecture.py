@@ -1,0 +1,163 @@
+"""The structure holds (issue 24): the import graph of app.py, pages/, ui/, core/ and sims/, counting the imports
+inside functions, has no cycle and no import against the layer map (docs/architecture.md), and every import inside
+a function says why it is there (a short comment: heavy or optional)."""
+# restructure-apply: skip (names the new packages as text)
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+ROOTS = ("app.py", "pages", "ui", "core", "sims")
+
+#: Which layer may import which (besides itself). A layer is a top-level folder or a package of core/.
+ALL_CORE = {"core.model", "core.config", "core.backends", "core.scenarios", "core.llm", "core.store", "core.analysis",
+            "core.agents", "core.benchmark", "core.autoplan", "core.jobs"}
+MAY_IMPORT = {
+    "app": {"ui"} | ALL_CORE,
+    "pages": {"ui", "sims"} | ALL_CORE,
+    "ui": ALL_CORE,
+    "core.model": {"sims"},
+    "core.config": {"core.model"},
+    "core.backends": {"core.model", "core.config", "sims"},
+    "core.llm": {"core.model", "core.config"},
+    "core.store": {"core.model", "core.config"},
+    "core.scenarios": {"core.model", "core.config", "core.backends", "sims"},
+    "core.analysis": {"core.model", "core.config", "core.backends", "core.scenarios", "core.llm", "core.store",
+                      "sims"},
+    "core.agents": {"core.model", "core.config", "core.backends", "core.scenarios", "core.llm", "core.store",
+                    "core.analysis", "sims"},
+    "core.benchmark": {"core.model", "core.config", "core.backends", "core.scenarios", "core.llm", "core.store",
+                       "core.analysis", "core.agents", "sims"},
+    "core.autoplan": {"core.model", "core.config", "core.backends", "core.scenarios", "core.llm", "core.store",
+                      "core.analysis", "core.agents", "sims"},
+    "core.jobs": ALL_CORE - {"core.jobs"} | {"sims"},
+    "core.cli": ALL_CORE | {"sims"},
+    "core.__main__": {"core.cli"},
+    "sims": set(),
+}
+WHY = ("heavy", "optional")  # the words a function-local import's comment says why with
+
+
+def modules() -> dict[str, Path]:
+    out = {}
+    for root in ROOTS:
+        path = ROOT / root
+        files = [path] if path.suffix == ".py" else sorted(path.rglob("*.py"))
+        for f in files:
+            name = ".".join(f.relative_to(ROOT).with_suffix("").parts)
+            out[name.removesuffix(".__init__")] = f
+    return out
+
+
+def _resolve(name: str, mods: dict) -> str | None:
+    while name and name not in mods:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def graph(mods: dict) -> tuple[dict[str, set[str]], list[tuple[str, int, str, str]]]:
+    """Edges module -> imported modules (a ``from X import y`` imports X, and X.y when that is a module), and the
+    function-local imports as (module, line, imported, the comment on its line)."""
+    edges, local = defaultdict(set), []
+    for m, path in mods.items():
+        text = path.read_text(encoding="utf-8")
+        lines = text.splitlines()
+        tree = ast.parse(text, str(path))
+        package = m if path.name == "__init__.py" else m.rpartition(".")[0]
+        inner = {id(node) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                 for node in ast.walk(f) if isinstance(node, (ast.Import, ast.ImportFrom))}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")
+                    base = ".".join(parts[:len(parts) - node.level + 1] + ([base] if base else []))
+                targets = [base] + [f"{base}.{a.name}" for a in node.names]
+            else:
+                continue
+            for target in targets:
+                found = _resolve(target, mods)
+                if found and found != m:
+                    edges[m].add(found)
+                    if id(node) in inner:
+                        comment = lines[node.lineno - 1].partition("#")[2] or lines[node.end_lineno - 1].partition("#")[2]
+                        local.append((m, node.lineno, found, comment.strip()))
+    return edges, local
+
+
+def layer(module: str) -> str:
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] == "core" and len(parts) > 1 else parts[0]
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan's algorithm, iterative)."""
+    index, low, on, stack, out, counter = {}, {}, set(), [], [], [0]
+    for start in sorted(edges):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(edges.get(start, ()))))]
+        index[start] = low[start] = counter[0]
+        counter[0] += 1
+        stack.append(start)
+        on.add(start)
+        while work:
+            v, children = work[-1]
+            for w in children:
+                if w not in index:
+                    index[w] = low[w] = counter[0]
+                    counter[0] += 1
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(edges.get(w, ())))))
+                    break
+                if w in on:
+                    low[v] = min(low[v], index[w])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[v])
+                if low[v] == index[v]:
+                    group = []
+                    while True:
+                        w = stack.pop()
+                        on.discard(w)
+                        group.append(w)
+                        if w == v:
+                            break
+                    if len(group) > 1:
+                        out.append(sorted(group))
+    return out
+
+
+def test_the_import_graph_has_no_cycle():
+    edges, _ = graph(modules())
+    assert cycles(edges) == []
+
+
+def test_no_import_breaks_the_layers():
+    edges, _ = graph(modules())
+    breaks = sorted(f"{a} -> {b}" for a, targets in edges.items() for b in targets
+                    if layer(a) != layer(b) and b != "core" and layer(b) not in MAY_IMPORT[layer(a)])
+    assert breaks == []
+
+
+def test_nothing_imports_the_command_line():
+    edges, _ = graph(modules())
+    assert sorted(a for a, targets in edges.items() for b in targets
+                  if layer(b) == "core.cli" and layer(a) not in ("core.cli", "core.__main__")) == []
+
+
+def test_a_function_local_import_says_why():
+    _, local = graph(modules())
+    unexplained = sorted({f"{m}:{line} imports {target}" for m, line, target, comment in local
+                          if not any(word in comment.lower() for word in WHY)})
+    assert unexplained == []
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]

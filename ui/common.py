@@ -1,0 +1,200 @@
+"""What the pages share: this session's settings and the selected question, kept in ``st.session_state``.
+
+Keys (set by the Scenarios and Settings pages, read by the others):
+- ``question_ref``: (source, scenario, number) of the selected question;
+- ``hide_answers``: hide the labelled answers (question pickers, network stars) for demos and blind review;
+- ``dqa_dir``: the DQA directory chosen on Settings (else DQA_DIR / ../shared/dqa);
+- ``llm``: a core.llm.client.LLMSettings for this session (the key stays in the session only);
+- ``db_settings``: a core.config.settings.DatabaseSettings for this session (MySQL, Neo4j; passwords stay in the session);
+- ``limits``: a core.model.run_settings.Limits for this session's runs (set on Settings);
+- ``run_id``: the run last opened in the Run view (the Decision check marks its pick);
+- ``reviewer``: the name this session's reviews are recorded under (Settings; default the OS user).
+
+The URL carries the question (``?q=source/scenario/number``) and, on the pages that show one, the run (``&run=ID``),
+so a view can be bookmarked or sent: a link's question and run win over the session's.
+"""
+from __future__ import annotations
+
+import re
+
+import streamlit as st
+from streamlit.runtime.pages_manager import PagesManager
+
+from core.scenarios import catalog
+from core.model.run_settings import Limits
+from core.scenarios.dqa.source import DQAError
+from core.model.question import Database, Question
+from core.config.settings import DatabaseSettings, LLMSettings, dqa_dir
+
+from ui.kept import kept  # noqa: F401 - the pages' one helper for choices that stay
+from core import scenarios
+from core.model.run_settings import default_reviewer
+
+DEFAULT_QUESTION = ("demo", "locating", 1)  # a page opened with no question in the link or the session
+
+
+def _use_app_navigation() -> None:
+    """On a fresh server, Streamlit serves a deep link (e.g. /run) by running the page file alone, with the files of
+    pages/ as the menu, until app.py has run once. Every page imports this module: switch such a run over to
+    app.py's navigation and rerun it, keeping the requested page."""
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
+_use_app_navigation()
+
+
+def dqa_root():
+    """The DQA directory of this session: the Settings page's value, else the configured default."""
+    return st.session_state.get("dqa_dir") or dqa_dir()
+
+
+def answers_hidden() -> bool:
+    """Whether this session hides the questions' labelled answers (for demos and blind review; Scenarios page)."""
+    return bool(st.session_state.get("hide_answers"))
+
+
+def question_label(q) -> str:
+    """A question in a picker: its number and target, and its labelled answer (``1485 furniture manufactories``)
+    unless the session hides them."""
+
+    if q.answer is None or answers_hidden():
+        return f"{q.number}. {scenarios.target(q)}"
+    kind = scenarios.get(q.scenario)
+    try:  # the databases stay loaded: only a picker's first display reads them
+        database = catalog.database(q, dqa_root()) if kind.titles_need_data else None
+    except DQAError:
+        database = None
+    return f"{q.number}. {scenarios.target(q)} — label: {kind.decision_title(q, q.answer, database)}"
+
+
+def decision_metric(column, label: str, kind, question, decision, database, **metric) -> None:
+    """A decision as a metric: its id as the value and its type beside it when the scenario names decisions by
+    both (``1485`` and ``furniture manufactories``: under the value, or in the label when the metric has a delta),
+    else its name as the value."""
+    title, key = kind.decision_title(question, decision, database), str(decision)
+    named = title[len(key):].strip() if title.startswith(key) else ""
+    if not named:
+        column.metric(label, title, **metric)
+    elif metric.get("delta") is None:
+        column.metric(label, key, **{**metric, "delta": named, "delta_color": "off", "delta_arrow": "off"})
+    else:
+        column.metric(f"{label} · {named}", key, **metric)
+
+
+def session_llm() -> LLMSettings:
+    """This session's model settings (from Settings), else the environment's."""
+    return st.session_state.get("llm") or LLMSettings()
+
+
+def session_db() -> DatabaseSettings:
+    """This session's database servers (from Settings), else the environment's."""
+    return st.session_state.get("db_settings") or DatabaseSettings()
+
+
+def session_limits() -> Limits:
+    """The limits of this session's runs (from Settings), else the defaults."""
+    return st.session_state.get("limits") or Limits()
+
+
+def session_reviewer() -> str:
+    """Who reviews in this session (Settings), else the OS user."""
+
+    return st.session_state.get("reviewer") or default_reviewer()
+
+
+def select_question(question: Question) -> None:
+    """Make ``question`` the session's current question (and the URL's)."""
+    st.session_state["question_ref"] = (question.source, question.scenario, question.number)
+    st.query_params["q"] = question.id
+
+
+def _parse(linked: str) -> tuple[str, str, int] | None:
+    source, _, rest = linked.partition("/")
+    scenario, _, number = rest.partition("/")
+    return (source, scenario, int(number)) if source and scenario and number.isdigit() else None
+
+
+def _load(ref: tuple) -> tuple[Question, Database]:
+    question = catalog.question(*ref, root=dqa_root())
+    return question, catalog.database(question, dqa_root())
+
+
+def linked_question(stop: bool = True) -> tuple[Question, Database] | None:
+    """The question the link names (``?q=``) and its database, made the session's question; None without one. A
+    link naming no question there is is said so, and stops the page (``stop``) or is taken out of the URL."""
+    linked = st.query_params.get("q")
+    if not linked:
+        return None
+    ref = _parse(linked)
+    try:
+        if ref is None:
+            raise DQAError("a question is written source/scenario/number, e.g. demo/locating/1")
+        question, database = _load(ref)
+    except (DQAError, KeyError, ValueError) as e:
+        st.error(f"The link names question `{linked}`, which cannot be opened here: {e}. Pick a question on the "
+                 "**Scenarios** page.", icon=":material/link_off:")
+        if stop:
+            st.stop()
+        del st.query_params["q"]
+        return None
+    st.session_state["question_ref"] = ref
+    return question, database
+
+
+def current_question() -> tuple[Question, Database]:
+    """The current question and its database: the link's (``?q=``), else the session's, else the demo's first;
+    stops the page with a clear message when the link names no question there is. A link naming a run alone opens
+    the run's question."""
+    linked_run()
+    linked = linked_question()
+    if linked:
+        return linked
+    ref = st.session_state.get("question_ref")
+    if not ref:
+        st.info("No question chosen in this session yet: showing the first demo Locating question (pick another "
+                "on the **Scenarios** page).", icon=":material/hub:")
+        ref = DEFAULT_QUESTION
+    try:
+        question, database = _load(ref)
+    except (DQAError, KeyError) as e:
+        st.info(str(e))
+        st.stop()
+    st.session_state["question_ref"] = ref
+    st.query_params["q"] = question.id
+    return question, database
+
+
+def linked_run() -> str | None:
+    """The run of the link (``?run=``) made the session's run (and, when the link names no question, the run's
+    question the current one), else the session's run."""
+    linked = st.query_params.get("run")
+    if linked and linked != st.session_state.get("run_id"):
+        st.session_state["run_id"] = linked
+        if "q" not in st.query_params:
+            import core.jobs.runs as jobs  # heavy: loads langchain_core
+
+            try:
+                s = jobs.open_store().get(linked, events=False).settings
+            except KeyError:
+                return linked
+            st.session_state["question_ref"] = (s.get("source", "dqa"), s["scenario"], s["question"])
+            st.query_params["q"] = f"{s.get('source', 'dqa')}/{s['scenario']}/{s['question']}"
+    return st.session_state.get("run_id")
+
+
+def show_run_in_url(run_id: str | None) -> None:
+    """Put the run shown into the URL (or take it out)."""
+    if run_id:
+        st.query_params["run"] = run_id
+    else:
+        st.query_params.pop("run", None)
+
+
+def in_words(message: str, words: list[tuple[str, str]]) -> str:
+    """A message from core with its command-line options (regular expressions in ``words``) named as the page's
+    inputs are."""
+    for flag, said in words:
+        message = re.sub(flag, said, message)
+    return message

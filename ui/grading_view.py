@@ -1,0 +1,58 @@
+"""What the Run, History and Benchmark views share about a grade: the automatic grade's status and reason, an
+analyst's override shown as such, and the form to override (or restore) a run's grade."""
+from __future__ import annotations
+
+from datetime import datetime
+
+import streamlit as st
+
+from core.scenarios.dqa.source import DQAError
+from core.analysis.grading import override_for
+from core.store.overrides import OverrideStore
+from core.scenarios.catalog import run_question
+from ui.common import dqa_root
+
+NO_DECISION = "no decision"
+
+
+def override_note(run_id: str) -> str | None:
+    """``overridden by ana on 2026-11-23 08:40: krakow (correct)``, None when the grade is automatic."""
+    o = OverrideStore().get(run_id)
+    if o is None:
+        return None
+    verdict = {True: "correct", False: "wrong", None: "no label"}[o.correct]
+    decision = NO_DECISION if o.decision is None else o.decision
+    return (f"Grade overridden by {o.by} on {datetime.fromtimestamp(o.at):%Y-%m-%d %H:%M:%S}: {decision} ({verdict})"
+            + (f" — {o.note}" if o.note else ""))
+
+
+def override_form(run_id: str, settings: dict, key: str, decision=None) -> None:
+    """A form to override the run's grade with the decision the analyst reads, or to restore the automatic one;
+    it opens on the current override, else on the automatic ``decision``, with Who the session's reviewer (when
+    one was named on Settings)."""
+    try:
+        candidates, _ = run_question(settings, dqa_root())
+    except DQAError as e:
+        st.caption(f"The grade cannot be overridden here: {e}")
+        return
+    store = OverrideStore()
+    current = store.get(run_id)
+    with st.popover("Override the grade", icon=":material/gavel:"):
+        with st.form(f"override-{key}"):
+            options = [NO_DECISION] + list(candidates)
+            shown = current.decision if current else decision
+            index = options.index(shown) if shown in options else 0
+            decision = st.selectbox("The decision the answer commits to", options, index=index, key=f"ov-d-{key}")
+            by = st.text_input("Who", value=current.by if current else st.session_state.get("reviewer", ""),
+                               key=f"ov-by-{key}")
+            note = st.text_input("Why", value=current.note if current else "", key=f"ov-note-{key}")
+            if st.form_submit_button("Save override"):
+                if not by.strip():
+                    st.error("Say who overrides the grade.")
+                else:
+                    chosen = None if decision == NO_DECISION else decision
+                    store.put(run_id, override_for(settings, chosen, by.strip(), note.strip(), dqa_root()))
+                    st.rerun()
+        if current and st.button("Restore the automatic grade", key=f"ov-clear-{key}"):
+            store.clear(run_id)
+            st.rerun()

@@ -1,0 +1,529 @@
+"""How a run reads on screen, shared by the Run, Compare and History pages: a header, the plan as a checklist with
+the current step highlighted, a timeline of its events (thoughts, syntax-highlighted queries, observations as
+tables), and its outcome. ``follow`` shows a live run's events as they arrive."""
+from __future__ import annotations
+
+import re
+import time
+from functools import partial
+from datetime import datetime
+
+import pandas as pd
+import streamlit as st
+
+import core.jobs.runs as jobs
+from core.agents.guards import call_cost
+from core.agents.prompts import TOOL_NAMES
+from core.llm.prices import model_price
+from core.benchmark.vote import outcome_spread
+from core.model.technique import TECHNIQUES
+from core.analysis.grading import placement_text
+from core.jobs.runs import RunJob
+from core.store.overrides import OverrideStore, with_override
+from core.llm.replays import model_label
+from core.store.runs import PauseTaken, RunRecord
+from core.analysis.summary import answered, question_id, review_label, technique_label
+from core.analysis.trace import Trace, step_summary
+from core.analysis.format import GAP, duration, number
+from ui.common import session_reviewer
+from ui.run_options import runtime_factory
+from core.analysis.evidence import of_run
+from ui.common import dqa_root
+from ui.grading_view import override_form, override_note
+
+#: Ended runs that did not end well: status -> what the outcome box leads with, and its icon.
+ENDED_BADLY = {"failed": ("The run failed", ":material/error:"),
+               "stuck": ("The run was stuck", ":material/repeat:"),
+               "context_exceeded": ("The run outgrew the model's context window", ":material/data_array:")}
+TIME_FORMAT = "%Y-%m-%d %H:%M:%S"  # every timestamp shown (the time of day alone within a run: its last part)
+SMALL_TABLE = 12  # rows shown in full; a longer table scrolls in a box
+POLL_S = 0.25  # how often a waiting page refreshes its status line (and notices the analyst's clicks)
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>#|~$:])")
+_STATE_ICONS = {"done": ":material/check_circle:", "current": ":material/arrow_circle_right:",
+                "todo": ":material/radio_button_unchecked:"}
+
+
+def md(text: str) -> str:
+    """Plain text made safe for st.markdown (no markup, no LaTeX), line breaks kept."""
+    return _MD_SPECIAL.sub(r"\\\1", str(text)).replace("\n", "  \n")
+
+
+def steps_markdown(steps: list[str]) -> str:
+    return "\n".join(f"{i}. {md(step)}" for i, step in enumerate(steps, 1))
+
+
+def open_run(record: RunRecord, page: str) -> None:
+    """Make ``record`` the session's run (and its question the current one), then go to ``page``."""
+    s = record.settings
+    st.session_state["run_id"] = record.id
+    st.session_state["question_ref"] = (s.get("source", "dqa"), s["scenario"], s["question"])
+    st.switch_page(page)
+
+
+def decision_spread(records: list[RunRecord]) -> None:
+    """The ended runs' decisions: each with the runs that picked it, its share and the simulator's rank; undecided
+    runs as "no decision"."""
+    spread = pd.DataFrame(outcome_spread([r.outcome or {} for r in records]))
+    spread["decision"] = [f"{GAP} no decision" if d is None else str(d) for d in spread["decision"]]
+    spread["rank"] = spread["rank"].fillna(GAP)
+    spread["correct"] = spread["correct"].map({True: "right", False: "wrong"}).fillna(GAP)
+    st.dataframe(spread, hide_index=True, column_config={"samples": "runs", "rank": "simulator's rank",
+                                                         "correct": "by the label"})
+
+
+def load(run_id: str) -> tuple[RunRecord | None, RunJob | None]:
+    """The stored run (None if it never got stored) and its job in this process (None if there is none)."""
+    try:
+        record = jobs.open_store().get(run_id)
+    except KeyError:
+        record = None
+    return record, jobs.job(run_id)
+
+
+# ---------------------------------------------------------------------------------------------------- events
+
+def _by(e: dict) -> str:
+    """Who reviewed, and when."""
+    who = md(e.get("reviewer") or "The analyst")
+    return f"{who} ({datetime.fromtimestamp(e['at']):%H:%M:%S})"
+
+
+def _plan(e: dict, trace: Trace) -> None:
+    if e["origin"] == "analyst":
+        note = f" Note: {md(e['note'])}" if e["note"] else ""
+        if e["status"] == "approved":
+            st.success(f"{_by(e)} approved the plan.{note}", icon=":material/how_to_reg:")
+        elif e["status"] == "edited":
+            st.info(f"{_by(e)} edited the plan.{note}\n\n{steps_markdown(e['steps'])}", icon=":material/edit:")
+        else:
+            st.warning(f"{_by(e)} rejected the plan.{note}", icon=":material/block:")
+        return
+    waiting = " — waiting for the analyst's review" if e["status"] == "proposed" else ""
+    st.markdown(f"**Plan**{waiting}\n\n{steps_markdown(e['steps'])}")
+
+
+def _replan(e: dict, trace: Trace) -> None:
+    if not e["replan"]:
+        st.caption(f"Re-plan: N — the plan is kept. {md(e['note'])}")
+        return
+    waiting = " — waiting for the analyst's review" if e["status"] == "proposed" else ""
+    st.markdown(f"**Re-plan: Y**, a new plan{waiting}\n\n{steps_markdown(e['new_plan'])}")
+
+
+def _thought(e: dict, trace: Trace) -> None:
+    if e.get("current_step"):
+        st.markdown(f":blue-background[**Current step:** {md(e['current_step'])}]")
+    if e["text"]:
+        st.markdown(f"**Thought:** {md(e['text'])}")
+
+
+def _action(e: dict, trace: Trace) -> None:
+    if e["language"] == "self":
+        st.markdown(f"**Self-thinking**\n\n> {md(e['query'])}")
+        return
+    st.markdown(f"**{TOOL_NAMES[e['language']]}**")
+    st.code(e["query"], language=e["language"], wrap_lines=True)
+
+
+def _unique(columns: list[str]) -> list[str]:
+    seen: dict[str, int] = {}
+    names = []
+    for c in columns:
+        seen[c] = seen.get(c, 0) + 1
+        names.append(c if seen[c] == 1 else f"{c} ({seen[c]})")
+    return names
+
+
+def _observation(e: dict, trace: Trace) -> None:
+    action = next((x for x in reversed(trace.events[:-1]) if x["kind"] == "action"), None)
+    if e["error_kind"] in ("format", "repeat"):
+        st.warning(md(e["text"]), icon=":material/rule:" if e["error_kind"] == "format" else ":material/repeat:")
+    elif e["error_kind"] == "rejected":  # the analyst's note, as the agent was told it: no failure
+        st.info(md(e["text"]), icon=":material/forum:")
+    elif e["error"]:
+        st.error(md(e["text"]), icon=":material/error:")
+    elif e["columns"]:
+        kept = f", first {len(e['rows'])} kept" if e["total_rows"] > len(e["rows"]) else ""
+        table = pd.DataFrame(e["rows"], columns=_unique(e["columns"]))
+        # A static table, scrolled when long: the interactive grid's code would load on the first one and hold
+        # that step back by about half a second.
+        numbers = [c for c in table.columns if pd.api.types.is_float_dtype(table[c])]
+        with st.container(height="content" if len(table) <= SMALL_TABLE else 360):  # scrolls sideways when wide
+            # Numbers as short as they read (24, not 24.0000): a wide result keeps its columns in view.
+            st.table(table.style.format(partial(number, digits=6), subset=numbers, na_rep=GAP), hide_index=True,
+                     border="horizontal")
+        st.caption(f"{e['total_rows']} rows{kept} · {e['latency_s'] * 1000:.0f} ms")
+        if action and e["executed"] and e["executed"].strip() != action["query"].strip():
+            with st.expander("As the database ran it"):
+                st.code(e["executed"], language=action["language"], wrap_lines=True)
+    elif not (action and action["language"] == "self" and e["text"] == action["query"]):
+        st.caption(md(e["text"]))
+
+
+def _final(e: dict, trace: Trace) -> None:
+    st.success(f"**Final answer:** {md(e['answer'])}", icon=":material/flag:")
+
+
+def _query_review(e: dict, trace: Trace) -> None:
+    note = f" Note: {md(e['note'])}" if e["note"] else ""
+    if e["status"] == "approved":
+        st.success(f"{_by(e)} approved the query.{note}", icon=":material/how_to_reg:")
+    elif e["status"] == "edited":
+        st.info(f"{_by(e)} edited the query{f' ({note.strip()})' if note else ''}. It ran as below.",
+                icon=":material/edit:")
+        st.code(e["query"], language="sql" if "SELECT" in e["query"].upper() else "cypher", wrap_lines=True)
+    else:
+        st.warning(f"{_by(e)} rejected the query; it did not run.{note}", icon=":material/block:")
+
+
+def _branch(e: dict, trace: Trace) -> None:
+    changes = [f"the plan:\n\n{steps_markdown(e['plan'])}" if e.get("plan") else "",
+               "the query below" if e.get("query") else "",
+               f"a note: {md(e['note'])}" if e.get("note") else ""]
+    st.info(f"**Branched** from run `{e['parent']}` at step {e['at_step']} by {_by(e)}, with "
+            + "; ".join(c for c in changes if c), icon=":material/call_split:")
+    if e.get("query"):  # as code: Markdown escapes would show inside an inline code span
+        st.code(e["query"], language="sql" if "SELECT" in e["query"].upper() else "cypher", wrap_lines=True)
+
+
+def _error(e: dict, trace: Trace) -> None:
+    if e["error_kind"] == "stopped":
+        st.warning(f"**Stopped**: {md(e['message'])}", icon=":material/stop_circle:")
+    elif e["fatal"]:
+        st.error(f"**{e['error_kind']}**: {md(e['message'])}", icon=":material/error:")
+    else:
+        st.warning(md(e["message"]), icon=":material/timer:")
+
+
+_SHOW = {"plan": _plan, "replan": _replan, "thought": _thought, "action": _action, "observation": _observation,
+         "final": _final, "error": _error, "query_review": _query_review, "branch": _branch}
+
+
+def _unknown(e: dict, trace: Trace) -> None:
+    st.json(e, expanded=False)
+
+
+def llm_wait(usage: dict) -> str:
+    """How long an LLM call took: the answering attempt, and the whole wait when retries made it longer; a
+    cached reply says so (its time is the original call's)."""
+    if usage.get("cached"):
+        return f"cached reply (took {usage['latency_s']:.2f} s when made)"
+    attempts, wait = len(usage.get("attempts") or []), usage.get("wait_s")
+    if attempts > 1 and wait is not None:
+        return f"{usage['latency_s']:.2f} s · waited {wait:.1f} s over {attempts} attempts"
+    return f"{usage['latency_s']:.2f} s"
+
+
+def show_event(event: dict, trace: Trace) -> None:
+    """One event (already added to ``trace``), with a line for the LLM call it starts; an event of a kind this
+    version does not know is shown as its data."""
+    usage = event.get("llm")
+    if usage:
+        tokens = usage["prompt_tokens"] + usage["completion_tokens"]
+        st.caption(f"LLM call {usage['call']} · {'≈' if usage['estimated'] else ''}{tokens:,} tokens · "
+                   f"{llm_wait(usage)} · {datetime.fromtimestamp(event['at']):%H:%M:%S}")
+    _SHOW.get(event["kind"], _unknown)(event, trace)
+
+
+# ---------------------------------------------------------------------------------------------------- a run
+
+def show_checklist(trace: Trace, technique: str) -> None:
+    """The plan in force, each step ticked when done and the current one highlighted; a plan waiting for the
+    analyst's review first."""
+    if trace.proposed is not None:
+        st.markdown(":orange-background[**Proposed plan** — waiting for your review]\n\n"
+                    + steps_markdown(trace.proposed))
+        if trace.plan:
+            st.caption("The plan in force until then:")
+    if not trace.plan:
+        if trace.proposed is not None:
+            return
+        plans = technique not in TECHNIQUES or TECHNIQUES[technique].plans
+        st.caption("No plan yet." if plans else f"{technique_label(technique)} makes no plan.")
+        return
+    lines = []
+    for i, (step, state) in enumerate(trace.step_states(), 1):
+        text = f"{i}\\. {md(step)}"
+        text = {"current": f":blue-background[**{text}**]", "done": f":gray[{text}]"}.get(state, text)
+        lines.append(f"{_STATE_ICONS[state]} {text}")
+    st.markdown("  \n".join(lines))
+
+
+class RunPanel:
+    """One run laid out on the page: header, plan checklist, status line and timeline. ``add`` shows new events;
+    ``compact`` stacks everything in one column (for side by side)."""
+
+    def __init__(self, run_id: str, settings: dict, compact: bool = False):
+        self.run_id, self.technique = run_id, settings["technique"]
+        self.trace = Trace()
+        self._price = model_price(settings["llm"])
+        label = technique_label(settings["technique"])
+        details = (f"`{question_id(settings)}` · {settings['db']} · {md(model_label(settings['llm']))} · "
+                   f"review: {review_label(settings).lower()} · run `{run_id}`")
+        if compact:
+            st.markdown(f"#### {label}")
+            st.caption(details)
+            self._plan, self._status, self._counter = st.empty(), st.empty(), st.empty()
+            self._timeline = st.container(height=460, key=f"timeline-{run_id}")
+        elif settings["technique"] in TECHNIQUES and not TECHNIQUES[settings["technique"]].plans:
+            # No plan to show: the timeline takes the width (and says once that the technique makes no plan).
+            st.markdown(f"#### {label}  \n{details}")
+            self._plan, self._status, self._counter = st.empty(), st.empty(), st.empty()
+            self._timeline = st.container(height=620, autoscroll=True, key=f"timeline-{run_id}")
+        else:
+            st.markdown(f"#### {label}  \n{details}")
+            left, right = st.columns([1, 2])  # the timeline, with its result tables, the wider
+            with left:
+                st.markdown("**Plan**")
+                self._plan, self._status, self._counter = st.empty(), st.empty(), st.empty()
+            self._timeline = right.container(height=620, autoscroll=True, key=f"timeline-{run_id}")
+
+    def add(self, events: list[dict]) -> None:
+        """Show the next events and bring the checklist up to date."""
+        for event in events:
+            self.trace.add(event)
+            with self._timeline.container(key=f"ev-{self.run_id}-{len(self.trace.events)}"):
+                show_event(event, self.trace)
+        if events:
+            with self._plan.container():
+                show_checklist(self.trace, self.technique)
+            self.count()
+
+    def count(self) -> None:
+        """The live counter: LLM calls, tokens and estimated cost so far."""
+        t = self.trace
+        cost = call_cost(self._price, t.prompt_tokens, t.completion_tokens)
+        tokens = f"{'≈' if t.tokens_estimated else ''}{t.prompt_tokens + t.completion_tokens:,}"
+        self._counter.caption(f":material/toll: {t.llm_calls} LLM calls · {tokens} tokens · {cost_text(cost)}")
+
+    def status(self, text: str = "") -> None:
+        """The status line (empty clears it)."""
+        if text:
+            self._status.caption(text)
+        else:
+            self._status.empty()
+
+    def waiting(self, started: float | None = None, driven: float | None = None) -> None:
+        """Say how long the run has gone on (since ``started``, its first event) and what it is waiting for, since
+        its last event or since it was resumed (``driven``), whichever is later."""
+        last = self.trace.events[-1] if self.trace.events else None
+        what = "the database" if last and last["kind"] == "action" and last["language"] != "self" else "the model"
+        since = f": {duration(time.time() - max(last['at'], driven or 0))}" if last else ""
+        running = f" {duration(time.time() - started)}" if started else ""
+        self.status(f":material/hourglass_top: Running{running} (since it started) · waiting for {what}{since}")
+
+
+def follow(panels: list[tuple[RunPanel, RunJob]]) -> None:
+    """Show each job's events as they arrive, until every job is done."""
+    pending = list(panels)
+    while pending:
+        for panel, job in list(pending):
+            new = job.wait(len(panel.trace.events), timeout=POLL_S / len(pending))
+            panel.add(new)
+            if job.done and len(panel.trace.events) == len(job.events):
+                panel.status()
+                pending.remove((panel, job))
+            elif not new:
+                first = panel.trace.events[0]["at"] if panel.trace.events else job.started
+                panel.waiting(min(first, job.started), job.started)
+
+
+def stop_button(run_id: str, key: str):
+    """Stop for a running run (this process's or another's): it ends within a second or two, kept as stopped. Its
+    slot, to empty when the run is seen to end."""
+    slot = st.empty()
+    slot.button("Stop", icon=":material/stop_circle:", key=key, on_click=jobs.stop, args=(run_id,),
+                help="End the run now (a model call or query in flight is abandoned); its trace is kept and it can "
+                     "be resumed or branched later.")
+    return slot
+
+
+def show_run(run_id: str, key: str = "run") -> RunRecord | None:
+    """A run as it stands, followed live while a job drives it (with Stop); the stored record after (None when
+    the run never got stored, e.g. no model could be opened, which is then shown)."""
+    record, job = load(run_id)
+    if record is None and job is None:
+        st.info(f"Run `{run_id}` is not in the run store.")
+        return None
+    settings = job.settings.to_dict() if job else record.settings
+    stop = stop_button(run_id, key=f"{key}-stop-{run_id}") if job is not None and not job.done else None
+    panel = RunPanel(run_id, settings)
+    if job:
+        follow([(panel, job)])
+        if stop is not None:  # the run has ended: no Stop beside it
+            stop.empty()
+        record = load(run_id)[0]
+    else:
+        panel.add(record.events)
+    show_state(record, job, key=key)
+    return record
+
+
+def show_state(record: RunRecord | None, job: RunJob | None, key: str = "state") -> None:
+    """What stopped a job; a run driven by another process (with Stop), interrupted (its process died: resume it
+    from its last checkpoint, or close it) or stopped (resume it)."""
+    if job and job.error:
+        st.error(f"The run could not go on: {md(job.error)}", icon=":material/error:")
+    if record is None or (job is not None and not job.done):
+        return
+    if record.status == "running" and not jobs.running(record.id):
+        st.info("This run is running in another process (a command line or another app server).",
+                icon=":material/sync:")
+        refresh, stop = st.columns(2)
+        refresh.button("Refresh", icon=":material/refresh:", key=f"{key}-refresh-{record.id}")
+        with stop:
+            stop_button(record.id, key=f"{key}-stop-other-{record.id}")
+    elif record.status in ("interrupted", "stopped"):
+        if record.status == "interrupted":
+            st.warning("This run's process ended while it ran (killed, crashed or restarted): it is interrupted. "
+                       "Its events so far are kept; resume it from its last checkpoint, or close it.",
+                       icon=":material/warning:")
+        resume, close = st.columns(2)
+        resume.button("Resume from the last checkpoint", icon=":material/play_arrow:", key=f"{key}-go-{record.id}",
+                      on_click=_proceed, args=(record,))
+        if record.status == "interrupted":
+            close.button("Close the run", icon=":material/close:", key=f"{key}-close-{record.id}",
+                         on_click=jobs.stop, args=(record.id,))
+        if error := st.session_state.get(f"proceed-error-{record.id}"):
+            st.error(md(error), icon=":material/error:")
+
+
+def _proceed(record: RunRecord) -> None:
+    st.session_state.pop(f"proceed-error-{record.id}", None)
+    try:
+        jobs.proceed(record, runtime_factory())
+    except (PauseTaken, ValueError, jobs.RunBusy) as e:
+        st.session_state[f"proceed-error-{record.id}"] = str(e)
+
+
+def branch_form(record: RunRecord, key: str) -> None:
+    """Start a new run from the state just before a step of this one, with a changed plan, query or note; the new
+    run opens in the Run view. The run itself is left as it was."""
+    steps = sorted({e["step"] for e in record.events if e["step"] >= 1})
+    if not steps or record.status == "running":
+        return
+    loop = record.settings["technique"] not in TECHNIQUES or TECHNIQUES[record.settings["technique"]].engine == "loop"
+    with st.expander(":material/call_split: Branch from a step"):
+        st.caption("A new run starts from the state just before the step you pick, with your change; this run stays "
+                   "as it is. History shows branches under their run; Compare lines them up by step.")
+        by_step = {s: [e for e in record.events if e["step"] == s] for s in steps}
+        step = st.selectbox("Step", steps, key=f"{key}-branch-step-{record.id}",
+                            format_func=lambda s: f"Step {s} · {step_summary(by_step[s])[:90]}")
+        queries = [e["query"] for e in by_step[step] if e["kind"] == "action" and e["language"] != "self"]
+        changes = {"note": "A note to the agent"}
+        if loop:
+            changes = {"plan": "The plan", **changes, **({"query": "The step's query"} if queries else {})}
+        change = st.radio("Change", list(changes), format_func=changes.get, horizontal=True,
+                          key=f"{key}-branch-change-{record.id}")
+        fields: dict = {}
+        if change == "plan":
+            before = Trace.of([e for e in record.events if e["step"] < step]).plan
+            text = st.text_area("Plan from there (one step per line)", "\n".join(before),
+                                key=f"{key}-branch-plan-{record.id}-{step}")
+            fields["plan"] = [line for line in text.splitlines() if line.strip()]
+            fields["note"] = st.text_input("Note (optional)", key=f"{key}-branch-plan-note-{record.id}")
+        elif change == "query":
+            fields["query"] = st.text_area("Query to run instead", queries[0], key=f"{key}-branch-q-{record.id}-{step}")
+        else:
+            fields["note"] = st.text_input("Note to the agent", key=f"{key}-branch-note-{record.id}")
+        if st.button("Start the branch", icon=":material/call_split:", type="primary",
+                     key=f"{key}-branch-go-{record.id}"):
+            try:
+                job = jobs.branch(record, step, runtime_factory(), reviewer=session_reviewer(), **fields)
+            except (KeyError, ValueError, LookupError) as e:
+                st.error(md(e), icon=":material/error:")
+            else:
+                st.session_state["run_id"] = job.run_id
+                st.switch_page("pages/run.py")
+
+
+def show_outcome(record: RunRecord, compact: bool = False) -> None:
+    """The outcome of an ended run: its decision, whether it is right, its rank, tokens, LLM calls and time."""
+    o = record.outcome or {}
+    if record.status in ENDED_BADLY:
+        lead, icon = ENDED_BADLY[record.status]
+        st.error(f"{lead}: {md(o.get('error') or 'see its last event')}", icon=icon)
+    if o.get("no_decision"):
+        st.warning("The final answer names no decision.", icon=":material/help:")
+    decision = "none" if o.get("decision") is None else str(o["decision"])
+    correct = {True: "correct", False: "wrong", None: "no label"}[o.get("correct")]
+    if not answered(record):  # failed or stopped before its final answer: not a wrong answer, no answer at all
+        correct = "not answered"
+    if o.get("grade_status") in ("ambiguous", "none") and o.get("decision") is None:
+        decision = "ambiguous" if o["grade_status"] == "ambiguous" else "none"
+    override = OverrideStore().get(record.id)
+    if override is not None:  # the analyst's grade, and the rank and regret of the decision they read
+        o = with_override(o, override)
+        decision = f"{'none' if override.decision is None else override.decision} (overridden)"
+        correct = {True: "correct", False: "wrong", None: "no label"}[override.correct] + " (overridden)"
+    placement = o.get("placement")
+    rank = placement_text(placement) or "–"
+    if override is not None and placement:
+        rank += " (overridden)"
+    tokens = o.get("tokens") or {}
+    total = f"{'≈' if tokens.get('estimated') else ''}{tokens.get('total', 0):,}"
+    seconds = duration(o.get("wall_s"))
+    if compact:
+        st.markdown(f"**Decision:** {md(decision)} ({correct}) · **rank** {rank}  \n"
+                    f"{total} tokens · {o.get('llm_calls', 0)} LLM calls · {seconds}")
+        return
+    if o.get("final_answer") and not any(e["kind"] == "final" for e in record.events):  # else the timeline has it
+        st.markdown(f"**Final answer:** {md(o['final_answer'])}")
+    cols = st.columns(6)
+    cols[0].metric("Decision", decision)
+    cols[1].metric("Correct", correct, help=f"Labelled best decision: {o.get('label') or 'none'}")
+    cols[2].metric("Rank", rank, help=(f"Regret {number(placement['regret'])}, gain over doing nothing "
+                                       f"{number(placement['gain'])}") if placement else "Not a candidate decision")
+    estimated = " (estimated from characters)" if tokens.get("estimated") else ""
+    cols[3].metric("Tokens", total, help=f"prompt {tokens.get('prompt', 0):,}, completion "
+                                         f"{tokens.get('completion', 0):,}{estimated}; {cost_text(o.get('cost_usd'))}")
+    cols[4].metric("LLM calls", o.get("llm_calls", 0))
+    cols[5].metric("Time", seconds, help="Time the run worked, without the analyst's reviews")
+    show_verdict_details(record, o)
+
+
+def show_verdict_details(record: RunRecord, o: dict) -> None:
+    """How the grade was read (and any override), whether the pick ties, and the evidence coverage."""
+
+    notes = []
+    if o.get("grade_reason"):
+        notes.append(f"Grade: {o.get('grade_status')} — {o['grade_reason']}.")
+    placement = o.get("placement") or {}
+    if placement and placement.get("tied", 1) == placement["of"] > 1:
+        notes.append("Every candidate ties in the simulator: no decision is better than another here.")
+    elif placement.get("tied", 1) > 1:
+        notes.append(f"The pick ties with {placement['tied'] - 1} other candidates"
+                     + (" for the best score: a best decision (regret 0)." if placement.get("regret") == 0 else "."))
+    override = override_note(record.id)
+    if override:
+        notes.append(override + ".")
+    if notes:
+        st.caption(" ".join(md(n) for n in notes))
+    coverage = of_run(record.settings, record.events, dqa_root())
+    if coverage is not None and coverage.total:
+        text = coverage.text().capitalize()
+        if coverage.complete:
+            st.success(f"{text}.", icon=":material/fact_check:")
+        else:
+            st.warning(f"{text}; missing: {', '.join(coverage.missing)}.", icon=":material/search_off:")
+        st.caption("Deciding values: those whose change moves the simulator's score of the best decision or its "
+                   "rival; seen: a row the run got back holds the value with its keys (docs/evidence.md).")
+    override_form(record.id, record.settings, key=f"run-{record.id}", decision=o.get("decision"))
+
+
+def cost_text(cost: float | None) -> str:
+    """An estimated cost in US dollars, or that it is unknown."""
+    if cost is None:
+        return "cost unknown (the model is not in the price table)"
+    return "no cost (recorded replies, or cached)" if cost == 0 else f"≈ ${cost:.4f}"
+
+
+def run_label(run_id: str, settings: dict, started: float) -> str:
+    """A run in one line, for lists."""
+    return (f"{technique_label(settings['technique'])} · {question_id(settings)} · {settings['db']} · "
+            f"{model_label(settings['llm'])} · {timestamp(started)} · {run_id}")
+
+
+def timestamp(at: float) -> str:
+    """A moment as every page shows it: ``2026-11-23 14:05:09``."""
+    return datetime.fromtimestamp(at).strftime(TIME_FORMAT)
