@@ -28,6 +28,8 @@ from ui.grading_view import override_form, override_note
 from ui.limit_inputs import budget_inputs, limit_inputs
 from ui.run_view import load, open_run
 from ui.run_options import PLANNER_LABELS, PROMPT_LABELS
+from core.spreadsheet import csv_text
+from ui.untrusted import md
 
 POLL_S = 1.0
 ACCURACY_COLUMNS = ["source", "scenario", "db", "technique", "model", "n", "correct", "errors", "accuracy", "ci95_low",
@@ -119,7 +121,7 @@ def smoke_start() -> None:
         try:
             job = jobs.start(smoke_config(source=source, db="sqlite" if source == "scenario" else None))
         except (BenchError, LLMError, ValueError, DQAError) as e:
-            st.error(page_words(str(e)))
+            st.error(md(page_words(str(e))))
         else:
             st.session_state["bench_dir"] = str(job.bench.directory)
 
@@ -214,7 +216,7 @@ def start_form() -> None:
                              epochs=int(epochs), vote=int(vote), top_p=top_p or None, seed=parse_seed(seed))
         job = jobs.start(config)
     except (BenchError, LLMError, ValueError, DQAError) as e:
-        st.error(page_words(str(e)))
+        st.error(md(page_words(str(e))))
     else:
         st.session_state["bench_dir"] = str(job.bench.directory)
 
@@ -225,7 +227,7 @@ def show_job(job: jobs.BenchJob) -> None:
     st.markdown(f"**{bench.directory.name}**: {len(bench.work.items)} items{epochs} of set **{bench.set_name}**, "
                 f"model `{bench.model}`")
     for note in bench.notes:
-        st.caption(note)
+        st.caption(md(note))
     if progress is None:
         st.progress(0.0, text="starting")
         return
@@ -237,14 +239,14 @@ def show_job(job: jobs.BenchJob) -> None:
             f"{spent(progress)} · ETA {duration(progress.eta_s)}")
     st.progress(finished / progress.total, text=text)
     for note in progress.notes:  # what the run changed on its own, e.g. fewer LLM calls at once after timeouts
-        st.warning(note, icon=":material/speed:")
+        st.warning(md(note), icon=":material/speed:")
     if job.error:
-        st.error(f"stopped: {job.error}")
+        st.error(f"stopped: {md(job.error)}")
     elif job.done:
-        st.success(f"ended{': ' + progress.stopped if progress.stopped else ''}; the results are on the Results tab")
+        st.success(f"ended{': ' + md(progress.stopped) if progress.stopped else ''}; the results are on the Results tab")
     else:
         if progress.running:
-            st.caption("running: " + ", ".join(sorted(progress.running)))
+            st.caption("running: " + ", ".join(md(r) for r in sorted(progress.running)))
         st.button("Stop", key=f"stop_{bench.directory}", on_click=job.stop, icon=":material/stop:",
                   help="Start no more items; those running finish and are stored")
     if progress.errors:
@@ -297,7 +299,7 @@ def show_results(results: list[dict]) -> None:
     try:
         prices = load_prices()
     except ValueError as e:
-        st.warning(f"{e}; costs are left out", icon=":material/warning:")
+        st.warning(f"{md(e)}; costs are left out", icon=":material/warning:")
         prices = {}
     tables = reports.tables(results, prices)
     sets = ", ".join(sorted({r.get("set") or DQA_SET for r in results}))
@@ -482,7 +484,7 @@ def show_items(items: pd.DataFrame) -> None:
     if st.toggle("Wrong answers only", key=kept("bench_wrong_only")):
         items = items[items["correct"] == False]  # noqa: E712
     st.download_button("Export these rows (CSV)", icon=":material/download:", file_name="benchmark-items.csv",
-                       mime="text/csv", data=items.to_csv(index=False))
+                       mime="text/csv", data=csv_text(items))
     shown = items.copy()
     for column in set(reports.VOTE_COLUMNS) & set(shown.columns):  # a vote's lists and counts, as text
         shown[column] = [", ".join(f"{k} {n}" for k, n in v.items()) if isinstance(v, dict)

@@ -15,6 +15,7 @@ from core.analysis.trace import ANSWER, BEFORE_PLAN, align_by
 from ui.common import current_question, kept, session_limits
 from ui.run_options import choose_database, choose_models, start_run
 from ui.run_view import RunPanel, decision_spread, follow, load, run_label, show_outcome, show_state, stop_button
+from ui.untrusted import md, md_code
 
 COLUMNS = ["technique", "status", "decision", "correct", "rank", "plan steps", "re-plans", "queries", "LLM calls",
            "tokens", "time (s)", "database", "model", "run"]
@@ -95,7 +96,7 @@ def step_by_step(records: list[RunRecord]) -> None:
     first = min((r for r in diverges.values() if r is not None), default=None)
     where = (f"at step {first}" if by == "call" else "before the plan's steps" if first == BEFORE_PLAN
              else f"at the {label(first)}" if first is not None else "")
-    st.caption(f"\u2260 marks where a run first differs from {names[records[0].id]}: the first difference is {where}."
+    st.caption(f"\u2260 marks where a run first differs from {md(names[records[0].id])}: the first difference is {where}."
                if first is not None
                else "The runs do the same at every row.")
     st.dataframe(pd.DataFrame(table), hide_index=True, height=min(560, 38 + 35 * len(table)),
@@ -131,7 +132,7 @@ def with_branches(records: list[RunRecord]) -> None:
 
 st.title("Compare")
 question, database = current_question()
-st.caption(f"Question `{question.id}` · {scenarios.target(question)}")
+st.caption(f"Question {md_code(question.id)} · {md(scenarios.target(question))}")
 compared = f"compare-{question.id}"  # the runs compared on this question (widget key)
 
 with st.container(border=True):
@@ -156,8 +157,8 @@ if linked and linked != st.session_state.get("compare_linked"):  # a link names 
 labels = runs_of(question, st.session_state.get(kept(compared), []))
 st.session_state[compared] = [run_id for run_id in st.session_state.get(compared, []) if run_id in labels]
 if linked and not set(linked) <= set(labels):
-    st.warning(f"The link names runs that are not runs of `{question.id}` in this app's run store: "
-               f"{', '.join(r for r in linked if r not in labels)}.", icon=":material/link_off:")
+    st.warning(f"The link names runs that are not runs of {md_code(question.id)} in this app's run store: "
+               f"{', '.join(md_code(r) for r in linked if r not in labels)}.", icon=":material/link_off:")
 chosen = st.multiselect("Runs compared", list(labels), key=compared, format_func=labels.get,
                         help="The runs started here, and any earlier run of this question.")
 st.session_state["compare_linked"] = chosen  # the page's address names the runs compared, to share or bookmark

@@ -9,14 +9,15 @@ from core.analysis.grading import place
 from core.scenarios import default_mode, ranking
 from ui.common import current_question, decision_metric, linked_run, show_run_in_url
 from core.analysis.format import number
+from ui.untrusted import md, md_code
 from sims.ranking import InputError
 
 st.title("Decision check")
 question, database = current_question()
 kind = scenarios.get(question.scenario)
-st.markdown(f"**{question.id}**: {scenarios.target(question)}")
+st.markdown(f"**{md(question.id)}**: {md(scenarios.target(question))}")
 if not kind.can_check:
-    st.info(f"{kind.title} declares no simulator, so its decisions cannot be checked; runs still record their "
+    st.info(f"{md(kind.title)} declares no simulator, so its decisions cannot be checked; runs still record their "
             "answers (Run, History).", icon=":material/block:")
     st.stop()
 
@@ -30,7 +31,7 @@ if mode in kind.mode_notes:
 try:
     ranked = ranking(question, database, mode)
 except InputError as e:
-    st.info(f"The simulator cannot rank this question: {e}", icon=":material/block:")
+    st.info(f"The simulator cannot rank this question: {md(e)}", icon=":material/block:")
     st.stop()
 if not ranked.entries:
     st.info("This question has no candidate decisions.")
@@ -42,9 +43,9 @@ show_run_in_url(run_id)
 if run_id:
     from_run = decision.run_pick(run_id, question)
     pick = from_run.decision
-    st.caption((f"The agent's pick comes from run `{run_id}`" + (
-        f", as read by {from_run.overridden_by} (grade overridden)."
-        if from_run.overridden_by else ".")) if pick is not None else f"No agent pick to mark: {from_run.note}.")
+    st.caption((f"The agent's pick comes from run {md_code(run_id)}" + (
+        f", as read by {md(from_run.overridden_by)} (grade overridden)."
+        if from_run.overridden_by else ".")) if pick is not None else f"No agent pick to mark: {md(from_run.note)}.")
 if pick is None:
     pick = st.selectbox("Pick a candidate", list(names), index=None, format_func=names.get,
                         placeholder="Choose a decision to check against the best")
@@ -55,16 +56,16 @@ placed = place(pick, ranked)
 cells = st.columns([3, 2, 3, 2])  # room for a decision's type beside its id
 decision_metric(cells[0], "Best decision", kind, question, best.candidate, database,
                 delta=f"{number(ranked.gain(best.candidate), sign=True)} over no decision",
-                delta_color="off", delta_arrow="off", help=names[best.candidate])
+                delta_color="off", delta_arrow="off", help=md(names[best.candidate]))
 label_help = ("The question's labelled answer; the simulator's label in this mode is "
-              f"{ranked.label() if ranked.label() is not None else 'none'}.")
+              f"{md(ranked.label()) if ranked.label() is not None else 'none'}.")
 if question.answer is None:
     cells[1].metric("Benchmark label", "none", help=label_help)
 else:
     decision_metric(cells[1], "Benchmark label", kind, question, question.answer, database, help=label_help)
 if placed:
     decision_metric(cells[2], "Pick", kind, question, pick, database, delta=f"rank {placed.text()}",
-                    delta_color="off", delta_arrow="off", help=names[pick])
+                    delta_color="off", delta_arrow="off", help=md(names[pick]))
     cells[3].metric("Regret", number(placed.regret), f"{ranked.relative_regret(pick):.2f}% worse than the best",
                     delta_color="off", delta_arrow="off", help=f"How much worse than the best, in {unit}; 0 for a pick "
                                                                "tied with the best.")
@@ -73,8 +74,9 @@ if ranked.all_tied:
                icon=":material/balance:")
 elif ranked.tied(best.candidate) > 1:
     st.caption(f"{ranked.tied(best.candidate)} candidates tie for the best score: any of them is a best decision.")
-st.caption(f"Score: {unit}. Best: {names[best.candidate]}, {number(best.score)} (no decision: "
-           f"{number(ranked.baseline)})." + (f" Pick: {names[pick]}, {number(ranked.score_of(pick))}." if placed else ""))
+st.caption(f"Score: {md(unit)}. Best: {md(names[best.candidate])}, {number(best.score)} (no decision: "
+           f"{number(ranked.baseline)})." + (f" Pick: {md(names[pick])}, {number(ranked.score_of(pick))}."
+                                              if placed else ""))
 
 st.subheader("Evidence")
 deciding = evidence.deciding_values(question, database, mode)
@@ -88,7 +90,7 @@ else:
         if covered.complete:
             st.success(f"{text}.", icon=":material/fact_check:")
         else:
-            st.warning(f"{text}; missing: {', '.join(covered.missing)}.", icon=":material/search_off:")
+            st.warning(f"{text}; missing: {', '.join(md(m) for m in covered.missing)}.", icon=":material/search_off:")
     st.caption(f"The {len(deciding)} values that decide this question: those whose change (+10%) moves the "
                "simulator's score of the best decision or its nearest rival (docs/evidence.md).")
     st.dataframe(evidence.values_table(deciding, covered.seen if record is not None else None), hide_index=True)
@@ -107,7 +109,7 @@ start = pick if pick in names else best.candidate
 chosen = st.selectbox("Decision to simulate", options, index=options.index(start), format_func=names.get)
 effect = decision.what_if(question, database, chosen, mode)
 if effect is None:
-    st.info(f"{kind.title} declares no what-if: the simulator scores decisions but does not say what they change.")
+    st.info(f"{md(kind.title)} declares no what-if: the simulator scores decisions but does not say what they change.")
     st.stop()
 # One baseline on the page: where the what-if measures the ranking's score but its own run without a decision
 # differs from the ranking's baseline (DQA's code), the ranking's is the one compared with; the simulation's own
@@ -115,30 +117,30 @@ if effect is None:
 two = effect.target == unit and abs(effect.before - ranked.baseline) > 1e-9 * max(1.0, abs(ranked.baseline))
 base = ranked.baseline if two else effect.before
 cells = st.columns(3 if two else 2)
-cells[0].metric(f"{effect.target}, no decision", number(base),
+cells[0].metric(f"{md(effect.target)}, no decision", number(base),
                 help="The ranking's baseline (as Score above)" if two else None)
-cells[1].metric(f"{effect.target}, with {names[chosen]}", number(effect.after), number(effect.after - base, sign=True),
+cells[1].metric(f"{md(effect.target)}, with {md(names[chosen])}", number(effect.after), number(effect.after - base, sign=True),
                 delta_color="normal" if ranked.higher_is_better else "inverse")
 if two:
     cells[2].metric("this simulation run without a decision", number(effect.before),
                     number(effect.after - effect.before, sign=True), delta_color="off", delta_arrow="off",
-                    help="Not the baseline compared with: " + (effect.note or "the simulation differs from it"))
-    st.caption(f"Changes are against no decision as the ranking takes it ({number(base)}). {effect.note or ''} "
+                    help="Not the baseline compared with: " + md(effect.note or "the simulation differs from it"))
+    st.caption(f"Changes are against no decision as the ranking takes it ({number(base)}). {md(effect.note or '')} "
                f"The map and the table below show what the simulation changes against its own run "
                f"({number(effect.before)}).")
 elif effect.note:
-    st.caption(effect.note)
+    st.caption(md(effect.note))
 figure = kind.network(question, database, pick=chosen, best=best.candidate, pick_label="simulated decision",
                       change=effect.deltas)
 if figure is not None:
     meta = figure.layout.meta if isinstance(figure.layout.meta, dict) else {}
     caption = " ".join(c for c in (meta.get("caption"), kind.change_caption) if c)
     if caption:
-        st.caption(caption)
+        st.caption(md(caption))
     st.plotly_chart(figure, config={"displaylogo": False, "scrollZoom": True})
 biggest = effect.biggest(10)
 if biggest.empty:
-    st.info(f"{names[chosen]} changes nothing in the simulation.")
+    st.info(f"{md(names[chosen])} changes nothing in the simulation.")
 else:
-    st.caption(f"The biggest {effect.measure} changes against no decision")
+    st.caption(f"The biggest {md(effect.measure)} changes against no decision")
     st.dataframe(biggest, hide_index=True, column_config={"change %": st.column_config.NumberColumn(format="%.2f")})

@@ -15,6 +15,7 @@ from core.store.runs import ENDED, as_tree
 from core.analysis.summary import gaps_as_text, outcome_row, technique_label
 from ui.common import kept, show_run_in_url
 from ui.run_view import TIME_FORMAT, branch_form, open_run, run_label, show_outcome, show_run
+from ui.untrusted import md_code
 
 ANY = "any"
 CORRECT = {True: "correct", False: "wrong"}
@@ -55,7 +56,7 @@ if linked and linked != st.session_state.get("history_linked"):  # a link (or a 
             st.session_state[kept(f"history_{label}")] = ANY  # the linked run is shown whatever the filters were
         st.session_state[kept("history_run")] = linked
     else:
-        st.error(f"Run `{linked}` is not in this app's run store (a link from another installation, or a run "
+        st.error(f"Run {md_code(linked)} is not in this app's run store (a link from another installation, or a run "
                  "deleted).", icon=":material/link_off:")
 if not runs:
     st.info("No runs yet: start one on the **Run** page.", icon=":material/history:")

@@ -14,6 +14,7 @@ from core.scenarios.dqa.source import DQAError
 from core.model.numbers import spans
 from core.analysis.format import GAP
 from ui.common import DEFAULT_QUESTION, dqa_root, kept
+from ui.untrusted import md, md_code
 
 
 def batch_accuracy(iteration: dict) -> str:
@@ -54,7 +55,7 @@ store = PlanStore()
 try:
     plans = {p.version: p for p in store.all(scenario)}
 except ValueError as e:
-    st.error(str(e))
+    st.error(md(e))
     st.stop()
 if not plans:
     st.info(f"No learned plan for {scenario} yet. Train one with AutoPlan:\n\n`python -m core autoplan train "
@@ -76,23 +77,23 @@ plan = plans[version]
 steps_col, diff_col = st.columns(2)
 with steps_col:
     st.subheader(f"v{plan.version}")
-    st.markdown("\n".join(f"{i}. {step}" for i, step in enumerate(plan.steps, 1)))
+    st.markdown("\n".join(f"{i}. {md(step)}" for i, step in enumerate(plan.steps, 1)))
     if st.button(f"Use v{plan.version} in Run", icon=":material/play_circle:", type="primary",
                  help="Opens the Run page set to start PlanRAG (or the technique chosen there, when it takes a learned "
                       f"plan) from v{plan.version}, on a question it was not trained on."):
         use_in_run(plan)
     if error := st.session_state.pop("plans_use_error", None):
-        st.warning(error, icon=":material/block:")
+        st.warning(md(error), icon=":material/block:")
     st.caption(f"From the command line: `python -m core run --technique autoplan` (the latest) or "
                f"`--plan-version {plan.version}`.")
-    st.caption(f"Trained with {training_setting(plan.trained_with)}.")
+    st.caption(f"Trained with {md(training_setting(plan.trained_with))}.")
 with diff_col:
     others = [v for v in plans if v != version]
     if others:
         default = others.index(plan.parent) if plan.parent in others else len(others) - 1
         against = st.selectbox("Changes from", others, index=default, format_func=lambda v: f"v{v}",
                                key=f"plans_against-{scenario}-{version}")
-        st.markdown("\n".join(f"- {DIFF[mark].format(step)}" for mark, step in diff_steps(plans[against].steps,
+        st.markdown("\n".join(f"- {DIFF[mark].format(md(step))}" for mark, step in diff_steps(plans[against].steps,
                                                                                        plan.steps)))
     else:
         st.caption("The only version: nothing to compare with.")
@@ -106,9 +107,9 @@ st.dataframe(history[["iteration", "plan", "questions", "correct", "total", "acc
 
 st.subheader(f"Reflections that produced v{plan.version}")
 for r in plan.reflections:
-    with st.expander(f"Question {r['question']} · {VERDICT[r['correct']]} · decision {r['decision']}"):
-        st.markdown(f"**Summary**\n\n{r['summary'] or '-'}\n\n**Flaws**\n\n{r['flaws'] or '-'}\n\n"
-                    f"**Revision**\n\n{r['revision'] or '-'}")
-        st.caption(f"Run `{r['run_id']}` (open it on **History**) · best decision {r['label']}")
+    with st.expander(f"Question {md(r['question'])} · {VERDICT[r['correct']]} · decision {md(r['decision'])}"):
+        st.markdown(f"**Summary**\n\n{md(r['summary'] or '-')}\n\n**Flaws**\n\n{md(r['flaws'] or '-')}\n\n"
+                    f"**Revision**\n\n{md(r['revision'] or '-')}")
+        st.caption(f"Run {md_code(r['run_id'])} (open it on **History**) · best decision {md(r['label'])}")
 with st.expander("The plan update's reply"):
     st.text(plan.update_reply)

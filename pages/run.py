@@ -17,7 +17,8 @@ from ui.plan_review import pause_taken, show_review, show_review_error
 from ui.run_options import (
     choose_database, choose_hitl, choose_model, choose_plan_version, choose_query_review, choose_setting, start_run
 )
-from ui.run_view import branch_form, decision_spread, load, md, open_run, run_label, show_outcome, show_run
+from ui.run_view import branch_form, decision_spread, load, open_run, run_label, show_outcome, show_run
+from ui.untrusted import md, md_code
 
 PAUSE_KINDS = {"plan": "its plan", "replan": "a new plan", "query": "a query"}
 SAMPLES = "run_samples"  # the runs of the last "Run N times": {"question": id, "runs": [run ids]}
@@ -81,7 +82,7 @@ st.title("Run")
 run_id = linked_run()
 record, job = load(run_id) if run_id else (None, None)
 if run_id and record is None and job is None:
-    st.error(f"Run `{run_id}` is not in this app's run store (a link from another installation, or a run "
+    st.error(f"Run {md_code(run_id)} is not in this app's run store (a link from another installation, or a run "
              "deleted): nothing to show. Start a run below, or open one on **History**.", icon=":material/link_off:")
     st.session_state.pop("run_id", None)
     show_run_in_url(run_id := None)
@@ -89,8 +90,8 @@ reviewing = record is not None and record.status == "paused" and not jobs.runnin
 top = st.empty()  # one slot, emptied when not reviewing: a review form shown before must not linger as the run goes on
 if reviewing:
     with top.container():
-        st.warning(f"**Waiting for your review** — run `{run_id}` proposes "
-                   f"{PAUSE_KINDS.get(record.pause['kind'], '')} (pause `{record.pause.get('id')}`). The run goes on "
+        st.warning(f"**Waiting for your review** — run {md_code(run_id)} proposes "
+                   f"{PAUSE_KINDS.get(record.pause['kind'], '')} (pause {md_code(record.pause.get('id'))}). The run goes on "
                    "when you approve, edit or reject it.", icon=":material/pending_actions:")
         with st.container(border=True):
             show_review(record)
@@ -115,7 +116,7 @@ if waiting:
                           args=(other.id,), help="End this run now (status stopped)")
 
 question, database = current_question()
-st.caption(f"Question `{question.id}` · {scenarios.target(question)}")
+st.caption(f"Question {md_code(question.id)} · {md(scenarios.target(question))}")
 
 with st.container(border=True):
     left, middle, right = st.columns(3)

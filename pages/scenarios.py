@@ -10,6 +10,7 @@ from core.scenarios import candidates
 from ui.common import (
     DEFAULT_QUESTION, answers_hidden, decision_metric, dqa_root, linked_question, question_label, select_question
 )
+from ui.untrusted import md, md_code
 
 
 def show(table, height: int, own=None) -> None:
@@ -64,7 +65,7 @@ if linked_question(stop=False) and st.session_state["question_ref"] != shown:
 ref = st.session_state.get("question_ref") or DEFAULT_QUESTION
 kinds = {k.name: k for k in scenarios.all_types()}
 left, right = st.columns(2)
-scenario = left.segmented_control("Scenario", list(kinds), format_func=lambda n: kinds[n].title,
+scenario = left.segmented_control("Scenario", list(kinds), format_func=lambda n: md(kinds[n].title),
                                   default=ref[1] if ref[1] in kinds else None, required=True,
                                   key="scenarios_scenario")
 if not scenario:
@@ -78,22 +79,22 @@ source = right.segmented_control("Source", list(offered), format_func=offered.ge
                                  default=ref[0] if ref[0] in offered else first_with_questions(list(offered), scenario),
                                  required=True, key="scenarios_source")
 if kind.description:
-    st.caption(kind.description + ("" if kind.origin == "built-in" else f" Plugin folder: `{kind.origin}`."))
+    st.caption(md(kind.description) + ("" if kind.origin == "built-in" else f" Plugin folder: {md_code(kind.origin)}."))
 if not kind.can_check:
     st.warning("This scenario declares no simulator: agents run and answers are recorded, but decisions cannot be "
                "checked.", icon=":material/block:")
 not_loaded = scenarios.problems()
 if not_loaded:
     with st.expander(f"Scenario folders not loaded ({len(not_loaded)})", icon=":material/error:"):
-        st.markdown("\n".join(f"- {p}" for p in not_loaded))
-        st.caption(f"Scenarios folder: `{scenarios.scenarios_dir()}`; `python -m core scenario check PATH` says more.")
+        st.markdown("\n".join(f"- {md(p)}" for p in not_loaded))
+        st.caption(f"Scenarios folder: {md_code(scenarios.scenarios_dir())}; `python -m core scenario check PATH` says more.")
 try:
     questions = catalog.questions(source, scenario, dqa_root())
 except DQAError as e:
-    st.info(f"{e}. The **Settings** page sets the DQA directory for this session.", icon=":material/folder_off:")
+    st.info(f"{md(e)}. The **Settings** page sets the DQA directory for this session.", icon=":material/folder_off:")
     st.stop()
 if not questions:
-    st.info(f"This question set has no {scenario} questions.", icon=":material/folder_off:")
+    st.info(f"This question set has no {md(scenario)} questions.", icon=":material/folder_off:")
     st.stop()
 
 same_list = (source, scenario) == tuple(ref[:2]) and ref[2] <= len(questions)
@@ -108,22 +109,22 @@ hidden = answers_hidden()
 try:
     database = catalog.database(question, dqa_root())
 except DQAError as e:
-    st.info(str(e), icon=":material/folder_off:")
+    st.info(md(e), icon=":material/folder_off:")
     st.stop()
 select_question(question)
 
 text, facts = st.columns([3, 1])
 with text:
     with st.container(border=True):
-        st.markdown(question.question.strip().replace("<Question>", "").strip("=\n "))
+        st.markdown(md(question.question.strip().replace("<Question>", "").strip("=\n ")))
         if question.goal:
-            st.markdown(f"*{question.goal.strip()}*")
+            st.markdown(f"*{md(question.goal.strip())}*")
     with st.expander("Business rules"):
-        st.markdown(question.business_rules.strip())
+        st.markdown(md(question.business_rules.strip()))
     notes = kind.notes(question, dqa_root())
     if notes:
         with st.expander(f"Repaired data defects ({len(notes)})", icon=":material/build:"):
-            st.markdown("\n".join(f"- {n}" for n in notes))
+            st.markdown("\n".join(f"- {md(n)}" for n in notes))
 with facts:
     st.metric("Candidate decisions", len(candidates(question, database)))
     if hidden:
@@ -133,9 +134,9 @@ with facts:
             st.metric("Labelled best decision", "none")
         else:
             decision_metric(st, "Labelled best decision", kind, question, question.answer, database)
-    st.caption(f"`{question.id}` · number {question.question_num} in the benchmark's own files"
-               + (f" · database {question.database_ref}" if question.database_ref else ""),
-               help=f"Database content key `{database.key}`.")
+    st.caption(f"{md_code(question.id)} · number {md(question.question_num)} in the benchmark's own files"
+               + (f" · database {md(question.database_ref)}" if question.database_ref else ""),
+               help=f"Database content key {md_code(database.key)}.")
 
 st.subheader("Database")
 network, tables = st.tabs(["Network", "Tables"])
@@ -166,19 +167,19 @@ with network:
     else:
         meta = figure.layout.meta if isinstance(figure.layout.meta, dict) else {}
         if meta.get("caption"):
-            st.caption(meta["caption"])
+            st.caption(md(meta["caption"]))
         event = st.plotly_chart(figure, key=f"network-{question.id}", on_select="rerun", selection_mode="points",
                                 config={"displaylogo": False, "scrollZoom": True})
         picked = [p["customdata"] for p in event["selection"]["points"] if p.get("customdata")]
         rows = kind.node_rows(database, picked[0]) if picked else {}
         if rows:
             title, explore = st.columns([4, 1], vertical_alignment="center")
-            title.markdown(f"**{picked[0]}**")
+            title.markdown(f"**{md(picked[0])}**")
             if names and picked[0] in names and picked[0] != around:
                 explore.button("Explore from here", icon=":material/center_focus_strong:", on_click=explore_from,
                                args=(find_key, picked[0], defaults), help="Centre the view on this node")
             for table in rows.values():
-                st.caption(f"{table.name}: {len(table.rows)} rows")
+                st.caption(f"{md(table.name)}: {len(table.rows)} rows")
                 show(table, min(320, 38 + 35 * max(1, len(table.rows))),
                      lambda r, name=table.name: kind.own_row(question, name, r))
         else:
@@ -187,11 +188,11 @@ with network:
 with tables:  # one table at a time: a big database's every table would be sent to the browser at each rerun
     by_name = {t.name: t for t in database.tables}
     shown = st.segmented_control("Table", list(by_name), default=next(iter(by_name)), required=True,
-                                 format_func=lambda n: f"{n} ({len(by_name[n].rows)})", key=f"scenarios_table_{kind.name}")
+                                 format_func=lambda n: f"{md(n)} ({len(by_name[n].rows)})", key=f"scenarios_table_{kind.name}")
     show(by_name.get(shown) or next(iter(by_name.values())), 360)
 
 note, rescan = st.columns([5, 1], vertical_alignment="center")
-note.caption(f"Your own decision problems: scenario folders in `{scenarios.scenarios_dir()}` (`python -m core "
+note.caption(f"Your own decision problems: scenario folders in {md_code(scenarios.scenarios_dir())} (`python -m core "
              "scenario new NAME` writes one; docs/scenarios.md).")
 if rescan.button("Rescan", icon=":material/refresh:", help="Look for new or changed scenario folders"):
     scenarios.reload()

@@ -15,6 +15,7 @@ from core.scenarios.plugins.checks import check_folder
 from core.config.settings import DatabaseSettings
 from ui.common import dqa_root, in_words, session_db, session_limits, session_llm, session_reviewer
 from ui.limit_inputs import limit_inputs
+from ui.untrusted import md, md_code
 
 PROVIDERS = {"openai": "OpenAI", "compatible": "OpenAI-compatible server", "replay": "Replay file"}
 KEPT = "kept (leave empty to keep it)"
@@ -97,14 +98,14 @@ if use.button("Use for this session", key="llm_use"):
     st.session_state["llm"] = llm = chosen
     st.toast(f"This session uses {chosen.model or 'no model'}.", icon=ICONS["success"])
 key_note = "" if (llm.model or "").startswith(REPLAY_PREFIX) else ", API key set" if llm.api_key else ", no API key"
-st.caption(f"In use: `{llm.model or 'no model'}`" + (f" at {llm.base_url}" if llm.base_url else "") + key_note)
+st.caption(f"In use: {md_code(llm.model or 'no model')}" + (f" at {md(llm.base_url)}" if llm.base_url else "") + key_note)
 tested = None
 if test.button("Test", key="llm_test"):
     with st.spinner("Asking the model for one token..."):
         try:
-            tested = [("success", check_llm(chosen))]
+            tested = [("success", md(check_llm(chosen)))]
         except LLMError as e:
-            tested = [("error", in_words(str(e), SETTINGS_WORDS))]
+            tested = [("error", md(in_words(str(e), SETTINGS_WORDS)))]
 show_results("llm", tested)
 
 st.subheader("Limits of each run")
@@ -118,7 +119,7 @@ if st.button("Use for this session", key="limits_use"):
         st.session_state["limits"] = chosen_limits.validate()
         st.toast("This session's runs use these limits.", icon=ICONS["success"])
     except ValueError as e:
-        st.error(str(e), icon=ICONS["error"])
+        st.error(md(e), icon=ICONS["error"])
 
 st.subheader("Databases")
 db = session_db()
@@ -143,7 +144,7 @@ if test.button("Test connections", key="db_test"):
     with st.spinner("Connecting..."):
         for name, (language, _) in BACKENDS.items():
             reason = unavailable(name, chosen_db)
-            tested.append(("warning", f"**{name}** ({language}) cannot be used: {reason}") if reason
+            tested.append(("warning", f"**{name}** ({language}) cannot be used: {md(reason)}") if reason
                           else ("success", f"**{name}** ({language}) is available"))
 show_results("db", tested)
 
@@ -153,10 +154,10 @@ folder = st.text_input("DQA directory", str(dqa_root() or ""), key="dqa_dir_inpu
 tested = None
 if st.button("Use and test", key="dqa_test"):
     try:
-        tested = [("success", check_dqa(folder or None))]
+        tested = [("success", md(check_dqa(folder or None)))]
         st.session_state["dqa_dir"] = folder
     except DQAError as e:
-        tested = [("error", str(e))]
+        tested = [("error", md(e))]
 show_results("dqa", tested)
 
 st.subheader("Scenarios folder")

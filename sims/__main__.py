@@ -23,6 +23,7 @@ from pathlib import Path
 from sims import building, locating
 from sims.check import check_benchmark
 from sims.generate_command import add_generate_parser, run_generate
+from sims.files import FileRefused
 from sims.ranking import MODES, InputError, Ranking
 from sims.sqldump import DumpError, read_sql_dump
 
@@ -109,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as e:
         print(f"error: {e.filename}: {e.strerror}", file=sys.stderr)
         return 2
-    except (DumpError, InputError) as e:
+    except (DumpError, InputError, FileRefused) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     if args.json:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from sims import building, locating
+from sims.files import read_bytes, read_text
 from sims.ranking import InputError, check_mode
 from sims.sqldump import read_sql_dump
 
@@ -63,7 +64,7 @@ class _CompiledFiles:
         self.by_content: dict[bytes, object] = {}
 
     def __call__(self, path: Path):
-        data = path.read_bytes()
+        data = read_bytes(path, "database dump")
         compiled = self.by_content.get(data)
         if compiled is None:
             compiled = self.by_content[data] = _naming(path, lambda: self.compile_tables(read_sql_dump(path)))
@@ -79,7 +80,7 @@ def _naming(path: Path, action: Callable):
 
 def _questions(path: Path) -> list[dict]:
     try:
-        questions = json.loads(path.read_text(encoding="utf-8"))
+        questions = json.loads(read_text(path, "question file"))
     except json.JSONDecodeError as e:
         raise InputError(f"{path}, line {e.lineno}: not valid JSON ({e.msg})") from None
     if not isinstance(questions, list):

@@ -25,6 +25,7 @@ from multiprocessing import get_context
 from pathlib import Path
 
 from sims import building, dqa_files, locating, synthetic
+from sims.files import FileRefused, read_text
 from sims.locating_networks import NoRoom, Plant, trade_network
 from sims.question_text import (BUILDING_QUESTION, BUILDING_RULES, LOCATING_GOAL, LOCATING_QUESTION,
                                  LOCATING_RULES)
@@ -347,11 +348,11 @@ def rankings_json(summaries: list[dict]) -> str:
 def read_manifest(root: Path) -> dict | None:
     """The manifest of a generated set, or None when ``root`` has none."""
     path = Path(root) / MANIFEST
-    if not path.is_file():
+    if not os.path.lexists(path):
         return None
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        return json.loads(read_text(path, "manifest"))
+    except (json.JSONDecodeError, UnicodeDecodeError, FileRefused) as e:
         raise GenerateError(f"{path}: not a generator manifest ({e})") from None
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from sims.files import read_text
 from sims.tables import Column, Table, Tables
 
 #: Misspelled column names and the name they are read as.
@@ -208,7 +209,7 @@ def read_sql_dump(path: str | Path) -> Tables:
     """Read and parse a DQA-format SQL dump file."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path, "database dump")
     except UnicodeDecodeError as e:
         raise DumpError(str(path), text_line(path, e.start), "not UTF-8 text") from None
     return parse_sql_dump(text, str(path))

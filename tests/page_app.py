@@ -1,6 +1,8 @@
 """What the page tests share: a run store of their own, and the app opened on one page with a question chosen."""
 from __future__ import annotations
 
+import html
+import re
 from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
@@ -45,3 +47,9 @@ def button(at: AppTest, label: str):
 def keyed(elements, suffix: str) -> list:
     """The elements whose key ends with ``suffix``."""
     return [e for e in elements if (e.key or "").endswith(suffix)]
+
+
+def shown(text: str) -> str:
+    """Markdown source as a person reads it rendered: the backslash escapes of ui.untrusted.md read, its
+    invisible word joiners left out."""
+    return html.unescape(re.sub(r"\\(.)", r"\1", text)).replace("\u2060", "").replace("  \n", "\n")

@@ -186,7 +186,7 @@ def test_experience_can_be_collected_with_the_papers_prompts(tmp_path, recorded)
 
 
 def test_the_learned_plans_page_shows_the_training_setting(tmp_path, monkeypatch):
-    from tests.page_app import isolate, open_page
+    from tests.page_app import isolate, open_page, shown
 
     home = isolate(monkeypatch, tmp_path)
     settings = TrainSettings("locating", "sqlite", replay(tmp_path, TRAINING), [1], batch_size=1, iterations=1,
@@ -195,7 +195,7 @@ def test_the_learned_plans_page_shows_the_training_setting(tmp_path, monkeypatch
     at = open_page("pages/plans.py", question_ref=None)
     assert not at.exception
     assert any("Trained with sampling temperature 1, top-p 0.9 (as the paper); reflection three-step (paper)"
-               in c.value for c in at.caption)
+               in shown(c.value) for c in at.caption)
     versions = at.dataframe[0].value
     assert list(versions["batch accuracy"]) == [f"{v1.history[-1]['correct']} of 1 "
                                                 f"({100 * v1.history[-1]['correct']:.0f}%)"]

@@ -242,3 +242,44 @@ def test_wide_cells_are_cut_in_the_backend(pair):
     assert r.total_rows == 6 and r.truncated
     assert r.rows[0] == ["x" * MAX_CELL_CHARS + "…[cut: 300,000 characters in all]", 1]
     assert any("cut" in note for note in r.notes)
+
+
+def test_readers_of_a_killed_run_are_removed_at_the_next_open_and_said(settings, databases, tmp_path):
+    """Issue 27: a process killed mid-run leaves its reader account; the next open (any process on this machine)
+    drops it at once, not a day later, and says so in the notices the pages and the command line show."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from core.config import home
+    from tests.conftest import ROOT
+
+    script = ("import sys, time\nfrom core.scenarios.dqa import demo\nfrom core.backends import mysql\n"
+              "from core.config.settings import DatabaseSettings\n"
+              f"b = mysql.open_database(demo.database(demo.questions('locating')[0]), DatabaseSettings(mysql_url="
+              f"{settings.mysql_url!r}))\nprint(b._user, flush=True)\ntime.sleep(600)\n")
+    child = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE, text=True,
+                             env={**os.environ, "PLANRAG_HOME": str(tmp_path)})
+    try:
+        leaked = child.stdout.readline().strip()
+        assert leaked.startswith(mysql.READER_PREFIX)
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    seen = len(home.notices())
+    mysql.open_database(databases[0], settings).close()
+    assert _admin_rows(settings, "SELECT COUNT(*) FROM mysql.user WHERE user = %s", (leaked,))[0][0] == 0
+    assert _admin_rows(settings, f"SELECT COUNT(*) FROM {mysql.META}.readers WHERE name = %s", (leaked,))[0][0] == 0
+    assert any(leaked in n and "killed" in n for n in home.notices(seen))
+
+
+def test_a_live_processs_reader_is_kept(settings, databases):
+    """Another live process's reader (here this one's, idle between queries) is not taken for a leftover."""
+    a = mysql.open_database(databases[0], settings)
+    try:
+        a._con.close()  # no session now, as between two queries after a server-side timeout
+        mysql.open_database(databases[1], settings).close()
+        assert _admin_rows(settings, "SELECT COUNT(*) FROM mysql.user WHERE user = %s", (a._user,))[0][0] == 2
+    finally:
+        a.close()

@@ -9,6 +9,7 @@ from core import scenarios
 from core.store.runs import RunStore
 from core.scenarios import ranking
 from tests.page_app import open_file
+from tests.page_app import shown
 
 
 
@@ -62,11 +63,11 @@ def test_run_pick_is_marked(tmp_path, monkeypatch):
     assert title.startswith(f"{second} ") and title != str(second)  # type and id, never a bare id
     assert metrics(at)["Pick"] == (str(second), f"rank 2 of {len(r.entries)}")
     assert f"Pick · {title.split(' ', 1)[1]}" in labels(at)
-    assert any("run `run1`" in c.value for c in at.caption)
+    assert any("run `run1`" in shown(c.value) for c in at.caption)
     total = len(at.dataframe[0].value)
     assert any(f"The agent saw 0 of {total} values that decide this question; missing: " in w.value for w in at.warning)
     at = open_page(question_ref=("demo", "building", 2), run_id="run1")  # the run answered another question
-    assert any("answered demo/building/1, not demo/building/2" in c.value for c in at.caption)
+    assert any("answered demo/building/1, not demo/building/2" in shown(c.value) for c in at.caption)
     assert at.selectbox[0].label == "Pick a candidate"
 
 
@@ -83,7 +84,7 @@ def test_dqa_question(dqa_dir, scenario):
     assert not at.exception
     assert metrics(at)["Benchmark label"][0] == metrics(at)["Best decision"][0]
     if scenario == "building":
-        assert any("stored price" in c.value for c in at.caption)  # the dqa baseline explained
+        assert any("stored price" in shown(c.value) for c in at.caption)  # the dqa baseline explained
 
 
 def test_a_tied_pick_reads_as_a_tie():

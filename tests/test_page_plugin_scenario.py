@@ -11,6 +11,7 @@ import core.jobs.runs as jobs
 from core import scenarios
 from core.scenarios import ranking
 from tests.page_app import button, isolate, open_file, open_page
+from tests import page_app
 
 REF = ("scenario", "depot", 1)
 
@@ -21,7 +22,7 @@ def home(monkeypatch, tmp_path):
 
 
 def metrics(at) -> dict:
-    return {m.label: m.value for m in at.metric}
+    return {page_app.shown(m.label): m.value for m in at.metric}
 
 
 def test_scenarios_page_shows_the_depot_network_and_tables():

@@ -14,6 +14,7 @@ import core.jobs.runs as jobs
 from core.model.run_settings import RunSettings
 from core.llm.replays import replays
 from tests.page_app import button, isolate, keyed, open_page
+from tests.page_app import shown
 
 
 @pytest.fixture
@@ -97,7 +98,7 @@ def test_a_second_tab_reviewing_the_same_pause_is_refused_with_the_state_now(hom
     button(first, "Approve as proposed").click().run()
     assert jobs.open_store().get(run_id, events=False).status == "finished"
     button(second, "Reject with the note").click().run()  # the tab that still shows p1
-    [error] = [e.value for e in second.error if "not applied" in e.value]
+    [error] = [shown(e.value) for e in second.error if "not applied" in e.value]
     assert "pause p1 of run" in error and "ana reviewed it (approve)" in error and "finished" in error
     assert [(e["status"], e["reviewer"]) for e in analyst_reviews(run_id)] == [("approved", "ana")]
 
@@ -166,7 +167,7 @@ def test_every_query_is_approved_edited_or_rejected_on_the_page(home):
     assert reviews[0]["status"] == "edited" and reviews[0]["query"].endswith("LIMIT 5")
     assert reviews[1]["status"] == "rejected" and reviews[1]["note"] == "Use the flow table instead."
     assert all(r["status"] == "approved" for r in reviews[2:]) and not at.exception
-    told = [i.value for i in at.info if "Use the flow table instead." in i.value]  # what the agent was told
+    told = [i.value for i in at.info if "Use the flow table instead." in shown(i.value)]  # what the agent was told
     assert told and not [x for x in at.error if "Use the flow table instead." in x.value]
 
 

@@ -6,6 +6,7 @@ from streamlit.testing.v1 import AppTest
 from core.scenarios import catalog
 from core import scenarios
 from tests.page_app import open_file
+from tests.page_app import shown
 
 
 
@@ -36,8 +37,8 @@ def test_clicked_node_shows_its_rows():
     at.session_state["network-demo/locating/1"] = {
         "selection": {"points": [{"customdata": f"trade_node:{home}"}], "point_indices": [0], "box": [], "lasso": []}}
     at.run()
-    assert f"**trade_node:{home}**" in [m.value for m in at.markdown]
-    captions = [c.value for c in at.caption]
+    assert f"**trade_node:{home}**" in [shown(m.value) for m in at.markdown]
+    captions = [shown(c.value) for c in at.caption]
     assert "trade_node: 1 rows" in captions and any(c.startswith("node_country:") for c in captions)
 
 
@@ -46,7 +47,7 @@ def test_dqa_question_with_repaired_defects(dqa_dir):
     assert at.selectbox(key="scenarios_question").value.id == "dqa/locating/13"
     assert metrics(at)["Labelled best decision"] == at.selectbox(key="scenarios_question").value.answer
     defects = next(e for e in at.expander if e.label.startswith("Repaired data defects"))
-    assert "has_has_merchant" in defects.markdown[0].value
+    assert "has_has_merchant" in shown(defects.markdown[0].value)
     at.segmented_control(key="scenarios_scenario").set_value("building").run()
     assert at.session_state["question_ref"] == ("dqa", "building", 1) and not at.exception
     label = next(m for m in at.metric if m.label == "Labelled best decision")

@@ -7,7 +7,7 @@ from streamlit.testing.v1 import AppTest
 from core.llm.client import LLMSettings
 from core.config.settings import DatabaseSettings
 from tests.conftest import ROOT
-from tests.page_app import open_file
+from tests.page_app import open_file, shown
 from tests.test_llm import StandIn, _completion
 
 REPLAY = ROOT / "tests" / "transcripts" / "locating_sql_planrag.json"
@@ -21,7 +21,7 @@ def test_dqa_directory_test_success(dqa_dir):
     at = open_page()
     at.text_input(key="dqa_dir_input").set_value(str(dqa_dir))
     at.button(key="dqa_test").click().run()
-    assert "200 locating questions, 101 building questions" in at.success[0].value
+    assert "200 locating questions, 101 building questions" in shown(at.success[0].value)
     assert at.session_state["dqa_dir"] == str(dqa_dir)
 
 
@@ -29,10 +29,10 @@ def test_dqa_directory_test_failure_keeps_the_previous_directory(tmp_path):
     at = open_page(dqa_dir="/previous")
     at.text_input(key="dqa_dir_input").set_value(str(tmp_path))
     at.button(key="dqa_test").click().run()
-    assert "not found" in at.error[0].value and str(tmp_path) in at.error[0].value
+    assert "not found" in shown(at.error[0].value) and str(tmp_path) in shown(at.error[0].value)
     assert at.session_state["dqa_dir"] == "/previous"
     at.button(key="llm_use").click().run()  # another button: the last test result stays on the page
-    assert "not found" in at.error[0].value
+    assert "not found" in shown(at.error[0].value)
 
 
 def test_replay_file_llm_test_and_use():
@@ -41,7 +41,7 @@ def test_replay_file_llm_test_and_use():
     at.text_input(key="llm_replay").set_value(str(REPLAY))
     at.button(key="llm_test").click().run()
     replies = len(json.loads(REPLAY.read_text()))
-    assert at.success[0].value == f"replay file {REPLAY} holds {replies} replies"
+    assert shown(at.success[0].value) == f"replay file {REPLAY} holds {replies} replies"
     at.button(key="llm_use").click().run()
     assert at.session_state["llm"].model == f"replay:{REPLAY}"
 
@@ -52,7 +52,7 @@ def test_bad_replay_file_error_is_shown(tmp_path):
     at = open_page(llm=LLMSettings(model=f"replay:{bad}"))
     assert at.segmented_control(key="llm_provider").value == "replay"
     at.button(key="llm_test").click().run()
-    assert "is not JSON" in at.error[0].value and not at.exception
+    assert "is not JSON" in shown(at.error[0].value) and not at.exception
 
 
 def test_api_key_stays_in_the_session(monkeypatch):
@@ -78,7 +78,7 @@ def test_compatible_server_test_is_a_one_token_call():
         at.button(key="llm_test").click().run()
     finally:
         server.close()
-    assert at.success[0].value.startswith(f"stand-in @ {server.url} answered in")
+    assert shown(at.success[0].value).startswith(f"stand-in @ {server.url} answered in")
     assert server.requests[0]["body"]["max_tokens"] == 1  # what llama.cpp-style servers understand
 
 
@@ -101,7 +101,7 @@ def test_a_base_url_without_http_gets_a_hint():
     at.text_input(key="llm_model").set_value("stand-in")
     at.text_input(key="llm_base_url").set_value("localhost:8080/v1")
     at.button(key="llm_test").click().run()
-    assert "must start with http:// or https://, e.g. http://localhost:8080/v1" in at.error[0].value
+    assert "must start with http:// or https://, e.g. http://localhost:8080/v1" in shown(at.error[0].value)
 
 
 def test_openai_test_without_a_key_says_what_to_set(monkeypatch):
@@ -111,7 +111,7 @@ def test_openai_test_without_a_key_says_what_to_set(monkeypatch):
     at.text_input(key="llm_model").set_value("gpt-test")
     at.button(key="llm_test").click().run()
     # issue 28: named as this page's inputs, not as command-line flags and environment variables
-    said = at.error[0].value
+    said = shown(at.error[0].value)
     assert "enter the API key" in said and "Base URL" in said and "--" not in said and "OPENAI_" not in said
 
 

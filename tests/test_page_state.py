@@ -12,6 +12,7 @@ from core.autoplan.train import TrainSettings, train
 from core.llm.replays import replays
 from tests.page_app import APP, button, isolate, open_page
 from tests.test_autoplan_paper import TRAINING, replay
+from tests.page_app import shown
 
 
 @pytest.fixture
@@ -65,7 +66,7 @@ def test_the_url_carries_the_question_and_a_link_opens_it(home):
     for page in ("pages/run.py", "pages/compare.py", "pages/decision.py"):
         at = linked(page, q="demo/building/1")
         assert not at.exception and not at.error
-        assert any("demo/building/1" in m.value for m in [*at.caption, *at.markdown]), page
+        assert any("demo/building/1" in shown(m.value) for m in [*at.caption, *at.markdown]), page
         assert at.session_state["question_ref"] == ("demo", "building", 1)
 
 

@@ -346,7 +346,7 @@ def test_a_run_killed_between_a_steps_writes_and_its_checkpoint_goes_on(home, tm
     script = (f"import os, sys; sys.path.insert(0, {str(ROOT)!r})\n"
               "from langgraph.checkpoint.sqlite import SqliteSaver\n"
               "from tests.test_agents_runtime import make_runtime\n"
-              "from core.agents import Review\n"
+              "from core.model.run_settings import Review\n"
               "saved, put_writes = [], SqliteSaver.put_writes\n"
               "def killed_after(self, *a, **kw):\n"
               "    put_writes(self, *a, **kw)\n"

@@ -29,6 +29,7 @@ from core.config.settings import DatabaseSettings, LLMSettings, dqa_dir
 from ui.kept import kept  # noqa: F401 - the pages' one helper for choices that stay
 from core import scenarios
 from core.model.run_settings import default_reviewer
+from ui.untrusted import md, md_code
 
 DEFAULT_QUESTION = ("demo", "locating", 1)  # a page opened with no question in the link or the session
 
@@ -80,7 +81,7 @@ def decision_metric(column, label: str, kind, question, decision, database, **me
     elif metric.get("delta") is None:
         column.metric(label, key, **{**metric, "delta": named, "delta_color": "off", "delta_arrow": "off"})
     else:
-        column.metric(f"{label} · {named}", key, **metric)
+        column.metric(f"{label} · {md(named)}", key, **metric)
 
 
 def session_llm() -> LLMSettings:
@@ -133,7 +134,7 @@ def linked_question(stop: bool = True) -> tuple[Question, Database] | None:
             raise DQAError("a question is written source/scenario/number, e.g. demo/locating/1")
         question, database = _load(ref)
     except (DQAError, KeyError, ValueError) as e:
-        st.error(f"The link names question `{linked}`, which cannot be opened here: {e}. Pick a question on the "
+        st.error(f"The link names question {md_code(linked)}, which cannot be opened here: {md(e)}. Pick a question on the "
                  "**Scenarios** page.", icon=":material/link_off:")
         if stop:
             st.stop()
@@ -159,7 +160,7 @@ def current_question() -> tuple[Question, Database]:
     try:
         question, database = _load(ref)
     except (DQAError, KeyError) as e:
-        st.info(str(e))
+        st.info(md(e))
         st.stop()
     st.session_state["question_ref"] = ref
     st.query_params["q"] = question.id

@@ -11,6 +11,7 @@ from core.analysis.grading import override_for
 from core.store.overrides import OverrideStore
 from core.scenarios.catalog import run_question
 from ui.common import dqa_root
+from ui.untrusted import md
 
 NO_DECISION = "no decision"
 
@@ -33,7 +34,7 @@ def override_form(run_id: str, settings: dict, key: str, decision=None) -> None:
     try:
         candidates, _ = run_question(settings, dqa_root())
     except DQAError as e:
-        st.caption(f"The grade cannot be overridden here: {e}")
+        st.caption(f"The grade cannot be overridden here: {md(e)}")
         return
     store = OverrideStore()
     current = store.get(run_id)

@@ -28,7 +28,11 @@ def limit_inputs(limits: Limits, key: str) -> Limits:
     bounds = QUERY_BOUNDS
     timeout = f.number_input("Query timeout (s)", *map(float, bounds["query_timeout_s"]),
                              float(limits.query_timeout_s), step=1.0, key=f"{key}_timeout",
-                             help="Seconds each database query may run; it is then stopped (an error the agent sees)")
+                             help="Seconds each database query may run; it is then stopped (an error the agent sees). On the "
+                                  "local Neo4j-protocol server (ArcadeDB) the client stops waiting then, but the "
+                                  "server may go on with the query until its own command timeout (graph-server "
+                                  "--command-timeout, 60 s by default): its Bolt side cancels no query a client "
+                                  "gave up on")
     row_cap = g.number_input("Row cap", *bounds["row_cap"], int(limits.row_cap), step=50, key=f"{key}_row_cap",
                              help="Rows of a query's result kept in the run's record")
     observation = h.number_input("Observation (characters)", *bounds["observation_chars"],

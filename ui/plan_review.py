@@ -17,7 +17,8 @@ from core.llm.client import REPLAY_PREFIX
 from core.store.runs import PauseTaken, RunRecord
 from ui.common import session_reviewer
 from ui.run_options import runtime_factory
-from ui.run_view import md, steps_markdown
+from ui.run_view import steps_markdown
+from ui.untrusted import md
 
 
 MINE = "_reviews_made"  # (run id, pause id) of the reviews this session applied

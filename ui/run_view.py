@@ -3,7 +3,6 @@ the current step highlighted, a timeline of its events (thoughts, syntax-highlig
 tables), and its outcome. ``follow`` shows a live run's events as they arrive."""
 from __future__ import annotations
 
-import re
 import time
 from functools import partial
 from datetime import datetime
@@ -30,6 +29,7 @@ from ui.run_options import runtime_factory
 from core.analysis.evidence import of_run
 from ui.common import dqa_root
 from ui.grading_view import override_form, override_note
+from ui.untrusted import md, md_code, md_table
 
 #: Ended runs that did not end well: status -> what the outcome box leads with, and its icon.
 ENDED_BADLY = {"failed": ("The run failed", ":material/error:"),
@@ -38,14 +38,8 @@ ENDED_BADLY = {"failed": ("The run failed", ":material/error:"),
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"  # every timestamp shown (the time of day alone within a run: its last part)
 SMALL_TABLE = 12  # rows shown in full; a longer table scrolls in a box
 POLL_S = 0.25  # how often a waiting page refreshes its status line (and notices the analyst's clicks)
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>#|~$:])")
 _STATE_ICONS = {"done": ":material/check_circle:", "current": ":material/arrow_circle_right:",
                 "todo": ":material/radio_button_unchecked:"}
-
-
-def md(text: str) -> str:
-    """Plain text made safe for st.markdown (no markup, no LaTeX), line breaks kept."""
-    return _MD_SPECIAL.sub(r"\\\1", str(text)).replace("\n", "  \n")
 
 
 def steps_markdown(steps: list[str]) -> str:
@@ -144,7 +138,7 @@ def _observation(e: dict, trace: Trace) -> None:
         st.error(md(e["text"]), icon=":material/error:")
     elif e["columns"]:
         kept = f", first {len(e['rows'])} kept" if e["total_rows"] > len(e["rows"]) else ""
-        table = pd.DataFrame(e["rows"], columns=_unique(e["columns"]))
+        table = md_table(pd.DataFrame(e["rows"], columns=_unique(e["columns"])))
         # A static table, scrolled when long: the interactive grid's code would load on the first one and hold
         # that step back by about half a second.
         numbers = [c for c in table.columns if pd.api.types.is_float_dtype(table[c])]
@@ -180,7 +174,7 @@ def _branch(e: dict, trace: Trace) -> None:
     changes = [f"the plan:\n\n{steps_markdown(e['plan'])}" if e.get("plan") else "",
                "the query below" if e.get("query") else "",
                f"a note: {md(e['note'])}" if e.get("note") else ""]
-    st.info(f"**Branched** from run `{e['parent']}` at step {e['at_step']} by {_by(e)}, with "
+    st.info(f"**Branched** from run {md_code(e['parent'])} at step {e['at_step']} by {_by(e)}, with "
             + "; ".join(c for c in changes if c), icon=":material/call_split:")
     if e.get("query"):  # as code: Markdown escapes would show inside an inline code span
         st.code(e["query"], language="sql" if "SELECT" in e["query"].upper() else "cypher", wrap_lines=True)
@@ -258,8 +252,8 @@ class RunPanel:
         self.trace = Trace()
         self._price = model_price(settings["llm"])
         label = technique_label(settings["technique"])
-        details = (f"`{question_id(settings)}` · {settings['db']} · {md(model_label(settings['llm']))} · "
-                   f"review: {review_label(settings).lower()} · run `{run_id}`")
+        details = (f"{md_code(question_id(settings))} · {md(settings['db'])} · {md(model_label(settings['llm']))} · "
+                   f"review: {review_label(settings).lower()} · run {md_code(run_id)}")
         if compact:
             st.markdown(f"#### {label}")
             st.caption(details)
@@ -343,7 +337,7 @@ def show_run(run_id: str, key: str = "run") -> RunRecord | None:
     the run never got stored, e.g. no model could be opened, which is then shown)."""
     record, job = load(run_id)
     if record is None and job is None:
-        st.info(f"Run `{run_id}` is not in the run store.")
+        st.info(f"Run {md_code(run_id)} is not in the run store.")
         return None
     settings = job.settings.to_dict() if job else record.settings
     stop = stop_button(run_id, key=f"{key}-stop-{run_id}") if job is not None and not job.done else None
@@ -505,7 +499,7 @@ def show_verdict_details(record: RunRecord, o: dict) -> None:
         if coverage.complete:
             st.success(f"{text}.", icon=":material/fact_check:")
         else:
-            st.warning(f"{text}; missing: {', '.join(coverage.missing)}.", icon=":material/search_off:")
+            st.warning(f"{text}; missing: {', '.join(md(m) for m in coverage.missing)}.", icon=":material/search_off:")
         st.caption("Deciding values: those whose change moves the simulator's score of the best decision or its "
                    "rival; seen: a row the run got back holds the value with its keys (docs/evidence.md).")
     override_form(record.id, record.settings, key=f"run-{record.id}", decision=o.get("decision"))

@@ -33,7 +33,7 @@ from core.model.events import (
 )
 from core.agents.parsing import Reply, parse_reply, query_language, tool_kind
 from core.model.technique import Technique, technique
-from core.backends.base import Backend, BackendUnavailable, QueryError
+from core.backends.base import Backend, BackendUnavailable, QueryError, cap_text
 from core.llm.client import ChatLLM, Completion, LLMError
 
 
@@ -583,8 +583,9 @@ def run_query(backend: Backend, query: str, limits: Limits, control: RunControl 
                              row_cap=limits.row_cap, cancel=getattr(backend, "cancel", None)).capped(limits.cell_chars)
     except BackendUnavailable:
         raise
-    except QueryError as e:
-        event = ObservationEvent(text=prompts.query_error(e.kind, str(e)), error=str(e), error_kind=e.kind)
+    except QueryError as e:  # its message is cut where it is made (MAX_ERROR_CHARS), then to the observation cap
+        event = ObservationEvent(text=cap_text(prompts.query_error(e.kind, str(e)), limits.observation_chars),
+                                 error=str(e), error_kind=e.kind)
     else:
         event = ObservationEvent(text=r.to_text(limits.observation_rows, limits.observation_chars),
                                  columns=list(r.columns), rows=[list(row) for row in r.rows],
@@ -599,7 +600,7 @@ def run_action(state: AgentState, runtime: Runtime[AgentContext]) -> dict:
     emit = Emitter(runtime, state["llm_calls"])
     paper = state.get("prompts") == paper_prompts.PAPER
     if action["tool"] == "self":  # the original's Self thinking tool returned nothing
-        event = ObservationEvent(text="" if paper else action["query"])
+        event = ObservationEvent(text="" if paper else cap_text(action["query"], limits.observation_chars))
     else:
         try:
             event = run_query(runtime.context.backend, action["query"], limits,

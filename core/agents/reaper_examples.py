@@ -6,6 +6,7 @@ from __future__ import annotations
 from core import scenarios
 from core.model.run_settings import RunSettings
 
+
 def all_examples() -> dict[tuple[str, str], tuple[str, str]]:
     """(scenario, language) -> (question, plan): every scenario type's example plans."""
     return {(kind.name, language): example for kind in scenarios.all_types()

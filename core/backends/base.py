@@ -18,10 +18,21 @@ MAX_NESTING = 20
 #: cut is marked. The run's own ``Limits.cell_chars`` may be lower.
 MAX_RESULT_CHARS = 200_000
 CUT_MARK = "…[cut: {n:,} characters in all]"
+#: Characters of one error message, one column name and one note kept where they are made (an engine's error may
+#: quote a huge value; an alias may be as long as the query); what is cut is marked.
+MAX_ERROR_CHARS = 2000
+MAX_NAME_CHARS = 200
+MAX_NOTE_CHARS = 1000
 _CUT = re.compile(r"…\[cut: (?:[\d,]+ characters in all|a longer list or map)\]$")
 
 
 _FENCE = re.compile(r"```[\w+-]*[ \t]*\n?(.*?)\n?[ \t]*```", re.S)
+
+
+def cap_text(text: str, chars: int) -> str:
+    """``text`` when it fits in ``chars`` characters; else its first ``chars`` characters and the cut's mark
+    (the mark of an earlier cut kept, with the length in all)."""
+    return cap_cell(text, chars)
 
 
 def unfence(text: str) -> str:
@@ -59,9 +70,13 @@ def too_complex() -> QuerySyntaxError:
 
 
 class QueryError(Exception):
-    """A query that could not give rows. The message is meant for the agent and the analyst."""
+    """A query that could not give rows. The message is meant for the agent and the analyst: it is cut to
+    MAX_ERROR_CHARS characters (marked) when the error is made, as an engine's message may quote a huge value."""
 
     kind = "error"
+
+    def __init__(self, message: object = ""):
+        super().__init__(cap_text(str(message), MAX_ERROR_CHARS))
 
 
 class RefusedWrite(QueryError):
@@ -104,8 +119,12 @@ class QueryResult:
         return self.total_rows > len(self.rows)
 
     def capped(self, cell_chars: int = DEFAULT_CELL_CHARS, result_chars: int = MAX_RESULT_CHARS) -> QueryResult:
-        """This result with each cell cut to ``cell_chars`` characters and the rows kept within ``result_chars``
-        characters in all (rows past it left out, as past the row cap); each cut is marked and noted."""
+        """This result with each column name cut to MAX_NAME_CHARS characters (less for a very wide result: the
+        names hold a quarter of ``result_chars``), each cell to ``cell_chars``, the rows kept within
+        ``result_chars`` characters in all (rows past it left out, as past the row cap), each note to
+        MAX_NOTE_CHARS and the executed query to twice MAX_QUERY_CHARS; each cut is marked and noted."""
+        name_chars = min(MAX_NAME_CHARS, cell_chars, max(result_chars // (4 * len(self.columns) or 1), 40))
+        columns = [cap_text(str(c), name_chars) for c in self.columns]
         rows, size, cut = [], 0, 0
         for row in self.rows:
             if size > result_chars:
@@ -116,15 +135,20 @@ class QueryResult:
                 size += len(kept[-1]) if isinstance(kept[-1], str) else 16
             cut += sum(a is not b for a, b in zip(kept, row))
             rows.append(kept)
-        notes = list(self.notes)
+        notes = [cap_text(str(n), MAX_NOTE_CHARS) for n in self.notes[:20]]
+        executed = cap_text(self.executed, 2 * MAX_QUERY_CHARS)
+        named = sum(a != b for a, b in zip(columns, self.columns))
+        if named:
+            notes.append(f"{named} column name(s) longer than {name_chars:,} characters were cut (marked …[cut: …])")
         if cut:
             notes.append(f"{cut} cell(s) longer than {cell_chars:,} characters were cut (marked …[cut: …])")
         if len(rows) < len(self.rows):
             notes.append(f"only the first {len(rows)} rows were kept: the result is longer than "
                          f"{result_chars:,} characters")
-        if not cut and len(rows) == len(self.rows):
+        if (not cut and not named and len(rows) == len(self.rows) and notes == self.notes
+                and executed is self.executed):
             return self
-        return QueryResult(self.columns, rows, self.total_rows, self.elapsed_s, self.executed, notes)
+        return QueryResult(columns, rows, self.total_rows, self.elapsed_s, executed, notes)
 
     def as_json(self) -> dict:
         return {"columns": self.columns, "rows": self.rows}
@@ -209,7 +233,7 @@ def render_rows(columns: list[str], rows: list[list], total_rows: int, max_rows:
     """Render rows as ``col | col`` lines, stopping at ``max_rows`` or ``max_chars``, saying what was left out."""
     if not columns:
         return "(no result)"
-    lines = [" | ".join(columns)]
+    lines = [cap_text(" | ".join(columns), max(max_chars // 2, 1))]  # room for rows under a long header
     size = len(lines[0])
     shown = 0
     for r in rows[:max_rows]:

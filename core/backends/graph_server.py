@@ -3,7 +3,8 @@ from PyPI alone (the ``arcadedb-embedded`` wheel bundles a Java 25 runtime and t
 included) and run as a plain Java process bound to 127.0.0.1.
 
 It is not Neo4j: it speaks Bolt and OpenCypher and the official driver connects unchanged (user ``root``), but
-it ignores the per-transaction timeout (only its server-wide ``command.timeout`` stops a runaway query) and the
+it ignores the per-transaction timeout (only its server-wide ``command.timeout`` stops a runaway query, also one
+the client gave up on at the run's query timeout: it has no transaction termination) and the
 read-only access mode, has one database (no ``CREATE DATABASE``), and differs in corners of Cypher. Its data
 folder is wiped at every start: it only ever holds graphs PlanRAG loads on demand.
 
@@ -254,7 +255,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--http-port", type=int, default=HTTP_PORT, help=f"HTTP port on 127.0.0.1 (default {HTTP_PORT})")
     p.add_argument("--heap-mb", type=int, default=768, help="Java heap limit in MB (default 768)")
     p.add_argument("--command-timeout", type=float, default=60.0,
-                   help="seconds after which the server stops any query (default 60)")
+                   help="seconds after which the server stops any query (default 60): the only stop of a query "
+                        "the client gave up on at its own time limit (Bolt here cancels none)")
     p.add_argument("--env", action="store_true", help="start/status: print only export lines for a shell's eval")
 
 

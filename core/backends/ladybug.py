@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING
 import ladybug
 import pyarrow as pa
 
-from core.backends.base import (DEFAULT_ROW_CAP, DEFAULT_TIMEOUT_S, BackendUnavailable, QueryError, QueryResult,
-                                QueryTimeout)
+from core.backends.base import (DEFAULT_ROW_CAP, DEFAULT_TIMEOUT_S, MAX_CELL_CHARS, MAX_ERROR_CHARS,
+                                BackendUnavailable, QueryError, QueryResult, QueryTimeout, cap_text)
 from core.backends.cypher_dialect import column_names, prepare, schema_text, to_ladybug
 from core.backends.engines import BUFFER_POOL, MAX_DB_SIZE
 from core.backends import worker
@@ -139,11 +139,12 @@ class LadybugBackend:
             result = self._worker.run(executed, timeout_s, row_cap)
         except QueryError as e:
             if notes and not isinstance(e, QueryTimeout):
-                e.args = (f"{e}\n(Ladybug ran the query rewritten: " + "; ".join(notes) + ")",)
+                e.args = (cap_text(f"{e}\n(Ladybug ran the query rewritten: " + "; ".join(notes) + ")",
+                                   2 * MAX_ERROR_CHARS),)
             raise
         columns = column_names(original, len(result.columns)) or result.columns
         return QueryResult(columns, result.rows, result.total_rows, result.elapsed_s, executed,
-                           notes + result.notes)
+                           notes + result.notes).capped(MAX_CELL_CHARS)
 
     def cancel(self) -> None:
         """Stop the query running now (any thread may call this)."""

@@ -9,7 +9,8 @@ Agents query as a reader user made for each opened backend (``planrag_q_<random>
 ``localhost``, a random password kept in this process only), granted SELECT on that one ``dqa_<key>`` database
 and one connection: the server itself keeps it from other questions' databases and from other readers' sessions
 (their SQL in the processlist, ``KILL``). It is dropped when the backend closes; readers left by a killed process
-are dropped by a later open once idle for a day (``planrag_meta.readers`` lists them). Each query runs in a
+are dropped by the next open on the same machine (``planrag_meta.readers`` lists them with the process that made
+them; a notice says so), those of another machine once idle for a day. Each query runs in a
 read-only transaction with a server-side statement time limit, and the client stops waiting at that limit plus
 ``QUERY_GRACE_S`` (then kills the query with the loading account), so a statement that escapes the server's limit
 or a server that stops answering still ends in time. The project's own server locks are named with a random salt
@@ -18,11 +19,14 @@ functions, executable comments and optimizer hints are refused before a query is
 """
 from __future__ import annotations
 
+import os
 import secrets
+import socket
 import threading
 import time
 from contextlib import contextmanager
 from decimal import Decimal
+from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import pymysql
@@ -37,6 +41,7 @@ from core.backends.base import (DEFAULT_ROW_CAP, DEFAULT_TIMEOUT_S, MAX_CELL_CHA
                                 RefusedWrite, RowKeeper)
 from core.model.question import Database
 from core.config.settings import DatabaseSettings
+from core.config import home
 
 META = "planrag_meta"
 READER_PREFIX = "planrag_q_"
@@ -170,6 +175,11 @@ def _set_up(admin: pymysql.Connection, url: str) -> str:
                         "value VARCHAR(128) NOT NULL)")
             cur.execute(f"CREATE TABLE IF NOT EXISTS {META}.readers (name VARCHAR(32) PRIMARY KEY, "
                         "db VARCHAR(64) NOT NULL, created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP)")
+            try:  # the process that made the reader (earlier versions did not record it)
+                cur.execute(f"ALTER TABLE {META}.readers ADD COLUMN owner VARCHAR(160) NULL")
+            except pymysql.MySQLError as e:
+                if e.args[0] != 1060:  # ER_DUP_FIELDNAME: added before
+                    raise
             cur.execute(f"INSERT IGNORE INTO {META}.secret VALUES ('lock_salt', %s)", (secrets.token_hex(8),))
             cur.execute(f"SELECT value FROM {META}.secret WHERE name = 'lock_salt'")
             _salts[url] = cur.fetchone()[0]
@@ -243,18 +253,52 @@ def _drop_readers(cur, names) -> None:
         cur.execute(f"DELETE FROM {META}.readers WHERE name = %s", (name,))
 
 
+def _process_id(pid: int | None = None) -> str | None:
+    """``HOST PID START``: a process of this machine, told apart from a later one given the same pid by its start
+    time (None when it has ended, or where /proc is missing)."""
+    pid = pid or os.getpid()
+    try:
+        start = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+    return f"{socket.gethostname()} {pid} {start}"
+
+
+def _left_by_ended_processes(owners: list[tuple[str, str | None]]) -> list[str]:
+    """The readers (name, owner) made by a process of this machine that has ended (killed: it never dropped
+    them)."""
+    host = socket.gethostname()
+    left = []
+    for name, owner in owners:
+        parts = (owner or "").split(" ")
+        if len(parts) == 3 and parts[0] == host and parts[1].isdigit() and _process_id(int(parts[1])) != owner:
+            left.append(name)
+    return left
+
+
 def _create_reader(settings: DatabaseSettings, db: str) -> tuple[str, str]:
     """A new reader granted SELECT on database ``db`` only, with one connection at a time: (user, password). Drops
-    the readers left idle for ``STALE_READER_S`` on the way."""
+    on the way, and says so (core.config.home's notices), the readers without a session whose process on this machine
+    has ended (a killed run's), and those of other machines left idle for ``STALE_READER_S``."""
     user, password = READER_PREFIX + secrets.token_hex(6), secrets.token_urlsafe(24)
     admin = _connect(settings)
     try:
         _set_up(admin, settings.mysql_url)
         with admin.cursor() as cur:
+            cur.execute(f"SELECT name, owner FROM {META}.readers WHERE name NOT IN "
+                        "(SELECT user FROM information_schema.PROCESSLIST)")
+            idle = list(cur.fetchall())
+            orphans = _left_by_ended_processes(idle)
             cur.execute(f"SELECT name FROM {META}.readers WHERE created_at < NOW() - INTERVAL %s SECOND AND name "
                         "NOT IN (SELECT user FROM information_schema.PROCESSLIST)", (STALE_READER_S,))
-            _drop_readers(cur, [r[0] for r in cur.fetchall()])
-            cur.execute(f"INSERT INTO {META}.readers (name, db) VALUES (%s, %s)", (user, db))
+            stale = [r[0] for r in cur.fetchall() if r[0] not in orphans]
+            _drop_readers(cur, orphans + stale)
+            if orphans:
+                host = _address(settings.mysql_url)["host"]
+                home.notify(f"Removed {len(orphans)} MySQL/MariaDB reader account(s) left on {host} by runs whose "
+                            f"process was killed: {', '.join(sorted(orphans))}.")
+            cur.execute(f"INSERT INTO {META}.readers (name, db, owner) VALUES (%s, %s, %s)",
+                        (user, db, _process_id()))
             for host in ("%", "localhost"):  # localhost too: an anonymous ''@localhost would outrank user@%
                 cur.execute("CREATE USER %s@%s IDENTIFIED BY %s WITH MAX_USER_CONNECTIONS 2",
                             (user, host, password))

@@ -20,6 +20,8 @@ from pathlib import Path
 
 from langchain_core.messages import BaseMessage
 
+from sims.files import read_bytes
+
 from core.benchmark.budget import Budget
 from core.store.sqlite import open_sqlite
 from core.llm.client import REPLAY_PREFIX, ChatLLM, Completion, LLMSettings, open_llm, replay_path
@@ -62,7 +64,7 @@ def model_identity(spec: str) -> str:
         return spec
     path = replay_path(spec)
     try:
-        return "replay:" + hashlib.sha256(path.read_bytes()).hexdigest()
+        return "replay:" + hashlib.sha256(read_bytes(path, "replay file")).hexdigest()
     except OSError:
         return f"replay:{path}"  # missing: opening it reports the error
 

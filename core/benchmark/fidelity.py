@@ -28,6 +28,8 @@ from core.benchmark.epochs import clustered
 from core.benchmark.stats import wilson
 from core.scenarios.dqa.source import DQA_SET
 from core.scenarios import ByScenario
+from core.config.files import write_atomic
+from core.spreadsheet import csv_text
 
 KIND = {"sql": "RDB", "cypher": "GDB"}
 #: The paper's number of questions per scenario.
@@ -168,6 +170,6 @@ def export(results: list[dict], directory: str | Path) -> list[Path]:
     written = []
     for name, frame in (("paper_comparison", paper_comparison(results)), ("planner_cost", planner_cost(results))):
         path = directory / f"{name}.csv"
-        frame.to_csv(path, index=False)
+        write_atomic(path, csv_text(frame))
         written.append(path)
     return written

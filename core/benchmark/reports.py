@@ -42,6 +42,7 @@ from core import scenarios
 from core.scenarios import ByScenario
 from core.scenarios.dqa.source import DQA_SET
 from core.config.secrets import scrub
+from core.spreadsheet import csv_text
 
 KIND = {"sql": "RDB", "cypher": "GDB"}
 GROUP = ["source", "scenario", "technique", "model"]
@@ -571,7 +572,7 @@ def export(results: list[dict], prices: dict[str, list[float]], directory: str |
         frames["not_run"] = could_not_run(not_run)
     for name, df in frames.items():
         path = directory / f"{name}.csv"
-        write_atomic(path, scrub(df.to_csv(index=False)))
+        write_atomic(path, scrub(csv_text(df)))
         written.append(path)
         everything[name] = json.loads(df.to_json(orient="records"))
     path = directory / "report.json"

@@ -62,7 +62,9 @@ def add_query_limit_arguments(g, timeout: float = _DEFAULTS.query_timeout_s, row
                               observation: bool = True) -> None:
     """The limits of each database query: time, rows kept, characters of a cell (and of what the model sees)."""
     g.add_argument("--timeout", type=bounded("query_timeout_s"), default=timeout, metavar="S",
-                   help=f"seconds each database query may run (default {timeout:g})")
+                   help=f"seconds each database query may run (default {timeout:g}); on the local Neo4j-protocol "
+                        "server (ArcadeDB) the client stops waiting then, but the server may go on until its own "
+                        "command timeout (graph-server --command-timeout, default 60 s)")
     g.add_argument("--row-cap", type=bounded("row_cap"), default=row_cap, metavar="N",
                    help=f"rows of a query's result kept (default {row_cap})")
     g.add_argument("--cell-chars", type=bounded("cell_chars"), default=_DEFAULTS.cell_chars, metavar="N",

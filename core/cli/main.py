@@ -19,6 +19,7 @@ from core.config.home import HomeError, notices
 from core.config.secrets import scrub
 from core.scenarios.dqa.source import DQAError
 from core.store.runs import store_notices
+from sims.files import FileRefused
 from sims.sqldump import DumpError
 
 
@@ -63,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     seen, stores_seen = len(notices()), len(store_notices())
     try:
         return args.func(args)
-    except (QueryError, DQAError, DumpError, HomeError) as e:
+    except (QueryError, DQAError, DumpError, HomeError, FileRefused) as e:
         print(scrub(error_line(e)), file=sys.stderr)
         return 1
     finally:

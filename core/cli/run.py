@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+
+from sims.files import FileRefused, check_file
 import sys
 import time
 
@@ -131,6 +134,13 @@ def _fail(e: Exception) -> int:
 def cmd_run(args) -> int:
     """Run an agent on a DQA question (or resume a paused, interrupted or stopped run) and print its trace and
     graded decision."""
+    if (args.llm or "").startswith("replay:"):  # an odd replay file is refused before the agents' slow imports
+        try:
+            check_file(os.path.abspath(os.path.expanduser(args.llm[len("replay:"):])), "replay file")
+        except FileRefused as e:
+            return _fail(e)
+        except FileNotFoundError:
+            pass  # said by the run, as before
     from core.agents.runtime import AgentRuntime, RunNotPaused  # heavy: loads langchain_core, langgraph
     from core.llm.client import LLMError  # heavy: loads langchain_core
 

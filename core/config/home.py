@@ -90,8 +90,15 @@ def add_notice(text: str) -> None:
         _notices.append(text)
 
 
+def notify(text: str) -> None:
+    """Add a notice: something this process found left behind and cleaned up, for the pages and the command
+    line to say."""
+    with _lock:
+        _notices.append(text)
+
+
 def notices(since: int = 0) -> list[str]:
-    """What this process found wrong in the home and set aside (from the ``since``-th on), for the pages to
-    show."""
+    """What this process found wrong in the home and set aside, or left behind and cleaned up (from the
+    ``since``-th on), for the pages to show."""
     with _lock:
         return list(_notices[since:])

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextvars
 import json
+import os
 import random
 import re
 import threading
@@ -27,6 +28,7 @@ from langchain_core.messages import BaseMessage
 
 from core.config import secrets
 from core.config.settings import LLMSettings
+from sims.files import FileRefused, read_text
 
 REPLAY_PREFIX = "replay:"
 CHARS_PER_TOKEN = 4  # the estimate used when a model reports no usage (replays)
@@ -112,9 +114,11 @@ class ReplayChatModel(GenericFakeChatModel):
 def read_replay(path: str | Path) -> list[str]:
     """The replies of a replay file: a JSON array of strings."""
     try:
-        replies = json.loads(Path(path).read_text(encoding="utf-8"))
+        replies = json.loads(read_text(path, "replay file"))
     except FileNotFoundError:
         raise LLMNotConfigured(f"replay file {path} not found") from None
+    except FileRefused as e:
+        raise LLMNotConfigured(str(e)) from None
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise LLMNotConfigured(f"replay file {path} is not JSON ({e})") from None
     if not isinstance(replies, list) or not all(isinstance(r, str) for r in replies):
@@ -123,8 +127,9 @@ def read_replay(path: str | Path) -> list[str]:
 
 
 def replay_path(spec: str) -> Path:
-    """The absolute file of a ``replay:FILE`` spec (so a run resumed from another directory finds it)."""
-    return Path(spec[len(REPLAY_PREFIX):]).expanduser().resolve()
+    """The absolute file of a ``replay:FILE`` spec (so a run resumed from another directory finds it); links are
+    left as given, so a message names the file the analyst gave, and a link that loops is refused when read."""
+    return Path(os.path.abspath(Path(spec[len(REPLAY_PREFIX):]).expanduser()))
 
 
 #: Exceptions LangChain raises for an HTTP 200 that is no chat completion (an error body, an HTML page, null

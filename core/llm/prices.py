@@ -10,6 +10,7 @@ from pathlib import Path
 from core.config import settings
 from core.config.files import write_atomic
 from core.llm.client import REPLAY_PREFIX
+from sims.files import FileRefused, read_text
 
 #: model -> [USD per 1M prompt tokens, USD per 1M completion tokens]
 DEFAULT_PRICES: dict[str, list[float]] = {
@@ -37,8 +38,8 @@ def load_prices(path: str | Path | None = None) -> dict[str, list[float]]:
         write_atomic(path, json.dumps(DEFAULT_PRICES, indent=1) + "\n")
         return dict(DEFAULT_PRICES)
     try:
-        table = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
+        table = json.loads(read_text(path, "price table"))
+    except (json.JSONDecodeError, UnicodeDecodeError, FileRefused) as e:
         raise ValueError(f"price table {path} is not JSON ({e})") from None
     bad = [k for k, v in table.items() if not (isinstance(v, list) and len(v) == 2
                                                and all(isinstance(x, (int, float)) for x in v))] \

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sims.files import read_text
 from sims.sqldump import COLUMN_ALIASES, DumpError
 from sims.tables import Tables
 
@@ -208,4 +209,4 @@ def parse_cypher_dump(text: str, source: str = "<cql>") -> GraphData:
 
 def read_cypher_dump(path: str | Path) -> GraphData:
     """Read and parse a DQA .cql file."""
-    return parse_cypher_dump(Path(path).read_text(encoding="utf-8"), str(path))
+    return parse_cypher_dump(read_text(path, "graph file"), str(path))

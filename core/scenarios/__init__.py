@@ -9,6 +9,7 @@ each other's scenarios. Each folder is scanned once (``reload`` scans again)."""
 from __future__ import annotations
 
 import contextvars
+import os
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -56,7 +57,7 @@ def _scan(folder: Path) -> Registry:
     for parent in (BUILTIN_DIR, folder):
         if not parent.is_dir():
             continue
-        for path in sorted(p for p in parent.iterdir() if (p / MANIFEST).is_file()):
+        for path in sorted(p for p in parent.iterdir() if os.path.lexists(p / MANIFEST)):
             try:
                 t = FolderScenario(path)
             except ScenarioError as e:
@@ -70,7 +71,7 @@ def _scan(folder: Path) -> Registry:
 
 
 def _registry() -> Registry:
-    folder = scenarios_dir().resolve()
+    folder = Path(os.path.realpath(scenarios_dir()))  # a link that loops is no folder, never an error here
     with _LOCK:
         if folder not in _REGISTRIES:
             _REGISTRIES[folder] = _scan(folder)

@@ -16,6 +16,7 @@ from core.model.graph import GraphData, GraphMapping, read_cypher_dump
 from core.model.numbers import questions_text
 from core.model.question import Database, Question, ScenarioKind
 from sims.generator import GenerateError, read_manifest
+from sims.files import FileRefused, read_bytes, read_text
 from sims.sqldump import read_sql_dump
 from sims.tables import Tables
 
@@ -93,7 +94,9 @@ class DQA:
         for scenario in SCENARIOS:
             path = self.root / QUESTION_FILES[scenario]
             try:
-                raw = json.loads(path.read_text(encoding="utf-8"))
+                raw = json.loads(read_text(path, "question file"))
+            except FileRefused as e:
+                raise DQAError(str(e)) from None
             except FileNotFoundError:
                 raise DQAError(f"{path} not found: is {self.root} the DQA data folder?") from None
             except (json.JSONDecodeError, UnicodeDecodeError) as e:
@@ -119,9 +122,11 @@ class DQA:
             raise DQAError(f"no {scenario} question {number}: DQA has {questions_text(len(qs))}")
         return qs[number - 1]
 
-    def _read(self, path: Path, reader):
+    def _read(self, path: Path, reader, kind: str):
         try:
-            data = path.read_bytes()
+            data = read_bytes(path, kind)
+        except FileRefused as e:
+            raise DQAError(str(e)) from None
         except FileNotFoundError:
             raise DQAError(f"database file {path} not found") from None
         digest = hashlib.sha256(data).hexdigest()
@@ -137,8 +142,8 @@ class DQA:
                 return self._by_ref[ref]
             sql_path = _sql_path(self.root, *ref)
             cql_path = _cql_path(self.root, *ref)
-            tables = self._read(sql_path, read_sql_dump)
-            graph = self._read(cql_path, read_cypher_dump)
+            tables = self._read(sql_path, read_sql_dump, "database dump")
+            graph = self._read(cql_path, read_cypher_dump, "graph file")
             key = hashlib.sha256(f"{tables.content_hash()}:{graph.content_hash()}".encode()).hexdigest()[:16]
             db = self._by_content.get(key)
             if db is None:

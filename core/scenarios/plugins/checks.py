@@ -2,6 +2,8 @@
 data, the questions, the candidates and the simulator on every candidate, each problem with its file and line."""
 from __future__ import annotations
 
+import os
+
 from pathlib import Path
 
 from core.scenarios.plugins.folder import MANIFEST, FolderScenario, ScenarioError
@@ -74,4 +76,4 @@ def check_folder(folder: str | Path) -> list[tuple[Path, list[str], list[str]]]:
     if not folder.is_dir():
         return [(folder, [f"{folder}: no such folder (python -m core scenario new NAME creates it with a first "
                           "scenario)"], [])]
-    return [(path, *check(path)) for path in sorted(p for p in folder.iterdir() if (p / MANIFEST).is_file())]
+    return [(path, *check(path)) for path in sorted(p for p in folder.iterdir() if os.path.lexists(p / MANIFEST))]

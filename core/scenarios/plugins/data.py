@@ -5,11 +5,13 @@ at most ``ROW_CAP`` rows a table, with a timeout), and the graph view of those t
 from __future__ import annotations
 
 import csv
+import io
 import re
 import sqlite3
 from pathlib import Path
 
 from core.model.graph import GraphData, NodeTable, RelTable, _coerce
+from sims.files import FileRefused, check_file, read_bytes
 from sims.tables import Column, Table, Tables
 from core.config import secrets
 
@@ -61,7 +63,13 @@ def read_csv_folder(folder: Path) -> Tables:
         raise DataError(f"{folder}: no .csv file")
     tables = {}
     for path in files:
-        with path.open(newline="", encoding="utf-8") as f:
+        try:
+            text = read_bytes(path, "CSV data file").decode("utf-8")
+        except FileRefused as e:
+            raise DataError(str(e)) from None
+        except UnicodeDecodeError as e:
+            raise DataError(f"{path}: not UTF-8 text (byte {e.start})") from None
+        with io.StringIO(text, newline="") as f:
             reader = csv.reader(f)
             try:
                 header = next(reader)
@@ -83,8 +91,12 @@ def read_csv_folder(folder: Path) -> Tables:
 
 def read_sqlite(path: Path) -> Tables:
     """Every table of a SQLite file, opened read-only."""
-    if not path.is_file():
-        raise DataError(f"{path}: no such SQLite file")
+    try:
+        check_file(path, "SQLite data file")
+    except FileNotFoundError:
+        raise DataError(f"{path}: no such SQLite file") from None
+    except FileRefused as e:
+        raise DataError(str(e)) from None
     try:
         con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:

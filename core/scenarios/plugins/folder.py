@@ -5,6 +5,7 @@ the file and line; ``check`` also runs the candidates and the simulator on every
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import sqlite3
 import sys
@@ -18,6 +19,7 @@ from core.scenarios.dqa.source import SCENARIOS as DQA_SCENARIOS
 from core.scenarios.dqa.source import DQAError
 from core.scenarios.base import Effect, ScenarioType, Source
 from core.scenarios.plugins.data import DataError, graph_of, read_csv_folder, read_mysql, read_neo4j, read_sqlite
+from sims.files import FileRefused, check_file, check_folder, read_text
 from sims.ranking import InputError, make_ranking
 from sims.sqldump import DumpError, read_sql_dump
 from core.model.question import DecisionWords
@@ -67,14 +69,23 @@ class FolderScenario(ScenarioType):
     sources = (SOURCE,)
 
     def __init__(self, folder: str | Path):
-        self.folder = Path(folder).resolve()
+        try:
+            self.folder = check_folder(folder)
+        except FileNotFoundError:
+            self.folder = Path(os.path.realpath(folder))  # said below: no manifest
+        except FileRefused as e:
+            raise ScenarioError(folder, e.rule) from None
         self.manifest = self.folder / MANIFEST
         self.origin = str(self.folder)
-        if not self.manifest.is_file():
+        if not os.path.lexists(self.manifest):
             raise ScenarioError(self.folder, f"no {MANIFEST}: not a scenario folder "
                                              "(python -m core scenario new NAME writes one)")
         try:
-            self.spec = tomllib.loads(self.manifest.read_text(encoding="utf-8"))
+            self.spec = tomllib.loads(read_text(self.manifest, "scenario file"))
+        except FileRefused as e:
+            raise ScenarioError(self.manifest, e.rule) from None
+        except UnicodeDecodeError:
+            raise ScenarioError(self.manifest, "not UTF-8 text") from None
         except tomllib.TOMLDecodeError as e:
             m = re.search(r"line (\d+)", str(e))
             raise ScenarioError(self.manifest, f"not valid TOML ({e})", int(m.group(1)) if m else None) from None
@@ -85,6 +96,15 @@ class FolderScenario(ScenarioType):
     # --- the declaration ---
     def _fail(self, key: str, message: str):
         raise ScenarioError(self.manifest, message, _line_of(self.manifest, key))
+
+    def _check_file(self, name: str, key: str, what: str) -> None:
+        """Fail (at ``key``) unless the folder's file ``name`` is a regular scenario file within its cap."""
+        try:
+            check_file(self.folder / name, "scenario file")
+        except FileNotFoundError:
+            self._fail(key, f"{what} {name} not found in {self.folder}")
+        except FileRefused as e:
+            self._fail(key, f"{what} {e}")
 
     def _validate(self) -> None:
         s = self.spec
@@ -100,8 +120,8 @@ class FolderScenario(ScenarioType):
         if not isinstance(data, dict) or sum(k in data for k in DATA_KINDS) != 1:
             self._fail("[data]", f"[data] must give exactly one of {', '.join(DATA_KINDS)}")
         rules = s.get("rules", {}).get("file")
-        if rules and not (self.folder / rules).is_file():
-            self._fail("[rules]", f"rules file {rules} not found in {self.folder}")
+        if rules:
+            self._check_file(rules, "[rules]", "rules file")
         q = s.get("questions")
         if not isinstance(q, dict) or not isinstance(q.get("template"), str):
             self._fail("[questions]", "[questions] needs a template (the question text, with {parameters})")
@@ -133,8 +153,7 @@ class FolderScenario(ScenarioType):
         if self.can_check:
             if sim.get("direction") not in ("min", "max"):
                 self._fail("direction", 'simulator.direction must be "min" (lower scores are better) or "max"')
-            if not (self.folder / sim["file"]).is_file():
-                self._fail("[simulator]", f"simulator file {sim['file']} not found in {self.folder}")
+            self._check_file(sim["file"], "[simulator]", "simulator file")
         planner = s.get("planner", {})
         if planner and (not isinstance(planner.get("question"), str)
                         or not any(isinstance(planner.get(k), str) for k in ("sql", "cypher"))):
@@ -170,7 +189,19 @@ class FolderScenario(ScenarioType):
             return None
         return self._import(path)
 
+    def _text(self, path: Path) -> str:
+        """A scenario file's text; ScenarioError when it is refused or not UTF-8."""
+        try:
+            return read_text(path, "scenario file")
+        except FileRefused as e:
+            raise ScenarioError(path, e.rule) from None
+        except UnicodeDecodeError:
+            raise ScenarioError(path, "not UTF-8 text") from None
+        except FileNotFoundError:
+            raise ScenarioError(path, "not found") from None
+
     def _import(self, path: Path):
+        self._text(path)  # checked (a regular file, within its cap) before Python reads it
         name = f"planrag_scenario_{self.name.replace('-', '_')}"
         spec = importlib.util.spec_from_file_location(name, path)
         module = importlib.util.module_from_spec(spec)
@@ -209,7 +240,7 @@ class FolderScenario(ScenarioType):
         if self._questions is None:
             q = self.spec["questions"]
             rules_file = self.spec.get("rules", {}).get("file")
-            rules = (self.folder / rules_file).read_text(encoding="utf-8") if rules_file else ""
+            rules = self._text(self.folder / rules_file) if rules_file else ""
             out = []
             for n, ask in enumerate(q["ask"], 1):
                 params = {k: v for k, v in ask.items() if k != "answer"}
@@ -263,7 +294,7 @@ class FolderScenario(ScenarioType):
             if kind == "sql":
                 try:
                     return read_sql_dump(self.folder / value)
-                except (DumpError, FileNotFoundError) as e:
+                except (DumpError, FileNotFoundError, FileRefused) as e:
                     raise DataError(str(e)) from None
             if kind == "mysql":
                 return read_mysql(value, data.get("tables"))

@@ -1,0 +1,92 @@
+"""Issue 27, section 2, as a person would meet it: headless Chromium (skipped without Debian's chromium unless
+REQUIRE_BROWSER=1) loads every page with hostile data (a run whose replies, cells and column names are Markdown
+images and links to an outside host, a plugin whose title, question and rules are, and links whose parameters
+are) while every request is intercepted: none leaves localhost, and no link or image from the data appears."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from urllib.parse import quote, urlsplit
+
+import pytest
+
+from tests.test_e2e_browser import ROOT, app_server, chromium, wait_healthy  # noqa: F401 - chromium is a fixture
+from tests.test_e2e_links import LAUNCHER, idle
+from tests.test_page_untrusted import HOST, PAYLOAD, URL_PARAM
+
+SEED = """
+import json, sys
+import core.jobs.runs as jobs
+from core.model.run_settings import RunSettings
+runtime = jobs.open_runtime()
+result = runtime.start(RunSettings("locating", 1, "sqlite", "iterrag", "replay:" + sys.argv[1], source="demo"))
+runtime.close()
+print(result.run_id)
+"""
+
+
+@pytest.fixture
+def server(tmp_path):
+    """The app with a hostile finished run and a hostile plugin scenario: its URL and the run's id."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_") and k != "PLANRAG_REPLAYS"}
+    env["PLANRAG_HOME"] = str(tmp_path / "home")
+    folder = tmp_path / "scenarios"
+    shutil.copytree(ROOT / "assets" / "scenarios" / "depot", folder / "depot")
+    manifest = folder / "depot" / "scenario.toml"
+    manifest.write_text(manifest.read_text().replace('name = "depot"', 'name = "hostile"')
+                        .replace('title = "Distribution centre"', f'title = "Depot {PAYLOAD}"')
+                        .replace("We deliver parcels", f"We deliver parcels {PAYLOAD}"))
+    (folder / "depot" / "rules.md").write_text(f"Rules {PAYLOAD}\n")
+    env["PLANRAG_SCENARIOS"] = str(folder)
+    query = f"SELECT '{PAYLOAD}' AS \"{PAYLOAD}\", source FROM flow LIMIT 2"
+    replay = tmp_path / "hostile.json"
+    replay.write_text(json.dumps([f"Thought: {PAYLOAD}\nAction: Relational DB\nAction input: {query}",
+                                  f"Thought: done {PAYLOAD}\nFinal answer: doab {PAYLOAD}"]))
+    out = subprocess.run([sys.executable, "-c", SEED, str(replay)], cwd=ROOT, env=env, check=True,
+                         capture_output=True, text=True)
+    run_id = out.stdout.strip().splitlines()[-1]
+    with app_server(LAUNCHER, env, tmp_path / "server.log") as (url, process):
+        wait_healthy(url, process)
+        yield url, run_id
+
+
+def test_no_page_fetches_or_links_outside_with_hostile_data(chromium, server):
+    from playwright.sync_api import expect
+
+    url, run_id = server
+    context = chromium.new_context(viewport={"width": 1440, "height": 900})
+    outside: list[str] = []
+
+    def guard(route):
+        host = urlsplit(route.request.url).hostname or ""
+        if host in ("localhost", "127.0.0.1", "::1") or route.request.url.startswith(("data:", "blob:")):
+            route.continue_()
+        else:
+            outside.append(route.request.url)
+            route.abort()
+
+    context.route("**/*", guard)
+    page = context.new_page()
+    q = "q=demo/locating/1"
+    visits = [f"run?{q}&run={run_id}", f"history?run={run_id}", f"decision?{q}&run={run_id}",
+              f"compare?{q}&runs={run_id}", "scenarios?q=scenario/hostile/1", "run?q=scenario/hostile/1",
+              "decision?q=scenario/hostile/1", "plans", "benchmark",
+              f"run?q={quote(URL_PARAM)}", f"run?run={quote(URL_PARAM)}", f"history?run={quote(URL_PARAM)}",
+              f"decision?q={quote(URL_PARAM)}", f"compare?runs={quote(URL_PARAM)}"]
+    for path in visits:
+        page.goto(f"{url}/{path}")
+        idle(page)
+        if path not in ("plans", "benchmark", "decision?q=scenario/hostile/1"):  # each of these shows hostile text
+            expect(page.get_by_text(re.compile(r"evil\.test|phish")).first).to_be_visible(timeout=60_000)
+        page.wait_for_timeout(500)  # late renders have their chance to fetch
+        links = page.eval_on_selector_all(f"a[href*='{HOST}']", "els => els.map(e => e.href)")
+        images = page.eval_on_selector_all(f"img[src*='{HOST}'], image[href*='{HOST}']",
+                                           "els => els.map(e => e.outerHTML)")
+        assert not links and not images, (path, links, images)
+    assert outside == [], outside
+    page.goto(f"{url}/run?{q}&run={run_id}")
+    expect(page.get_by_text(f"{HOST}/phish").first).to_be_visible()  # the hostile text is there, as text
