@@ -228,13 +228,18 @@ def test_paper_setting_reflects_on_the_task_description_and_updates_with_the_pap
     assert "in the form as in task description" in update and "Outcome" not in update  # equation 9's inputs
     runtime = AgentRuntime(tmp_path)
     path = tmp_path / "eval.json"
-    path.write_text(json.dumps([FINAL]))
+    path.write_text(json.dumps(["I am at step 2.", "answer", FINAL]))  # AutoPlan's thought, action, formalizing
     try:
         result = runtime.start(RunSettings("locating", 2, "sqlite", "autoplan", f"replay:{path}", source="demo",
                                            prompts="paper"))
         system = runtime.transcript(result.run_id)[0]["content"]
+        events = runtime.store.get(result.run_id).events
     finally:
         runtime.close()
-    plan_part = system.split("\n\n")[-2]  # before the suffix: the learned plan with the Thought-prompt
-    assert plan_part.endswith(paper_prompts.THOUGHT_PROMPT) and "adapting" not in system
+    assert result.status == "finished"  # thought, action, formalizing: tests/test_paper_exact.py has the messages
+    assert [e["text"] for e in events if e["kind"] == "thought"] == ["I am at step 2.",
+                                                                     "Action: answer (to be formalized)"]
+    assert paper_prompts.THOUGHT_PROMPT not in system  # it ends each thought call's message instead
+    plan_part = system.split("\n\n")[-2]  # before the suffix: the learned plan
+    assert plan_part.startswith("A plan for questions of this kind:") and "adapting" not in system
     assert "Step 2: Compare them by the value a merchant would steer to the home node" in plan_part

@@ -276,3 +276,62 @@ def test_reaper_paper_setting_refuses_a_replan_and_zero_shot_has_no_examples(tmp
 def test_a_setting_a_technique_does_not_have_is_refused(setting, message):
     with pytest.raises(ValueError, match=message):
         RunSettings("locating", 1, "sqlite", "planrag", "x", **setting).validate()
+
+
+#: The AutoPlan paper's formalizer prompt (its Figure 6), with the run's valid actions.
+FORMALIZER = ("Valid action formats are as follows:\nAction: Graph DB\nAction input: a Cypher query statement\n"
+              "Action: Self thinking\nAction input: your thought\nFinal answer: the final answer to the question\n\n"
+              "Formalize the following action strictly into the above valid action formats. If there are multiple "
+              "actions, formalize the first one.\n\nAction to formalize: {}\nFormalized action:")
+THOUGHT = ("Identify which step of plan you are at. Show your thought about the one next action. Your thought should "
+           "be faithful to the plan step.")
+
+
+def test_autoplan_paper_setting_thinks_then_acts_then_formalizes_each_step(tmp_path):
+    """AutoPlan's agent (its equations 2-5): per step a thought call ending with the Thought-prompt, an action call
+    continuing the thought after ``Action:``, the formalizer's call; the history keeps each thought and formalized
+    action with its observation; an invalid tool and a repeated error get no note; the formalized final answer
+    ends the run."""
+    plan = ["Find the trade nodes flowing into the home node", "Choose the one steering the most value"]
+    steps = [  # (thought, raw action, formalized action)
+        ("I am at step 1. I need the nodes flowing into deccan.", f"query the graph: {INFLOWS}",
+         f"Action: Graph DB\nAction input: {INFLOWS}"),
+        ("Still step 1: check the flows in a table.", "SQL SELECT source FROM flow",
+         "Action: SQL\nAction input: SELECT source FROM flow"),
+        ("Step 1 again, in the graph.", BROKEN, f"Action: Graph DB\nAction input: {BROKEN}"),
+        ("Step 1 again.", BROKEN, f"Action: Graph DB\nAction input: {BROKEN}"),
+        ("I am at step 2: doab steers the most value.", "answer doab",
+         "Final answer: Allocate the merchant to doab."),
+    ]
+    replies = [text for step in steps for text in step]
+    result, record, calls = run(tmp_path, replies, "planrag", initial_plan=plan)
+    assert result.status == "finished" and result.outcome["final_answer"] == "Allocate the merchant to doab."
+    assert len(calls) == 15
+    observed = observations(record)
+    assert observed[1] == "SQL is not a valid tool, try one of [Graph DB, Self thinking]."
+    assert observed[2].startswith("An exception occured: ") and observed[3] == observed[2]  # no repeat note
+    system = FIGURE_11.replace("\n\n" + SUFFIX, "\n\nA plan for questions of this kind:\nStep 1: Find the trade nodes "
+                               "flowing into the home node\nStep 2: Choose the one steering the most value\n\n" + SUFFIX)
+    question = calls[0][0][1].content.removesuffix(THOUGHT)
+    assert question.startswith("Question: ") and question.endswith("\n\n")
+    history = ""
+    for i, (thought, raw, formal) in enumerate(steps):
+        (think, stop1), (act, stop2), (formalize, stop3) = calls[3 * i:3 * i + 3]
+        pad = f"{HEAD}\n{history}" if history else ""
+        assert [m.content for m in think] == [system, question + pad + THOUGHT] and stop1 == ["\nAction:", "Observation:"]
+        assert [m.content for m in act] == [system, f"{question}{HEAD}\n{history}{thought}\nAction:"]
+        assert stop2 == ["Observation:"]
+        assert [type(m) for m in formalize] == [HumanMessage] and stop3 is None
+        assert formalize[0].content == FORMALIZER.format(raw)
+        if i < len(observed):
+            history += f"{thought}\n{formal}\nObservation:{observed[i]}\n"
+    thoughts = [e["text"] for e in record.events if e["kind"] == "thought"]
+    assert thoughts[:2] == [steps[0][0], f"Action: {steps[0][1]} (to be formalized)"]
+    actions = [e for e in record.events if e["kind"] == "action"]
+    assert [a["tool"] for a in actions] == ["Graph DB", "Graph DB", "Graph DB"]
+
+
+def test_autoplan_paper_setting_counts_a_step_of_three_calls_as_one_iteration(tmp_path):
+    step = ["I am at step 1.", f"Graph DB {INFLOWS}", QUERY.split("\n", 1)[1]]
+    result, _, calls = run(tmp_path, step * 16, "planrag", initial_plan=["look"], limits=Limits(max_llm_calls=100))
+    assert len(calls) == 3 * paper_prompts.MAX_ITERATIONS and result.outcome["limit"] == "iterations"

@@ -72,6 +72,8 @@ class AgentState(TypedDict):
     chars_per_token: float | None  # measured on the last call that reported its usage
     prompts: str  # the prompt setting: improved | paper (paper_prompts.py); absent in older checkpoints: improved
     review_queries: bool  # each query waits for the analyst's approval (review_query)
+    follows_plan: bool  # AutoPlan's acting in the paper setting (_step_autoplan); absent in older checkpoints
+    iterations: int  # steps taken by a run that follows a plan (thought, action, formalizing)
 
 
 @dataclass
@@ -102,6 +104,7 @@ def initial_state(tech: Technique, hitl: str, limits: Limits, language: str, sch
                       plan=[], reply="", proposal=None, action=None, llm_calls=0, prompt_tokens=0,
                       completion_tokens=0, tokens_estimated=False, actions=0, answer_only=False, final_answer=None,
                       status="running", error=None, next="call_llm", wall_s=0.0, review_queries=review_queries,
+                      follows_plan=prompt_setting == paper_prompts.PAPER and bool(initial_plan), iterations=0,
                       **guard_state())
 
 
@@ -214,9 +217,9 @@ def _account(state: dict, c: Completion, step: int, price: list[float] | None = 
 
 
 def complete_call(state: dict, runtime: Runtime[AgentContext], prompt: str, emit: Emitter,
-              messages: list[dict] | None = None) -> tuple[dict, Completion | None]:
+              messages: list[dict] | None = None, send: tuple | None = None) -> tuple[dict, Completion | None]:
     """LLM call ``emit.step`` on ``messages`` (default the transcript) under ``prompt``, kept within the context
-    window: the state update counting it (its usage goes with the next event emitted) and the completion; on
+    window, sent as ``send`` says (how the messages are built, and the stop sequences; default ``_chat_of``): the state update counting it (its usage goes with the next event emitted) and the completion; on
     LLMError, or a request that cannot fit the context window (by the estimate or by the server), the update
     ending the run and None."""
     messages = state["messages"] if messages is None else messages
@@ -229,7 +232,7 @@ def complete_call(state: dict, runtime: Runtime[AgentContext], prompt: str, emit
         emit(ErrorEvent(message=prompts.context_shortened(shortened, limits.context_tokens), error_kind="context",
                         fatal=False))
     try:
-        chat, stop = _chat_of(state)
+        chat, stop = send or _chat_of(state)
         llm = runtime.context.llm
         c = run_control.call(getattr(runtime.context, "control", None), llm.complete, chat(prompt, fitted), stop,
                              on_retry=lambda a: emit(_retry_event(a)), cancel=getattr(llm, "cancel", None))
@@ -459,6 +462,8 @@ def _call_paper(state: dict, runtime: Runtime[AgentContext]) -> dict:
             return {**update, **fail_run("no_answer", "the answer call gave an empty reply (paper prompt setting: it "
                                                    "is not asked again)", emit)}
         return {**update, **_finish({**state, **update}, parse_reply(c.text), answer, emit)}
+    if state.get("follows_plan"):
+        return _step_autoplan(state, runtime, limits)
     update, c = complete_call(state, runtime, state["prompt"], emit)
     if c is None:
         return update
@@ -472,14 +477,57 @@ _NO_ANSWER = "the run ends without an answer (paper prompt setting: no final ans
 
 
 def _paper_limit(state: dict, limits: Limits) -> tuple[str, str] | None:
-    """Before a paper-setting call: the limit that ends the run, and the message saying whose limit it is."""
-    if not state["answer_only"] and state["llm_calls"] >= paper_prompts.MAX_ITERATIONS:
+    """Before a paper-setting call: the limit that ends the run, and the message saying whose limit it is (an
+    iteration of a run following a plan is its step of three calls)."""
+    done = state.get("iterations", 0) if state.get("follows_plan") else state["llm_calls"]
+    if not state["answer_only"] and done >= paper_prompts.MAX_ITERATIONS:
         return "iterations", (f"{paper_prompts.STOPPED} (the original agent executor's limit of "
                               f"{paper_prompts.MAX_ITERATIONS} iterations); {_NO_ANSWER}")
+    return _safety_limit(state, limits)
+
+
+def _safety_limit(state: dict, limits: Limits) -> tuple[str, str] | None:
+    """A workbench safety limit reached (the call cap, tokens, cost, the context window), named as not the
+    paper's."""
     reached = guards.limit_reached(state, limits, keep_answer_call=False) or context_full(state, limits)
     if reached:
         return reached[0], f"{reached[1]}: a workbench safety limit, not the paper's; {_NO_ANSWER}"
     return None
+
+
+def _step_autoplan(state: dict, runtime: Runtime[AgentContext], limits: Limits) -> dict:
+    """One step of a run following a learned plan in the paper setting, as the AutoPlan paper's agent acts
+    (equations 2-5): a thought call ending with the Thought-prompt, an action call continuing the thought after
+    ``Action:``, and the formalizer's call (Appendix A.1) putting that action into a valid form; the formalized
+    action is acted on as the original parser read a reply, and the history keeps the thought and the formalized
+    action (equation 5). A workbench safety limit reached between the calls ends the run."""
+    language, update = state["language"], {"iterations": state.get("iterations", 0) + 1}
+    texts: list[str] = []
+    for call in ("thought", "action", "formalize"):
+        emit = Emitter(runtime, state["llm_calls"] + 1)
+        reached = _safety_limit(state, limits) if texts else None
+        if reached:
+            return {**update, "limit": reached[0], **fail_run("limit", reached[1], emit)}
+        if call == "thought":
+            step, c = complete_call(state, runtime, state["prompt"], emit,
+                                    send=(paper_prompts.thought_chat, paper_prompts.THOUGHT_STOP))
+        elif call == "action":
+            step, c = complete_call(state, runtime, state["prompt"], emit,
+                                    state["messages"] + [paper_prompts.action_cue(texts[0])])
+        else:
+            step, c = complete_call(state, runtime, "", emit, [{"role": "human", "content": paper_prompts.formalizer(
+                language, texts[1])}], send=(paper_prompts.chat_alone, None))
+        update.update(step)
+        if c is None:
+            return update
+        state = {**state, **step}
+        texts.append(c.text.strip())
+        if call == "thought":
+            emit(ThoughtEvent(text=texts[0]))
+        elif call == "action":
+            emit(ThoughtEvent(text=f"{paper_prompts.ACTION} {texts[1]} (to be formalized)"))
+    text = f"{texts[0]}\n{texts[2]}"
+    return {**update, **_act_paper(state, parse_reply(text), emit, acted=texts[2])}
 
 
 def _single_paper(state: dict, reply: Reply, emit: Emitter) -> dict:
@@ -513,14 +561,15 @@ def _settle_paper(state: dict, reply: Reply, emit: Emitter) -> dict:
     return {"plan": proposal["plan"], **_act_paper({**state, "plan": proposal["plan"]}, reply, emit)}
 
 
-def _act_paper(state: dict, reply: Reply, emit: Emitter) -> dict:
+def _act_paper(state: dict, reply: Reply, emit: Emitter, acted: str | None = None) -> dict:
     """Act on a reply as the original parser and executor did (paper_prompts.read_reply): an Action with its Action
     input runs when the Action names a tool of the run exactly (else the executor's "not a valid tool"
     observation); else a Final answer ends the run; a reply with both, or with neither, ends the run failed (the
-    original raised a parse error there), with no corrective observation."""
-    if reply.thought or reply.current_step:
+    original raised a parse error there), with no corrective observation. ``acted``: the part read for the action
+    (AutoPlan's formalized action, its thought emitted already)."""
+    if acted is None and (reply.thought or reply.current_step):
         emit(ThoughtEvent(text=reply.thought or "", current_step=reply.current_step))
-    kind, first, query = paper_prompts.read_reply(reply.text)
+    kind, first, query = paper_prompts.read_reply(reply.text if acted is None else acted)
     if kind == "both":
         return fail_run("format", "the reply has both an Action and a Final answer (paper prompt setting: no "
                                "correction is asked for)", emit)

@@ -19,7 +19,9 @@ the ways docs/paper-deviations.md lists; this module holds only what the ``paper
 - SingleRAG: one retrieval call (the Figure 8 prompt and ``Question: ...``, no stop sequence), the text after its
   ``Action input:`` run as the query whatever the Action names, and one answer call (Figure 9) whose user message
   holds the question, the query and the data (``single_answer``); its reply is the answer.
-- A run given a plan (AutoPlan's) follows it with AutoPlan's Thought-prompt (``follow_plan``).
+- A run given a plan (AutoPlan's) acts as the AutoPlan paper's agent (its equations 2-5): per step a thought call
+  ending with the Thought-prompt (``thought_chat``), an action call continuing the thought after ``Action:``, and the
+  formalizer's call (its Appendix A.1, Figure 6: ``formalizer``), whose formalized action is acted on.
 """
 from __future__ import annotations
 
@@ -53,6 +55,9 @@ _NODE = re.compile(r"^\((?::)?(\w+)(?: \{([^{}]*)\})?\)$")
 _REL = re.compile(r"^\(:(\w+)\)-\[:(\w+)(?: \{([^{}]*)\})?\]->\(:(\w+)\)$")
 _ACTION = re.compile(r"Action *\d* *:(?P<tool>.*?)Action *\d* *input *\d* *:(?P<input>.*)", re.S)
 FINAL = "Final answer:"
+ACTION = "Action:"
+#: AutoPlan's thought call stops where the model would write its action (the action call writes it).
+THOUGHT_STOP = ["\nAction:", "Observation:"]
 #: AutoPlan's Thought-prompt (Table 2), for a run given a learned plan in the paper setting.
 THOUGHT_PROMPT = ("Identify which step of plan you are at. Show your thought about the one next action. Your thought "
                   "should be faithful to the plan step.")
@@ -134,9 +139,35 @@ def agent_prompt(tech: Technique, language: str, schema_text: str, initial_plan:
 
 
 def follow_plan(steps: list[str]) -> str:
-    """The plan a run starts from (AutoPlan's X), with AutoPlan's Thought-prompt (its Table 2): the agent follows
-    the plan step by step rather than adapting it."""
-    return f"A plan for questions of this kind:\n{render_plan(steps)}\n{THOUGHT_PROMPT}"
+    """The plan a run starts from (AutoPlan's X); the Thought-prompt comes with each step's thought call."""
+    return f"A plan for questions of this kind:\n{render_plan(steps)}"
+
+
+def thought_chat(prompt: str, messages: list[dict]) -> list:
+    """AutoPlan's thought call (its equation 2): the history H (the system prompt with the plan, the question and
+    the scratchpad of earlier thoughts, formalized actions and observations), then the Thought-prompt."""
+    question = messages[0]["content"]
+    return [SystemMessage(prompt), HumanMessage(f"{question}\n\n{scratchpad(messages[1:])}{THOUGHT_PROMPT}")]
+
+
+def action_cue(thought: str) -> dict:
+    """The scratchpad entry AutoPlan's action call continues (equation 3: H, the thought, then ``Action:``)."""
+    return {"role": "ai", "content": f"{thought}\n{ACTION}"}
+
+
+def formalizer(language: str, raw_action: str) -> str:
+    """The formalizer's prompt (the AutoPlan paper's Appendix A.1, Figure 6), its valid action formats those of
+    the run's tools and of a final answer."""
+    tool, lang = prompts.TOOL_NAMES[language], prompts.LANGUAGE_NAMES[language]
+    return (f"Valid action formats are as follows:\nAction: {tool}\nAction input: a {lang} query statement\n"
+            f"Action: {SELF_TOOL}\nAction input: your thought\nFinal answer: the final answer to the question\n\n"
+            "Formalize the following action strictly into the above valid action formats. If there are multiple "
+            f"actions, formalize the first one.\n\nAction to formalize: {raw_action}\nFormalized action:")
+
+
+def chat_alone(prompt: str, messages: list[dict]) -> list:
+    """The formalizer's call: its prompt as the one user message, no system prompt (``prompt`` is empty)."""
+    return [HumanMessage(messages[0]["content"])]
 
 
 def answer_prompt(language: str, schema_text: str) -> str:
