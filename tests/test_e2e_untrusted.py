@@ -80,7 +80,11 @@ def test_no_page_fetches_or_links_outside_with_hostile_data(chromium, server):
     for path in visits:
         page.goto(f"{url}/{path}")
         idle(page)
-        if path not in ("plans", "benchmark", "decision?q=scenario/hostile/1"):  # each of these shows hostile text
+        # every other page shows hostile text; these show none of the run's or plugin's text (the Decision check of
+        # the demo run shows only its graded pick, a candidate's name; Run names the plugin question by its id;
+        # Compare does not echo the runs its link names)
+        if path not in ("plans", "benchmark", "decision?q=scenario/hostile/1", f"decision?{q}&run={run_id}",
+                        "run?q=scenario/hostile/1", f"compare?runs={quote(URL_PARAM)}"):
             expect(page.get_by_text(re.compile(r"evil\.test|phish")).first).to_be_visible(timeout=60_000)
         page.wait_for_timeout(500)  # late renders have their chance to fetch
         links = page.eval_on_selector_all(f"a[href*='{HOST}']", "els => els.map(e => e.href)")
