@@ -13,7 +13,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from core.agents.runtime import AgentRuntime
 from core.model.run_settings import Limits, RunSettings
 from core.agents import paper_prompts
-from core.llm.client import open_llm
+from tests.test_paper_settings import Recorder
 
 #: The figures' "Tool descriptions" part, rendered (the Locating GDB case).
 FIGURE_TOOLS = (
@@ -78,23 +78,6 @@ THINK = "Thought: Compare them.\nAction: Self thinking\nAction input: which of t
 QUERY = f"Thought: Now the inflows.\nAction: Graph DB\nAction input: {INFLOWS}"
 ANSWER = "Thought: I now know the answer.\nFinal answer: Allocate the merchant to doab."
 
-
-class Recorder:
-    """Opens the model as the runtime would, keeping every call's messages and stop sequences."""
-
-    def __init__(self):
-        self.calls: list[tuple[list, list | None]] = []
-
-    def __call__(self, spec, settings, skip=0):
-        llm = open_llm(spec, settings, skip=skip)
-        complete = llm.complete
-
-        def recording(messages, stop, **kw):
-            self.calls.append((list(messages), stop))
-            return complete(messages, stop, **kw)
-
-        llm.complete = recording
-        return llm
 
 
 def run(tmp_path, replies, technique, db="ladybug", **kw):
