@@ -79,7 +79,6 @@ QUERY = f"Thought: Now the inflows.\nAction: Graph DB\nAction input: {INFLOWS}"
 ANSWER = "Thought: I now know the answer.\nFinal answer: Allocate the merchant to doab."
 
 
-
 def run(tmp_path, replies, technique, db="ladybug", **kw):
     path = tmp_path / f"replay{len(list(tmp_path.glob('replay*')))}.json"
     path.write_text(json.dumps(replies))
