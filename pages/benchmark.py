@@ -1,7 +1,6 @@
 """Benchmark: run DQA, or part of it, with techniques and a model in the background (the page stays responsive and
 follows the progress), and browse the results as the paper's tables and figures, with CSV and JSON export."""
 import json
-import re
 from pathlib import Path
 
 import pandas as pd
@@ -25,7 +24,7 @@ from core.scenarios.dqa.source import DQA_SET, DQAError
 from core.llm.client import REPLAY_PREFIX, LLMError
 from core.analysis.summary import technique_label
 from ui import access
-from ui.common import dqa_root, kept, session_limits, session_llm
+from ui.common import dqa_root, in_words, kept, session_limits, session_llm
 from ui.grading_view import override_form, override_note
 from ui.limit_inputs import budget_inputs, limit_inputs
 from ui.run_view import load, open_run
@@ -36,7 +35,7 @@ from ui.untrusted import md
 POLL_S = 1.0
 ACCURACY_COLUMNS = ["source", "scenario", "db", "technique", "model", "n", "correct", "errors", "accuracy", "ci95_low",
                     "ci95_high", "answered accuracy", "optimal rate", "optimal ci95_low", "optimal ci95_high",
-                    "undecided", "overridden", "all tied", "mean regret", "paper"]
+                    "undecided", "overridden", "all tied", "mean regret", "paper", "paper rule accuracy"]
 #: Command-line words in core's messages, as this page names the same thing.
 PAGE_WORDS = [(r"use another --out \(or --name\)", "choose another Results name"),
               (r"use --source ", "choose Questions: "), (r"--questions", "Questions"), (r"--rpm", "Requests per minute"),
@@ -46,9 +45,7 @@ PAGE_WORDS = [(r"use another --out \(or --name\)", "choose another Results name"
 
 def page_words(message: str) -> str:
     """A message from core, with the command line's options named as this page's inputs."""
-    for flag, words in PAGE_WORDS:
-        message = re.sub(flag, words, message)
-    return message
+    return in_words(message, PAGE_WORDS)
 
 
 
@@ -272,9 +269,15 @@ def show_job(job: jobs.BenchJob) -> None:
 
 @st.fragment(run_every=POLL_S)
 def follow() -> None:
+    """The benchmarks running, or the last one; when one followed here ends, the whole page is drawn again, so
+    that the Results tab has its results (a fragment redraws only itself)."""
     running = [j for j in jobs.jobs() if not j.done]
     for job in running or jobs.jobs()[-1:]:
         show_job(job)
+    followed, now = st.session_state.get("_bench_followed", set()), {str(j.bench.directory) for j in running}
+    st.session_state["_bench_followed"] = now
+    if followed - now:
+        st.rerun()
 
 
 def bars_with_paper(acc: pd.DataFrame) -> None:
@@ -355,10 +358,14 @@ def show_results(results: list[dict]) -> None:
 
 
 def show_accuracy(tables: dict) -> None:
-    st.caption("Accuracy % per scenario and database (SQL = RDB, graph = GDB) with its 95% Wilson interval and n, "
+    st.caption("Accuracy % per scenario and database (the paper calls a SQL database RDB, a graph database GDB) "
+               "with its 95% interval (Wilson's method for a share) and n, "
                "their average, and the paper's GPT-4 figures (columns marked paper; the paper ran 200 Locating and "
                "101 Building questions; Tables 4-5). Optimal: the share of decisions with regret 0 by the simulator "
-               "(a pick tied with the best counts).")
+               "(a pick tied with the best counts, and an answer naming exactly the candidates tied for best). "
+               "**Paper rule accuracy**: correct when the label appears anywhere in the answer, as the paper's "
+               "authors counted (even \"... is not 2399\" for label 2399): compare it, not accuracy, with the paper's "
+               "figures.")
     table(readable(tables["paper_layout"]))
     acc = tables["accuracy"]
     table(readable(acc[ACCURACY_COLUMNS]))
@@ -514,7 +521,8 @@ def show_items(items: pd.DataFrame) -> None:
             if left.button("Open its trace in the Run view", icon=":material/play_circle:"):
                 open_run(record, "pages/run.py")
             with right:
-                override_form(record.id, record.settings, key=f"bench-{record.id}")
+                override_form(record.id, record.settings, key=f"bench-{record.id}",
+                              decision=(record.outcome or {}).get("decision"))
             note = override_note(record.id)
             if note:
                 st.caption(note)

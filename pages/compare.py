@@ -95,8 +95,10 @@ def step_by_step(records: list[RunRecord]) -> None:
     table = [{"step": label(row), **{names[run_id]: ("\u2260 " if diverges[run_id] == row else "")
                                      + summaries[run_id].get(row, "") for run_id in names}} for row in rows]
     first = min((r for r in diverges.values() if r is not None), default=None)
-    st.caption(f"\u2260 marks where a run first differs from {md(names[records[0].id])}: the first difference is at "
-               f"{'step ' if by == 'call' else ''}{label(first)}." if first is not None
+    where = (f"at step {first}" if by == "call" else "before the plan's steps" if first == BEFORE_PLAN
+             else f"at the {label(first)}" if first is not None else "")
+    st.caption(f"\u2260 marks where a run first differs from {md(names[records[0].id])}: the first difference is {where}."
+               if first is not None
                else "The runs do the same at every row.")
     st.dataframe(pd.DataFrame(table), hide_index=True, height=min(560, 38 + 35 * len(table)),
                  column_config={"step": st.column_config.TextColumn(width="small")}

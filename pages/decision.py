@@ -43,8 +43,9 @@ show_run_in_url(run_id)
 if run_id:
     from_run = decision.run_pick(run_id, question)
     pick = from_run.decision
-    st.caption(f"The agent's pick comes from run {md_code(run_id)}." if pick is not None
-               else f"No agent pick to mark: {md(from_run.note)}.")
+    st.caption((f"The agent's pick comes from run {md_code(run_id)}" + (
+        f", as read by {md(from_run.overridden_by)} (grade overridden)."
+        if from_run.overridden_by else ".")) if pick is not None else f"No agent pick to mark: {md(from_run.note)}.")
 if pick is None:
     pick = st.selectbox("Pick a candidate", list(names), index=None, format_func=names.get,
                         placeholder="Choose a decision to check against the best")
@@ -73,8 +74,9 @@ if ranked.all_tied:
                icon=":material/balance:")
 elif ranked.tied(best.candidate) > 1:
     st.caption(f"{ranked.tied(best.candidate)} candidates tie for the best score: any of them is a best decision.")
-st.caption(f"Score: {md(unit)}. Best: {md(names[best.candidate])}, {best.score:.6g} (no decision: "
-           f"{ranked.baseline:.6g})." + (f" Pick: {md(names[pick])}, {ranked.score_of(pick):.6g}." if placed else ""))
+st.caption(f"Score: {md(unit)}. Best: {md(names[best.candidate])}, {number(best.score)} (no decision: "
+           f"{number(ranked.baseline)})." + (f" Pick: {md(names[pick])}, {number(ranked.score_of(pick))}."
+                                              if placed else ""))
 
 st.subheader("Evidence")
 deciding = evidence.deciding_values(question, database, mode)
@@ -95,7 +97,7 @@ else:
 
 st.subheader("Ranking")
 top = st.slider("Best candidates shown", 1, max(2, len(ranked.entries)), min(15, len(ranked.entries)))
-st.plotly_chart(drawing.ranking_bars(ranked, names, top, pick), config={"displaylogo": False})
+st.plotly_chart(drawing.ranking_bars(ranked, names, top, pick, number=number), config={"displaylogo": False})
 with st.expander(f"All {len(ranked.entries)} candidates", expanded=True):
     st.dataframe(decision.ranking_table(ranked, names), hide_index=True, height=320,
                  column_config={c: st.column_config.NumberColumn(format="%.6g") for c in ("score", "gain", "regret")}
@@ -109,12 +111,24 @@ effect = decision.what_if(question, database, chosen, mode)
 if effect is None:
     st.info(f"{md(kind.title)} declares no what-if: the simulator scores decisions but does not say what they change.")
     st.stop()
-before, after = st.columns(2)
-before.metric(f"{md(effect.target)}, no decision", number(effect.before))
-after.metric(f"{md(effect.target)}, with {md(names[chosen])}", number(effect.after),
-             number(effect.after - effect.before, sign=True),
-             delta_color="normal" if ranked.higher_is_better else "inverse")
-if effect.note:
+# One baseline on the page: where the what-if measures the ranking's score but its own run without a decision
+# differs from the ranking's baseline (DQA's code), the ranking's is the one compared with; the simulation's own
+# is shown beside it, labelled, never as a second "no decision".
+two = effect.target == unit and abs(effect.before - ranked.baseline) > 1e-9 * max(1.0, abs(ranked.baseline))
+base = ranked.baseline if two else effect.before
+cells = st.columns(3 if two else 2)
+cells[0].metric(f"{md(effect.target)}, no decision", number(base),
+                help="The ranking's baseline (as Score above)" if two else None)
+cells[1].metric(f"{md(effect.target)}, with {md(names[chosen])}", number(effect.after), number(effect.after - base, sign=True),
+                delta_color="normal" if ranked.higher_is_better else "inverse")
+if two:
+    cells[2].metric("this simulation run without a decision", number(effect.before),
+                    number(effect.after - effect.before, sign=True), delta_color="off", delta_arrow="off",
+                    help="Not the baseline compared with: " + md(effect.note or "the simulation differs from it"))
+    st.caption(f"Changes are against no decision as the ranking takes it ({number(base)}). {md(effect.note or '')} "
+               f"The map and the table below show what the simulation changes against its own run "
+               f"({number(effect.before)}).")
+elif effect.note:
     st.caption(md(effect.note))
 figure = kind.network(question, database, pick=chosen, best=best.candidate, pick_label="simulated decision",
                       change=effect.deltas)

@@ -8,7 +8,8 @@ import pandas as pd
 import streamlit as st
 
 import core.jobs.runs as jobs
-from core.store.overrides import OverrideStore
+from core import scenarios
+from core.store.overrides import OverrideStore, with_override
 from core.llm.replays import model_label
 from core.store.runs import ENDED, as_tree
 from core.analysis.summary import gaps_as_text, outcome_row, technique_label
@@ -21,6 +22,14 @@ CORRECT = {True: "correct", False: "wrong"}
 #: The table's columns, what an analyst reads first (is it right, how good is the pick) to the left.
 COLUMNS = ["branch", "question", "technique", "correct", "rank", "decision", "status", "grade", "database", "model",
            "setting", "review", "LLM calls", "tokens", "time (s)", "started", "run"]
+
+
+def scenario_title(name: str) -> str:
+    """A scenario as the Scenarios page names it (``Distribution centre``, not ``Depot``)."""
+    try:
+        return scenarios.get(name).title
+    except KeyError:  # a run of a scenario no longer installed
+        return name.title()
 
 
 def choose(column, label: str, values, format_func=str):
@@ -53,18 +62,21 @@ if not runs:
     st.info("No runs yet: start one on the **Run** page.", icon=":material/history:")
     st.stop()
 
+overrides = OverrideStore().all()
 columns = st.columns(6)
 filters = {
-    "scenario": choose(columns[0], "Scenario", (r.settings["scenario"] for r in runs), str.title),
+    "scenario": choose(columns[0], "Scenario", (r.settings["scenario"] for r in runs), scenario_title),
     "technique": choose(columns[1], "Technique", (r.settings["technique"] for r in runs), technique_label),
     "db": choose(columns[2], "Database", (r.settings["db"] for r in runs)),
     "llm": choose(columns[3], "Model", (r.settings["llm"] for r in runs), model_label),
     "status": choose(columns[4], "Status", (r.status for r in runs)),
-    "correct": choose(columns[5], "Correct", ((r.outcome or {}).get("correct") for r in runs), CORRECT.get),
+    "correct": choose(columns[5], "Correct", (with_override(r.outcome, overrides.get(r.id)).get("correct")
+                                              for r in runs), CORRECT.get),
 }
-tree = as_tree(store.list(limit=None, **filters))
+wanted = filters.pop("correct")  # an analyst's override decides it, not the stored automatic grade
+tree = as_tree([r for r in store.list(limit=None, **filters)
+                if wanted is None or with_override(r.outcome, overrides.get(r.id)).get("correct") == wanted])
 shown = [r for r, _ in tree]
-overrides = OverrideStore().all([r.id for r in shown])
 
 
 def branch_of(record, depth: int) -> str:
@@ -85,7 +97,7 @@ rows = picked.selection.rows
 if rows and rows[0] < len(ids) and st.session_state.get("_history_clicked") != ids[rows[0]]:
     st.session_state["_history_clicked"] = ids[rows[0]]  # a click opens its run below (once: the list can follow)
     st.session_state[kept("history_run")] = ids[rows[0]]
-st.caption("Click a row to open its run below.")
+st.caption("Tick the box at a row's left to open its run below.")
 st.download_button(f"Export {len(ids)} run{'s' * (len(ids) != 1)} as JSON", icon=":material/download:",
                    file_name="planrag-runs.json", mime="application/json", disabled=not ids,
                    data=lambda: json.dumps(store.export(ids), indent=1, default=str))

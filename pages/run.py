@@ -14,7 +14,7 @@ from core.store.runs import ENDED
 from core.analysis.summary import technique_label
 from ui import access
 from ui.common import current_question, kept, linked_run, session_limits, show_run_in_url
-from ui.plan_review import show_review, show_review_error
+from ui.plan_review import pause_taken, show_review, show_review_error
 from ui.run_options import (
     choose_database, choose_hitl, choose_model, choose_plan_version, choose_query_review, choose_setting, start_run
 )
@@ -67,12 +67,16 @@ def follow_samples(runs: list[str]) -> None:
         st.rerun()
 
 
-def start_button(slot, busy: bool, unavailable: bool) -> bool:
-    """Start, in its slot: disabled while a run of this page goes on (under another key, so that once the run ends
-    the slot can be drawn again with the usable button, without a rerun that would drop the page's messages)."""
+def start_button(slot, busy: bool, unavailable: bool, reviewing: bool = False) -> bool:
+    """Start, in its slot: disabled while a run of this page goes on or waits for its review (under another key,
+    so that once the run ends the slot can be drawn again with the usable button, without a rerun that would drop
+    the page's messages)."""
+    why = ("Wait until the run below pauses or ends, or stop it." if busy else
+           "The run above waits for your review: review it, or close it in Paused and interrupted runs."
+           if reviewing else None)
     return slot.button("Start", type="primary", icon=":material/play_arrow:", width="stretch",
-                       disabled=unavailable or busy or not access.allowed("run"), key="run_start_busy" if busy else "run_start",
-                       help="Wait until the run below pauses or ends, or stop it." if busy else None)
+                       disabled=unavailable or busy or reviewing or not access.allowed("run"),
+                       key="run_start_busy" if busy else "run_start", help=why)
 
 st.title("Run")
 
@@ -95,16 +99,22 @@ if reviewing:
 elif run_id:
     with top.container():
         show_review_error(run_id)  # a review refused (the pause was taken first), with the run's state now
+        if record is not None:
+            pause_taken(record)  # a pause shown here, reviewed elsewhere
 
 waiting = [r for r in jobs.open_store().list(limit=None) if r.status in ("paused", "interrupted")
            and not jobs.running(r.id)]
 if waiting:
     with st.expander(f":material/pause_circle: Paused and interrupted runs ({len(waiting)})"):
+        st.caption("Close a run you will not go on with: it ends as stopped, its trace kept (it can still be "
+                   "resumed or branched from History).")
         for other in waiting:
-            text, button = st.columns([5, 1], vertical_alignment="center")
+            text, opened, closed = st.columns([5, 1, 1], vertical_alignment="center")
             text.markdown(md(f"{run_label(other.id, other.settings, other.created)} · {other.status}"))
-            if button.button("Open", key=f"open-{other.id}"):
+            if opened.button("Open", key=f"open-{other.id}"):
                 open_run(other, "pages/run.py")
+            closed.button("Close", key=f"close-{other.id}", icon=":material/close:", on_click=jobs.stop,
+                          args=(other.id,), help="End this run now (status stopped)")
 
 question, database = current_question()
 st.caption(f"Question {md_code(question.id)} · {md(scenarios.target(question))}")
@@ -127,7 +137,11 @@ with st.container(border=True):
                                prompts=prompt_setting, reaper_planner=planner, review_queries=review_queries)
         busy = jobs.running(run_id or "")
         start_slot = st.empty()
-        started_here = start_button(start_slot, busy, unavailable=bool(unavailable_reason or not model))
+        same_question = reviewing and (record.settings.get("source", "dqa"), record.settings["scenario"],
+                                       record.settings["question"]) == (question.source, question.scenario,
+                                                                        question.number)
+        started_here = start_button(start_slot, busy, unavailable=bool(unavailable_reason or not model),
+                                    reviewing=same_question)
         if started_here and not access.refused("run"):
             st.session_state["run_id"] = run_id = start_run(settings)
             start_button(start_slot, True, unavailable=False)  # disabled while the new run is followed below

@@ -134,7 +134,7 @@ with facts:
             st.metric("Labelled best decision", "none")
         else:
             decision_metric(st, "Labelled best decision", kind, question, question.answer, database)
-    st.caption(f"{md_code(question.id)} · source id {md(question.question_num)}"
+    st.caption(f"{md_code(question.id)} · number {md(question.question_num)} in the benchmark's own files"
                + (f" · database {md(question.database_ref)}" if question.database_ref else ""),
                help=f"Database content key {md_code(database.key)}.")
 

@@ -5,6 +5,7 @@ With sign-in, an analyst chooses a model endpoint by name (its key stays on the 
 server reads (its model endpoints and keys, database connections, files and folders) is the admin's. Every "Use"
 checks the role again when pressed (pages/access.py)."""
 from dataclasses import replace
+from pathlib import Path
 
 import streamlit as st
 
@@ -19,13 +20,21 @@ from core.llm.client import REPLAY_PREFIX, LLMError
 from core.scenarios.plugins.checks import check_folder
 from core.config.settings import DatabaseSettings
 from ui import access
-from ui.common import dqa_root, session_db, session_limits, session_llm, session_reviewer
+from ui.common import dqa_root, in_words, session_db, session_limits, session_llm, session_reviewer
 from ui.limit_inputs import limit_inputs
 from ui.untrusted import md, md_code
 
 PROVIDERS = {"openai": "OpenAI", "compatible": "OpenAI-compatible server", "replay": "Replay file"}
 KEPT = "kept (leave empty to keep it)"
 ICONS = {"success": ":material/check_circle:", "warning": ":material/block:", "error": ":material/error:"}
+
+
+#: Command-line words in core's model messages, as this page names the same inputs.
+SETTINGS_WORDS = [(r"--llm MODEL or OPENAI_MODEL", "Model above"),
+                  (r"--base-url or OPENAI_BASE_URL", "Base URL above"),
+                  (r"set OPENAI_BASE_URL \(--base-url\)", "set the Base URL"),
+                  (r"set OPENAI_API_KEY", "enter the API key"), (r"check OPENAI_API_KEY", "check the API key"),
+                  (r"\(--context-tokens, or the Settings page\)", "(Limits of each run, below)")]
 
 
 def show_results(section: str, results: list[tuple[str, str]] | None = None) -> None:
@@ -40,6 +49,10 @@ def show_results(section: str, results: list[tuple[str, str]] | None = None) -> 
 def scenario_check(folder) -> list[tuple[str, str]]:
     """What ``scenario check`` says of each scenario in ``folder``, and what kept the registry from loading one
     (e.g. a name already used), as (kind, message) results."""
+    if not Path(folder).expanduser().is_dir():  # e.g. the default folder, before a first scenario: not an error
+        return [("warning", f"`{folder}` does not exist yet: it is where your own scenarios go. The Scenarios page "
+                            "shows the built-in ones; to add one, make this folder with a scenario in it "
+                            "(docs/scenarios.md).")]
     results, said = [], set()
     for path, problems, facts in check_folder(folder):
         said.update(problems)
@@ -146,7 +159,7 @@ def own_model(llm) -> None:
             try:
                 tested = [("success", md(check_llm(chosen)))]
             except LLMError as e:
-                tested = [("error", md(e))]
+                tested = [("error", md(in_words(str(e), SETTINGS_WORDS)))]
     show_results("llm", tested)
 
 

@@ -188,3 +188,19 @@ def test_the_contract_csvs_have_their_header_with_no_rows(tmp_path):
     assert list(reports.accuracy(RESULTS).columns) == reports.ACCURACY_COLUMNS
     saved = json.loads((tmp_path / "none/report.json").read_text())
     assert saved["accuracy"] == [] and saved["paired"] == [] and saved["regret"] == []
+
+
+def test_the_papers_rule_is_shown_beside_the_grade():
+    """Issue 28: the authors counted an answer correct when the label appears in it ("... is not 2399" for label
+    2399); the accuracy table shows that rule's accuracy beside the grade's, for a like-for-like look at the
+    paper's figures."""
+    from core.benchmark.reports import accuracy
+    from core.analysis.grading import paper_rule
+
+    assert paper_rule("Building 2399 is not the answer; choose 2465.", 2399) is True
+    assert paper_rule("Choose 23990.", 2399) is False and paper_rule("Allocate to the North Sea", "north_sea")
+    answers = [result("sqlite", "planrag", 1, True),
+               result("sqlite", "planrag", 2, False, decision=None, final_answer="not krakow, rather lubeck"),
+               result("sqlite", "planrag", 3, False, decision="lubeck", final_answer="lubeck")]
+    row = accuracy(answers).iloc[0]
+    assert (row["accuracy"], row["paper rule accuracy"]) == (33.3, 66.7)

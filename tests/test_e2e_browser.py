@@ -203,6 +203,11 @@ def test_run_with_an_edited_replan_in_the_browser(chromium, server, tmp_path):
     approve_edited.wait_for()
     page.get_by_text("The agent wants to change its plan").scroll_into_view_if_needed()
     page.screenshot(path=shots / "run-pause.png")
+    name = page.get_by_role("textbox", name="Your name, recorded with your review")  # this session's first review
+    name.fill("Ana Costa")
+    name.press("Enter")
+    page.get_by_text("you review as Ana Costa").wait_for()  # redrawn: the buttons usable, the old ones gone
+    page.wait_for_function("() => !document.querySelector('[data-testid=stStatusWidget]')")
     step_2 = page.locator('[class*="-step-1"] input')
     step_2.fill(EDITED_STEP)
     approve_edited.click()  # as an analyst would: type, then click (the box sends its text as it loses focus)

@@ -74,11 +74,19 @@ def test_pause_screen_then_stop_a_hanging_run(chromium, server, tmp_path):  # no
          (("banner", banner), ("form", form), ("timeline", timeline), ("proposed", proposed))}
     assert y["banner"] < y["form"] < y["timeline"] and y["proposed"] > y["form"], y
 
-    page.get_by_role("button", name="Approve as proposed").click()
+    name = page.get_by_role("textbox", name="Your name, recorded with your review")  # this session's first review
+    name.fill("Ana Costa")
+    name.press("Enter")
+    page.get_by_text("you review as Ana Costa").wait_for()  # redrawn: the buttons usable, the old ones gone
+    page.wait_for_function("() => !document.querySelector('[data-testid=stStatusWidget]')")
+    approve = page.get_by_role("button", name="Approve as proposed")
+    approve.click()
     waiting = page.get_by_text("waiting for the model:")
     waiting.wait_for()
     expect(waiting).to_contain_text(" s")
-    time.sleep(2.5)  # let the elapsed time show a few seconds, for the screenshot
+    # the screenshot shows a few seconds waited: wait until the page says so (an event, not a fixed time)
+    page.wait_for_function("() => /waiting for the model: ([2-9]|\\d\\d)\\.\\d s/.test(document.body.innerText)",
+                           timeout=30_000)
     page.screenshot(path=shots / "run-waiting-for-the-model.png", full_page=True)
     [run] = RunStore(home / "runs.sqlite").list()
     assert run.status == "running"

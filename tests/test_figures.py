@@ -2,6 +2,7 @@
 the market view; node ids give the node's rows; the ranking bars show the top N and the pick."""
 import pytest
 
+from core.analysis.format import number
 from core.scenarios import catalog
 from core.scenarios import drawing
 from core.scenarios.dqa import figures
@@ -177,13 +178,13 @@ def test_ranking_bars_top_n_and_a_lower_pick():
     q, db = _demo("building")
     r = ranking(q, db)
     last = r.entries[-1].candidate
-    fig = drawing.ranking_bars(r, {}, 3, pick=last)
+    fig = drawing.ranking_bars(r, {}, 3, pick=last, number=number)
     bars = fig.data[0]
-    def label(c):  # a tie group's rank, marked "="
-        return f"#{'=' if r.tied(c) > 1 else ''}{r.rank_of(c)} {c}"
+    def label(c):  # a tie group's rank, marked "(tied)"
+        return f"{r.rank_of(c)}{' (tied)' if r.tied(c) > 1 else ''}. {c}"
 
     assert list(bars.y[:3]) == [label(e.candidate) for e in r.entries[:3]]
-    assert r.tied(r.entries[2].candidate) > 1 and bars.y[2].startswith("#=3 ")  # demo building 1: a tie for 3rd
+    assert r.tied(r.entries[2].candidate) > 1 and bars.y[2].startswith("3 (tied). ")  # demo building 1: a tie for 3rd
     assert bars.y[-1] == label(last) and len(bars.y) == 4
     assert bars.marker.color[0] == figures.BEST and bars.marker.color[-1] == figures.PICK
     assert list(bars.x) == [r.gain(c) for c in [e.candidate for e in r.entries[:3]] + [last]]

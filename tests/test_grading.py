@@ -121,3 +121,42 @@ def test_tied_placement_reads_as_a_tie_and_has_no_regret():
 ])
 def test_final_lines_and_headings(answer, decision):
     assert read_decision(answer, "locating", NODES)[0] == decision
+
+
+@pytest.mark.parametrize("answer,decision,status", [
+    # issue 28: real GPT-4 final answers (the PlanRAG authors' published Building log) that commit to nothing
+    ("Increasing the level of the building with id 1518 by 5 will not decrease the market price of oil.", None,
+     "none"),
+    ("It is not possible to decrease the market price of 'manowars' by increasing the level of the building with id "
+     "818 by 5.", None, "none"),
+    ("0  472  19.3  57.9  3", None, "none"),  # a raw table row
+    ("472", 472, "decided"),
+    ("You should increase building 472, since building 818 will not decrease it.", 472, "decided"),
+    ("Building 472 will not only lower the price but also raise the output.", 472, "decided"),
+])
+def test_negative_claims_and_table_rows_decide_nothing(answer, decision, status):
+    found, _, read, _ = read_decision(answer, "building", [1518, 818, 472, 100])
+    assert (found, read) == (decision, status)
+
+
+@pytest.mark.parametrize("answer,best_group", [
+    ("Either building 2465 or 2467", True),  # exactly the group tied for best
+    ("Either building 2465 or 100", False),
+    ("Any of the building ids 2465, 2467, or 100", False),
+])
+def test_an_answer_naming_the_group_tied_for_best_is_optimal_not_a_decision(monkeypatch, answer, best_group):
+    """Issue 28: "Either building 2465 or 2467" stays ambiguous (not one decision, not correct), but when the
+    named set is exactly the simulator's group tied for best the outcome says so and counts it as optimal."""
+    from types import SimpleNamespace
+
+    from core.agents import runtime
+
+    ranked = make_ranking("building", "dqa", [2465, 2467, 100], [1.0, 1.0, 3.0], baseline=3.0, threshold=3.0,
+                          higher_is_better=False)
+    monkeypatch.setattr(runtime, "ranking", lambda question, database: ranked)
+    ws = SimpleNamespace(question=SimpleNamespace(scenario="building", answer=2465), candidates=[2465, 2467, 100],
+                         database=object())
+    outcome = runtime._outcome({"final_answer": answer}, ws)
+    assert (outcome["decision"], outcome["grade_status"], outcome["correct"]) == (None, "ambiguous", False)
+    assert outcome["best_group"] is best_group
+    assert ("tied for the best score" in outcome["grade_reason"]) is best_group

@@ -31,13 +31,16 @@ def test_replays_are_found_by_question_language_and_technique(monkeypatch, tmp_p
 
 
 @pytest.mark.parametrize("said, index", [("Step 2: Get their values.", 1), ("step 3", 2), ("Get their values", 1),
-                                         ("Step 9: something else", None), ("Look around", None)])
+                                         ("Step 9: something else", None), ("Look around", None),
+                                         ("Step 1: Get their values", 1),  # the text wins (issue 28: an edited plan)
+                                         ("Step 2: Get the development of BAH", None)])
 def test_the_current_step_is_found_by_number_or_text(said, index):
     assert step_index(PLAN, said) == index
 
 
 def test_a_trace_follows_the_plan_in_force():
     trace = Trace.of([{"kind": "plan", "origin": "agent", "status": "adopted", "steps": PLAN},
+                      {"kind": "thought", "current_step": "Step 1: Find the sources of deccan"},
                       {"kind": "thought", "current_step": "Step 2: Get their values"},
                       {"kind": "action", "language": "sql"}, {"kind": "action", "language": "self"}])
     assert [s for _, s in trace.step_states()] == ["done", "current", "todo"] and trace.queries == 1
@@ -51,10 +54,13 @@ def test_a_trace_follows_the_plan_in_force():
 
 def test_a_finished_run_ticks_only_the_steps_that_ran():
     plan = {"kind": "plan", "origin": "agent", "status": "adopted", "steps": PLAN}
-    named = Trace.of([plan, {"kind": "thought", "current_step": "Step 2: Get their values"}, {"kind": "final"}])
-    assert [s for _, s in named.step_states()] == ["done", "done", "todo"]
+    named = Trace.of([plan, {"kind": "thought", "current_step": "Step 1: Find the sources"},
+                      {"kind": "thought", "current_step": "Step 2: Get their values"}, {"kind": "final"}])
+    assert [s for _, s in named.step_states()] == ["done", "done", "done"]  # the answer is the last step (issue 28)
+    skipped = Trace.of([plan, {"kind": "thought", "current_step": "Step 2: Get their values"}, {"kind": "final"}])
+    assert [s for _, s in skipped.step_states()] == ["todo", "done", "done"]  # never named: not ticked
     unnamed = Trace.of([plan, {"kind": "action", "language": "sql"}, {"kind": "final"}])  # e.g. REAPER's steps
-    assert [s for _, s in unnamed.step_states()] == ["done", "todo", "todo"]
+    assert [s for _, s in unnamed.step_states()] == ["done", "todo", "done"]
     none_ran = Trace.of([plan, {"kind": "final"}])
     assert [s for _, s in none_ran.step_states()] == ["todo", "todo", "todo"]
 

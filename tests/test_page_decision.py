@@ -96,3 +96,25 @@ def test_a_tied_pick_reads_as_a_tie():
     at.selectbox[0].set_value(tied).run()
     assert metrics(at)["Pick"][1].startswith(f"rank tied {rank}") and f"of {len(r.entries)}" in metrics(at)["Pick"][1]
     assert size > 1
+
+
+def test_one_baseline_on_the_page_dqa_building_1(dqa_dir):
+    """Issue 28: Building q1's no-decision price read 43.24 under What if but 40.43 in the score line, and the best
+    pick gained +0.71 in the ranking but -3.52 under What if. Now What if's "no decision" is the ranking's
+    baseline; the simulation's own run without a decision stands beside it, labelled as such."""
+    at = open_page(question_ref=("dqa", "building", 1))
+    shown = {m.label: (m.value, m.delta) for m in at.metric}
+    assert shown["price of furniture, no decision"][0] == "40.43"
+    assert any("(no decision: 40.43)" in c.value for c in at.caption)
+    [(label, (after, delta))] = [(k, v) for k, v in shown.items() if k.startswith("price of furniture, with")]
+    assert (after, delta) == ("39.72", "-0.7103")
+    assert shown["this simulation run without a decision"] == ("43.24", "-3.523")
+
+
+def test_depot_scores_read_as_numbers_with_separators():
+    """Issue 28: the depot's bars read "+2.881e+04" beside a badge "+28,807"."""
+    import json
+
+    at = open_page(question_ref=("scenario", "depot", 1))
+    bars = json.loads(at.get("plotly_chart")[0].proto.spec)["data"][0]
+    assert all("e+" not in t and "," in t for t in bars["text"] if abs(float(t.replace(",", ""))) >= 1000)

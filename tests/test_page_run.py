@@ -45,6 +45,10 @@ def test_a_replayed_run_pauses_at_the_replan_and_follows_the_edited_plan(home):
     assert [c.language for c in at.code][:2] == ["sql", "sql"]
     assert list(at.table[0].value.columns) == ["source", "flow"]
 
+    # issue 28: a session with no name (e.g. opened from a shared link) gives one before its first review
+    assert button(at, "Approve edited").disabled and button(at, "Approve as proposed").disabled
+    at.text_input(key="review_name").input("Ana Costa").run()
+    assert not button(at, "Approve edited").disabled and any("review as **Ana Costa**" in c.value for c in at.caption)
     step_boxes(at)[1].set_value(EDITED_STEP_2)
     button(at, "Add a step").click().run()
     step_boxes(at)[3].set_value(EXTRA_STEP).run()
@@ -56,6 +60,7 @@ def test_a_replayed_run_pauses_at_the_replan_and_follows_the_edited_plan(home):
     assert record.status == "finished" and not at.exception
     edited = next(e for e in record.events if e["kind"] == "plan" and e["origin"] == "analyst")
     assert edited["status"] == "edited" and edited["note"] == "count the other traders"
+    assert [r["reviewer"] for r in jobs.open_store().reviews(run_id)] == ["Ana Costa"]
     assert edited["steps"] == [proposed[0], EDITED_STEP_2, EXTRA_STEP, proposed[2]]
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Decision"] == "doab" and metrics["Correct"] == "correct" and metrics["Rank"] == "1 of 9"
@@ -75,6 +80,7 @@ def test_a_paused_run_from_before_a_restart_is_listed_and_resumed(home):
     assert paused.status == "paused"
 
     at = open_page("pages/run.py", question_ref=None)  # no question chosen yet in this session
+    at.session_state["reviewer"] = "ana"
     # the guard asks for a question below the list
     assert "Paused and interrupted runs (1)" in at.expander[0].label and at.info
     button(at, "Open").click().run()
@@ -163,6 +169,40 @@ def test_a_finished_run_shows_its_evidence_coverage_and_takes_an_override(home):
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Decision"] == "ganges (overridden)" and metrics["Correct"] == "wrong (overridden)"
     assert any("Grade overridden by ana" in c.value for c in at.caption)
+
+
+def test_an_override_changes_every_figure_derived_from_the_grade(home):
+    """Issue 28: after overriding a depot run from DC-BRO to DC-ASH, Rank still said 2 of 6, History showed no rank
+    and kept the run under "wrong", and Decision check still marked DC-BRO; the form opened on "no decision" with
+    Who empty although a reviewer was set."""
+    from core.analysis import decision
+    from core.scenarios.catalog import question as catalog_question
+
+    runtime = jobs.open_runtime()
+    spec = replays("scenario", "depot", 1, "sql", "iterrag")[0].spec
+    run_id = runtime.start(RunSettings("depot", 1, "sqlite", "iterrag", spec, source="scenario")).run_id
+    runtime.close()
+    at = open_page("pages/run.py", question_ref=("scenario", "depot", 1))
+    at.session_state["run_id"], at.session_state["reviewer"] = run_id, "ana"
+    at.run()
+    assert {m.label: m.value for m in at.metric}["Rank"] == "2 of 6"
+    form = f"run-{run_id}"
+    assert at.selectbox(key=f"ov-d-{form}").value == "DC-BRO" and at.text_input(key=f"ov-by-{form}").value == "ana"
+    at.selectbox(key=f"ov-d-{form}").set_value("DC-ASH")
+    next(b for b in at.get("form_submit_button") if b.label == "Save override").click().run()
+    metrics = {m.label: m.value for m in at.metric}
+    assert (metrics["Decision"], metrics["Correct"], metrics["Rank"]) == (
+        "DC-ASH (overridden)", "correct (overridden)", "1 of 6 (overridden)")
+
+    history = open_page("pages/history.py", question_ref=None)
+    [row] = history.dataframe[0].value.to_dict("records")
+    assert (row["decision"], row["correct"], row["rank"]) == ("DC-ASH", True, "1 of 6")
+    assert history.selectbox(key="history_Correct").options == ["any", "correct"]  # no longer under "wrong"
+    history.selectbox(key="history_Correct").set_value(True).run()
+    assert history.dataframe[0].value["run"].tolist() == [run_id]
+
+    pick = decision.run_pick(run_id, catalog_question("scenario", "depot", 1))
+    assert (pick.decision, pick.overridden_by) == ("DC-ASH", "ana")
 
 
 def test_the_prompt_setting_and_the_reaper_planner_are_chosen_on_the_page(home):

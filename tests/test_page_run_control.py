@@ -53,6 +53,44 @@ def test_the_pause_screen_banner_form_first_proposed_plan_and_replay_label(home)
     assert any("**Proposed plan** — waiting for your review" in m.value for m in at.markdown)
 
 
+def test_a_paused_run_can_be_closed_and_start_waits_for_its_review(home):
+    """Issue 28: the Paused and interrupted runs list only offered Open, so it only grew; Start stayed enabled
+    while this page's run waited for review."""
+    run_id, other = paused_run(), paused_run()
+    at = session(run_id, "ana")
+    [start] = [b for b in at.button if b.label == "Start"]
+    assert start.disabled and "waits for your review" in start.help
+    [close] = [b for b in at.button if b.key == f"close-{other}"]
+    close.click().run()
+    assert jobs.open_store().get(other, events=False).status == "stopped"
+    assert not [b for b in at.button if b.key == f"close-{other}"]  # gone from the list
+    [close] = [b for b in at.button if b.key == f"close-{run_id}"]
+    close.click().run()  # this page's own run: closed, Start usable again
+    assert jobs.open_store().get(run_id, events=False).status == "stopped"
+    [start] = [b for b in at.button if b.label == "Start"]
+    assert not start.disabled and not any("Waiting for your review" in w.value for w in at.warning)
+
+
+def test_a_pause_reviewed_in_another_session_is_said_so_with_the_edits_dropped(home):
+    """Issue 28: after another analyst approved the pause shown, the form stayed (then vanished on the next click)
+    with no word that this session's edits were dropped."""
+    run_id = paused_run()
+    first, second = session(run_id, "ana"), session(run_id, "ben")
+    [t for t in first.text_input if "-step-" in (t.key or "")][0].set_value("my own first step")
+    button(second, "Approve as proposed").click().run()
+    first.run()  # the page redrawn (follow_pause does it within 2 s in the browser)
+    [taken] = [w.value for w in first.warning if "no longer current" in w.value]
+    assert "ben reviewed it (approve)" in taken and "not applied" in taken
+    assert not [b for b in first.button if b.label == "Approve as proposed"]
+    first.run()
+    assert not [w for w in first.warning if "no longer current" in w.value]  # said once
+    # this session's own review is not reported as someone else's
+    other = paused_run()
+    third = session(other, "ana")
+    button(third, "Approve as proposed").click().run()
+    assert not [w for w in third.warning if "no longer current" in w.value]
+
+
 def test_a_second_tab_reviewing_the_same_pause_is_refused_with_the_state_now(home):
     run_id = paused_run()
     first, second = session(run_id, "ana"), session(run_id, "ben")  # both show pause p1
@@ -110,6 +148,7 @@ def test_discarding_the_edits_approves_the_plan_as_proposed(home):
 
 def test_every_query_is_approved_edited_or_rejected_on_the_page(home):
     at = open_page("pages/run.py")
+    at.session_state["reviewer"] = "ana"
     at.selectbox(key="run_technique").set_value("iterrag").run()
     at.checkbox(key="run_review_queries").check().run()
     button(at, "Start").click().run()

@@ -16,6 +16,8 @@ so a view can be bookmarked or sent: a link's question and run win over the sess
 """
 from __future__ import annotations
 
+import re
+
 import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
 
@@ -191,3 +193,11 @@ def show_run_in_url(run_id: str | None) -> None:
         st.query_params["run"] = run_id
     else:
         st.query_params.pop("run", None)
+
+
+def in_words(message: str, words: list[tuple[str, str]]) -> str:
+    """A message from core with its command-line options (regular expressions in ``words``) named as the page's
+    inputs are."""
+    for flag, said in words:
+        message = re.sub(flag, said, message)
+    return message

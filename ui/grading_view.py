@@ -7,7 +7,7 @@ from datetime import datetime
 import streamlit as st
 
 from core.scenarios.dqa.source import DQAError
-from core.analysis.grading import make_override
+from core.analysis.grading import override_for
 from core.store.overrides import OverrideStore
 from core.scenarios.catalog import run_question
 from ui import access
@@ -28,10 +28,12 @@ def override_note(run_id: str) -> str | None:
             + (f" — {o.note}" if o.note else ""))
 
 
-def override_form(run_id: str, settings: dict, key: str) -> None:
-    """A form to override the run's grade with the decision the analyst reads, or to restore the automatic one."""
+def override_form(run_id: str, settings: dict, key: str, decision=None) -> None:
+    """A form to override the run's grade with the decision the analyst reads, or to restore the automatic one;
+    it opens on the current override, else on the automatic ``decision``, with Who the session's reviewer (when
+    one was named on Settings)."""
     try:
-        candidates, label = run_question(settings, dqa_root())
+        candidates, _ = run_question(settings, dqa_root())
     except DQAError as e:
         st.caption(f"The grade cannot be overridden here: {md(e)}")
         return
@@ -40,7 +42,8 @@ def override_form(run_id: str, settings: dict, key: str) -> None:
     with st.popover("Override the grade", icon=":material/gavel:"):
         with st.form(f"override-{key}"):
             options = [NO_DECISION] + list(candidates)
-            index = options.index(current.decision) if current and current.decision in options else 0
+            shown = current.decision if current else decision
+            index = options.index(shown) if shown in options else 0
             decision = st.selectbox("The decision the answer commits to", options, index=index, key=f"ov-d-{key}")
             by = (session_reviewer() if access.signin_on() else  # signed in: recorded as the signed-in person
                   st.text_input("Who", value=current.by if current else session_reviewer(), key=f"ov-by-{key}"))
@@ -50,7 +53,7 @@ def override_form(run_id: str, settings: dict, key: str) -> None:
                     st.error("Say who overrides the grade.")
                 elif not access.refused("override"):
                     chosen = None if decision == NO_DECISION else decision
-                    store.put(run_id, make_override(chosen, label, by.strip(), note.strip()))
+                    store.put(run_id, override_for(settings, chosen, by.strip(), note.strip(), dqa_root()))
                     st.rerun()
         if current and st.button("Restore the automatic grade", key=f"ov-clear-{key}", **access.disabled("override")):
             if not access.refused("override"):

@@ -22,6 +22,43 @@ from ui.run_view import steps_markdown
 from ui.untrusted import md
 
 
+MINE = "_reviews_made"  # (run id, pause id) of the reviews this session applied
+NAME = "review_name"
+
+
+def _use_name() -> None:
+    st.session_state["reviewer"] = st.session_state.get(NAME, "").strip()
+
+
+def ask_name() -> bool:
+    """Before a session's first review, when no name was given on Settings: ask for one (a shared link opens a
+    new session, whose reviews would otherwise be recorded under the server's OS user). Whether there is one."""
+    if access.signin_on() or st.session_state.get("reviewer"):  # signed in: the identity names the reviewer
+        return True
+    st.text_input("Your name, recorded with your review", key=NAME, on_change=_use_name,
+                  placeholder="e.g. Ana Costa (press Enter)", help="Kept for this session; also on Settings")
+    st.caption("Give your name to review: every review is recorded with who made it and when.")
+    return bool(st.session_state.get("reviewer"))
+
+
+def pause_taken(record: RunRecord) -> None:
+    """When this session showed a pause of the run that someone else (another session or process) then
+    reviewed: say who and when, and that anything entered in its form was not applied (once)."""
+    shown = st.session_state.pop(f"_pause_shown-{record.id}", None)
+    current = (record.pause or {}).get("id") if record.status == "paused" else None
+    if shown and shown != current and (record.id, shown) not in st.session_state.get(MINE, set()):
+        st.warning(f"{md(jobs.open_store().describe_state(record.id, shown)).capitalize()}. Anything you "
+                   "entered in its form was not applied.", icon=":material/group:")
+
+
+@st.fragment(run_every=2.0)
+def follow_pause(run_id: str, pause_id: str) -> None:
+    """Redraw the page when the pause shown is no longer current (reviewed elsewhere, or the run closed)."""
+    record = jobs.open_store().get(run_id, events=False)
+    if record.status != "paused" or (record.pause or {}).get("id") != pause_id:
+        st.rerun()
+
+
 def _draft(prefix: str, plan: list[str]) -> list[list]:
     """The plan being edited: [uid, text] per step (uids keep each step's text box as steps move)."""
     return st.session_state.setdefault(prefix, [[i, step] for i, step in enumerate(plan)])
@@ -89,6 +126,7 @@ def _review(record: RunRecord, pause: Pause, prefix: str, action: str, make_runt
         review = Review.reject(note, reviewer) if action == "reject" else Review.approve(note, reviewer)
     try:
         jobs.resume(record, review.validate(pause.kind), make_runtime, pause_id=pause.id)
+        st.session_state.setdefault(MINE, set()).add((record.id, pause.id))
     except PauseTaken as e:
         st.session_state[error] = f"Your review was not applied: {e}."
     except (ValueError, jobs.RunBusy) as e:
@@ -128,8 +166,12 @@ def show_review(record: RunRecord) -> None:
             st.markdown(steps_markdown(pause.old_plan))
     else:
         st.subheader(":material/edit_note: The agent proposes a plan")
-    st.caption(f"Pause `{pause.id}` of run `{record.id}`{since}. Your review applies to this pause only; you "
-               f"review as **{md(session_reviewer())}**" + ("." if access.signin_on() else " (change it on Settings)."))
+    st.session_state[f"_pause_shown-{record.id}"] = pause.id
+    follow_pause(record.id, pause.id)
+    named = ask_name()
+    st.caption(f"Pause `{pause.id}` of run `{record.id}`{since}. Your review applies to this pause only"
+               + (f"; you review as **{md(session_reviewer())}**" + ("." if access.signin_on() else
+                                                                     " (change it on Settings).") if named else "."))
     if not access.allowed("review"):
         st.info(f"You can read this pause; reviewing needs the analyst role (yours: {access.role()}).",
                 icon=":material/visibility:")
@@ -160,13 +202,13 @@ def show_review(record: RunRecord) -> None:
     approve, edited, reject = st.columns(3)
     approve.button("Approve as proposed", type="primary", icon=":material/check:", key=f"{prefix}-approve",
                    on_click=_review, args=(record, pause, prefix, "approve", make_runtime), width="stretch",
-                   **access.disabled("review"))
+                   disabled=not named or not access.allowed("review"))
     edited.button("Run the edited query" if query else "Approve edited", icon=":material/edit:",
                   key=f"{prefix}-edit", on_click=_review, args=(record, pause, prefix, "edit", make_runtime),
-                  width="stretch", **access.disabled("review"))
+                  width="stretch", disabled=not named or not access.allowed("review"))
     reject.button("Reject with the note", icon=":material/undo:", key=f"{prefix}-reject",
                   on_click=_review, args=(record, pause, prefix, "reject", make_runtime), width="stretch",
-                  **access.disabled("review"))
+                  disabled=not named or not access.allowed("review"))
     show_review_error(record.id)
     with st.expander("The agent's reply"):
         st.text(pause.reply)

@@ -18,7 +18,7 @@ from core.benchmark.vote import outcome_spread
 from core.model.technique import TECHNIQUES
 from core.analysis.grading import placement_text
 from core.jobs.runs import RunJob
-from core.store.overrides import OverrideStore
+from core.store.overrides import OverrideStore, with_override
 from core.llm.replays import model_label
 from core.store.runs import PauseTaken, RunRecord
 from core.analysis.summary import answered, question_id, review_label, technique_label
@@ -164,7 +164,8 @@ def _query_review(e: dict, trace: Trace) -> None:
     if e["status"] == "approved":
         st.success(f"{_by(e)} approved the query.{note}", icon=":material/how_to_reg:")
     elif e["status"] == "edited":
-        st.info(f"{_by(e)} edited the query; it ran as:{note}", icon=":material/edit:")
+        st.info(f"{_by(e)} edited the query{f' ({note.strip()})' if note else ''}. It ran as below.",
+                icon=":material/edit:")
         st.code(e["query"], language="sql" if "SELECT" in e["query"].upper() else "cypher", wrap_lines=True)
     else:
         st.warning(f"{_by(e)} rejected the query; it did not run.{note}", icon=":material/block:")
@@ -172,10 +173,12 @@ def _query_review(e: dict, trace: Trace) -> None:
 
 def _branch(e: dict, trace: Trace) -> None:
     changes = [f"the plan:\n\n{steps_markdown(e['plan'])}" if e.get("plan") else "",
-               f"the query {md_code(e['query'])}" if e.get("query") else "",
+               "the query below" if e.get("query") else "",
                f"a note: {md(e['note'])}" if e.get("note") else ""]
     st.info(f"**Branched** from run {md_code(e['parent'])} at step {e['at_step']} by {_by(e)}, with "
             + "; ".join(c for c in changes if c), icon=":material/call_split:")
+    if e.get("query"):  # as code: Markdown escapes would show inside an inline code span
+        st.code(e["query"], language="sql" if "SELECT" in e["query"].upper() else "cypher", wrap_lines=True)
 
 
 def _error(e: dict, trace: Trace) -> None:
@@ -458,11 +461,14 @@ def show_outcome(record: RunRecord, compact: bool = False) -> None:
     if o.get("grade_status") in ("ambiguous", "none") and o.get("decision") is None:
         decision = "ambiguous" if o["grade_status"] == "ambiguous" else "none"
     override = OverrideStore().get(record.id)
-    if override is not None:
+    if override is not None:  # the analyst's grade, and the rank and regret of the decision they read
+        o = with_override(o, override)
         decision = f"{'none' if override.decision is None else override.decision} (overridden)"
         correct = {True: "correct", False: "wrong", None: "no label"}[override.correct] + " (overridden)"
     placement = o.get("placement")
     rank = placement_text(placement) or "–"
+    if override is not None and placement:
+        rank += " (overridden)"
     tokens = o.get("tokens") or {}
     total = f"{'≈' if tokens.get('estimated') else ''}{tokens.get('total', 0):,}"
     seconds = duration(o.get("wall_s"))
@@ -511,12 +517,14 @@ def show_verdict_details(record: RunRecord, o: dict) -> None:
             st.warning(f"{text}; missing: {', '.join(md(m) for m in coverage.missing)}.", icon=":material/search_off:")
         st.caption("Deciding values: those whose change moves the simulator's score of the best decision or its "
                    "rival; seen: a row the run got back holds the value with its keys (docs/evidence.md).")
-    override_form(record.id, record.settings, key=f"run-{record.id}")
+    override_form(record.id, record.settings, key=f"run-{record.id}", decision=o.get("decision"))
 
 
 def cost_text(cost: float | None) -> str:
     """An estimated cost in US dollars, or that it is unknown."""
-    return "cost unknown (the model is not in the price table)" if cost is None else f"≈ ${cost:.4f}"
+    if cost is None:
+        return "cost unknown (the model is not in the price table)"
+    return "no cost (recorded replies, or cached)" if cost == 0 else f"≈ ${cost:.4f}"
 
 
 def run_label(run_id: str, settings: dict, started: float) -> str:

@@ -490,15 +490,21 @@ def _outcome(values: dict, ws: Workspace) -> dict:
     workspace has the database."""
     question = ws.question
     g = grade(values.get("final_answer"), question.scenario, ws.candidates, question.answer)
-    placement = None
-    if ws.database is not None and g.decision is not None:
+    placement, best_group = None, False
+    if ws.database is not None and (g.decision is not None or g.status == "ambiguous"):
         try:
-            placement = place(g.decision, ranking(question, ws.database))
+            ranked = ranking(question, ws.database)
         except ValueError:  # sims.ranking.InputError: a question the simulators cannot rank
-            placement = None
+            ranked = None
+        if ranked is not None and g.decision is not None:
+            placement = place(g.decision, ranked)
+        elif ranked is not None and not ranked.all_tied:  # "either 2465 or 2467": the group tied for best?
+            best_group = set(g.mentions) == {e.candidate for e in ranked.entries if ranked.regret(e.candidate) == 0}
+    reason = g.reason + ("; they are exactly the candidates tied for the best score, so the answer is optimal, "
+                         "though not one decision" if best_group else "")
     prompt, completion = values.get("prompt_tokens", 0), values.get("completion_tokens", 0)
     return {"decision": g.decision, "mentions": list(g.mentions), "correct": g.correct, "label": question.answer,
-            "grade_status": g.status, "grade_reason": g.reason,
+            "grade_status": g.status, "grade_reason": reason, "best_group": best_group,
             "placement": dataclasses.asdict(placement) if placement else None,
             "final_answer": values.get("final_answer"), "error": values.get("error"),
             "llm_calls": values.get("llm_calls", 0), "actions": values.get("actions", 0),

@@ -6,11 +6,13 @@ Pure functions of the scenario model and the simulators (the run pick reads the 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import pandas as pd
 
 from core import scenarios
 from core.analysis.grading import rank_text
+from core.store.overrides import OverrideStore, with_override
 from core.store.runs import RunStore
 from core.model.question import Database, Question
 from core.scenarios.base import Effect  # noqa: F401  (what_if's result, kept importable from here)
@@ -57,6 +59,7 @@ class RunPick:
     run_id: str
     decision: Candidate | None
     note: str | None = None
+    overridden_by: str | None = None  # the analyst whose grade override gave the decision
 
 
 def run_pick(run_id: str, question: Question, store: RunStore | None = None) -> RunPick:
@@ -69,11 +72,14 @@ def run_pick(run_id: str, question: Question, store: RunStore | None = None) -> 
     ref = (settings.get("source", "dqa"), settings.get("scenario"), settings.get("question"))
     if ref != (question.source, question.scenario, question.number):
         return RunPick(run_id, None, f"run {run_id} answered {'/'.join(map(str, ref))}, not {question.id}")
-    decision = (record.outcome or {}).get("decision")
+    override = OverrideStore(Path((store or RunStore()).path).parent).get(run_id)
+    decision = with_override(record.outcome, override).get("decision")
+    by = override.by if override else None
     if decision is None:
-        why = "named no candidate" if record.outcome else f"has no outcome yet (status {record.status})"
-        return RunPick(run_id, None, f"run {run_id} {why}")
-    return RunPick(run_id, decision)
+        why = ("named no candidate" if record.outcome else f"has no outcome yet (status {record.status})") + (
+            f" (grade overridden by {by})" if by else "")
+        return RunPick(run_id, None, f"run {run_id} {why}", by)
+    return RunPick(run_id, decision, overridden_by=by)
 
 
 def what_if(question: Question, database: Database, decision: Candidate, mode: str) -> Effect | None:

@@ -27,9 +27,10 @@ from __future__ import annotations
 import re
 import time
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
-from core.scenarios import DECISION_WORDS
+from core import scenarios
+from core.scenarios import DECISION_WORDS, catalog
 from core.model.grade import Override
 from core.model.question import DecisionWords
 
@@ -56,6 +57,12 @@ _AFTER_NEGATION = re.compile(r"^[\W_]*(?:\w+\W+){0,2}?(?:would be a mistake|is a
                              r"|(?:comes?|ranks?|is|in|placed|would be|would come) (?:only )?"
                              r"(?:second|2nd|third|3rd|last)|second[- ]best|runner[- ]up|should be avoided"
                              r"|is not recommended|ranks? lower|is less|is lower|trails|(?:a\s+)?(?:distant|close)\s+(?:second|third))", re.I)
+#: A clause stating that an action has no (or the wrong) effect: "1518 by 5 will not decrease the price", "it is not
+#: possible to decrease it by raising 818": the candidate in it is not chosen.
+_NEGATIVE_CLAIM = re.compile(r"\b(?:will not|won't|would not|wouldn't|does not|doesn't|did not|didn't|cannot|can't"
+                             r"|can not|(?:is|are|was|would be) not possible|impossible)\b(?!\s+only\b)", re.I)
+#: A raw table row given as the answer ("0  472  19.3  57.9  3"): numbers only, no decision stated.
+_TABLE_ROW = re.compile(r"^\s*[-+]?\d[\d.,]*(?:[ \t|]+[-+]?\d[\d.,eE+-]*){2,}\s*$")
 _AFTER_CUE = re.compile(r"^[\W_]*(?:is|would be|remains|looks|seems|stands out as|comes out as)\s+"
                         r"(?:clearly\s+|still\s+)?"
                         r"(?:the\s+)?(?:clear\s+|obvious\s+)?(?:better|best|optimal|strongest|winner|right|top|correct"
@@ -229,8 +236,9 @@ def _strengths(answer: str, scenario: str, mentions: list[_Mention]) -> list[tup
                                                                                       between, re.I):
                 out.append((2, sentence, "the better side of a comparison"))
                 continue
+        clause = re.split(_BREAK, clause_before)[-1] + answer[m.start:m.end] + re.split(_BREAK, answer[m.end:sentence[1]])[0]
         negated = bool(_NEGATION.search(before)) or bool(_AFTER_NEGATION.search(after)) or \
-            bool(_LIST_INTRO.search(before))
+            bool(_LIST_INTRO.search(before)) or bool(_NEGATIVE_CLAIM.search(clause))
         if not negated and out and out[-1][0] < 0 and i > 0 and mentions[i - 1].end > sentence[0] and \
                 re.fullmatch(r"[\s,]*(?:or|and|nor|,)?[\s,]*", before, re.I) and \
                 m.candidate not in {p.candidate for p in mentions[:i]}:
@@ -320,6 +328,8 @@ def _join(names) -> str:
 def read_decision(answer: str | None, scenario: str, candidates: list) -> tuple[str | int | None, tuple, str, str]:
     """(decision, mentions, status, reason) of a final answer; see the module's docstring for the reading."""
     answer = answer or ""
+    if _TABLE_ROW.match(answer):
+        return None, (), "none", "it is a raw table row, not a stated decision"
     found = _mentions(answer, scenario, candidates)
     mentions = tuple(dict.fromkeys(m.candidate for m in found))
     if not found:
@@ -355,6 +365,17 @@ def same_decision(decision, label) -> bool:
         except (TypeError, ValueError):
             return False
     return normalize_name(decision) == normalize_name(label)
+
+
+def paper_rule(answer: str | None, label) -> bool | None:
+    """The PlanRAG authors' rule: an answer is correct when the label appears in it (an answer "... is not 2399"
+    counts for label 2399); None without a label. Shown beside the paper's figures, never as the grade."""
+    if label is None:
+        return None
+    answer = str(answer or "")
+    if isinstance(label, int) or str(label).isdigit():
+        return re.search(rf"(?<!\d){int(label)}(?!\d)", answer) is not None
+    return normalize_name(label) in normalize_name(answer)
 
 
 def grade(answer: str | None, scenario: str, candidates: list, label) -> Grade:
@@ -415,8 +436,25 @@ def place(decision, ranking) -> Placement | None:
                      ranking.tied(decision))
 
 
-def make_override(decision, label, by: str, note: str = "", correct: bool | None = None) -> Override:
-    """An override for ``decision`` (``correct`` from the label unless given), stamped now."""
+def make_override(decision, label, by: str, note: str = "", correct: bool | None = None,
+                  placement: dict | None = None) -> Override:
+    """An override for ``decision`` (``correct`` from the label unless given; ``placement``: its place in the
+    simulator's ranking), stamped now."""
     if correct is None and label is not None:
         correct = decision is not None and same_decision(decision, label)
-    return Override(decision, correct, by or "analyst", time.time(), note)
+    return Override(decision, correct, by or "analyst", time.time(), note, placement)
+
+
+def override_for(settings: dict, decision, by: str, note: str = "", root=None) -> Override:
+    """An override of a stored run's grade (its settings) to ``decision`` (None: no decision), graded against the
+    question's label and placed in the simulator's ranking, so that rank, regret and the optimal rate follow it."""
+    question = catalog.question(settings.get("source", "dqa"), settings["scenario"], settings["question"], root)
+    placement = None
+    if decision is not None:
+        try:
+            ranked = scenarios.ranking(question, catalog.database(question, root))
+            found = place(decision, ranked)
+        except ValueError:  # a question the simulators cannot rank
+            found = None
+        placement = {**asdict(found), "relative_regret": ranked.relative_regret(decision)} if found else None
+    return make_override(decision, question.answer, by, note, placement=placement)

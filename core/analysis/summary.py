@@ -8,6 +8,7 @@ from core.model.run_settings import setting_label
 from core.model.technique import TECHNIQUES, parse_voted
 from core.analysis.grading import placement_text
 from core.llm.replays import model_label
+from core.store.overrides import with_override
 from core.store.runs import RunRecord, unanswered
 from core.analysis.format import GAP, number
 from core.analysis.trace import Trace
@@ -49,13 +50,9 @@ def outcome_row(record: RunRecord, override=None) -> dict:
     """The run's settings and outcome (no events needed); ``override`` (a core.model.grade.Override) replaces the
     decision and correctness, marked in the ``grade`` column. Text cells with nothing to show read ``–``; a run
     that ended without an answer (stopped, failed) is neither correct nor wrong (``correct`` None)."""
-    s, o = record.settings, record.outcome or {}
+    s, o = record.settings, with_override(record.outcome, override)
     placement = o.get("placement")
     grade = "overridden by " + override.by if override else o.get("grade_status")
-    if override:
-        if override.decision != o.get("decision"):
-            placement = None  # the analyst's decision has no stored rank
-        o = {**o, "decision": override.decision, "correct": override.correct}
     return {"run": record.id, "started": datetime.fromtimestamp(record.created).strftime("%Y-%m-%d %H:%M:%S"),
             "question": question_id(s), "technique": technique_label(s["technique"]), "database": s["db"],
             "model": model_label(s["llm"]), "setting": setting_label(s["technique"], s.get("prompts"),

@@ -17,14 +17,16 @@ def _words(text: str) -> str:
 
 
 def step_index(plan: list[str], current_step: str) -> int | None:
-    """Which step of ``plan`` the agent's ``Current step`` names: by its ``Step N`` number, else by its text."""
+    """Which step of ``plan`` the agent's ``Current step`` names: by its text, else (a bare ``Step N``) by its
+    number. A text that matches no step names none: after an analyst's edit the agent's numbers may be those of
+    another plan."""
     m = _STEP_NUMBER.match(current_step)
-    if m and 1 <= int(m.group(1)) <= len(plan):
-        return int(m.group(1)) - 1
     said = _words(_STEP_NUMBER.sub("", current_step))
+    if not said:
+        return int(m.group(1)) - 1 if m and 1 <= int(m.group(1)) <= len(plan) else None
     for i, step in enumerate(plan):
         words = _words(step)
-        if said and words and (said.startswith(words) or words.startswith(said)):
+        if words and (said.startswith(words) or words.startswith(said)):
             return i
     return None
 
@@ -32,12 +34,13 @@ def step_index(plan: list[str], current_step: str) -> int | None:
 @dataclass
 class Trace:
     """The events so far; ``plan`` is the plan in force and ``current`` the index of its step being worked on;
-    ``reached`` the furthest step the agent named as current, ``acted`` the actions since the plan was adopted."""
+    ``worked`` the steps the agent named as current (or, naming none, one per action), ``acted`` the actions since
+    the plan was adopted."""
 
     events: list[dict] = field(default_factory=list)
     plan: list[str] = field(default_factory=list)
     current: int | None = None
-    reached: int | None = None
+    worked: set[int] = field(default_factory=set)
     acted: int = 0
     finished: bool = False
     replans: int = 0
@@ -97,7 +100,7 @@ class Trace:
         elif kind == "thought" and event.get("current_step"):
             self.current = step_index(self.plan, event["current_step"])
             if self.current is not None:
-                self.reached = max(self.current, -1 if self.reached is None else self.reached)
+                self.worked.add(self.current)
         elif kind == "action":
             self.acted += 1
             self._in_query = event["language"] != "self"
@@ -131,20 +134,21 @@ class Trace:
         self._in_query = False
 
     def _adopt(self, steps: list[str]) -> None:
-        self.plan, self.current, self.reached, self.acted = list(steps), None, None, 0
+        self.plan, self.current, self.worked, self.acted = list(steps), None, set(), 0
 
     def step_states(self) -> list[tuple[str, str]]:
-        """Each step of the plan in force with its state: ``done``, ``current`` or ``todo``. A finished run ticks
-        the steps it worked on (up to the furthest one named as current; when it named none, one step per
-        action taken under the plan), never the steps that did not run."""
-        ran = self.reached if self.reached is not None else self.acted - 1
+        """Each step of the plan in force with its state: ``done``, ``current`` or ``todo``, by what the agent did
+        under this plan: the steps it named as current (when it named none, one step per action), never a step
+        only because a later one was named. A run that worked on the plan and gave its final answer has done the
+        last step (the decision)."""
+        worked = self.worked or set(range(min(self.acted, len(self.plan))))
+        if self.finished and worked and self.plan:
+            worked = worked | {len(self.plan) - 1}
 
         def state(i: int) -> str:
-            if self.finished:
-                return "done" if i <= ran else "todo"
-            if self.current is not None and i < self.current:
-                return "done"
-            return "current" if i == self.current else "todo"
+            if not self.finished and i == self.current:
+                return "current"
+            return "done" if i in worked else "todo"
 
         return [(step, state(i)) for i, step in enumerate(self.plan)]
 

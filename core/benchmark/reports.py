@@ -37,7 +37,7 @@ from core.benchmark.epochs import agreement, clustered, paired_rates
 from core.analysis.summary import technique_label
 from core.benchmark.trace import CRITICAL
 from core.config.files import write_atomic
-from core.analysis.grading import rank_text
+from core.analysis.grading import paper_rule, rank_text
 from core import scenarios
 from core.scenarios import ByScenario
 from core.scenarios.dqa.source import DQA_SET
@@ -63,7 +63,7 @@ def _frame(results: list[dict]) -> pd.DataFrame:
         return df
     for column, default in (("source", "dqa"), ("status", "finished"), ("grade_status", None), ("optimal", None),
                             ("all_tied", False), ("overridden", False), ("regret", None), ("language", None),
-                            ("epoch", 1)):
+                            ("final_answer", None), ("label", None), ("epoch", 1)):
         if column not in df:
             df[column] = default
     df["source"] = df["source"].fillna("dqa")
@@ -81,6 +81,13 @@ def _frame(results: list[dict]) -> pd.DataFrame:
     df["all_tied"] = df["all_tied"].fillna(False).astype(bool)
     df["epoch"] = df["epoch"].fillna(1).astype(int)
     return df
+
+
+def _label(value):
+    """A label as stored (a name or an id; a float where pandas mixed ids with gaps), None for a gap."""
+    if value is None or (isinstance(value, float) and pd.isna(value)):
+        return None
+    return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
 def _epoched(df: pd.DataFrame) -> bool:
@@ -113,7 +120,7 @@ def _interval(k: int, n: int) -> tuple[float | None, float | None]:
 ACCURACY_COLUMNS = ["set", "source", "scenario", "db", "kind", "technique", "model", "n", "correct", "errors", "total",
                     "accuracy", "ci95_low", "ci95_high", "answered", "answered accuracy", "optimal", "optimal rate",
                     "optimal ci95_low", "optimal ci95_high", "undecided", "overridden", "all tied", "mean regret",
-                    "stuck", "paper"]
+                    "stuck", "paper", "paper rule accuracy"]
 #: The columns accuracy.csv gains when the results hold repeated samples (epochs): n is then the samples.
 EPOCH_COLUMNS = ["questions", "epochs", "samples", "design effect", "agreement", "all right %", "some right %",
                  "none right %"]
@@ -156,6 +163,9 @@ def accuracy(results: list[dict]) -> pd.DataFrame:
                      "mean regret": _round(regrets.mean()) if len(regrets) else None,
                      "stuck": int((g["status"] == "stuck").sum()),
                      "paper": paper.ACCURACY.get((scenario, kind), {}).get(tech) if qset == DQA_SET else None,
+                     # the authors' rule (the label appears in the answer), for a like-for-like look at "paper"
+                     "paper rule accuracy": _pct(sum(bool(paper_rule(a, _label(lab))) for a, lab in
+                                                     zip(g["final_answer"], g["label"])), n),
                      **repeated})
     return pd.DataFrame(rows, columns=ACCURACY_COLUMNS + (EPOCH_COLUMNS if epoched else []))
 

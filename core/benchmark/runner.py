@@ -533,7 +533,7 @@ class Bench:
                                                         "evidence_missing": None}),
                 "grade_status": outcome.get("grade_status"), "grade_reason": outcome.get("grade_reason"),
                 "rank": placement.get("rank"), "candidates": placement.get("of"), "regret": placement.get("regret"),
-                "tied": placement.get("tied"), "optimal": placement.get("regret") == 0 if placement else False,
+                "tied": placement.get("tied"), "optimal": placement.get("regret") == 0 if placement else bool(outcome.get("best_group")),
                 "all_tied": bool(getattr(_ranking(self.root, item.scenario, item.question, item.source), "all_tied",
                                          False)),
                 "relative_regret": relative, "cost_usd": outcome.get("cost_usd"), "limit": outcome.get("limit"),

@@ -33,7 +33,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args) -> int:
-    from core.analysis.grading import make_override  # heavy: loads numpy, pandas
+    from core.analysis.grading import override_for  # heavy: loads numpy, pandas
     from core.scenarios.catalog import run_question  # heavy: loads numpy, pandas
 
     check_home()  # a home that is a file or read-only: an error line, not a traceback
@@ -60,7 +60,7 @@ def main(args) -> int:
     except KeyError:
         print(f"error: run {args.run_id} is not in the run store", file=sys.stderr)
         return 1
-    candidates, label = run_question(record.settings)
+    candidates, _ = run_question(record.settings)
     decision = None
     if not args.no_decision:
         by_text = {str(c).lower(): c for c in candidates}
@@ -68,7 +68,7 @@ def main(args) -> int:
         if decision is None:
             print(f"error: {args.decision!r} is not a candidate of this question", file=sys.stderr)
             return 1
-    o = make_override(decision, label, args.by, args.note)
+    o = override_for(record.settings, decision, args.by, args.note)
     store.put(args.run_id, o)
     verdict = {True: "correct", False: "wrong", None: "no label"}[o.correct]
     print(f"{args.run_id}: grade overridden by {o.by} at {datetime.fromtimestamp(o.at):%Y-%m-%d %H:%M}: "

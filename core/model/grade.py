@@ -14,6 +14,8 @@ class Override:
     by: str
     at: float
     note: str = ""
+    placement: dict | None = None  # the decision's Placement (as a dict, with relative_regret) by the simulator
 
     def to_dict(self) -> dict:
-        return {"decision": self.decision, "correct": self.correct, "by": self.by, "at": self.at, "note": self.note}
+        return {"decision": self.decision, "correct": self.correct, "by": self.by, "at": self.at, "note": self.note,
+                "placement": self.placement}

@@ -19,14 +19,15 @@ TINY = 1e-12
 
 # --- Decision check --------------------------------------------------------------------------------------------
 
-def ranking_bars(ranking: Ranking, names: dict, top: int, pick=None) -> go.Figure:
+def ranking_bars(ranking: Ranking, names: dict, top: int, pick=None, *, number) -> go.Figure:
     """Gain over no decision of the ``top`` best candidates, best first, plus the pick when it ranks lower; the
-    best decisions (no regret) and the pick coloured."""
+    best decisions (no regret) and the pick coloured; scores and gains written by ``number`` (the pages' formatter,
+    core.analysis.format.number, which this layer may not import)."""
     shown = list(ranking.entries[:max(1, top)])
     rank_of_pick = ranking.position_of(pick) if pick is not None else None
     if rank_of_pick and rank_of_pick > len(shown):
         shown.append(ranking.entries[rank_of_pick - 1])
-    labels = [f"#{'=' if ranking.tied(e.candidate) > 1 else ''}{ranking.rank_of(e.candidate)} "
+    labels = [f"{ranking.rank_of(e.candidate)}{' (tied)' if ranking.tied(e.candidate) > 1 else ''}. "
               f"{names.get(e.candidate, e.candidate)}" for e in shown]
     gains = [ranking.gain(e.candidate) for e in shown]
 
@@ -35,8 +36,8 @@ def ranking_bars(ranking: Ranking, names: dict, top: int, pick=None) -> go.Figur
 
     fig = go.Figure(go.Bar(
         x=gains, y=labels, orientation="h", marker_color=[colour(e.candidate) for e in shown], showlegend=False,
-        text=[f"{g:+.4g}" for g in gains], textposition="outside", cliponaxis=False,
-        hovertext=[f"<b>{label}</b><br>score {e.score:.6g}<br>gain {g:+.4g}"
+        text=[number(g, sign=True) for g in gains], textposition="outside", cliponaxis=False,
+        hovertext=[f"<b>{label}</b><br>score {number(e.score)}<br>gain {number(g, sign=True)}"
                    for label, e, g in zip(labels, shown, gains)],
         hoverinfo="text"))
     fig.add_vline(x=0, line_width=1, line_color="#4a5568")

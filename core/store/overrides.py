@@ -14,7 +14,7 @@ from core.store.sqlite import open_sqlite
 
 FILE = "overrides.sqlite"
 _SCHEMA = ("CREATE TABLE IF NOT EXISTS overrides (run_id TEXT PRIMARY KEY, decision TEXT, correct INTEGER, "
-           "by TEXT, at REAL, note TEXT)")
+           "by TEXT, at REAL, note TEXT, placement TEXT)")
 
 
 class OverrideStore:
@@ -27,6 +27,8 @@ class OverrideStore:
         self._lock = threading.Lock()
         with self._connect() as con:
             con.execute(_SCHEMA)
+            if "placement" not in {row[1] for row in con.execute("PRAGMA table_info(overrides)")}:  # an older file
+                con.execute("ALTER TABLE overrides ADD COLUMN placement TEXT")
 
     def _connect(self) -> sqlite3.Connection:
         return open_sqlite(self.path, "grade override store", timeout=30)
@@ -34,9 +36,11 @@ class OverrideStore:
     def put(self, run_id: str, override: Override) -> None:
         """Store (or replace) the override of a run."""
         with self._lock, self._connect() as con:
-            con.execute("INSERT OR REPLACE INTO overrides VALUES (?, ?, ?, ?, ?, ?)",
+            con.execute("INSERT OR REPLACE INTO overrides (run_id, decision, correct, by, at, note, placement) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?)",
                         (run_id, json.dumps(override.decision), None if override.correct is None else
-                         int(override.correct), override.by, override.at, override.note))
+                         int(override.correct), override.by, override.at, override.note,
+                         None if override.placement is None else json.dumps(override.placement)))
 
     def clear(self, run_id: str) -> bool:
         """Remove a run's override; whether there was one."""
@@ -50,16 +54,31 @@ class OverrideStore:
     def all(self, run_ids: list[str] | None = None) -> dict[str, Override]:
         """Every override (or those of ``run_ids``), by run id."""
         with self._connect() as con:
-            rows = con.execute("SELECT run_id, decision, correct, by, at, note FROM overrides").fetchall()
+            rows = con.execute("SELECT run_id, decision, correct, by, at, note, placement FROM overrides").fetchall()
         wanted = None if run_ids is None else set(run_ids)
-        return {r: Override(json.loads(d), None if c is None else bool(c), by, at, note or "")
-                for r, d, c, by, at, note in rows if wanted is None or r in wanted}
+        return {r: Override(json.loads(d), None if c is None else bool(c), by, at, note or "",
+                            None if p is None else json.loads(p))
+                for r, d, c, by, at, note, p in rows if wanted is None or r in wanted}
+
+
+def with_override(outcome: dict | None, override: Override | None) -> dict:
+    """A run's outcome as every view reads it: with the analyst's override (if any) as its decision, correctness
+    and place in the simulator's ranking, ``overridden`` True and the automatic ones kept as ``auto_decision``,
+    ``auto_correct``."""
+    o = dict(outcome or {})
+    if override is None:
+        return o
+    changed = override.decision != o.get("decision")
+    return {**o, "auto_decision": o.get("decision"), "auto_correct": o.get("correct"), "overridden": True,
+            "decision": override.decision, "correct": override.correct,
+            "placement": override.placement if changed else o.get("placement")}
 
 
 def apply(results: list[dict], overrides: dict[str, Override]) -> list[dict]:
     """Benchmark results with their runs' overrides applied: ``decision`` and ``correct`` replaced, the automatic
     ones kept as ``auto_decision`` / ``auto_correct``, ``overridden`` True with ``override_by`` and ``override_at``
-    (ISO time). A changed decision's rank and regret are unknown here, so they are cleared."""
+    (ISO time). A changed decision takes the rank and regret the override placed it at (cleared for an override
+    stored before placements were)."""
     from datetime import datetime, timezone
 
     out = []
@@ -74,8 +93,10 @@ def apply(results: list[dict], overrides: dict[str, Override]) -> list[dict]:
              "override_at": datetime.fromtimestamp(o.at, timezone.utc).isoformat(timespec="seconds"),
              "grade_status": "decided" if o.decision is not None else "none",
              "grade_reason": f"overridden by {o.by}" + (f": {o.note}" if o.note else "")}
-        if changed:
-            r.update(rank=None, tied=None, regret=None, relative_regret=None, optimal=None)
+        if changed:  # the analyst's decision's place in the simulator's ranking (unknown for an old override)
+            p = o.placement or {}
+            r.update(rank=p.get("rank"), tied=p.get("tied"), regret=p.get("regret"),
+                     relative_regret=p.get("relative_regret"), optimal=p.get("regret") == 0 if p else None)
         out.append(r)
     return out
 
