@@ -78,8 +78,11 @@ def test_pause_screen_then_stop_a_hanging_run(chromium, server, tmp_path):  # no
     name.fill("Ana Costa")
     name.press("Enter")
     page.get_by_text("you review as Ana Costa").wait_for()  # redrawn: the buttons usable, the old ones gone
-    page.wait_for_function("() => !document.querySelector('[data-testid=stStatusWidget]')")
+    # until the rerun ends, the disabled button of the run before may stand beside the new one (Streamlit keeps
+    # stale elements until the script finishes): wait for the one usable button
     approve = page.get_by_role("button", name="Approve as proposed")
+    expect(approve).to_have_count(1)
+    expect(approve).to_be_enabled()
     approve.click()
     waiting = page.get_by_text("waiting for the model:")
     waiting.wait_for()

@@ -79,7 +79,7 @@ def test_a_pause_reviewed_in_another_session_is_said_so_with_the_edits_dropped(h
     [t for t in first.text_input if "-step-" in (t.key or "")][0].set_value("my own first step")
     button(second, "Approve as proposed").click().run()
     first.run()  # the page redrawn (follow_pause does it within 2 s in the browser)
-    [taken] = [w.value for w in first.warning if "no longer current" in w.value]
+    [taken] = [shown(w.value) for w in first.warning if "no longer current" in w.value]
     assert "ben reviewed it (approve)" in taken and "not applied" in taken
     assert not [b for b in first.button if b.label == "Approve as proposed"]
     first.run()
