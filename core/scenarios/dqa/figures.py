@@ -299,7 +299,8 @@ def trade_network(question: Question, database: Database, *, pick: str | None = 
                                f"centred on {around}"))
     fig.add_traces(_highlights(pos, ids, pick, best, pick_label))
     tallest = max(Counter(x for x, _ in pos.values()).values(), default=1)  # nodes in the fullest column
-    fig = _style(fig, 760 if big else max(440, min(640, 160 + 80 * tallest)))
+    rows = max(tallest, len(shown) / 8)  # a long chain of short columns needs height for its bows too
+    fig = _style(fig, 760 if big else max(440, min(640, round(160 + 80 * rows))))
     fig.layout.meta = {"caption": caption, "shown": len(shown), "total": len(records)}
     if scope == "all" and around in pos:  # zoom to the node looked for; the toolbar's autoscale shows all
         _zoom(fig, [pos[around]], margin=3.0, least=(8.0, 12.0))
