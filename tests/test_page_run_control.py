@@ -41,7 +41,7 @@ def session(run_id: str, reviewer: str):
 
 
 def analyst_reviews(run_id: str) -> list[dict]:
-    return [e for e in jobs.open_store().get(run_id).events if e["kind"] == "plan" and e["origin"] == "analyst"]
+    return [e for e in jobs.open_store().get(run_id).events if e.kind == "plan" and e.origin == "analyst"]
 
 
 def test_the_pause_screen_banner_form_first_proposed_plan_and_replay_label(home):
@@ -100,7 +100,7 @@ def test_a_second_tab_reviewing_the_same_pause_is_refused_with_the_state_now(hom
     button(second, "Reject with the note").click().run()  # the tab that still shows p1
     [error] = [shown(e.value) for e in second.error if "not applied" in e.value]
     assert "pause p1 of run" in error and "ana reviewed it (approve)" in error and "finished" in error
-    assert [(e["status"], e["reviewer"]) for e in analyst_reviews(run_id)] == [("approved", "ana")]
+    assert [(e.status, e.reviewer) for e in analyst_reviews(run_id)] == [("approved", "ana")]
 
 
 def test_two_sessions_clicking_at_once_apply_one_review(home):
@@ -130,8 +130,8 @@ def test_approve_as_proposed_over_edits_asks_first(home):
     assert jobs.open_store().get(run_id, events=False).status == "paused"  # nothing applied yet
     button(at, "Apply my edits").click().run()
     [review] = analyst_reviews(run_id)
-    assert review["status"] == "edited" and review["steps"] == ["My own first step", *proposed[1:]]
-    assert review["reviewer"] == "ana"
+    assert review.status == "edited" and review.steps == ["My own first step", *proposed[1:]]
+    assert review.reviewer == "ana"
 
 
 def test_discarding_the_edits_approves_the_plan_as_proposed(home):
@@ -143,7 +143,7 @@ def test_discarding_the_edits_approves_the_plan_as_proposed(home):
     button(at, "Approve as proposed").click().run()
     button(at, "Discard my edits, approve as proposed").click().run()
     [review] = analyst_reviews(run_id)
-    assert review["status"] == "approved" and review["steps"] == proposed
+    assert review.status == "approved" and review.steps == proposed
 
 
 def test_every_query_is_approved_edited_or_rejected_on_the_page(home):
@@ -163,10 +163,10 @@ def test_every_query_is_approved_edited_or_rejected_on_the_page(home):
     while jobs.open_store().get(run_id, events=False).status == "paused":
         button(at, "Approve as proposed").click().run()
     events = jobs.open_store().get(run_id).events
-    reviews = [e for e in events if e["kind"] == "query_review"]
-    assert reviews[0]["status"] == "edited" and reviews[0]["query"].endswith("LIMIT 5")
-    assert reviews[1]["status"] == "rejected" and reviews[1]["note"] == "Use the flow table instead."
-    assert all(r["status"] == "approved" for r in reviews[2:]) and not at.exception
+    reviews = [e for e in events if e.kind == "query_review"]
+    assert reviews[0].status == "edited" and reviews[0].query.endswith("LIMIT 5")
+    assert reviews[1].status == "rejected" and reviews[1].note == "Use the flow table instead."
+    assert all(r.status == "approved" for r in reviews[2:]) and not at.exception
     told = [i.value for i in at.info if "Use the flow table instead." in shown(i.value)]  # what the agent was told
     assert told and not [x for x in at.error if "Use the flow table instead." in x.value]
 

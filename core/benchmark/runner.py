@@ -491,14 +491,14 @@ class Bench:
         self._local.llm = None
         self._local.epoch = item.epoch
         start = time.perf_counter()
-        events = [e.to_dict() for e in runtime.iter_start(settings, run_id)]
+        events = list(runtime.iter_start(settings, run_id))
         wall = time.perf_counter() - start
         llm: CachingLLM = self._local.llm
         record = runtime.store.get(run_id, events=False)  # the events are in hand
         outcome = record.outcome or {}
         trace = Trace.of(events)
         facts = read_trace(trace, item.scenario, outcome.get("decision"))
-        failed_attempts = (trace.fatal or {}).get("attempts") or []
+        failed_attempts = trace.fatal.attempts if trace.fatal else []
         if record.status == "failed" and facts.error_kind in RETRY:
             raise _NotRun(facts.error_kind, outcome.get("error") or "the run failed", failed_attempts)
         evidence = _evidence(self.root, item, trace)
@@ -510,7 +510,7 @@ class Bench:
             relative = _ranking(self.root, item.scenario, item.question, item.source).relative_regret(
                 outcome["decision"])
         tokens = outcome.get("tokens") or {}
-        fresh, cached = [u for u in trace.usage if not u.get("cached")], [u for u in trace.usage if u.get("cached")]
+        fresh, cached = [u for u in trace.usage if not u.cached], [u for u in trace.usage if u.cached]
         return {"set": self.set_name, "source": item.source, "scenario": item.scenario, "question": item.question,
                 "db": item.db,
                 "language": language(item.db),
@@ -522,10 +522,10 @@ class Bench:
                 "tokens_estimated": tokens.get("estimated", False),
                 # time waited for the model now (retries, backoff and a failed last call included); cached replies
                 # apart, with their original latency
-                "llm_latency_s": sum(u.get("wait_s") or u["latency_s"] for u in fresh)
+                "llm_latency_s": sum(u.wait_s or u.latency_s for u in fresh)
                 + sum(a.get("duration_s", 0.0) for a in failed_attempts),
-                "cached_latency_s": sum(u["latency_s"] for u in cached),
-                "llm_attempts": sum(len(u.get("attempts") or [1]) for u in fresh) + len(failed_attempts),
+                "cached_latency_s": sum(u.latency_s for u in cached),
+                "llm_attempts": sum(len(u.attempts or [1]) for u in fresh) + len(failed_attempts),
                 "wall_s": wall, "overhead_s": wall - llm.wait_s,
                 "ready_s": llm.first_call_at - start if llm.first_call_at else None,
                 **facts.to_dict(), "failure": category, "failure_signs": signs,

@@ -50,11 +50,11 @@ class RunBusy(Exception):
 
 
 class RunJob:
-    """One start or resume of a run, driven in a thread. ``events`` is the run's whole trace so far, as dicts (a
+    """One start or resume of a run, driven in a thread. ``events`` is the run's whole trace so far, typed (a
     resumed run's stored events first); ``error`` is what stopped the job before or outside the agent loop (no
     model configured, a broken replay, a database that cannot be opened, ...): the run's own failures are events."""
 
-    def __init__(self, run_id: str, settings: RunSettings, events: list[dict]):
+    def __init__(self, run_id: str, settings: RunSettings, events: list[Event]):
         self.run_id = run_id
         self.settings = settings
         self.started = time.time()
@@ -84,7 +84,7 @@ class RunJob:
                 runtime.stop(self.run_id, starting=True, by=by)
             for event in iterate(runtime):
                 with self._changed:
-                    self.events.append(event.to_dict())
+                    self.events.append(event)
                     self._changed.notify_all()
         except Exception as e:  # shown to the analyst by the page following the job
             self.error = e
@@ -95,7 +95,7 @@ class RunJob:
                 self.done = True
                 self._changed.notify_all()
 
-    def wait(self, seen: int, timeout: float) -> list[dict]:
+    def wait(self, seen: int, timeout: float) -> list[Event]:
         """The events after the first ``seen``, waiting up to ``timeout`` seconds for one if there is none yet."""
         with self._changed:
             self._changed.wait_for(lambda: len(self.events) > seen or self.done, timeout)
