@@ -93,7 +93,7 @@ def test_a_job_reports_what_stopped_it_and_a_run_is_driven_once(monkeypatch, tmp
     with pytest.raises(jobs.RunBusy):  # a second review while the run goes on
         jobs.resume(RunRecord(job.run_id, 0, 0, "paused", settings.to_dict()), Review.approve(), jobs.open_runtime)
     seen = []
-    while not (job.done and len(seen) == len(job.events)):
+    while not (job.done and len(seen) == len(job.events())):
         seen += job.wait(len(seen), timeout=1)
     assert job.error is None and seen == jobs.open_store().get(job.run_id).events and seen[-1].kind == "final"
     assert jobs.job(job.run_id) is job and not jobs.running(job.run_id)
@@ -134,7 +134,7 @@ def test_stop_right_after_start_stops_the_run_before_it_is_stored(monkeypatch, t
     assert jobs.stop(job.run_id) == "running"  # asked, no KeyError
     go_on.set()
     while not job.done:
-        job.wait(len(job.events), timeout=1)
+        job.wait(len(job.events()), timeout=1)
     record = jobs.open_store().get(job.run_id)
     assert job.error is None and record.status == "stopped"
     assert record.events[-1].error_kind == "stopped" and not any(e.kind == "final" for e in record.events)

@@ -317,7 +317,7 @@ def follow(panels: list[tuple[RunPanel, RunJob]]) -> None:
         for panel, job in list(pending):
             new = job.wait(len(panel.trace.events), timeout=POLL_S / len(pending))
             panel.add(new)
-            if job.done and len(panel.trace.events) == len(job.events):
+            if job.done and not job.events(len(panel.trace.events)):
                 panel.status()
                 pending.remove((panel, job))
             elif not new:
