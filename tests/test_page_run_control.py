@@ -78,7 +78,7 @@ def test_a_pause_reviewed_in_another_session_is_said_so_with_the_edits_dropped(h
     first, second = session(run_id, "ana"), session(run_id, "ben")
     [t for t in first.text_input if "-step-" in (t.key or "")][0].set_value("my own first step")
     button(second, "Approve as proposed").click().run()
-    first.run()  # the page redrawn (follow_pause does it within 2 s in the browser)
+    first.run()  # the page redrawn (ui.live does it within 2 s in the browser)
     [taken] = [shown(w.value) for w in first.warning if "no longer current" in w.value]
     assert "ben reviewed it (approve)" in taken and "not applied" in taken
     assert not [b for b in first.button if b.label == "Approve as proposed"]

@@ -1,6 +1,6 @@
 """How a run reads on screen, shared by the Run, Compare and History pages: a header, the plan as a checklist with
 the current step highlighted, a timeline of its events (thoughts, syntax-highlighted queries, observations as
-tables), and its outcome. ``follow`` shows a live run's events as they arrive."""
+tables), and its outcome. ``show_run`` follows a live run's events as they arrive (ui.live)."""
 from __future__ import annotations
 
 import time
@@ -19,7 +19,7 @@ from core.model.events import (ActionEvent, BranchEvent, ErrorEvent, Event, Fina
                                PlanEvent, QueryReviewEvent, ReplanEvent, ThoughtEvent, UnknownEvent)
 from core.model.technique import TECHNIQUES
 from core.analysis.grading import placement_text
-from core.jobs.runs import RunJob
+from core.jobs.runs import RunFollower, RunJob
 from core.store.overrides import OverrideStore, with_override
 from core.llm.replays import model_label
 from core.store.runs import PauseTaken, RunRecord
@@ -32,6 +32,7 @@ from ui.run_options import runtime_factory
 from core.analysis.evidence import of_run
 from ui.common import dqa_root
 from ui.grading_view import override_form, override_note
+from ui.live import live
 from ui.untrusted import md, md_code, md_table
 
 #: Ended runs that did not end well: status -> what the outcome box leads with, and its icon.
@@ -40,7 +41,6 @@ ENDED_BADLY = {"failed": ("The run failed", ":material/error:"),
                "context_exceeded": ("The run outgrew the model's context window", ":material/data_array:")}
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"  # every timestamp shown (the time of day alone within a run: its last part)
 SMALL_TABLE = 12  # rows shown in full; a longer table scrolls in a box
-POLL_S = 0.25  # how often a waiting page refreshes its status line (and notices the analyst's clicks)
 _STATE_ICONS = {"done": ":material/check_circle:", "current": ":material/arrow_circle_right:",
                 "todo": ":material/radio_button_unchecked:"}
 
@@ -286,6 +286,11 @@ class RunPanel:
                 show_checklist(self.trace, self.technique)
             self.count()
 
+    def writing(self, text: str) -> None:
+        """The model's reply in flight, as far as it has come (below the events so far)."""
+        with self._timeline:
+            st.caption(f":material/edit: {md(text)}")
+
     def count(self) -> None:
         """The live counter: LLM calls, tokens and estimated cost so far."""
         t = self.trace
@@ -310,73 +315,81 @@ class RunPanel:
         self.status(f":material/hourglass_top: Running{running} (since it started) · waiting for {what}{since}")
 
 
-def follow(panels: list[tuple[RunPanel, RunJob]]) -> None:
-    """Show each job's events as they arrive, until every job is done."""
-    pending = list(panels)
-    while pending:
-        for panel, job in list(pending):
-            new = job.wait(len(panel.trace.events), timeout=POLL_S / len(pending))
-            panel.add(new)
-            if job.done and not job.events(len(panel.trace.events)):
-                panel.status()
-                pending.remove((panel, job))
-            elif not new:
-                first = panel.trace.events[0].at if panel.trace.events else job.started
-                panel.waiting(min(first, job.started), job.started)
-
-
 def stop_run(run_id: str) -> None:
     """Stop a run, recorded under this session's identity, if its role may."""
     if not access.refused("stop"):
         jobs.stop(run_id, by=session_reviewer())
 
 
-def stop_button(run_id: str, key: str):
-    """Stop for a running run (this process's or another's): it ends within a second or two, kept as stopped. Its
-    slot, to empty when the run is seen to end."""
-    slot = st.empty()
-    slot.button("Stop", icon=":material/stop_circle:", key=key, on_click=stop_run, args=(run_id,), **access.disabled("stop"),
-                help="End the run now (a model call or query in flight is abandoned); its trace is kept and it can "
-                     "be resumed or branched later.")
-    return slot
+def stop_button(run_id: str, key: str) -> None:
+    """Stop for a running run (this process's or another's): it ends within a second or two, kept as stopped."""
+    st.button("Stop", icon=":material/stop_circle:", key=key, on_click=stop_run, args=(run_id,),
+              **access.disabled("stop"), help="End the run now (a model call or query in flight is abandoned); its "
+                                             "trace is kept and it can be resumed or branched later.")
+
+
+def tracker(record: RunRecord | None, job: RunJob | None) -> RunJob | RunFollower | None:
+    """What a page follows a run by: this process's job of it, or (a run driven by another process) its events in
+    the run store; None for a run that does not go on."""
+    if job is not None:
+        return job
+    return jobs.follower(record.id) if record is not None and record.status == "running" else None
+
+
+def events_so_far(run: RunJob | RunFollower) -> list[Event]:
+    """The run's events: those this session read before, with those after them (its cursor)."""
+    key = f"_live-events-{run.run_id}"
+    events = st.session_state.get(key, [])
+    events = events + run.events(len(events))
+    st.session_state[key] = events
+    return events
+
+
+def show_live(run_id: str, settings: dict, run: RunJob | RunFollower, key: str, compact: bool = False) -> RunPanel:
+    """A run followed as it goes (ui.live draws this again every few tenths of a second): Stop while it runs, its
+    panel with every event so far, the reply the model is writing (``partial``), what it waits for."""
+    going = not run.done
+    if going and not isinstance(run, RunJob):
+        st.info("This run is running in another process (a command line or another app server).",
+                icon=":material/sync:")
+    if going:
+        stop_button(run_id, key=f"{key}-stop-{run_id}")
+    panel = RunPanel(run_id, settings, compact=compact)
+    events = events_so_far(run)
+    panel.add(events)
+    if going and run.partial:
+        panel.writing(run.partial)
+    if going:
+        panel.waiting(min(events[0].at, run.started) if events else run.started, run.started)
+    return panel
 
 
 def show_run(run_id: str, key: str = "run") -> RunRecord | None:
-    """A run as it stands, followed live while a job drives it (with Stop); the stored record after (None when
-    the run never got stored, e.g. no model could be opened, which is then shown)."""
+    """A run as it stands, followed live while a job (or another process) drives it, with Stop; the stored record
+    after (None when the run never got stored, e.g. no model could be opened, which is then shown)."""
     record, job = load(run_id)
     if record is None and job is None:
         st.info(f"Run {md_code(run_id)} is not in the run store.")
         return None
     settings = job.settings.to_dict() if job else record.settings
-    stop = stop_button(run_id, key=f"{key}-stop-{run_id}") if job is not None and not job.done else None
-    panel = RunPanel(run_id, settings)
-    if job:
-        follow([(panel, job)])
-        if stop is not None:  # the run has ended: no Stop beside it
-            stop.empty()
-        record = load(run_id)[0]
+    run = tracker(record, job)
+    if run is None:
+        RunPanel(run_id, settings).add(record.events)
     else:
-        panel.add(record.events)
+        live(partial(show_live, run_id, settings, run, key), going=lambda: not run.done)
+    record = load(run_id)[0]
     show_state(record, job, key=key)
     return record
 
 
 def show_state(record: RunRecord | None, job: RunJob | None, key: str = "state") -> None:
-    """What stopped a job; a run driven by another process (with Stop), interrupted (its process died: resume it
-    from its last checkpoint, or close it) or stopped (resume it)."""
+    """What stopped a job; a run interrupted (its process died: resume it from its last checkpoint, or close it)
+    or stopped (resume it)."""
     if job and job.error:
         st.error(f"The run could not go on: {md(job.error)}", icon=":material/error:")
     if record is None or (job is not None and not job.done):
         return
-    if record.status == "running" and not jobs.running(record.id):
-        st.info("This run is running in another process (a command line or another app server).",
-                icon=":material/sync:")
-        refresh, stop = st.columns(2)
-        refresh.button("Refresh", icon=":material/refresh:", key=f"{key}-refresh-{record.id}")
-        with stop:
-            stop_button(record.id, key=f"{key}-stop-other-{record.id}")
-    elif record.status in ("interrupted", "stopped"):
+    if record.status in ("interrupted", "stopped"):
         stops = [r for r in jobs.open_store().reviews(record.id) if r["action"] == "stop"]
         if record.status == "stopped" and stops:
             st.caption(f"Stopped by **{md(stops[-1]['reviewer'])}** at "

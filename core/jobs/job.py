@@ -36,6 +36,7 @@ class Job:
     def __init__(self, key: str):
         self.key = key
         self.started = time.time()
+        self.ended: float | None = None  # when the job ended
         self.error: Exception | None = None
         self._ended = threading.Event()
         self._changed = threading.Condition()
@@ -60,6 +61,7 @@ class Job:
             self.error = e
         finally:
             with self._changed:
+                self.ended = time.time()
                 self._ended.set()
                 self._changed.notify_all()
 
