@@ -245,3 +245,28 @@ def test_a_run_ended_without_an_answer_reads_neither_wrong_nor_none(home):
     compare.multiselect(key="compare-demo/locating/1").set_value([stopped, paused]).run()
     rows = compare.dataframe[0].value
     assert "None" not in rows.astype(str).to_numpy().ravel().tolist() and list(rows["correct"]) == [None, None]
+
+
+def test_a_run_driven_by_another_process_is_followed_live(home):
+    """Issue 24: a run driven by another process was shown as it stood, with a Refresh button; it is followed like
+    this process's own runs (ui.live), with Stop."""
+    from core.model.events import ActionEvent, FinalEvent, ThoughtEvent
+
+    store = jobs.open_store()
+    spec = replays("demo", "locating", 1, "sql", "iterrag")[0].spec
+    store.create("far", RunSettings("locating", 1, "sqlite", "iterrag", spec, source="demo").to_dict())
+    store.add_event("far", ThoughtEvent(text="Looking for the sources", step=1))
+    at = open_page("pages/run.py")
+    at.session_state["run_id"] = "far"
+    at.run()
+    assert any("running in another process" in i.value for i in at.info)
+    assert [b.label for b in at.button if b.label in ("Stop", "Refresh")] == ["Stop"]
+    assert any("Looking for the sources" in m.value for m in at.markdown)
+    store.add_event("far", ActionEvent(tool="Relational DB", query="SELECT source FROM flow", language="sql", step=1))
+    at.run()  # the fragment's next rerun, in the browser
+    assert [c.value for c in at.code] == ["SELECT source FROM flow"]
+    store.add_event("far", FinalEvent(answer="doab", step=2))
+    store.update("far", "finished", outcome={"final_answer": "doab", "decision": "doab"})
+    at.run()
+    assert not [b for b in at.button if b.label == "Stop"] and not any("another process" in i.value for i in at.info)
+    assert any("Final answer" in s.value for s in at.success)
