@@ -413,12 +413,7 @@ class Bench:
             if on_note:
                 on_note(text)
 
-        gate = CallGate(self.config.concurrency, note) if self.config.concurrency > 1 else None
-        cache = ReplyCache(bench_home(self.config.home) / "llm-cache.sqlite") if self.config.cache else None
-        runtime = AgentRuntime(self.config.home, workspace=partial(open_catalog_workspace, root=self.root),
-                               llm_settings=self._llm_settings(),
-                               llm_opener=caching_opener(cache, self._throttle, on_open=self._opened, gate=gate,
-                                                         budget=budget, sample=self._epoch))
+        runtime, cache = self._items_runtime(budget, note)
 
         def work(item: Item) -> None:
             if stop.is_set():
@@ -429,27 +424,7 @@ class Bench:
                     progress.stopped = progress.stopped or reached
                 stop.set()
                 return
-            with lock:
-                progress.running.add(item.name)
-            result = error = None
-            try:
-                result = self._run_item(item, runtime)
-            except Exception as e:  # noqa: BLE001 - any failure to run is reported, and the item retried later
-                error, kind = scrub(str(e) or type(e).__name__), getattr(e, "kind", None)
-                self.store.put_not_run(item, kind or "error", error, getattr(e, "attempts", []))
-                with lock:
-                    progress.errors.append(f"{item.name}: {error}")
-                    if kind in FATAL:
-                        progress.stopped = progress.stopped or (error if kind == "budget" else f"{item.name}: {error}")
-                        stop.set()
-            else:
-                self.store.put(result)
-                with lock:
-                    progress.done += 1
-                    progress.correct += bool(result["correct"])
-            finally:
-                with lock:
-                    progress.running.discard(item.name)
+            result, error = self._record_item(item, runtime, progress, lock, stop)
             if on_result:
                 on_result(item, result, error, progress)
 
@@ -470,6 +445,44 @@ class Bench:
                 cache.close()
         self.record_votes()
         return progress
+
+    def _items_runtime(self, budget: Budget, note: Callable[[str], None]) -> tuple[AgentRuntime, ReplyCache | None]:
+        """The runtime the items run on, its model opened through the reply cache (if any), the call gate (fewer
+        calls at once after timeouts, said through ``note``) and the budget; and the cache, to close after."""
+        gate = CallGate(self.config.concurrency, note) if self.config.concurrency > 1 else None
+        cache = ReplyCache(bench_home(self.config.home) / "llm-cache.sqlite") if self.config.cache else None
+        runtime = AgentRuntime(self.config.home, workspace=partial(open_catalog_workspace, root=self.root),
+                               llm_settings=self._llm_settings(),
+                               llm_opener=caching_opener(cache, self._throttle, on_open=self._opened, gate=gate,
+                                                         budget=budget, sample=self._epoch))
+        return runtime, cache
+
+    def _record_item(self, item: Item, runtime: AgentRuntime, progress: Progress, lock: threading.Lock,
+                     stop: threading.Event) -> tuple[dict | None, str | None]:
+        """Run one item and store its result, or why it could not run (a failure of a FATAL kind stops the
+        benchmark); the result and the error."""
+        with lock:
+            progress.running.add(item.name)
+        result = error = None
+        try:
+            result = self._run_item(item, runtime)
+        except Exception as e:  # noqa: BLE001 - any failure to run is reported, and the item retried later
+            error, kind = scrub(str(e) or type(e).__name__), getattr(e, "kind", None)
+            self.store.put_not_run(item, kind or "error", error, getattr(e, "attempts", []))
+            with lock:
+                progress.errors.append(f"{item.name}: {error}")
+                if kind in FATAL:
+                    progress.stopped = progress.stopped or (error if kind == "budget" else f"{item.name}: {error}")
+                    stop.set()
+        else:
+            self.store.put(result)
+            with lock:
+                progress.done += 1
+                progress.correct += bool(result["correct"])
+        finally:
+            with lock:
+                progress.running.discard(item.name)
+        return result, error
 
     def _epoch(self) -> int:
         return getattr(self._local, "epoch", 1)  # the worker thread's current item's
