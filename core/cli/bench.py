@@ -167,7 +167,7 @@ def main(args) -> int:
 def _config(args) -> BenchConfig:
     """The benchmark the arguments describe (``--smoke``: the smoke benchmark)."""
     from core.benchmark.runner import BenchConfig  # heavy: LangGraph, see the imports
-    from core.benchmark.smoke import smoke_config  # loads the runner too
+    from core.benchmark.smoke import smoke_config  # heavy: loads the runner too
 
     if args.smoke:
         return smoke_config(args.technique, scenario=args.scenario, db=args.db, out=args.out, name=args.name,
