@@ -1,7 +1,7 @@
 """Run: start an agent on the current question, watch its plan and steps as they happen (Stop ends it), review its
 plans (and, if asked, each query), and read its outcome. At a pause, a banner and the review form come first.
-The inbox lists every paused and interrupted run (also from before a restart): approve, reject, open or close from it, with who is looking at each; any run can be branched
-from a step."""
+The inbox lists every paused and interrupted run (also from before a restart): approve, reject, open or close
+from it, with who is looking at each; any run can be branched from a step."""
 import dataclasses
 from functools import partial
 
