@@ -205,6 +205,21 @@ def test_branch_from_a_step_in_history_opens_the_new_run(home):
     table = history.dataframe[0].value
     assert list(table["run"])[:2] == [parent.run_id, new_id]  # the branch under its run
     assert table["branch"][1].endswith(f"step 2 of {parent.run_id}")
+    [tree] = history.get("graphviz_chart")  # issue 28 section 5: the branch tree drawn
+    spec = tree.proto.spec
+    assert f'"{parent.run_id}" -> "{new_id}" [label="step 2"]' in spec and "penwidth" in spec
+
+
+def test_a_branch_opens_with_the_plan_in_force_at_its_step(home):
+    """Issue 28 section 5: branching at the step that made the first plan offered an empty plan box."""
+    runtime = jobs.open_runtime()
+    spec = replays("demo", "locating", 1, "sql", "planrag")[0].spec
+    parent = runtime.start(RunSettings("locating", 1, "sqlite", "planrag", spec, source="demo"))
+    runtime.close()
+    at = open_page("pages/history.py")
+    at.selectbox(key="history-branch-step-" + parent.run_id).set_value(1).run()
+    [plan] = [t for t in at.text_area if t.key == f"history-branch-plan-{parent.run_id}-1"]
+    assert plan.value.startswith('Find the trade nodes whose flow goes into "deccan"')
 
 
 def test_compare_lines_up_a_run_and_its_branch_by_step(home):
