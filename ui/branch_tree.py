@@ -27,7 +27,8 @@ def family(store: RunStore, run_id: str) -> list[RunRecord]:
 
 
 def _quote(text: str) -> str:
-    return '"' + str(text).replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ") + '"'
+    """A DOT string: quotes and backslashes escaped, a line break as DOT's centred one."""
+    return '"' + str(text).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
 def dot(runs: list[RunRecord], shown: str) -> str:
@@ -40,7 +41,8 @@ def dot(runs: list[RunRecord], shown: str) -> str:
         verdict = {True: "right", False: "wrong"}.get(o.get("correct"), "")
         decision = f"{o.get('decision')} · {verdict}" if o.get("decision") is not None else r.status
         attrs = ', fillcolor="#fefcbf", color="#d69e2e", penwidth=2' if r.id == shown else ""
-        lines.append(f"{_quote(r.id)} [label={_quote(f'{r.id[:12]}' + chr(92) + 'n' + decision)}{attrs}];")
+        label = _quote(r.id[:12] + "\n" + decision)
+        lines.append(f"{_quote(r.id)} [label={label}{attrs}];")
         if r.parent_id in ids:
             lines.append(f"{_quote(r.parent_id)} -> {_quote(r.id)} [label={_quote(f'step {r.branch_step}')}];")
     lines.append("}")

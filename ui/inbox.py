@@ -57,7 +57,7 @@ def show_inbox(waiting: list[RunRecord], *, allowed: bool = True) -> None:
     if not named:
         st.caption("Give your name on a run's review form (Open) or on Settings to approve or reject from here.")
     for record in waiting:
-        text, approve, reject, opened, closed = st.columns([5, 1, 1, 1, 1], vertical_alignment="center")
+        text, approve, reject, opened, closed = st.columns([4, 1.5, 1.3, 1.1, 1.1], vertical_alignment="center")
         paused = record.status == "paused" and bool(record.pause)
         what = (f"waits for {WAITS_FOR.get(record.pause.get('kind'), 'a review')} (pause {record.pause.get('id')})"
                 if paused else record.status)
