@@ -150,12 +150,13 @@ def test_one_transcript_for_every_item_and_the_short_file_names(dqa, tmp_path, d
     assert [r["llm_calls"] for r in results] == [2] * 4 and results[0]["correct"] is True
     assert [r["correct"] for r in results] == [dqa.question("locating", n).answer == "krakow" for n in range(1, 5)]
     folder = tmp_path / "short"
-    write_transcripts(dqa, folder, {"building": [5]}, ["sqlite"], ["iterrag"], lambda q: "right")
-    (folder / "building-5-sqlite-iterrag.json").rename(folder / "building-5-iterrag.json")
+    # Cypher replies: a SQL transcript on Ladybug would answer without consulting the database (issue 29)
+    write_transcripts(dqa, folder, {"building": [5]}, ["ladybug"], ["iterrag"], lambda q: "right")
+    (folder / "building-5-ladybug-iterrag.json").rename(folder / "building-5-iterrag.json")
     bench = Bench(BenchConfig(["iterrag"], f"replay:{folder}", scenario="building", questions="5", db="ladybug",
                               out=tmp_path / "short-out", home=tmp_path / "home", dqa_root=dqa_dir))
     bench.run()
-    assert bench.results()[0]["correct"] is True
+    assert bench.results()[0]["correct"] is True and bench.results()[0]["unconsulted"] is False
 
 
 def test_what_cannot_run_is_said_before_anything_runs(scripts, tmp_path, dqa_dir):

@@ -454,6 +454,9 @@ def show_outcome(record: RunRecord, compact: bool = False) -> None:
         st.error(f"{lead}: {md(o.get('error') or 'see its last event')}", icon=icon)
     if o.get("no_decision"):
         st.warning("The final answer names no decision.", icon=":material/help:")
+    if o.get("unconsulted"):
+        st.warning("Answered without consulting the database: no query ran before the final answer.",
+                   icon=":material/database_off:")
     decision = "none" if o.get("decision") is None else str(o["decision"])
     correct = {True: "correct", False: "wrong", None: "no label"}[o.get("correct")]
     if not answered(record):  # failed or stopped before its final answer: not a wrong answer, no answer at all

@@ -74,6 +74,9 @@ class AgentState(TypedDict):
     review_queries: bool  # each query waits for the analyst's approval (review_query)
     follows_plan: bool  # AutoPlan's acting in the paper setting (_step_autoplan); absent in older checkpoints
     iterations: int  # steps taken by a run that follows a plan (thought, action, formalizing)
+    queries: int  # database queries run (absent in older checkpoints: actions)
+    stuck: str | None  # why the loop guard stopped the run, which then asks once for its final answer
+    told_unqueried: bool  # the agent was told it answered before querying (improved setting, once)
 
 
 @dataclass
@@ -111,7 +114,7 @@ def initial_state(tech: Technique, hitl: str, limits: Limits, language: str, sch
 def guard_state() -> dict:
     """The initial values of the guards' part of a run's state."""
     return {"cost_usd": 0.0, "limit": None, "seen": {}, "repeats": 0, "empty_replies": 0, "answer_from": None,
-            "answer_tries": 0, "shortened": 0, "chars_per_token": None}
+            "answer_tries": 0, "shortened": 0, "chars_per_token": None, "queries": 0, "stuck": None}
 
 
 class Emitter:
@@ -159,17 +162,30 @@ def _repeat(state: dict, reply: Reply, text: str, what: str, emit: Emitter) -> d
     ``stuck``."""
     repeats, limits = state.get("repeats", 0) + 1, Limits.from_dict(state["limits"])
     if repeats >= limits.max_repeats:
-        message = prompts.stuck(repeats, what)
-        return {"repeats": repeats, "messages": state["messages"] + [{"role": "ai", "content": reply.text}],
-                "reply": "", **_end("stuck", "stuck", message, emit)}
+        messages = state["messages"] + [{"role": "ai", "content": reply.text}]
+        return {"repeats": repeats, **stuck_run({**state, "repeats": repeats}, messages, prompts.stuck(repeats, what),
+                                                emit)}
     event = ObservationEvent(text=text, error=what, error_kind="repeat")
     return {"repeats": repeats, **observe(state, reply.text, event, emit)}
 
 
+def stuck_run(state: dict, messages: list[dict], why: str, emit: Emitter) -> dict:
+    """The loop guard stops the run (``why``; ``messages``: the transcript with the last reply): like a run at a cap,
+    it asks once for the final answer from what it observed (when the limits allow one more call), and ends
+    ``stuck`` whether it answers or not."""
+    if not guards.calls_left(state, Limits.from_dict(state["limits"])):
+        return {"messages": messages, "reply": "", **_end("stuck", "stuck", prompts.stuck_end(why, None), emit)}
+    emit(ErrorEvent(message=prompts.limit_reached(why), error_kind="stuck", fatal=False))
+    return {"messages": messages, "reply": "", "stuck": why, "answer_only": True, "answer_from": len(messages),
+            "next": "call_llm"}
+
+
 def _finish(state: dict, reply: Reply, answer: str, emit: Emitter) -> dict:
     emit(FinalEvent(answer=answer))
+    ended = ({"status": "stuck", "error": prompts.stuck_end(state["stuck"], True)} if state.get("stuck") else
+             {"status": "finished"})
     return {"messages": state["messages"] + [{"role": "ai", "content": reply.text}], "final_answer": answer,
-            "status": "finished", "reply": "", "next": END}
+            "reply": "", "next": END, **ended}
 
 
 def _end(status: str, kind: str, message: str, emit: Emitter, attempts: list[dict] | None = None) -> dict:
@@ -194,6 +210,8 @@ def settle_answer(state: dict, reply: Reply, emit: Emitter, finish_reason: str |
         if finish_reason == "length":
             emit(ErrorEvent(message=prompts.cut_off_answer(), error_kind="truncated", fatal=False))
         return _finish(state, reply, (reply.final_answer or reply.text).strip(), emit)
+    if state.get("stuck"):  # asked once only
+        return _end("stuck", "stuck", prompts.stuck_end(state["stuck"], False, problem), emit)
     if ask_again and state.get("answer_tries", 0) < 1 and guards.calls_left(state, Limits.from_dict(state["limits"])):
         text = guards.answer_correction(problem)
         emit(ObservationEvent(text=text.removeprefix("Observation: "), error=problem, error_kind="format"))
@@ -311,6 +329,10 @@ def _proceed(state: dict, reply: Reply, emit: Emitter) -> dict:
     if reply.problems:
         return _correct(state, reply, reply.problems[0], emit)
     if reply.final_answer is not None:
+        if (not state.get("queries", state["actions"]) and not state.get("told_unqueried")
+                and guards.calls_left(state, Limits.from_dict(state["limits"]))):
+            note = ObservationEvent(text=prompts.not_queried_yet(state["language"]), error_kind="unqueried")
+            return {"told_unqueried": True, **observe(state, reply.text, note, emit)}
         return _finish(state, reply, reply.final_answer, emit)
     if not reply.action:
         if reply.plan:
@@ -663,11 +685,14 @@ def run_action(state: AgentState, runtime: Runtime[AgentContext]) -> dict:
     max_actions = technique(state["technique"]).max_actions
     answer_only = state["answer_only"] or bool(max_actions and actions >= max_actions)
     remembered = {} if paper else _remember(state, action, event)  # no loop guard in the paper setting
-    update = {"actions": actions, "action": None, "answer_only": answer_only, **remembered}
+    queries = state.get("queries", state["actions"]) + (action["tool"] != "self")
+    update = {"actions": actions, "queries": queries, "action": None, "answer_only": answer_only, **remembered}
     if update.get("repeats", 0) >= limits.max_repeats:
         emit(event)
-        return {**update, "messages": state["messages"] + [{"role": "ai", "content": state["reply"]}], "reply": "",
-                **_end("stuck", "stuck", prompts.stuck(update["repeats"], f"the same error: {event.error}"), emit)}
+        messages = state["messages"] + [{"role": "ai", "content": state["reply"]},
+                                        {"role": "human", "content": prompts.observation_message(event.text)}]
+        why = prompts.stuck(update["repeats"], f"the same error: {event.error}")
+        return {**update, **stuck_run({**state, **update}, messages, why, emit)}
     return {**update, **observe(state, state["reply"], event, emit)}
 
 

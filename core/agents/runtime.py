@@ -485,6 +485,12 @@ def _events_before(events: list[dict], step: int, at_query: bool) -> list[dict]:
     return kept
 
 
+def unconsulted(values: dict) -> bool:
+    """Whether a run gave its final answer without a single query of the database ("answered without consulting
+    the database")."""
+    return bool(values.get("final_answer")) and not values.get("queries", values.get("actions", 0))
+
+
 def _outcome(values: dict, ws: Workspace) -> dict:
     """The graded outcome of an ended run, with the decision's place in the simulator's ranking when the
     workspace has the database."""
@@ -510,6 +516,7 @@ def _outcome(values: dict, ws: Workspace) -> dict:
             "llm_calls": values.get("llm_calls", 0), "actions": values.get("actions", 0),
             "plan": values.get("plan", []), "wall_s": round(values.get("wall_s", 0.0), 3),
             "no_decision": bool(values.get("final_answer")) and g.decision is None,
+            "unconsulted": unconsulted(values),
             "cost_usd": values.get("cost_usd"), "limit": values.get("limit"), "repeats": values.get("repeats", 0),
             "tokens": {"prompt": prompt, "completion": completion, "total": prompt + completion,
                        "estimated": values.get("tokens_estimated", False)}}

@@ -537,7 +537,8 @@ class Bench:
                 "all_tied": bool(getattr(_ranking(self.root, item.scenario, item.question, item.source), "all_tied",
                                          False)),
                 "relative_regret": relative, "cost_usd": outcome.get("cost_usd"), "limit": outcome.get("limit"),
-                "repeats": outcome.get("repeats", 0), "finished": time.time(), "epoch": item.epoch,
+                "repeats": outcome.get("repeats", 0), "unconsulted": bool(outcome.get("unconsulted")),
+                "finished": time.time(), "epoch": item.epoch,
                 **fidelity.result_fields(settings, trace.usage)}
 
 

@@ -167,7 +167,8 @@ def main(args) -> int:
                  if pd.notna(r["paper"]) else "")
         errors = "".join(f", {r[key]} {label}" for key, label in (
             ("errors", "not run"), ("undecided", "deciding nothing"), ("overridden", "grades overridden"),
-            ("all tied", "on questions where every candidate ties")) if r[key])
+            ("all tied", "on questions where every candidate ties"),
+            ("unconsulted", "answered without consulting the database")) if r[key])
         print(f"  {r['scenario']:<9} {r['db']:<8} {r['technique']:<13} {r['correct']}/{r['n']}{errors}  "
               f"{reports.accuracy_text(r)} | optimal {r['optimal rate']:.1f}% "
               f"[{r['optimal ci95_low']:.1f}–{r['optimal ci95_high']:.1f}]{paper}")

@@ -116,9 +116,12 @@ def _report(runtime, result, args) -> int:
         rank = placement_text(report["placement"])
         decision = ("the final answer names no decision" if outcome.get("no_decision")
                     else f"decision {report['decision']}")
-        said = (f"{outcome['error']}" if result.status in ("stuck", "context_exceeded")
-                else f"{decision} ({verdict}{', rank ' + rank if rank else ''})")
+        said = f"{decision} ({verdict}{', rank ' + rank if rank else ''})"
+        if result.status in ("stuck", "context_exceeded"):  # what ended it, and the answer it gave then
+            said = outcome["error"] + (f"; {said}" if outcome.get("final_answer") else "")
         print(f"{result.status}: {said}; {len(usage)} LLM calls, {report['tokens']['total']} tokens")
+        if outcome.get("unconsulted"):
+            print("  answered without consulting the database (no query ran before the final answer)")
         if report["grade_reason"] and result.status not in ("stuck", "context_exceeded"):  # those say what ended them
             print(f"  grade: {report['grade_status']}: {report['grade_reason']}")
     if result.pause:
