@@ -418,3 +418,19 @@ def test_a_syntax_error_says_where_the_parser_stopped_in_sql_terms():
         said.append(str(e.value))
     assert all(t.startswith("syntax error near ") and "sqlglot" not in t and "Required keyword" not in t
                and "<class" not in t for t in said), said
+
+
+def test_the_agent_is_told_its_own_query_and_the_analyst_sees_the_query_as_run(sqlite_locating):
+    """Issue 29: the model copied the rewrite (COLLATE NOCASE, CAST AS REAL) from error notes into its next query;
+    the note quotes no rewrite, which goes to the observation's ``executed`` (the Run page's "As the database ran
+    it") only."""
+    from core.agents.graph import run_query
+    from core.model.run_settings import Limits
+
+    query = "SELECT nosuch FROM country WHERE country_name = 'SWE'"
+    with pytest.raises(QueryError) as e:
+        sqlite_locating.query(query)
+    assert "COLLATE" not in str(e.value) and "query as run" not in str(e.value) and "nosuch" in str(e.value)
+    assert "COLLATE NOCASE" in e.value.executed
+    event = run_query(sqlite_locating, query, Limits())
+    assert event.error and "COLLATE" not in event.text and "COLLATE NOCASE" in event.executed

@@ -137,6 +137,7 @@ def _observation(e: dict, trace: Trace) -> None:
         st.info(md(e["text"]), icon=":material/forum:")
     elif e["error"]:
         st.error(md(e["text"]), icon=":material/error:")
+        _as_run(e, action)
     elif e["columns"]:
         kept = f", first {len(e['rows'])} kept" if e["total_rows"] > len(e["rows"]) else ""
         table = md_table(pd.DataFrame(e["rows"], columns=_unique(e["columns"])))
@@ -148,11 +149,17 @@ def _observation(e: dict, trace: Trace) -> None:
             st.table(table.style.format(partial(number, digits=6), subset=numbers, na_rep=GAP), hide_index=True,
                      border="horizontal")
         st.caption(f"{e['total_rows']} rows{kept} · {e['latency_s'] * 1000:.0f} ms")
-        if action and e["executed"] and e["executed"].strip() != action["query"].strip():
-            with st.expander("As the database ran it"):
-                st.code(e["executed"], language=action["language"], wrap_lines=True)
+        _as_run(e, action)
     elif not (action and action["language"] == "self" and e["text"] == action["query"]):
         st.caption(md(e["text"]))
+
+
+def _as_run(e: dict, action: dict | None) -> None:
+    """The query as the database ran it (after dialect translation), for the analyst only: the agent's own query
+    is what its notes show it."""
+    if action and e.get("executed") and e["executed"].strip() != action["query"].strip():
+        with st.expander("As the database ran it"):
+            st.code(e["executed"], language=action["language"], wrap_lines=True)
 
 
 def _final(e: dict, trace: Trace) -> None:

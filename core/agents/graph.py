@@ -656,7 +656,7 @@ def run_query(backend: Backend, query: str, limits: Limits, control: RunControl 
         raise
     except QueryError as e:  # its message is cut where it is made (MAX_ERROR_CHARS), then to the observation cap
         event = ObservationEvent(text=cap_text(prompts.query_error(e.kind, str(e)), limits.observation_chars),
-                                 error=str(e), error_kind=e.kind)
+                                 error=str(e), error_kind=e.kind, executed=getattr(e, "executed", "") or "")
     else:
         event = ObservationEvent(text=r.to_text(limits.observation_rows, limits.observation_chars),
                                  columns=list(r.columns), rows=[list(row) for row in r.rows],
