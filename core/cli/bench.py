@@ -3,8 +3,11 @@ per scenario x database x technique; write the reports (CSV and JSON) beside the
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 import threading
+from functools import partial
 from pathlib import Path
 
 from core.model.technique import TECHNIQUES, parse_voted
@@ -25,6 +28,7 @@ from core.config.secrets import scrub
 DESCRIPTION = """Run DQA questions with one or more techniques and a model. Each result is stored as its item
 finishes (results.sqlite in the output directory); rerunning the same command skips the finished items.
 LLM replies are cached on disk, so an identical rerun makes no LLM call (--no-cache turns the cache off).
+Ctrl-C starts no new item and says which items in progress it waits for; a second Ctrl-C stops at once.
 --llm replay:DIR plays DIR/{scenario}-{question}-{db}-{technique}.json (or {scenario}-{question}-{technique}.json)
 for each item (and the shipped naming {source}_{scenario}_{question}_{sql|cypher}_{technique}.json).
 --source demo runs the built-in demo scenarios; --smoke is a benchmark without a model: the demo questions
@@ -153,11 +157,16 @@ def main(args) -> int:
             sys.stdout.write(f"note: {text}\n")
             sys.stdout.flush()
 
+    stop = threading.Event()
+    main_thread = threading.current_thread() is threading.main_thread()  # only there can a signal be handled
+    previous = signal.signal(signal.SIGINT, partial(_interrupted, bench, stop)) if main_thread else None
     try:
-        progress = bench.run(on_result=show, on_note=note)
-    except KeyboardInterrupt:
+        progress = bench.run(on_result=show, on_note=note, stop=stop)
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGINT, previous)
+    if stop.is_set() and progress.stopped == "stopped":
         print("interrupted: the finished items are stored; rerun the same command to go on", file=sys.stderr)
-        return 130
     this_run = read_all(bench.directory, bench.keys(), config.home)
     clustered = ", clustered by question over the epochs" if bench.epochs > 1 else ""
     print(f"accuracy on set {bench.set_name} (correct/n, items that could not run count as wrong; 95% Wilson "
@@ -197,4 +206,27 @@ def main(args) -> int:
     print(f"this run spent {spent(progress)} on LLM calls")
     if progress.stopped:
         print(f"stopped: {progress.stopped}", file=sys.stderr)
+    if stop.is_set() and progress.stopped == "stopped":
+        return 130
     return 1 if progress.errors or progress.stopped else 0
+
+
+def _interrupted(bench: Bench, stop: threading.Event, signum, frame) -> None:
+    """Ctrl-C: the first says at once that the benchmark is stopping and which items it waits for (no new item
+    starts); the second stops now, keeping what is finished (each result is stored as its item ends; the items in
+    progress run again on a rerun)."""
+    running = sorted(list(getattr(bench.progress, "running", ()) or ()))
+    if not stop.is_set():
+        stop.set()
+        waits = (f"waiting for the {len(running)} item{'s' if len(running) != 1 else ''} in progress to finish "
+                 f"({', '.join(running)})" if running else "no item is in progress")
+        sys.stderr.write(f"stopping: no new item starts; {waits}. Press Ctrl-C again to stop now (the finished "
+                         "items are kept; a rerun runs the others)\n")
+        sys.stderr.flush()
+        return
+    sys.stderr.write(f"stopped now: {len(running)} item{'s' if len(running) != 1 else ''} in progress left "
+                     f"unfinished ({', '.join(running) or 'none'}); the finished items are stored; rerun the same "
+                     "command to go on\n")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(130)  # the items in flight wait on the model or the database: nothing to keep from them
