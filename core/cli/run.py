@@ -144,7 +144,7 @@ def cmd_run(args) -> int:
             return _fail(e)
         except FileNotFoundError:
             pass  # said by the run, as before
-    from core.agents.runtime import AgentRuntime, RunNotPaused  # heavy: loads langchain_core, langgraph
+    from core.agents.runtime import AgentRuntime, RunNotPaused, new_run_id  # heavy: loads langchain_core, langgraph
     from core.llm.client import LLMError  # heavy: loads langchain_core
 
     missing = [f"--{k}" for k in ("scenario", "question", "db", "technique") if getattr(args, k) is None]
@@ -175,7 +175,11 @@ def cmd_run(args) -> int:
                                    review_queries=args.approve_queries,
                                    limits=limits_from(args), prompts=args.prompts,
                                    reaper_planner=args.reaper_planner)
-            result = runtime.start(settings, on_event=show)
+            run_id = new_run_id()
+            if show:  # the id first: it resumes, branches or opens the run, also one this process does not finish
+                print(f"run {run_id}: {args.technique} on {source} {args.scenario} question {args.question} "
+                      f"({args.db})", flush=True)
+            result = runtime.start(settings, on_event=show, run_id=run_id)
     except (LLMError, RunNotPaused, ValueError, KeyError) as e:
         return _fail(e)
     finally:
