@@ -313,3 +313,29 @@ def test_dqa_trade_network_reads_at_a_glance_in_the_browser(chromium, server):
     expect(page.get_by_text("The neighbourhood of gujarat:")).to_be_visible()
     expect(page.get_by_role("radio", name="Neighbourhood")).to_be_checked()
     page.close()
+
+
+def test_the_correct_metric_of_a_run_with_no_answer_is_not_cut_at_1600_px(chromium, server):
+    """Issue 29: the Run page's "Correct" metric read "not answ..." at 1600 px. A stuck run that gave no answer
+    (the loop's transcript), opened by its link: every metric value fits its box."""
+    from playwright.sync_api import expect
+
+    from core.agents.runtime import AgentRuntime
+    from core.model.run_settings import RunSettings
+
+    url, process, home = server
+    runtime = AgentRuntime(home)
+    loop = ROOT / "tests" / "transcripts" / "guards" / "locating_sql_iterrag_loop.json"
+    result = runtime.start(RunSettings("locating", 1, "sqlite", "iterrag", f"replay:{loop}"))
+    runtime.close()
+    assert result.status == "stuck" and result.outcome["correct"] is None
+    wait_healthy(url, process)
+    page = chromium.new_page(viewport={"width": 1600, "height": 1200})
+    page.goto(f"{url}/run?run={result.run_id}")
+    values = page.get_by_test_id("stMetricValue")
+    expect(values.filter(has_text="not answered")).to_have_count(1)
+    cut = page.evaluate("""() => [...document.querySelectorAll('[data-testid="stMetricValue"]')]
+        .flatMap(v => [v, ...v.querySelectorAll('*')])
+        .filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.textContent)""")
+    assert cut == [], cut
+    page.close()

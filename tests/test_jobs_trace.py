@@ -54,10 +54,15 @@ def test_a_trace_follows_the_plan_in_force():
 
 def test_a_finished_run_ticks_only_the_steps_that_ran():
     plan = {"kind": "plan", "origin": "agent", "status": "adopted", "steps": PLAN}
-    named = Trace.of([plan, {"kind": "thought", "current_step": "Step 1: Find the sources"},
-                      {"kind": "thought", "current_step": "Step 2: Get their values"}, {"kind": "final"}])
+    query = {"kind": "action", "language": "sql"}
+    named = Trace.of([plan, {"kind": "thought", "current_step": "Step 1: Find the sources"}, query,
+                      {"kind": "thought", "current_step": "Step 2: Get their values"}, query, {"kind": "final"}])
     assert [s for _, s in named.step_states()] == ["done", "done", "done"]  # the answer is the last step (issue 28)
-    skipped = Trace.of([plan, {"kind": "thought", "current_step": "Step 2: Get their values"}, {"kind": "final"}])
+    # named, but no query ran: no step done (issue 29)
+    unqueried = Trace.of([plan, {"kind": "thought", "current_step": "Step 1: Find the sources"}, {"kind": "final"}])
+    assert [s for _, s in unqueried.step_states()] == ["todo", "todo", "todo"]
+    skipped = Trace.of([plan, {"kind": "thought", "current_step": "Step 2: Get their values"}, query,
+                        {"kind": "final"}])
     assert [s for _, s in skipped.step_states()] == ["todo", "done", "done"]  # never named: not ticked
     unnamed = Trace.of([plan, {"kind": "action", "language": "sql"}, {"kind": "final"}])  # e.g. REAPER's steps
     assert [s for _, s in unnamed.step_states()] == ["done", "todo", "done"]
@@ -137,3 +142,16 @@ def test_stop_right_after_start_stops_the_run_before_it_is_stored(monkeypatch, t
     record = jobs.open_store().get(job.run_id)
     assert job.error is None and record.status == "stopped"
     assert record.events[-1]["error_kind"] == "stopped" and not any(e["kind"] == "final" for e in record.events)
+
+
+def test_a_run_that_ran_no_query_has_ticked_no_step():
+    """Issue 29: the checklist ticked step 1 of a run that named it as current, then answered without a query."""
+    from core.analysis.trace import Trace
+
+    events = [{"kind": "plan", "status": "adopted", "steps": ["find the candidates", "choose"]},
+              {"kind": "thought", "text": "I know", "current_step": "Step 1: find the candidates"},
+              {"kind": "final", "answer": "krakow"}]
+    assert [s for _, s in Trace.of(events).step_states()] == ["todo", "todo"]
+    acted = events[:2] + [{"kind": "action", "tool": "Relational DB", "query": "SELECT 1", "language": "sql"},
+                          {"kind": "observation", "text": "1", "rows": [[1]]}, events[2]]
+    assert [s for _, s in Trace.of(acted).step_states()] == ["done", "done"]

@@ -466,7 +466,7 @@ def show_outcome(record: RunRecord, compact: bool = False) -> None:
                    icon=":material/database_off:")
     decision = "none" if o.get("decision") is None else str(o["decision"])
     correct = {True: "correct", False: "wrong", None: "no label"}[o.get("correct")]
-    if not answered(record):  # failed or stopped before its final answer: not a wrong answer, no answer at all
+    if not answered(record):  # ended without a final answer (any status): not a wrong answer, no answer at all
         correct = "not answered"
     if o.get("grade_status") in ("ambiguous", "none") and o.get("decision") is None:
         decision = "ambiguous" if o["grade_status"] == "ambiguous" else "none"
@@ -488,7 +488,8 @@ def show_outcome(record: RunRecord, compact: bool = False) -> None:
         return
     if o.get("final_answer") and not any(e["kind"] == "final" for e in record.events):  # else the timeline has it
         st.markdown(f"**Final answer:** {md(o['final_answer'])}")
-    cols = st.columns(6)
+    # weights: "not answered" and "wrong (overridden)" fit their column in a 1600 px window (issue 29)
+    cols = st.columns([1.2, 1.7, 1.1, 1.1, 0.8, 0.9])
     cols[0].metric("Decision", decision)
     cols[1].metric("Correct", correct, help=f"Labelled best decision: {o.get('label') or 'none'}")
     cols[2].metric("Rank", rank, help=(f"Regret {number(placement['regret'])}, gain over doing nothing "

@@ -509,7 +509,9 @@ def _outcome(values: dict, ws: Workspace) -> dict:
     reason = g.reason + ("; they are exactly the candidates tied for the best score, so the answer is optimal, "
                          "though not one decision" if best_group else "")
     prompt, completion = values.get("prompt_tokens", 0), values.get("completion_tokens", 0)
-    return {"decision": g.decision, "mentions": list(g.mentions), "correct": g.correct, "label": question.answer,
+    answered = bool(values.get("final_answer"))  # no answer: not answered, neither right nor wrong (RunStore)
+    return {"decision": g.decision, "mentions": list(g.mentions), "correct": g.correct if answered else None,
+            "label": question.answer,
             "grade_status": g.status, "grade_reason": reason, "best_group": best_group,
             "placement": dataclasses.asdict(placement) if placement else None,
             "final_answer": values.get("final_answer"), "error": values.get("error"),

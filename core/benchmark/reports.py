@@ -63,7 +63,8 @@ def _frame(results: list[dict]) -> pd.DataFrame:
         return df
     for column, default in (("source", "dqa"), ("status", "finished"), ("grade_status", None), ("optimal", None),
                             ("all_tied", False), ("overridden", False), ("regret", None), ("language", None),
-                            ("final_answer", None), ("label", None), ("epoch", 1), ("unconsulted", False)):
+                            ("final_answer", None), ("label", None), ("epoch", 1), ("unconsulted", False),
+                            ("failure", None)):
         if column not in df:
             df[column] = default
     df["source"] = df["source"].fillna("dqa")
@@ -445,7 +446,7 @@ def failures(results: list[dict]) -> pd.DataFrame:
     rows = []
     for (source, scenario, tech, model), g in df.groupby(GROUP, sort=False):
         row = {"source": source, "scenario": scenario, "technique": tech, "model": model, "pairs": len(g),
-               "wrong": int((g["correct"] == False).sum())}  # noqa: E712 - None (unlabelled) is not wrong
+               "wrong": int(g["failure"].notna().sum())}  # wrong or not answered (unlabelled: neither)
         for category in PRECEDENCE + (UNCLASSIFIED,):
             n = int((g["failure"] == category).sum())
             row[category] = n
@@ -463,7 +464,7 @@ def regret(results: list[dict]) -> pd.DataFrame:
     if df.empty:
         return pd.DataFrame(columns=REGRET_COLUMNS)
     rows = []
-    for (source, scenario, tech, model), g in df[df["correct"] == False].groupby(GROUP, sort=False):  # noqa: E712
+    for (source, scenario, tech, model), g in df[df["failure"].notna()].groupby(GROUP, sort=False):
         w = g[g["regret"].notna()]
         rows.append({"source": source, "scenario": scenario, "technique": tech, "model": model, "wrong": len(g),
                      "ranked": len(w),

@@ -502,7 +502,10 @@ class Bench:
         if record.status == "failed" and facts.error_kind in RETRY:
             raise _NotRun(facts.error_kind, outcome.get("error") or "the run failed", failed_attempts)
         evidence = _evidence(self.root, item, trace)
-        category, signs = classify(outcome.get("correct"), facts, record.status, outcome.get("final_answer"),
+        # not answered (no final answer): neither right nor wrong, but a failure of a labelled question all the same
+        graded = (False if not outcome.get("final_answer") and outcome.get("label") is not None
+                  else outcome.get("correct"))
+        category, signs = classify(graded, facts, record.status, outcome.get("final_answer"),
                                    outcome.get("decision"), evidence)
         placement = outcome.get("placement") or {}
         relative = None

@@ -92,11 +92,12 @@ def _line(item, result, error, progress) -> str:
         return (f"{item.name}: failed ({result.get('error_kind') or 'error'}): {result.get('error')} in "
                 f"{result['wall_s']:.2f} s | accuracy {'-' if acc is None else f'{acc:.1f}%'} | "
                 f"ETA {duration(progress.eta_s)}")
-    verdict = {True: "right", False: "wrong", None: "no label"}[result["correct"]]
+    verdict = ({True: "right", False: "wrong", None: "no label"}[result["correct"]] if result.get("final_answer")
+               else "not answered")
     status = result.get("grade_status")
     decision = (result["decision"] if result["decision"] is not None else
                 "ambiguous answer" if status == "ambiguous" else "no decision")
-    detail = f"{decision}" + (f"; label {result['label']}" if result["correct"] is False else "")
+    detail = f"{decision}" + (f"; label {result['label']}" if result.get("failure") else "")
     if result["failure"]:
         detail += f"; {result['failure']}"
     if result["status"] in ("stuck", "context_exceeded"):
