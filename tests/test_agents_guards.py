@@ -52,6 +52,7 @@ class Scripted:
 
     replies: list
     prompt_tokens: int | None = None  # a fixed count per call instead of the estimate
+    chars_per_token: float = 4.0  # the estimate's rate (3: text as dense as SQL and tables)
 
     def __post_init__(self):
         self.requests: list[list] = []
@@ -60,7 +61,7 @@ class Scripted:
         self.requests.append(messages)
         reply = self.replies.pop(0)
         text, finish = reply if isinstance(reply, tuple) else (reply, "stop")
-        prompt = self.prompt_tokens or sum(len(m.content) for m in messages) // 4
+        prompt = self.prompt_tokens or int(sum(len(m.content) for m in messages) / self.chars_per_token)
         return Completion(text, prompt, max(1, len(text) // 4), 0.0, False, finish_reason=finish)
 
 
@@ -305,7 +306,9 @@ def test_a_request_that_cannot_fit_ends_with_its_own_status(home):
     events = events_of(runtime, result)
     assert result.status == "context_exceeded" and len(model.requests) == 1  # no request was sent too big
     assert events[-2]["error_kind"] == "limit" and "context window full" in events[-2]["message"]
-    assert events[-1]["error_kind"] == "context" and "2,048-token context window" in result.outcome["error"]
+    # the message says what is kept for the reply, and where the window came from (issue 29)
+    assert events[-1]["error_kind"] == "context" and ("1,024 available: a 2,048-token window less 1,024 kept for "
+                                                      "the reply; the window set for the run") in result.outcome["error"]
 
 
 def test_fit_keeps_the_question_the_replies_and_the_latest_observation():
@@ -321,7 +324,7 @@ def test_fit_keeps_the_question_the_replies_and_the_latest_observation():
 def _capped_run(home, limits: Limits) -> tuple[Scripted, list, object]:
     """An IterRAG run with two observations of about 9,000 characters each, on a runtime whose reply cap is 2,048
     tokens: the model, the reply caps it was opened with, and the result."""
-    model, caps = Scripted([ACT, ACT + " WHERE 1 = 1", FINAL]), []
+    model, caps = Scripted([ACT, ACT + " WHERE 1 = 1", FINAL], chars_per_token=3), []  # dense: tables
 
     def opener(spec, llm_settings, skip=0):
         caps.append(llm_settings.max_reply_tokens)
@@ -445,7 +448,7 @@ def test_collected_data_leaves_out_corrections():
 
 def test_a_full_context_sends_the_run_to_its_answer_with_older_data_shortened(home):
     long = "Thought: " + "let me think about it. " * 110 + "\n" + ACT.split("\n", 1)[1]  # long ReAct replies
-    model = Scripted([long, long + " WHERE 1 = 1", long + " WHERE 2 = 2", "Final answer: krakow"])
+    model = Scripted([long, long + " WHERE 1 = 1", long + " WHERE 2 = 2", "Final answer: krakow"], chars_per_token=3)
     runtime = scripted_runtime(home, model, WideBackend(chars=4200))
     result = runtime.start(RunSettings("locating", 1, "sqlite", "iterrag", "scripted",
                                        limits=Limits(context_tokens=4608, observation_chars=5000, cell_chars=5000,

@@ -21,7 +21,7 @@ from core.jobs.runs import RunJob
 from core.store.overrides import OverrideStore, with_override
 from core.llm.replays import model_label
 from core.store.runs import PauseTaken, RunRecord
-from core.analysis.summary import answered, question_id, review_label, technique_label
+from core.analysis.summary import answered, question_id, review_label, technique_label, window_note
 from core.analysis.trace import Trace, step_summary
 from core.analysis.format import GAP, duration, number
 from ui import access
@@ -261,7 +261,7 @@ class RunPanel:
         self._price = model_price(settings["llm"])
         label = technique_label(settings["technique"])
         details = (f"{md_code(question_id(settings))} · {md(settings['db'])} · {md(model_label(settings['llm']))} · "
-                   f"review: {review_label(settings).lower()} · run {md_code(run_id)}")
+                   f"review: {review_label(settings).lower()} · run {md_code(run_id)}{md(window_note(settings))}")
         if compact:
             st.markdown(f"#### {label}")
             st.caption(details)

@@ -10,7 +10,8 @@ checkpointer can keep it; the model and the database come from the run's context
 
 Every user message of the transcript after the question is an ``observation`` event. The node helpers REAPER's
 graph (reaper.py) shares are public: ``Emitter``, ``complete_call``, ``settle_answer``, ``announce_plan``,
-``await_review``, ``observe``, ``to_answer``, ``context_full``, ``fail_run``, ``route``, ``run_query``.
+``await_review``, ``observe``, ``to_answer``, ``context_full``, ``calibrate``, ``fail_run``, ``route``,
+``run_query``.
 """
 from __future__ import annotations
 
@@ -245,7 +246,9 @@ def complete_call(state: dict, runtime: Runtime[AgentContext], prompt: str, emit
     fitted, shortened, need = guards.fit(prompt, messages, limits.context_tokens, state.get("chars_per_token"),
                                          limits.reply_tokens)
     if fitted is None:
-        return _end("context_exceeded", "context", prompts.context_exceeded(need, limits.context_tokens), emit), None
+        reserved = guards.reply_room(limits.context_tokens, limits.reply_tokens)
+        return _end("context_exceeded", "context", prompts.context_exceeded(need, limits.context_tokens, reserved,
+                                                                             limits.context_source), emit), None
     if shortened > state.get("shortened", 0):
         emit(ErrorEvent(message=prompts.context_shortened(shortened, limits.context_tokens), error_kind="context",
                         fatal=False))
@@ -316,8 +319,20 @@ def context_full(state: dict, limits: Limits) -> tuple[str, str] | None:
     fitted, _, need = guards.fit(state["prompt"], state["messages"], limits.context_tokens,
                                  state.get("chars_per_token"), limits.reply_tokens)
     if fitted is None:
-        return "context", f"context window full (about {need:,} tokens needed, {limits.context_tokens:,} available)"
+        reserved = guards.reply_room(limits.context_tokens, limits.reply_tokens)
+        room = prompts.context_room(need, limits.context_tokens, reserved, limits.context_source)
+        return "context", f"context window full ({room})"
     return None
+
+
+def calibrate(state: dict, runtime: Runtime[AgentContext]) -> dict:
+    """Before a call, with a context window to keep to: the characters per token of the transcript by the server's
+    own tokenizer, where it has one (else the estimate stays, calibrated by each call's usage)."""
+    if Limits.from_dict(state["limits"]).context_tokens is None:
+        return {}
+    cpt = guards.tokenized_chars_per_token(state["prompt"], state["messages"],
+                                           getattr(runtime.context.llm, "count_tokens", None))
+    return {"chars_per_token": cpt} if cpt else {}
 
 
 def _proceed(state: dict, reply: Reply, emit: Emitter) -> dict:
@@ -386,7 +401,8 @@ def call_llm(state: AgentState, runtime: Runtime[AgentContext]) -> dict:
     limits = Limits.from_dict(state["limits"])
     step = state["llm_calls"] + 1
     emit = Emitter(runtime, step)
-    update: dict = {}
+    update: dict = calibrate(state, runtime)
+    state = {**state, **update}
     if not state["answer_only"]:
         reached = guards.limit_reached(state, limits) or context_full(state, limits)
         if reached:

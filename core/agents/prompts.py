@@ -192,9 +192,16 @@ def context_shortened(count: int, context_tokens: int) -> str:
             f"{context_tokens:,}-token context window")
 
 
-def context_exceeded(need: int, context_tokens: int) -> str:
-    return (f"the request needs about {need:,} tokens, more than the model's {context_tokens:,}-token context "
-            "window allows even with older observations shortened; the run ends here")
+def context_room(need: int, context_tokens: int, reserved: int, source: str | None = None) -> str:
+    """The tokens a request needs beside what the window holds for it, and what is kept for the reply."""
+    where = f"; the window {source}" if source else ""
+    return (f"about {need:,} tokens needed, {context_tokens - reserved:,} available: a {context_tokens:,}-token "
+            f"window less {reserved:,} kept for the reply{where}")
+
+
+def context_exceeded(need: int, context_tokens: int, reserved: int, source: str | None = None) -> str:
+    return (f"the request needs more than the model's context window allows even with older observations "
+            f"shortened ({context_room(need, context_tokens, reserved, source)}); the run ends here")
 
 
 def unknown_tool(action: str, language: str) -> str:

@@ -26,8 +26,9 @@ from core.agents import guards, paper_prompts, prompts
 from core.agents import reaper_prompts as texts
 from core.model.run_settings import Limits, Review
 from core.model.events import ActionEvent, ErrorEvent, ObservationEvent, PlanEvent, QueryReviewEvent
-from core.agents.graph import (AgentContext, Emitter, announce_plan, await_review, complete_call, context_full, fail_run,
-                               guard_state, observe, route, run_query, settle_answer, timed, to_answer)
+from core.agents.graph import (AgentContext, Emitter, announce_plan, await_review, calibrate, complete_call,
+                               context_full, fail_run, guard_state, observe, route, run_query, settle_answer, timed,
+                               to_answer)
 from core.agents.parsing import parse_reply
 from core.agents.reaper_plan import Step, UnusableResult, parse_plan, parse_steps, substitute
 from core.backends.base import BackendUnavailable
@@ -199,10 +200,13 @@ def write_plan(state: ReaperState, runtime: Runtime[AgentContext]) -> dict:
     instead; then adopt them or send them for review."""
     limits, step = Limits.from_dict(state["limits"]), state["llm_calls"] + 1
     emit = Emitter(runtime, step)
+    calibrated = calibrate(state, runtime)
+    state = {**state, **calibrated}
     reached = guards.limit_reached(state, limits) or context_full(state, limits)
     if reached:
-        return {**to_answer(state, *reached, emit), "next": "answer"}
+        return {**calibrated, **to_answer(state, *reached, emit), "next": "answer"}
     update, c = complete_call(state, runtime, state["prompt"], emit)
+    update = {**calibrated, **update}
     if c is None:
         return update
     state = {**state, **update}

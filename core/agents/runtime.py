@@ -41,8 +41,12 @@ from core.store.runs import PauseTaken, RunStore
 from core.scenarios import ranking
 from core.config.secrets import scrub
 from core.config import home as project_home
-from core.llm.server_info import context_window
+from core.llm.server_info import detect_window
 from core.llm.prices import DEFAULT_PRICES, load_prices, price_of
+
+
+#: Where a context window given with the run (--context-tokens, the Settings page's limits) came from.
+SET_FOR_THE_RUN = "set for the run"
 
 
 class RunNotPaused(PauseTaken):
@@ -136,8 +140,11 @@ class AgentRuntime:
         base_url = settings.base_url or llm_settings.base_url
         limits = settings.limits
         if limits.context_tokens is None and base_url:  # what the server reports, when it says
-            reported = context_window(base_url, llm, bound_key(llm_settings, base_url))
-            limits = dataclasses.replace(limits, context_tokens=reported) if reported else limits
+            reported = detect_window(base_url, llm, bound_key(llm_settings, base_url))
+            if reported:
+                limits = dataclasses.replace(limits, context_tokens=reported.tokens, context_source=reported.source)
+        elif limits.context_tokens is not None and not limits.context_source:
+            limits = dataclasses.replace(limits, context_source=SET_FOR_THE_RUN)
         if limits.reply_tokens is None:
             limits = dataclasses.replace(limits, reply_tokens=self._llm_settings.max_reply_tokens)
         return dataclasses.replace(settings, llm=llm, base_url=base_url, limits=limits)

@@ -54,7 +54,7 @@ RETRY = TRANSIENT | {"auth", "config", "model", "unavailable", "budget"}
 FATAL = frozenset({"auth", "config", "model", "budget"})
 #: Limits added after benchmarks first stored their parameters: left out of them while at their defaults, so
 #: the results stored before still match.
-_LATER_LIMITS = ("max_cost_usd", "max_repeats", "context_tokens", "reply_tokens")
+_LATER_LIMITS = ("max_cost_usd", "max_repeats", "context_tokens", "reply_tokens", "context_source")
 
 
 def bench_home(home: str | Path | None = None) -> Path:

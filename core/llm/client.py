@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -28,6 +29,7 @@ from langchain_core.messages import BaseMessage
 
 from core.config import secrets
 from core.config.settings import LLMSettings
+from core.llm import server_info
 from sims.files import FileRefused, read_text
 
 REPLAY_PREFIX = "replay:"
@@ -205,8 +207,10 @@ class ChatLLM:
 
     def __init__(self, model: BaseChatModel, label: str, *, estimate_usage: bool = False, max_retries: int = 0,
                  retry_base_s: float = 1.0, secret: str | None = None, sleep=time.sleep,
-                 timeout_s: float | None = None, max_reply_tokens: int | None = None):
+                 timeout_s: float | None = None, max_reply_tokens: int | None = None,
+                 counter: Callable[[str], int | None] | None = None):
         self.model = model
+        self._counter = counter  # the server's tokenizer (server_info.count_tokens), None: it has none
         self.label = label
         self._estimate = estimate_usage
         self._max_retries = max_retries
@@ -218,6 +222,10 @@ class ChatLLM:
         self._max_reply_chars = min(max_reply_tokens * REPLY_CHARS_PER_CAP_TOKEN, MAX_REPLY_CHARS) \
             if max_reply_tokens else MAX_REPLY_CHARS
         self._cancelled = threading.Event()
+
+    def count_tokens(self, text: str) -> int | None:
+        """The tokens of ``text`` by the model's own tokenizer, where its server counts them (None: it does not)."""
+        return self._counter(text) if self._counter else None
 
     def cancel(self) -> None:
         """Make no further attempt of a call in flight (the analyst stopped its run): the attempt under way, which
@@ -425,5 +433,7 @@ def open_llm(spec: str | None = None, settings: LLMSettings | None = None, *, sk
     model = ChatOpenAI(model=spec, base_url=settings.base_url, api_key=key, temperature=temperature,
                        timeout=settings.timeout_s, max_retries=0, **options)
     label = f"{spec} @ {settings.base_url}" if settings.base_url else spec
+    counter = (partial(server_info.count_tokens, settings.base_url, spec, bound_key(settings))
+               if settings.base_url and not is_openai(settings.base_url) else None)
     return ChatLLM(model, label, max_retries=settings.max_retries, retry_base_s=settings.retry_base_s,
-                   secret=settings.api_key, timeout_s=settings.timeout_s, max_reply_tokens=cap)
+                   secret=settings.api_key, timeout_s=settings.timeout_s, max_reply_tokens=cap, counter=counter)
