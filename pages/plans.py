@@ -49,7 +49,7 @@ VERDICT = {True: ":green[correct]", False: ":red[wrong]", None: "unlabelled"}
 st.title("Learned plans")
 current = (st.session_state.get("question_ref") or DEFAULT_QUESTION)[1]  # the scenario of the session's question
 names = scenarios.names()
-scenario = st.segmented_control("Scenario", names, format_func=lambda n: scenarios.get(n).title, required=True,
+scenario = st.segmented_control("Scenario", names, format_func=lambda n: md(scenarios.get(n).title), required=True,
                                 default=current if current in names else names[0], key=kept("plans_scenario"))
 store = PlanStore()
 try:

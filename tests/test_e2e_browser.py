@@ -206,8 +206,11 @@ def test_run_with_an_edited_replan_in_the_browser(chromium, server, tmp_path):
     name = page.get_by_role("textbox", name="Your name, recorded with your review")  # this session's first review
     name.fill("Ana Costa")
     name.press("Enter")
-    page.get_by_text("you review as Ana Costa").wait_for()  # redrawn: the buttons usable, the old ones gone
-    page.wait_for_function("() => !document.querySelector('[data-testid=stStatusWidget]')")
+    page.get_by_text("you review as Ana Costa").wait_for()
+    # until the rerun ends, the disabled button of the run before may stand beside the new one (Streamlit keeps
+    # stale elements until the script finishes): wait for the one usable button
+    expect(approve_edited).to_have_count(1)
+    expect(approve_edited).to_be_enabled()
     step_2 = page.locator('[class*="-step-1"] input')
     step_2.fill(EDITED_STEP)
     approve_edited.click()  # as an analyst would: type, then click (the box sends its text as it loses focus)

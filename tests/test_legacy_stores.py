@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -53,6 +54,19 @@ def snapshot(home: Path) -> dict:
                    "plan": PlanStore(home / "plans").load("depot").to_dict()})
 
 
+WRITTEN_IN = "/work/wt-core-layout/"  # the checkout the legacy home was written in (see data/legacy/README.md)
+
+
+def _rebase_replays(runs: Path) -> None:
+    """Point the runs' replay files (stored as absolute paths, so that a resume from another directory finds them)
+    at this checkout's ``assets/replays``, as a user moving a project home to another checkout would."""
+    root = str(Path(__file__).resolve().parents[1]) + "/"
+    with sqlite3.connect(runs) as db:
+        db.execute("UPDATE runs SET llm = replace(llm, ?, ?), settings = replace(settings, ?, ?)",
+                   (WRITTEN_IN, root, WRITTEN_IN, root))
+    db.close()
+
+
 @pytest.fixture
 def legacy_home(tmp_path, monkeypatch):
     """A copy of the legacy project home, used as DATA_HOME (the stores may be migrated on first open)."""
@@ -60,6 +74,7 @@ def legacy_home(tmp_path, monkeypatch):
 
     home = tmp_path / "home"
     shutil.copytree(LEGACY / "home", home)
+    _rebase_replays(home / "runs.sqlite")
     isolate(monkeypatch, home)
     monkeypatch.setenv("PLANRAG_SCENARIOS", str(tmp_path / "scenarios"))
     return home

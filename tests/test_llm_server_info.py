@@ -145,7 +145,7 @@ def test_a_small_window_is_kept_by_the_servers_count_and_the_run_says_which_wind
     limits = record.settings["limits"]
     assert (limits["context_tokens"], limits["context_source"]) == (3000, "llama.cpp GET /props (n_ctx)")
     assert result.status == "finished" and result.outcome["decision"] == "krakow"
-    assert not [e for e in record.events if e["kind"] == "error" and e["error_kind"] in ("limit", "context")]
+    assert not [e for e in record.events if e.kind == "error" and e.error_kind in ("limit", "context")]
     assert ("POST", "/tokenize") in server.asked
     # the same first request by the character estimate alone: more than the 1,500 tokens the window leaves it
     from core.agents import guards

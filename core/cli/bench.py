@@ -110,25 +110,11 @@ def _line(item, result, error, progress) -> str:
 
 
 def main(args) -> int:
-    import pandas as pd
-
     if not args.smoke and not args.technique:
         print("error: --technique is required (or --smoke)", file=sys.stderr)
         return 2
     try:
-        if args.smoke:
-            config = smoke_config(args.technique, scenario=args.scenario, db=args.db, out=args.out, name=args.name,
-                                  source="scenario" if args.source == "scenario" else None, limits=limits_from(args),
-                                  budget_tokens=args.budget_tokens, budget_cost=args.budget_cost)
-        else:
-            config = BenchConfig(args.technique, args.llm or "", scenario=args.scenario, db=args.db,
-                                 questions=args.questions, concurrency=args.concurrency, rpm=args.rpm, out=args.out,
-                                 name=args.name, cache=not args.no_cache, base_url=args.base_url,
-                                 temperature=args.temperature, source=args.source, dqa_root=args.dqa_dir,
-                                 llm_settings=llm_settings(args, unattended=True), limits=limits_from(args),
-                                 budget_tokens=args.budget_tokens, budget_cost=args.budget_cost,
-                                 prompts=args.prompts, reaper_planner=args.reaper_planner, epochs=args.epochs,
-                                 top_p=args.top_p, seed=args.seed, vote=args.vote)
+        config = _config(args)
         bench = Bench(config)
         bench.claim()  # BenchBusy when another benchmark runs into the same directory
         prices = load_prices()
@@ -168,34 +154,8 @@ def main(args) -> int:
             signal.signal(signal.SIGINT, previous)
     if stop.is_set() and progress.stopped == "stopped":
         print("interrupted: the finished items are stored; rerun the same command to go on", file=sys.stderr)
-    this_run = read_all(bench.directory, bench.keys(), config.home)
-    clustered = ", clustered by question over the epochs" if bench.epochs > 1 else ""
-    print(f"accuracy on set {bench.set_name} (correct/n, items that could not run count as wrong; 95% Wilson "
-          f"interval{clustered}) | optimal decisions (regret 0, ties with the best included):")
-    for r in reports.accuracy(this_run).to_dict("records"):
-        paper = (f"  (paper {r['paper']}, GPT-4, n={reports.PAPER_N[r['scenario']]})"
-                 if pd.notna(r["paper"]) else "")
-        errors = "".join(f", {r[key]} {label}" for key, label in (
-            ("errors", "not run"), ("undecided", "deciding nothing"), ("overridden", "grades overridden"),
-            ("all tied", "on questions where every candidate ties"),
-            ("unconsulted", "answered without consulting the database")) if r[key])
-        print(f"  {r['scenario']:<9} {r['db']:<8} {r['technique']:<13} {r['correct']}/{r['n']}{errors}  "
-              f"{reports.accuracy_text(r)} | optimal {r['optimal rate']:.1f}% "
-              f"[{r['optimal ci95_low']:.1f}–{r['optimal ci95_high']:.1f}]{paper}")
-    for r in reports.paired(this_run).to_dict("records"):
-        print(f"  paired {r['scenario']} {r['db']}: {reports.paired_text(r)}")
-    for r in reports.costs(this_run, prices).to_dict("records"):
-        if parse_voted(r["technique"]):
-            total, per = r["cost USD"], r["cost per correct USD"]
-            print(f"  {r['scenario']} {r['db']} {reports.technique_name(r['technique'])}: {r['llm calls']} LLM calls "
-                  f"per question, cost {'unknown' if total is None else f'${total:.4f}'}, per correct decision "
-                  f"{'-' if per is None else f'${per:.5f}'}")
-    for line in fidelity.summary_lines(bench.results()):
-        print(line)
-    written = reports.export(read_all(bench.directory, home=config.home), prices, bench.directory / "report",
-                             not_run=read_not_run(bench.directory))
-    written = [*written, *fidelity.export(read_results(bench.directory), bench.directory / "report")]
-    print(f"reports of all results in {bench.directory}: {', '.join(p.name for p in written)} in report/")
+    _print_accuracy(bench, read_all(bench.directory, bench.keys(), config.home), prices)
+    _write_reports(bench, config, prices)
     if progress.errors:
         print(f"{len(progress.errors)} items could not run (a rerun tries them again):", file=sys.stderr)
         for error in progress.errors[:10]:
@@ -231,3 +191,57 @@ def _interrupted(bench: Bench, stop: threading.Event, signum, frame) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(130)  # the items in flight wait on the model or the database: nothing to keep from them
+
+
+def _config(args) -> BenchConfig:
+    """The benchmark the arguments describe (``--smoke``: the smoke benchmark)."""
+    if args.smoke:
+        return smoke_config(args.technique, scenario=args.scenario, db=args.db, out=args.out, name=args.name,
+                            source="scenario" if args.source == "scenario" else None, limits=limits_from(args),
+                            budget_tokens=args.budget_tokens, budget_cost=args.budget_cost)
+    return BenchConfig(args.technique, args.llm or "", scenario=args.scenario, db=args.db,
+                       questions=args.questions, concurrency=args.concurrency, rpm=args.rpm, out=args.out,
+                       name=args.name, cache=not args.no_cache, base_url=args.base_url,
+                       temperature=args.temperature, source=args.source, dqa_root=args.dqa_dir,
+                       llm_settings=llm_settings(args, unattended=True), limits=limits_from(args),
+                       budget_tokens=args.budget_tokens, budget_cost=args.budget_cost,
+                       prompts=args.prompts, reaper_planner=args.reaper_planner, epochs=args.epochs,
+                       top_p=args.top_p, seed=args.seed, vote=args.vote)
+
+
+def _print_accuracy(bench: Bench, this_run: list[dict], prices) -> None:
+    """This run's accuracy and optimal decisions per setting (beside the paper's), the paired comparisons, the
+    votes' costs and how each setting compares with the paper's."""
+    import pandas as pd  # heavy: loads pandas
+
+    clustered = ", clustered by question over the epochs" if bench.epochs > 1 else ""
+    print(f"accuracy on set {bench.set_name} (correct/n, items that could not run count as wrong; 95% Wilson "
+          f"interval{clustered}) | optimal decisions (regret 0, ties with the best included):")
+    for r in reports.accuracy(this_run).to_dict("records"):
+        paper = (f"  (paper {r['paper']}, GPT-4, n={reports.PAPER_N[r['scenario']]})"
+                 if pd.notna(r["paper"]) else "")
+        errors = "".join(f", {r[key]} {label}" for key, label in (
+            ("errors", "not run"), ("undecided", "deciding nothing"), ("overridden", "grades overridden"),
+            ("all tied", "on questions where every candidate ties"),
+            ("unconsulted", "answered without consulting the database")) if r[key])
+        print(f"  {r['scenario']:<9} {r['db']:<8} {r['technique']:<13} {r['correct']}/{r['n']}{errors}  "
+              f"{reports.accuracy_text(r)} | optimal {r['optimal rate']:.1f}% "
+              f"[{r['optimal ci95_low']:.1f}–{r['optimal ci95_high']:.1f}]{paper}")
+    for r in reports.paired(this_run).to_dict("records"):
+        print(f"  paired {r['scenario']} {r['db']}: {reports.paired_text(r)}")
+    for r in reports.costs(this_run, prices).to_dict("records"):
+        if parse_voted(r["technique"]):
+            total, per = r["cost USD"], r["cost per correct USD"]
+            print(f"  {r['scenario']} {r['db']} {reports.technique_name(r['technique'])}: {r['llm calls']} LLM calls "
+                  f"per question, cost {'unknown' if total is None else f'${total:.4f}'}, per correct decision "
+                  f"{'-' if per is None else f'${per:.5f}'}")
+    for line in fidelity.summary_lines(bench.results()):
+        print(line)
+
+
+def _write_reports(bench: Bench, config: BenchConfig, prices) -> None:
+    """The reports of all the benchmark's results, in its ``report/`` folder."""
+    written = reports.export(read_all(bench.directory, home=config.home), prices, bench.directory / "report",
+                             not_run=read_not_run(bench.directory))
+    written = [*written, *fidelity.export(read_results(bench.directory), bench.directory / "report")]
+    print(f"reports of all results in {bench.directory}: {', '.join(p.name for p in written)} in report/")
