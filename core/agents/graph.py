@@ -16,6 +16,7 @@ graph (reaper.py) shares are public: ``Emitter``, ``complete_call``, ``settle_an
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypedDict
 
@@ -82,12 +83,14 @@ class AgentState(TypedDict):
 
 @dataclass
 class AgentContext:
-    """What a run works with, outside the checkpointed state; ``control``: its Stop (None: cannot be stopped)."""
+    """What a run works with, outside the checkpointed state; ``control``: its Stop (None: cannot be stopped);
+    ``on_text``: who follows the model's reply as it is written (None: nobody)."""
 
     llm: ChatLLM
     backend: Backend
     price: list[float] | None = None  # USD per 1M prompt and completion tokens (None: unknown)
     control: RunControl | None = None
+    on_text: Callable[[str], None] | None = None  # the reply in flight so far, where the model streams (a view)
 
 
 def initial_state(tech: Technique, hitl: str, limits: Limits, language: str, schema: str, question_text: str,
@@ -255,8 +258,10 @@ def complete_call(state: dict, runtime: Runtime[AgentContext], prompt: str, emit
     try:
         chat, stop = send or _chat_of(state)
         llm = runtime.context.llm
+        on_text = getattr(runtime.context, "on_text", None)
         c = run_control.call(getattr(runtime.context, "control", None), llm.complete, chat(prompt, fitted), stop,
-                             on_retry=lambda a: emit(_retry_event(a)), cancel=getattr(llm, "cancel", None))
+                             on_retry=lambda a: emit(_retry_event(a)), cancel=getattr(llm, "cancel", None),
+                             **({"on_text": on_text} if on_text else {}))
     except LLMError as e:
         if e.kind == "context":  # the server's count of the request's tokens is past the window
             return _end("context_exceeded", "context", str(e), emit, e.attempts), None

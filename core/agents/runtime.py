@@ -101,6 +101,8 @@ class AgentRuntime:
         self._controls: dict[str, RunControl] = {}  # the runs this runtime drives now
         self._stop_asked: set[str] = set()  # runs asked to stop before they were driven
         self._controls_lock = threading.Lock()
+        #: who follows the reply in flight as the model writes it (``core.jobs.runs.RunJob``; None: nobody)
+        self.on_text: Callable[[str], None] | None = None
 
     def close(self) -> None:
         self._conn.close()
@@ -407,7 +409,7 @@ class AgentRuntime:
                 price: list[float] | None) -> Iterator[Event]:
         try:
             for event in graph.stream(graph_input, self._config(run_id),
-                                      context=AgentContext(llm, ws.backend, price, control),
+                                      context=AgentContext(llm, ws.backend, price, control, self.on_text),
                                       stream_mode="custom", durability="sync"):
                 self.store.add_event(run_id, event)
                 yield event

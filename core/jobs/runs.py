@@ -93,10 +93,16 @@ class RunJob(Job):
             runtime = self.runtime
         return runtime.stop(self.run_id, starting=True, by=by) if runtime is not None else "running"
 
+    def _writing(self, text: str) -> None:
+        """The reply in flight so far (a view: the finished reply comes as the run's events)."""
+        self.partial = text
+        self.changed()
+
     def _work(self) -> None:
         runtime = None
         try:
             runtime = self._make_runtime()
+            runtime.on_text = self._writing  # the model's reply as it streams, for a page to show
             with self._changed:
                 self.runtime, asked, by = runtime, self._stop_asked, self._stopped_by
             if asked:  # Stop came while the runtime opened
