@@ -392,6 +392,7 @@ def test_the_reply_streams_into_the_step_panel(chromium, tmp_path, dqa_dir):
             shown_at = page.evaluate("window.__streamSeen") / 1000
             sent_at = stub.sent[0][0]
             assert not any(piece == act for _, piece in stub.sent)  # shown while the rest was held back
+            page.get_by_text("(LLM call 1, attempt 1 of ").first.wait_for()  # the status line names the call
             stub.release.set()
             page.get_by_text("Final answer:").first.wait_for()
             [run] = RunStore(tmp_path / "home" / "runs.sqlite").export()

@@ -64,6 +64,7 @@ def test_a_run_job_shows_the_reply_being_written_and_stores_the_events_as_before
         while job.partial != ACT[:20] and not job.done:
             deadline.wait(0.02)
         assert job.partial == ACT[:20] and not job.done  # the first words, while the rest is held back
+        assert (job.calling["call"], job.calling["attempt"]) == (1, 1) and job.calling["timeout_s"] > 0
         server.release.set()
         job.join(120)
         streamed = job.store().get(job.run_id)

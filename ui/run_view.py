@@ -312,11 +312,15 @@ class RunPanel:
         else:
             self._status.empty()
 
-    def waiting(self, started: float | None = None, driven: float | None = None) -> None:
+    def waiting(self, started: float | None = None, driven: float | None = None, calling: dict | None = None) -> None:
         """Say how long the run has gone on (since ``started``, its first event) and what it is waiting for, since
-        its last event or since it was resumed (``driven``), whichever is later."""
+        its last event or since it was resumed (``driven``), whichever is later; for the model, which call and
+        attempt and its time limit (``calling``, when known)."""
         last = self.trace.events[-1] if self.trace.events else None
         what = "the database" if isinstance(last, ActionEvent) and last.language != "self" else "the model"
+        if what == "the model" and calling:
+            limit = f", time limit {duration(calling['timeout_s'])}" if calling.get("timeout_s") else ""
+            what += f" (LLM call {calling['call']}, attempt {calling['attempt']} of {calling['of']}{limit})"
         since = f": {duration(time.time() - max(last.at, driven or 0))}" if last else ""
         running = f" {duration(time.time() - started)}" if started else ""
         self.status(f":material/hourglass_top: Running{running} (since it started) · waiting for {what}{since}")
@@ -367,7 +371,8 @@ def show_live(run_id: str, settings: dict, run: RunJob | RunFollower, key: str, 
     if going and run.partial:
         panel.writing(run.partial)
     if going:
-        panel.waiting(min(events[0].at, run.started) if events else run.started, run.started)
+        panel.waiting(min(events[0].at, run.started) if events else run.started, run.started,
+                      getattr(run, "calling", None))
     return panel
 
 

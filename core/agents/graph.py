@@ -91,6 +91,7 @@ class AgentContext:
     price: list[float] | None = None  # USD per 1M prompt and completion tokens (None: unknown)
     control: RunControl | None = None
     on_text: Callable[[str], None] | None = None  # the reply in flight so far, where the model streams (a view)
+    on_attempt: Callable[[dict], None] | None = None  # each LLM attempt as it starts: call, attempt, of, timeout_s
 
 
 def initial_state(tech: Technique, hitl: str, limits: Limits, language: str, schema: str, question_text: str,
@@ -258,10 +259,9 @@ def complete_call(state: dict, runtime: Runtime[AgentContext], prompt: str, emit
     try:
         chat, stop = send or _chat_of(state)
         llm = runtime.context.llm
-        on_text = getattr(runtime.context, "on_text", None)
+        follow = _followers(runtime.context, emit.step)
         c = run_control.call(getattr(runtime.context, "control", None), llm.complete, chat(prompt, fitted), stop,
-                             on_retry=lambda a: emit(_retry_event(a)), cancel=getattr(llm, "cancel", None),
-                             **({"on_text": on_text} if on_text else {}))
+                             on_retry=lambda a: emit(_retry_event(a)), cancel=getattr(llm, "cancel", None), **follow)
     except LLMError as e:
         if e.kind == "context":  # the server's count of the request's tokens is past the window
             return _end("context_exceeded", "context", str(e), emit, e.attempts), None
@@ -283,6 +283,17 @@ def _chat_of(state: dict) -> tuple:
     if technique(state["technique"]).max_actions == 1 or state["answer_only"]:
         return (lambda prompt, messages: paper_prompts.chat_single(prompt, messages[0]["content"])), None
     return paper_prompts.chat, paper_prompts.STOP
+
+
+def _followers(context: AgentContext, call: int) -> dict:
+    """The arguments of an LLM call for whoever follows it as it goes (none when nobody does: models that take no
+    such arguments, e.g. the benchmark's caching one, are never given them)."""
+    follow = {}
+    if getattr(context, "on_text", None):
+        follow["on_text"] = context.on_text
+    if getattr(context, "on_attempt", None):
+        follow["on_attempt"] = lambda attempt: context.on_attempt({**attempt, "call": call})
+    return follow
 
 
 def _retry_event(attempt: dict) -> ErrorEvent:

@@ -103,6 +103,7 @@ class AgentRuntime:
         self._controls_lock = threading.Lock()
         #: who follows the reply in flight as the model writes it (``core.jobs.runs.RunJob``; None: nobody)
         self.on_text: Callable[[str], None] | None = None
+        self.on_attempt: Callable[[dict], None] | None = None  # and each LLM attempt as it starts
 
     def close(self) -> None:
         self._conn.close()
@@ -409,7 +410,8 @@ class AgentRuntime:
                 price: list[float] | None) -> Iterator[Event]:
         try:
             for event in graph.stream(graph_input, self._config(run_id),
-                                      context=AgentContext(llm, ws.backend, price, control, self.on_text),
+                                      context=AgentContext(llm, ws.backend, price, control, self.on_text,
+                                                           self.on_attempt),
                                       stream_mode="custom", durability="sync"):
                 self.store.add_event(run_id, event)
                 yield event

@@ -315,16 +315,20 @@ class ChatLLM:
 
     def complete(self, messages: list[BaseMessage], stop: list[str],
                  on_retry: Callable[[dict], None] | None = None,
-                 on_text: Callable[[str], None] | None = None) -> Completion:
+                 on_text: Callable[[str], None] | None = None,
+                 on_attempt: Callable[[dict], None] | None = None) -> Completion:
         """One reply to ``messages``. ``on_retry`` gets each failed attempt that is retried (its record, with
         ``retry_in_s``) as it happens; ``on_text``, when the model streams, the reply's text so far as it is
-        written (a view: the Completion is the reply). Raises LLMError when the call fails for good."""
+        written (a view: the Completion is the reply); ``on_attempt`` each attempt as it starts (``attempt``, of
+        ``of``, its ``timeout_s``). Raises LLMError when the call fails for good."""
         attempts: list[dict] = []
         first = time.perf_counter()
         timeout_s = self._timeout_s
         for attempt in range(self._max_retries + 1):
             start, started_at = time.perf_counter(), time.time()
             record = {"attempt": attempt + 1, "start": round(started_at, 3), "timeout_s": timeout_s}
+            if on_attempt:
+                on_attempt({"attempt": attempt + 1, "of": self._max_retries + 1, "timeout_s": timeout_s})
             try:
                 message = self._invoke_within(messages, stop, timeout_s, on_text)
             except Exception as e:
