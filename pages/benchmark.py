@@ -381,7 +381,13 @@ def show_accuracy(tables: dict) -> None:
     if stuck is not None and stuck.sum():
         n = int(stuck.sum())
         notes.append(f"{n} {'run was' if n == 1 else 'runs were'} stuck: the loop guard ended them after repeated "
-                     "actions (counted wrong; the Questions tab shows their status).")
+                     "actions; each was then asked once for its final answer, graded like any other (the "
+                     "Questions tab shows their status).")
+    unconsulted = acc.get("unconsulted")
+    if unconsulted is not None and unconsulted.sum():
+        n = int(unconsulted.sum())
+        notes.append(f"{n} {'answer was' if n == 1 else 'answers were'} given without consulting the database (no "
+                     "query ran before the final answer).")
     for note in notes:
         st.caption(note)
     bars_with_paper(acc)

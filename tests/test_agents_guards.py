@@ -52,6 +52,7 @@ class Scripted:
 
     replies: list
     prompt_tokens: int | None = None  # a fixed count per call instead of the estimate
+    chars_per_token: float = 4.0  # the estimate's rate (3: text as dense as SQL and tables)
 
     def __post_init__(self):
         self.requests: list[list] = []
@@ -60,7 +61,7 @@ class Scripted:
         self.requests.append(messages)
         reply = self.replies.pop(0)
         text, finish = reply if isinstance(reply, tuple) else (reply, "stop")
-        prompt = self.prompt_tokens or sum(len(m.content) for m in messages) // 4
+        prompt = self.prompt_tokens or int(sum(len(m.content) for m in messages) / self.chars_per_token)
         return Completion(text, prompt, max(1, len(text) // 4), 0.0, False, finish_reason=finish)
 
 
@@ -81,15 +82,46 @@ def test_the_same_failing_query_is_not_run_again_and_the_run_ends_stuck(home, tm
     result = runtime.start(settings(replay(tmp_path, [FAILING] + [again] * 19), limits=Limits(max_repeats=3)))
     events = events_of(runtime, result)
     assert result.status == "stuck" and len(backend.queries) == 1
-    assert result.outcome["llm_calls"] == 4 and result.outcome["repeats"] == 3  # not 20 calls
+    # not 20 calls: 4, then the one request for the final answer (issue 29), which the loop answers with its query
+    assert result.outcome["llm_calls"] == 5 and result.outcome["repeats"] == 3
     repeats = [e for e in events if e.kind == "observation" and e.error_kind == "repeat"]
     assert len(repeats) == 2
     assert "Not run: you already took this action (LLM call 1)" in repeats[0].text
     assert "no such column: T1.local_value" in repeats[0].text  # with the earlier error
-    assert events[-1].kind == "error" and events[-1].error_kind == "stuck"
+    asked = next(e for e in events if e.kind == "error" and e.error_kind == "stuck")
+    assert not asked.fatal and asked.message.endswith("asking the agent for its final answer now")
+    assert events[-1].kind == "error" and events[-1].error_kind == "stuck" and events[-1].fatal
     assert "repeated itself 3 times" in result.outcome["error"]
+    assert "asked once for its final answer, it gave none" in result.outcome["error"]
     assert runtime.store.get(result.run_id, events=False).status == "stuck"
     assert runtime.store.list(status="stuck")[0].id == result.run_id
+
+
+def test_a_stuck_run_asks_once_for_the_final_answer_from_what_it_observed(home, tmp_path):
+    backend = FakeBackend()
+    model = Scripted([ACT, ACT, ACT, FINAL])
+    runtime = scripted_runtime(home, model, backend)
+    result = runtime.start(RunSettings("locating", 1, "sqlite", "iterrag", "scripted", limits=Limits(max_repeats=2)))
+    events = events_of(runtime, result)
+    assert result.status == "stuck" and result.outcome["llm_calls"] == 4 and len(backend.queries) == 1
+    asked = model.requests[-1][-1].content  # the answer request: the question and the rows the query got
+    assert "The data collected to answer it" in asked and "krakow" in asked and "Final answer" in asked
+    stuck = next(e for e in events if e.kind == "error")
+    assert stuck.error_kind == "stuck" and not stuck.fatal and events[-1].kind == "final"
+    assert result.outcome["decision"] == "krakow" and result.outcome["correct"] is True
+    assert result.outcome["error"] == ("the agent repeated itself 2 times (last: the same action as at LLM call 1: "
+                                       "SELECT trade_node FROM trade_node); it then gave its final answer from what "
+                                       "it had observed")
+    assert runtime.store.list(status="stuck")[0].id == result.run_id
+
+
+def test_a_stuck_run_with_no_call_left_ends_without_asking(home, tmp_path):
+    model = Scripted([ACT, ACT, ACT, FINAL], prompt_tokens=1000)
+    runtime = scripted_runtime(home, model)
+    result = runtime.start(RunSettings("locating", 1, "sqlite", "iterrag", "scripted",
+                                       limits=Limits(max_repeats=2, max_tokens=3000)))
+    assert result.status == "stuck" and result.outcome["llm_calls"] == 3 and len(model.replies) == 1
+    assert result.outcome["error"].endswith("; the run ends here") and result.outcome["final_answer"] is None
 
 
 def test_a_repeated_good_query_gets_its_earlier_result_and_the_agent_goes_on(home, tmp_path):
@@ -121,7 +153,7 @@ def test_the_same_invalid_reply_again_counts_as_a_repeat(home, tmp_path):
     bad = "Thought: I will look\nAction: Trade Database\nAction input: SELECT trade_node FROM trade_node"
     result = runtime.start(settings(replay(tmp_path, [bad] * 5), limits=Limits(max_repeats=2)))
     events = events_of(runtime, result)
-    assert result.status == "stuck" and result.outcome["llm_calls"] == 3
+    assert result.status == "stuck" and result.outcome["llm_calls"] == 4  # and the request for the final answer
     assert "you sent this same reply before (LLM call 1)" in [e for e in events if e.kind == "observation"][1].text
 
 
@@ -273,7 +305,9 @@ def test_a_request_that_cannot_fit_ends_with_its_own_status(home):
     events = events_of(runtime, result)
     assert result.status == "context_exceeded" and len(model.requests) == 1  # no request was sent too big
     assert events[-2].error_kind == "limit" and "context window full" in events[-2].message
-    assert events[-1].error_kind == "context" and "2,048-token context window" in result.outcome["error"]
+    # the message says what is kept for the reply, and where the window came from (issue 29)
+    assert events[-1].error_kind == "context" and ("1,024 available: a 2,048-token window less 1,024 kept for "
+                                                   "the reply; the window set for the run") in result.outcome["error"]
 
 
 def test_fit_keeps_the_question_the_replies_and_the_latest_observation():
@@ -289,7 +323,7 @@ def test_fit_keeps_the_question_the_replies_and_the_latest_observation():
 def _capped_run(home, limits: Limits) -> tuple[Scripted, list, object]:
     """An IterRAG run with two observations of about 9,000 characters each, on a runtime whose reply cap is 2,048
     tokens: the model, the reply caps it was opened with, and the result."""
-    model, caps = Scripted([ACT, ACT + " WHERE 1 = 1", FINAL]), []
+    model, caps = Scripted([ACT, ACT + " WHERE 1 = 1", FINAL], chars_per_token=3), []  # dense: tables
 
     def opener(spec, llm_settings, skip=0):
         caps.append(llm_settings.max_reply_tokens)
@@ -413,7 +447,7 @@ def test_collected_data_leaves_out_corrections():
 
 def test_a_full_context_sends_the_run_to_its_answer_with_older_data_shortened(home):
     long = "Thought: " + "let me think about it. " * 110 + "\n" + ACT.split("\n", 1)[1]  # long ReAct replies
-    model = Scripted([long, long + " WHERE 1 = 1", long + " WHERE 2 = 2", "Final answer: krakow"])
+    model = Scripted([long, long + " WHERE 1 = 1", long + " WHERE 2 = 2", "Final answer: krakow"], chars_per_token=3)
     runtime = scripted_runtime(home, model, WideBackend(chars=4200))
     result = runtime.start(RunSettings("locating", 1, "sqlite", "iterrag", "scripted",
                                        limits=Limits(context_tokens=4608, observation_chars=5000, cell_chars=5000,
@@ -550,3 +584,29 @@ def test_a_server_that_did_not_report_its_context_at_first_is_asked_again():
         assert context_window(server.url, "stand-in") == 8192  # a size found is remembered
     finally:
         server.close()
+
+
+# --------------------------------------------------------------------------- answers that consulted no database
+
+def test_an_answer_before_any_query_is_noted_once_and_recorded(home, tmp_path):
+    backend = FakeBackend()
+    model = Scripted([FINAL, FINAL])
+    runtime = scripted_runtime(home, model, backend)
+    result = runtime.start(RunSettings("locating", 1, "sqlite", "iterrag", "scripted"))
+    events = events_of(runtime, result)
+    note = [e for e in events if e.kind == "observation"]
+    assert len(note) == 1 and note[0].error_kind == "unqueried" and "not queried the Relational DB yet" in note[0].text
+    assert result.status == "finished" and result.outcome["llm_calls"] == 2 and backend.queries == []
+    assert result.outcome["unconsulted"] is True and result.outcome["decision"] == "krakow"
+    told = Scripted([FINAL, ACT, FINAL])
+    result = scripted_runtime(home, told, backend).start(RunSettings("locating", 1, "sqlite", "iterrag", "scripted"))
+    assert result.outcome["unconsulted"] is False and result.outcome["llm_calls"] == 3
+
+
+def test_the_paper_setting_is_not_told_and_records_the_unconsulted_answer(home, tmp_path):
+    model = Scripted(["Thought: I know.\nFinal answer: krakow"])
+    runtime = scripted_runtime(home, model)
+    result = runtime.start(RunSettings("locating", 1, "sqlite", "iterrag", "scripted", prompts="paper"))
+    assert result.status == "finished" and result.outcome["llm_calls"] == 1
+    assert result.outcome["unconsulted"] is True
+    assert not [e for e in events_of(runtime, result) if e.kind == "observation"]

@@ -233,3 +233,23 @@ def test_cli_runs_reaper(tmp_path, dqa_dir, monkeypatch, capsys):
                      "reaper", "--llm", spec, "--no-replan", "--json"])
     report = json.loads(capsys.readouterr().out)
     assert code == 0 and report["llm_calls"] == 2 and report["status"] == "finished"
+
+
+def test_a_step_identical_to_an_earlier_one_is_not_run_again(home, tmp_path):
+    """Issue 29: REAPER re-ran a failed step identical to an earlier one (#E13 = #E7); the loop guard's note instead,
+    the earlier result standing for the step (its error, or its rows for the steps that use it)."""
+    fake = FakeBackend()
+    runtime = make_runtime(home, fake)
+    failing = ("Step 1: the nodes - #E1 = Relational DB[SELEKT trade_node FROM trade_node]\n"
+               "Step 2: the values - #E2 = Relational DB[SELECT trade_node FROM trade_node]")
+    replan = ("Step 3: the nodes again - #E3 = Relational DB[selekt  trade_node FROM trade_node]\n"
+              "Step 4: the values again - #E4 = Relational DB[SELECT trade_node FROM trade_node]")
+    done = runtime.start(settings(replay(tmp_path, [failing, replan, ANSWER]), "reaper"))
+    assert fake.queries == ["SELEKT trade_node FROM trade_node", "SELECT trade_node FROM trade_node"]  # once each
+    observations = [e for e in events_of(runtime, done) if e.kind == "observation"]
+    assert [o.error_kind for o in observations] == ["syntax", None, "repeat", "repeat"]
+    assert "not run: the same query as #E1, which gave: " in observations[2].text
+    assert "not run: the same query as #E2" in observations[3].text and "krakow" in observations[3].text
+    actions = [e for e in events_of(runtime, done) if e.kind == "action"]
+    assert len(actions) == 2 and done.outcome["repeats"] == 2 and done.outcome["actions"] == 2
+    assert done.status == "finished" and done.outcome["unconsulted"] is False

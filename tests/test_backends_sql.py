@@ -396,3 +396,41 @@ def test_mysql_unreachable_server(locating):
     with pytest.raises(BackendUnavailable):
         mysql.open_database(locating, settings)
     assert "mysql://" in mysql.unavailable(DatabaseSettings(mysql_url="postgres://x@y"))
+
+
+def test_a_syntax_error_says_where_the_parser_stopped_in_sql_terms():
+    """Issue 29: a query with a syntax error told the model and the user sqlglot's internals ("Required keyword:
+    'expressions' missing for <class 'sqlglot...Aliases'>"); the message says where the query stops being SQL."""
+    from core.backends.sql_dialect import mysql_to_sqlite
+
+    with pytest.raises(QuerySyntaxError) as e:
+        mysql_to_sqlite("SELECT current_price * (1 + 0.75((pop_demand + SUM(max_demand)) - (current_output + "
+                        "SUM(max_supply))) / MAX(pop_demand, max_supply))")
+    assert str(e.value) == ('syntax error near "(" at line 1, column 34: the query reads as SQL up to "SELECT '
+                            'current_price * (1 + 0.75(" and cannot go on there')
+    with pytest.raises(QuerySyntaxError) as e:
+        mysql_to_sqlite("SELECT country_name\nFROM country WHERE (development > 1 FROM x")
+    assert str(e.value).startswith('syntax error near "FROM" at line 2, column 37, expected ")"')
+    said = [str(e.value)]
+    for sql in ("SELECT a FROM t WHERE", "SELECT a FROM t WHERE x = = 2", "SELEC a FROM t"):
+        with pytest.raises(QuerySyntaxError) as e:
+            mysql_to_sqlite(sql)
+        said.append(str(e.value))
+    assert all(t.startswith("syntax error near ") and "sqlglot" not in t and "Required keyword" not in t
+               and "<class" not in t for t in said), said
+
+
+def test_the_agent_is_told_its_own_query_and_the_analyst_sees_the_query_as_run(sqlite_locating):
+    """Issue 29: the model copied the rewrite (COLLATE NOCASE, CAST AS REAL) from error notes into its next query;
+    the note quotes no rewrite, which goes to the observation's ``executed`` (the Run page's "As the database ran
+    it") only."""
+    from core.agents.graph import run_query
+    from core.model.run_settings import Limits
+
+    query = "SELECT nosuch FROM country WHERE country_name = 'SWE'"
+    with pytest.raises(QueryError) as e:
+        sqlite_locating.query(query)
+    assert "COLLATE" not in str(e.value) and "query as run" not in str(e.value) and "nosuch" in str(e.value)
+    assert "COLLATE NOCASE" in e.value.executed
+    event = run_query(sqlite_locating, query, Limits())
+    assert event.error and "COLLATE" not in event.text and "COLLATE NOCASE" in event.executed

@@ -90,6 +90,30 @@ def test_stuck_runs_are_counted_apart_in_the_reports():
     assert (row["correct"], row["total"], row["stuck"]) == (1, 3, 1)
 
 
+def test_a_run_with_no_answer_is_not_answered_by_one_rule_in_the_reports_and_the_bench_line():
+    """Issue 29: a stuck run counted as wrong, a failed one with no answer stored correct false but showed an empty
+    column. One rule: no final answer is "not answered" (correct empty), counted in n as not correct, a failure
+    (OTH) in failures.csv; an answer is graded whatever the status."""
+    from core.benchmark.runner import Progress
+    from core.cli.bench import _line
+
+    base = {"scenario": "locating", "db": "sqlite", "language": "sql", "technique": "iterrag", "model": "m",
+            "label": "krakow", "decision": None, "grade_status": "none", "wall_s": 1.0}
+    results = [{**base, "question": 1, "status": "stuck", "correct": None, "failure": "OTH", "final_answer": None},
+               {**base, "question": 2, "status": "context_exceeded", "correct": None, "failure": "OTH",
+                "final_answer": None},
+               {**base, "question": 3, "status": "stuck", "correct": True, "failure": None, "decision": "krakow",
+                "final_answer": "krakow"}]
+    row = reports.accuracy(results).iloc[0]
+    assert (row["correct"], row["n"], row["stuck"]) == (1, 3, 2)
+    assert reports.failures(results).iloc[0]["wrong"] == 2
+    progress = Progress(3, 0, 0)
+    item = type("Item", (), {"name": "locating-1-sqlite-iterrag"})()
+    assert _line(item, results[0], None, progress).startswith("locating-1-sqlite-iterrag: not answered (no decision; "
+                                                              "label krakow; OTH; stuck)")
+    assert _line(item, results[2], None, progress).startswith("locating-1-sqlite-iterrag: right (krakow; stuck)")
+
+
 def test_cost_caps_need_the_models_price_before_anything_runs(scripts, tmp_path, dqa_dir):
     from core.model.run_settings import Limits
 

@@ -150,12 +150,13 @@ def test_one_transcript_for_every_item_and_the_short_file_names(dqa, tmp_path, d
     assert [r["llm_calls"] for r in results] == [2] * 4 and results[0]["correct"] is True
     assert [r["correct"] for r in results] == [dqa.question("locating", n).answer == "krakow" for n in range(1, 5)]
     folder = tmp_path / "short"
-    write_transcripts(dqa, folder, {"building": [5]}, ["sqlite"], ["iterrag"], lambda q: "right")
-    (folder / "building-5-sqlite-iterrag.json").rename(folder / "building-5-iterrag.json")
+    # Cypher replies: a SQL transcript on Ladybug would answer without consulting the database (issue 29)
+    write_transcripts(dqa, folder, {"building": [5]}, ["ladybug"], ["iterrag"], lambda q: "right")
+    (folder / "building-5-ladybug-iterrag.json").rename(folder / "building-5-iterrag.json")
     bench = Bench(BenchConfig(["iterrag"], f"replay:{folder}", scenario="building", questions="5", db="ladybug",
                               out=tmp_path / "short-out", home=tmp_path / "home", dqa_root=dqa_dir))
     bench.run()
-    assert bench.results()[0]["correct"] is True
+    assert bench.results()[0]["correct"] is True and bench.results()[0]["unconsulted"] is False
 
 
 def test_what_cannot_run_is_said_before_anything_runs(scripts, tmp_path, dqa_dir):
@@ -174,7 +175,7 @@ def test_what_cannot_run_is_said_before_anything_runs(scripts, tmp_path, dqa_dir
 
 
 def cli(home, *args, **kw):
-    env = {**os.environ, "PLANRAG_HOME": str(home), "DQA_DIR": str(kw.pop("dqa_dir"))}
+    env = {**os.environ, "PLANRAG_HOME": str(home), "DQA_DIR": str(kw.pop("dqa_dir")), **kw.pop("env_extra", {})}
     return subprocess.Popen([sys.executable, "-m", "core", "bench", *args], cwd=ROOT, env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
 
@@ -275,3 +276,32 @@ def test_cli_accuracy_lines_count_answers_deciding_nothing(dqa, tmp_path, dqa_di
     assert main(args) == 0
     assert "  locating  sqlite   planrag       1/2, 1 deciding nothing  50.0% [9.5–90.5], n=2 | optimal" \
         in capsys.readouterr().out
+
+
+def test_ctrl_c_says_at_once_what_it_waits_for_and_a_second_stops_now(tmp_path, dqa_dir):
+    """Issue 29: Ctrl-C during `core bench` printed nothing until the item in progress ended. The model here never
+    answers (until the test ends): the first Ctrl-C must be answered while the item still waits on it."""
+    from tests.test_llm import HANG, KEY, StandIn
+
+    server = StandIn([(HANG, {})])
+    try:
+        process = cli(tmp_path, "--scenario", "locating", "--db", "sqlite", "--technique", "iterrag", "--questions",
+                      "1-2", "--llm", "stand-in", "--base-url", server.url, "--out", str(tmp_path / "out"),
+                      dqa_dir=dqa_dir, env_extra={"OPENAI_API_KEY": KEY})
+        deadline = time.time() + 300  # only guards against a hang
+        while not server.requests and time.time() < deadline and process.poll() is None:
+            time.sleep(0.05)
+        assert server.requests, process.communicate()
+        process.send_signal(signal.SIGINT)
+        line = process.stderr.readline()
+        assert line.startswith("stopping: no new item starts; waiting for the 1 item in progress to finish "
+                               "(locating-1-sqlite-iterrag). Press Ctrl-C again to stop now"), line
+        assert process.poll() is None  # still waiting on the model
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=120)
+        assert process.returncode == 130
+        assert err.startswith("stopped now: 1 item in progress left unfinished (locating-1-sqlite-iterrag); the "
+                              "finished items are stored"), err
+        assert read_results(tmp_path / "out") == [] and len(server.requests) == 1  # the second item never started
+    finally:
+        server.close()

@@ -233,3 +233,18 @@ def test_readme_names_every_bench_script_where_it_lists_them():
     for script in sorted(p.name for p in (ROOT / "bench").glob("bench_*.py")):
         assert f"`{script}`" in section or f"`bench/{script}`" in section, script
         assert f"`{script}`" in layout, script
+
+
+def test_run_without_json_prints_the_run_id_first(tmp_path, monkeypatch, capsys):
+    """Issue 29: `core run` without --json never printed the run id (needed to resume, branch or open it)."""
+    import core.cli.main as cli
+    from core.config import settings as core_settings
+    from core.store.runs import RunStore
+
+    monkeypatch.setattr(core_settings, "DATA_HOME", tmp_path)
+    replay = f"replay:{ROOT / 'assets/replays/demo_building_1_sql_iterrag.json'}"
+    code = cli.main(["run", "--source", "demo", "--scenario", "building", "--question", "1", "--db", "sqlite",
+                     "--technique", "iterrag", "--llm", replay])
+    first = capsys.readouterr().out.splitlines()[0]
+    [record] = RunStore(tmp_path / "runs.sqlite").list()
+    assert code == 0 and first == f"run {record.id}: iterrag on demo building question 1 (sqlite)"

@@ -55,10 +55,14 @@ def test_a_trace_follows_the_plan_in_force():
 
 def test_a_finished_run_ticks_only_the_steps_that_ran():
     plan, final = PlanEvent(origin="agent", status="adopted", steps=PLAN), FinalEvent(answer="")
-    named = Trace.of([plan, ThoughtEvent(text="", current_step="Step 1: Find the sources"),
-                      ThoughtEvent(text="", current_step="Step 2: Get their values"), final])
+    query = ActionEvent(tool="", query="", language="sql")
+    named = Trace.of([plan, ThoughtEvent(text="", current_step="Step 1: Find the sources"), query,
+                      ThoughtEvent(text="", current_step="Step 2: Get their values"), query, final])
     assert [s for _, s in named.step_states()] == ["done", "done", "done"]  # the answer is the last step (issue 28)
-    skipped = Trace.of([plan, ThoughtEvent(text="", current_step="Step 2: Get their values"), final])
+    # named, but no query ran: no step done (issue 29)
+    unqueried = Trace.of([plan, ThoughtEvent(text="", current_step="Step 1: Find the sources"), final])
+    assert [s for _, s in unqueried.step_states()] == ["todo", "todo", "todo"]
+    skipped = Trace.of([plan, ThoughtEvent(text="", current_step="Step 2: Get their values"), query, final])
     assert [s for _, s in skipped.step_states()] == ["todo", "done", "done"]  # never named: not ticked
     unnamed = Trace.of([plan, ActionEvent(tool="", query="", language="sql"), final])  # e.g. REAPER's steps
     assert [s for _, s in unnamed.step_states()] == ["done", "todo", "done"]

@@ -29,7 +29,8 @@ def _completion(text: str, prompt_tokens: int = 11, completion_tokens: int = 7, 
 
 
 class StandIn:
-    """A local OpenAI-compatible server answering from a script of (status, body) pairs: a dict body is sent as
+    """A local OpenAI-compatible server answering chat completions from a script of (status, body) pairs (other
+    POSTs, e.g. Ollama's /api/show, 404): a dict body is sent as
     JSON, a str as an HTML page; status HANG never answers (until the server closes), as a stuck server; status DRIP
     trickles its reply (a dict) a space at a time, as a server that keeps the connection busy but never finishes."""
 
@@ -42,6 +43,11 @@ class StandIn:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if not self.path.endswith("/chat/completions"):  # no Ollama /api/show, no /tokenize: not scripted
+                    self.send_response(404)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 outer.requests.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
                 status, payload = outer.script.pop(0)
                 if status == HANG:

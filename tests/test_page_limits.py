@@ -84,6 +84,9 @@ def test_a_stuck_run_says_so_on_the_run_page(monkeypatch, tmp_path):
     assert not at.exception
     assert any(e.value.startswith("The run was stuck: the agent repeated itself 3 times") for e in at.error)
     assert sum("you already took this action" in w.value for w in at.warning) == 2
+    # asked for its final answer, it gave none: graded by the one rule of a run with no answer (issue 29)
+    assert [m.value for m in at.metric if m.label == "Correct"] == ["not answered"]
+    assert result.outcome["correct"] is None and runtime.store.list(correct=False) == []
 
 
 def test_the_benchmark_results_count_stuck_runs_apart(monkeypatch, tmp_path):

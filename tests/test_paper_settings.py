@@ -282,3 +282,10 @@ def test_comparison_with_the_paper_has_n_and_interval_and_only_dqas_questions_ge
     assert all(pd.isna(r["paper"]) and pd.isna(r["paper_n"]) and r["n"] == 1 for r in (fresh, demo))
     lines = fidelity.summary_lines(items("fresh", "dqa", [True, False]))
     assert "50.0% [9.5–90.5], n=2  vs no paper figure (set fresh: not the paper's questions)" in lines[1]
+    # issue 29: no REAPER run, no line on REAPER's plan call; no result (a budget-stopped run), no empty heading
+    assert not any("REAPER" in line for line in lines)
+    iterrag = [{**r, "technique": "iterrag"} for r in items("DQA", "dqa", [True])]
+    assert not any("REAPER" in line for line in fidelity.summary_lines(iterrag))
+    assert any("REAPER's plan call" in line for line in fidelity.summary_lines(
+        iterrag + [{**r, "technique": "reaper"} for r in items("DQA", "dqa", [True])]))
+    assert fidelity.summary_lines([]) == []

@@ -23,7 +23,7 @@ from core.jobs.runs import RunFollower, RunJob
 from core.store.overrides import OverrideStore, with_override
 from core.llm.replays import model_label
 from core.store.runs import PauseTaken, RunRecord
-from core.analysis.summary import answered, question_id, review_label, technique_label
+from core.analysis.summary import answered, question_id, review_label, technique_label, window_note
 from core.analysis.trace import Trace, step_summary
 from core.analysis.format import GAP, duration, number
 from ui import access
@@ -139,6 +139,7 @@ def _observation(e: ObservationEvent, trace: Trace) -> None:
         st.info(md(e.text), icon=":material/forum:")
     elif e.error:
         st.error(md(e.text), icon=":material/error:")
+        _as_run(e, action)
     elif e.columns:
         kept = f", first {len(e.rows)} kept" if e.total_rows > len(e.rows) else ""
         table = md_table(pd.DataFrame(e.rows, columns=_unique(e.columns)))
@@ -150,11 +151,17 @@ def _observation(e: ObservationEvent, trace: Trace) -> None:
             st.table(table.style.format(partial(number, digits=6), subset=numbers, na_rep=GAP), hide_index=True,
                      border="horizontal")
         st.caption(f"{e.total_rows} rows{kept} · {e.latency_s * 1000:.0f} ms")
-        if action and e.executed and e.executed.strip() != action.query.strip():
-            with st.expander("As the database ran it"):
-                st.code(e.executed, language=action.language, wrap_lines=True)
+        _as_run(e, action)
     elif not (action and action.language == "self" and e.text == action.query):
         st.caption(md(e.text))
+
+
+def _as_run(e: ObservationEvent, action: ActionEvent | None) -> None:
+    """The query as the database ran it (after dialect translation), for the analyst only: the agent's own query
+    is what its notes show it."""
+    if action and e.executed and e.executed.strip() != action.query.strip():
+        with st.expander("As the database ran it"):
+            st.code(e.executed, language=action.language, wrap_lines=True)
 
 
 def _final(e: FinalEvent, trace: Trace) -> None:
@@ -256,7 +263,7 @@ class RunPanel:
         self._price = model_price(settings["llm"])
         label = technique_label(settings["technique"])
         details = (f"{md_code(question_id(settings))} · {md(settings['db'])} · {md(model_label(settings['llm']))} · "
-                   f"review: {review_label(settings).lower()} · run {md_code(run_id)}")
+                   f"review: {review_label(settings).lower()} · run {md_code(run_id)}{md(window_note(settings))}")
         if compact:
             st.markdown(f"#### {label}")
             st.caption(details)
@@ -305,11 +312,15 @@ class RunPanel:
         else:
             self._status.empty()
 
-    def waiting(self, started: float | None = None, driven: float | None = None) -> None:
+    def waiting(self, started: float | None = None, driven: float | None = None, calling: dict | None = None) -> None:
         """Say how long the run has gone on (since ``started``, its first event) and what it is waiting for, since
-        its last event or since it was resumed (``driven``), whichever is later."""
+        its last event or since it was resumed (``driven``), whichever is later; for the model, which call and
+        attempt and its time limit (``calling``, when known)."""
         last = self.trace.events[-1] if self.trace.events else None
         what = "the database" if isinstance(last, ActionEvent) and last.language != "self" else "the model"
+        if what == "the model" and calling:
+            limit = f", time limit {duration(calling['timeout_s'])}" if calling.get("timeout_s") else ""
+            what += f" (LLM call {calling['call']}, attempt {calling['attempt']} of {calling['of']}{limit})"
         since = f": {duration(time.time() - max(last.at, driven or 0))}" if last else ""
         running = f" {duration(time.time() - started)}" if started else ""
         self.status(f":material/hourglass_top: Running{running} (since it started) · waiting for {what}{since}")
@@ -360,7 +371,8 @@ def show_live(run_id: str, settings: dict, run: RunJob | RunFollower, key: str, 
     if going and run.partial:
         panel.writing(run.partial)
     if going:
-        panel.waiting(min(events[0].at, run.started) if events else run.started, run.started)
+        panel.waiting(min(events[0].at, run.started) if events else run.started, run.started,
+                      getattr(run, "calling", None))
     return panel
 
 
@@ -472,9 +484,12 @@ def show_outcome(record: RunRecord, compact: bool = False) -> None:
         st.error(f"{lead}: {md(o.get('error') or 'see its last event')}", icon=icon)
     if o.get("no_decision"):
         st.warning("The final answer names no decision.", icon=":material/help:")
+    if o.get("unconsulted"):
+        st.warning("Answered without consulting the database: no query ran before the final answer.",
+                   icon=":material/database_off:")
     decision = "none" if o.get("decision") is None else str(o["decision"])
     correct = {True: "correct", False: "wrong", None: "no label"}[o.get("correct")]
-    if not answered(record):  # failed or stopped before its final answer: not a wrong answer, no answer at all
+    if not answered(record):  # ended without a final answer (any status): not a wrong answer, no answer at all
         correct = "not answered"
     if o.get("grade_status") in ("ambiguous", "none") and o.get("decision") is None:
         decision = "ambiguous" if o["grade_status"] == "ambiguous" else "none"
@@ -496,7 +511,8 @@ def show_outcome(record: RunRecord, compact: bool = False) -> None:
         return
     if o.get("final_answer") and not any(isinstance(e, FinalEvent) for e in record.events):  # else the timeline has it
         st.markdown(f"**Final answer:** {md(o['final_answer'])}")
-    cols = st.columns(6)
+    # weights: "not answered" and "wrong (overridden)" fit their column in a 1600 px window (issue 29)
+    cols = st.columns([1.2, 1.7, 1.1, 1.1, 0.8, 0.9])
     cols[0].metric("Decision", decision)
     cols[1].metric("Correct", correct, help=f"Labelled best decision: {o.get('label') or 'none'}")
     cols[2].metric("Rank", rank, help=(f"Regret {number(placement['regret'])}, gain over doing nothing "

@@ -10,11 +10,13 @@ checkpointer can keep it; the model and the database come from the run's context
 
 Every user message of the transcript after the question is an ``observation`` event. The node helpers REAPER's
 graph (reaper.py) shares are public: ``Emitter``, ``complete_call``, ``settle_answer``, ``announce_plan``,
-``await_review``, ``observe``, ``to_answer``, ``context_full``, ``fail_run``, ``route``, ``run_query``.
+``await_review``, ``observe``, ``to_answer``, ``context_full``, ``calibrate``, ``fail_run``, ``route``,
+``run_query``.
 """
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypedDict
 
@@ -74,16 +76,22 @@ class AgentState(TypedDict):
     review_queries: bool  # each query waits for the analyst's approval (review_query)
     follows_plan: bool  # AutoPlan's acting in the paper setting (_step_autoplan); absent in older checkpoints
     iterations: int  # steps taken by a run that follows a plan (thought, action, formalizing)
+    queries: int  # database queries run (absent in older checkpoints: actions)
+    stuck: str | None  # why the loop guard stopped the run, which then asks once for its final answer
+    told_unqueried: bool  # the agent was told it answered before querying (improved setting, once)
 
 
 @dataclass
 class AgentContext:
-    """What a run works with, outside the checkpointed state; ``control``: its Stop (None: cannot be stopped)."""
+    """What a run works with, outside the checkpointed state; ``control``: its Stop (None: cannot be stopped);
+    ``on_text``: who follows the model's reply as it is written (None: nobody)."""
 
     llm: ChatLLM
     backend: Backend
     price: list[float] | None = None  # USD per 1M prompt and completion tokens (None: unknown)
     control: RunControl | None = None
+    on_text: Callable[[str], None] | None = None  # the reply in flight so far, where the model streams (a view)
+    on_attempt: Callable[[dict], None] | None = None  # each LLM attempt as it starts: call, attempt, of, timeout_s
 
 
 def initial_state(tech: Technique, hitl: str, limits: Limits, language: str, schema: str, question_text: str,
@@ -111,7 +119,7 @@ def initial_state(tech: Technique, hitl: str, limits: Limits, language: str, sch
 def guard_state() -> dict:
     """The initial values of the guards' part of a run's state."""
     return {"cost_usd": 0.0, "limit": None, "seen": {}, "repeats": 0, "empty_replies": 0, "answer_from": None,
-            "answer_tries": 0, "shortened": 0, "chars_per_token": None}
+            "answer_tries": 0, "shortened": 0, "chars_per_token": None, "queries": 0, "stuck": None}
 
 
 class Emitter:
@@ -159,17 +167,30 @@ def _repeat(state: dict, reply: Reply, text: str, what: str, emit: Emitter) -> d
     ``stuck``."""
     repeats, limits = state.get("repeats", 0) + 1, Limits.from_dict(state["limits"])
     if repeats >= limits.max_repeats:
-        message = prompts.stuck(repeats, what)
-        return {"repeats": repeats, "messages": state["messages"] + [{"role": "ai", "content": reply.text}],
-                "reply": "", **_end("stuck", "stuck", message, emit)}
+        messages = state["messages"] + [{"role": "ai", "content": reply.text}]
+        return {"repeats": repeats, **stuck_run({**state, "repeats": repeats}, messages, prompts.stuck(repeats, what),
+                                                emit)}
     event = ObservationEvent(text=text, error=what, error_kind="repeat")
     return {"repeats": repeats, **observe(state, reply.text, event, emit)}
 
 
+def stuck_run(state: dict, messages: list[dict], why: str, emit: Emitter) -> dict:
+    """The loop guard stops the run (``why``; ``messages``: the transcript with the last reply): like a run at a cap,
+    it asks once for the final answer from what it observed (when the limits allow one more call), and ends
+    ``stuck`` whether it answers or not."""
+    if not guards.calls_left(state, Limits.from_dict(state["limits"])):
+        return {"messages": messages, "reply": "", **_end("stuck", "stuck", prompts.stuck_end(why, None), emit)}
+    emit(ErrorEvent(message=prompts.limit_reached(why), error_kind="stuck", fatal=False))
+    return {"messages": messages, "reply": "", "stuck": why, "answer_only": True, "answer_from": len(messages),
+            "next": "call_llm"}
+
+
 def _finish(state: dict, reply: Reply, answer: str, emit: Emitter) -> dict:
     emit(FinalEvent(answer=answer))
+    ended = ({"status": "stuck", "error": prompts.stuck_end(state["stuck"], True)} if state.get("stuck") else
+             {"status": "finished"})
     return {"messages": state["messages"] + [{"role": "ai", "content": reply.text}], "final_answer": answer,
-            "status": "finished", "reply": "", "next": END}
+            "reply": "", "next": END, **ended}
 
 
 def _end(status: str, kind: str, message: str, emit: Emitter, attempts: list[dict] | None = None) -> dict:
@@ -194,6 +215,8 @@ def settle_answer(state: dict, reply: Reply, emit: Emitter, finish_reason: str |
         if finish_reason == "length":
             emit(ErrorEvent(message=prompts.cut_off_answer(), error_kind="truncated", fatal=False))
         return _finish(state, reply, (reply.final_answer or reply.text).strip(), emit)
+    if state.get("stuck"):  # asked once only
+        return _end("stuck", "stuck", prompts.stuck_end(state["stuck"], False, problem), emit)
     if ask_again and state.get("answer_tries", 0) < 1 and guards.calls_left(state, Limits.from_dict(state["limits"])):
         text = guards.answer_correction(problem)
         emit(ObservationEvent(text=text.removeprefix("Observation: "), error=problem, error_kind="format"))
@@ -227,15 +250,18 @@ def complete_call(state: dict, runtime: Runtime[AgentContext], prompt: str, emit
     fitted, shortened, need = guards.fit(prompt, messages, limits.context_tokens, state.get("chars_per_token"),
                                          limits.reply_tokens)
     if fitted is None:
-        return _end("context_exceeded", "context", prompts.context_exceeded(need, limits.context_tokens), emit), None
+        reserved = guards.reply_room(limits.context_tokens, limits.reply_tokens)
+        return _end("context_exceeded", "context", prompts.context_exceeded(need, limits.context_tokens, reserved,
+                                                                             limits.context_source), emit), None
     if shortened > state.get("shortened", 0):
         emit(ErrorEvent(message=prompts.context_shortened(shortened, limits.context_tokens), error_kind="context",
                         fatal=False))
     try:
         chat, stop = send or _chat_of(state)
         llm = runtime.context.llm
+        follow = _followers(runtime.context, emit.step)
         c = run_control.call(getattr(runtime.context, "control", None), llm.complete, chat(prompt, fitted), stop,
-                             on_retry=lambda a: emit(_retry_event(a)), cancel=getattr(llm, "cancel", None))
+                             on_retry=lambda a: emit(_retry_event(a)), cancel=getattr(llm, "cancel", None), **follow)
     except LLMError as e:
         if e.kind == "context":  # the server's count of the request's tokens is past the window
             return _end("context_exceeded", "context", str(e), emit, e.attempts), None
@@ -257,6 +283,17 @@ def _chat_of(state: dict) -> tuple:
     if technique(state["technique"]).max_actions == 1 or state["answer_only"]:
         return (lambda prompt, messages: paper_prompts.chat_single(prompt, messages[0]["content"])), None
     return paper_prompts.chat, paper_prompts.STOP
+
+
+def _followers(context: AgentContext, call: int) -> dict:
+    """The arguments of an LLM call for whoever follows it as it goes (none when nobody does: models that take no
+    such arguments, e.g. the benchmark's caching one, are never given them)."""
+    follow = {}
+    if getattr(context, "on_text", None):
+        follow["on_text"] = context.on_text
+    if getattr(context, "on_attempt", None):
+        follow["on_attempt"] = lambda attempt: context.on_attempt({**attempt, "call": call})
+    return follow
 
 
 def _retry_event(attempt: dict) -> ErrorEvent:
@@ -298,8 +335,20 @@ def context_full(state: dict, limits: Limits) -> tuple[str, str] | None:
     fitted, _, need = guards.fit(state["prompt"], state["messages"], limits.context_tokens,
                                  state.get("chars_per_token"), limits.reply_tokens)
     if fitted is None:
-        return "context", f"context window full (about {need:,} tokens needed, {limits.context_tokens:,} available)"
+        reserved = guards.reply_room(limits.context_tokens, limits.reply_tokens)
+        room = prompts.context_room(need, limits.context_tokens, reserved, limits.context_source)
+        return "context", f"context window full ({room})"
     return None
+
+
+def calibrate(state: dict, runtime: Runtime[AgentContext]) -> dict:
+    """Before a call, with a context window to keep to: the characters per token of the transcript by the server's
+    own tokenizer, where it has one (else the estimate stays, calibrated by each call's usage)."""
+    if Limits.from_dict(state["limits"]).context_tokens is None:
+        return {}
+    cpt = guards.tokenized_chars_per_token(state["prompt"], state["messages"],
+                                           getattr(runtime.context.llm, "count_tokens", None))
+    return {"chars_per_token": cpt} if cpt else {}
 
 
 def _proceed(state: dict, reply: Reply, emit: Emitter) -> dict:
@@ -311,6 +360,10 @@ def _proceed(state: dict, reply: Reply, emit: Emitter) -> dict:
     if reply.problems:
         return _correct(state, reply, reply.problems[0], emit)
     if reply.final_answer is not None:
+        if (not state.get("queries", state["actions"]) and not state.get("told_unqueried")
+                and guards.calls_left(state, Limits.from_dict(state["limits"]))):
+            note = ObservationEvent(text=prompts.not_queried_yet(state["language"]), error_kind="unqueried")
+            return {"told_unqueried": True, **observe(state, reply.text, note, emit)}
         return _finish(state, reply, reply.final_answer, emit)
     if not reply.action:
         if reply.plan:
@@ -364,7 +417,8 @@ def call_llm(state: AgentState, runtime: Runtime[AgentContext]) -> dict:
     limits = Limits.from_dict(state["limits"])
     step = state["llm_calls"] + 1
     emit = Emitter(runtime, step)
-    update: dict = {}
+    update: dict = calibrate(state, runtime)
+    state = {**state, **update}
     if not state["answer_only"]:
         reached = guards.limit_reached(state, limits) or context_full(state, limits)
         if reached:
@@ -634,7 +688,7 @@ def run_query(backend: Backend, query: str, limits: Limits, control: RunControl 
         raise
     except QueryError as e:  # its message is cut where it is made (MAX_ERROR_CHARS), then to the observation cap
         event = ObservationEvent(text=cap_text(prompts.query_error(e.kind, str(e)), limits.observation_chars),
-                                 error=str(e), error_kind=e.kind)
+                                 error=str(e), error_kind=e.kind, executed=getattr(e, "executed", "") or "")
     else:
         event = ObservationEvent(text=r.to_text(limits.observation_rows, limits.observation_chars),
                                  columns=list(r.columns), rows=[list(row) for row in r.rows],
@@ -663,11 +717,14 @@ def run_action(state: AgentState, runtime: Runtime[AgentContext]) -> dict:
     max_actions = technique(state["technique"]).max_actions
     answer_only = state["answer_only"] or bool(max_actions and actions >= max_actions)
     remembered = {} if paper else _remember(state, action, event)  # no loop guard in the paper setting
-    update = {"actions": actions, "action": None, "answer_only": answer_only, **remembered}
+    queries = state.get("queries", state["actions"]) + (action["tool"] != "self")
+    update = {"actions": actions, "queries": queries, "action": None, "answer_only": answer_only, **remembered}
     if update.get("repeats", 0) >= limits.max_repeats:
         emit(event)
-        return {**update, "messages": state["messages"] + [{"role": "ai", "content": state["reply"]}], "reply": "",
-                **_end("stuck", "stuck", prompts.stuck(update["repeats"], f"the same error: {event.error}"), emit)}
+        messages = state["messages"] + [{"role": "ai", "content": state["reply"]},
+                                        {"role": "human", "content": prompts.observation_message(event.text)}]
+        why = prompts.stuck(update["repeats"], f"the same error: {event.error}")
+        return {**update, **stuck_run({**state, **update}, messages, why, emit)}
     return {**update, **observe(state, state["reply"], event, emit)}
 
 

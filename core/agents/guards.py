@@ -4,7 +4,8 @@
   run again, and repeats are counted (``Limits.max_repeats`` of them end the run as ``stuck``);
 - the run's budgets: LLM calls, tokens and estimated cost, checked before each call;
 - the context window: each request kept within ``Limits.context_tokens``, with room for the reply cap, by
-  shortening older observations;
+  shortening older observations; its tokens counted by the server's tokenizer where it has one, else estimated
+  from characters, calibrated by each call's reported usage;
 - the answer-only request (the question and the data collected, without the ReAct transcript that would invite
   more actions) and what does not count as a final answer.
 """
@@ -16,9 +17,14 @@ import re
 from core.model.run_settings import Limits
 from core.agents.parsing import Reply, parse_reply
 
-#: Characters per token assumed until a call reports real usage (a low figure: SQL, numbers and tables tokenise
-#: densely, and an overestimate of the tokens only shortens observations a little early).
+#: Characters per token assumed until the server's tokenizer or a call's usage says (a low figure: SQL, numbers and
+#: tables tokenise densely, and an overestimate of the tokens only shortens observations a little early).
 CHARS_PER_TOKEN = 3.0
+#: A measured figure (the server's tokenizer, or the usage of the last call) is taken this much lower: the next
+#: request's text (more data, less prose) may tokenise a little more densely.
+MEASURED_MARGIN = 0.9
+#: Tokens a chat template adds per message, on top of the text the tokenizer counts.
+TEMPLATE_TOKENS = 8
 #: Tokens of the context window kept free for the reply when no reply cap is sent.
 REPLY_RESERVE = 1024
 #: Characters of an observation kept when it is shortened.
@@ -122,7 +128,7 @@ def fit(prompt: str, messages: list[dict], context_tokens: int | None, chars_per
     the plan the run started from), the question, every reply (with the plans) and the latest observation stay
     whole. Returns the messages (None when even that does not fit), how many were shortened, and the tokens the
     request is estimated at."""
-    cpt = min(chars_per_token or CHARS_PER_TOKEN, CHARS_PER_TOKEN)  # measured on prose, data may be denser
+    cpt = chars_per_token * MEASURED_MARGIN if chars_per_token else CHARS_PER_TOKEN
     need = _tokens(request_chars(prompt, messages), cpt)
     if context_tokens is None:
         return messages, 0, need
@@ -141,6 +147,19 @@ def fit(prompt: str, messages: list[dict], context_tokens: int | None, chars_per
         if need <= budget:
             return fitted, shortened, need
     return None, shortened, need
+
+
+def tokenized_chars_per_token(prompt: str, messages: list[dict], count) -> float | None:
+    """Characters per token of a request by the model's own tokenizer (``count``: text -> tokens, or None when the
+    server has none), the chat template's tokens added; None when it cannot say."""
+    text = "\n".join([prompt, *(m["content"] for m in messages)])
+    try:
+        tokens = count(text) if count else None
+    except Exception:  # noqa: BLE001 - a tokenize endpoint that fails is no tokenizer: the estimate stays
+        tokens = None
+    if not tokens:
+        return None
+    return request_chars(prompt, messages) / (tokens + TEMPLATE_TOKENS * (len(messages) + 1))
 
 
 def measured_chars_per_token(prompt: str, messages: list[dict], prompt_tokens: int) -> float | None:

@@ -163,11 +163,28 @@ def same_error(call: int) -> str:
 
 
 def stuck(repeats: int, what: str) -> str:
-    """The message of a run ended by the loop guard (naming the reply cap when every reply was cut off by it)."""
+    """Why the loop guard stopped a run (naming the reply cap when every reply was cut off by it)."""
     if what == CUT_OFF:
         return (f"the model's replies were cut off at the reply length limit {repeats} times in a row (raise the "
-                "reply cap: --max-reply-tokens, PLANRAG_MAX_REPLY_TOKENS or the Settings page); the run ends here")
-    return f"the agent repeated itself {repeats} times (last: {what}); the run ends here"
+                "reply cap: --max-reply-tokens, PLANRAG_MAX_REPLY_TOKENS or the Settings page)")
+    return f"the agent repeated itself {repeats} times (last: {what})"
+
+
+def stuck_end(why: str, answered: bool | None, problem: str = "") -> str:
+    """The error of a stuck run: ``why`` it was stopped, and whether the final answer it was then asked for came
+    (None: no call was left to ask)."""
+    if answered is None:
+        return f"{why}; the run ends here"
+    if answered:
+        return f"{why}; it then gave its final answer from what it had observed"
+    return f"{why}; asked once for its final answer, it gave none ({problem})"
+
+
+def not_queried_yet(language: str) -> str:
+    """The note (improved setting, once) on a final answer given before any query of the database."""
+    return (f"You have not queried the {TOOL_NAMES[language]} yet: your answer rests on no data. Check it with a "
+            f"{LANGUAGE_NAMES[language]} query (Action: {TOOL_NAMES[language]}), or, if you are sure, give your Final "
+            "answer again.")
 
 
 def context_shortened(count: int, context_tokens: int) -> str:
@@ -175,9 +192,16 @@ def context_shortened(count: int, context_tokens: int) -> str:
             f"{context_tokens:,}-token context window")
 
 
-def context_exceeded(need: int, context_tokens: int) -> str:
-    return (f"the request needs about {need:,} tokens, more than the model's {context_tokens:,}-token context "
-            "window allows even with older observations shortened; the run ends here")
+def context_room(need: int, context_tokens: int, reserved: int, source: str | None = None) -> str:
+    """The tokens a request needs beside what the window holds for it, and what is kept for the reply."""
+    where = f"; the window {source}" if source else ""
+    return (f"about {need:,} tokens needed, {context_tokens - reserved:,} available: a {context_tokens:,}-token "
+            f"window less {reserved:,} kept for the reply{where}")
+
+
+def context_exceeded(need: int, context_tokens: int, reserved: int, source: str | None = None) -> str:
+    return (f"the request needs more than the model's context window allows even with older observations "
+            f"shortened ({context_room(need, context_tokens, reserved, source)}); the run ends here")
 
 
 def unknown_tool(action: str, language: str) -> str:

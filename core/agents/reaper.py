@@ -26,8 +26,9 @@ from core.agents import guards, paper_prompts, prompts
 from core.agents import reaper_prompts as texts
 from core.model.run_settings import Limits, Review
 from core.model.events import ActionEvent, ErrorEvent, ObservationEvent, PlanEvent, QueryReviewEvent
-from core.agents.graph import (AgentContext, Emitter, announce_plan, await_review, complete_call, context_full, fail_run,
-                               guard_state, observe, route, run_query, settle_answer, timed, to_answer)
+from core.agents.graph import (AgentContext, Emitter, announce_plan, await_review, calibrate, complete_call,
+                               context_full, fail_run, guard_state, observe, route, run_query, settle_answer, timed,
+                               to_answer)
 from core.agents.parsing import parse_reply
 from core.agents.reaper_plan import Step, UnusableResult, parse_plan, parse_steps, substitute
 from core.backends.base import BackendUnavailable
@@ -75,6 +76,8 @@ class ReaperState(TypedDict):
     review_queries: bool  # each step's query waits for the analyst's approval (review_step)
     prompts: str  # improved | paper: the planner prompt in the structure of the paper's (absent: improved)
     question: str  # the question as the answer call gives it (absent: the first message)
+    queries: int  # database queries run (absent: actions)
+    stuck: str | None  # unused here (the loop's loop guard; see graph.stuck_run)
 
 
 def initial_state(hitl: str, limits: Limits, language: str, schema: str, question_text: str,
@@ -131,7 +134,7 @@ def _observed(state: dict, evidence: list[str], failed: list[str]) -> dict:
 def _settle(state: dict, emit: Emitter) -> dict:
     """Go through the steps from the cursor: observe each that cannot run, and stop at the first that can,
     announcing its action; after the last step, go on with what they observed."""
-    language, steps = state["language"], state["steps"]
+    language, steps, repeats = state["language"], state["steps"], state.get("repeats", 0)
     results, evidence, failed = dict(state["results"]), list(state["evidence"]), list(state["failed"])
     for i in range(state["cursor"], len(steps)):
         step = Step(**steps[i])
@@ -146,16 +149,36 @@ def _settle(state: dict, emit: Emitter) -> dict:
             except UnusableResult as e:
                 kind, problem, text = "reference", str(e), texts.unusable(str(e))
             else:
-                emit(ActionEvent(tool=step.tool, query=query, language=language))
-                return {"cursor": i, "action": {"query": query}, "results": results, "evidence": evidence,
-                        "failed": failed, "next": "review_step" if state.get("review_queries") else "run_step"}
+                earlier = _earlier(state, query)
+                if earlier is None:
+                    emit(ActionEvent(tool=step.tool, query=query, language=language))
+                    return {"cursor": i, "action": {"query": query}, "results": results, "evidence": evidence,
+                            "failed": failed, "repeats": repeats,
+                            "next": "review_step" if state.get("review_queries") else "run_step"}
+                repeats += 1
+                kind, text = "repeat", texts.repeated(earlier["step"], earlier["text"])
+                problem = f"the same query as {earlier['step']}"
+                if step.label is not None:  # the earlier result stands for this step
+                    results.setdefault(f"E{step.label}", earlier["result"])
         event = ObservationEvent(text=texts.evidence(step, i + 1, text), error=problem, error_kind=kind)
         emit(event)
+        if kind == "repeat":
+            evidence.append(event.text)
+            failed.extend([step.name(i + 1)] if "error" in earlier["result"] else [])
+            continue
         if step.label is not None:  # a label assigned twice keeps its first result
             results.setdefault(f"E{step.label}", {"error": problem})
         evidence.append(event.text)
         failed.append(step.name(i + 1))
-    return {"cursor": len(steps), "results": results, **_observed(state, evidence, failed)}
+    return {"cursor": len(steps), "results": results, "repeats": repeats, **_observed(state, evidence, failed)}
+
+
+def _earlier(state: dict, query: str) -> dict | None:
+    """The loop guard (not in the paper setting): the earlier step that ran the same query (whitespace and case
+    aside), with what it gave, or None."""
+    if state.get("prompts") == paper_prompts.PAPER:
+        return None
+    return (state.get("seen") or {}).get(guards.action_key(state["language"], query))
 
 
 def _adopt(state: dict, reply_text: str, steps: list[Step], emit: Emitter, feedback: str | None = None) -> dict:
@@ -177,10 +200,13 @@ def write_plan(state: ReaperState, runtime: Runtime[AgentContext]) -> dict:
     instead; then adopt them or send them for review."""
     limits, step = Limits.from_dict(state["limits"]), state["llm_calls"] + 1
     emit = Emitter(runtime, step)
+    calibrated = calibrate(state, runtime)
+    state = {**state, **calibrated}
     reached = guards.limit_reached(state, limits) or context_full(state, limits)
     if reached:
-        return {**to_answer(state, *reached, emit), "next": "answer"}
+        return {**calibrated, **to_answer(state, *reached, emit), "next": "answer"}
     update, c = complete_call(state, runtime, state["prompt"], emit)
+    update = {**calibrated, **update}
     if c is None:
         return update
     state = {**state, **update}
@@ -253,14 +279,18 @@ def run_step(state: ReaperState, runtime: Runtime[AgentContext]) -> dict:
                           getattr(runtime.context, "control", None))
     except BackendUnavailable as e:
         return fail_run(e.kind, str(e), emit)
-    event.text = texts.evidence(step, i + 1, event.text)
+    said, event.text = event.text, texts.evidence(step, i + 1, event.text)
     emit(event)
     result = ({"error": event.error} if event.error else
               {"columns": event.columns, "rows": event.rows, "total_rows": event.total_rows})
+    seen = {**(state.get("seen") or {}), guards.action_key(state["language"], state["action"]["query"]): {
+        "call": state["llm_calls"], "step": step.name(i + 1), "text": guards.earlier_result(said),
+        "result": result}}
     state = {**state, "results": {**state["results"], f"E{step.label}": result}, "cursor": i + 1,
              "evidence": state["evidence"] + [event.text],
-             "failed": state["failed"] + ([step.name(i + 1)] if event.error else []), "actions": state["actions"] + 1}
-    return {"actions": state["actions"], **_settle(state, emit)}
+             "failed": state["failed"] + ([step.name(i + 1)] if event.error else []), "actions": state["actions"] + 1,
+             "queries": state.get("queries", state["actions"]) + 1, "seen": seen}
+    return {"actions": state["actions"], "queries": state["queries"], "seen": seen, **_settle(state, emit)}
 
 
 def answer(state: ReaperState, runtime: Runtime[AgentContext]) -> dict:

@@ -109,6 +109,12 @@ def skipped(failed: list[int]) -> str:
     return f"not run: it uses {names}, which failed."
 
 
+def repeated(earlier: str, text: str) -> str:
+    """A step whose query is the same as an earlier step's: not run again (the loop guard)."""
+    return (f"not run: the same query as {earlier}, which gave: {text}\nRunning it again gives the same; its result "
+            f"stands for this step.")
+
+
 def unusable(problem: str) -> str:
     return f"not run: {problem}."
 

@@ -41,8 +41,12 @@ from core.store.runs import PauseTaken, RunStore
 from core.scenarios import ranking
 from core.config.secrets import scrub
 from core.config import home as project_home
-from core.llm.server_info import context_window
+from core.llm.server_info import detect_window
 from core.llm.prices import DEFAULT_PRICES, load_prices, price_of
+
+
+#: Where a context window given with the run (--context-tokens, the Settings page's limits) came from.
+SET_FOR_THE_RUN = "set for the run"
 
 
 class RunNotPaused(PauseTaken):
@@ -97,6 +101,9 @@ class AgentRuntime:
         self._controls: dict[str, RunControl] = {}  # the runs this runtime drives now
         self._stop_asked: set[str] = set()  # runs asked to stop before they were driven
         self._controls_lock = threading.Lock()
+        #: who follows the reply in flight as the model writes it (``core.jobs.runs.RunJob``; None: nobody)
+        self.on_text: Callable[[str], None] | None = None
+        self.on_attempt: Callable[[dict], None] | None = None  # and each LLM attempt as it starts
 
     def close(self) -> None:
         self._conn.close()
@@ -136,8 +143,11 @@ class AgentRuntime:
         base_url = settings.base_url or llm_settings.base_url
         limits = settings.limits
         if limits.context_tokens is None and base_url:  # what the server reports, when it says
-            reported = context_window(base_url, llm, bound_key(llm_settings, base_url))
-            limits = dataclasses.replace(limits, context_tokens=reported) if reported else limits
+            reported = detect_window(base_url, llm, bound_key(llm_settings, base_url))
+            if reported:
+                limits = dataclasses.replace(limits, context_tokens=reported.tokens, context_source=reported.source)
+        elif limits.context_tokens is not None and not limits.context_source:
+            limits = dataclasses.replace(limits, context_source=SET_FOR_THE_RUN)
         if limits.reply_tokens is None:
             limits = dataclasses.replace(limits, reply_tokens=self._llm_settings.max_reply_tokens)
         return dataclasses.replace(settings, llm=llm, base_url=base_url, limits=limits)
@@ -400,7 +410,8 @@ class AgentRuntime:
                 price: list[float] | None) -> Iterator[Event]:
         try:
             for event in graph.stream(graph_input, self._config(run_id),
-                                      context=AgentContext(llm, ws.backend, price, control),
+                                      context=AgentContext(llm, ws.backend, price, control, self.on_text,
+                                                           self.on_attempt),
                                       stream_mode="custom", durability="sync"):
                 self.store.add_event(run_id, event)
                 yield event
@@ -485,6 +496,12 @@ def _events_before(events: list[Event], step: int, at_query: bool) -> list[Event
     return kept
 
 
+def unconsulted(values: dict) -> bool:
+    """Whether a run gave its final answer without a single query of the database ("answered without consulting
+    the database")."""
+    return bool(values.get("final_answer")) and not values.get("queries", values.get("actions", 0))
+
+
 def _outcome(values: dict, ws: Workspace) -> dict:
     """The graded outcome of an ended run, with the decision's place in the simulator's ranking when the
     workspace has the database."""
@@ -503,13 +520,16 @@ def _outcome(values: dict, ws: Workspace) -> dict:
     reason = g.reason + ("; they are exactly the candidates tied for the best score, so the answer is optimal, "
                          "though not one decision" if best_group else "")
     prompt, completion = values.get("prompt_tokens", 0), values.get("completion_tokens", 0)
-    return {"decision": g.decision, "mentions": list(g.mentions), "correct": g.correct, "label": question.answer,
+    answered = bool(values.get("final_answer"))  # no answer: not answered, neither right nor wrong (RunStore)
+    return {"decision": g.decision, "mentions": list(g.mentions), "correct": g.correct if answered else None,
+            "label": question.answer,
             "grade_status": g.status, "grade_reason": reason, "best_group": best_group,
             "placement": dataclasses.asdict(placement) if placement else None,
             "final_answer": values.get("final_answer"), "error": values.get("error"),
             "llm_calls": values.get("llm_calls", 0), "actions": values.get("actions", 0),
             "plan": values.get("plan", []), "wall_s": round(values.get("wall_s", 0.0), 3),
             "no_decision": bool(values.get("final_answer")) and g.decision is None,
+            "unconsulted": unconsulted(values),
             "cost_usd": values.get("cost_usd"), "limit": values.get("limit"), "repeats": values.get("repeats", 0),
             "tokens": {"prompt": prompt, "completion": completion, "total": prompt + completion,
                        "estimated": values.get("tokens_estimated", False)}}

@@ -41,6 +41,16 @@ def review_label(settings: dict) -> str:
     return HITL_LABELS.get(hitl, hitl)
 
 
+def window_note(settings: dict) -> str:
+    """`` · context window 4,096 tokens (llama.cpp GET /props (n_ctx))``: the window a run assumed and where it
+    came from ("" when it assumed none: nothing was shortened)."""
+    limits = settings.get("limits") or {}
+    if not limits.get("context_tokens"):
+        return ""
+    source = f" ({limits['context_source']})" if limits.get("context_source") else ""
+    return f" · context window {limits['context_tokens']:,} tokens{source}"
+
+
 def answered(record: RunRecord) -> bool:
     """Whether the run has an answer to grade: not one that failed or was stopped before its final answer."""
     return not unanswered(record.status, record.outcome)

@@ -139,9 +139,9 @@ class Trace:
     def step_states(self) -> list[tuple[str, str]]:
         """Each step of the plan in force with its state: ``done``, ``current`` or ``todo``, by what the agent did
         under this plan: the steps it named as current (when it named none, one step per action), never a step
-        only because a later one was named. A run that worked on the plan and gave its final answer has done the
-        last step (the decision)."""
-        worked = self.worked or set(range(min(self.acted, len(self.plan))))
+        only because a later one was named, and none before an action ran under it (a run that ran no query has done
+        no step). A run that worked on the plan and gave its final answer has done the last step (the decision)."""
+        worked = (self.worked or set(range(min(self.acted, len(self.plan))))) if self.acted else set()
         if self.finished and worked and self.plan:
             worked = worked | {len(self.plan) - 1}
 

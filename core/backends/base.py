@@ -71,12 +71,14 @@ def too_complex() -> QuerySyntaxError:
 
 class QueryError(Exception):
     """A query that could not give rows. The message is meant for the agent and the analyst: it is cut to
-    MAX_ERROR_CHARS characters (marked) when the error is made, as an engine's message may quote a huge value."""
+    MAX_ERROR_CHARS characters (marked) when the error is made, as an engine's message may quote a huge value.
+    ``executed``: the query as run, shown to the analyst only (the agent is told of its own query)."""
 
     kind = "error"
 
-    def __init__(self, message: object = ""):
+    def __init__(self, message: object = "", executed: str = ""):
         super().__init__(cap_text(str(message), MAX_ERROR_CHARS))
+        self.executed = executed  # the query as the engine ran it (after dialect translation), for the analyst
 
 
 class RefusedWrite(QueryError):

@@ -102,7 +102,7 @@ def sqlite_error(e: sqlite3.Error, sql: str, timeout_s: float) -> QueryError:
     if code in (sqlite3.SQLITE_AUTH, sqlite3.SQLITE_READONLY) or "not authorized" in str(e):
         return RefusedWrite(f"refused by the read-only connection ({e}); send one SELECT query using ordinary "
                             "functions")
-    message = f"SQLite: {e} (query as run: {sql})"
+    message = f"SQLite: {e}"  # the query as run goes to the analyst only (QueryError.executed)
     if "syntax error" in str(e) or "incomplete input" in str(e):
         return QuerySyntaxError(message)
     return QueryError(message)

@@ -2,6 +2,7 @@
 passes (one statement, read-only), and the translation of model-written MySQL to SQLite with sqlglot."""
 from __future__ import annotations
 
+import re
 
 import sqlglot
 from sqlglot import exp
@@ -97,12 +98,22 @@ def check_read_only(sql: str, metadata: bool) -> None:
         raise QuerySyntaxError(f"{word} is not available on this backend; the tables are listed in the schema")
 
 
-def _parse_error(e: ParseError) -> str:
+def _parse_error(e: ParseError, sql: str) -> str:
+    """Where the parser stopped, in SQL terms as an engine says it (the token, its line and column, and the query up
+    to it), with what was expected there when the parser knows; never the parser's class names."""
     if not e.errors:
-        return str(e)
+        return "the query cannot be read as SQL"
     err = e.errors[0]
-    near = err.get("highlight") or ""
-    return f"{err['description']} at line {err['line']}, column {err['col']}" + (f" near {near!r}" if near else "")
+    near, line_no, end = (err.get("highlight") or "").strip(), err.get("line") or 1, err.get("col") or 0
+    lines = sql.splitlines() or [""]
+    line = lines[min(line_no, len(lines)) - 1]
+    start = max(end - len(near), 0)  # sqlglot's column is where the token ends
+    before = " ".join(line[:start].split())
+    before = before if len(before) <= 60 else "..." + before[-60:]
+    expected = re.match(r"Expecting (.+)", err.get("description") or "")
+    where = f'near "{near}" at line {line_no}, column {start + 1}' if near else f"at the end of line {line_no}"
+    said = f"syntax error {where}" + (f', expected "{expected.group(1)}"' if expected else "")
+    return said + (f': the query reads as SQL up to "{before}" and cannot go on there' if before else "")
 
 
 def _nocase(node: exp.Expression) -> exp.Expression:
@@ -130,8 +141,8 @@ def _translate(sql: str) -> str:
     try:
         tree = sqlglot.parse_one(sql, read="mysql")
     except (ParseError, TokenError) as e:
-        detail = _parse_error(e) if isinstance(e, ParseError) else str(e)
-        raise QuerySyntaxError(f"MySQL syntax error: {detail}") from None
+        detail = _parse_error(e, sql) if isinstance(e, ParseError) else f"cannot read the query ({e})"
+        raise QuerySyntaxError(detail) from None
     write = tree.find(*_WRITES)
     if write:
         raise RefusedWrite(f"{write.key.upper()} is refused: the database is read-only; send one SELECT query")

@@ -88,7 +88,9 @@ class Worker:
                 raise QueryTimeout(f"the query ran longer than {timeout_s:g} s and was stopped (its engine did not "
                                    "stop it in time and was restarted); make it cheaper") from None
         if "error" in reply:
-            raise _ERRORS.get(reply["error"], QueryError)(str(reply.get("message")))
+            error = _ERRORS.get(reply["error"], QueryError)(str(reply.get("message")))
+            error.executed = sql
+            raise error
         try:
             return QueryResult(list(reply["columns"]), list(reply["rows"]), int(reply["total"]),
                                float(reply["elapsed"]), executed=sql, notes=list(reply["notes"]))

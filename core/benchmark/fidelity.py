@@ -145,15 +145,17 @@ def planner_cost(results: list[dict]) -> pd.DataFrame:
 
 
 def summary_lines(results: list[dict]) -> list[str]:
-    """The comparison with the paper and REAPER's cost, for the command line."""
-    lines = ["setting beside the paper's figure:"]
-    for r in paper_comparison(results).itertuples():
+    """The comparison with the paper (none without results) and REAPER's cost (only when REAPER ran), for the
+    command line."""
+    compared = paper_comparison(results)
+    lines = ["setting beside the paper's figure:"] if not compared.empty else []
+    for r in compared.itertuples():
         versus = (f"paper {r.paper} of n={r.paper_n:g} ({r.paper_source}; {r.paper_setting})" if pd.notna(r.paper)
                   else "no paper figure" + ("" if r.set == DQA_SET else f" (set {r.set}: not the paper's questions)"))
         lines.append(f"  {r.scenario:<9} {r.db:<8} {r.technique:<13} {r.setting:<17} {r.accuracy:.1f}% "
                      f"[{r.ci95_low:.1f}–{r.ci95_high:.1f}], n={r.n}  vs {versus}")
     cost = planner_cost(results)
-    if not cost.empty:
+    if not cost.empty and (cost["technique"] == "reaper").any():
         lines.append("REAPER's plan call beside IterRAG (per question):")
         for r in cost.itertuples():
             plan = "-" if pd.isna(r.plan_call_latency_s) else f"{r.plan_call_latency_s:.2f} s"

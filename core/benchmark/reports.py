@@ -63,7 +63,8 @@ def _frame(results: list[dict]) -> pd.DataFrame:
         return df
     for column, default in (("source", "dqa"), ("status", "finished"), ("grade_status", None), ("optimal", None),
                             ("all_tied", False), ("overridden", False), ("regret", None), ("language", None),
-                            ("final_answer", None), ("label", None), ("epoch", 1)):
+                            ("final_answer", None), ("label", None), ("epoch", 1), ("unconsulted", False),
+                            ("failure", None)):
         if column not in df:
             df[column] = default
     df["source"] = df["source"].fillna("dqa")
@@ -79,6 +80,7 @@ def _frame(results: list[dict]) -> pd.DataFrame:
                      for o, r in zip(df["optimal"], df["regret"])]
     df["overridden"] = df["overridden"].fillna(False).astype(bool)
     df["all_tied"] = df["all_tied"].fillna(False).astype(bool)
+    df["unconsulted"] = df["unconsulted"].fillna(False).astype(bool)
     df["epoch"] = df["epoch"].fillna(1).astype(int)
     return df
 
@@ -120,7 +122,7 @@ def _interval(k: int, n: int) -> tuple[float | None, float | None]:
 ACCURACY_COLUMNS = ["set", "source", "scenario", "db", "kind", "technique", "model", "n", "correct", "errors", "total",
                     "accuracy", "ci95_low", "ci95_high", "answered", "answered accuracy", "optimal", "optimal rate",
                     "optimal ci95_low", "optimal ci95_high", "undecided", "overridden", "all tied", "mean regret",
-                    "stuck", "paper", "paper rule accuracy"]
+                    "stuck", "unconsulted", "paper", "paper rule accuracy"]
 #: The columns accuracy.csv gains when the results hold repeated samples (epochs): n is then the samples.
 EPOCH_COLUMNS = ["questions", "epochs", "samples", "design effect", "agreement", "all right %", "some right %",
                  "none right %"]
@@ -134,7 +136,8 @@ def accuracy(results: list[dict]) -> pd.DataFrame:
     included), correct, errors, label accuracy % with its 95% Wilson interval (ci95_low, ci95_high), the
     answered-only accuracy, the optimal-decision rate % (regret 0 by the simulator) with its interval, answers graded
     ambiguous or deciding nothing, grades overridden by an analyst, questions where every candidate ties, the mean
-    regret of the ranked decisions, runs the loop guard ended (stuck, counted apart from other failures); the
+    regret of the ranked decisions, runs the loop guard ended (stuck, counted apart from other failures), answers
+    given without a single query of the database (unconsulted: "answered without consulting the database"); the
     paper's figure beside (the DQA set only: a generated set's questions are others)."""
     df = _frame(results)
     if df.empty:
@@ -161,7 +164,7 @@ def accuracy(results: list[dict]) -> pd.DataFrame:
                      "undecided": int(g["grade_status"].isin(["ambiguous", "none"]).sum()),
                      "overridden": int(g["overridden"].sum()), "all tied": int(g["all_tied"].sum()),
                      "mean regret": _round(regrets.mean()) if len(regrets) else None,
-                     "stuck": int((g["status"] == "stuck").sum()),
+                     "stuck": int((g["status"] == "stuck").sum()), "unconsulted": int(g["unconsulted"].sum()),
                      "paper": paper.ACCURACY.get((scenario, kind), {}).get(tech) if qset == DQA_SET else None,
                      # the authors' rule (the label appears in the answer), for a like-for-like look at "paper"
                      "paper rule accuracy": _pct(sum(bool(paper_rule(a, _label(lab))) for a, lab in
@@ -443,7 +446,7 @@ def failures(results: list[dict]) -> pd.DataFrame:
     rows = []
     for (source, scenario, tech, model), g in df.groupby(GROUP, sort=False):
         row = {"source": source, "scenario": scenario, "technique": tech, "model": model, "pairs": len(g),
-               "wrong": int((g["correct"] == False).sum())}  # noqa: E712 - None (unlabelled) is not wrong
+               "wrong": int(g["failure"].notna().sum())}  # wrong or not answered (unlabelled: neither)
         for category in PRECEDENCE + (UNCLASSIFIED,):
             n = int((g["failure"] == category).sum())
             row[category] = n
@@ -461,7 +464,7 @@ def regret(results: list[dict]) -> pd.DataFrame:
     if df.empty:
         return pd.DataFrame(columns=REGRET_COLUMNS)
     rows = []
-    for (source, scenario, tech, model), g in df[df["correct"] == False].groupby(GROUP, sort=False):  # noqa: E712
+    for (source, scenario, tech, model), g in df[df["failure"].notna()].groupby(GROUP, sort=False):
         w = g[g["regret"].notna()]
         rows.append({"source": source, "scenario": scenario, "technique": tech, "model": model, "wrong": len(g),
                      "ranked": len(w),

@@ -54,7 +54,7 @@ RETRY = TRANSIENT | {"auth", "config", "model", "unavailable", "budget"}
 FATAL = frozenset({"auth", "config", "model", "budget"})
 #: Limits added after benchmarks first stored their parameters: left out of them while at their defaults, so
 #: the results stored before still match.
-_LATER_LIMITS = ("max_cost_usd", "max_repeats", "context_tokens", "reply_tokens")
+_LATER_LIMITS = ("max_cost_usd", "max_repeats", "context_tokens", "reply_tokens", "context_source")
 
 
 def bench_home(home: str | Path | None = None) -> Path:
@@ -515,7 +515,10 @@ class Bench:
         if record.status == "failed" and facts.error_kind in RETRY:
             raise _NotRun(facts.error_kind, outcome.get("error") or "the run failed", failed_attempts)
         evidence = _evidence(self.root, item, trace)
-        category, signs = classify(outcome.get("correct"), facts, record.status, outcome.get("final_answer"),
+        # not answered (no final answer): neither right nor wrong, but a failure of a labelled question all the same
+        graded = (False if not outcome.get("final_answer") and outcome.get("label") is not None
+                  else outcome.get("correct"))
+        category, signs = classify(graded, facts, record.status, outcome.get("final_answer"),
                                    outcome.get("decision"), evidence)
         placement = outcome.get("placement") or {}
         relative = None
@@ -550,7 +553,8 @@ class Bench:
                 "all_tied": bool(getattr(_ranking(self.root, item.scenario, item.question, item.source), "all_tied",
                                          False)),
                 "relative_regret": relative, "cost_usd": outcome.get("cost_usd"), "limit": outcome.get("limit"),
-                "repeats": outcome.get("repeats", 0), "finished": time.time(), "epoch": item.epoch,
+                "repeats": outcome.get("repeats", 0), "unconsulted": bool(outcome.get("unconsulted")),
+                "finished": time.time(), "epoch": item.epoch,
                 **fidelity.result_fields(settings, trace.usage)}
 
 

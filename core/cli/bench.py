@@ -3,8 +3,11 @@ per scenario x database x technique; write the reports (CSV and JSON) beside the
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 import threading
+from functools import partial
 from pathlib import Path
 
 from core.model.technique import TECHNIQUES, parse_voted
@@ -27,6 +30,7 @@ from core.config.secrets import scrub
 DESCRIPTION = """Run DQA questions with one or more techniques and a model. Each result is stored as its item
 finishes (results.sqlite in the output directory); rerunning the same command skips the finished items.
 LLM replies are cached on disk, so an identical rerun makes no LLM call (--no-cache turns the cache off).
+Ctrl-C starts no new item and says which items in progress it waits for; a second Ctrl-C stops at once.
 --llm replay:DIR plays DIR/{scenario}-{question}-{db}-{technique}.json (or {scenario}-{question}-{technique}.json)
 for each item (and the shipped naming {source}_{scenario}_{question}_{sql|cypher}_{technique}.json).
 --source demo runs the built-in demo scenarios; --smoke is a benchmark without a model: the demo questions
@@ -90,11 +94,12 @@ def _line(item, result, error, progress) -> str:
         return (f"{item.name}: failed ({result.get('error_kind') or 'error'}): {result.get('error')} in "
                 f"{result['wall_s']:.2f} s | accuracy {'-' if acc is None else f'{acc:.1f}%'} | "
                 f"ETA {duration(progress.eta_s)}")
-    verdict = {True: "right", False: "wrong", None: "no label"}[result["correct"]]
+    verdict = ({True: "right", False: "wrong", None: "no label"}[result["correct"]] if result.get("final_answer")
+               else "not answered")
     status = result.get("grade_status")
     decision = (result["decision"] if result["decision"] is not None else
                 "ambiguous answer" if status == "ambiguous" else "no decision")
-    detail = f"{decision}" + (f"; label {result['label']}" if result["correct"] is False else "")
+    detail = f"{decision}" + (f"; label {result['label']}" if result.get("failure") else "")
     if result["failure"]:
         detail += f"; {result['failure']}"
     if result["status"] in ("stuck", "context_exceeded"):
@@ -143,11 +148,16 @@ def main(args) -> int:
             sys.stdout.write(f"note: {text}\n")
             sys.stdout.flush()
 
+    stop = threading.Event()
+    main_thread = threading.current_thread() is threading.main_thread()  # only there can a signal be handled
+    previous = signal.signal(signal.SIGINT, partial(_interrupted, bench, stop)) if main_thread else None
     try:
-        progress = bench.run(on_result=show, on_note=note)
-    except KeyboardInterrupt:
+        progress = bench.run(on_result=show, on_note=note, stop=stop)
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGINT, previous)
+    if stop.is_set() and progress.stopped == "stopped":
         print("interrupted: the finished items are stored; rerun the same command to go on", file=sys.stderr)
-        return 130
     _print_accuracy(bench, read_all(bench.directory, bench.keys(), config.home), prices)
     _write_reports(bench, config, prices)
     if progress.errors:
@@ -161,7 +171,30 @@ def main(args) -> int:
     print(f"this run spent {spent(progress)} on LLM calls")
     if progress.stopped:
         print(f"stopped: {progress.stopped}", file=sys.stderr)
+    if stop.is_set() and progress.stopped == "stopped":
+        return 130
     return 1 if progress.errors or progress.stopped else 0
+
+
+def _interrupted(bench: Bench, stop: threading.Event, signum, frame) -> None:
+    """Ctrl-C: the first says at once that the benchmark is stopping and which items it waits for (no new item
+    starts); the second stops now, keeping what is finished (each result is stored as its item ends; the items in
+    progress run again on a rerun)."""
+    running = sorted(list(getattr(bench.progress, "running", ()) or ()))
+    if not stop.is_set():
+        stop.set()
+        waits = (f"waiting for the {len(running)} item{'s' if len(running) != 1 else ''} in progress to finish "
+                 f"({', '.join(running)})" if running else "no item is in progress")
+        sys.stderr.write(f"stopping: no new item starts; {waits}. Press Ctrl-C again to stop now (the finished "
+                         "items are kept; a rerun runs the others)\n")
+        sys.stderr.flush()
+        return
+    sys.stderr.write(f"stopped now: {len(running)} item{'s' if len(running) != 1 else ''} in progress left "
+                     f"unfinished ({', '.join(running) or 'none'}); the finished items are stored; rerun the same "
+                     "command to go on\n")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(130)  # the items in flight wait on the model or the database: nothing to keep from them
 
 
 def _config(args) -> BenchConfig:
@@ -196,7 +229,8 @@ def _print_accuracy(bench: Bench, this_run: list[dict], prices) -> None:
                  if pd.notna(r["paper"]) else "")
         errors = "".join(f", {r[key]} {label}" for key, label in (
             ("errors", "not run"), ("undecided", "deciding nothing"), ("overridden", "grades overridden"),
-            ("all tied", "on questions where every candidate ties")) if r[key])
+            ("all tied", "on questions where every candidate ties"),
+            ("unconsulted", "answered without consulting the database")) if r[key])
         print(f"  {r['scenario']:<9} {r['db']:<8} {r['technique']:<13} {r['correct']}/{r['n']}{errors}  "
               f"{reports.accuracy_text(r)} | optimal {r['optimal rate']:.1f}% "
               f"[{r['optimal ci95_low']:.1f}–{r['optimal ci95_high']:.1f}]{paper}")

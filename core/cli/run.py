@@ -116,9 +116,12 @@ def _report(runtime, result, args) -> int:
         rank = placement_text(report["placement"])
         decision = ("the final answer names no decision" if outcome.get("no_decision")
                     else f"decision {report['decision']}")
-        said = (f"{outcome['error']}" if result.status in ("stuck", "context_exceeded")
-                else f"{decision} ({verdict}{', rank ' + rank if rank else ''})")
+        said = f"{decision} ({verdict}{', rank ' + rank if rank else ''})"
+        if result.status in ("stuck", "context_exceeded"):  # what ended it, and the answer it gave then
+            said = outcome["error"] + (f"; {said}" if outcome.get("final_answer") else "")
         print(f"{result.status}: {said}; {len(usage)} LLM calls, {report['tokens']['total']} tokens")
+        if outcome.get("unconsulted"):
+            print("  answered without consulting the database (no query ran before the final answer)")
         if report["grade_reason"] and result.status not in ("stuck", "context_exceeded"):  # those say what ended them
             print(f"  grade: {report['grade_status']}: {report['grade_reason']}")
     if result.pause:
@@ -141,7 +144,7 @@ def cmd_run(args) -> int:
             return _fail(e)
         except FileNotFoundError:
             pass  # said by the run, as before
-    from core.agents.runtime import AgentRuntime, RunNotPaused  # heavy: loads langchain_core, langgraph
+    from core.agents.runtime import AgentRuntime, RunNotPaused, new_run_id  # heavy: loads langchain_core, langgraph
     from core.llm.client import LLMError  # heavy: loads langchain_core
 
     missing = [f"--{k}" for k in ("scenario", "question", "db", "technique") if getattr(args, k) is None]
@@ -172,7 +175,11 @@ def cmd_run(args) -> int:
                                    review_queries=args.approve_queries,
                                    limits=limits_from(args), prompts=args.prompts,
                                    reaper_planner=args.reaper_planner)
-            result = runtime.start(settings, on_event=show)
+            run_id = new_run_id()
+            if show:  # the id first: it resumes, branches or opens the run, also one this process does not finish
+                print(f"run {run_id}: {args.technique} on {source} {args.scenario} question {args.question} "
+                      f"({args.db})", flush=True)
+            result = runtime.start(settings, on_event=show, run_id=run_id)
     except (LLMError, RunNotPaused, ValueError, KeyError) as e:
         return _fail(e)
     finally:

@@ -47,7 +47,7 @@ def open_runtime(dqa_root: str | Path | None = None, llm: LLMSettings | None = N
 class RunJob(Job):
     """One start or resume of a run, driven in a thread. ``events(after)`` are the run's stored events (a resumed
     run's earlier ones first); ``partial`` the text so far of the model's reply in flight, for a page to show (empty
-    when none is streaming); ``error`` is what stopped the job before or outside the agent loop (no model
+    when none is streaming), ``calling`` that call's number, attempt and time limit; ``error`` is what stopped the job before or outside the agent loop (no model
     configured, a broken replay, a database that cannot be opened, ...): the run's own failures are events."""
 
     kind = "run"
@@ -58,6 +58,7 @@ class RunJob(Job):
         self.settings = settings
         self.runtime = None  # the AgentRuntime driving it, once opened (Stop goes through it)
         self.partial = ""
+        self.calling: dict | None = None  # the LLM call in flight: call, attempt, of, timeout_s
         self._make_runtime, self._iterate = make_runtime, iterate
         self._store: RunStore | None = None
         self._stop_asked = False
@@ -93,10 +94,22 @@ class RunJob(Job):
             runtime = self.runtime
         return runtime.stop(self.run_id, starting=True, by=by) if runtime is not None else "running"
 
+    def _calling(self, attempt: dict) -> None:
+        """The LLM call in flight: its number, attempt (of how many) and time limit; its text starts anew."""
+        self.calling, self.partial = attempt, ""
+        self.changed()
+
+    def _writing(self, text: str) -> None:
+        """The reply in flight so far (a view: the finished reply comes as the run's events)."""
+        self.partial = text
+        self.changed()
+
     def _work(self) -> None:
         runtime = None
         try:
             runtime = self._make_runtime()
+            runtime.on_text = self._writing  # the model's reply as it streams, for a page to show
+            runtime.on_attempt = self._calling
             with self._changed:
                 self.runtime, asked, by = runtime, self._stop_asked, self._stopped_by
             if asked:  # Stop came while the runtime opened
@@ -120,6 +133,7 @@ class RunFollower:
 
     error = None
     partial = ""
+    calling = None
 
     def __init__(self, run_id: str):
         self.run_id, self._store = run_id, open_store()

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from core.llm.client import REPLAY_PREFIX, LLMError, LLMNotConfigured, LLMSettings, open_llm, read_replay, replay_path
+from core.llm.client import (REPLAY_PREFIX, LLMError, LLMNotConfigured, LLMSettings, bound_key, is_openai, open_llm,
+                             read_replay, replay_path)
+from core.llm.server_info import detect_window
 from core.config.secrets import scrub
 
 TEST_TIMEOUT_S = 30.0
@@ -29,5 +31,16 @@ def check_llm(settings: LLMSettings) -> str:
         raise
     except Exception as e:  # a client error the LLM layer does not classify (e.g. a malformed base URL)
         raise LLMError("config", scrub(f"{llm.label}: {type(e).__name__}: {e}", [settings.api_key])) from None
-    return f"{llm.label} answered in {reply.latency_s:.1f} s"
+    return f"{llm.label} answered in {reply.latency_s:.1f} s; {window_text(settings)}"
+
+
+def window_text(settings: LLMSettings) -> str:
+    """The context window a run of this model assumes and where it came from, as Settings says it."""
+    if not settings.base_url or is_openai(settings.base_url):
+        return "context window: OpenAI's API does not say it (set one under Limits to keep requests within it)"
+    found = detect_window(settings.base_url, settings.model or "", bound_key(settings))
+    if found is None:
+        return ("context window: the server does not say it, so nothing is shortened (set one under Limits to keep "
+                "requests within it)")
+    return f"context window: {found.tokens:,} tokens, from {found.source}"
 

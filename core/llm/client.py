@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -26,6 +27,7 @@ from urllib.parse import urlsplit
 
 from core.config import secrets
 from core.config.settings import LLMSettings
+from core.llm import server_info
 from sims.files import FileRefused, read_text
 
 if TYPE_CHECKING:  # langchain_core is heavy: loaded only when a model is opened (pages show runs without it)
@@ -193,8 +195,10 @@ class ChatLLM:
 
     def __init__(self, model: BaseChatModel, label: str, *, estimate_usage: bool = False, max_retries: int = 0,
                  retry_base_s: float = 1.0, secret: str | None = None, sleep=time.sleep,
-                 timeout_s: float | None = None, max_reply_tokens: int | None = None):
+                 timeout_s: float | None = None, max_reply_tokens: int | None = None,
+                 counter: Callable[[str], int | None] | None = None, streams: bool = False):
         self.model = model
+        self._counter = counter  # the server's tokenizer (server_info.count_tokens), None: it has none
         self.label = label
         self._estimate = estimate_usage
         self._max_retries = max_retries
@@ -206,6 +210,11 @@ class ChatLLM:
         self._max_reply_chars = min(max_reply_tokens * REPLY_CHARS_PER_CAP_TOKEN, MAX_REPLY_CHARS) \
             if max_reply_tokens else MAX_REPLY_CHARS
         self._cancelled = threading.Event()
+        self._streams = streams  # asked with streaming when a caller follows the text (falls back if it fails)
+
+    def count_tokens(self, text: str) -> int | None:
+        """The tokens of ``text`` by the model's own tokenizer, where its server counts them (None: it does not)."""
+        return self._counter(text) if self._counter else None
 
     def cancel(self) -> None:
         """Make no further attempt of a call in flight (the analyst stopped its run): the attempt under way, which
@@ -215,10 +224,36 @@ class ChatLLM:
     def _scrub(self, text: str) -> str:
         return secrets.scrub(text, [self._secret] if self._secret else None)
 
-    def _invoke(self, messages: list[BaseMessage], stop: list[str], timeout_s: float | None):
+    def _stream(self, messages: list[BaseMessage], stop: list[str] | None, kwargs: dict,
+                on_text: Callable[[str], None]):
+        """The reply streamed (LangChain's ``stream``), ``on_text`` given the text so far as it grows; the merged
+        chunks are the reply, as ``invoke`` gives it. _NoStream when the server sent no chunk."""
+        merged, text = None, ""
+        for chunk in self.model.stream(messages, stop=stop, **kwargs):
+            merged = chunk if merged is None else merged + chunk
+            piece = _text(chunk.content)
+            if piece:
+                text += piece
+                on_text(text)
+        if merged is None:
+            raise _NoStream("the server sent no chunk")
+        return merged
+
+    def _invoke(self, messages: list[BaseMessage], stop: list[str], timeout_s: float | None,
+                on_text: Callable[[str], None] | None = None):
         kwargs = {"timeout": timeout_s} if timeout_s is not None else {}
+        stops = stop if self._use_stop else None
+        if on_text is not None and self._streams:
+            import openai
+
+            try:
+                return self._stream(messages, stops, kwargs, on_text)
+            except (_NoStream, openai.BadRequestError, openai.UnprocessableEntityError,
+                    openai.APIResponseValidationError, ValueError):
+                # a server that does not stream (or not as OpenAI's does): asked without streaming from now on
+                self._streams = False
         try:
-            return self.model.invoke(messages, stop=stop if self._use_stop else None, **kwargs)
+            return self.model.invoke(messages, stop=stops, **kwargs)
         except Exception as e:
             import openai
 
@@ -240,17 +275,18 @@ class ChatLLM:
                 return self._invoke(messages, stop, timeout_s)
             raise
 
-    def _invoke_within(self, messages: list[BaseMessage], stop: list[str], timeout_s: float | None):
+    def _invoke_within(self, messages: list[BaseMessage], stop: list[str], timeout_s: float | None,
+                       on_text: Callable[[str], None] | None = None):
         """``_invoke`` bounded by the attempt's whole deadline (a server dripping its reply slowly is a timeout).
         A late attempt is abandoned: its thread ends when the server answers or closes."""
         if not timeout_s:
-            return self._invoke(messages, stop, timeout_s)
+            return self._invoke(messages, stop, timeout_s, on_text)
         box: dict = {}
         context = contextvars.copy_context()
 
         def work():
             try:
-                box["reply"] = context.run(self._invoke, messages, stop, timeout_s)
+                box["reply"] = context.run(self._invoke, messages, stop, timeout_s, on_text)
             except BaseException as e:  # handed to the caller
                 box["error"] = e
 
@@ -266,17 +302,23 @@ class ChatLLM:
         return box["reply"]
 
     def complete(self, messages: list[BaseMessage], stop: list[str],
-                 on_retry: Callable[[dict], None] | None = None) -> Completion:
+                 on_retry: Callable[[dict], None] | None = None,
+                 on_text: Callable[[str], None] | None = None,
+                 on_attempt: Callable[[dict], None] | None = None) -> Completion:
         """One reply to ``messages``. ``on_retry`` gets each failed attempt that is retried (its record, with
-        ``retry_in_s``) as it happens. Raises LLMError when the call fails for good."""
+        ``retry_in_s``) as it happens; ``on_text``, when the model streams, the reply's text so far as it is
+        written (a view: the Completion is the reply); ``on_attempt`` each attempt as it starts (``attempt``, of
+        ``of``, its ``timeout_s``). Raises LLMError when the call fails for good."""
         attempts: list[dict] = []
         first = time.perf_counter()
         timeout_s = self._timeout_s
         for attempt in range(self._max_retries + 1):
             start, started_at = time.perf_counter(), time.time()
             record = {"attempt": attempt + 1, "start": round(started_at, 3), "timeout_s": timeout_s}
+            if on_attempt:
+                on_attempt({"attempt": attempt + 1, "of": self._max_retries + 1, "timeout_s": timeout_s})
             try:
-                message = self._invoke_within(messages, stop, timeout_s)
+                message = self._invoke_within(messages, stop, timeout_s, on_text)
             except Exception as e:
                 kind = _error_kind(e)
                 if kind is None:
@@ -303,8 +345,7 @@ class ChatLLM:
                 break
         latency = time.perf_counter() - start
         attempts.append({**record, "duration_s": round(latency, 4), "error_kind": None, "error": None})
-        content = message.content if isinstance(message.content, str) else "".join(
-            part.get("text", "") if isinstance(part, dict) else str(part) for part in message.content)
+        content = _text(message.content)
         metadata, full = dict(getattr(message, "response_metadata", None) or {}), content
         if len(content) > self._max_reply_chars:  # the server ignored the reply cap
             metadata.update(finish_reason="length", cut_client_side=len(content))
@@ -318,6 +359,16 @@ class ChatLLM:
                               **extra)
         prompt = sum(estimate_tokens(m.content if isinstance(m.content, str) else str(m.content)) for m in messages)
         return Completion(text, prompt, estimate_tokens(full), latency, True, **extra)
+
+
+class _NoStream(Exception):
+    """A streamed request that gave no chunk."""
+
+
+def _text(content) -> str:
+    """A message's (or chunk's) content as text."""
+    return content if isinstance(content, str) else "".join(
+        part.get("text", "") if isinstance(part, dict) else str(part) for part in content)
 
 
 def _plain(value):
@@ -413,7 +464,10 @@ def open_llm(spec: str | None = None, settings: LLMSettings | None = None, *, sk
     if settings.seed is not None:  # OpenAI, vLLM and llama.cpp take a seed; a server that ignores it still answers
         options["seed"] = settings.seed
     model = ChatOpenAI(model=spec, base_url=settings.base_url, api_key=key, temperature=temperature,
-                       timeout=settings.timeout_s, max_retries=0, **options)
+                       timeout=settings.timeout_s, max_retries=0, stream_usage=True, **options)
     label = f"{spec} @ {settings.base_url}" if settings.base_url else spec
+    counter = (partial(server_info.count_tokens, settings.base_url, spec, bound_key(settings))
+               if settings.base_url and not is_openai(settings.base_url) else None)
     return ChatLLM(model, label, max_retries=settings.max_retries, retry_base_s=settings.retry_base_s,
-                   secret=settings.api_key, timeout_s=settings.timeout_s, max_reply_tokens=cap)
+                   secret=settings.api_key, timeout_s=settings.timeout_s, max_reply_tokens=cap, counter=counter,
+                   streams=True)

@@ -1,60 +1,163 @@
-"""What an OpenAI-compatible server says about its model, when it says it cheaply: the context window, from vLLM's
-``GET /v1/models`` (``max_model_len``), llama.cpp's ``GET /props`` (``default_generation_settings.n_ctx``) or its
-``/v1/models`` (``meta.n_ctx_train``). A few short requests per server and model; a size found is remembered for
-the process (a server that said nothing, or was down, is asked again next time)."""
+"""What an OpenAI-compatible server says about its model, when it says it cheaply: the context window and a count
+of tokens by the model's own tokenizer.
+
+The window, where each server kind says it: llama.cpp's ``GET /props`` (``default_generation_settings.n_ctx``, the
+context it runs with), vLLM's ``GET /v1/models`` (``max_model_len``), llama.cpp's ``/v1/models``
+(``meta.n_ctx_train``) and llama-cpp-python's (``n_ctx`` or ``context_length`` in the entry or its ``meta`` /
+``metadata``, when present), Ollama's ``POST /api/show`` (``num_ctx`` among its parameters, else the model's
+``context_length``). Each found window says where it came from (``Window.source``).
+
+Token counts: llama.cpp's and vLLM's ``POST /tokenize``, llama-cpp-python's ``POST /extras/tokenize``.
+
+A few short requests per server and model; what was found is remembered for the process. A server that did not
+say its window (or was down) is asked again next time; one without a tokenize endpoint after ``FORGET_S``
+seconds.
+"""
 from __future__ import annotations
 
 import json
+import re
 import threading
+import time
 import urllib.error
 import urllib.request
+from dataclasses import dataclass
 
 TIMEOUT_S = 2.0
+FORGET_S = 30.0
 _lock = threading.Lock()
-_known: dict[tuple[str, str, str | None], int] = {}  # (base URL, model, key) -> context window
+_windows: dict[tuple, Window] = {}  # (base URL, model, key) -> window
+_tokenizers: dict[tuple, tuple[str | None, float]] = {}  # (base URL, key) -> (the path that counts, when asked)
+_NUM_CTX = re.compile(r"^\s*num_ctx\s+(\d+)", re.M)
 
 
-def _get(url: str, api_key: str | None) -> dict | None:
-    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {api_key or 'unused'}"})
+@dataclass(frozen=True)
+class Window:
+    """A context window in tokens, and where it came from (``llama.cpp GET /props (n_ctx)``)."""
+
+    tokens: int
+    source: str
+
+
+def _request(url: str, api_key: str | None, body: dict | None = None) -> dict | None:
+    data = None if body is None else json.dumps(body).encode()
+    headers = {"Authorization": f"Bearer {api_key or 'unused'}", **({"Content-Type": "application/json"}
+                                                                     if data else {})}
+    request = urllib.request.Request(url, data=data, headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
-            return json.loads(response.read())
+            found = json.loads(response.read())
     except (OSError, ValueError, urllib.error.URLError):
         return None
+    return found if isinstance(found, dict) else None
 
 
-def _from_models(body: dict | None, model: str) -> int | None:
+def _size(value) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def _root(base_url: str) -> str:
+    return base_url.rstrip("/").removesuffix("/v1")
+
+
+def _from_props(body: dict | None) -> Window | None:
+    settings = (body or {}).get("default_generation_settings") or {}
+    size = _size(settings.get("n_ctx") if isinstance(settings, dict) else None) or _size((body or {}).get("n_ctx"))
+    return Window(size, "llama.cpp GET /props (n_ctx)") if size else None
+
+
+def _from_models(body: dict | None, model: str) -> Window | None:
     entries = (body or {}).get("data") or []
     if not isinstance(entries, list):
         return None
     for entry in sorted(entries, key=lambda e: e.get("id") != model if isinstance(e, dict) else True):
         if not isinstance(entry, dict):
             continue
-        size = entry.get("max_model_len") or (entry.get("meta") or {}).get("n_ctx_train")
-        if isinstance(size, int) and size > 0:
-            return size
+        if _size(entry.get("max_model_len")):
+            return Window(entry["max_model_len"], "vLLM GET /v1/models (max_model_len)")
+        meta = entry.get("meta") if isinstance(entry.get("meta"), dict) else {}
+        if _size(meta.get("n_ctx_train")):
+            return Window(meta["n_ctx_train"], "llama.cpp GET /v1/models (meta.n_ctx_train)")
+        for where, fields in (("", entry), ("meta.", meta),
+                              ("metadata.", entry.get("metadata") if isinstance(entry.get("metadata"), dict) else {})):
+            for name in ("n_ctx", "context_length", "context_window"):
+                if _size(fields.get(name)):
+                    return Window(fields[name], f"GET /v1/models ({where}{name})")
     return None
 
 
-def _probe(base_url: str, model: str, api_key: str | None) -> int | None:
-    base = base_url.rstrip("/")
-    props = _get(base.removesuffix("/v1") + "/props", api_key)  # llama.cpp: the context it runs with
-    n_ctx = ((props or {}).get("default_generation_settings") or {}).get("n_ctx")
-    if isinstance(n_ctx, int) and n_ctx > 0:
-        return n_ctx
-    return _from_models(_get(base + "/models", api_key), model)
+def _from_ollama(body: dict | None) -> Window | None:
+    if not body:
+        return None
+    found = _NUM_CTX.search(body.get("parameters") or "") if isinstance(body.get("parameters"), str) else None
+    if found:
+        return Window(int(found.group(1)), "Ollama POST /api/show (num_ctx)")
+    info = body.get("model_info") if isinstance(body.get("model_info"), dict) else {}
+    for name, value in info.items():
+        if name.endswith(".context_length") and _size(value):
+            return Window(value, "Ollama POST /api/show (the model's context_length; Ollama's num_ctx is not set)")
+    return None
+
+
+def _probe(base_url: str, model: str, api_key: str | None) -> Window | None:
+    root = _root(base_url)
+    return (_from_props(_request(root + "/props", api_key))
+            or _from_models(_request(base_url.rstrip("/") + "/models", api_key), model)
+            or _from_ollama(_request(root + "/api/show", api_key, {"model": model})))
+
+
+def detect_window(base_url: str | None, model: str, api_key: str | None = None) -> Window | None:
+    """The model's context window as the server at ``base_url`` reports it, with where it said it; None when there
+    is no server, or it does not say (OpenAI's API does not)."""
+    if not base_url or "api.openai.com" in base_url:
+        return None
+    key = (base_url, model, api_key)
+    with _lock:
+        if key not in _windows:
+            found = _probe(base_url, model, api_key)
+            if found is None:
+                return None
+            _windows[key] = found
+        return _windows[key]
 
 
 def context_window(base_url: str | None, model: str, api_key: str | None = None) -> int | None:
-    """The model's context window in tokens as the server at ``base_url`` reports it; None when there is no
-    server, or it does not say (OpenAI's API does not)."""
-    if not base_url or "api.openai.com" in base_url:
+    """``detect_window``'s tokens (None: not reported)."""
+    found = detect_window(base_url, model, api_key)
+    return found.tokens if found else None
+
+
+def _count(body: dict | None) -> int | None:
+    if not body:
         return None
+    if _size(body.get("count")):
+        return body["count"]
+    tokens = body.get("tokens")
+    return len(tokens) if isinstance(tokens, list) and tokens else None
+
+
+_TOKENIZE = (("/tokenize", lambda text, model: {"content": text, "prompt": text, "model": model}),  # llama.cpp, vLLM
+             ("/extras/tokenize", lambda text, model: {"input": text, "model": model}))  # llama-cpp-python
+
+
+def count_tokens(base_url: str | None, model: str, api_key: str | None, text: str) -> int | None:
+    """The tokens of ``text`` by the model's tokenizer, from the server's tokenize endpoint; None when it has none
+    (or there is no server, or it is OpenAI's)."""
+    if not base_url or "api.openai.com" in base_url or not text:
+        return None
+    root = _root(base_url)
+
+    def probe() -> str | None:
+        for path, body in _TOKENIZE:
+            if _count(_request(root + path, api_key, body("ok", model))):
+                return path
+        return None
+
     with _lock:
-        key = (base_url, model, api_key)
-        if key not in _known:
-            size = _probe(base_url, model, api_key)
-            if size is None:
-                return None
-            _known[key] = size
-        return _known[key]
+        path, at = _tokenizers.get((base_url, api_key), (None, 0.0))
+        if path is None and time.monotonic() - at >= FORGET_S:
+            path = probe()
+            _tokenizers[(base_url, api_key)] = (path, time.monotonic())
+    if path is None:
+        return None
+    return _count(_request(root + path, api_key, dict(_TOKENIZE)[path](text, model)))

@@ -97,7 +97,8 @@ class ActionEvent(Event):
 class ObservationEvent(Event):
     """What came back: the rows (up to the row cap), the text the LLM saw, or the error (``error_kind``:
     refused, timeout, syntax, error, or ``format`` for a corrective note on a malformed reply, ``repeat`` for an
-    action the loop guard did not run again, ``rejected`` for a query the analyst rejected; REAPER also
+    action the loop guard did not run again, ``rejected`` for a query the analyst rejected, ``unqueried`` for the note on a final answer given before any
+    query; REAPER also
     ``reference`` for a result a step cannot use and ``skipped`` for a step that uses a failed step's result)."""
 
     kind: ClassVar[str] = "observation"

@@ -53,7 +53,8 @@ class Limits:
     unknown); each request is kept within it by shortening older observations, leaving room for the reply cap
     ``reply_tokens`` (None: not sent, or a run stored before runs kept it; set from the LLM settings when a run
     starts, as ``context_tokens`` from the server). Rows beyond ``observation_rows`` /
-    ``observation_chars`` are summarised in what the LLM sees; the trace keeps up to ``row_cap`` rows of each
+    ``observation_chars`` are summarised in what the LLM sees (``context_source`` says where the window came
+from); the trace keeps up to ``row_cap`` rows of each
     query, each cell cut to ``cell_chars`` characters (marked). Each query runs at most ``query_timeout_s``."""
 
     max_llm_calls: int = 20
@@ -67,6 +68,7 @@ class Limits:
     context_tokens: int | None = None
     cell_chars: int = DEFAULT_CELL_CHARS
     reply_tokens: int | None = None
+    context_source: str | None = None  # where context_tokens came from: the server's report, or set for the run
 
     def validate(self) -> Limits:
         """Self, or ValueError naming the bad limit."""

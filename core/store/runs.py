@@ -61,15 +61,16 @@ STALE_S = 30.0  # a running run whose heartbeat is older than this is interrupte
 ENDED = ("finished", "failed", "stopped", "stuck", "context_exceeded")
 #: list() filters: keyword -> column
 FILTERS = ("status", "scenario", "question", "db", "technique", "llm", "hitl", "correct")
-#: Ended without an answer is not a wrong answer: runs of these statuses with no final answer are "not answered"
-#: (their ``correct`` is left empty, so a filter on wrong answers does not list them).
-UNANSWERED = ("failed", "stopped", "interrupted")
+#: Ended without an answer is not a wrong answer (one rule for every way a run ends: failed, stuck,
+#: context_exceeded, stopped, interrupted): its ``correct`` is left empty, so a filter on wrong answers does not
+#: list it; the pages say "not answered"; the benchmark's reports count it in n as not correct, with its failure
+#: category (OTH), as an item that could not run.
+NOT_ENDED = ("running", "paused")
 
 
 def unanswered(status: str, outcome: dict | None) -> bool:
-    """Whether a run of ``status`` with ``outcome`` ended without an answer to grade (failed or stopped before its
-    final answer): neither correct nor wrong."""
-    return status in UNANSWERED and not (outcome or {}).get("final_answer")
+    """Whether a run of ``status`` with ``outcome`` ended without an answer to grade: neither correct nor wrong."""
+    return status not in NOT_ENDED and not (outcome or {}).get("final_answer")
 
 
 @dataclass
