@@ -107,10 +107,10 @@ def child(name: str, replay: str, home: str) -> None:
                            limits=Limits(max_repeats=20))
     result = runtime.start(settings)
     events = runtime.store.get(result.run_id).events
-    prompts = [(e.get("llm") or {}).get("prompt_tokens", 0) for e in events]
+    prompts = [e.llm.prompt_tokens if e.llm else 0 for e in events]
     runtime.close()
-    print(json.dumps({"status": result.status, "llm_calls": sum(1 for e in events if e.get("llm")),
-                      "queries": sum(1 for e in events if e["kind"] == "action"), "prompt_tokens": sum(prompts),
+    print(json.dumps({"status": result.status, "llm_calls": sum(1 for e in events if e.llm),
+                      "queries": sum(1 for e in events if e.kind == "action"), "prompt_tokens": sum(prompts),
                       "largest_prompt": max(prompts),
                       "maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 

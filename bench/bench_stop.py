@@ -81,7 +81,7 @@ def one(home: Path, replay: str, hang: str, remote: bool) -> float:
     worker.start()
     store = RunStore(home / "runs.sqlite")
     want = "observation" if hang == "model" else "action"  # the hanging call has begun after it
-    while not any(e["kind"] == want for e in _events(store, run_id)):
+    while not any(e.kind == want for e in _events(store, run_id)):
         if not worker.is_alive():  # it ended before the hang: a defect, not a figure
             raise RuntimeError(f"run {run_id} ended before its {hang} hung: {store.get(run_id).events[-1:]}")
         time.sleep(0.01)
@@ -96,7 +96,7 @@ def one(home: Path, replay: str, hang: str, remote: bool) -> float:
     return elapsed
 
 
-def _events(store: RunStore, run_id: str) -> list[dict]:
+def _events(store: RunStore, run_id: str) -> list:
     try:
         return store.get(run_id).events
     except KeyError:  # not stored yet

@@ -30,6 +30,7 @@ from ui.limit_inputs import budget_inputs, limit_inputs
 from ui.run_view import load, open_run
 from ui.run_options import PLANNER_LABELS, PROMPT_LABELS
 from core.analysis.spreadsheet import csv_text
+from ui.live import live
 from ui.untrusted import md
 
 POLL_S = 1.0
@@ -267,17 +268,10 @@ def show_job(job: jobs.BenchJob) -> None:
             st.text("\n".join(progress.errors))
 
 
-@st.fragment(run_every=POLL_S)
-def follow() -> None:
-    """The benchmarks running, or the last one; when one followed here ends, the whole page is drawn again, so
-    that the Results tab has its results (a fragment redraws only itself)."""
-    running = [j for j in jobs.jobs() if not j.done]
-    for job in running or jobs.jobs()[-1:]:
+def show_jobs() -> None:
+    """The benchmarks running, or the last one."""
+    for job in [j for j in jobs.jobs() if not j.done] or jobs.jobs()[-1:]:
         show_job(job)
-    followed, now = st.session_state.get("_bench_followed", set()), {str(j.bench.directory) for j in running}
-    st.session_state["_bench_followed"] = now
-    if followed - now:
-        st.rerun()
 
 
 def bars_with_paper(acc: pd.DataFrame) -> None:
@@ -533,7 +527,7 @@ run_tab, results_tab = st.tabs(["Run", "Results"])
 with run_tab:
     start_form()
     smoke_start()
-    follow()
+    live(show_jobs, going=lambda: any(not j.done for j in jobs.jobs()), every=POLL_S)
 with results_tab:
     directories = sorted(p.parent for p in bench_home().glob("*/results.sqlite"))
     if not directories:

@@ -1,6 +1,8 @@
 """Compare: techniques side by side on the current question, with one database and one model (runs in automatic
 mode): their plans, queries, counts, tokens, time, decisions and ranks; Stop ends a run. Past runs of the question
 can join, and a run can be lined up step by step with its branches, where they diverge marked."""
+from functools import partial
+
 import pandas as pd
 import streamlit as st
 
@@ -15,7 +17,9 @@ from core.analysis.trace import ANSWER, BEFORE_PLAN, align_by
 from ui import access
 from ui.common import current_question, kept, session_limits
 from ui.run_options import choose_database, choose_models, start_run
-from ui.run_view import RunPanel, decision_spread, follow, load, run_label, show_outcome, show_state, stop_button
+from ui.live import live
+from ui.run_view import (RunPanel, decision_spread, load, run_label, show_live, show_outcome, show_state,
+                         tracker)
 from ui.untrusted import md, md_code
 
 COLUMNS = ["technique", "status", "decision", "correct", "rank", "plan steps", "re-plans", "queries", "LLM calls",
@@ -33,31 +37,28 @@ def runs_of(question: Question, started: list[str]) -> dict[str, str]:
     return {**labels, **{r.id: run_label(r.id, r.settings, r.created) for r in past}}
 
 
-def side_by_side(run_ids: list[str]) -> list[RunRecord]:
-    """The runs in columns, followed live while they run; their stored records after."""
-    shown, stops = [], []
+def columns(run_ids: list[str], key: str = "compare") -> None:
+    """The runs in columns: each followed while it goes on (with Stop), its outcome once it ended."""
     for start in range(0, len(run_ids), PER_ROW):
         for column, run_id in zip(st.columns(min(PER_ROW, len(run_ids))), run_ids[start:start + PER_ROW]):
             with column:
                 record, job = load(run_id)
-                if job and not job.done:
-                    stops.append(stop_button(run_id, key=f"compare-stop-{run_id}"))
-                panel = RunPanel(run_id, job.settings.to_dict() if job else record.settings, compact=True)
-                if not job:
-                    panel.add(record.events)
-                shown.append((panel, job, column.container()))
-    follow([(panel, job) for panel, job, _ in shown if job])
-    for stop in stops:  # every followed run has ended: no Stop beside them
-        stop.empty()
-    records = []
-    for panel, job, below in shown:
-        record = load(panel.run_id)[0]
-        with below:
-            show_state(record, job, key="compare")
-            if record and record.status in ENDED:
-                show_outcome(record, compact=True)
-        records += [record] if record else []
-    return records
+                settings = job.settings.to_dict() if job else record.settings
+                run = tracker(record, job)
+                if run is not None and not run.done:
+                    show_live(run_id, settings, run, key, compact=True)
+                    continue
+                RunPanel(run_id, settings, compact=True).add(record.events if record else [])
+                show_state(record, job, key=key)
+                if record and record.status in ENDED:
+                    show_outcome(record, compact=True)
+
+
+def side_by_side(run_ids: list[str]) -> list[RunRecord]:
+    """The runs in columns, followed live while they run (ui.live); their stored records after."""
+    runs = [run for run_id in run_ids if (run := tracker(*load(run_id))) is not None]
+    live(partial(columns, run_ids), going=lambda: any(not run.done for run in runs))
+    return [record for run_id in run_ids if (record := load(run_id)[0]) is not None]
 
 
 def decisions(records: list[RunRecord]) -> None:

@@ -3,6 +3,7 @@ plans (and, if asked, each query), and read its outcome. At a pause, a banner an
 Paused and interrupted runs (also from before a restart) can be opened, resumed or closed; any run can be branched
 from a step."""
 import dataclasses
+from functools import partial
 
 import streamlit as st
 
@@ -18,6 +19,7 @@ from ui.plan_review import pause_taken, show_review, show_review_error
 from ui.run_options import (
     choose_database, choose_hitl, choose_model, choose_plan_version, choose_query_review, choose_setting, start_run
 )
+from ui.live import live
 from ui.run_view import branch_form, decision_spread, load, open_run, run_label, show_outcome, show_run
 from ui.untrusted import md, md_code
 
@@ -59,12 +61,8 @@ def show_samples(runs: list[str]) -> None:
             open_run(chosen, "pages/run.py")
 
 
-@st.fragment(run_every=1.0)
-def follow_samples(runs: list[str]) -> None:
-    """The samples while some still run; the whole page again once they have all ended."""
-    show_samples(runs)
-    if all((r := load(run_id)[0]) is not None and r.status in ENDED for run_id in runs):
-        st.rerun()
+def all_ended(runs: list[str]) -> bool:
+    return all((r := load(run_id)[0]) is not None and r.status in ENDED for run_id in runs)
 
 
 def start_button(slot, busy: bool, unavailable: bool, reviewing: bool = False) -> bool:
@@ -152,10 +150,7 @@ with st.container(border=True):
 sampled = st.session_state.get(SAMPLES)
 if sampled and sampled["question"] == question.id:
     runs = sampled["runs"]
-    if all((r := load(run_id)[0]) is not None and r.status in ENDED for run_id in runs):
-        show_samples(runs)
-    else:
-        follow_samples(runs)
+    live(partial(show_samples, runs), going=lambda: not all_ended(runs), every=1.0)
     st.divider()
 
 show_run_in_url(run_id)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import html
 import re
+import time
 from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
@@ -21,9 +22,28 @@ def isolate(monkeypatch, tmp_path: Path) -> Path:
     return tmp_path
 
 
+class PageTest(AppTest):
+    """An AppTest that, like an analyst watching the page, sees the agent runs it started or resumed through to their
+    pause or end: in the browser the page follows them in a fragment that redraws itself (ui.live); here each run of
+    the script while a run went on waits for it and runs the script once more."""
+
+    def _run(self, widget_state=None, timeout=None) -> AppTest:
+        from core.jobs.job import all_jobs
+        from core.jobs.runs import RunJob
+
+        began = time.time()
+        result = super()._run(widget_state, timeout=timeout)
+        followed = [job for job in all_jobs(RunJob.kind) if not job.done or job.ended >= began]
+        if followed:
+            for job in followed:
+                assert job.join(120), f"run {job.key} did not pause or end within 120 s"
+            result = super()._run(self._tree.get_widget_states(), timeout=timeout)
+        return result
+
+
 def open_page(page: str, question_ref: tuple | None = ("demo", "locating", 1)) -> AppTest:
     """The app on ``page`` (e.g. ``pages/run.py``), run once, with ``question_ref`` as the current question."""
-    at = AppTest.from_file(str(APP), default_timeout=30)
+    at = PageTest(APP, default_timeout=30)
     if question_ref:
         at.session_state["question_ref"] = question_ref
     at.switch_page(page)
@@ -32,7 +52,7 @@ def open_page(page: str, question_ref: tuple | None = ("demo", "locating", 1)) -
 
 def open_file(page: str, **state) -> AppTest:
     """One page file (e.g. ``pages/decision.py``) run on its own once, with ``state`` in its session state."""
-    at = AppTest.from_file(str(APP.parent / page), default_timeout=30)
+    at = PageTest(APP.parent / page, default_timeout=30)
     for key, value in state.items():
         at.session_state[key] = value
     return at.run()

@@ -71,10 +71,10 @@ def test_each_technique(runtime, transcript):
     assert outcome["correct"] is (outcome["decision"] == outcome["label"])
     assert outcome["llm_calls"] == len(replies) and outcome["tokens"]["estimated"]
     assert outcome["placement"]["rank"] >= 1 and (outcome["placement"]["regret"] == 0) is outcome["correct"]
-    assert {e["kind"] for e in events} <= KINDS and events[-1]["kind"] == "final"
-    for action, observation in zip(*[[e for e in events if e["kind"] == k] for k in ("action", "observation")]):
-        if action["language"] != "self" and "SET" not in action["query"] and "UPDATE" not in action["query"]:
-            assert observation["error"] is None and observation["rows"], (action["query"], observation["text"])
+    assert {e.kind for e in events} <= KINDS and events[-1].kind == "final"
+    for action, observation in zip(*[[e for e in events if e.kind == k] for k in ("action", "observation")]):
+        if action.language != "self" and "SET" not in action.query and "UPDATE" not in action.query:
+            assert observation.error is None and observation.rows, (action.query, observation.text)
     conversation = runtime.transcript(result.run_id)
     assert [m["role"] for m in conversation[:3]] == ["system", "human", "ai"]
     assert len(conversation) == 2 + 2 * len(replies) - 1  # each reply but the last has its observation
@@ -84,21 +84,21 @@ def test_each_technique(runtime, transcript):
     else:
         assert question.startswith("Question: Goods have") and question.endswith("market price of furniture?")
     assert ("Ladybug (Kuzu's Cypher dialect)" in conversation[0]["content"]) is ("cypher" in transcript)
-    replans = [e for e in events if e["kind"] == "replan"]
+    replans = [e for e in events if e.kind == "replan"]
     if transcript.endswith("_planrag"):
-        assert events[0]["kind"] == "plan" and [e["replan"] for e in replans] == [False, True, False, False]
-        changed = next(e for e in replans if e["replan"])
-        assert changed["old_plan"] == events[0]["steps"] and changed["new_plan"] == outcome["plan"]
+        assert events[0].kind == "plan" and [e.replan for e in replans] == [False, True, False, False]
+        changed = next(e for e in replans if e.replan)
+        assert changed.old_plan == events[0].steps and changed.new_plan == outcome["plan"]
     else:
         assert not replans
-        assert (events[0]["kind"] == "plan") is transcript.endswith("norp")
+        assert (events[0].kind == "plan") is transcript.endswith("norp")
 
 
 @pytest.mark.parametrize("language", ["sql", "cypher"])
 def test_malformed_replies_get_corrective_observations(runtime, language):
     result = runtime.start(settings(f"locating_{language}_planrag_malformed"))
     events = events_of(runtime, result)
-    corrections = [e["error"] for e in events if e["kind"] == "observation" and e["error_kind"] == "format"]
+    corrections = [e.error for e in events if e.kind == "observation" and e.error_kind == "format"]
     wrong_db = ("looks like Cypher" if language == "sql" else "there is no Relational DB here")
     expected = ["no Action input", wrong_db,
                 "'Trade Database' is not a valid tool" if language == "sql" else "looks like MySQL",
@@ -110,9 +110,9 @@ def test_malformed_replies_get_corrective_observations(runtime, language):
 @pytest.mark.parametrize("language", ["sql", "cypher"])
 def test_a_refused_write_is_an_observation_the_agent_corrects(runtime, language):
     result = runtime.start(settings(f"building_{language}_iterrag"))
-    observations = [e for e in events_of(runtime, result) if e["kind"] == "observation"]
-    refused = [o for o in observations if o["error_kind"] == "refused"]
-    assert len(refused) == 1 and refused[0]["text"].startswith("Query refused")
+    observations = [e for e in events_of(runtime, result) if e.kind == "observation"]
+    refused = [o for o in observations if o.error_kind == "refused"]
+    assert len(refused) == 1 and refused[0].text.startswith("Query refused")
     assert result.outcome["decision"] == 1485 and result.outcome["correct"] is True
 
 
@@ -120,13 +120,14 @@ def test_a_refused_write_is_an_observation_the_agent_corrects(runtime, language)
 def test_approve_every_plan(runtime, language):
     result = runtime.start(settings(f"locating_{language}_planrag", hitl="approve-every-plan"))
     assert result.status == "paused" and result.pause.kind == "plan" and len(result.pause.plan) == 4
-    assert events_of(runtime, result)[-1] == {**events_of(runtime, result)[-1], "kind": "plan", "status": "proposed"}
+    last = events_of(runtime, result)[-1]
+    assert (last.kind, last.status) == ("plan", "proposed")
     result = runtime.resume(result.run_id, Review.approve())
     assert result.status == "paused" and result.pause.kind == "replan" and len(result.pause.old_plan) == 4
     result = runtime.resume(result.run_id, Review.approve())
     assert result.status == "finished" and result.outcome["correct"] is True and result.outcome["llm_calls"] == 5
-    approvals = [e for e in events_of(runtime, result) if e["kind"] == "plan" and e["origin"] == "analyst"]
-    assert [a["status"] for a in approvals] == ["approved", "approved"]
+    approvals = [e for e in events_of(runtime, result) if e.kind == "plan" and e.origin == "analyst"]
+    assert [a.status for a in approvals] == ["approved", "approved"]
 
 
 def test_edited_plan_is_followed_and_recorded(runtime):
@@ -138,16 +139,16 @@ def test_edited_plan_is_followed_and_recorded(runtime):
     result = runtime.resume(result.run_id, Review.edit(edited, note="merge steps 1-2, add the inland bonus"))
     assert result.status == "finished" and result.outcome["plan"] == edited and result.outcome["correct"] is True
     events = events_of(runtime, result)
-    edit = next(e for e in events if e["kind"] == "plan" and e["origin"] == "analyst")
-    assert (edit["status"], edit["steps"], edit["proposed_steps"]) == ("edited", edited, proposed)
+    edit = next(e for e in events if e.kind == "plan" and e.origin == "analyst")
+    assert (edit.status, edit.steps, edit.proposed_steps) == ("edited", edited, proposed)
     feedback = events[events.index(edit) + 1]
-    assert feedback["kind"] == "observation" and "Step 2: Get the development" in feedback["text"]
+    assert feedback.kind == "observation" and "Step 2: Get the development" in feedback.text
     proposal = runtime.transcript(result.run_id)[2]["content"]
     assert proposal.startswith("Plan:") and proposal.endswith("Step 4: Choose the node with the highest increase]")
-    steps = [e["current_step"] for e in events if e["kind"] == "thought" and e["current_step"]]
+    steps = [e.current_step for e in events if e.kind == "thought" and e.current_step]
     assert steps[0].startswith('Step 1: Find the sources of "baltic_sea", whether they are inland')
     # the proposed plan's own first query was never run
-    assert [e["query"] for e in events if e["kind"] == "action"][0].startswith("SELECT f.source")
+    assert [e.query for e in events if e.kind == "action"][0].startswith("SELECT f.source")
 
 
 def test_rejected_plan_makes_the_agent_replan_with_the_note(runtime):
@@ -159,9 +160,9 @@ def test_rejected_plan_makes_the_agent_replan_with_the_note(runtime):
     result = runtime.resume(result.run_id, Review.approve())
     assert result.status == "finished" and result.outcome["correct"] is True
     events = events_of(runtime, result)
-    rejection = next(e for e in events if e["kind"] == "plan" and e["status"] == "rejected")
-    assert rejection["steps"] == first and rejection["note"] == note
-    assert note in events[events.index(rejection) + 1]["text"]
+    rejection = next(e for e in events if e.kind == "plan" and e.status == "rejected")
+    assert rejection.steps == first and rejection.note == note
+    assert note in events[events.index(rejection) + 1].text
 
 
 def test_resume_from_a_fresh_runtime_after_a_restart(home):
@@ -174,7 +175,7 @@ def test_resume_from_a_fresh_runtime_after_a_restart(home):
     done = second.resume(paused.run_id, Review.approve())
     second.close()
     assert done.status == "finished" and done.outcome["decision"] == 1485 and done.outcome["llm_calls"] == 5
-    calls = [e["llm"]["call"] for e in second.store.get(paused.run_id).events if e["llm"]]
+    calls = [e.llm.call for e in second.store.get(paused.run_id).events if e.llm]
     assert calls == [1, 2, 3, 4, 5]
 
 

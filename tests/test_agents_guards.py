@@ -82,11 +82,11 @@ def test_the_same_failing_query_is_not_run_again_and_the_run_ends_stuck(home, tm
     events = events_of(runtime, result)
     assert result.status == "stuck" and len(backend.queries) == 1
     assert result.outcome["llm_calls"] == 4 and result.outcome["repeats"] == 3  # not 20 calls
-    repeats = [e for e in events if e["kind"] == "observation" and e["error_kind"] == "repeat"]
+    repeats = [e for e in events if e.kind == "observation" and e.error_kind == "repeat"]
     assert len(repeats) == 2
-    assert "Not run: you already took this action (LLM call 1)" in repeats[0]["text"]
-    assert "no such column: T1.local_value" in repeats[0]["text"]  # with the earlier error
-    assert events[-1]["kind"] == "error" and events[-1]["error_kind"] == "stuck"
+    assert "Not run: you already took this action (LLM call 1)" in repeats[0].text
+    assert "no such column: T1.local_value" in repeats[0].text  # with the earlier error
+    assert events[-1].kind == "error" and events[-1].error_kind == "stuck"
     assert "repeated itself 3 times" in result.outcome["error"]
     assert runtime.store.get(result.run_id, events=False).status == "stuck"
     assert runtime.store.list(status="stuck")[0].id == result.run_id
@@ -98,8 +98,8 @@ def test_a_repeated_good_query_gets_its_earlier_result_and_the_agent_goes_on(hom
     result = runtime.start(settings(replay(tmp_path, [ACT, ACT + "  ", FINAL])))
     events = events_of(runtime, result)
     assert result.status == "finished" and result.outcome["decision"] == "krakow" and len(backend.queries) == 1
-    repeat = next(e for e in events if e.get("error_kind") == "repeat")
-    assert "it gave:" in repeat["text"] and "krakow" in repeat["text"] and "Do something different" in repeat["text"]
+    repeat = next(e for e in events if getattr(e, "error_kind", None) == "repeat")
+    assert "it gave:" in repeat.text and "krakow" in repeat.text and "Do something different" in repeat.text
     # a repeat is not a retrieval: no action event for it
     assert kinds(events).count("action") == 1
 
@@ -111,9 +111,9 @@ def test_other_queries_failing_with_the_same_error_count_as_repeats(home, tmp_pa
     result = runtime.start(settings(replay(tmp_path, replies), limits=Limits(max_repeats=2)))
     events = events_of(runtime, result)
     assert result.status == "stuck" and len(backend.queries) == 3
-    said = [e["text"] for e in events if e["kind"] == "observation"]
+    said = [e.text for e in events if e.kind == "observation"]
     assert "The same error as your query at LLM call 1" in said[1]
-    assert "the same error: no such column" in events[-1]["message"]
+    assert "the same error: no such column" in events[-1].message
 
 
 def test_the_same_invalid_reply_again_counts_as_a_repeat(home, tmp_path):
@@ -122,8 +122,7 @@ def test_the_same_invalid_reply_again_counts_as_a_repeat(home, tmp_path):
     result = runtime.start(settings(replay(tmp_path, [bad] * 5), limits=Limits(max_repeats=2)))
     events = events_of(runtime, result)
     assert result.status == "stuck" and result.outcome["llm_calls"] == 3
-    assert "you sent this same reply before (LLM call 1)" in [e for e in events if e["kind"] == "observation"][1][
-        "text"]
+    assert "you sent this same reply before (LLM call 1)" in [e for e in events if e.kind == "observation"][1].text
 
 
 # ---------------------------------------------------------------------------------------------------- budgets
@@ -139,8 +138,8 @@ def test_each_limit_sends_the_run_to_its_answer_and_the_trace_says_which(home, l
     runtime = scripted_runtime(home, model)
     result = runtime.start(RunSettings("locating", 1, "sqlite", "iterrag", "gpt-4o", limits=limits))
     events = events_of(runtime, result)
-    notice = next(e for e in events if e["kind"] == "error")
-    assert notice["error_kind"] == "limit" and not notice["fatal"] and said in notice["message"]
+    notice = next(e for e in events if e.kind == "error")
+    assert notice.error_kind == "limit" and not notice.fatal and said in notice.message
     assert result.status == "finished" and result.outcome["limit"] == limit
     assert result.outcome["decision"] == "krakow" and result.outcome["cost_usd"] > 0
 
@@ -174,8 +173,8 @@ def test_replan_y_at_the_answer_step_is_not_an_answer(home):
     runtime = scripted_runtime(home, model)
     result = runtime.start(RunSettings("locating", 1, "sqlite", "singlerag", "scripted"))
     events = events_of(runtime, result)
-    correction = [e for e in events if e["kind"] == "observation" and e["error_kind"] == "format"]
-    assert "not a final answer (it has replan)" in correction[0]["text"]
+    correction = [e for e in events if e.kind == "observation" and e.error_kind == "format"]
+    assert "not a final answer (it has replan)" in correction[0].text
     assert result.status == "finished" and result.outcome["final_answer"] == "lubeck"
     assert [m.type for m in model.requests[2]] == ["system", "human", "ai", "human"]  # the retry shows the miss
 
@@ -192,8 +191,8 @@ def test_empty_replies_end_the_run_instead_of_using_every_call(home):
     result = runtime.start(RunSettings("locating", 1, "sqlite", "iterrag", "scripted"))
     events = events_of(runtime, result)
     assert result.status == "failed" and result.outcome["llm_calls"] == 3
-    assert events[-1]["error_kind"] == "empty_reply" and "3 empty replies in a row" in events[-1]["message"]
-    assert "your reply was empty" in events[0]["text"]
+    assert events[-1].error_kind == "empty_reply" and "3 empty replies in a row" in events[-1].message
+    assert "your reply was empty" in events[0].text
 
 
 def test_replies_cut_by_the_length_limit_are_not_taken_as_complete(home):
@@ -205,9 +204,9 @@ def test_replies_cut_by_the_length_limit_are_not_taken_as_complete(home):
     result = runtime.start(RunSettings("locating", 1, "sqlite", "iterrag", "scripted"))
     events = events_of(runtime, result)
     assert backend.queries == ["SELECT trade_node FROM trade_node"]  # the cut query never ran
-    assert "cut off at the reply length limit" in events[0]["text"]
-    notes = [e for e in events if e["kind"] == "error" and e["error_kind"] == "truncated"]
-    assert notes and not notes[0]["fatal"] and result.status == "finished" and result.outcome["decision"] == "krakow"
+    assert "cut off at the reply length limit" in events[0].text
+    notes = [e for e in events if e.kind == "error" and e.error_kind == "truncated"]
+    assert notes and not notes[0].fatal and result.status == "finished" and result.outcome["decision"] == "krakow"
 
 
 def test_replies_cut_off_every_time_end_the_run_naming_the_reply_cap(home):
@@ -262,8 +261,8 @@ def test_older_observations_are_shortened_to_fit_the_context_window(home):
     assert "[shortened to fit the model's context window" in observations[0]
     assert "shortened" not in observations[-1] and len(observations[-1]) > 3000  # the latest stays whole
     assert last[1].startswith("Question:") and all(len(c) < 9000 for c in last)
-    notes = [e for e in events_of(runtime, result) if e["kind"] == "error" and e["error_kind"] == "context"]
-    assert notes and "shortened to fit the model's 4,096-token context window" in notes[0]["message"]
+    notes = [e for e in events_of(runtime, result) if e.kind == "error" and e.error_kind == "context"]
+    assert notes and "shortened to fit the model's 4,096-token context window" in notes[0].message
 
 
 def test_a_request_that_cannot_fit_ends_with_its_own_status(home):
@@ -273,8 +272,8 @@ def test_a_request_that_cannot_fit_ends_with_its_own_status(home):
                                        limits=Limits(context_tokens=2048, observation_chars=30_000)))
     events = events_of(runtime, result)
     assert result.status == "context_exceeded" and len(model.requests) == 1  # no request was sent too big
-    assert events[-2]["error_kind"] == "limit" and "context window full" in events[-2]["message"]
-    assert events[-1]["error_kind"] == "context" and "2,048-token context window" in result.outcome["error"]
+    assert events[-2].error_kind == "limit" and "context window full" in events[-2].message
+    assert events[-1].error_kind == "context" and "2,048-token context window" in result.outcome["error"]
 
 
 def test_fit_keeps_the_question_the_replies_and_the_latest_observation():
@@ -334,7 +333,7 @@ def test_after_a_rejected_plan_the_agent_is_asked_for_a_plan_not_an_answer(home,
     assert first.status == "paused"
     rejected = runtime.resume(first.run_id, Review.reject("look at the flows first"))
     assert rejected.status == "paused"  # the agent wrote a new plan after the correction
-    said = [e["text"] for e in events_of(runtime, first) if e["kind"] == "observation"]
+    said = [e.text for e in events_of(runtime, first) if e.kind == "observation"]
     assert "write it (Plan: [Step 1:" in said[0]
     assert "no Plan is in force" in said[1] and "Write your Plan" in said[1] and "Final answer" not in said[1]
     assert runtime.resume(first.run_id, Review.approve()).status == "finished"
@@ -346,7 +345,7 @@ def test_replan_y_without_a_plan_asks_for_the_new_plan(home, tmp_path):
                "Re-plan: Y\nPlan: [Step 1: compare, Step 2: choose]\nCurrent step: Step 1: compare\n" + ACT
                + " WHERE 1 = 1", "Re-plan: N\n" + FINAL]
     result = runtime.start(settings(replay(tmp_path, replies), "planrag"))
-    said = [e["text"] for e in events_of(runtime, result) if e["kind"] == "observation"]
+    said = [e.text for e in events_of(runtime, result) if e.kind == "observation"]
     assert "you answered Re-plan: Y but wrote no new Plan" in said[1] and "Write your Plan" in said[1]
     assert result.status == "finished" and result.outcome["plan"] == ["compare", "choose"]
 
@@ -361,8 +360,8 @@ def test_a_query_in_the_action_line_is_run_when_unambiguous(home, tmp_path):
     result = runtime.start(settings(replay(tmp_path, [in_action, swapped, both, FINAL])))
     events = events_of(runtime, result)
     assert backend.queries == ["SELECT trade_node FROM trade_node", "SELECT local_value FROM trade_node"]
-    assert [e["tool"] for e in events if e["kind"] == "action"] == ["Relational DB", "Relational DB"]
-    told = [e["text"] for e in events if e["kind"] == "observation" and e["error_kind"] == "format"]
+    assert [e.tool for e in events if e.kind == "action"] == ["Relational DB", "Relational DB"]
+    told = [e.text for e in events if e.kind == "observation" and e.error_kind == "format"]
     assert "write the tool name in Action and the query in Action input" in told[0]
 
 
@@ -382,7 +381,7 @@ def test_reaper_steps_without_the_tool_and_reused_labels_run(home, tmp_path):
     assert result.status == "finished" and len(backend.queries) == 2
     assert backend.queries[0] == "SELECT trade_node\nFROM trade_node"  # the multi-line query whole
     assert "IN (\"krakow\", \"lubeck\")" in backend.queries[1]
-    shown = next(e for e in events if e["kind"] == "plan")["steps"]
+    shown = next(e for e in events if e.kind == "plan").steps
     assert shown[0] == "the nodes - #E1 = Relational DB[SELECT trade_node\nFROM trade_node]"
     assert shown[1].startswith("their values - #E2 = Relational DB[")
 
@@ -393,7 +392,7 @@ def test_reaper_answer_step_refuses_a_plan_as_the_final_answer(home, tmp_path):
     result = runtime.start(settings(replay(tmp_path, [plan, plan, "Final answer: krakow"]), "reaper"))
     events = events_of(runtime, result)
     assert result.status == "finished" and result.outcome["final_answer"] == "krakow"
-    assert any("not a final answer (it has plan steps)" in e["text"] for e in events if e["kind"] == "observation")
+    assert any("not a final answer (it has plan steps)" in e.text for e in events if e.kind == "observation")
 
 
 def test_a_renumbered_replan_reusing_labels_refers_to_its_own_steps():
@@ -422,8 +421,8 @@ def test_a_full_context_sends_the_run_to_its_answer_with_older_data_shortened(ho
     assert result.status == "finished" and result.outcome["limit"] == "context"
     data = model.requests[-1][1].content
     assert data.count("[shortened to fit the model's context window") >= 1 and data.count("x" * 4100) == 1
-    notice = next(e for e in events_of(runtime, result) if e["kind"] == "error" and e["error_kind"] == "limit")
-    assert "context window full" in notice["message"] and len(model.requests) == 4
+    notice = next(e for e in events_of(runtime, result) if e.kind == "error" and e.error_kind == "limit")
+    assert "context window full" in notice.message and len(model.requests) == 4
 
 
 class ModelServer:
@@ -499,8 +498,8 @@ def test_reaper_answers_from_what_it_has_when_the_replan_cannot_fit(home):
                                        limits=Limits(context_tokens=4096, observation_chars=14_000,
                                                      cell_chars=14_000)))
     events = events_of(runtime, result)
-    notice = next(e for e in events if e["kind"] == "error")
-    assert notice["error_kind"] == "limit" and "context window full" in notice["message"]
+    notice = next(e for e in events if e.kind == "error")
+    assert notice.error_kind == "limit" and "context window full" in notice.message
     assert result.status == "finished" and result.outcome["limit"] == "context" and len(model.requests) == 2
 
 
@@ -512,7 +511,7 @@ def test_a_reaper_plan_cut_off_runs_its_whole_steps_and_says_so(home):
     result = runtime.start(RunSettings("locating", 1, "sqlite", "reaper", "scripted", replan_on_failure=False))
     events = events_of(runtime, result)
     assert backend.queries == ["SELECT trade_node FROM trade_node"]
-    assert any(e["kind"] == "error" and e["error_kind"] == "truncated" and not e["fatal"] for e in events)
+    assert any(e.kind == "error" and e.error_kind == "truncated" and not e.fatal for e in events)
     assert result.status == "finished"
 
 
@@ -534,7 +533,7 @@ def test_a_server_refusing_a_request_past_its_context_ends_the_run_as_context_ex
         server.close()
     events = events_of(runtime, result)
     assert result.status == "context_exceeded" and len(server.requests) == 2
-    assert events[-1]["kind"] == "error" and events[-1]["error_kind"] == "context"
+    assert events[-1].kind == "error" and events[-1].error_kind == "context"
     assert "exceeds the available context size" in result.outcome["error"] and "--context-tokens" in result.outcome["error"]
 
 

@@ -33,11 +33,11 @@ def run(runtime, db: str, technique: str, transcript: str, **kw):
 def test_iterrag_sending_the_same_failing_query_ends_stuck_after_three_repeats(runtime):
     result, events = run(runtime, "sqlite", "iterrag", "locating_sql_iterrag_loop.json")
     assert result.status == "stuck" and result.outcome["llm_calls"] == 4  # of the 20 the loop used in the issue
-    assert sum(e["kind"] == "action" for e in events) == 1  # the query ran once
-    first = next(e for e in events if e["kind"] == "observation")
-    assert "no such column: T1.local_value" in first["error"]
-    repeat = next(e for e in events if e.get("error_kind") == "repeat")
-    assert "no such column: T1.local_value" in repeat["text"] and "LLM call 1" in repeat["text"]
+    assert sum(e.kind == "action" for e in events) == 1  # the query ran once
+    first = next(e for e in events if e.kind == "observation")
+    assert "no such column: T1.local_value" in first.error
+    repeat = next(e for e in events if getattr(e, "error_kind", None) == "repeat")
+    assert "no such column: T1.local_value" in repeat.text and "LLM call 1" in repeat.text
     assert result.outcome["error"].startswith("the agent repeated itself 3 times")
 
 
@@ -49,23 +49,23 @@ def test_a_higher_repeat_limit_lets_the_loop_go_on_longer(runtime):
 def test_ladybug_queries_in_the_action_line_and_a_bare_replan_y_recover(runtime):
     result, events = run(runtime, "ladybug", "planrag", "locating_cypher_planrag_recover.json")
     assert result.status == "finished" and result.outcome["decision"] == "krakow"
-    actions = [e for e in events if e["kind"] == "action"]
-    assert [a["tool"] for a in actions] == ["Graph DB", "Graph DB"]
-    assert "calculated_trading_power" in actions[1]["query"]
-    told = [e["text"] for e in events if e["kind"] == "observation" and e["error_kind"] == "format"]
+    actions = [e for e in events if e.kind == "action"]
+    assert [a.tool for a in actions] == ["Graph DB", "Graph DB"]
+    assert "calculated_trading_power" in actions[1].query
+    told = [e.text for e in events if e.kind == "observation" and e.error_kind == "format"]
     assert len(told) == 1 and "you answered Re-plan: Y but wrote no new Plan" in told[0]
-    assert all(not e.get("error") for e in events if e["kind"] == "observation" and e["error_kind"] != "format")
+    assert all(not e.error for e in events if e.kind == "observation" and e.error_kind != "format")
 
 
 def test_reaper_bare_steps_multiline_queries_and_a_renumbered_replan_run(runtime):
     result, events = run(runtime, "sqlite", "reaper", "reaper_locating_sql_bare.json")
-    plan = next(e for e in events if e["kind"] == "plan")["steps"]
+    plan = next(e for e in events if e.kind == "plan").steps
     assert plan[1] == "the nodes flowing into it - #E2 = Relational DB[SELECT source\n  FROM flow\n  WHERE dest = #E1]"
-    replan = next(e for e in events if e["kind"] == "replan")["new_plan"]
+    replan = next(e for e in events if e.kind == "replan").new_plan
     assert replan[0].startswith("their values again - #E4 = Relational DB[")  # #E1 again: a new result
-    queries = [e["query"] for e in events if e["kind"] == "action"]
+    queries = [e.query for e in events if e.kind == "action"]
     assert len(queries) == 4 and 'WHERE dest = "baltic_sea"' in queries[1]
-    said = [e["text"] for e in events if e["kind"] == "observation" and e.get("error_kind") == "format"]
+    said = [e.text for e in events if e.kind == "observation" and e.error_kind == "format"]
     assert any("not a final answer (it has replan)" in t for t in said)  # Re-plan: Y is not the final answer
     assert result.status == "finished" and result.outcome["decision"] == "krakow"
 

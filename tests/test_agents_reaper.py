@@ -103,7 +103,7 @@ def test_review_edit_is_checked_reject_asks_again_and_an_edit_runs(home, tmp_pat
     assert done.status == "finished" and done.outcome["correct"] is True and done.outcome["llm_calls"] == 3
     assert fake.queries == ["SELECT trade_node, local_value FROM trade_node WHERE local_value > 0"]
     events = events_of(runtime, done)
-    reviews = [(e["status"], e["note"]) for e in events if e["kind"] == "plan" and e["origin"] == "analyst"]
+    reviews = [(e.status, e.note) for e in events if e.kind == "plan" and e.origin == "analyst"]
     assert reviews == [("rejected", "take their values too"), ("edited", "only valued nodes")]
     told = runtime.transcript(first.run_id)[-2]["content"]
     assert "The analyst edited your plan. Their note: only valued nodes." in told and "WHERE local_value > 0" in told
@@ -118,7 +118,7 @@ def test_a_paused_plan_resumes_after_a_restart(home, tmp_path):
     done = second.resume(paused.run_id, Review.approve())
     assert done.status == "finished" and done.outcome["llm_calls"] == 2 and fake.queries == [
         "SELECT trade_node FROM trade_node"]
-    assert [e["llm"]["call"] for e in events_of(second, done) if e["llm"]] == [1, 2]
+    assert [e.llm.call for e in events_of(second, done) if e.llm] == [1, 2]
 
 
 def test_approve_replans_pauses_only_at_the_replan(home, tmp_path):
@@ -130,16 +130,16 @@ def test_approve_replans_pauses_only_at_the_replan(home, tmp_path):
     assert paused.pause.old_plan == [failing[len("Step 1: "):]] and paused.pause.plan == [replan[len("Step 2: "):]]
     done = runtime.resume(paused.run_id, Review.approve())
     assert done.status == "finished" and done.outcome["plan"] == paused.pause.old_plan + paused.pause.plan
-    observations = [e for e in events_of(runtime, done) if e["kind"] == "observation"]
-    assert [o["error_kind"] for o in observations] == ["syntax", None]
+    observations = [e for e in events_of(runtime, done) if e.kind == "observation"]
+    assert [o.error_kind for o in observations] == ["syntax", None]
 
 
 def test_a_result_a_step_cannot_use_is_an_error_observation(home, tmp_path):
     runtime = make_runtime(home)  # the fake database gives two columns
     plan = PLAN + "\nStep 2: their flows - #E2 = Relational DB[SELECT * FROM flow WHERE source IN (#E1)]"
     result_ = runtime.start(settings(replay(tmp_path, [plan, ANSWER]), "reaper", replan_on_failure=False))
-    observations = [e for e in events_of(runtime, result_) if e["kind"] == "observation"]
-    assert observations[1]["error_kind"] == "reference" and "#E1 has 2 columns" in observations[1]["text"]
+    observations = [e for e in events_of(runtime, result_) if e.kind == "observation"]
+    assert observations[1].error_kind == "reference" and "#E1 has 2 columns" in observations[1].text
     assert result_.outcome["llm_calls"] == 2 and result_.outcome["actions"] == 1
 
 
@@ -148,7 +148,7 @@ def test_at_the_call_limit_it_answers_without_replanning(home, tmp_path):
     failing = "Step 1: the nodes - #E1 = Relational DB[SELEKT trade_node FROM trade_node]"
     result_ = runtime.start(settings(replay(tmp_path, [failing, ANSWER]), "reaper", limits=Limits(max_llm_calls=2)))
     events = events_of(runtime, result_)
-    assert [e["error_kind"] for e in events if e["kind"] == "error"] == ["limit"]
+    assert [e.error_kind for e in events if e.kind == "error"] == ["limit"]
     assert result_.status == "finished" and result_.outcome["llm_calls"] == 2
 
 
@@ -179,12 +179,12 @@ def test_one_call_plans_and_one_answers(dqa_runtime, language):
     assert result_.status == "finished" and outcome["decision"] == "krakow" and outcome["correct"] is True
     assert outcome["llm_calls"] == 2 and outcome["actions"] == 4 and outcome["placement"]["rank"] == 1
     assert outcome["wall_s"] > 0 and len(outcome["plan"]) == 4
-    assert {e["kind"] for e in events} <= KINDS and [e["llm"]["call"] for e in events if e["llm"]] == [1, 2]
-    assert events[0]["kind"] == "plan" and events[0]["status"] == "adopted" and events[-1]["kind"] == "final"
-    actions = [e["query"] for e in events if e["kind"] == "action"]
-    observations = [e for e in events if e["kind"] == "observation"]
-    assert all(o["error"] is None and o["rows"] for o in observations)
-    sources = [row[0] for row in observations[1]["rows"]]
+    assert {e.kind for e in events} <= KINDS and [e.llm.call for e in events if e.llm] == [1, 2]
+    assert events[0].kind == "plan" and events[0].status == "adopted" and events[-1].kind == "final"
+    actions = [e.query for e in events if e.kind == "action"]
+    observations = [e for e in events if e.kind == "observation"]
+    assert all(o.error is None and o.rows for o in observations)
+    sources = [row[0] for row in observations[1].rows]
     assert set(sources) == {"krakow", "novgorod"}
     home_node = '= "baltic_sea"' if language == "sql" else '{name: "baltic_sea"}'
     listed = ", ".join(f'"{s}"' for s in sources)
@@ -199,10 +199,10 @@ def test_a_failed_step_is_replanned_once(dqa_runtime):
     result_, events = run(dqa_runtime, "building", "sql", "building_sql_failing")
     assert result_.outcome["decision"] == 1485 and result_.outcome["correct"] is True
     assert result_.outcome["llm_calls"] == 3 and result_.outcome["actions"] == 3
-    observations = [(e["text"].split(" ")[0], e["error_kind"]) for e in events if e["kind"] == "observation"]
+    observations = [(e.text.split(" ")[0], e.error_kind) for e in events if e.kind == "observation"]
     assert observations == [("#E1", None), ("#E2", "error"), ("#E3", "skipped"), ("#E4", None)]
-    replan = next(e for e in events if e["kind"] == "replan")
-    assert replan["replan"] and len(replan["old_plan"]) == 3 and replan["new_plan"][0].startswith("Find the furniture")
+    replan = next(e for e in events if e.kind == "replan")
+    assert replan.replan and len(replan.old_plan) == 3 and replan.new_plan[0].startswith("Find the furniture")
     request = dqa_runtime.transcript(result_.run_id)[3]["content"]
     assert "#E2, #E3 gave no result. Re-plan" in request and "from Step 4 with #E4" in request
 
@@ -210,15 +210,15 @@ def test_a_failed_step_is_replanned_once(dqa_runtime):
 def test_without_replan_the_answer_comes_from_what_ran(dqa_runtime):
     result_, events = run(dqa_runtime, "building", "sql", "building_sql_failing_noreplan", replan_on_failure=False)
     assert result_.status == "finished" and result_.outcome["llm_calls"] == 2 and result_.outcome["decision"] is None
-    assert "replan" not in {e["kind"] for e in events}
-    assert [e["error_kind"] for e in events if e["kind"] == "observation"] == [None, "error", "skipped"]
+    assert "replan" not in {e.kind for e in events}
+    assert [e.error_kind for e in events if e.kind == "observation"] == [None, "error", "skipped"]
 
 
 def test_a_malformed_plan_is_a_clear_error_observation(dqa_runtime):
     result_, events = run(dqa_runtime, "locating", "cypher", "locating_cypher_malformed")
-    assert events[0] == {**events[0], "kind": "plan", "steps": []}
-    assert events[1]["kind"] == "observation" and events[1]["error_kind"] == "format"
-    assert events[1]["text"].startswith("Your plan has no steps. Write each step as 'Step N: what it retrieves - #EN = "
+    assert (events[0].kind, events[0].steps) == ("plan", [])
+    assert events[1].kind == "observation" and events[1].error_kind == "format"
+    assert events[1].text.startswith("Your plan has no steps. Write each step as 'Step N: what it retrieves - #EN = "
                                         "Graph DB[Cypher query]'")
     assert result_.outcome["correct"] is True and result_.outcome["llm_calls"] == 3
 

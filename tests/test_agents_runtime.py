@@ -83,7 +83,7 @@ PLAN = "Plan: [Step 1: list the nodes, Step 2: choose]\nCurrent step: Step 1: li
 
 
 def kinds(events) -> list[str]:
-    return [e.kind if hasattr(e, "kind") else e["kind"] for e in events]
+    return [e.kind for e in events]
 
 
 def test_events_stream_while_the_query_runs(home, tmp_path):
@@ -128,12 +128,12 @@ def test_usage_is_on_the_first_event_of_each_call(home, tmp_path):
     runtime = make_runtime(home)
     result = runtime.start(settings(replay(tmp_path, [ACT, FINAL])))
     events = runtime.store.get(result.run_id).events
-    with_usage = [e for e in events if e["llm"]]
-    assert [e["llm"]["call"] for e in with_usage] == [1, 2] and all(e["llm"]["estimated"] for e in with_usage)
-    assert with_usage[0]["llm"]["reply"] == ACT
-    total = sum(e["llm"]["prompt_tokens"] + e["llm"]["completion_tokens"] for e in with_usage)
+    with_usage = [e for e in events if e.llm]
+    assert [e.llm.call for e in with_usage] == [1, 2] and all(e.llm.estimated for e in with_usage)
+    assert with_usage[0].llm.reply == ACT
+    total = sum(e.llm.prompt_tokens + e.llm.completion_tokens for e in with_usage)
     assert result.outcome["tokens"]["total"] == total and result.outcome["tokens"]["estimated"] is True
-    assert [event_from_dict(e).to_dict() for e in events] == events
+    assert [event_from_dict(e.to_dict()) for e in events] == events
 
 
 def test_step_limit_asks_for_the_final_answer(home, tmp_path):
@@ -141,8 +141,8 @@ def test_step_limit_asks_for_the_final_answer(home, tmp_path):
     result = runtime.start(settings(replay(tmp_path, [ACT, ACT, "Final answer: lubeck"]),
                                     limits=Limits(max_llm_calls=3)))
     events = runtime.store.get(result.run_id).events
-    limit = [e for e in events if e["kind"] == "error"]
-    assert limit[0]["error_kind"] == "limit" and not limit[0]["fatal"]
+    limit = [e for e in events if e.kind == "error"]
+    assert limit[0].error_kind == "limit" and not limit[0].fatal
     assert result.status == "finished" and result.outcome["decision"] == "lubeck" and result.outcome["correct"] is False
 
 
@@ -150,16 +150,16 @@ def test_token_limit_and_no_answer_at_the_limit_fails(home, tmp_path):
     runtime = make_runtime(home)
     result = runtime.start(settings(replay(tmp_path, [ACT, ACT]), limits=Limits(max_tokens=10)))
     events = runtime.store.get(result.run_id).events
-    assert "token limit reached" in events[kinds(events).index("error")]["message"]
-    assert result.status == "failed" and events[-1]["error_kind"] == "no_answer"
+    assert "token limit reached" in events[kinds(events).index("error")].message
+    assert result.status == "failed" and events[-1].error_kind == "no_answer"
 
 
 def test_large_results_are_summarised_for_the_llm(home, tmp_path):
     runtime = make_runtime(home, FakeBackend(rows=500))
     result = runtime.start(settings(replay(tmp_path, [ACT, FINAL]), limits=Limits(observation_rows=10, row_cap=100)))
-    observation = next(e for e in runtime.store.get(result.run_id).events if e["kind"] == "observation")
-    assert observation["total_rows"] == 500 and len(observation["rows"]) == 100
-    assert len(observation["text"].splitlines()) == 12 and "490 more rows not shown" in observation["text"]
+    observation = next(e for e in runtime.store.get(result.run_id).events if e.kind == "observation")
+    assert observation.total_rows == 500 and len(observation.rows) == 100
+    assert len(observation.text.splitlines()) == 12 and "490 more rows not shown" in observation.text
 
 
 @pytest.mark.parametrize("query,kind", [("DELETE FROM trade_node", "refused"), ("SELECT SLEEP(100)", "timeout"),
@@ -168,9 +168,9 @@ def test_query_errors_come_back_as_observations(home, tmp_path, query, kind):
     runtime = make_runtime(home)
     bad = f"Thought: try\nAction: Relational DB\nAction input: {query}"
     result = runtime.start(settings(replay(tmp_path, [bad, ACT, FINAL])))
-    observations = [e for e in runtime.store.get(result.run_id).events if e["kind"] == "observation"]
-    assert observations[0]["error_kind"] == kind and observations[0]["text"].startswith("Query")
-    assert observations[1]["error"] is None and result.outcome["correct"] is True
+    observations = [e for e in runtime.store.get(result.run_id).events if e.kind == "observation"]
+    assert observations[0].error_kind == kind and observations[0].text.startswith("Query")
+    assert observations[1].error is None and result.outcome["correct"] is True
 
 
 def test_an_unreachable_database_ends_the_run(home, tmp_path):
@@ -186,7 +186,7 @@ def test_replay_running_out_is_an_error_event_keeping_the_trace(home, tmp_path):
     result = runtime.start(settings(replay(tmp_path, [ACT])))
     events = runtime.store.get(result.run_id).events
     assert result.status == "failed" and kinds(events) == ["thought", "action", "observation", "error"]
-    assert events[-1]["error_kind"] == "replay" and "ran out of replies" in events[-1]["message"]
+    assert events[-1].error_kind == "replay" and "ran out of replies" in events[-1].message
     assert result.outcome["llm_calls"] == 1 and result.outcome["decision"] is None
 
 
@@ -200,8 +200,8 @@ def test_llm_auth_error_ends_the_run_and_the_key_is_stored_nowhere(home, tmp_pat
         server.close()
     events = runtime.store.get(result.run_id).events
     assert result.status == "failed" and kinds(events) == ["thought", "action", "observation", "error"]
-    assert events[-1]["error_kind"] == "auth" and not events[0]["llm"]["estimated"]
-    assert events[0]["llm"]["prompt_tokens"] == 11
+    assert events[-1].error_kind == "auth" and not events[0].llm.estimated
+    assert events[0].llm.prompt_tokens == 11
     runtime.close()
     for path in home.iterdir():
         assert KEY.encode() not in path.read_bytes(), path
@@ -243,12 +243,12 @@ def test_pause_approve_edit_reject_on_one_run(home, tmp_path):
     done = runtime.resume(first.run_id, Review.approve())
     assert done.status == "finished" and done.outcome["plan"] == ["compare again", "answer"]
     events = runtime.store.get(first.run_id).events
-    reviews = [(e["status"], e["steps"], e["proposed_steps"], e["note"]) for e in events
-               if e["kind"] == "plan" and e["origin"] == "analyst"]
+    reviews = [(e.status, e.steps, e.proposed_steps, e.note) for e in events
+               if e.kind == "plan" and e.origin == "analyst"]
     assert reviews == [("edited", edited, ["list the nodes", "choose"], "be precise"),
                        ("rejected", ["compare", "answer"], None, "keep the plan"),
                        ("approved", ["compare again", "answer"], None, "")]
-    told = [e["text"] for e in events if e["kind"] == "observation" and "analyst" in e["text"]]
+    told = [e.text for e in events if e.kind == "observation" and "analyst" in e.text]
     assert "Step 1: list the nodes and their value" in told[0] and "keep the plan" in told[1]
     # the edit and the rejection dropped the actions of the replies proposing those plans
     assert done.outcome["actions"] == 2

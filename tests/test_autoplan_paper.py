@@ -237,7 +237,7 @@ def test_paper_setting_reflects_on_the_task_description_and_updates_with_the_pap
     finally:
         runtime.close()
     assert result.status == "finished"  # thought, action, formalizing: tests/test_paper_exact.py has the messages
-    assert [e["text"] for e in events if e["kind"] == "thought"] == ["I am at step 2.",
+    assert [e.text for e in events if e.kind == "thought"] == ["I am at step 2.",
                                                                      "Action: answer (to be formalized)"]
     assert paper_prompts.THOUGHT_PROMPT not in system  # it ends each thought call's message instead
     plan_part = system.split("\n\n")[-2]  # before the suffix: the learned plan

@@ -356,7 +356,7 @@ def _run(runtime, source: str, path: Path, backend: str):
     number = int(parts[2]) if shipped else 1
     technique = technique.replace("planrag_norp", "planrag-norp")
     result = runtime.start(RunSettings(scenario, number, backend, technique, f"replay:{path}", source=source))
-    observations = [e for e in runtime.store.get(result.run_id).events if e["kind"] == "observation"]
+    observations = [e for e in runtime.store.get(result.run_id).events if e.kind == "observation"]
     return result, observations
 
 

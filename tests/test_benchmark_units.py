@@ -15,6 +15,7 @@ from core.benchmark.items import BenchError, parse_numbers, work_list
 from core.llm.prices import DEFAULT_PRICES, cost, load_prices, price_of
 from core.benchmark.runner import RateLimiter, default_name
 from core.benchmark.trace import read_trace
+from core.model.events import ActionEvent, ErrorEvent, FinalEvent, ObservationEvent, ReplanEvent
 from core.llm.client import Completion, LLMSettings
 
 MESSAGES = [SystemMessage("You decide."), HumanMessage("Question: where?")]
@@ -180,12 +181,12 @@ def test_the_price_table_written_on_first_use_is_never_read_half_written(tmp_pat
         assert [p.name for p in path.parent.iterdir()] == ["prices.json"]  # no temporary file left
 
 def action(query, language="sql"):
-    return {"kind": "action", "tool": "Relational DB", "query": query, "language": language}
+    return ActionEvent(tool="Relational DB", query=query, language=language)
 
 
 def observation(text="", columns=(), rows=(), error_kind=None):
-    return {"kind": "observation", "text": text, "columns": list(columns), "rows": [list(r) for r in rows],
-            "executed": "", "error": "x" if error_kind else None, "error_kind": error_kind}
+    return ObservationEvent(text=text, columns=list(columns), rows=[list(r) for r in rows], executed="",
+                            error="x" if error_kind else None, error_kind=error_kind)
 
 
 def test_trace_facts_and_failure_categories():
@@ -194,9 +195,9 @@ def test_trace_facts_and_failure_categories():
               action("SELECT * FROM trade_node"),
               observation("trade_node | ingoing | total_power\nkrakow | 1.0 | 3.0",
                           ["trade_node", "ingoing", "total_power"], [["krakow", 1.0, 3.0]]),
-              {"kind": "replan", "replan": True, "old_plan": ["a"], "new_plan": ["b"]},
+              ReplanEvent(replan=True, old_plan=["a"], new_plan=["b"]),
               action("compare", "self"), observation("compare"),
-              {"kind": "final", "answer": "novgorod"}]
+              FinalEvent(answer="novgorod")]
     facts = read_trace(events, "locating", "novgorod")
     assert (facts.retrievals, facts.retrievals_with_rows, facts.replans) == (2, 2, 1)
     assert facts.critical_seen == {"ingoing": True, "total_power": True} and facts.pick_seen
@@ -221,10 +222,10 @@ def test_trace_facts_and_failure_categories():
     assert failed.last_query_failed and failed.query_errors == 1
     category, signs = classify(False, failed, "finished", "novgorod", "novgorod")
     assert category == "QUR" and set(signs) == {"QUR", "MIS"}
-    limit = read_trace(events + [{"kind": "error", "error_kind": "limit", "fatal": False, "message": ""}],
+    limit = read_trace(events + [ErrorEvent(error_kind="limit", fatal=False, message="")],
                        "locating", "novgorod")
     assert classify(False, limit, "finished", "novgorod", "novgorod")[0] == "OTH"
-    crashed = read_trace(events[:2] + [{"kind": "error", "error_kind": "bad_request", "message": "too long"}],
+    crashed = read_trace(events[:2] + [ErrorEvent(error_kind="bad_request", message="too long")],
                          "locating", None)
     assert crashed.error_kind == "bad_request"
     assert classify(False, crashed, "failed", None, None) == (

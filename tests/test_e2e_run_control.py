@@ -103,6 +103,6 @@ def test_pause_screen_then_stop_a_hanging_run(chromium, server, tmp_path):  # no
     page.get_by_text("stopped by the analyst").first.wait_for()
     page.screenshot(path=shots / "run-stopped.png", full_page=True)
     record = store.get(run.id)
-    assert record.status == "stopped" and record.events[-1]["error_kind"] == "stopped"
+    assert record.status == "stopped" and record.events[-1].error_kind == "stopped"
     expect(page.get_by_role("button", name="Resume from the last checkpoint")).to_be_visible()
     print(f"\nStop click -> run stopped in the store: {stopped_after:.2f} s (target: a second or two)")

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from core.scenarios import catalog
 from core.analysis.evidence import coverage, deciding_values, of_run
+from core.model.events import ObservationEvent
 from core.scenarios import ranking
 
 
@@ -12,7 +13,7 @@ def _question(scenario):
 
 
 def observation(columns, rows, error_kind=None):
-    return {"kind": "observation", "text": "", "columns": columns, "rows": rows, "error_kind": error_kind}
+    return ObservationEvent(text="", columns=columns, rows=rows, error_kind=error_kind)
 
 
 def test_locating_deciding_values_are_about_the_best_its_rival_and_home():
@@ -33,7 +34,7 @@ def test_coverage_matches_a_value_with_its_row_keys_in_the_same_row():
     doab = next(v for v in values if v.label == "trade_node.local_value of doab")
     events = [observation(["trade_node", "local_value"], [["doab", doab.value], ["ganges", 1.0]]),
               observation(["x"], [["deccan", doab.value]], error_kind="timeout"),  # failed: not an observation
-              {"kind": "observation", "text": f"deccan {doab.value}", "columns": [], "rows": []}]
+              ObservationEvent(text=f"deccan {doab.value}", columns=[], rows=[])]
     c = coverage(values, events)
     assert c.seen[values.index(doab)] and c.n_seen == 1 and c.total == len(values)
     assert "trade_node.local_value of doab" not in c.missing and len(c.missing) == c.total - 1

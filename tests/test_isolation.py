@@ -169,11 +169,11 @@ def test_a_run_whose_query_crashed_the_process_goes_on(tmp_path, db, query):
     runtime = AgentRuntime(tmp_path / "home")
     try:
         result = runtime.start(RunSettings("locating", 1, db, "iterrag", f"replay:{replies}", source="demo"))
-        seen = [e for e in runtime.store.get(result.run_id).events if e["kind"] == "observation"]
+        seen = [e for e in runtime.store.get(result.run_id).events if e.kind == "observation"]
     finally:
         runtime.close()
-    assert result.status == "finished" and seen[0]["error_kind"] == "syntax"
-    assert f"more than {MAX_NESTING} deep" in seen[0]["text"]
+    assert result.status == "finished" and seen[0].error_kind == "syntax"
+    assert f"more than {MAX_NESTING} deep" in seen[0].text
 
 
 def test_the_query_that_crashed_the_cli_is_an_error_line(tmp_path):

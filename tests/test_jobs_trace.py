@@ -11,6 +11,7 @@ from core.model.run_settings import Review, RunSettings
 from core.llm.replays import model_label, replays
 from core.store.runs import RunRecord
 from core.analysis.trace import Trace, step_index
+from core.model.events import ActionEvent, FinalEvent, PlanEvent, ReplanEvent, ThoughtEvent
 from tests.page_app import isolate
 
 PLAN = ["Find the sources of deccan", "Get their values", "Choose the node"]
@@ -39,29 +40,29 @@ def test_the_current_step_is_found_by_number_or_text(said, index):
 
 
 def test_a_trace_follows_the_plan_in_force():
-    trace = Trace.of([{"kind": "plan", "origin": "agent", "status": "adopted", "steps": PLAN},
-                      {"kind": "thought", "current_step": "Step 1: Find the sources of deccan"},
-                      {"kind": "thought", "current_step": "Step 2: Get their values"},
-                      {"kind": "action", "language": "sql"}, {"kind": "action", "language": "self"}])
+    trace = Trace.of([PlanEvent(origin="agent", status="adopted", steps=PLAN),
+                      ThoughtEvent(text="", current_step="Step 1: Find the sources of deccan"),
+                      ThoughtEvent(text="", current_step="Step 2: Get their values"),
+                      ActionEvent(tool="", query="", language="sql"), ActionEvent(tool="", query="", language="self")])
     assert [s for _, s in trace.step_states()] == ["done", "current", "todo"] and trace.queries == 1
-    trace.add({"kind": "replan", "replan": True, "status": "proposed", "new_plan": ["Other"]})
+    trace.add(ReplanEvent(replan=True, status="proposed", old_plan=PLAN, new_plan=["Other"]))
     assert trace.plan == PLAN and trace.replans == 1  # a proposal is not in force until approved
-    trace.add({"kind": "plan", "origin": "analyst", "status": "edited", "steps": ["Mine"]})
+    trace.add(PlanEvent(origin="analyst", status="edited", steps=["Mine"]))
     assert trace.step_states() == [("Mine", "todo")]
-    trace.add({"kind": "final"})
+    trace.add(FinalEvent(answer=""))
     assert trace.step_states() == [("Mine", "todo")]  # the run ended without working on it
 
 
 def test_a_finished_run_ticks_only_the_steps_that_ran():
-    plan = {"kind": "plan", "origin": "agent", "status": "adopted", "steps": PLAN}
-    named = Trace.of([plan, {"kind": "thought", "current_step": "Step 1: Find the sources"},
-                      {"kind": "thought", "current_step": "Step 2: Get their values"}, {"kind": "final"}])
+    plan, final = PlanEvent(origin="agent", status="adopted", steps=PLAN), FinalEvent(answer="")
+    named = Trace.of([plan, ThoughtEvent(text="", current_step="Step 1: Find the sources"),
+                      ThoughtEvent(text="", current_step="Step 2: Get their values"), final])
     assert [s for _, s in named.step_states()] == ["done", "done", "done"]  # the answer is the last step (issue 28)
-    skipped = Trace.of([plan, {"kind": "thought", "current_step": "Step 2: Get their values"}, {"kind": "final"}])
+    skipped = Trace.of([plan, ThoughtEvent(text="", current_step="Step 2: Get their values"), final])
     assert [s for _, s in skipped.step_states()] == ["todo", "done", "done"]  # never named: not ticked
-    unnamed = Trace.of([plan, {"kind": "action", "language": "sql"}, {"kind": "final"}])  # e.g. REAPER's steps
+    unnamed = Trace.of([plan, ActionEvent(tool="", query="", language="sql"), final])  # e.g. REAPER's steps
     assert [s for _, s in unnamed.step_states()] == ["done", "todo", "done"]
-    none_ran = Trace.of([plan, {"kind": "final"}])
+    none_ran = Trace.of([plan, final])
     assert [s for _, s in none_ran.step_states()] == ["todo", "todo", "todo"]
 
 
@@ -92,9 +93,9 @@ def test_a_job_reports_what_stopped_it_and_a_run_is_driven_once(monkeypatch, tmp
     with pytest.raises(jobs.RunBusy):  # a second review while the run goes on
         jobs.resume(RunRecord(job.run_id, 0, 0, "paused", settings.to_dict()), Review.approve(), jobs.open_runtime)
     seen = []
-    while not (job.done and len(seen) == len(job.events)):
+    while not (job.done and len(seen) == len(job.events())):
         seen += job.wait(len(seen), timeout=1)
-    assert job.error is None and seen == jobs.open_store().get(job.run_id).events and seen[-1]["kind"] == "final"
+    assert job.error is None and seen == jobs.open_store().get(job.run_id).events and seen[-1].kind == "final"
     assert jobs.job(job.run_id) is job and not jobs.running(job.run_id)
 
 
@@ -133,7 +134,7 @@ def test_stop_right_after_start_stops_the_run_before_it_is_stored(monkeypatch, t
     assert jobs.stop(job.run_id) == "running"  # asked, no KeyError
     go_on.set()
     while not job.done:
-        job.wait(len(job.events), timeout=1)
+        job.wait(len(job.events()), timeout=1)
     record = jobs.open_store().get(job.run_id)
     assert job.error is None and record.status == "stopped"
-    assert record.events[-1]["error_kind"] == "stopped" and not any(e["kind"] == "final" for e in record.events)
+    assert record.events[-1].error_kind == "stopped" and not any(e.kind == "final" for e in record.events)

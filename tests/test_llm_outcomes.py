@@ -42,11 +42,11 @@ def test_a_retried_call_leaves_an_event_and_records_every_attempt(home, serve):
     assert result.status == "finished"
     assert kinds(events)[:2] == ["error", "thought"]
     retry = events[0]
-    assert (retry["error_kind"], retry["fatal"]) == ("retry", False)
-    assert "server error on attempt 1 of 3" in retry["message"] and "loading model" in retry["message"]
-    usage = events[1]["llm"]
-    assert [a["error_kind"] for a in usage["attempts"]] == ["server", None]
-    assert usage["wait_s"] >= usage["latency_s"] and not usage["cached"]
+    assert (retry.error_kind, retry.fatal) == ("retry", False)
+    assert "server error on attempt 1 of 3" in retry.message and "loading model" in retry.message
+    usage = events[1].llm
+    assert [a["error_kind"] for a in usage.attempts] == ["server", None]
+    assert usage.wait_s >= usage.latency_s and not usage.cached
     assert result.outcome["decision"] == "krakow"
     runtime.close()
 
@@ -57,9 +57,9 @@ def test_an_error_body_echoing_the_key_is_a_server_error_and_no_secret_is_stored
     result = runtime.start(settings("stand-in", base_url=server.url))
     events = runtime.store.get(result.run_id).events
     assert result.status == "failed" and len(server.requests) == 4
-    assert [e["error_kind"] for e in events if e["kind"] == "error"] == ["retry", "retry", "server"]
+    assert [e.error_kind for e in events if e.kind == "error"] == ["retry", "retry", "server"]
     assert result.outcome["error"].startswith("server error after 3 attempts")
-    assert "internal error" not in json.dumps(events) and len(events[-1]["attempts"]) == 3
+    assert "internal error" not in json.dumps([e.to_dict() for e in events]) and len(events[-1].attempts) == 3
     runtime.close()
     for path in home.iterdir():  # run store and checkpoints
         data = path.read_bytes()
@@ -198,13 +198,14 @@ def test_the_benchmark_llm_passes_its_calls_through_the_gate():
 
 
 def test_the_run_page_shows_the_real_wait_of_a_retried_call_and_cached_replies_as_such():
+    from core.model.events import usage_from_dict
     from ui.run_view import llm_wait
 
-    retried = {"latency_s": 44.6, "wait_s": 541.2, "attempts": [{}, {}, {}], "cached": False}
+    retried = usage_from_dict({"latency_s": 44.6, "wait_s": 541.2, "attempts": [{}, {}, {}], "cached": False})
     assert llm_wait(retried) == "44.60 s · waited 541.2 s over 3 attempts"
-    assert llm_wait({"latency_s": 2.0, "wait_s": 2.0, "attempts": [{}]}) == "2.00 s"
-    assert llm_wait({"latency_s": 2.0}) == "2.00 s"  # stored before attempts were recorded
-    assert llm_wait({"latency_s": 9.5, "wait_s": 0.0, "cached": True}) == "cached reply (took 9.50 s when made)"
+    assert llm_wait(usage_from_dict({"latency_s": 2.0, "wait_s": 2.0, "attempts": [{}]})) == "2.00 s"
+    assert llm_wait(usage_from_dict({"latency_s": 2.0})) == "2.00 s"  # stored before attempts were recorded
+    assert llm_wait(usage_from_dict({"latency_s": 9.5, "wait_s": 0.0, "cached": True})) == "cached reply (took 9.50 s when made)"
 
 
 def test_a_benchmark_on_a_one_at_a_time_server_lowers_its_concurrency_and_records_the_attempts(
@@ -250,7 +251,7 @@ def test_a_benchmark_on_a_one_at_a_time_server_lowers_its_concurrency_and_record
     store = RunStore(tmp_path / "home" / "runs.sqlite")
     for r in results:  # each run keeps its retry as an event
         first = store.get(r["run_id"]).events[0]
-        assert (first["kind"], first["error_kind"], first["fatal"]) == ("error", "retry", False)
+        assert (first.kind, first.error_kind, first.fatal) == ("error", "retry", False)
 
 
 def test_a_fully_cached_rerun_reports_no_time_waited(tmp_path, dqa_dir, serve):
@@ -282,8 +283,8 @@ def test_a_hung_server_fails_the_run_as_a_timeout_with_every_attempt_kept(home, 
     result = runtime.start(settings("stand-in", base_url=server.url))
     events = runtime.store.get(result.run_id).events
     assert result.status == "failed" and result.outcome["error"].startswith("timeout error after 2 attempts")
-    assert [(e["error_kind"], e["fatal"]) for e in events] == [("retry", False), ("timeout", True)]
-    attempts = events[-1]["attempts"]
+    assert [(e.error_kind, e.fatal) for e in events] == [("retry", False), ("timeout", True)]
+    attempts = events[-1].attempts
     assert [a["timeout_s"] for a in attempts] == [0.2, pytest.approx(0.3)]
     assert attempts[1]["start"] >= attempts[0]["start"] + attempts[0]["duration_s"] - 0.002  # starts kept to ms
     runtime.close()

@@ -108,8 +108,8 @@ def test_a_whole_run_of_hostile_queries_stores_bounded_steps(tmp_path):
                                            limits=Limits(max_repeats=20)))
         assert result.status == "finished"
         events = runtime.store.get(result.run_id).events
-        assert sum(e["kind"] == "observation" for e in events) == len(queries)
-        assert max(len(json.dumps(e)) for e in events) < 300_000
+        assert sum(e.kind == "observation" for e in events) == len(queries)
+        assert max(len(json.dumps(e.to_dict())) for e in events) < 300_000
         messages = runtime.transcript(result.run_id)
         observations = [m["content"] for m in messages if m["role"] != "ai"][2:]
         assert observations and max(map(len, observations)) <= Limits().observation_chars + 300

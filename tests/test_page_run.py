@@ -58,10 +58,10 @@ def test_a_replayed_run_pauses_at_the_replan_and_follows_the_edited_plan(home):
 
     record = jobs.open_store().get(run_id)
     assert record.status == "finished" and not at.exception
-    edited = next(e for e in record.events if e["kind"] == "plan" and e["origin"] == "analyst")
-    assert edited["status"] == "edited" and edited["note"] == "count the other traders"
+    edited = next(e for e in record.events if e.kind == "plan" and e.origin == "analyst")
+    assert edited.status == "edited" and edited.note == "count the other traders"
     assert [r["reviewer"] for r in jobs.open_store().reviews(run_id)] == ["Ana Costa"]
-    assert edited["steps"] == [proposed[0], EDITED_STEP_2, EXTRA_STEP, proposed[2]]
+    assert edited.steps == [proposed[0], EDITED_STEP_2, EXTRA_STEP, proposed[2]]
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Decision"] == "doab" and metrics["Correct"] == "correct" and metrics["Rank"] == "1 of 9"
     assert metrics["LLM calls"] == "6" and metrics["Tokens"].startswith("≈")
@@ -125,7 +125,7 @@ def test_errors_are_shown_and_the_events_so_far_kept(home, monkeypatch, tmp_path
     at.selectbox(key="run_technique").set_value("planrag-norp").run()
     button(at, "Start").click().run()
     record = jobs.open_store().get(at.session_state["run_id"])
-    assert record.status == "failed" and [e["kind"] for e in record.events][-2:] == ["observation", "error"]
+    assert record.status == "failed" and [e.kind for e in record.events][-2:] == ["observation", "error"]
     assert "ran out of replies" in " ".join(e.value for e in at.error)
     assert list(at.table[0].value.columns) == ["source", "flow"]  # the observation before the failure
 

@@ -41,7 +41,7 @@ def session(run_id: str, reviewer: str):
 
 
 def analyst_reviews(run_id: str) -> list[dict]:
-    return [e for e in jobs.open_store().get(run_id).events if e["kind"] == "plan" and e["origin"] == "analyst"]
+    return [e for e in jobs.open_store().get(run_id).events if e.kind == "plan" and e.origin == "analyst"]
 
 
 def test_the_pause_screen_banner_form_first_proposed_plan_and_replay_label(home):
@@ -78,7 +78,7 @@ def test_a_pause_reviewed_in_another_session_is_said_so_with_the_edits_dropped(h
     first, second = session(run_id, "ana"), session(run_id, "ben")
     [t for t in first.text_input if "-step-" in (t.key or "")][0].set_value("my own first step")
     button(second, "Approve as proposed").click().run()
-    first.run()  # the page redrawn (follow_pause does it within 2 s in the browser)
+    first.run()  # the page redrawn (ui.live does it within 2 s in the browser)
     [taken] = [shown(w.value) for w in first.warning if "no longer current" in w.value]
     assert "ben reviewed it (approve)" in taken and "not applied" in taken
     assert not [b for b in first.button if b.label == "Approve as proposed"]
@@ -100,7 +100,7 @@ def test_a_second_tab_reviewing_the_same_pause_is_refused_with_the_state_now(hom
     button(second, "Reject with the note").click().run()  # the tab that still shows p1
     [error] = [shown(e.value) for e in second.error if "not applied" in e.value]
     assert "pause p1 of run" in error and "ana reviewed it (approve)" in error and "finished" in error
-    assert [(e["status"], e["reviewer"]) for e in analyst_reviews(run_id)] == [("approved", "ana")]
+    assert [(e.status, e.reviewer) for e in analyst_reviews(run_id)] == [("approved", "ana")]
 
 
 def test_two_sessions_clicking_at_once_apply_one_review(home):
@@ -130,8 +130,8 @@ def test_approve_as_proposed_over_edits_asks_first(home):
     assert jobs.open_store().get(run_id, events=False).status == "paused"  # nothing applied yet
     button(at, "Apply my edits").click().run()
     [review] = analyst_reviews(run_id)
-    assert review["status"] == "edited" and review["steps"] == ["My own first step", *proposed[1:]]
-    assert review["reviewer"] == "ana"
+    assert review.status == "edited" and review.steps == ["My own first step", *proposed[1:]]
+    assert review.reviewer == "ana"
 
 
 def test_discarding_the_edits_approves_the_plan_as_proposed(home):
@@ -143,7 +143,7 @@ def test_discarding_the_edits_approves_the_plan_as_proposed(home):
     button(at, "Approve as proposed").click().run()
     button(at, "Discard my edits, approve as proposed").click().run()
     [review] = analyst_reviews(run_id)
-    assert review["status"] == "approved" and review["steps"] == proposed
+    assert review.status == "approved" and review.steps == proposed
 
 
 def test_every_query_is_approved_edited_or_rejected_on_the_page(home):
@@ -163,10 +163,10 @@ def test_every_query_is_approved_edited_or_rejected_on_the_page(home):
     while jobs.open_store().get(run_id, events=False).status == "paused":
         button(at, "Approve as proposed").click().run()
     events = jobs.open_store().get(run_id).events
-    reviews = [e for e in events if e["kind"] == "query_review"]
-    assert reviews[0]["status"] == "edited" and reviews[0]["query"].endswith("LIMIT 5")
-    assert reviews[1]["status"] == "rejected" and reviews[1]["note"] == "Use the flow table instead."
-    assert all(r["status"] == "approved" for r in reviews[2:]) and not at.exception
+    reviews = [e for e in events if e.kind == "query_review"]
+    assert reviews[0].status == "edited" and reviews[0].query.endswith("LIMIT 5")
+    assert reviews[1].status == "rejected" and reviews[1].note == "Use the flow table instead."
+    assert all(r.status == "approved" for r in reviews[2:]) and not at.exception
     told = [i.value for i in at.info if "Use the flow table instead." in shown(i.value)]  # what the agent was told
     assert told and not [x for x in at.error if "Use the flow table instead." in x.value]
 
@@ -245,3 +245,28 @@ def test_a_run_ended_without_an_answer_reads_neither_wrong_nor_none(home):
     compare.multiselect(key="compare-demo/locating/1").set_value([stopped, paused]).run()
     rows = compare.dataframe[0].value
     assert "None" not in rows.astype(str).to_numpy().ravel().tolist() and list(rows["correct"]) == [None, None]
+
+
+def test_a_run_driven_by_another_process_is_followed_live(home):
+    """Issue 24: a run driven by another process was shown as it stood, with a Refresh button; it is followed like
+    this process's own runs (ui.live), with Stop."""
+    from core.model.events import ActionEvent, FinalEvent, ThoughtEvent
+
+    store = jobs.open_store()
+    spec = replays("demo", "locating", 1, "sql", "iterrag")[0].spec
+    store.create("far", RunSettings("locating", 1, "sqlite", "iterrag", spec, source="demo").to_dict())
+    store.add_event("far", ThoughtEvent(text="Looking for the sources", step=1))
+    at = open_page("pages/run.py")
+    at.session_state["run_id"] = "far"
+    at.run()
+    assert any("running in another process" in i.value for i in at.info)
+    assert [b.label for b in at.button if b.label in ("Stop", "Refresh")] == ["Stop"]
+    assert any("Looking for the sources" in m.value for m in at.markdown)
+    store.add_event("far", ActionEvent(tool="Relational DB", query="SELECT source FROM flow", language="sql", step=1))
+    at.run()  # the fragment's next rerun, in the browser
+    assert [c.value for c in at.code] == ["SELECT source FROM flow"]
+    store.add_event("far", FinalEvent(answer="doab", step=2))
+    store.update("far", "finished", outcome={"final_answer": "doab", "decision": "doab"})
+    at.run()
+    assert not [b for b in at.button if b.label == "Stop"] and not any("another process" in i.value for i in at.info)
+    assert any("Final answer" in s.value for s in at.success)

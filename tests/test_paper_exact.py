@@ -94,7 +94,7 @@ def run(tmp_path, replies, technique, db="ladybug", **kw):
 
 
 def observations(record) -> list[str]:
-    return [e["text"] for e in record.events if e["kind"] == "observation"]
+    return [e.text for e in record.events if e.kind == "observation"]
 
 
 def scratchpad(pairs) -> str:
@@ -128,8 +128,8 @@ def test_planrag_sends_figure_11_and_ends_at_a_non_answer_without_asking_again(t
     ramble = "Re-plan: N\nI think deccan receives value from several nodes."
     result, record, calls = run(tmp_path, [plan, again, ramble, ANSWER], "planrag")
     assert result.status == "failed" and len(calls) == 3  # the ramble ends the run; nothing is sent after it
-    error = [e for e in record.events if e["kind"] == "error"][-1]
-    assert error["error_kind"] == "format" and "no correction is asked for" in error["message"]
+    error = [e for e in record.events if e.kind == "error"][-1]
+    assert error.error_kind == "format" and "no correction is asked for" in error.message
     observed = observations(record)
     assert len(observed) == 2 and observed[0] == observed[1] and "same error" not in observed[1]
     question = calls[0][0][1].content
@@ -164,7 +164,7 @@ def test_singlerag_sends_figure_8_then_figure_9_with_the_query_and_the_data_and_
 def test_singlerag_with_no_action_input_fails_without_a_second_call(tmp_path):
     result, record, calls = run(tmp_path, ["Thought: the answer is doab.", ANSWER], "singlerag")
     assert result.status == "failed" and len(calls) == 1
-    assert "no Action input" in [e for e in record.events if e["kind"] == "error"][-1]["message"]
+    assert "no Action input" in [e for e in record.events if e.kind == "error"][-1].message
 
 
 def test_relational_results_and_errors_come_back_as_the_original_tool_printed_them(tmp_path):
@@ -175,23 +175,23 @@ def test_relational_results_and_errors_come_back_as_the_original_tool_printed_th
     error, table = observations(record)
     assert error.startswith("\nAn exception occured: ")
     assert table.split("\n")[:2] == ["", table.split("\n")[1]] and table.split("\n")[1].split() == ["source"]
-    action = [e for e in record.events if e["kind"] == "action"][1]
-    assert action["query"] == "SELECT source FROM flow WHERE dest = 'deccan'"  # fence lines dropped, as there
+    action = [e for e in record.events if e.kind == "action"][1]
+    assert action.query == "SELECT source FROM flow WHERE dest = 'deccan'"  # fence lines dropped, as there
 
 
 def test_the_original_executors_iteration_limit_ends_the_run_without_an_answer(tmp_path):
     result, record, calls = run(tmp_path, [QUERY] * 20, "iterrag")
     assert len(calls) == paper_prompts.MAX_ITERATIONS == 15  # the same action 15 times: no loop guard either
     assert result.status == "failed" and result.outcome["limit"] == "iterations"
-    error = [e for e in record.events if e["kind"] == "error"][-1]
-    assert error["message"].startswith(paper_prompts.STOPPED) and "original agent executor" in error["message"]
+    error = [e for e in record.events if e.kind == "error"][-1]
+    assert error.message.startswith(paper_prompts.STOPPED) and "original agent executor" in error.message
     assert "Figure 9" not in str(calls) and all(m[0].content == FIGURE_10 for m, _ in calls)
 
 
 def test_a_workbench_safety_limit_ends_the_run_and_says_it_is_not_the_papers(tmp_path):
     result, record, calls = run(tmp_path, [QUERY] * 5, "iterrag", limits=Limits(max_llm_calls=3))
     assert len(calls) == 3 and result.status == "failed" and result.outcome["limit"] == "llm_calls"
-    message = [e for e in record.events if e["kind"] == "error"][-1]["message"]
+    message = [e for e in record.events if e.kind == "error"][-1].message
     assert "a workbench safety limit, not the paper's" in message and "no final answer is asked for" in message
 
 
@@ -307,10 +307,10 @@ def test_autoplan_paper_setting_thinks_then_acts_then_formalizes_each_step(tmp_p
         assert formalize[0].content == FORMALIZER.format(raw)
         if i < len(observed):
             history += f"{thought}\n{formal}\nObservation:{observed[i]}\n"
-    thoughts = [e["text"] for e in record.events if e["kind"] == "thought"]
+    thoughts = [e.text for e in record.events if e.kind == "thought"]
     assert thoughts[:2] == [steps[0][0], f"Action: {steps[0][1]} (to be formalized)"]
-    actions = [e for e in record.events if e["kind"] == "action"]
-    assert [a["tool"] for a in actions] == ["Graph DB", "Graph DB", "Graph DB"]
+    actions = [e for e in record.events if e.kind == "action"]
+    assert [a.tool for a in actions] == ["Graph DB", "Graph DB", "Graph DB"]
 
 
 def test_autoplan_paper_setting_counts_a_step_of_three_calls_as_one_iteration(tmp_path):

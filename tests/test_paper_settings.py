@@ -63,14 +63,14 @@ def test_paper_setting_sends_the_question_and_the_scratchpad_in_one_message(tmp_
     result, record, calls = run(tmp_path, [PLAN_ACT, FINAL], prompts="paper")
     assert result.status == "finished" and result.outcome["decision"] == "doab" and result.outcome["correct"]
     assert record.settings["prompts"] == "paper"
-    assert [(e["kind"], e.get("replan")) for e in record.events if e["kind"] in ("plan", "replan")] == [
+    assert [(e.kind, getattr(e, "replan", None)) for e in record.events if e.kind in ("plan", "replan")] == [
         ("plan", None), ("replan", False)]  # the trace counts plans and re-plans as in the improved setting
     (first, stop1), (second, stop2) = calls
     assert stop1 == stop2 == ["Observation:"]
     assert [type(m) for m in first] == [type(m) for m in second] == [SystemMessage, HumanMessage]
     question = first[1].content
     assert question.startswith("Question: ") and question.endswith('profit on home node, "deccan".\n\n')
-    observed = [e for e in record.events if e["kind"] == "observation"][0]["text"]
+    observed = [e for e in record.events if e.kind == "observation"][0].text
     assert second[1].content == (f"{question}This was your previous work (but I haven't seen any of it! I only see "
                                  f"what you return as final answer):\n{PLAN_ACT}\nObservation:{observed}\n")
     system = first[0].content
@@ -114,8 +114,8 @@ def test_paper_setting_adds_no_correction_and_the_improved_one_does(tmp_path):
     ramble = "I believe the answer depends on the flows into deccan."
     result, record, calls = run(tmp_path, [ramble, FINAL], prompts="paper")
     assert result.status == "failed" and len(calls) == 1
-    error = [e for e in record.events if e["kind"] == "error"][-1]
-    assert error["error_kind"] == "format" and "no correction" in error["message"]
+    error = [e for e in record.events if e.kind == "error"][-1]
+    assert error.error_kind == "format" and "no correction" in error.message
     result, record, calls = run(tmp_path, [ramble, PLAN_ACT, FINAL])
     assert result.status == "finished" and len(calls) == 3
     sent = calls[1][0]  # the improved setting answers the ramble with a corrective observation

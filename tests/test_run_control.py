@@ -60,7 +60,7 @@ def test_a_review_names_its_pause_and_a_stale_one_is_refused_with_the_state(home
                                                                           ("p2", "replan", "approve")]
     assert reviews[1]["reviewer"] == "ana" and reviews[0]["reviewer"]  # the OS user by default
     events = runtime.store.get(first.run_id).events
-    assert [e["reviewer"] for e in events if e["kind"] == "plan" and e["origin"] == "analyst"][1] == "ana"
+    assert [e.reviewer for e in events if e.kind == "plan" and e.origin == "analyst"][1] == "ana"
 
 
 def test_racing_processes_claim_one_pause_exactly_once(tmp_path):
@@ -115,7 +115,7 @@ def test_two_cli_approvals_started_together_one_applies_one_is_refused(tmp_path,
     store = RunStore(home / "runs.sqlite")
     assert store.get(run_id, events=False).status == "finished" and len(store.reviews(run_id)) == 1
     events = store.get(run_id).events
-    assert sum(1 for e in events if e["kind"] == "plan" and e["origin"] == "analyst") == 1
+    assert sum(1 for e in events if e.kind == "plan" and e.origin == "analyst") == 1
 
 
 # ------------------------------------------------------------------------------------------ stop
@@ -151,8 +151,8 @@ def test_stop_ends_a_run_waiting_for_the_model_and_it_can_be_resumed(home, tmp_p
     worker.join(30)
     assert not worker.is_alive() and result["r"].status == "stopped"
     trace = runtime.store.get("stopme").events
-    assert [e["kind"] for e in trace] == ["thought", "action", "observation", "error"]
-    assert trace[-1]["error_kind"] == "stopped"
+    assert [e.kind for e in trace] == ["thought", "action", "observation", "error"]
+    assert trace[-1].error_kind == "stopped"
     release.set()  # the server answers again: the stopped run goes on from its last checkpoint
     done = runtime.proceed("stopme")
     assert done.status == "finished" and done.outcome["decision"] == "krakow"
@@ -212,7 +212,7 @@ def test_stop_asked_in_the_store_reaches_the_owner_and_cancels_the_query(home, t
         settings(replay(tmp_path, [ACT, FINAL])), run_id="q")))
     worker.start()
     store = RunStore(home / "runs.sqlite")  # as another process would
-    while not any(e["kind"] == "action" for e in (store.get("q").events if store.list(limit=None) else [])):
+    while not any(e.kind == "action" for e in (store.get("q").events if store.list(limit=None) else [])):
         worker.join(0.05)
     assert store.request_stop("q") == "running"
     worker.join(30)
@@ -320,7 +320,7 @@ def test_a_run_killed_mid_resume_is_interrupted_and_goes_on_with_its_review(tmp_
     # step's writes, before its checkpoint, is the next test's case)
     while not asked.wait(0.1):
         assert resume.poll() is None
-    assert store.reviews(run_id) and store.get(run_id).events[-1]["kind"] == "observation"
+    assert store.reviews(run_id) and store.get(run_id).events[-1].kind == "observation"
     resume.kill()
     resume.wait()
     record = store.get(run_id)
@@ -333,7 +333,7 @@ def test_a_run_killed_mid_resume_is_interrupted_and_goes_on_with_its_review(tmp_
     record = store.get(run_id)
     assert record.pause["id"] == "p2" and record.pause["kind"] == "replan"
     assert [r["reviewer"] for r in store.reviews(run_id)] == ["first"]
-    assert [e["status"] for e in record.events if e["kind"] == "plan" and e["origin"] == "analyst"] == ["approved"]
+    assert [e.status for e in record.events if e.kind == "plan" and e.origin == "analyst"] == ["approved"]
     server.shutdown()
 
 
@@ -388,9 +388,9 @@ def test_every_query_waits_for_approval_edit_or_rejection(home, tmp_path):
     done = runtime.resume(first.run_id, Review.edit_query("SELECT 42 FROM trade_node"), pause_id="p3")
     assert done.status == "finished" and backend.queries[-1] == "SELECT 42 FROM trade_node"
     events = runtime.store.get(first.run_id).events
-    assert [e["status"] for e in events if e["kind"] == "query_review"] == ["approved", "rejected", "edited"]
-    rejected = next(e for e in events if e["kind"] == "observation" and e["error_kind"] == "rejected")
-    assert "that column is useless" in rejected["text"]
+    assert [e.status for e in events if e.kind == "query_review"] == ["approved", "rejected", "edited"]
+    rejected = next(e for e in events if e.kind == "observation" and e.error_kind == "rejected")
+    assert "that column is useless" in rejected.text
     # it survives a restart: a fresh runtime resumes a query pause
     again = make_runtime(home).start(settings(replay(tmp_path, [ACT, FINAL]), review_queries=True))
     assert make_runtime(home).resume(again.run_id, Review.approve(), pause_id="p1").status == "finished"
@@ -409,11 +409,11 @@ def test_branch_before_a_step_with_a_new_plan_leaves_the_parent_as_it_was(home, 
     assert runtime.store.get(parent.run_id).to_dict() == before
     record = runtime.store.get(branch.run_id)
     assert (record.parent_id, record.branch_step) == (parent.run_id, 2)
-    mark = next(e for e in record.events if e["kind"] == "branch")
-    assert (mark["parent"], mark["at_step"], mark["plan"], mark["note"], mark["reviewer"]) == (
+    mark = next(e for e in record.events if e.kind == "branch")
+    assert (mark.parent, mark.at_step, mark.plan, mark.note, mark.reviewer) == (
         parent.run_id, 2, ["count the nodes", "answer"], "be quick", "ana")
     kept = record.events[:record.events.index(mark)]
-    assert kept == [e for e in before["events"] if e["step"] < 2]
+    assert [e.to_dict() for e in kept] == [e for e in before["events"] if e["step"] < 2]
     told = runtime.transcript(branch.run_id)
     said = next(m["content"] for m in told if "count the nodes" in m["content"])  # before step 2's call
     assert "Note from the analyst: be quick" in said and told.index(next(m for m in told if m["content"] == said)) == 3
@@ -429,7 +429,7 @@ def test_branch_at_a_query_runs_the_edited_query(home, tmp_path):
     parent = runtime.start(settings(replay(tmp_path, [ACT, FINAL])))
     branch = runtime.branch(parent.run_id, 1, query="SELECT 7 FROM trade_node")
     assert branch.status == "finished" and backend.queries[-1] == "SELECT 7 FROM trade_node"
-    kinds = [e["kind"] for e in runtime.store.get(branch.run_id).events]
+    kinds = [e.kind for e in runtime.store.get(branch.run_id).events]
     assert kinds == ["thought", "action", "branch", "observation", "thought", "final"]
 
 
@@ -544,8 +544,8 @@ def test_reaper_steps_wait_for_query_approval_and_a_rejected_step_fails(home, tm
     done = runtime.resume(first.run_id, Review.reject("not needed"), pause_id="p2")
     assert done.status == "finished" and len(backend.queries) == 1
     events = runtime.store.get(first.run_id).events
-    assert [e["status"] for e in events if e["kind"] == "query_review"] == ["edited", "rejected"]
-    assert any(e["kind"] == "observation" and e["error_kind"] == "rejected" and "not needed" in e["text"]
+    assert [e.status for e in events if e.kind == "query_review"] == ["edited", "rejected"]
+    assert any(e.kind == "observation" and e.error_kind == "rejected" and "not needed" in e.text
                for e in events)
 
 
@@ -585,8 +585,8 @@ def test_core_stop_ends_a_run_another_process_drives_while_its_model_is_silent(t
               "print(rt.start(settings('m', 'iterrag'), run_id='far').status)\n")
     driver = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     store = RunStore(home / "runs.sqlite")
-    while not any(e["kind"] == "observation" for e in (store.get("far").events if store.list(limit=None)
-                                                       else [])):
+    while not any(e.kind == "observation" for e in (store.get("far").events if store.list(limit=None)
+                                                   else [])):
         assert driver.poll() is None
         time.sleep(0.05)
     stop = core(home, "stop", "far")
@@ -594,5 +594,5 @@ def test_core_stop_ends_a_run_another_process_drives_while_its_model_is_silent(t
     assert stop.returncode == 0 and out.strip() == "stopped: run far", err
     assert driver.communicate(timeout=60)[0].strip() == "stopped"
     record = store.get("far")
-    assert record.status == "stopped" and record.events[-1]["error_kind"] == "stopped"
+    assert record.status == "stopped" and record.events[-1].error_kind == "stopped"
     server.shutdown()

@@ -441,7 +441,7 @@ def test_every_technique_runs_on_depot_from_its_shipped_transcript(tmp_path, tec
         runtime.close()
     assert result.status == "finished" and result.outcome["decision"] == decision
     assert result.outcome["correct"] is (decision == "DC-ASH")
-    assert not [e for e in events if e["kind"] == "observation" and e.get("error")]
+    assert not [e for e in events if e.kind == "observation" and e.error]
 
 
 def test_autoplan_learns_a_depot_plan_and_runs_from_it(tmp_path, monkeypatch, capsys):

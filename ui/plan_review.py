@@ -8,6 +8,7 @@ first whether to apply or discard them. A review resumes the run in the backgrou
 from __future__ import annotations
 
 from datetime import datetime
+from functools import partial
 
 import streamlit as st
 
@@ -18,6 +19,7 @@ from core.store.runs import PauseTaken, RunRecord
 from ui import access
 from ui.common import session_reviewer
 from ui.run_options import runtime_factory
+from ui.live import live
 from ui.run_view import steps_markdown
 from ui.untrusted import md
 
@@ -51,12 +53,10 @@ def pause_taken(record: RunRecord) -> None:
                    "entered in its form was not applied.", icon=":material/group:")
 
 
-@st.fragment(run_every=2.0)
-def follow_pause(run_id: str, pause_id: str) -> None:
-    """Redraw the page when the pause shown is no longer current (reviewed elsewhere, or the run closed)."""
+def current(run_id: str, pause_id: str) -> bool:
+    """Whether the run still waits at the pause ``pause_id`` (not reviewed elsewhere, not closed)."""
     record = jobs.open_store().get(run_id, events=False)
-    if record.status != "paused" or (record.pause or {}).get("id") != pause_id:
-        st.rerun()
+    return record.status == "paused" and (record.pause or {}).get("id") == pause_id
 
 
 def _draft(prefix: str, plan: list[str]) -> list[list]:
@@ -129,7 +129,10 @@ def _review(record: RunRecord, pause: Pause, prefix: str, action: str, make_runt
         st.session_state.setdefault(MINE, set()).add((record.id, pause.id))
     except PauseTaken as e:
         st.session_state[error] = f"Your review was not applied: {e}."
-    except (ValueError, jobs.RunBusy) as e:
+    except jobs.RunBusy:  # another review took the pause a moment before and its job drives the run now
+        st.session_state[error] = (f"Your review was not applied: "
+                                   f"{jobs.open_store().describe_state(record.id, pause.id)}.")
+    except ValueError as e:
         st.session_state[error] = str(e)
 
 
@@ -167,7 +170,7 @@ def show_review(record: RunRecord) -> None:
     else:
         st.subheader(":material/edit_note: The agent proposes a plan")
     st.session_state[f"_pause_shown-{record.id}"] = pause.id
-    follow_pause(record.id, pause.id)
+    live(lambda: None, going=partial(current, record.id, pause.id), every=2.0)  # the page again once it is not
     named = ask_name()
     st.caption(f"Pause `{pause.id}` of run `{record.id}`{since}. Your review applies to this pause only"
                + (f"; you review as **{md(session_reviewer())}**" + ("." if access.signin_on() else
@@ -215,8 +218,8 @@ def show_review(record: RunRecord) -> None:
 
 
 def show_review_error(run_id: str) -> None:
-    """Why the last review of this session on the run was not applied (once)."""
-    if error := st.session_state.pop(f"review-error-{run_id}", None):
+    """Why the last review of this session on the run was not applied (until its next review)."""
+    if error := st.session_state.get(f"review-error-{run_id}"):
         st.error(md(error), icon=":material/error:")
 
 

@@ -1,6 +1,6 @@
 """How a run reads on screen, shared by the Run, Compare and History pages: a header, the plan as a checklist with
 the current step highlighted, a timeline of its events (thoughts, syntax-highlighted queries, observations as
-tables), and its outcome. ``follow`` shows a live run's events as they arrive."""
+tables), and its outcome. ``show_run`` follows a live run's events as they arrive (ui.live)."""
 from __future__ import annotations
 
 import time
@@ -15,9 +15,11 @@ from core.agents.guards import call_cost
 from core.agents.prompts import TOOL_NAMES
 from core.llm.prices import model_price
 from core.benchmark.vote import outcome_spread
+from core.model.events import (ActionEvent, BranchEvent, ErrorEvent, Event, FinalEvent, LLMUsage, ObservationEvent,
+                               PlanEvent, QueryReviewEvent, ReplanEvent, ThoughtEvent, UnknownEvent)
 from core.model.technique import TECHNIQUES
 from core.analysis.grading import placement_text
-from core.jobs.runs import RunJob
+from core.jobs.runs import RunFollower, RunJob
 from core.store.overrides import OverrideStore, with_override
 from core.llm.replays import model_label
 from core.store.runs import PauseTaken, RunRecord
@@ -30,6 +32,7 @@ from ui.run_options import runtime_factory
 from core.analysis.evidence import of_run
 from ui.common import dqa_root
 from ui.grading_view import override_form, override_note
+from ui.live import live
 from ui.untrusted import md, md_code, md_table
 
 #: Ended runs that did not end well: status -> what the outcome box leads with, and its icon.
@@ -38,7 +41,6 @@ ENDED_BADLY = {"failed": ("The run failed", ":material/error:"),
                "context_exceeded": ("The run outgrew the model's context window", ":material/data_array:")}
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"  # every timestamp shown (the time of day alone within a run: its last part)
 SMALL_TABLE = 12  # rows shown in full; a longer table scrolls in a box
-POLL_S = 0.25  # how often a waiting page refreshes its status line (and notices the analyst's clicks)
 _STATE_ICONS = {"done": ":material/check_circle:", "current": ":material/arrow_circle_right:",
                 "todo": ":material/radio_button_unchecked:"}
 
@@ -77,47 +79,47 @@ def load(run_id: str) -> tuple[RunRecord | None, RunJob | None]:
 
 # ---------------------------------------------------------------------------------------------------- events
 
-def _by(e: dict) -> str:
+def _by(e: PlanEvent | QueryReviewEvent | BranchEvent) -> str:
     """Who reviewed, and when."""
-    who = md(e.get("reviewer") or "The analyst")
-    return f"{who} ({datetime.fromtimestamp(e['at']):%H:%M:%S})"
+    who = md(e.reviewer or "The analyst")
+    return f"{who} ({datetime.fromtimestamp(e.at):%H:%M:%S})"
 
 
-def _plan(e: dict, trace: Trace) -> None:
-    if e["origin"] == "analyst":
-        note = f" Note: {md(e['note'])}" if e["note"] else ""
-        if e["status"] == "approved":
+def _plan(e: PlanEvent, trace: Trace) -> None:
+    if e.origin == "analyst":
+        note = f" Note: {md(e.note)}" if e.note else ""
+        if e.status == "approved":
             st.success(f"{_by(e)} approved the plan.{note}", icon=":material/how_to_reg:")
-        elif e["status"] == "edited":
-            st.info(f"{_by(e)} edited the plan.{note}\n\n{steps_markdown(e['steps'])}", icon=":material/edit:")
+        elif e.status == "edited":
+            st.info(f"{_by(e)} edited the plan.{note}\n\n{steps_markdown(e.steps)}", icon=":material/edit:")
         else:
             st.warning(f"{_by(e)} rejected the plan.{note}", icon=":material/block:")
         return
-    waiting = " — waiting for the analyst's review" if e["status"] == "proposed" else ""
-    st.markdown(f"**Plan**{waiting}\n\n{steps_markdown(e['steps'])}")
+    waiting = " — waiting for the analyst's review" if e.status == "proposed" else ""
+    st.markdown(f"**Plan**{waiting}\n\n{steps_markdown(e.steps)}")
 
 
-def _replan(e: dict, trace: Trace) -> None:
-    if not e["replan"]:
-        st.caption(f"Re-plan: N — the plan is kept. {md(e['note'])}")
+def _replan(e: ReplanEvent, trace: Trace) -> None:
+    if not e.replan:
+        st.caption(f"Re-plan: N — the plan is kept. {md(e.note)}")
         return
-    waiting = " — waiting for the analyst's review" if e["status"] == "proposed" else ""
-    st.markdown(f"**Re-plan: Y**, a new plan{waiting}\n\n{steps_markdown(e['new_plan'])}")
+    waiting = " — waiting for the analyst's review" if e.status == "proposed" else ""
+    st.markdown(f"**Re-plan: Y**, a new plan{waiting}\n\n{steps_markdown(e.new_plan)}")
 
 
-def _thought(e: dict, trace: Trace) -> None:
-    if e.get("current_step"):
-        st.markdown(f":blue-background[**Current step:** {md(e['current_step'])}]")
-    if e["text"]:
-        st.markdown(f"**Thought:** {md(e['text'])}")
+def _thought(e: ThoughtEvent, trace: Trace) -> None:
+    if e.current_step:
+        st.markdown(f":blue-background[**Current step:** {md(e.current_step)}]")
+    if e.text:
+        st.markdown(f"**Thought:** {md(e.text)}")
 
 
-def _action(e: dict, trace: Trace) -> None:
-    if e["language"] == "self":
-        st.markdown(f"**Self-thinking**\n\n> {md(e['query'])}")
+def _action(e: ActionEvent, trace: Trace) -> None:
+    if e.language == "self":
+        st.markdown(f"**Self-thinking**\n\n> {md(e.query)}")
         return
-    st.markdown(f"**{TOOL_NAMES[e['language']]}**")
-    st.code(e["query"], language=e["language"], wrap_lines=True)
+    st.markdown(f"**{TOOL_NAMES[e.language]}**")
+    st.code(e.query, language=e.language, wrap_lines=True)
 
 
 def _unique(columns: list[str]) -> list[str]:
@@ -129,17 +131,17 @@ def _unique(columns: list[str]) -> list[str]:
     return names
 
 
-def _observation(e: dict, trace: Trace) -> None:
-    action = next((x for x in reversed(trace.events[:-1]) if x["kind"] == "action"), None)
-    if e["error_kind"] in ("format", "repeat"):
-        st.warning(md(e["text"]), icon=":material/rule:" if e["error_kind"] == "format" else ":material/repeat:")
-    elif e["error_kind"] == "rejected":  # the analyst's note, as the agent was told it: no failure
-        st.info(md(e["text"]), icon=":material/forum:")
-    elif e["error"]:
-        st.error(md(e["text"]), icon=":material/error:")
-    elif e["columns"]:
-        kept = f", first {len(e['rows'])} kept" if e["total_rows"] > len(e["rows"]) else ""
-        table = md_table(pd.DataFrame(e["rows"], columns=_unique(e["columns"])))
+def _observation(e: ObservationEvent, trace: Trace) -> None:
+    action = next((x for x in reversed(trace.events[:-1]) if isinstance(x, ActionEvent)), None)
+    if e.error_kind in ("format", "repeat"):
+        st.warning(md(e.text), icon=":material/rule:" if e.error_kind == "format" else ":material/repeat:")
+    elif e.error_kind == "rejected":  # the analyst's note, as the agent was told it: no failure
+        st.info(md(e.text), icon=":material/forum:")
+    elif e.error:
+        st.error(md(e.text), icon=":material/error:")
+    elif e.columns:
+        kept = f", first {len(e.rows)} kept" if e.total_rows > len(e.rows) else ""
+        table = md_table(pd.DataFrame(e.rows, columns=_unique(e.columns)))
         # A static table, scrolled when long: the interactive grid's code would load on the first one and hold
         # that step back by about half a second.
         numbers = [c for c in table.columns if pd.api.types.is_float_dtype(table[c])]
@@ -147,77 +149,77 @@ def _observation(e: dict, trace: Trace) -> None:
             # Numbers as short as they read (24, not 24.0000): a wide result keeps its columns in view.
             st.table(table.style.format(partial(number, digits=6), subset=numbers, na_rep=GAP), hide_index=True,
                      border="horizontal")
-        st.caption(f"{e['total_rows']} rows{kept} · {e['latency_s'] * 1000:.0f} ms")
-        if action and e["executed"] and e["executed"].strip() != action["query"].strip():
+        st.caption(f"{e.total_rows} rows{kept} · {e.latency_s * 1000:.0f} ms")
+        if action and e.executed and e.executed.strip() != action.query.strip():
             with st.expander("As the database ran it"):
-                st.code(e["executed"], language=action["language"], wrap_lines=True)
-    elif not (action and action["language"] == "self" and e["text"] == action["query"]):
-        st.caption(md(e["text"]))
+                st.code(e.executed, language=action.language, wrap_lines=True)
+    elif not (action and action.language == "self" and e.text == action.query):
+        st.caption(md(e.text))
 
 
-def _final(e: dict, trace: Trace) -> None:
-    st.success(f"**Final answer:** {md(e['answer'])}", icon=":material/flag:")
+def _final(e: FinalEvent, trace: Trace) -> None:
+    st.success(f"**Final answer:** {md(e.answer)}", icon=":material/flag:")
 
 
-def _query_review(e: dict, trace: Trace) -> None:
-    note = f" Note: {md(e['note'])}" if e["note"] else ""
-    if e["status"] == "approved":
+def _query_review(e: QueryReviewEvent, trace: Trace) -> None:
+    note = f" Note: {md(e.note)}" if e.note else ""
+    if e.status == "approved":
         st.success(f"{_by(e)} approved the query.{note}", icon=":material/how_to_reg:")
-    elif e["status"] == "edited":
+    elif e.status == "edited":
         st.info(f"{_by(e)} edited the query{f' ({note.strip()})' if note else ''}. It ran as below.",
                 icon=":material/edit:")
-        st.code(e["query"], language="sql" if "SELECT" in e["query"].upper() else "cypher", wrap_lines=True)
+        st.code(e.query, language="sql" if "SELECT" in e.query.upper() else "cypher", wrap_lines=True)
     else:
         st.warning(f"{_by(e)} rejected the query; it did not run.{note}", icon=":material/block:")
 
 
-def _branch(e: dict, trace: Trace) -> None:
-    changes = [f"the plan:\n\n{steps_markdown(e['plan'])}" if e.get("plan") else "",
-               "the query below" if e.get("query") else "",
-               f"a note: {md(e['note'])}" if e.get("note") else ""]
-    st.info(f"**Branched** from run {md_code(e['parent'])} at step {e['at_step']} by {_by(e)}, with "
+def _branch(e: BranchEvent, trace: Trace) -> None:
+    changes = [f"the plan:\n\n{steps_markdown(e.plan)}" if e.plan else "",
+               "the query below" if e.query else "",
+               f"a note: {md(e.note)}" if e.note else ""]
+    st.info(f"**Branched** from run {md_code(e.parent)} at step {e.at_step} by {_by(e)}, with "
             + "; ".join(c for c in changes if c), icon=":material/call_split:")
-    if e.get("query"):  # as code: Markdown escapes would show inside an inline code span
-        st.code(e["query"], language="sql" if "SELECT" in e["query"].upper() else "cypher", wrap_lines=True)
+    if e.query:  # as code: Markdown escapes would show inside an inline code span
+        st.code(e.query, language="sql" if "SELECT" in e.query.upper() else "cypher", wrap_lines=True)
 
 
-def _error(e: dict, trace: Trace) -> None:
-    if e["error_kind"] == "stopped":
-        st.warning(f"**Stopped**: {md(e['message'])}", icon=":material/stop_circle:")
-    elif e["fatal"]:
-        st.error(f"**{e['error_kind']}**: {md(e['message'])}", icon=":material/error:")
+def _error(e: ErrorEvent, trace: Trace) -> None:
+    if e.error_kind == "stopped":
+        st.warning(f"**Stopped**: {md(e.message)}", icon=":material/stop_circle:")
+    elif e.fatal:
+        st.error(f"**{e.error_kind}**: {md(e.message)}", icon=":material/error:")
     else:
-        st.warning(md(e["message"]), icon=":material/timer:")
+        st.warning(md(e.message), icon=":material/timer:")
 
 
 _SHOW = {"plan": _plan, "replan": _replan, "thought": _thought, "action": _action, "observation": _observation,
          "final": _final, "error": _error, "query_review": _query_review, "branch": _branch}
 
 
-def _unknown(e: dict, trace: Trace) -> None:
-    st.json(e, expanded=False)
+def _unknown(e: UnknownEvent, trace: Trace) -> None:
+    st.json(e.to_dict(), expanded=False)
 
 
-def llm_wait(usage: dict) -> str:
+def llm_wait(usage: LLMUsage) -> str:
     """How long an LLM call took: the answering attempt, and the whole wait when retries made it longer; a
     cached reply says so (its time is the original call's)."""
-    if usage.get("cached"):
-        return f"cached reply (took {usage['latency_s']:.2f} s when made)"
-    attempts, wait = len(usage.get("attempts") or []), usage.get("wait_s")
+    if usage.cached:
+        return f"cached reply (took {usage.latency_s:.2f} s when made)"
+    attempts, wait = len(usage.attempts or []), usage.wait_s
     if attempts > 1 and wait is not None:
-        return f"{usage['latency_s']:.2f} s · waited {wait:.1f} s over {attempts} attempts"
-    return f"{usage['latency_s']:.2f} s"
+        return f"{usage.latency_s:.2f} s · waited {wait:.1f} s over {attempts} attempts"
+    return f"{usage.latency_s:.2f} s"
 
 
-def show_event(event: dict, trace: Trace) -> None:
+def show_event(event: Event, trace: Trace) -> None:
     """One event (already added to ``trace``), with a line for the LLM call it starts; an event of a kind this
     version does not know is shown as its data."""
-    usage = event.get("llm")
+    usage = event.llm
     if usage:
-        tokens = usage["prompt_tokens"] + usage["completion_tokens"]
-        st.caption(f"LLM call {usage['call']} · {'≈' if usage['estimated'] else ''}{tokens:,} tokens · "
-                   f"{llm_wait(usage)} · {datetime.fromtimestamp(event['at']):%H:%M:%S}")
-    _SHOW.get(event["kind"], _unknown)(event, trace)
+        tokens = usage.prompt_tokens + usage.completion_tokens
+        st.caption(f"LLM call {usage.call} · {'≈' if usage.estimated else ''}{tokens:,} tokens · "
+                   f"{llm_wait(usage)} · {datetime.fromtimestamp(event.at):%H:%M:%S}")
+    _SHOW.get(event.kind, _unknown)(event, trace)
 
 
 # ---------------------------------------------------------------------------------------------------- a run
@@ -273,7 +275,7 @@ class RunPanel:
                 self._plan, self._status, self._counter = st.empty(), st.empty(), st.empty()
             self._timeline = right.container(height=620, autoscroll=True, key=f"timeline-{run_id}")
 
-    def add(self, events: list[dict]) -> None:
+    def add(self, events: list[Event]) -> None:
         """Show the next events and bring the checklist up to date."""
         for event in events:
             self.trace.add(event)
@@ -283,6 +285,11 @@ class RunPanel:
             with self._plan.container():
                 show_checklist(self.trace, self.technique)
             self.count()
+
+    def writing(self, text: str) -> None:
+        """The model's reply in flight, as far as it has come (below the events so far)."""
+        with self._timeline:
+            st.caption(f":material/edit: {md(text)}")
 
     def count(self) -> None:
         """The live counter: LLM calls, tokens and estimated cost so far."""
@@ -302,25 +309,10 @@ class RunPanel:
         """Say how long the run has gone on (since ``started``, its first event) and what it is waiting for, since
         its last event or since it was resumed (``driven``), whichever is later."""
         last = self.trace.events[-1] if self.trace.events else None
-        what = "the database" if last and last["kind"] == "action" and last["language"] != "self" else "the model"
-        since = f": {duration(time.time() - max(last['at'], driven or 0))}" if last else ""
+        what = "the database" if isinstance(last, ActionEvent) and last.language != "self" else "the model"
+        since = f": {duration(time.time() - max(last.at, driven or 0))}" if last else ""
         running = f" {duration(time.time() - started)}" if started else ""
         self.status(f":material/hourglass_top: Running{running} (since it started) · waiting for {what}{since}")
-
-
-def follow(panels: list[tuple[RunPanel, RunJob]]) -> None:
-    """Show each job's events as they arrive, until every job is done."""
-    pending = list(panels)
-    while pending:
-        for panel, job in list(pending):
-            new = job.wait(len(panel.trace.events), timeout=POLL_S / len(pending))
-            panel.add(new)
-            if job.done and len(panel.trace.events) == len(job.events):
-                panel.status()
-                pending.remove((panel, job))
-            elif not new:
-                first = panel.trace.events[0]["at"] if panel.trace.events else job.started
-                panel.waiting(min(first, job.started), job.started)
 
 
 def stop_run(run_id: str) -> None:
@@ -329,52 +321,75 @@ def stop_run(run_id: str) -> None:
         jobs.stop(run_id, by=session_reviewer())
 
 
-def stop_button(run_id: str, key: str):
-    """Stop for a running run (this process's or another's): it ends within a second or two, kept as stopped. Its
-    slot, to empty when the run is seen to end."""
-    slot = st.empty()
-    slot.button("Stop", icon=":material/stop_circle:", key=key, on_click=stop_run, args=(run_id,), **access.disabled("stop"),
-                help="End the run now (a model call or query in flight is abandoned); its trace is kept and it can "
-                     "be resumed or branched later.")
-    return slot
+def stop_button(run_id: str, key: str) -> None:
+    """Stop for a running run (this process's or another's): it ends within a second or two, kept as stopped."""
+    st.button("Stop", icon=":material/stop_circle:", key=key, on_click=stop_run, args=(run_id,),
+              **access.disabled("stop"), help="End the run now (a model call or query in flight is abandoned); its "
+                                             "trace is kept and it can be resumed or branched later.")
+
+
+def tracker(record: RunRecord | None, job: RunJob | None) -> RunJob | RunFollower | None:
+    """What a page follows a run by: this process's job of it, or (a run driven by another process) its events in
+    the run store; None for a run that does not go on."""
+    if job is not None:
+        return job
+    return jobs.follower(record.id) if record is not None and record.status == "running" else None
+
+
+def events_so_far(run: RunJob | RunFollower) -> list[Event]:
+    """The run's events: those this session read before, with those after them (its cursor)."""
+    key = f"_live-events-{run.run_id}"
+    events = st.session_state.get(key, [])
+    events = events + run.events(len(events))
+    st.session_state[key] = events
+    return events
+
+
+def show_live(run_id: str, settings: dict, run: RunJob | RunFollower, key: str, compact: bool = False) -> RunPanel:
+    """A run followed as it goes (ui.live draws this again every few tenths of a second): Stop while it runs, its
+    panel with every event so far, the reply the model is writing (``partial``), what it waits for."""
+    going = not run.done
+    if going and not isinstance(run, RunJob):
+        st.info("This run is running in another process (a command line or another app server).",
+                icon=":material/sync:")
+    if going:
+        stop_button(run_id, key=f"{key}-stop-{run_id}")
+    panel = RunPanel(run_id, settings, compact=compact)
+    events = events_so_far(run)
+    panel.add(events)
+    if going and run.partial:
+        panel.writing(run.partial)
+    if going:
+        panel.waiting(min(events[0].at, run.started) if events else run.started, run.started)
+    return panel
 
 
 def show_run(run_id: str, key: str = "run") -> RunRecord | None:
-    """A run as it stands, followed live while a job drives it (with Stop); the stored record after (None when
-    the run never got stored, e.g. no model could be opened, which is then shown)."""
+    """A run as it stands, followed live while a job (or another process) drives it, with Stop; the stored record
+    after (None when the run never got stored, e.g. no model could be opened, which is then shown)."""
     record, job = load(run_id)
     if record is None and job is None:
         st.info(f"Run {md_code(run_id)} is not in the run store.")
         return None
     settings = job.settings.to_dict() if job else record.settings
-    stop = stop_button(run_id, key=f"{key}-stop-{run_id}") if job is not None and not job.done else None
-    panel = RunPanel(run_id, settings)
-    if job:
-        follow([(panel, job)])
-        if stop is not None:  # the run has ended: no Stop beside it
-            stop.empty()
-        record = load(run_id)[0]
+    run = tracker(record, job)
+    if run is None:
+        RunPanel(run_id, settings).add(record.events)
     else:
-        panel.add(record.events)
+        live(partial(show_live, run_id, settings, run, key), going=lambda: not run.done)
+    record = load(run_id)[0]
     show_state(record, job, key=key)
     return record
 
 
 def show_state(record: RunRecord | None, job: RunJob | None, key: str = "state") -> None:
-    """What stopped a job; a run driven by another process (with Stop), interrupted (its process died: resume it
-    from its last checkpoint, or close it) or stopped (resume it)."""
+    """What stopped a job; a run interrupted (its process died: resume it from its last checkpoint, or close it)
+    or stopped (resume it)."""
     if job and job.error:
         st.error(f"The run could not go on: {md(job.error)}", icon=":material/error:")
     if record is None or (job is not None and not job.done):
         return
-    if record.status == "running" and not jobs.running(record.id):
-        st.info("This run is running in another process (a command line or another app server).",
-                icon=":material/sync:")
-        refresh, stop = st.columns(2)
-        refresh.button("Refresh", icon=":material/refresh:", key=f"{key}-refresh-{record.id}")
-        with stop:
-            stop_button(record.id, key=f"{key}-stop-other-{record.id}")
-    elif record.status in ("interrupted", "stopped"):
+    if record.status in ("interrupted", "stopped"):
         stops = [r for r in jobs.open_store().reviews(record.id) if r["action"] == "stop"]
         if record.status == "stopped" and stops:
             st.caption(f"Stopped by **{md(stops[-1]['reviewer'])}** at "
@@ -406,17 +421,17 @@ def _proceed(record: RunRecord) -> None:
 def branch_form(record: RunRecord, key: str) -> None:
     """Start a new run from the state just before a step of this one, with a changed plan, query or note; the new
     run opens in the Run view. The run itself is left as it was."""
-    steps = sorted({e["step"] for e in record.events if e["step"] >= 1})
+    steps = sorted({e.step for e in record.events if e.step >= 1})
     if not steps or record.status == "running":
         return
     loop = record.settings["technique"] not in TECHNIQUES or TECHNIQUES[record.settings["technique"]].engine == "loop"
     with st.expander(":material/call_split: Branch from a step"):
         st.caption("A new run starts from the state just before the step you pick, with your change; this run stays "
                    "as it is. History shows branches under their run; Compare lines them up by step.")
-        by_step = {s: [e for e in record.events if e["step"] == s] for s in steps}
+        by_step = {s: [e for e in record.events if e.step == s] for s in steps}
         step = st.selectbox("Step", steps, key=f"{key}-branch-step-{record.id}",
                             format_func=lambda s: f"Step {s} · {step_summary(by_step[s])[:90]}")
-        queries = [e["query"] for e in by_step[step] if e["kind"] == "action" and e["language"] != "self"]
+        queries = [e.query for e in by_step[step] if isinstance(e, ActionEvent) and e.language != "self"]
         changes = {"note": "A note to the agent"}
         if loop:
             changes = {"plan": "The plan", **changes, **({"query": "The step's query"} if queries else {})}
@@ -424,7 +439,7 @@ def branch_form(record: RunRecord, key: str) -> None:
                           key=f"{key}-branch-change-{record.id}")
         fields: dict = {}
         if change == "plan":
-            before = Trace.of([e for e in record.events if e["step"] < step]).plan
+            before = Trace.of([e for e in record.events if e.step < step]).plan
             text = st.text_area("Plan from there (one step per line)", "\n".join(before),
                                 key=f"{key}-branch-plan-{record.id}-{step}")
             fields["plan"] = [line for line in text.splitlines() if line.strip()]
@@ -476,7 +491,7 @@ def show_outcome(record: RunRecord, compact: bool = False) -> None:
         st.markdown(f"**Decision:** {md(decision)} ({correct}) · **rank** {rank}  \n"
                     f"{total} tokens · {o.get('llm_calls', 0)} LLM calls · {seconds}")
         return
-    if o.get("final_answer") and not any(e["kind"] == "final" for e in record.events):  # else the timeline has it
+    if o.get("final_answer") and not any(isinstance(e, FinalEvent) for e in record.events):  # else the timeline has it
         st.markdown(f"**Final answer:** {md(o['final_answer'])}")
     cols = st.columns(6)
     cols[0].metric("Decision", decision)

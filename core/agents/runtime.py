@@ -27,7 +27,7 @@ from langgraph.types import Command
 from core.agents import guards, prompts, reaper, reaper_examples
 from core.model.run_settings import Pause, Review, RunSettings, default_reviewer
 from core.agents.control import RunControl, RunStopped
-from core.model.events import BranchEvent, ErrorEvent, Event, event_from_dict
+from core.model.events import ActionEvent, BranchEvent, ErrorEvent, Event
 from core.agents.graph import AgentContext, build_graph, initial_state
 from core.model.technique import technique
 from core.agents.workspace import Workspace, open_catalog_workspace
@@ -366,11 +366,11 @@ class AgentRuntime:
             self.store.create(new_id, settings.to_dict(), parent_id=run_id, branch_step=step)
             for event in _events_before(parent.events, step, at_query=query is not None):
                 self.store.add_event(new_id, event)
-                yield event_from_dict(event)
+                yield event
             mark = BranchEvent(parent=run_id, at_step=step, plan=values["plan"] if plan else None, query=query,
                                note=note, reviewer=reviewer)
             mark.step = step  # shown with the step it changes
-            self.store.add_event(new_id, mark.to_dict())
+            self.store.add_event(new_id, mark)
             yield mark
             yield from self._drive(new_id, graph, None, ws, llm, price)
         finally:
@@ -398,19 +398,19 @@ class AgentRuntime:
             for event in graph.stream(graph_input, self._config(run_id),
                                       context=AgentContext(llm, ws.backend, price, control),
                                       stream_mode="custom", durability="sync"):
-                self.store.add_event(run_id, event.to_dict())
+                self.store.add_event(run_id, event)
                 yield event
         except RunStopped:  # the analyst's Stop: keep the trace and the last checkpoint (it can be resumed)
             event = ErrorEvent(message="stopped by the analyst", error_kind="stopped")
             event.step = graph.get_state(self._config(run_id)).values.get("llm_calls", 0)
-            self.store.add_event(run_id, event.to_dict())
+            self.store.add_event(run_id, event)
             yield event
             values = graph.get_state(self._config(run_id)).values
             self.store.update(run_id, "stopped", outcome=_outcome({**values, "error": "stopped by the analyst"}, ws))
             return
         except Exception as e:  # a defect or an unexpected failure: keep the trace, end the run
             event = ErrorEvent(message=scrub(f"internal error: {e!r}"), error_kind="internal")
-            self.store.add_event(run_id, event.to_dict())
+            self.store.add_event(run_id, event)
             yield event
             values = graph.get_state(self._config(run_id)).values
             self.store.update(run_id, "failed", outcome=_outcome({**values, "error": scrub(str(e))}, ws))
@@ -468,15 +468,15 @@ class AgentRuntime:
         return RunResult(run_id, record.status, pause, record.outcome)
 
 
-def _events_before(events: list[dict], step: int, at_query: bool) -> list[dict]:
+def _events_before(events: list[Event], step: int, at_query: bool) -> list[Event]:
     """A run's events before its step ``step`` (with ``at_query``: up to and including that step's action)."""
-    kept = [e for e in events if e["step"] < step]
+    kept = [e for e in events if e.step < step]
     if at_query:
         for e in events[len(kept):]:
-            if e["step"] != step:
+            if e.step != step:
                 break
             kept.append(e)
-            if e["kind"] == "action":
+            if isinstance(e, ActionEvent):
                 break
     return kept
 

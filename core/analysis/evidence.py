@@ -20,6 +20,7 @@ from core.scenarios import default_mode, scenario_type
 from sims.ranking import InputError, Ranking, same_score
 from sims.tables import Tables
 from core.analysis.trace import Trace
+from core.model.events import Event
 from core.scenarios import catalog
 from core.scenarios.dqa.source import DQAError
 
@@ -181,20 +182,20 @@ def _holds(row: list, value: Value) -> bool:
     return any(_same(c, value.value) for c in row if not isinstance(c, (str, bool)) and c is not None)
 
 
-def coverage(values: tuple[Value, ...], events: list[dict] | Trace) -> Coverage:
-    """Which deciding values appear in the rows a run's database queries returned (its events,
-    ``Event.to_dict()``, or their fold)."""
+def coverage(values: tuple[Value, ...], events: list[Event] | Trace) -> Coverage:
+    """Which deciding values appear in the rows a run's database queries returned (its typed events, or their
+    fold)."""
     trace = events if isinstance(events, Trace) else Trace.of(events)
     rows = [_cells(r) for r in trace.rows]
     return Coverage(tuple(values), tuple(any(_holds(r, v) for r in rows) for v in values))
 
 
-def run_coverage(question: Question, database: Database, events: list[dict] | Trace) -> Coverage:
+def run_coverage(question: Question, database: Database, events: list[Event] | Trace) -> Coverage:
     """The evidence coverage of a run on ``question``."""
     return coverage(deciding_values(question, database), events)
 
 
-def of_run(settings: dict, events: list[dict], root=None) -> Coverage | None:
+def of_run(settings: dict, events: list[Event] | Trace, root=None) -> Coverage | None:
     """The evidence coverage of a stored run (its settings and events), None when its question cannot be
     loaded or ranked."""
 

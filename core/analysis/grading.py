@@ -190,24 +190,35 @@ def _sentences(text: str) -> list[tuple[int, int]]:
     return [(a, b) for a, b in spans if b > a]
 
 
-def _strengths(answer: str, scenario: str, mentions: list[_Mention]) -> list[tuple[int, int, str]]:
-    """Per mention: (strength 0-5, the span of the line or clause it concludes in, why); strength -1 = negated."""
-    words = DECISION_WORDS[scenario]
+def _final_lines(answer: str) -> list[tuple[int, int]]:
+    """The spans of what follows each "Final answer:" (the next line when it stands alone on its line)."""
     finals = []
     for m in _FINAL_LINE.finditer(answer):
-        start = m.start(1)
-        end = m.end(1)
-        if not m.group(1).strip():  # "Final answer:" alone on its line: the next line holds it
+        start, end = m.start(1), m.end(1)
+        if not m.group(1).strip():
             nxt = re.match(r"\s*\n\s*([^\n]*)", answer[m.end(1):])
             if nxt:
                 start, end = m.end(1) + nxt.start(1), m.end(1) + nxt.end(1)
         finals.append((start, end))
-    emphasis = _spans(_EMPHASIS, answer)
-    sentences = _sentences(answer)
-    numbered = {}  # line span -> item number
+    return finals
+
+
+def _numbered_items(answer: str) -> dict[tuple[int, int], int]:
+    """The lines of a numbered list: line span -> item number."""
+    numbered = {}
     for m in _NUMBERED.finditer(answer):
         line_end = answer.find("\n", m.start())
         numbered[(m.start(), len(answer) if line_end < 0 else line_end)] = int(m.group(1) or m.group(2))
+    return numbered
+
+
+def _strengths(answer: str, scenario: str, mentions: list[_Mention]) -> list[tuple[int, int, str]]:
+    """Per mention: (strength 0-5, the span of the line or clause it concludes in, why); strength -1 = negated."""
+    words = DECISION_WORDS[scenario]
+    finals = _final_lines(answer)
+    emphasis = _spans(_EMPHASIS, answer)
+    sentences = _sentences(answer)
+    numbered = _numbered_items(answer)
     first_item = min(numbered.values(), default=None)
     comp_better = "|".join(map(re.escape, words.better))
     comp_worse = "|".join(map(re.escape, words.worse))

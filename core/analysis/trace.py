@@ -1,4 +1,4 @@
-"""A run's trace as every view reads it: ONE fold of its events (dicts, as the run store keeps them), one at a time,
+"""A run's trace as every view reads it: ONE fold of its typed events (core.model.events), one at a time,
 so a page can show it while the run goes on. It gives the plan in force, the step being worked on, re-plans, the
 model's calls and tokens (the Run, Compare and History views), what the database queries saw (the benchmark's
 analyses, core.benchmark.trace) and the rows they returned (evidence coverage, core.analysis.evidence)."""
@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+
+from core.model.events import (ActionEvent, BranchEvent, ErrorEvent, Event, FinalEvent, LLMUsage, ObservationEvent,
+                               PlanEvent, QueryReviewEvent, ReplanEvent, ThoughtEvent)
 
 #: The error kinds of a query that failed (a failed observation of a database query).
 QUERY_ERRORS = frozenset({"syntax", "error", "timeout", "refused"})
@@ -37,7 +40,7 @@ class Trace:
     ``worked`` the steps the agent named as current (or, naming none, one per action), ``acted`` the actions since
     the plan was adopted."""
 
-    events: list[dict] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
     plan: list[str] = field(default_factory=list)
     current: int | None = None
     worked: set[int] = field(default_factory=set)
@@ -50,7 +53,7 @@ class Trace:
     completion_tokens: int = 0
     tokens_estimated: bool = False  # some counts estimated from characters (replays)
     proposed: list[str] | None = None  # a plan the agent proposed that waits for the analyst's review
-    usage: list[dict] = field(default_factory=list)  # each LLM call's usage, in order
+    usage: list[LLMUsage] = field(default_factory=list)  # each LLM call's usage, in order
     plan_changes: int = 0  # re-plans (Re-plan: Y) whose new plan differs from the old one
     # what the database queries (not Self-thinking) saw
     queries_with_rows: int = 0
@@ -61,74 +64,71 @@ class Trace:
     returned: list[str] = field(default_factory=list)  # what each query returned (executed query, columns, text)
     rows: list[list] = field(default_factory=list)  # the rows of every observation without an error
     limit_reached: bool = False  # a limit sent the run to its final answer
-    fatal: dict | None = None  # the last error that ended the run
+    fatal: ErrorEvent | None = None  # the last error that ended the run
     _in_query: bool = False  # the last action was a database query
 
     @classmethod
-    def of(cls, events: list[dict]) -> Trace:
+    def of(cls, events: list[Event]) -> Trace:
         trace = cls()
         for event in events:
             trace.add(event)
         return trace
 
-    def add(self, event: dict) -> None:
-        """Fold in the next event."""
-        kind = event["kind"]
+    def add(self, event: Event) -> None:
+        """Fold in the next event (an UnknownEvent is kept but changes nothing)."""
         self.events.append(event)
-        usage = event.get("llm")
-        if usage:
-            self.usage.append(usage)
+        if event.llm:
+            self.usage.append(event.llm)
             self.llm_calls += 1
-            self.prompt_tokens += usage["prompt_tokens"]
-            self.completion_tokens += usage["completion_tokens"]
-            self.tokens_estimated = self.tokens_estimated or usage["estimated"]
-        if kind == "plan" and event.get("status") == "proposed":
-            self.proposed = list(event["steps"])
-        elif kind == "plan" and event.get("status") in ("adopted", "approved", "edited", "rejected"):
-            self.proposed = None
-            if event["status"] != "rejected":
-                self._adopt(event["steps"])
-        elif kind == "replan" and event["replan"]:
-            self.replans += 1
-            self.plan_changes += event["new_plan"] != event.get("old_plan")
-            if event.get("status") == "adopted":
-                self._adopt(event["new_plan"])
-            else:
-                self.proposed = list(event["new_plan"])
-        elif kind == "branch" and event.get("plan"):
-            self._adopt(event["plan"])
-        elif kind == "thought" and event.get("current_step"):
-            self.current = step_index(self.plan, event["current_step"])
-            if self.current is not None:
-                self.worked.add(self.current)
-        elif kind == "action":
-            self.acted += 1
-            self._in_query = event["language"] != "self"
-            self.queries += self._in_query
-            if self._in_query:
-                self.seen.append(event.get("query") or "")
-        elif kind == "observation":
-            self._observe(event)
-        elif kind == "final":
-            self.finished = True
-        elif kind == "error":
-            if event["error_kind"] == "limit":
+            self.prompt_tokens += event.llm.prompt_tokens
+            self.completion_tokens += event.llm.completion_tokens
+            self.tokens_estimated = self.tokens_estimated or event.llm.estimated
+        match event:
+            case PlanEvent(status="proposed"):
+                self.proposed = list(event.steps)
+            case PlanEvent(status="adopted" | "approved" | "edited" | "rejected"):
+                self.proposed = None
+                if event.status != "rejected":
+                    self._adopt(event.steps)
+            case ReplanEvent(replan=True):
+                self.replans += 1
+                self.plan_changes += event.new_plan != event.old_plan
+                if event.status == "adopted":
+                    self._adopt(event.new_plan)
+                else:
+                    self.proposed = list(event.new_plan)
+            case BranchEvent() if event.plan:
+                self._adopt(event.plan)
+            case ThoughtEvent() if event.current_step:
+                self.current = step_index(self.plan, event.current_step)
+                if self.current is not None:
+                    self.worked.add(self.current)
+            case ActionEvent():
+                self.acted += 1
+                self._in_query = event.language != "self"
+                self.queries += self._in_query
+                if self._in_query:
+                    self.seen.append(event.query or "")
+            case ObservationEvent():
+                self._observe(event)
+            case FinalEvent():
+                self.finished = True
+            case ErrorEvent(error_kind="limit"):
                 self.limit_reached = True
-            elif event.get("fatal", True):
+            case ErrorEvent() if event.fatal:
                 self.fatal = event
 
-    def _observe(self, event: dict) -> None:
-        if not event.get("error_kind"):
-            self.rows.extend(event.get("rows") or [])
-        if event.get("error_kind") == "format":
+    def _observe(self, event: ObservationEvent) -> None:
+        if not event.error_kind:
+            self.rows.extend(event.rows or [])
+        if event.error_kind == "format":
             self.format_corrections += 1
         elif self._in_query:
-            failed = event.get("error_kind") in QUERY_ERRORS
+            failed = event.error_kind in QUERY_ERRORS
             self.query_errors += failed
             self.last_query_failed = failed
-            self.queries_with_rows += bool(event.get("rows"))
-            data = " ".join([event.get("executed") or "", " ".join(map(str, event.get("columns") or [])),
-                             event.get("text") or ""])
+            self.queries_with_rows += bool(event.rows)
+            data = " ".join([event.executed or "", " ".join(map(str, event.columns or [])), event.text or ""])
             self.seen.append(data)
             self.returned.append(data)
         self._in_query = False
@@ -153,30 +153,32 @@ class Trace:
         return [(step, state(i)) for i, step in enumerate(self.plan)]
 
 
-def step_summary(events: list[dict]) -> str:
+def step_summary(events: list[Event]) -> str:
     """One step's events (those of one LLM call) in a line: its query, review, answer or error."""
     parts = []
     for e in events:
-        kind = e["kind"]
-        if kind == "plan" and e["origin"] == "analyst":
-            parts.append(f"plan {e['status']}")
-        elif kind == "plan" or (kind == "replan" and e["replan"]):
-            parts.append("plan: " + " | ".join(e.get("steps") or e.get("new_plan") or []))
-        elif kind == "action":
-            parts.append(f"{e['language']}: {e['query']}")
-        elif kind == "query_review":
-            parts.append(f"query {e['status']}")
-        elif kind == "observation" and e.get("error"):
-            parts.append(f"error: {e['error_kind']}")
-        elif kind == "observation" and e.get("columns"):
-            parts.append(f"{e['total_rows']} rows")
-        elif kind == "final":
-            parts.append(f"answer: {e['answer']}")
-        elif kind == "error":
-            parts.append(f"{e['error_kind']}: {e['message']}")
-        elif kind == "branch":
-            changed = ", ".join(k for k in ("plan", "query", "note") if e.get(k))
-            parts.append(f"branched here ({changed})")
+        match e:
+            case PlanEvent(origin="analyst"):
+                parts.append(f"plan {e.status}")
+            case PlanEvent():
+                parts.append("plan: " + " | ".join(e.steps or []))
+            case ReplanEvent(replan=True):
+                parts.append("plan: " + " | ".join(e.new_plan or []))
+            case ActionEvent():
+                parts.append(f"{e.language}: {e.query}")
+            case QueryReviewEvent():
+                parts.append(f"query {e.status}")
+            case ObservationEvent() if e.error:
+                parts.append(f"error: {e.error_kind}")
+            case ObservationEvent() if e.columns:
+                parts.append(f"{e.total_rows} rows")
+            case FinalEvent():
+                parts.append(f"answer: {e.answer}")
+            case ErrorEvent():
+                parts.append(f"{e.error_kind}: {e.message}")
+            case BranchEvent():
+                changed = ", ".join(k for k in ("plan", "query", "note") if getattr(e, k))
+                parts.append(f"branched here ({changed})")
     return " · ".join(parts)
 
 
@@ -184,22 +186,22 @@ def step_summary(events: list[dict]) -> str:
 BEFORE_PLAN, ANSWER = 0, 10**6
 
 
-def _rows_of(events: list[dict], by: str) -> list[tuple[int, dict]]:
+def _rows_of(events: list[Event], by: str) -> list[tuple[int, Event]]:
     """Each event with its row: its step (one LLM call, ``by="call"``), or the plan step the run was on when it came
     (``by="plan"``: 1, 2, ... as the agent named its Current step; BEFORE_PLAN until it named one; ANSWER for its
     final answer)."""
     if by == "call":
-        return [(e["step"], e) for e in events]
+        return [(e.step, e) for e in events]
     trace, row, rows = Trace(), BEFORE_PLAN, []
     for e in events:
         trace.add(e)
-        if e["kind"] == "thought" and e.get("current_step") and trace.current is not None:
+        if isinstance(e, ThoughtEvent) and e.current_step and trace.current is not None:
             row = trace.current + 1
-        rows.append((ANSWER if e["kind"] == "final" else row, e))
+        rows.append((ANSWER if isinstance(e, FinalEvent) else row, e))
     return rows
 
 
-def align_by(runs: dict[str, list[dict]], by: str = "call") -> tuple[list[int], dict[str, dict[int, str]],
+def align_by(runs: dict[str, list[Event]], by: str = "call") -> tuple[list[int], dict[str, dict[int, str]],
                                                                      dict[str, int | None]]:
     """Runs' events (run id -> events) side by side, row by row (``by``: "call", a row per step, one LLM call; or
     "plan", a row per plan step, see ``_rows_of``): the rows, each run's row summaries (a row's LLM calls
@@ -209,10 +211,10 @@ def align_by(runs: dict[str, list[dict]], by: str = "call") -> tuple[list[int], 
     diverges: dict[str, int | None] = {}
     branch_rows: dict[str, int] = {}
     for run_id, events in runs.items():
-        grouped: dict[int, dict[int, list[dict]]] = {}
+        grouped: dict[int, dict[int, list[Event]]] = {}
         for row, e in _rows_of(events, by):
-            grouped.setdefault(row, {}).setdefault(e["step"], []).append(e)
-            if e["kind"] == "branch":
+            grouped.setdefault(row, {}).setdefault(e.step, []).append(e)
+            if isinstance(e, BranchEvent):
                 branch_rows.setdefault(run_id, row)
         summaries[run_id] = {row: " ‖ ".join(filter(None, (step_summary(evs) for evs in calls.values())))
                              for row, calls in grouped.items()}

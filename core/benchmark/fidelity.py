@@ -22,6 +22,7 @@ import pandas as pd
 from core.agents import reaper_examples
 from core.model.run_settings import PROMPT_SETTINGS, REAPER_PLANNERS, RunSettings, setting_label
 from core.model.technique import technique
+from core.model.events import LLMUsage
 from core.backends import registry
 from core.benchmark import paper
 from core.benchmark.epochs import clustered
@@ -55,7 +56,7 @@ def check(prompts: str, reaper_planner: str) -> None:
         raise ValueError(f"unknown REAPER planner {reaper_planner!r}; choose one of {', '.join(REAPER_PLANNERS)}")
 
 
-def result_fields(settings: RunSettings, usage: list[dict]) -> dict:
+def result_fields(settings: RunSettings, usage: list[LLMUsage]) -> dict:
     """What a benchmark result records of its setting and of its calls' latencies (``usage``: the runs' LLM usage
     records, in call order)."""
     reaper = technique(settings.technique).engine == "reaper"
@@ -63,7 +64,7 @@ def result_fields(settings: RunSettings, usage: list[dict]) -> dict:
     planner = reaper_examples.planner_used(settings, registry.language(settings.db)) if reaper else None
     return {"prompts": prompts, "reaper_planner": planner,
             "setting": setting_label(settings.technique, prompts, planner),
-            "call_latencies_s": [round(u.get("latency_s") or 0.0, 4) for u in usage]}
+            "call_latencies_s": [round(u.latency_s or 0.0, 4) for u in usage]}
 
 
 def _setting(result: dict) -> str:

@@ -413,12 +413,7 @@ class Bench:
             if on_note:
                 on_note(text)
 
-        gate = CallGate(self.config.concurrency, note) if self.config.concurrency > 1 else None
-        cache = ReplyCache(bench_home(self.config.home) / "llm-cache.sqlite") if self.config.cache else None
-        runtime = AgentRuntime(self.config.home, workspace=partial(open_catalog_workspace, root=self.root),
-                               llm_settings=self._llm_settings(),
-                               llm_opener=caching_opener(cache, self._throttle, on_open=self._opened, gate=gate,
-                                                         budget=budget, sample=self._epoch))
+        runtime, cache = self._items_runtime(budget, note)
 
         def work(item: Item) -> None:
             if stop.is_set():
@@ -429,27 +424,7 @@ class Bench:
                     progress.stopped = progress.stopped or reached
                 stop.set()
                 return
-            with lock:
-                progress.running.add(item.name)
-            result = error = None
-            try:
-                result = self._run_item(item, runtime)
-            except Exception as e:  # noqa: BLE001 - any failure to run is reported, and the item retried later
-                error, kind = scrub(str(e) or type(e).__name__), getattr(e, "kind", None)
-                self.store.put_not_run(item, kind or "error", error, getattr(e, "attempts", []))
-                with lock:
-                    progress.errors.append(f"{item.name}: {error}")
-                    if kind in FATAL:
-                        progress.stopped = progress.stopped or (error if kind == "budget" else f"{item.name}: {error}")
-                        stop.set()
-            else:
-                self.store.put(result)
-                with lock:
-                    progress.done += 1
-                    progress.correct += bool(result["correct"])
-            finally:
-                with lock:
-                    progress.running.discard(item.name)
+            result, error = self._record_item(item, runtime, progress, lock, stop)
             if on_result:
                 on_result(item, result, error, progress)
 
@@ -471,6 +446,44 @@ class Bench:
         self.record_votes()
         return progress
 
+    def _items_runtime(self, budget: Budget, note: Callable[[str], None]) -> tuple[AgentRuntime, ReplyCache | None]:
+        """The runtime the items run on, its model opened through the reply cache (if any), the call gate (fewer
+        calls at once after timeouts, said through ``note``) and the budget; and the cache, to close after."""
+        gate = CallGate(self.config.concurrency, note) if self.config.concurrency > 1 else None
+        cache = ReplyCache(bench_home(self.config.home) / "llm-cache.sqlite") if self.config.cache else None
+        runtime = AgentRuntime(self.config.home, workspace=partial(open_catalog_workspace, root=self.root),
+                               llm_settings=self._llm_settings(),
+                               llm_opener=caching_opener(cache, self._throttle, on_open=self._opened, gate=gate,
+                                                         budget=budget, sample=self._epoch))
+        return runtime, cache
+
+    def _record_item(self, item: Item, runtime: AgentRuntime, progress: Progress, lock: threading.Lock,
+                     stop: threading.Event) -> tuple[dict | None, str | None]:
+        """Run one item and store its result, or why it could not run (a failure of a FATAL kind stops the
+        benchmark); the result and the error."""
+        with lock:
+            progress.running.add(item.name)
+        result = error = None
+        try:
+            result = self._run_item(item, runtime)
+        except Exception as e:  # noqa: BLE001 - any failure to run is reported, and the item retried later
+            error, kind = scrub(str(e) or type(e).__name__), getattr(e, "kind", None)
+            self.store.put_not_run(item, kind or "error", error, getattr(e, "attempts", []))
+            with lock:
+                progress.errors.append(f"{item.name}: {error}")
+                if kind in FATAL:
+                    progress.stopped = progress.stopped or (error if kind == "budget" else f"{item.name}: {error}")
+                    stop.set()
+        else:
+            self.store.put(result)
+            with lock:
+                progress.done += 1
+                progress.correct += bool(result["correct"])
+        finally:
+            with lock:
+                progress.running.discard(item.name)
+        return result, error
+
     def _epoch(self) -> int:
         return getattr(self._local, "epoch", 1)  # the worker thread's current item's
 
@@ -491,14 +504,14 @@ class Bench:
         self._local.llm = None
         self._local.epoch = item.epoch
         start = time.perf_counter()
-        events = [e.to_dict() for e in runtime.iter_start(settings, run_id)]
+        events = list(runtime.iter_start(settings, run_id))
         wall = time.perf_counter() - start
         llm: CachingLLM = self._local.llm
         record = runtime.store.get(run_id, events=False)  # the events are in hand
         outcome = record.outcome or {}
         trace = Trace.of(events)
         facts = read_trace(trace, item.scenario, outcome.get("decision"))
-        failed_attempts = (trace.fatal or {}).get("attempts") or []
+        failed_attempts = trace.fatal.attempts if trace.fatal else []
         if record.status == "failed" and facts.error_kind in RETRY:
             raise _NotRun(facts.error_kind, outcome.get("error") or "the run failed", failed_attempts)
         evidence = _evidence(self.root, item, trace)
@@ -510,7 +523,7 @@ class Bench:
             relative = _ranking(self.root, item.scenario, item.question, item.source).relative_regret(
                 outcome["decision"])
         tokens = outcome.get("tokens") or {}
-        fresh, cached = [u for u in trace.usage if not u.get("cached")], [u for u in trace.usage if u.get("cached")]
+        fresh, cached = [u for u in trace.usage if not u.cached], [u for u in trace.usage if u.cached]
         return {"set": self.set_name, "source": item.source, "scenario": item.scenario, "question": item.question,
                 "db": item.db,
                 "language": language(item.db),
@@ -522,10 +535,10 @@ class Bench:
                 "tokens_estimated": tokens.get("estimated", False),
                 # time waited for the model now (retries, backoff and a failed last call included); cached replies
                 # apart, with their original latency
-                "llm_latency_s": sum(u.get("wait_s") or u["latency_s"] for u in fresh)
+                "llm_latency_s": sum(u.wait_s or u.latency_s for u in fresh)
                 + sum(a.get("duration_s", 0.0) for a in failed_attempts),
-                "cached_latency_s": sum(u["latency_s"] for u in cached),
-                "llm_attempts": sum(len(u.get("attempts") or [1]) for u in fresh) + len(failed_attempts),
+                "cached_latency_s": sum(u.latency_s for u in cached),
+                "llm_attempts": sum(len(u.attempts or [1]) for u in fresh) + len(failed_attempts),
                 "wall_s": wall, "overhead_s": wall - llm.wait_s,
                 "ready_s": llm.first_call_at - start if llm.first_call_at else None,
                 **facts.to_dict(), "failure": category, "failure_signs": signs,

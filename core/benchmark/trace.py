@@ -7,6 +7,7 @@ import re
 from dataclasses import asdict, dataclass, field
 
 from core.analysis.trace import Trace
+from core.model.events import Event
 from core.scenarios import ByScenario
 
 #: The critical values of Table 6, as the column / property names of the DQA schemas: Locating's incoming value
@@ -45,9 +46,8 @@ def _mentions(name: str, text: str) -> bool:
     return re.search(rf"\b{re.escape(name)}\b", text, re.I) is not None
 
 
-def read_trace(events: list[dict] | Trace, scenario: str, decision=None) -> TraceFacts:
-    """The facts of one run from its events (``Event.to_dict()``, or their fold); ``decision`` is the graded
-    pick."""
+def read_trace(events: list[Event] | Trace, scenario: str, decision=None) -> TraceFacts:
+    """The facts of one run from its events (typed, or their fold); ``decision`` is the graded pick."""
     trace = events if isinstance(events, Trace) else Trace.of(events)
     text = "\n".join(trace.seen)
     pattern = CANDIDATE_SOURCES[scenario]
@@ -57,4 +57,4 @@ def read_trace(events: list[dict] | Trace, scenario: str, decision=None) -> Trac
         replans=trace.plan_changes, critical_seen={name: _mentions(name, text) for name in CRITICAL[scenario]},
         looked_at_candidates=pattern is not None and pattern.search(text) is not None,
         pick_seen=decision is not None and _mentions(str(decision), "\n".join(trace.returned)),
-        limit_reached=trace.limit_reached, error_kind=trace.fatal["error_kind"] if trace.fatal else None)
+        limit_reached=trace.limit_reached, error_kind=trace.fatal.error_kind if trace.fatal else None)

@@ -105,25 +105,11 @@ def _line(item, result, error, progress) -> str:
 
 
 def main(args) -> int:
-    import pandas as pd
-
     if not args.smoke and not args.technique:
         print("error: --technique is required (or --smoke)", file=sys.stderr)
         return 2
     try:
-        if args.smoke:
-            config = smoke_config(args.technique, scenario=args.scenario, db=args.db, out=args.out, name=args.name,
-                                  source="scenario" if args.source == "scenario" else None, limits=limits_from(args),
-                                  budget_tokens=args.budget_tokens, budget_cost=args.budget_cost)
-        else:
-            config = BenchConfig(args.technique, args.llm or "", scenario=args.scenario, db=args.db,
-                                 questions=args.questions, concurrency=args.concurrency, rpm=args.rpm, out=args.out,
-                                 name=args.name, cache=not args.no_cache, base_url=args.base_url,
-                                 temperature=args.temperature, source=args.source, dqa_root=args.dqa_dir,
-                                 llm_settings=llm_settings(args, unattended=True), limits=limits_from(args),
-                                 budget_tokens=args.budget_tokens, budget_cost=args.budget_cost,
-                                 prompts=args.prompts, reaper_planner=args.reaper_planner, epochs=args.epochs,
-                                 top_p=args.top_p, seed=args.seed, vote=args.vote)
+        config = _config(args)
         bench = Bench(config)
         bench.claim()  # BenchBusy when another benchmark runs into the same directory
         prices = load_prices()
@@ -158,7 +144,43 @@ def main(args) -> int:
     except KeyboardInterrupt:
         print("interrupted: the finished items are stored; rerun the same command to go on", file=sys.stderr)
         return 130
-    this_run = read_all(bench.directory, bench.keys(), config.home)
+    _print_accuracy(bench, read_all(bench.directory, bench.keys(), config.home), prices)
+    _write_reports(bench, config, prices)
+    if progress.errors:
+        print(f"{len(progress.errors)} items could not run (a rerun tries them again):", file=sys.stderr)
+        for error in progress.errors[:10]:
+            print(f"  {error}", file=sys.stderr)
+        print("  (listed in report/not_run.csv)", file=sys.stderr)
+    stuck = sum(r.get("status") == "stuck" for r in bench.results())
+    if stuck:
+        print(f"stuck: {stuck} of the runs (the loop guard ended them after repeated actions)")
+    print(f"this run spent {spent(progress)} on LLM calls")
+    if progress.stopped:
+        print(f"stopped: {progress.stopped}", file=sys.stderr)
+    return 1 if progress.errors or progress.stopped else 0
+
+
+def _config(args) -> BenchConfig:
+    """The benchmark the arguments describe (``--smoke``: the smoke benchmark)."""
+    if args.smoke:
+        return smoke_config(args.technique, scenario=args.scenario, db=args.db, out=args.out, name=args.name,
+                            source="scenario" if args.source == "scenario" else None, limits=limits_from(args),
+                            budget_tokens=args.budget_tokens, budget_cost=args.budget_cost)
+    return BenchConfig(args.technique, args.llm or "", scenario=args.scenario, db=args.db,
+                       questions=args.questions, concurrency=args.concurrency, rpm=args.rpm, out=args.out,
+                       name=args.name, cache=not args.no_cache, base_url=args.base_url,
+                       temperature=args.temperature, source=args.source, dqa_root=args.dqa_dir,
+                       llm_settings=llm_settings(args, unattended=True), limits=limits_from(args),
+                       budget_tokens=args.budget_tokens, budget_cost=args.budget_cost,
+                       prompts=args.prompts, reaper_planner=args.reaper_planner, epochs=args.epochs,
+                       top_p=args.top_p, seed=args.seed, vote=args.vote)
+
+
+def _print_accuracy(bench: Bench, this_run: list[dict], prices) -> None:
+    """This run's accuracy and optimal decisions per setting (beside the paper's), the paired comparisons, the
+    votes' costs and how each setting compares with the paper's."""
+    import pandas as pd  # heavy: loads pandas
+
     clustered = ", clustered by question over the epochs" if bench.epochs > 1 else ""
     print(f"accuracy on set {bench.set_name} (correct/n, items that could not run count as wrong; 95% Wilson "
           f"interval{clustered}) | optimal decisions (regret 0, ties with the best included):")
@@ -181,19 +203,11 @@ def main(args) -> int:
                   f"{'-' if per is None else f'${per:.5f}'}")
     for line in fidelity.summary_lines(bench.results()):
         print(line)
+
+
+def _write_reports(bench: Bench, config: BenchConfig, prices) -> None:
+    """The reports of all the benchmark's results, in its ``report/`` folder."""
     written = reports.export(read_all(bench.directory, home=config.home), prices, bench.directory / "report",
                              not_run=read_not_run(bench.directory))
     written = [*written, *fidelity.export(read_results(bench.directory), bench.directory / "report")]
     print(f"reports of all results in {bench.directory}: {', '.join(p.name for p in written)} in report/")
-    if progress.errors:
-        print(f"{len(progress.errors)} items could not run (a rerun tries them again):", file=sys.stderr)
-        for error in progress.errors[:10]:
-            print(f"  {error}", file=sys.stderr)
-        print("  (listed in report/not_run.csv)", file=sys.stderr)
-    stuck = sum(r.get("status") == "stuck" for r in bench.results())
-    if stuck:
-        print(f"stuck: {stuck} of the runs (the loop guard ended them after repeated actions)")
-    print(f"this run spent {spent(progress)} on LLM calls")
-    if progress.stopped:
-        print(f"stopped: {progress.stopped}", file=sys.stderr)
-    return 1 if progress.errors or progress.stopped else 0

@@ -86,16 +86,16 @@ def _report(runtime, result, args) -> int:
     stopped, 3 paused for review."""
     events = runtime.store.get(result.run_id).events
     outcome = result.outcome or {}
-    usage = [e["llm"] for e in events if e.get("llm")]
-    prompt, completion = sum(u["prompt_tokens"] for u in usage), sum(u["completion_tokens"] for u in usage)
+    usage = [e.llm for e in events if e.llm]
+    prompt, completion = sum(u.prompt_tokens for u in usage), sum(u.completion_tokens for u in usage)
     report = {"run_id": result.run_id, "status": result.status, "decision": outcome.get("decision"),
               "correct": outcome.get("correct"), "label": outcome.get("label"), "placement": outcome.get("placement"),
               "grade_status": outcome.get("grade_status"), "grade_reason": outcome.get("grade_reason"),
               "final_answer": outcome.get("final_answer"), "error": outcome.get("error"), "llm_calls": len(usage),
               "cost_usd": outcome.get("cost_usd"), "limit": outcome.get("limit"),
               "tokens": {"prompt": prompt, "completion": completion, "total": prompt + completion,
-                         "estimated": any(u["estimated"] for u in usage)},
-              "pause": result.pause.to_dict() if result.pause else None, "events": events}
+                         "estimated": any(u.estimated for u in usage)},
+              "pause": result.pause.to_dict() if result.pause else None, "events": [e.to_dict() for e in events]}
     if args.json:
         print(scrub(json.dumps(report, default=str)))
     elif result.pause and result.pause.kind == "query":

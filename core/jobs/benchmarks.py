@@ -1,58 +1,54 @@
-"""Benchmarks run in background threads for the app: a page starts one and any rerun of it (or another page)
-follows its progress; one job per results directory at a time. Jobs live as long as the process; their results
-stay in the directory."""
+"""Benchmarks as jobs (core.jobs.job): a page starts one and any rerun of it (or another page) follows its progress;
+one job per results directory at a time. Its events are its results as the result store keeps them, in the order
+they finished; ``bench.progress`` tells how far it is."""
 from __future__ import annotations
 
 import threading
 
-from core import scenarios
-
 from core.benchmark.items import BenchError
 from core.benchmark.runner import Bench, BenchConfig
-
-_jobs: dict[str, BenchJob] = {}
-_lock = threading.Lock()
+from core.jobs.job import Job, JobBusy, all_jobs, get, launch
 
 
-class BenchJob:
-    """A Bench running in a thread. ``bench.progress`` tells how far it is; ``error`` is what stopped it
-    outside the items (None when it ran to the end or was stopped)."""
+class BenchJob(Job):
+    """A Bench running in a thread; ``error`` is what stopped it outside the items (None when it ran to the end or
+    was stopped)."""
+
+    kind = "benchmark"
 
     def __init__(self, bench: Bench):
+        super().__init__(str(bench.directory.resolve()))
         self.bench = bench
-        self.error: Exception | None = None
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=scenarios.in_context(self._run), name=f"bench-{bench.directory.name}", daemon=True)
 
-    def _run(self) -> None:
-        try:
-            self.bench.run(stop=self._stop)
-        except Exception as e:  # noqa: BLE001 - shown on the page
-            self.error = e
+    def _work(self) -> None:
+        self.bench.run(stop=self._stop, on_result=lambda *_: self.changed())
 
-    @property
-    def done(self) -> bool:
-        return not self._thread.is_alive()
+    def events(self, after: int = 0) -> list[dict]:
+        """The benchmark's stored results after the first ``after``, in the order they finished."""
+        return sorted(self.bench.results(), key=lambda r: r.get("finished") or 0)[after:]
 
-    def stop(self) -> None:
+    def stop(self, by: str = "") -> str:
         """Start no more items; those in flight finish and are stored."""
         self._stop.set()
+        return self.status()
 
 
 def start(config: BenchConfig) -> BenchJob:
     """Prepare the benchmark (raising its errors: BenchError, LLMError, ValueError, DQAError) and start it."""
-    bench = Bench(config)
-    key = str(bench.directory.resolve())
-    with _lock:
-        if key in _jobs and not _jobs[key].done:
-            raise BenchError(f"a benchmark is already running into {bench.directory}; wait for it or stop it")
-        bench.claim()  # BenchBusy when another process runs a benchmark into the directory
-        job = _jobs[key] = BenchJob(bench)
-        job._thread.start()
-    return job
+    job = BenchJob(Bench(config))
+    busy = BenchError(f"a benchmark is already running into {job.bench.directory}; wait for it or stop it")
+    running = get(BenchJob.kind, job.key)
+    if running is not None and not running.done:
+        raise busy
+    job.bench.claim()  # BenchBusy when another process runs a benchmark into the directory
+    try:
+        return launch(job)
+    except JobBusy:
+        job.bench.lock.release()
+        raise busy from None
 
 
 def jobs() -> list[BenchJob]:
     """This process's benchmark jobs, running or ended, newest last."""
-    with _lock:
-        return list(_jobs.values())
+    return all_jobs(BenchJob.kind)

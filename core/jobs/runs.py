@@ -1,31 +1,30 @@
-"""Agent runs driven in background threads, so that a run goes on while the page that started it reruns or is
-left, and any page can follow its events as they arrive. The run store (under DATA_HOME) keeps every run; a
-job only lives as long as the process, and a paused run is resumed by a new job.
+"""Agent runs as jobs (core.jobs.job): a run goes on while the page that started it reruns or is left, and any
+page follows its events as they arrive, read from the run store by cursor (so a run driven by another process is
+followed the same way: ``follower``). The run store (under DATA_HOME) keeps every run; a job only lives as long as
+the process, and a paused run is resumed by a new job.
 
     job = start(settings, lambda: open_runtime(dqa_root, llm_settings))
     seen = 0
-    while not (job.done and seen == len(job.events)):
-        new = job.wait(seen, timeout=0.25)   # the events as they come
-        seen += len(new)
+    while not (job.done and not job.events(seen)):
+        seen += len(job.wait(seen, timeout=0.25))   # the events as they come
 """
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
 
 from core.config import home
-from core import scenarios
 from core.config import settings as config
 from core.model.run_settings import Review, RunSettings
-from core.model.events import Event
+from core.model.events import AnyEvent, Event
 from core.agents.workspace import open_catalog_workspace
 from core.llm.client import LLMSettings
 from core.store.runs import RunRecord, RunStore
+from core.jobs.job import Job, JobBusy, get, launch
 
-KEEP_JOBS = 50  # finished jobs kept in memory (their runs stay in the store)
+RunBusy = JobBusy  # the run is already being driven by a job
 
 
 def open_store() -> RunStore:
@@ -45,26 +44,46 @@ def open_runtime(dqa_root: str | Path | None = None, llm: LLMSettings | None = N
                         llm_settings=llm)
 
 
-class RunBusy(Exception):
-    """The run is already being driven by a job."""
+class RunJob(Job):
+    """One start or resume of a run, driven in a thread. ``events(after)`` are the run's stored events (a resumed
+    run's earlier ones first); ``partial`` the text so far of the model's reply in flight, for a page to show (empty
+    when none is streaming); ``error`` is what stopped the job before or outside the agent loop (no model
+    configured, a broken replay, a database that cannot be opened, ...): the run's own failures are events."""
 
+    kind = "run"
 
-class RunJob:
-    """One start or resume of a run, driven in a thread. ``events`` is the run's whole trace so far, as dicts (a
-    resumed run's stored events first); ``error`` is what stopped the job before or outside the agent loop (no
-    model configured, a broken replay, a database that cannot be opened, ...): the run's own failures are events."""
-
-    def __init__(self, run_id: str, settings: RunSettings, events: list[dict]):
-        self.run_id = run_id
+    def __init__(self, run_id: str, settings: RunSettings, make_runtime: Callable,
+                 iterate: Callable[..., Iterator[Event]]):
+        super().__init__(run_id)
         self.settings = settings
-        self.started = time.time()
-        self.events = list(events)
-        self.error: Exception | None = None
-        self.done = False
         self.runtime = None  # the AgentRuntime driving it, once opened (Stop goes through it)
+        self.partial = ""
+        self._make_runtime, self._iterate = make_runtime, iterate
+        self._store: RunStore | None = None
         self._stop_asked = False
         self._stopped_by = ""  # who asked for the stop
-        self._changed = threading.Condition()
+
+    @property
+    def run_id(self) -> str:
+        return self.key
+
+    def status(self) -> str:
+        """The run's stored status (``running`` until it is stored)."""
+        try:
+            return self.store().get(self.run_id, events=False).status
+        except KeyError:
+            return "failed" if self.error else "running"
+
+    def store(self) -> RunStore:
+        """The run store the run is kept in (its runtime's, once opened)."""
+        if self.runtime is not None:
+            return self.runtime.store
+        if self._store is None:
+            self._store = open_store()
+        return self._store
+
+    def events(self, after: int = 0) -> list[AnyEvent]:
+        return self.store().events(self.run_id, after)
 
     def stop(self, by: str = "") -> str:
         """Stop the run, also before it is stored (Stop right after Start): it stops as soon as it is driven.
@@ -74,59 +93,58 @@ class RunJob:
             runtime = self.runtime
         return runtime.stop(self.run_id, starting=True, by=by) if runtime is not None else "running"
 
-    def _drive(self, make_runtime: Callable, iterate: Callable[..., Iterator[Event]]) -> None:
+    def _work(self) -> None:
         runtime = None
         try:
-            runtime = make_runtime()
+            runtime = self._make_runtime()
             with self._changed:
                 self.runtime, asked, by = runtime, self._stop_asked, self._stopped_by
             if asked:  # Stop came while the runtime opened
                 runtime.stop(self.run_id, starting=True, by=by)
-            for event in iterate(runtime):
-                with self._changed:
-                    self.events.append(event.to_dict())
-                    self._changed.notify_all()
-        except Exception as e:  # shown to the analyst by the page following the job
-            self.error = e
+            for _ in self._iterate(runtime):  # each event is stored before it comes here
+                self.partial = ""
+                self.changed()
         finally:
             if runtime is not None:
                 runtime.close()
-            with self._changed:
-                self.done = True
-                self._changed.notify_all()
-
-    def wait(self, seen: int, timeout: float) -> list[dict]:
-        """The events after the first ``seen``, waiting up to ``timeout`` seconds for one if there is none yet."""
-        with self._changed:
-            self._changed.wait_for(lambda: len(self.events) > seen or self.done, timeout)
-            return self.events[seen:]
 
 
-_jobs: dict[str, RunJob] = {}
-_lock = threading.Lock()
+def follower(run_id: str) -> RunFollower:
+    """A run's events and status read from the run store, for a run no job of this process drives (another
+    process's, or one that ended): the same interface a page follows a RunJob by."""
+    return RunFollower(run_id)
 
 
-def _launch(job: RunJob, make_runtime: Callable, iterate: Callable[..., Iterator[Event]]) -> RunJob:
-    with _lock:
-        running = _jobs.get(job.run_id)
-        if running and not running.done:
-            raise RunBusy(f"run {job.run_id} is already running")
-        _jobs.pop(job.run_id, None)
-        finished = [run_id for run_id, j in _jobs.items() if j.done]
-        for run_id in finished[:max(0, len(finished) - KEEP_JOBS)]:
-            del _jobs[run_id]
-        _jobs[job.run_id] = job
-    threading.Thread(target=scenarios.in_context(job._drive), args=(make_runtime, iterate), name=f"run-{job.run_id}",
-                     daemon=True).start()
-    return job
+class RunFollower:
+    """A stored run followed by cursor (``events(after)``, ``status()``, ``done``, ``stop``)."""
+
+    error = None
+    partial = ""
+
+    def __init__(self, run_id: str):
+        self.run_id, self._store = run_id, open_store()
+        self.started = time.time()
+
+    def events(self, after: int = 0) -> list[AnyEvent]:
+        return self._store.events(self.run_id, after)
+
+    def status(self) -> str:
+        return self._store.get(self.run_id, events=False).status
+
+    @property
+    def done(self) -> bool:
+        return self.status() != "running"
+
+    def stop(self, by: str = "") -> str:
+        return self._store.request_stop(self.run_id, by)
 
 
 def start(settings: RunSettings, make_runtime: Callable) -> RunJob:
     """Start a run in the background; ``make_runtime()`` gives the AgentRuntime to drive it (closed after)."""
     from core.agents.runtime import new_run_id  # heavy: loads langgraph
 
-    job = RunJob(new_run_id(), settings, [])
-    return _launch(job, make_runtime, lambda runtime: runtime.iter_start(settings, job.run_id))
+    run_id = new_run_id()
+    return launch(RunJob(run_id, settings, make_runtime, lambda runtime: runtime.iter_start(settings, run_id)))
 
 
 def _not_running(run_id: str) -> None:
@@ -151,16 +169,14 @@ def resume(record: RunRecord, review: Review, make_runtime: Callable, pause_id: 
     The pause is claimed now: RunNotPaused (core.agents.runtime) when it is no longer current."""
     _not_running(record.id)
     runtime, events = _prepared(make_runtime, lambda rt: rt.iter_resume(record.id, review, pause_id))
-    job = RunJob(record.id, RunSettings.from_dict(record.settings), record.events)
-    return _launch(job, lambda: runtime, lambda _: events)
+    return launch(RunJob(record.id, RunSettings.from_dict(record.settings), lambda: runtime, lambda _: events))
 
 
 def proceed(record: RunRecord, make_runtime: Callable) -> RunJob:
     """Resume an interrupted or stopped run from its last checkpoint, in the background (claimed now)."""
     _not_running(record.id)
     runtime, events = _prepared(make_runtime, lambda rt: rt.iter_continue(record.id))
-    job = RunJob(record.id, RunSettings.from_dict(record.settings), record.events)
-    return _launch(job, lambda: runtime, lambda _: events)
+    return launch(RunJob(record.id, RunSettings.from_dict(record.settings), lambda: runtime, lambda _: events))
 
 
 def branch(record: RunRecord, step: int, make_runtime: Callable, **changes) -> RunJob:
@@ -170,8 +186,7 @@ def branch(record: RunRecord, step: int, make_runtime: Callable, **changes) -> R
 
     new_id = new_run_id()
     runtime, events = _prepared(make_runtime, lambda rt: rt.iter_branch(record.id, step, new_id=new_id, **changes))
-    job = RunJob(new_id, RunSettings.from_dict(record.settings), [])
-    return _launch(job, lambda: runtime, lambda _: events)
+    return launch(RunJob(new_id, RunSettings.from_dict(record.settings), lambda: runtime, lambda _: events))
 
 
 def stop(run_id: str, by: str = "") -> str:
@@ -186,8 +201,7 @@ def stop(run_id: str, by: str = "") -> str:
 
 def job(run_id: str) -> RunJob | None:
     """The latest job of a run in this process, running or done; None if there is none."""
-    with _lock:
-        return _jobs.get(run_id)
+    return get(RunJob.kind, run_id)
 
 
 def running(run_id: str) -> bool:

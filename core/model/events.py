@@ -8,12 +8,17 @@ analyst's review of a query before it ran) and ``branch`` (where a branched run 
 Each event carries the LLM call it follows from (``step``) and its wall-clock time (``at``). The first event
 emitted after an LLM call carries that call's usage (``llm``: tokens, latency, the raw reply), so summing
 ``llm`` over a trace counts every call once.
+
+The events are a tagged union (``AnyEvent``, tagged by ``kind``, as inspect_ai's transcript events are by their
+``event``): they are stored as ``to_dict()`` and read back typed with ``event_from_dict``, which reads every shape an
+older version stored: fields it no longer knows are dropped, missing ones take their defaults, and a kind it does
+not know (or a record it cannot read) becomes an ``UnknownEvent`` that keeps the stored dict.
 """
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
-from typing import ClassVar
+from dataclasses import MISSING, asdict, dataclass, field, fields
+from typing import ClassVar, Union
 
 
 @dataclass(kw_only=True)
@@ -155,14 +160,62 @@ class BranchEvent(Event):
     reviewer: str = ""
 
 
+@dataclass(kw_only=True)
+class UnknownEvent(Event):
+    """A stored event of a kind this version does not know (or could not read): ``data`` is the dict as stored, kept
+    and written back unchanged; views show it as it is and the fold skips it."""
+
+    kind: ClassVar[str] = "unknown"
+    data: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return dict(self.data)
+
+
+AnyEvent = Union[PlanEvent, ReplanEvent, ThoughtEvent, ActionEvent, ObservationEvent, FinalEvent, ErrorEvent,
+                 QueryReviewEvent, BranchEvent, UnknownEvent]
 EVENT_TYPES: dict[str, type[Event]] = {t.kind: t for t in (PlanEvent, ReplanEvent, ThoughtEvent, ActionEvent,
                                                            ObservationEvent, FinalEvent, ErrorEvent,
                                                            QueryReviewEvent, BranchEvent)}
 
 
-def event_from_dict(data: dict) -> Event:
-    """The event ``to_dict`` gave."""
-    values = {k: v for k, v in data.items() if k != "kind"}
-    if values.get("llm"):
-        values["llm"] = LLMUsage(**values["llm"])
-    return EVENT_TYPES[data["kind"]](**values)
+def _known(cls: type, data: dict) -> dict:
+    """The values of ``data`` that ``cls`` has a field for."""
+    names = {f.name for f in fields(cls)}
+    return {k: v for k, v in data.items() if k in names}
+
+
+def _missing(cls: type, values: dict) -> list[str]:
+    return [f.name for f in fields(cls) if f.name not in values and f.default is MISSING
+            and f.default_factory is MISSING]
+
+
+def usage_from_dict(data: dict) -> LLMUsage:
+    """An LLM call's usage as stored (older stores lack some fields: counts 0, nothing kept)."""
+    values = _known(LLMUsage, data)
+    for name in _missing(LLMUsage, values):
+        values[name] = {"reply": "", "estimated": False}.get(name, 0)
+    return LLMUsage(**values)
+
+
+def event_from_dict(data: dict) -> AnyEvent:
+    """The event ``to_dict`` gave, typed (an ``UnknownEvent`` keeping ``data`` when its kind is unknown or a field
+    it needs is missing)."""
+    cls = EVENT_TYPES.get(data.get("kind")) if isinstance(data, dict) else None
+    if cls is None:
+        return _unknown(data)
+    values = _known(cls, data)
+    if _missing(cls, values):
+        return _unknown(data)
+    if isinstance(values.get("llm"), dict):
+        values["llm"] = usage_from_dict(values["llm"])
+    elif "llm" in values and not isinstance(values["llm"], LLMUsage):
+        values["llm"] = None
+    return cls(**values)
+
+
+def _unknown(data) -> UnknownEvent:
+    data = data if isinstance(data, dict) else {"kind": "unknown", "value": data}
+    step, at = data.get("step"), data.get("at")
+    return UnknownEvent(data=data, step=step if isinstance(step, int) else 0,
+                        at=at if isinstance(at, (int, float)) else 0.0)

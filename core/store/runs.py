@@ -34,6 +34,7 @@ from core.config import home
 from core.store.database import Database, is_url, location, upsert
 from core.config.files import write_atomic
 from core.config.secrets import scrub
+from core.model.events import AnyEvent, Event, event_from_dict
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -71,7 +72,8 @@ def unanswered(status: str, outcome: dict | None) -> bool:
 
 @dataclass
 class RunRecord:
-    """One stored run. ``events`` is filled by ``get`` (as dicts, see core.model.events.event_from_dict)."""
+    """One stored run. ``events`` is filled by ``get``, typed (core.model.events); ``to_dict`` gives them as
+    stored."""
 
     id: str
     created: float
@@ -80,13 +82,14 @@ class RunRecord:
     settings: dict
     pause: dict | None = None
     outcome: dict | None = None
-    events: list[dict] = field(default_factory=list)
+    events: list[AnyEvent] = field(default_factory=list)
     parent_id: str | None = None  # the run this one branched from
     branch_step: int | None = None  # the step (LLM call) of the parent it branched at
 
     def to_dict(self) -> dict:
         return {"id": self.id, "created": self.created, "updated": self.updated, "status": self.status,
-                "settings": self.settings, "pause": self.pause, "outcome": self.outcome, "events": self.events,
+                "settings": self.settings, "pause": self.pause, "outcome": self.outcome,
+                "events": [e.to_dict() for e in self.events],
                 "parent_id": self.parent_id, "branch_step": self.branch_step}
 
 
@@ -370,11 +373,20 @@ class RunStore:
             ids = [r[0] for r in con.execute("SELECT id FROM runs WHERE parent_id = ? ORDER BY created", (run_id,))]
         return [self.get(i, events=False) for i in ids]
 
-    def add_event(self, run_id: str, event: dict) -> None:
-        """Append one event (as ``Event.to_dict()`` gives it)."""
+    def add_event(self, run_id: str, event: Event) -> None:
+        """Append one event (stored as its ``to_dict()``)."""
+        data = event.to_dict()
         with self.db.transaction() as con:
             con.execute("INSERT INTO events (run_id, seq, kind, data) SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ? "
-                        "FROM events WHERE run_id = ?", (run_id, event["kind"], _json(event), run_id))
+                        "FROM events WHERE run_id = ?", (run_id, data.get("kind"), _json(data), run_id))
+
+    def events(self, run_id: str, after: int = 0) -> list[AnyEvent]:
+        """The run's events after the first ``after`` (a cursor: how many the reader has), typed, in order; a page
+        follows a run driven by any process this way."""
+        with self.db.transaction() as con:  # seq counts from 1 without gaps: the cursor is a seq
+            rows = con.execute("SELECT data FROM events WHERE run_id = ? AND seq > ? ORDER BY seq",
+                               (run_id, int(after))).fetchall()
+        return [_event(d) for (d,) in rows]
 
     def update(self, run_id: str, status: str, *, pause: dict | None = None, outcome: dict | None = None) -> None:
         """Set the run's status, its pause (None clears it, except for a running run) and, once it ended, its
@@ -403,8 +415,8 @@ class RunStore:
             row = con.execute(f"SELECT {_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()
             if row is None:
                 raise KeyError(f"no run {run_id!r} in {self.db.label}")
-            kept = [json.loads(d) for (d,) in con.execute("SELECT data FROM events WHERE run_id = ? ORDER BY seq",
-                                                          (run_id,))] if events else []
+            kept = [_event(d) for (d,) in con.execute("SELECT data FROM events WHERE run_id = ? ORDER BY seq",
+                                                      (run_id,))] if events else []
         return _record(row, kept)
 
     def list(self, limit: int | None = 200, **filters) -> list[RunRecord]:
@@ -446,7 +458,15 @@ class RunStore:
 _COLUMNS = "id, created, updated, status, settings, pause, outcome, parent_id, branch_step"
 
 
-def _record(row, events: list[dict] | None = None) -> RunRecord:
+def _event(text: str) -> AnyEvent:
+    """A stored event, typed (an unreadable record is kept as an UnknownEvent)."""
+    try:
+        return event_from_dict(json.loads(text))
+    except ValueError:
+        return event_from_dict({"kind": "unreadable", "text": text})
+
+
+def _record(row, events: list[AnyEvent] | None = None) -> RunRecord:
     return RunRecord(row[0], row[1], row[2], row[3], _load(row[4]), _load(row[5]), _load(row[6]), events or [],
                      row[7], row[8])
 

@@ -1,0 +1,124 @@
+"""One job mechanism for the work the app drives in the background: agent runs (core.jobs.runs) and benchmarks
+(core.jobs.benchmarks) are both a ``Job`` in one registry, with one interface:
+
+- ``start`` (the kind's module makes the job and ``launch``es it: a thread, in the session's scenarios folder),
+- ``status()``, ``done``, ``error`` (what stopped it outside its own work),
+- ``events(after)``: what it produced after a cursor (how many the reader has), read from where the work keeps it
+  (a run's events from the run store, a benchmark's results from its result store), so a page follows a job
+  driven by another process exactly as one driven by its own thread,
+- ``wait(after, timeout)``: the same, waiting for the next one,
+- ``stop(by)``; a run also resumes (core.jobs.runs).
+
+Jobs live as long as the process (their work stays in the stores); where the work runs is this module's thread
+today, and the one place a job queue would take over (issue 25).
+"""
+from __future__ import annotations
+
+import threading
+import time
+from typing import ClassVar
+
+from core import scenarios
+
+KEEP_JOBS = 50  # ended jobs kept in memory (their work stays in the stores)
+
+
+class JobBusy(Exception):
+    """A job already drives this work."""
+
+
+class Job:
+    """Work driven in a thread. Subclasses give ``kind``, ``_work`` (the work itself, in the thread),
+    ``events(after)`` and ``stop``; ``key`` names the work (a run id, a results folder): one job per key at a time."""
+
+    kind: ClassVar[str] = "job"
+
+    def __init__(self, key: str):
+        self.key = key
+        self.started = time.time()
+        self.ended: float | None = None  # when the job ended
+        self.error: Exception | None = None
+        self._ended = threading.Event()
+        self._changed = threading.Condition()
+        self._thread = threading.Thread(target=scenarios.in_context(self._drive), name=f"{self.kind}-{key}",
+                                        daemon=True)
+
+    @property
+    def done(self) -> bool:
+        return self._ended.is_set()
+
+    def status(self) -> str:
+        """``running``, ``failed`` (``error`` says why) or ``ended``."""
+        return "running" if not self.done else "failed" if self.error else "ended"
+
+    def _work(self) -> None:
+        raise NotImplementedError
+
+    def _drive(self) -> None:
+        try:
+            self._work()
+        except Exception as e:  # noqa: BLE001 - shown to the analyst by the page following the job
+            self.error = e
+        finally:
+            with self._changed:
+                self.ended = time.time()
+                self._ended.set()
+                self._changed.notify_all()
+
+    def changed(self) -> None:
+        """Wake whoever waits for this job's next event (called by the work as it goes)."""
+        with self._changed:
+            self._changed.notify_all()
+
+    def events(self, after: int = 0) -> list:
+        """What the job produced after the first ``after``, in order."""
+        raise NotImplementedError
+
+    def wait(self, after: int, timeout: float) -> list:
+        """``events(after)``, waiting up to ``timeout`` seconds for one when there is none yet and the job goes on."""
+        deadline = time.monotonic() + timeout
+        while True:
+            new = self.events(after)
+            left = deadline - time.monotonic()
+            if new or self.done or left <= 0:
+                return new
+            with self._changed:
+                self._changed.wait(min(left, 0.25))  # woken by ``changed``; the store is read again meanwhile
+
+    def stop(self, by: str = "") -> str:
+        raise NotImplementedError
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait for the job to end; whether it has."""
+        return self._ended.wait(timeout)
+
+
+_jobs: dict[tuple[str, str], Job] = {}
+_lock = threading.Lock()
+
+
+def launch(job: Job) -> Job:
+    """Register ``job`` (JobBusy when a job of its kind drives its key already) and start its thread."""
+    with _lock:
+        running = _jobs.get((job.kind, job.key))
+        if running is not None and not running.done:
+            raise JobBusy(f"{job.kind} {job.key} is already running")
+        _jobs.pop((job.kind, job.key), None)
+        ended = [k for k, j in _jobs.items() if j.done]
+        for k in ended[:max(0, len(ended) - KEEP_JOBS)]:
+            del _jobs[k]
+        _jobs[(job.kind, job.key)] = job
+        job._thread.start()
+    return job
+
+
+def get(kind: str, key: str) -> Job | None:
+    """The latest job of ``kind`` on ``key`` in this process, running or ended."""
+    with _lock:
+        return _jobs.get((kind, key))
+
+
+def all_jobs(kind: str | None = None) -> list[Job]:
+    """This process's jobs (of ``kind``), oldest first."""
+    with _lock:
+        return [j for (k, _), j in _jobs.items() if kind in (None, k)]
