@@ -22,6 +22,7 @@ from core.store import database
 from core.store.overrides import OverrideStore
 from core.store.plans import LearnedPlan, PlanStore
 from core.store.runs import RunStore
+from tests.page_app import APP, PageTest
 from tests.test_agents_runtime import PLAN, FINAL, make_runtime, replay, settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -96,7 +97,7 @@ def test_one_benchmark_at_a_time(tmp_path):
         pass
 
 
-def test_a_team_store_behind_the_code_stops_the_commands_with_what_to_do(team_database, monkeypatch):
+def test_a_team_store_behind_the_code_stops_the_app_and_the_commands_with_what_to_do(team_database, monkeypatch):
     import psycopg
 
     url = team_database.rsplit("/", 1)[0] + f"/{team_database.rsplit('/', 1)[1]}_empty"
@@ -105,6 +106,11 @@ def test_a_team_store_behind_the_code_stops_the_commands_with_what_to_do(team_da
         admin.execute(f'CREATE DATABASE "{url.rsplit("/", 1)[1]}"')
     try:
         env = {**os.environ, "PLANRAG_DATABASE_URL": url}
+        monkeypatch.setenv("PLANRAG_DATABASE_URL", url)
+        app = PageTest(APP, default_timeout=30).run()  # the app says it and shows no page
+        assert [e.value for e in app.error] == [
+            f"The team store {url} has no schema yet; this version of the workbench needs revision "
+            f"{database.SCHEMA_HEAD}. Run: python -m core db upgrade"]
         out = subprocess.run([sys.executable, "-m", "core", "override", "--list"], cwd=ROOT, env=env,
                              capture_output=True, text=True, timeout=120)
         assert out.returncode == 1 and "has no schema yet" in out.stderr and "python -m core db upgrade" in out.stderr
