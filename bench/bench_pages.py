@@ -3,7 +3,9 @@ person navigates: a click on the page's link in the sidebar, then the time until
 content (a page's chart, table or first control, below) are drawn. Once the page's script has run, the content
 it draws further down or in a hidden tab (``CONTENT``, e.g. the Benchmark's results tables) must be there and no
 exception box anywhere: a page that draws its first control and then fails is reported broken, not fast. Prints
-each page's median and worst over ``--rounds`` rounds and flags misses; exits 1 when a page misses or breaks. How soon an agent's event reaches the browser
+the first page of the fresh server (navigation to its main content; target 2 s), each page's median (target 1 s)
+and worst (target 2 s) over ``--rounds`` rounds, with the load (``uptime``) before and after, and flags misses;
+exits 1 when a page misses or breaks. How soon an agent's event reaches the browser
 (target: 300 ms) is measured by tests/test_e2e_browser.py, which prints it.
 
 Starts the app like bench/screenshots.py (a free localhost port, a temporary PLANRAG_HOME with three demo runs and
@@ -111,10 +113,19 @@ def check_results(page: Page, names: list[str]) -> None:
             raise Broken(f"Benchmark results {name}: no table drawn") from None
 
 
+def uptime() -> str:
+    """The machine's load as ``uptime`` states it."""
+    try:
+        return subprocess.run(["uptime"], capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "load " + " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--target", type=float, default=1.0, help="seconds (default 1)")
+    parser.add_argument("--target", type=float, default=1.0, help="median, seconds (default 1)")
+    parser.add_argument("--worst", type=float, default=2.0, help="worst and first page, seconds (default 2)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="planrag-pages-") as tmp:
         home = Path(tmp)
@@ -124,8 +135,12 @@ def main() -> int:
             page = browser.new_page(viewport={"width": 1440, "height": 900})
             page.route("**/*", lambda route: route.continue_() if urlparse(route.request.url).hostname in
                        ("127.0.0.1", "localhost") else route.abort())
+            load_before = uptime()
+            start = time.perf_counter()
             page.goto(url)
             page.locator("h1").first.wait_for(timeout=60_000)
+            page.locator(MAIN_CONTENT[list(MAIN_CONTENT)[0]]).first.wait_for(state="visible", timeout=60_000)
+            first = time.perf_counter() - start
             idle(page)
             times: dict[str, list[float]] = {title: [] for title in MAIN_CONTENT}
             try:
@@ -139,15 +154,18 @@ def main() -> int:
             finally:
                 browser.close()
     cores = len(__import__("os").sched_getaffinity(0))
-    load = Path("/proc/loadavg").read_text().split()[:3] if Path("/proc/loadavg").exists() else ["?"]
-    print(f"navigation -> main content, {args.rounds} rounds, {cores} cores, load average {' '.join(load)}")
-    missed = []
+    print(f"{cores} cores; before: {load_before}; after: {uptime()}")
+    missed = [] if first <= args.worst else ["first page"]
+    print(f"first page of a fresh server -> main content: {first:.2f} s"
+          + ("" if first <= args.worst else f"  MISS (target {args.worst:.1f} s)"))
+    print(f"navigation -> main content, {args.rounds} rounds:")
     for title, seconds in times.items():
         median = statistics.median(seconds)
-        flag = "" if median <= args.target else f"  MISS (target {args.target:.1f} s)"
+        flag = "".join(f"  MISS ({what} target {target:.1f} s)" for what, value, target in
+                       (("median", median, args.target), ("worst", max(seconds), args.worst)) if value > target)
         missed += [title] if flag else []
         print(f"  {title:<15} median {median:.2f} s · worst {max(seconds):.2f} s{flag}")
-    print(f"{len(missed)} of {len(times)} pages miss the target" + (f": {', '.join(missed)}" if missed else ""))
+    print(f"{len(missed)} of {len(times) + 1} figures miss the target" + (f": {', '.join(missed)}" if missed else ""))
     return 1 if missed else 0
 
 

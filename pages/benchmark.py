@@ -29,6 +29,7 @@ from ui.grading_view import override_form, override_note
 from ui.limit_inputs import budget_inputs, limit_inputs
 from ui.run_view import load, open_run
 from ui.run_options import PLANNER_LABELS, PROMPT_LABELS
+from ui.set_compare import show_set_comparison
 from core.analysis.spreadsheet import csv_text
 from ui.live import live
 from ui.untrusted import md
@@ -523,7 +524,7 @@ def show_items(items: pd.DataFrame) -> None:
 
 
 st.title("Benchmark")
-run_tab, results_tab = st.tabs(["Run", "Results"])
+run_tab, results_tab, compare_tab = st.tabs(["Run", "Results", "Compare sets"])
 with run_tab:
     start_form()
     smoke_start()
@@ -548,3 +549,9 @@ with results_tab:
             show_results(results)
         else:
             st.info("No results here yet.")
+with compare_tab:
+    stored = sorted(p.parent for p in bench_home().glob("*/results.sqlite"))
+    if stored:
+        show_set_comparison(stored)
+    else:
+        st.info("No benchmark results yet: start one on the Run tab.", icon=":material/leaderboard:")

@@ -13,6 +13,7 @@ from core.store.overrides import OverrideStore, with_override
 from core.llm.replays import model_label
 from core.store.runs import ENDED, as_tree
 from core.analysis.summary import gaps_as_text, outcome_row, technique_label
+from ui.branch_tree import show_branch_tree
 from ui.common import kept, show_run_in_url
 from ui.run_view import TIME_FORMAT, branch_form, open_run, run_label, show_outcome, show_run
 from ui.untrusted import md_code
@@ -126,6 +127,7 @@ if reviews:
     st.dataframe(pd.DataFrame([{"pause": r["pause_id"], "of": r["kind"], "review": r["action"],
                                 "reviewer": r["reviewer"], "at": datetime.fromtimestamp(r["at"]).strftime(TIME_FORMAT),
                                 "note": (r["review"] or {}).get("note", "")} for r in reviews]), hide_index=True)
+show_branch_tree(store, run_id)
 record = show_run(run_id, key="history")
 if record.status in ENDED:
     show_outcome(record)

@@ -1,7 +1,7 @@
 """Run: start an agent on the current question, watch its plan and steps as they happen (Stop ends it), review its
 plans (and, if asked, each query), and read its outcome. At a pause, a banner and the review form come first.
-Paused and interrupted runs (also from before a restart) can be opened, resumed or closed; any run can be branched
-from a step."""
+The inbox lists every paused and interrupted run (also from before a restart): approve, reject, open or close
+from it, with who is looking at each; any run can be branched from a step."""
 import dataclasses
 from functools import partial
 
@@ -14,11 +14,12 @@ from core.model.technique import TECHNIQUES
 from core.store.runs import ENDED
 from core.analysis.summary import technique_label
 from ui import access
-from ui.common import current_question, kept, linked_run, session_limits, show_run_in_url
+from ui.common import current_question, kept, linked_run, session_limits, session_reviewer, show_run_in_url
 from ui.plan_review import pause_taken, show_review, show_review_error
 from ui.run_options import (
     choose_database, choose_hitl, choose_model, choose_plan_version, choose_query_review, choose_setting, start_run
 )
+from ui.inbox import show_inbox
 from ui.live import live
 from ui.run_view import branch_form, decision_spread, load, open_run, run_label, show_outcome, show_run
 from ui.untrusted import md, md_code
@@ -70,7 +71,7 @@ def start_button(slot, busy: bool, unavailable: bool, reviewing: bool = False) -
     so that once the run ends the slot can be drawn again with the usable button, without a rerun that would drop
     the page's messages)."""
     why = ("Wait until the run below pauses or ends, or stop it." if busy else
-           "The run above waits for your review: review it, or close it in Paused and interrupted runs."
+           "The run above waits for your review: review it, or close it in the Inbox."
            if reviewing else None)
     return slot.button("Start", type="primary", icon=":material/play_arrow:", width="stretch",
                        disabled=unavailable or busy or reviewing or not access.allowed("run"),
@@ -86,6 +87,8 @@ if run_id and record is None and job is None:
     st.session_state.pop("run_id", None)
     show_run_in_url(run_id := None)
 reviewing = record is not None and record.status == "paused" and not jobs.running(run_id)
+if reviewing:  # the inbox says who is looking at a run waiting for review
+    jobs.open_store().viewing(run_id, session_reviewer())
 top = st.empty()  # one slot, emptied when not reviewing: a review form shown before must not linger as the run goes on
 if reviewing:
     with top.container():
@@ -103,16 +106,10 @@ elif run_id:
 waiting = [r for r in jobs.open_store().list(limit=None) if r.status in ("paused", "interrupted")
            and not jobs.running(r.id)]
 if waiting:
-    with st.expander(f":material/pause_circle: Paused and interrupted runs ({len(waiting)})"):
-        st.caption("Close a run you will not go on with: it ends as stopped, its trace kept (it can still be "
-                   "resumed or branched from History).")
-        for other in waiting:
-            text, opened, closed = st.columns([5, 1, 1], vertical_alignment="center")
-            text.markdown(md(f"{run_label(other.id, other.settings, other.created)} · {other.status}"))
-            if opened.button("Open", key=f"open-{other.id}"):
-                open_run(other, "pages/run.py")
-            closed.button("Close", key=f"close-{other.id}", icon=":material/close:", on_click=jobs.stop,
-                          args=(other.id,), help="End this run now (status stopped)")
+    mine = [r for r in waiting if r.status == "paused"]
+    with st.expander(f":material/inbox: Inbox: {len(mine)} waiting for review, "
+                     f"{len(waiting) - len(mine)} interrupted"):
+        show_inbox(waiting, allowed=access.allowed("review"))
 
 question, database = current_question()
 st.caption(f"Question {md_code(question.id)} · {md(scenarios.target(question))}")

@@ -5,11 +5,14 @@ import os
 from core.store.runs import PauseTaken, RunStore
 
 
-def claim(path: str, run_id: str, barrier, results) -> None:
+def claim(path: str, run_ids: list[str], barrier, results) -> None:
+    """Claim pause p1 of each run in turn, released with the other worker by ``barrier`` for each run; put
+    (run id, "claimed" or "refused: ...") on ``results``."""
     store = RunStore(path)
-    barrier.wait()
-    try:
-        store.claim_pause(run_id, "p1", {"action": "approve"}, f"pid{os.getpid()}", "plan")
-        results.put("claimed")
-    except PauseTaken as e:
-        results.put(f"refused: {e}")
+    for run_id in run_ids:
+        barrier.wait()
+        try:
+            store.claim_pause(run_id, "p1", {"action": "approve"}, f"pid{os.getpid()}", "plan")
+            results.put((run_id, "claimed"))
+        except PauseTaken as e:
+            results.put((run_id, f"refused: {e}"))

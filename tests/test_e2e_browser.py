@@ -46,8 +46,8 @@ NOT_LOCAL = re.compile(r"^(?!(?:https?|wss?)://(?:127\.0\.0\.1|localhost)[:/])")
 PACED_STREAMLIT = f"""
 import os, sys, time
 from pathlib import Path
-import core.llm.client as llm
-generate = llm.ReplayChatModel._generate
+import core.llm.replay_model as replay_model
+generate = replay_model.ReplayChatModel._generate
 gate = Path(os.environ["PLANRAG_TEST_GATE"])
 def paced(self, *args, **kwargs):
     time.sleep({PACE_S})
@@ -58,7 +58,7 @@ def paced(self, *args, **kwargs):
         while not (gate / "open").exists() and time.time() < deadline:
             time.sleep(0.05)
     return result
-llm.ReplayChatModel._generate = paced
+replay_model.ReplayChatModel._generate = paced
 from streamlit.web.cli import main
 sys.argv[0] = "streamlit"
 main()

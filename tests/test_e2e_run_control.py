@@ -22,15 +22,15 @@ HANG_CALL = 4  # the model call (counted in the server process) that never answe
 # `streamlit run` where replayed replies come at once, except call HANG_CALL, which hangs like a silent server.
 HANGING_STREAMLIT = f"""
 import sys, threading
-import core.llm.client as llm
-generate = llm.ReplayChatModel._generate
+import core.llm.replay_model as replay_model
+generate = replay_model.ReplayChatModel._generate
 calls = []
 def hanging(self, *args, **kwargs):
     calls.append(1)
     if len(calls) == {HANG_CALL}:
         threading.Event().wait(600)
     return generate(self, *args, **kwargs)
-llm.ReplayChatModel._generate = hanging
+replay_model.ReplayChatModel._generate = hanging
 from streamlit.web.cli import main
 sys.argv[0] = "streamlit"
 main()

@@ -82,7 +82,7 @@ def test_a_paused_run_from_before_a_restart_is_listed_and_resumed(home):
     at = open_page("pages/run.py", question_ref=None)  # no question chosen yet in this session
     at.session_state["reviewer"] = "ana"
     # the guard asks for a question below the list
-    assert "Paused and interrupted runs (1)" in at.expander[0].label and at.info
+    assert "Inbox: 1 waiting for review" in at.expander[0].label and at.info
     button(at, "Open").click().run()
     assert at.session_state["run_id"] == paused.run_id
     assert at.session_state["question_ref"] == ("demo", "building", 1)

@@ -205,6 +205,21 @@ def test_branch_from_a_step_in_history_opens_the_new_run(home):
     table = history.dataframe[0].value
     assert list(table["run"])[:2] == [parent.run_id, new_id]  # the branch under its run
     assert table["branch"][1].endswith(f"step 2 of {parent.run_id}")
+    [tree] = history.get("graphviz_chart")  # issue 28 section 5: the branch tree drawn
+    spec = tree.proto.spec
+    assert f'"{parent.run_id}" -> "{new_id}" [label="step 2"]' in spec and "penwidth" in spec
+
+
+def test_a_branch_opens_with_the_plan_in_force_at_its_step(home):
+    """Issue 28 section 5: branching at the step that made the first plan offered an empty plan box."""
+    runtime = jobs.open_runtime()
+    spec = replays("demo", "locating", 1, "sql", "planrag")[0].spec
+    parent = runtime.start(RunSettings("locating", 1, "sqlite", "planrag", spec, source="demo"))
+    runtime.close()
+    at = open_page("pages/history.py")
+    at.selectbox(key="history-branch-step-" + parent.run_id).set_value(1).run()
+    [plan] = [t for t in at.text_area if t.key == f"history-branch-plan-{parent.run_id}-1"]
+    assert plan.value.startswith('Find the trade nodes whose flow goes into "deccan"')
 
 
 def test_compare_lines_up_a_run_and_its_branch_by_step(home):
@@ -270,3 +285,34 @@ def test_a_run_driven_by_another_process_is_followed_live(home):
     at.run()
     assert not [b for b in at.button if b.label == "Stop"] and not any("another process" in i.value for i in at.info)
     assert any("Final answer" in s.value for s in at.success)
+
+
+def test_the_inbox_reviews_from_the_list_and_says_who_is_looking(home):
+    """Issue 28 section 5: one inbox of every run waiting for review, with approve / reject from the list and who
+    is looking at what."""
+    looked_at, other = paused_run(), paused_run()
+    session(looked_at, "ben")  # ben has the first run open
+    at = open_page("pages/run.py")
+    at.session_state["reviewer"] = "ana"
+    at.run()
+    assert "Inbox: 2 waiting for review" in at.expander[0].label
+    assert any(looked_at in m.value and ":material/visibility: ben" in m.value and "looking" in m.value
+               for m in at.markdown)
+    assert not any(f"`{other}`" in m.value and "looking" in m.value for m in at.markdown)
+    [approve] = [b for b in at.button if b.key == f"inbox-approve-{other}"]
+    approve.click().run()
+    jobs.job(other).join(120)
+    assert [(e.status, e.reviewer) for e in analyst_reviews(other)] == [("approved", "ana")]
+    [reject] = [b for b in at.button if b.key == f"inbox-reject-{looked_at}"]
+    reject.click().run()
+    jobs.job(looked_at).join(120)
+    [review] = jobs.open_store().reviews(looked_at)
+    assert (review["action"], review["reviewer"]) == ("reject", "ana")
+    assert not at.exception
+
+
+def test_without_a_name_the_inbox_cannot_approve(home):
+    run_id = paused_run()
+    at = open_page("pages/run.py")
+    [approve] = [b for b in at.button if b.key == f"inbox-approve-{run_id}"]
+    assert approve.disabled and any("Give your name" in c.value for c in at.caption)

@@ -64,22 +64,28 @@ def test_a_review_names_its_pause_and_a_stale_one_is_refused_with_the_state(home
 
 
 def test_racing_processes_claim_one_pause_exactly_once(tmp_path):
-    """Two processes released together claim the same pause, 10 times: always one claim and one refusal."""
+    """Two processes released together claim the same pause, for 10 runs: always one claim and one refusal. The
+    same two processes race for every run (a barrier releases them each time), so the test waits on no start-up."""
     from tests.claim_worker import claim
 
     store = RunStore(tmp_path / "runs.sqlite")
     ctx = multiprocessing.get_context("spawn")
-    for i in range(10):
-        run_id = f"run{i}"
+    run_ids = [f"run{i}" for i in range(10)]
+    for i, run_id in enumerate(run_ids):
         store.create(run_id, {"technique": "planrag"})
         store.set_pause(run_id, {"kind": "plan", "plan": ["a"]}, interrupt_id=f"i{i}")
-        barrier, results = ctx.Barrier(2), ctx.Queue()
-        workers = [ctx.Process(target=claim, args=(str(store.path), run_id, barrier, results)) for _ in range(2)]
-        for w in workers:
-            w.start()
-        for w in workers:
-            w.join(60)
-        outcome = sorted(results.get(timeout=5) for _ in workers)
+    barrier, results = ctx.Barrier(2), ctx.Queue()
+    workers = [ctx.Process(target=claim, args=(str(store.path), run_ids, barrier, results)) for _ in range(2)]
+    for w in workers:
+        w.start()
+    outcomes: dict[str, list[str]] = {}
+    for _ in range(2 * len(run_ids)):
+        run_id, outcome = results.get(timeout=120)
+        outcomes.setdefault(run_id, []).append(outcome)
+    for w in workers:
+        w.join(60)
+    for run_id in run_ids:
+        outcome = sorted(outcomes[run_id])
         assert outcome[0] == "claimed" and outcome[1].startswith(f"refused: pause p1 of run {run_id} is no longer")
         assert len(store.reviews(run_id)) == 1
 

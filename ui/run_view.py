@@ -439,7 +439,10 @@ def branch_form(record: RunRecord, key: str) -> None:
                           key=f"{key}-branch-change-{record.id}")
         fields: dict = {}
         if change == "plan":
-            before = Trace.of([e for e in record.events if e.step < step]).plan
+            # the plan in force at the step: made before it, or at it (a first plan or a re-plan), else the last one
+            before = (Trace.of([e for e in record.events if e.step < step or (e.step == step and e.kind in
+                                                                                ("plan", "replan"))]).plan
+                      or Trace.of(record.events).plan)
             text = st.text_area("Plan from there (one step per line)", "\n".join(before),
                                 key=f"{key}-branch-plan-{record.id}-{step}")
             fields["plan"] = [line for line in text.splitlines() if line.strip()]

@@ -12,13 +12,15 @@ from core.backends.registry import BACKENDS
 from core.cli.args import (add_budget_arguments, add_fidelity_arguments, add_limit_arguments, add_llm_arguments,
                            error_line, limits_from, llm_settings)
 from core.analysis.format import duration, spent
-from core.benchmark.smoke import smoke_config
 from core.scenarios.catalog import SOURCES
 from core.benchmark import fidelity, reports
 from core.benchmark.items import BenchError
 from core.llm.prices import load_prices
 from core.benchmark.results import read_all, read_not_run, read_results
-from core.benchmark.runner import Bench, BenchConfig
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the runner loads LangGraph: only ``bench`` itself needs it, not every ``python -m core``
+    from core.benchmark.runner import Bench, BenchConfig
 from core.llm.client import LLMError
 from core.config.secrets import scrub
 
@@ -108,6 +110,8 @@ def main(args) -> int:
     if not args.smoke and not args.technique:
         print("error: --technique is required (or --smoke)", file=sys.stderr)
         return 2
+    from core.benchmark.runner import Bench  # heavy: LangGraph, see the imports
+
     try:
         config = _config(args)
         bench = Bench(config)
@@ -162,6 +166,9 @@ def main(args) -> int:
 
 def _config(args) -> BenchConfig:
     """The benchmark the arguments describe (``--smoke``: the smoke benchmark)."""
+    from core.benchmark.runner import BenchConfig  # heavy: LangGraph, see the imports
+    from core.benchmark.smoke import smoke_config  # heavy: loads the runner too
+
     if args.smoke:
         return smoke_config(args.technique, scenario=args.scenario, db=args.db, out=args.out, name=args.name,
                             source="scenario" if args.source == "scenario" else None, limits=limits_from(args),

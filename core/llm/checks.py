@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from langchain_core.messages import HumanMessage
-
 from core.llm.client import REPLAY_PREFIX, LLMError, LLMNotConfigured, LLMSettings, open_llm, read_replay, replay_path
 from core.config.secrets import scrub
 
@@ -24,6 +22,8 @@ def check_llm(settings: LLMSettings) -> str:
     llm = open_llm(settings=replace(settings, max_reply_tokens=1, max_retries=0,
                                     timeout_s=min(settings.timeout_s, TEST_TIMEOUT_S)))
     try:
+        from langchain_core.messages import HumanMessage  # heavy: only when a model is tried (Settings opens without)
+
         reply = llm.complete([HumanMessage("Reply with one word: OK")], stop=[])
     except LLMError:
         raise

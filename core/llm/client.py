@@ -20,15 +20,17 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from langchain_core.language_models import BaseChatModel
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import BaseMessage
 
 from core.config import secrets
 from core.config.settings import LLMSettings
 from sims.files import FileRefused, read_text
+
+if TYPE_CHECKING:  # langchain_core is heavy: loaded only when a model is opened (pages show runs without it)
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.messages import BaseMessage
 
 REPLAY_PREFIX = "replay:"
 CHARS_PER_TOKEN = 4  # the estimate used when a model reports no usage (replays)
@@ -93,24 +95,6 @@ class AttemptDeadline(Exception):
     that trickles its reply a byte at a time would otherwise hold the attempt for as long as it likes."""
 
 
-class ReplayExhausted(Exception):
-    """A replay was asked for more replies than it holds."""
-
-
-class ReplayChatModel(GenericFakeChatModel):
-    """A fake chat model playing back recorded replies in order, with a clear error when they run out."""
-
-    source: str = "replay"
-    count: int = 0  # replies in the file, for the error message
-
-    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
-        try:
-            return super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
-        except StopIteration:
-            raise ReplayExhausted(f"replay {self.source} ran out of replies: it holds {self.count} and the "
-                                  "agent asked for another") from None
-
-
 def read_replay(path: str | Path) -> list[str]:
     """The replies of a replay file: a JSON array of strings."""
     try:
@@ -145,6 +129,8 @@ def _error_kind(e: Exception) -> str | None:
     """The LLMError kind of a client exception; None for exceptions that are not about the LLM call."""
     import openai
 
+    from core.llm.replay_model import ReplayExhausted  # heavy (langchain_core), loaded by any model opened
+
     if isinstance(e, ReplayExhausted):
         return "replay"
     if isinstance(e, openai.RateLimitError):
@@ -167,6 +153,8 @@ def _error_kind(e: Exception) -> str | None:
 def _detail(e: Exception) -> str:
     """What an exception says, naming a reply that was no chat completion as such."""
     import openai
+
+    from core.llm.replay_model import ReplayExhausted  # heavy (langchain_core), loaded by any model opened
 
     if isinstance(e, (openai.APIError, ReplayExhausted, AttemptDeadline)):
         return str(e)
@@ -394,6 +382,8 @@ def open_llm(spec: str | None = None, settings: LLMSettings | None = None, *, sk
     if spec.startswith(REPLAY_PREFIX):
         path = replay_path(spec)
         replies = read_replay(path)
+        from core.llm.replay_model import ReplayChatModel  # heavy: loads langchain_core
+
         model = ReplayChatModel(messages=iter(replies[skip:]), source=str(path), count=len(replies))
         return ChatLLM(model, f"replay:{path.name}", estimate_usage=True)
     from langchain_openai import ChatOpenAI

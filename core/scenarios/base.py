@@ -8,11 +8,13 @@ testing the scenario's name. The DQA scenarios (core.scenarios.dqa.kinds) and fo
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from sims.ranking import Candidate, InputError, Ranking
 from core.model.question import Database
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 TINY = 1e-12
 
@@ -43,6 +45,8 @@ class Effect:
                  100 * (a - b) / abs(b) if b else None)
                 for k, (b, a) in self.changes.items() if abs(a - b) > TINY * max(1.0, abs(b))]
         rows.sort(key=lambda r: -abs(r[3]))
+        import pandas as pd  # heavy: only for this table (the command line and the agents never ask for it)
+
         return pd.DataFrame(rows[:n], columns=[self.item, f"{self.measure} before", f"{self.measure} after", "change",
                                                "change %"])
 

@@ -46,7 +46,10 @@ CREATE INDEX IF NOT EXISTS runs_by_question ON runs (scenario, question);
 CREATE TABLE IF NOT EXISTS reviews (run_id TEXT, pause_id TEXT, kind TEXT, action TEXT, reviewer TEXT, at REAL,
     review TEXT, PRIMARY KEY (run_id, pause_id));
 CREATE TABLE IF NOT EXISTS store_meta (key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS viewers (run_id TEXT, viewer TEXT, at REAL, PRIMARY KEY (run_id, viewer));
 """
+#: seconds a "viewing" mark stays fresh: an open run page renews it on each rerun (its live view reruns often)
+VIEWING_S = 120.0
 #: columns added to ``runs`` after its first version (run control), added to older stores when opened
 _CONTROL_COLUMNS = {"pause_id": "TEXT", "pauses": "INTEGER DEFAULT 0", "owner_pid": "INTEGER", "owner_host": "TEXT",
                     "heartbeat": "REAL", "stop_requested": "INTEGER DEFAULT 0", "parent_id": "TEXT",
@@ -228,6 +231,19 @@ class RunStore:
                 self._write_marker(con)
 
     # ------------------------------------------------------------------------------------------ run control
+
+    def viewing(self, run_id: str, viewer: str, at: float | None = None) -> None:
+        """Record that ``viewer`` is looking at the run now (the inbox says who looks at what)."""
+        with self._connect() as con:
+            con.execute("INSERT INTO viewers (run_id, viewer, at) VALUES (?, ?, ?) ON CONFLICT (run_id, viewer) "
+                        "DO UPDATE SET at = excluded.at", (run_id, viewer, time.time() if at is None else at))
+
+    def viewers(self, run_id: str, within: float = VIEWING_S) -> dict[str, float]:
+        """Who looked at the run within the last ``within`` seconds, with when (latest first)."""
+        with self._connect() as con:
+            rows = con.execute("SELECT viewer, at FROM viewers WHERE run_id = ? AND at >= ? ORDER BY at DESC",
+                               (run_id, time.time() - within)).fetchall()
+        return dict(rows)
 
     def claim_pause(self, run_id: str, pause_id: str, review: dict, reviewer: str, kind: str = "") -> float:
         """Take the run's pause ``pause_id`` for a review, atomically across processes: the run becomes
@@ -450,6 +466,7 @@ class RunStore:
         with self.db.transaction() as con:
             con.execute("DELETE FROM events WHERE run_id = ?", (run_id,))
             con.execute("DELETE FROM reviews WHERE run_id = ?", (run_id,))
+            con.execute("DELETE FROM viewers WHERE run_id = ?", (run_id,))
             con.execute("DELETE FROM runs WHERE id = ?", (run_id,))
             if self.notice is None:
                 self._write_marker(con)

@@ -16,6 +16,7 @@ import networkx as nx
 import numpy as np
 import plotly.graph_objects as go
 
+from core.scenarios.labels import declutter
 from core.scenarios.network_view import depths, layered_layout, neighbourhood, order_columns
 from core.scenarios.drawing import (BEST, CONSUMER, EDGE, FADED_TEXT, FAINT_EDGE, FOCUS, GOODS, HOME,
                                   LABEL_SIZE, LESS, MORE, OTHER, PICK, PRESENT, SUPPLIER, TEXT)
@@ -298,13 +299,14 @@ def trade_network(question: Question, database: Database, *, pick: str | None = 
                                f"centred on {around}"))
     fig.add_traces(_highlights(pos, ids, pick, best, pick_label))
     tallest = max(Counter(x for x, _ in pos.values()).values(), default=1)  # nodes in the fullest column
-    fig = _style(fig, 760 if big else max(440, min(640, 160 + 80 * tallest)))
+    rows = max(tallest, len(shown) / 8)  # a long chain of short columns needs height for its bows too
+    fig = _style(fig, 760 if big else max(440, min(640, round(160 + 80 * rows))))
     fig.layout.meta = {"caption": caption, "shown": len(shown), "total": len(records)}
     if scope == "all" and around in pos:  # zoom to the node looked for; the toolbar's autoscale shows all
         _zoom(fig, [pos[around]], margin=3.0, least=(8.0, 12.0))
     elif flow_change is not None and scope == "all":  # zoom to what changed
         _zoom(fig, [pos[n] for n in changed + (question.home, pick, best) if n in pos])
-    return fig
+    return declutter(fig, first=[ids[n] for n in (pick, best, question.home, around) if n in ids])
 
 
 def _zoom(fig: go.Figure, points: list[tuple[float, float]], margin: float = 0.7,
@@ -489,4 +491,5 @@ def market(question: Question, database: Database, *, hops: int = 1, max_per_col
     room = {True: 1.0, False: 0.35}  # building columns (odd) have their labels outside
     fig = _style(fig, max(480, min(1200, 110 + 24 * max(Counter(column.values()).values()))))
     fig.layout.meta = {"shown": len(column), "total": len(buildings) + len(prices)}
-    return fig.update_xaxes(range=[left - room[left % 2 == 1], right + room[right % 2 == 1]])
+    fig.update_xaxes(range=[left - room[left % 2 == 1], right + room[right % 2 == 1]])
+    return declutter(fig, first=[f"building:{b}" for b in (pick, best)] + [f"goods:{question.goods}"])

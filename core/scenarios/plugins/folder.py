@@ -392,9 +392,11 @@ class FolderScenario(ScenarioType):
             rows = self._query(database, f'SELECT "{place["key"]}", "{place["node"]}" FROM "{place["table"]}"',
                                "candidates")
             to_node = {(int(a) if self.spec["candidates"].get("by") == "id" else str(a)): str(b) for a, b in rows}
+        cands = self.candidates(question, database)
         return draw(database.tables, net["nodes"][0], net["edges"][0], pick=to_node.get(pick, pick),
                     best=to_node.get(best, best), pick_label=pick_label, change=change,
-                    candidates={str(to_node.get(c, c)) for c in self.candidates(question, database)}, around=around)
+                    candidates={str(to_node.get(c, c)) for c in cands}, around=around,
+                    existing={node for site, node in to_node.items() if site not in set(cands)})
 
     def node_names(self, question, database) -> dict:
         """Every node of the declared network, by its label column (else its id), for the view's search."""

@@ -1,6 +1,7 @@
 """The network view of a plugin scenario's data: the nodes of one table (placed by its x/y columns, else a spring
 layout), the edges of another (width by their weight column), the candidates marked, the best decision starred,
 a pick ringed, and a what-if's change per node coloured. Every marker carries its node id in ``customdata``.
+Sites of the candidates' table that are not candidates (an existing centre) are marked as existing.
 A view can be centred on one node (its neighbourhood: the nodes within a few edges, either way); a network of more
 than WHOLE_LIMIT nodes opens on its candidates' neighbourhood."""
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 import networkx as nx
 import plotly.graph_objects as go
 
+from core.scenarios.labels import declutter
 from core.scenarios.drawing import LABEL_SIZE
 from core.scenarios.network_view import upstream
 
@@ -15,6 +17,7 @@ WHOLE_LIMIT = 300  # nodes: a bigger network opens on its candidates' neighbourh
 AROUND_HOPS, AROUND_LIMIT = 2, 120  # a neighbourhood: the nodes within 2 edges, at most about 120
 
 NODE, CANDIDATE, BEST, PICK, EDGE, TEXT = "#a0aec0", "#3182ce", "#d69e2e", "#1a202c", "#cbd5e0", "#2d3748"
+EXISTING = "#2d3748"
 MORE, LESS = "#c53030", "#38a169"
 
 
@@ -54,9 +57,11 @@ def _centred(recs: list[dict], links: list[tuple], key: str, centres: list[str],
 
 
 def draw(tables, nodes: dict, edges: dict, *, pick=None, best=None, pick_label: str = "agent's pick",
-         change: dict | None = None, candidates: set = frozenset(), around: str | None = None) -> go.Figure:
+         change: dict | None = None, candidates: set = frozenset(), around: str | None = None,
+         existing: set = frozenset()) -> go.Figure:
     """The figure (see the module doc). ``nodes``: table, key, optional x, y, label, size columns; ``edges``:
-    table, source, target, optional weight column; ``around``: a node to centre the view on."""
+    table, source, target, optional weight column; ``around``: a node to centre the view on; ``existing``: nodes
+    holding what is there already (a square)."""
     nt, et = tables[nodes["table"]], tables[edges["table"]]
     key = node_key(nt, nodes)
     recs = nt.records()
@@ -93,7 +98,7 @@ def draw(tables, nodes: dict, edges: dict, *, pick=None, best=None, pick_label: 
         c = change.get(n)
         if c is not None and abs(c) > 1e-12:
             return MORE if c > 0 else LESS
-        return CANDIDATE if n in candidates else NODE
+        return CANDIDATE if n in candidates else EXISTING if n in existing else NODE
 
     label = nodes.get("label") or key
     size = nodes.get("size")
@@ -103,14 +108,16 @@ def draw(tables, nodes: dict, edges: dict, *, pick=None, best=None, pick_label: 
         customdata=ids, text=[str(r[label]) for r in recs], textposition="top center",
         textfont=dict(size=LABEL_SIZE, color=TEXT),
         marker=dict(size=[10 + (14 * (abs(float(r[size])) / top) ** 0.5 if size else 4) for r in recs],
-                    color=[colour(i) for i in ids], line=dict(width=1, color="white")),
+                    color=[colour(i) for i in ids], line=dict(width=1, color="white"),
+                    symbol=["square" if i in existing else "circle" for i in ids]),
         hovertext=["<br>".join(f"{k}: {v}" for k, v in r.items())
                    + (f"<br>change: {change[i]:+.4g}" if i in change else "") for i, r in zip(ids, recs)],
         hoverinfo="text"))
-    for name, color in (("candidate", CANDIDATE), ("other", NODE)) + ((("rises", MORE), ("falls", LESS))
-                                                                   if change else ()):
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", marker=dict(size=10, color=color), name=name,
-                                 hoverinfo="skip"))
+    keys = (("candidate", CANDIDATE, "circle"),) + ((("existing", EXISTING, "square"),) if existing else ()) + (
+        ("other", NODE, "circle"),) + ((("rises", MORE, "circle"), ("falls", LESS, "circle")) if change else ())
+    for name, color, symbol in keys:
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=name, hoverinfo="skip",
+                                 marker=dict(size=10, color=color, symbol=symbol)))
     best, pick = (None if v is None else str(v) for v in (best, pick))
     if best in pos:
         fig.add_trace(go.Scatter(x=[pos[best][0]], y=[pos[best][1]], mode="markers", name="best decision",
@@ -130,4 +137,4 @@ def draw(tables, nodes: dict, edges: dict, *, pick=None, best=None, pick_label: 
                       yaxis=dict(visible=False, scaleanchor="x"),
                       legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0, itemclick=False,
                                   itemdoubleclick=False), meta={"caption": caption} if caption else None)
-    return fig
+    return declutter(fig, first=[v for v in (pick, best) if v is not None] + sorted(existing))
