@@ -3,6 +3,7 @@ import streamlit as st
 
 from core.config import home
 from core import scenarios
+from core.store import database
 from ui import access
 
 # An emoji icon: the browser would fetch a :material/...: favicon from fonts.gstatic.com (the app works offline).
@@ -27,6 +28,7 @@ pages = {
 }
 try:  # a project home that cannot be used: a fallback one, said on every page (core.config.home)
     moved = home.use_fallback()
+    database.check()  # a team store whose schema is behind (or unreachable): said, and nothing else runs
 except home.HomeError as e:
     st.error(str(e), icon=":material/error:")
     st.stop()

@@ -18,7 +18,9 @@ from core.llm.checks import check_llm
 from core.scenarios.dqa.source import DQAError
 from core.llm.client import REPLAY_PREFIX, LLMError
 from core.scenarios.plugins.checks import check_folder
-from core.config.settings import DatabaseSettings
+from core.config import home as project_home
+from core.config.settings import DatabaseSettings, database_url
+from core.store.database import SCHEMA_HEAD, shown
 from ui import access
 from ui.common import dqa_root, in_words, session_db, session_limits, session_llm, session_reviewer
 from ui.limit_inputs import limit_inputs
@@ -217,6 +219,17 @@ if test.button("Test connections", key="db_test"):
             tested.append(("warning", f"**{name}** ({language}) cannot be used: {md(reason)}") if reason
                           else ("success", f"**{name}** ({language}) is available"))
 show_results("db", tested)
+
+st.subheader("Where runs are kept")
+team_url = database_url()
+if team_url:  # the app started, so its schema is current (app.py checks it)
+    st.caption(f"The team store: PostgreSQL at {md_code(shown(team_url))} (PLANRAG_DATABASE_URL), schema revision "
+               f"{SCHEMA_HEAD}. Runs, their events, reviews and checkpoints, grade overrides, benchmark results, "
+               "the reply cache and learned plans are shared with everyone using it.")
+else:
+    st.caption(f"This machine's project home: SQLite files under {md_code(str(project_home.data_home()))} "
+               "(PLANRAG_HOME). Set PLANRAG_DATABASE_URL=postgresql://... to share them as a team (README, "
+               "Team deployment).")
 
 paths = access.disabled("server_paths")
 st.subheader("DQA benchmark")

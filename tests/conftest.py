@@ -64,3 +64,67 @@ def neo4j_server():
             yield server.uri
     finally:
         graph_server.stop(server)
+
+
+#: The PostgreSQL server the team-store tests use (POSTGRES_URL: a URL of its maintenance database).
+POSTGRES_URL = os.environ.get("POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+#: Tables the team-store tests empty between tests (all but the schema's own records).
+_KEPT_TABLES = ("alembic_version", "checkpoint_migrations")
+
+
+@pytest.fixture(scope="session")
+def team_database():
+    """A fresh PostgreSQL database for this test session (``<prefix>_test_<pid>``, prefix PLANRAG_TEST_DB_PREFIX,
+    default teamstore2), at this code's schema (``python -m core db upgrade``'s), dropped at the end; its URL."""
+    try:
+        import psycopg
+    except ImportError:
+        require("postgres", "psycopg is not installed (pip install -r requirements.txt)")
+    from core.store import database, schema
+
+    name = f"{os.environ.get('PLANRAG_TEST_DB_PREFIX', 'teamstore2')}_test_{os.getpid()}"
+    try:
+        admin = psycopg.connect(POSTGRES_URL, autocommit=True, connect_timeout=5)
+    except psycopg.OperationalError as e:
+        require("postgres", f"no PostgreSQL server at {database.shown(POSTGRES_URL)} (set POSTGRES_URL): "
+                            f"{str(e).strip()}")
+    with admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.execute(f'CREATE DATABASE "{name}"')
+    url = POSTGRES_URL.rsplit("/", 1)[0] + "/" + name
+    schema.upgrade(url)
+    yield url
+    database.close_pools(url)
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def empty_team_store(url: str) -> None:
+    """Empty every table of the team store at ``url`` (its schema stays)."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as con:
+        tables = [r[0] for r in con.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
+                  if r[0] not in _KEPT_TABLES]
+        con.execute("TRUNCATE " + ", ".join(f'"{t}"' for t in tables))
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_engine(request, monkeypatch):
+    """Each store test once per engine: the embedded SQLite files, and the team store (PLANRAG_DATABASE_URL set to
+    the session's PostgreSQL database, emptied for each test): every store the test opens lives there."""
+    if request.param == "sqlite":
+        monkeypatch.delenv("PLANRAG_DATABASE_URL", raising=False)
+        return "sqlite"
+    url = request.getfixturevalue("team_database")
+    empty_team_store(url)
+    monkeypatch.setenv("PLANRAG_DATABASE_URL", url)
+    return "postgresql"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _embedded_by_default():
+    """Tests run on the embedded stores unless they ask for the team store (store_engine)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("PLANRAG_DATABASE_URL", raising=False)
+        yield

@@ -79,6 +79,7 @@ def settings(llm: str, technique: str = "iterrag", **kw) -> RunSettings:
 
 ACT = "Thought: look\nAction: Relational DB\nAction input: SELECT trade_node FROM trade_node"
 FINAL = "Thought: I now know the answer.\nFinal answer: You should allocate the merchant to krakow."
+pytestmark = pytest.mark.usefixtures("store_engine")  # every test on both engines (conftest)
 PLAN = "Plan: [Step 1: list the nodes, Step 2: choose]\nCurrent step: Step 1: list the nodes\n" + ACT
 
 

@@ -3,7 +3,8 @@ stored reads, an unknown kind is kept as an UnknownEvent rather than failing the
 from __future__ import annotations
 
 import json
-import sqlite3
+
+import pytest
 
 from core.analysis.trace import Trace, step_summary
 from core.model.events import (ActionEvent, FinalEvent, LLMUsage, ObservationEvent, PlanEvent, UnknownEvent,
@@ -20,6 +21,7 @@ def test_every_kind_reads_back_typed_and_stores_the_same():
     assert [event_from_dict(e.to_dict()) for e in events] == events
 
 
+@pytest.mark.usefixtures("store_engine")  # on both engines (conftest)
 def test_older_and_unknown_shapes_are_read_not_refused(tmp_path):
     store = RunStore(tmp_path / "runs.sqlite")
     store.create("r", {"scenario": "locating", "question": 1, "db": "sqlite", "technique": "iterrag", "llm": "x"})
@@ -30,11 +32,10 @@ def test_older_and_unknown_shapes_are_read_not_refused(tmp_path):
         {"kind": "vote", "step": 1, "at": 6.0, "ballots": [1, 2]},  # a kind this version does not know
         {"kind": "final", "step": 2, "at": 7.0},  # a known kind missing a field it needs
         {"kind": "final", "step": 2, "at": 8.0, "answer": "krakow"}]
-    with sqlite3.connect(store.path) as con:
-        con.executemany("INSERT INTO events VALUES ('r', ?, ?, ?)",
-                        [(i, e["kind"], json.dumps(e)) for i, e in enumerate(stored, 1)])
+    with store.db.transaction() as con:
+        for i, e in enumerate(stored, 1):
+            con.execute("INSERT INTO events VALUES ('r', ?, ?, ?)", (i, e["kind"], json.dumps(e)))
         con.execute("INSERT INTO events VALUES ('r', 5, 'x', 'not json')")
-    con.close()
     events = store.get("r").events
     action, vote, partial, final, broken = events
     assert isinstance(action, ActionEvent) and action.llm.prompt_tokens == 10 and action.llm.reply == ""

@@ -34,8 +34,8 @@ def test_on_localhost_the_single_user_is_the_admin(monkeypatch, tmp_path, addres
     address("localhost")
     at = open_page("pages/settings.py")
     assert not at.error
-    assert [s.value for s in at.subheader] == ["Language model", "Limits of each run", "Databases", "DQA benchmark",
-                                               "Scenarios folder", "Reviewer"]
+    assert [s.value for s in at.subheader] == ["Language model", "Limits of each run", "Databases",
+                                               "Where runs are kept", "DQA benchmark", "Scenarios folder", "Reviewer"]
     assert not any(t.disabled for t in at.text_input)
 
 

@@ -177,7 +177,7 @@ def test_an_interrupted_run_is_shown_and_can_be_closed(home):
     done = runtime.start(RunSettings("locating", 1, "sqlite", "iterrag", spec, source="demo"))
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    with runtime.store._connect() as con:  # as if its process had been killed mid-run
+    with runtime.store.db.transaction() as con:  # as if its process had been killed mid-run
         con.execute("UPDATE runs SET status = 'running', owner_pid = ?, owner_host = ?, heartbeat = ? WHERE id = ?",
                     (dead.pid, socket.gethostname(), time.time(), done.run_id))
     runtime.close()

@@ -131,3 +131,13 @@ def test_the_reviewer_name_is_kept_for_the_session():
     at.text_input(key="reviewer_input").set_value("  Ana Lyst ")
     at.button(key="reviewer_use").click().run()
     assert at.session_state["reviewer"] == "Ana Lyst"
+
+
+def test_the_page_says_where_runs_are_kept(monkeypatch, tmp_path):
+    """Issue 25: the embedded project home, or the team store's URL (its password hidden)."""
+    at = open_page()
+    assert any("SQLite files under" in c.value and "PLANRAG_DATABASE_URL" in c.value for c in at.caption)
+    monkeypatch.setenv("PLANRAG_DATABASE_URL", "postgresql://ana:s3cret@db.example:5432/team")
+    at = open_page()
+    shown = [c.value for c in at.caption if "The team store" in c.value]
+    assert shown and "postgresql://ana:***@db.example:5432/team" in shown[0] and "s3cret" not in shown[0]

@@ -25,6 +25,7 @@ from tests.test_agents_runtime import ACT, FINAL, PLAN, FakeBackend, make_runtim
 ROOT = Path(__file__).resolve().parent.parent
 REPLAN = "Re-plan: Y\nPlan: [Step 1: compare, Step 2: answer]\nCurrent step: Step 1: compare\n" + ACT
 PLANNED = [PLAN, REPLAN, "Re-plan: N\n" + FINAL]
+pytestmark = pytest.mark.usefixtures("store_engine")  # every test on both engines (conftest)
 
 
 @pytest.fixture
@@ -259,7 +260,7 @@ def test_a_run_whose_process_died_is_interrupted_then_resumed_or_closed(home, tm
     store = runtime.store
     for run_id in ("a", "b"):
         store.create(run_id, {"technique": "iterrag"})
-    with store._connect() as con:
+    with store.db.transaction() as con:
         con.execute("UPDATE runs SET owner_pid = ? WHERE id = 'a'", (dead_pid(),))
         con.execute("UPDATE runs SET heartbeat = heartbeat - 3600 WHERE id = 'b'")  # alive pid, stale heartbeat
     assert {r.id: r.status for r in store.list()} == {"a": "interrupted", "b": "interrupted", done.run_id: "finished"}
@@ -349,17 +350,19 @@ def test_a_run_killed_between_a_steps_writes_and_its_checkpoint_goes_on(home, tm
     and stored the run as running with no process driving it. Now the step's writes are applied and the run goes
     on to its re-plan, with the one review."""
     _, first = paused_run(home, tmp_path)
+    saver = ("from langgraph.checkpoint.postgres import PostgresSaver as Saver\n" if os.environ.get(
+        "PLANRAG_DATABASE_URL") else "from langgraph.checkpoint.sqlite import SqliteSaver as Saver\n")
     script = (f"import os, sys; sys.path.insert(0, {str(ROOT)!r})\n"
-              "from langgraph.checkpoint.sqlite import SqliteSaver\n"
+              + saver +
               "from tests.test_agents_runtime import make_runtime\n"
               "from core.model.run_settings import Review\n"
-              "saved, put_writes = [], SqliteSaver.put_writes\n"
+              "saved, put_writes = [], Saver.put_writes\n"
               "def killed_after(self, *a, **kw):\n"
               "    put_writes(self, *a, **kw)\n"
               "    saved.append(1)\n"
               f"    if len(saved) == {writes}:\n"
               "        os._exit(9)\n"
-              "SqliteSaver.put_writes = killed_after\n"
+              "Saver.put_writes = killed_after\n"
               f"make_runtime({str(home)!r}).resume({first.run_id!r}, Review.approve(reviewer='first'), "
               "pause_id='p1')\n")
     killed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
@@ -472,11 +475,12 @@ def test_an_owner_that_lost_its_run_stops_it(home, tmp_path):
     store = RunStore(home / "runs.sqlite")
     store.create("x", {"technique": "iterrag"})
     assert store.beat("x") is False
-    with store._connect() as con:
+    with store.db.transaction() as con:
         con.execute("UPDATE runs SET status = 'interrupted' WHERE id = 'x'")
     assert store.beat("x") is True
 
 
+@pytest.mark.parametrize("store_engine", ["sqlite"], indirect=True)  # a SQLite file of an older version
 def test_an_older_run_store_gets_the_run_control_columns(tmp_path):
     import sqlite3
 
@@ -587,8 +591,8 @@ def test_core_stop_ends_a_run_another_process_drives_while_its_model_is_silent(t
               "print(rt.start(settings('m', 'iterrag'), run_id='far').status)\n")
     driver = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     store = RunStore(home / "runs.sqlite")
-    while not any(e.kind == "observation" for e in (store.get("far").events if store.path.exists()
-                                                       and store.list(limit=None) else [])):
+    while not any(e.kind == "observation" for e in (store.get("far").events if store.list(limit=None)
+                                                   else [])):
         assert driver.poll() is None
         time.sleep(0.05)
     stop = core(home, "stop", "far")

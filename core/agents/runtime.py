@@ -22,7 +22,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command
 
 from core.agents import guards, prompts, reaper, reaper_examples
@@ -33,7 +32,7 @@ from core.agents.graph import AgentContext, build_graph, initial_state
 from core.model.technique import technique
 from core.agents.workspace import Workspace, open_catalog_workspace
 from core.store.plans import PlanStore
-from core.store.sqlite import open_sqlite
+from core.store.checkpoints import open_checkpointer
 from core.analysis.grading import grade, place
 from core.auth import endpoints
 from core.llm.client import REPLAY_PREFIX, ChatLLM, LLMSettings, bound_key, open_llm, replay_path
@@ -75,7 +74,7 @@ def new_run_id() -> str:
 
 
 class AgentRuntime:
-    """Runs agents with a SQLite checkpointer, a run store and the learned plans (``plans``), all under ``home``
+    """Runs agents with a checkpointer (SQLite, or the team store's PostgreSQL), a run store and the learned plans (``plans``), all under ``home``
     (default DATA_HOME). Each technique runs on its engine's graph (the loop, or REAPER's).
     ``workspace`` opens a run's question and database (default: from the question catalog); ``llm_settings``
     holds the API key and the defaults (default: from the environment); ``llm_opener`` opens the model, with
@@ -86,10 +85,7 @@ class AgentRuntime:
                  llm_settings: LLMSettings | None = None, llm_opener: Callable[..., ChatLLM] | None = None):
         home = project_home.check(home or project_home.data_home())  # HomeError when it cannot be used
         self.store = store or RunStore(home / "runs.sqlite")
-        # a damaged checkpoint file is set aside (its paused runs cannot be resumed) and a new one started
-        self._conn = open_sqlite(home / "checkpoints.sqlite", "checkpoint store", check_same_thread=False)
-        self._conn.execute("PRAGMA synchronous = NORMAL")  # in WAL mode (SqliteSaver's): no fsync per step
-        saver = SqliteSaver(self._conn)
+        saver, self._close_checkpoints = open_checkpointer(home / "checkpoints.sqlite")
         self._graphs = {"loop": build_graph().compile(checkpointer=saver),
                         "reaper": reaper.build_graph().compile(checkpointer=saver)}
         self.plans = PlanStore(home / "plans")  # AutoPlan's learned plans, the runs' initial plans
@@ -106,7 +102,7 @@ class AgentRuntime:
         self.on_attempt: Callable[[dict], None] | None = None  # and each LLM attempt as it starts
 
     def close(self) -> None:
-        self._conn.close()
+        self._close_checkpoints()
 
     def stop(self, run_id: str, starting: bool = False, by: str = "") -> str:
         """Stop a run: at once when this runtime drives it, else through the run store (its owner stops it within

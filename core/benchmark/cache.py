@@ -1,4 +1,4 @@
-"""The LLM reply cache: replies kept on disk (SQLite), keyed by the model, its parameters (temperature, stop
+"""The LLM reply cache: replies kept on disk (SQLite) or in the team store, keyed by the model, its parameters (temperature, stop
 sequences, max reply tokens, base URL; top-p and seed when set; the sample number of a benchmark epoch after
 the first) and the full prompt (every message), so an identical rerun costs
 nothing and repeats itself exactly.
@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, replace
@@ -23,7 +22,7 @@ from langchain_core.messages import BaseMessage
 from sims.files import read_bytes
 
 from core.benchmark.budget import Budget
-from core.store.sqlite import open_sqlite
+from core.store.database import Database, is_url, location, upsert
 from core.llm.client import REPLAY_PREFIX, ChatLLM, Completion, LLMSettings, open_llm, replay_path
 
 
@@ -34,27 +33,26 @@ def _set_up(con: sqlite3.Connection) -> None:
 
 
 class ReplyCache:
-    """Replies by key, in one SQLite file; safe to share between threads and processes."""
+    """Replies by key, in one SQLite file or the team store; safe to share between threads and processes."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
-        self._con = open_sqlite(self.path, "LLM reply cache", _set_up, timeout=30, check_same_thread=False,
-                                isolation_level=None)
+        target = location(self.path)
+        if not is_url(target):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = Database(target, "LLM reply cache", _set_up)
 
     def get(self, key: str) -> Completion | None:
-        with self._lock:
-            row = self._con.execute("SELECT data FROM replies WHERE key = ?", (key,)).fetchone()
-        return Completion(**json.loads(row[0])) if row else None
+        rows = self.db.rows("SELECT data FROM replies WHERE key = ?", (key,))
+        return Completion(**json.loads(rows[0][0])) if rows else None
 
     def put(self, key: str, model: str, completion: Completion) -> None:
-        with self._lock:
-            self._con.execute("INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?)",
-                              (key, model, time.time(), json.dumps(asdict(completion))))
+        with self.db.transaction() as con:
+            con.execute(upsert("replies", ("key", "model", "created", "data"), ("key",)),
+                        (key, model, time.time(), json.dumps(asdict(completion))))
 
     def close(self) -> None:
-        self._con.close()
+        self.db.close()
 
 
 def model_identity(spec: str) -> str:

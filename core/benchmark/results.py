@@ -1,16 +1,17 @@
 """The result store of a benchmark: one row per finished item (question, database, technique, model), written
-as the item finishes, in ``results.sqlite`` under the benchmark's directory; and the parameters the results
+as the item finishes, in ``results.sqlite`` under the benchmark's directory (or in the team store, by the
+directory's name); and the parameters the results
 were made with, so a rerun with other parameters does not mix with them."""
 from __future__ import annotations
 
 import json
 import re
 import sqlite3
-import threading
 import time
 from pathlib import Path
 
 from core.benchmark.items import BenchError, Item
+from core.store.database import Database, is_url, location, upsert
 from core.store.sqlite import open_sqlite
 from core.scenarios.dqa.source import DQA_SET
 from core.config.secrets import scrub
@@ -36,30 +37,58 @@ def _set_up(con: sqlite3.Connection) -> None:
     con.executescript(_SCHEMA)
 
 
+class _Scope:
+    """One benchmark's rows: a SQLite file of its own (tables ``results``, ``meta``, ``not_run``), or in the team
+    store the rows of ``bench_results``, ``bench_meta``, ``bench_not_run`` whose ``benchmark`` is its folder's name."""
+
+    def __init__(self, db: Database, directory: Path):
+        self.db, self.name = db, directory.name
+
+    def table(self, name: str) -> str:
+        return f"bench_{name}" if self.db.team else name
+
+    def where(self, condition: str = "1 = 1") -> str:
+        """A WHERE clause for this benchmark's rows (its parameters: ``params``)."""
+        return f" WHERE benchmark = ? AND {condition}" if self.db.team else f" WHERE {condition}"
+
+    @property
+    def params(self) -> tuple:
+        return (self.name,) if self.db.team else ()
+
+    def upsert(self, name: str, columns: tuple[str, ...], key: tuple[str, ...], replace: bool = True) -> str:
+        if self.db.team:
+            columns, key = ("benchmark", *columns), ("benchmark", *key)
+        return upsert(self.table(name), columns, key, replace)
+
+
+_RESULT_COLUMNS = ("key", "scenario", "question", "db", "technique", "model", "status", "correct", "finished", "data")
+_NOT_RUN_COLUMNS = ("key", "scenario", "question", "db", "technique", "model", "error_kind", "error", "attempts", "at")
+
+
 class ResultStore:
-    """Results by item key. Writes go through one connection (thread-safe); each is committed at once, so a
-    killed process keeps every finished item."""
+    """Results by item key, in the benchmark's ``results.sqlite`` or the team store. Each write is committed at
+    once, so a killed process keeps every finished item; safe to share between threads."""
 
     def __init__(self, directory: str | Path):
         self.directory = Path(directory)
-        self.directory.mkdir(parents=True, exist_ok=True)
         self.path = self.directory / FILE
-        self._lock = threading.Lock()
-        self._con = open_sqlite(self.path, "benchmark result store", _set_up, timeout=30, check_same_thread=False,
-                                isolation_level=None)
+        target = location(self.path)
+        if not is_url(target):
+            self.directory.mkdir(parents=True, exist_ok=True)
+        self._scope = _Scope(Database(target, "benchmark result store", _set_up), self.directory)
 
     def close(self) -> None:
-        self._con.close()
+        self._scope.db.close()
 
     def check_params(self, params: dict) -> None:
         """Record the run parameters (temperature, limits, ...) on first use; BenchError if the stored results
         were made with others."""
         text = json.dumps(params, sort_keys=True)
-        with self._lock:
-            row = self._con.execute("SELECT value FROM meta WHERE name = 'params'").fetchone()
-            if row is None:
-                self._con.execute("INSERT INTO meta VALUES ('params', ?)", (text,))
-                return
+        sc = self._scope
+        with sc.db.transaction() as con:
+            con.execute(sc.upsert("meta", ("name", "value"), ("name",), replace=False), (*sc.params, "params", text))
+            row = con.execute(f"SELECT value FROM {sc.table('meta')}" + sc.where("name = 'params'"),
+                              sc.params).fetchone()
         stored = json.loads(row[0])
         if stored != json.loads(text):
             changed = ", ".join(f"{k} {stored.get(k)!r} -> {params.get(k)!r}" for k in sorted(set(stored) | set(params))
@@ -72,41 +101,57 @@ class ResultStore:
         item = Item(result["scenario"], result["question"], result["db"], result["technique"], result["model"],
                     result.get("source", "dqa"), result.get("epoch", 1))
         correct = None if result.get("correct") is None else int(result["correct"])
-        with self._lock:
-            self._con.execute("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                              (item.key, item.scenario, item.question, item.db, item.technique, item.model,
-                               result["status"], correct, result["finished"], scrub(json.dumps(result, default=str))))
-            self._con.execute("DELETE FROM not_run WHERE key = ?", (item.key,))
+        sc = self._scope
+        with sc.db.transaction() as con:
+            con.execute(sc.upsert("results", _RESULT_COLUMNS, ("key",)),
+                        (*sc.params, item.key, item.scenario, item.question, item.db, item.technique, item.model,
+                         result["status"], correct, result["finished"], scrub(json.dumps(result, default=str))))
+            con.execute(f"DELETE FROM {sc.table('not_run')}" + sc.where("key = ?"), (*sc.params, item.key))
 
     def put_not_run(self, item: Item, error_kind: str, error: str, attempts: list[dict] | None = None) -> None:
         """Keep an item that could not run (a network, auth, rate-limit or server failure past its retries...):
         what happened (``error_kind``, the scrubbed ``error``) and the LLM call's attempts, so reports can list
         it. A rerun tries it again; its result then replaces this."""
-        with self._lock:
-            self._con.execute("INSERT OR REPLACE INTO not_run VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                              (item.key, item.scenario, item.question, item.db, item.technique, item.model,
-                               error_kind, scrub(error), scrub(json.dumps(attempts or [], default=str)), time.time()))
+        sc = self._scope
+        with sc.db.transaction() as con:
+            con.execute(sc.upsert("not_run", _NOT_RUN_COLUMNS, ("key",)),
+                        (*sc.params, item.key, item.scenario, item.question, item.db, item.technique, item.model,
+                         error_kind, scrub(error), scrub(json.dumps(attempts or [], default=str)), time.time()))
 
     def done(self) -> set[str]:
         """The keys of the stored items."""
-        with self._lock:
-            return {k for (k,) in self._con.execute("SELECT key FROM results")}
+        sc = self._scope
+        return {k for (k,) in sc.db.rows(f"SELECT key FROM {sc.table('results')}" + sc.where(), sc.params)}
+
+
+def _rows(directory: str | Path, table: str, columns: str, condition: str = "1 = 1", order: str = "") -> list[tuple]:
+    """Rows of a benchmark directory's ``table`` (results, meta or not_run) matching ``condition`` (in which
+    ``{results}`` names the results table and ``{scope}`` the benchmark's rows); [] when it has no such store or
+    table (yet). The SQLite file is read as it is (another process may be writing it)."""
+    directory = Path(directory)
+    target = location(directory / FILE)
+    if is_url(target):
+        sc = _Scope(Database(target, "benchmark result store"), directory)
+        cond = condition.format(results=sc.table("results"), scope="benchmark = ?")
+        return sc.db.rows(f"SELECT {columns} FROM {sc.table(table)}" + sc.where(cond) + order,
+                          sc.params * (1 + condition.count("{scope}")))
+    path = directory / FILE
+    if not path.exists():
+        return []
+    con = open_sqlite(path, "benchmark result store", reader=True, timeout=30)
+    try:
+        if not con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone():
+            return []  # a store another process is creating right now
+        cond = condition.format(results="results", scope="1 = 1")
+        return con.execute(f"SELECT {columns} FROM {table} WHERE {cond}{order}").fetchall()
+    finally:
+        con.close()
 
 
 def read_results(directory: str | Path, keys: set[str] | None = None) -> list[dict]:
     """The stored results of a benchmark directory (all, or those of ``keys``), in scenario, question, database,
     technique order; [] when it has none."""
-    path = Path(directory) / FILE
-    if not path.exists():
-        return []
-    con = open_sqlite(path, "benchmark result store", reader=True, timeout=30)
-    try:
-        if not con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'results'").fetchone():
-            return []  # a store another process is creating right now
-        rows = con.execute("SELECT key, data FROM results ORDER BY scenario, question, db, technique, model, key"
-                           ).fetchall()
-    finally:
-        con.close()
+    rows = _rows(directory, "results", "key, data", order=" ORDER BY scenario, question, db, technique, model, key")
     return [json.loads(data) for key, data in rows if keys is None or key in keys]
 
 
@@ -114,17 +159,9 @@ def read_not_run(directory: str | Path, keys: set[str] | None = None) -> list[di
     """The items of a benchmark directory that could not run and have no result yet (all, or those of ``keys``),
     each with ``source``, ``epoch`` and NOT_RUN_FIELDS (``attempts`` a list of the failed LLM call's attempts); [] when there
     are none."""
-    path = Path(directory) / FILE
-    if not path.exists():
-        return []
-    con = open_sqlite(path, "benchmark result store", reader=True, timeout=30)
-    try:
-        if not con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'not_run'").fetchone():
-            return []
-        rows = con.execute("SELECT key, " + ", ".join(NOT_RUN_FIELDS) + " FROM not_run WHERE key NOT IN "
-                           "(SELECT key FROM results) ORDER BY scenario, question, db, technique, model").fetchall()
-    finally:
-        con.close()
+    rows = _rows(directory, "not_run", "key, " + ", ".join(NOT_RUN_FIELDS),
+                 "key NOT IN (SELECT key FROM {results} WHERE {scope})",
+                 " ORDER BY scenario, question, db, technique, model")
     found = [{"source": row[0].split(":", 1)[0] if ":" in row[0] else "dqa", **dict(zip(NOT_RUN_FIELDS, row[1:])),
               "epoch": int(epoch[1]) if (epoch := _EPOCH.search(row[0])) else 1}
              for row in rows if keys is None or row[0] in keys]
@@ -146,17 +183,8 @@ def read_errors(directory: str | Path, keys: set[str] | None = None) -> list[dic
 
 def _params(directory: str | Path) -> dict:
     """The run parameters a benchmark directory's results were made with ({} when none are stored)."""
-    path = Path(directory) / FILE
-    if not path.exists():
-        return {}
-    con = open_sqlite(path, "benchmark result store", reader=True, timeout=30)
-    try:
-        if not con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone():
-            return {}
-        row = con.execute("SELECT value FROM meta WHERE name = 'params'").fetchone()
-    finally:
-        con.close()
-    return json.loads(row[0]) if row else {}
+    rows = _rows(directory, "meta", "value", "name = 'params'")
+    return json.loads(rows[0][0]) if rows else {}
 
 
 def read_all(directory: str | Path, keys: set[str] | None = None, home: str | Path | None = None) -> list[dict]:

@@ -7,6 +7,7 @@ import sys
 
 import core.cli.autoplan as autoplan_command
 import core.cli.bench as bench_command
+import core.cli.db as db_commands
 import core.cli.grade as grade_command
 import core.cli.override as override_command
 import core.cli.scenario as scenario_command
@@ -18,6 +19,7 @@ from core.cli.args import error_line
 from core.config.home import HomeError, notices
 from core.config.secrets import scrub
 from core.scenarios.dqa.source import DQAError
+from core.store import database
 from core.store.runs import store_notices
 from sims.files import FileRefused
 from sims.sqldump import DumpError
@@ -28,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     data_commands.add_parsers(sub)
     run_commands.add_parsers(sub)
+    db_commands.add_parsers(sub)
 
     p = sub.add_parser("bench", help="run DQA (or part of it) with techniques and a model; print the accuracy",
                        description=bench_command.DESCRIPTION)
@@ -63,6 +66,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     seen, stores_seen = len(notices()), len(store_notices())
     try:
+        if args.command != "db":  # a team store whose schema is behind: say so before anything runs
+            database.check()
         return args.func(args)
     except (QueryError, DQAError, DumpError, HomeError, FileRefused) as e:
         print(scrub(error_line(e)), file=sys.stderr)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
+
 from core.config import secrets
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -41,8 +43,6 @@ class DatabaseSettings:
     neo4j_password: str = field(default_factory=lambda: os.environ.get("NEO4J_PASSWORD", ""), repr=False)
 
     def __post_init__(self):
-        from urllib.parse import urlsplit
-
         secrets.register(self.neo4j_password)  # kept out of everything stored or printed (core.config.secrets)
         try:
             secrets.register(urlsplit(self.mysql_url).password)
@@ -121,3 +121,18 @@ class LLMSettings:
                                                                                             retries, int),
                        max_reply_tokens=check_llm_number("--max-reply-tokens", reply_tokens, int)
                        or self.max_reply_tokens)
+
+
+DATABASE_URL_ENV = "PLANRAG_DATABASE_URL"
+
+
+def database_url() -> str | None:
+    """The team store (``PLANRAG_DATABASE_URL``, a ``postgresql://`` URL; docs/deploy.md), None for the embedded
+    default (SQLite files under the project home). Its password is kept out of everything stored or printed."""
+    value = os.environ.get(DATABASE_URL_ENV, "").strip() or None
+    if value:
+        try:
+            secrets.register(urlsplit(value).password)
+        except ValueError:  # a malformed URL: opening it reports the error
+            pass
+    return value

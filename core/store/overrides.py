@@ -1,50 +1,52 @@
 """Grade overrides: an analyst's reading of a run's answer that replaces the automatic grade, stored with who
-made it and when (``overrides.sqlite`` under DATA_HOME), keyed by run id so the Run, History and Benchmark views
+made it and when (``overrides.sqlite`` under DATA_HOME, or the team store), keyed by run id so the Run, History and Benchmark views
 and the reports all see it. The automatic grade stays in the run's outcome; an override is shown as such."""
 from __future__ import annotations
 
 import json
 import sqlite3
-import threading
 from pathlib import Path
 
 from core.config import settings as core_settings
 from core.model.grade import Override
-from core.store.sqlite import open_sqlite
+from core.store.database import Database, is_url, location, upsert
 
 FILE = "overrides.sqlite"
 _SCHEMA = ("CREATE TABLE IF NOT EXISTS overrides (run_id TEXT PRIMARY KEY, decision TEXT, correct INTEGER, "
            "by TEXT, at REAL, note TEXT, placement TEXT)")
 
 
+def _set_up(con: sqlite3.Connection) -> None:
+    con.execute(_SCHEMA)
+    if "placement" not in {row[1] for row in con.execute("PRAGMA table_info(overrides)")}:  # an older file
+        con.execute("ALTER TABLE overrides ADD COLUMN placement TEXT")
+    con.commit()
+
+
 class OverrideStore:
-    """Overrides by run id, in ``home`` (default DATA_HOME)."""
+    """Overrides by run id, in ``home`` (default DATA_HOME), or in the team store (core.store.database)."""
+
+    _COLUMNS = ("run_id", "decision", "correct", "by", "at", "note", "placement")
 
     def __init__(self, home: str | Path | None = None):
         home = Path(home or core_settings.DATA_HOME)
-        home.mkdir(parents=True, exist_ok=True)
         self.path = home / FILE
-        self._lock = threading.Lock()
-        with self._connect() as con:
-            con.execute(_SCHEMA)
-            if "placement" not in {row[1] for row in con.execute("PRAGMA table_info(overrides)")}:  # an older file
-                con.execute("ALTER TABLE overrides ADD COLUMN placement TEXT")
-
-    def _connect(self) -> sqlite3.Connection:
-        return open_sqlite(self.path, "grade override store", timeout=30)
+        target = location(self.path)
+        if not is_url(target):
+            home.mkdir(parents=True, exist_ok=True)
+        self.db = Database(target, "grade override store", _set_up)
 
     def put(self, run_id: str, override: Override) -> None:
         """Store (or replace) the override of a run."""
-        with self._lock, self._connect() as con:
-            con.execute("INSERT OR REPLACE INTO overrides (run_id, decision, correct, by, at, note, placement) "
-                        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        with self.db.transaction() as con:
+            con.execute(upsert("overrides", self._COLUMNS, ("run_id",)),
                         (run_id, json.dumps(override.decision), None if override.correct is None else
                          int(override.correct), override.by, override.at, override.note,
                          None if override.placement is None else json.dumps(override.placement)))
 
     def clear(self, run_id: str) -> bool:
         """Remove a run's override; whether there was one."""
-        with self._lock, self._connect() as con:
+        with self.db.transaction() as con:
             return con.execute("DELETE FROM overrides WHERE run_id = ?", (run_id,)).rowcount > 0
 
     def get(self, run_id: str) -> Override | None:
@@ -53,8 +55,7 @@ class OverrideStore:
 
     def all(self, run_ids: list[str] | None = None) -> dict[str, Override]:
         """Every override (or those of ``run_ids``), by run id."""
-        with self._connect() as con:
-            rows = con.execute("SELECT run_id, decision, correct, by, at, note, placement FROM overrides").fetchall()
+        rows = self.db.rows("SELECT run_id, decision, correct, by, at, note, placement FROM overrides")
         wanted = None if run_ids is None else set(run_ids)
         return {r: Override(json.loads(d), None if c is None else bool(c), by, at, note or "",
                             None if p is None else json.loads(p))

@@ -1,5 +1,5 @@
 """Learned plans: AutoPlan's task-level plans of a scenario, versioned as JSON files
-(``DATA_HOME/plans/<scenario>/v<N>.json``), each with the reflections that produced it, its training questions
+(``DATA_HOME/plans/<scenario>/v<N>.json``; in the team store, rows of ``learned_plans``), each with the reflections that produced it, its training questions
 and the accuracy of every training iteration up to it; and a run's start from one, never on a training question.
 """
 from __future__ import annotations
@@ -18,6 +18,7 @@ from core.model.run_settings import RunSettings
 from core.model.technique import technique
 from core.model.numbers import spans
 from core.config import settings as core_settings
+from core.store.database import Database, is_url, location, upsert
 
 
 #: What a scenario's name may be (a folder name under the store's root: no path).
@@ -68,7 +69,8 @@ class PlanStore:
 
     def __init__(self, root: str | Path | None = None):
         self.root = Path(root) if root else core_settings.DATA_HOME / "plans"
-
+        target = location(self.root)
+        self.db = Database(target, "learned plan store") if is_url(target) else None  # the team store
     def _folder(self, scenario: str) -> Path:
         """The scenario's folder; ValueError for a name that is no scenario's (a path, an empty name). Callers
         check that the scenario exists (core.scenarios.get)."""
@@ -79,6 +81,9 @@ class PlanStore:
     def versions(self, scenario: str) -> list[int]:
         """The saved versions of the scenario's plan, oldest first."""
         folder = self._folder(scenario)
+        if self.db:
+            return [v for (v,) in self.db.rows("SELECT version FROM learned_plans WHERE scenario = ? ORDER BY version",
+                                                (scenario,))]
         names = (p.stem[1:] for p in folder.glob("v*.json")) if folder.is_dir() else ()
         return sorted(int(n) for n in names if n.isdigit())
 
@@ -97,6 +102,10 @@ class PlanStore:
         """A saved version's file; ValueError when it cannot be read."""
         path = self._folder(scenario) / f"v{version}.json"
         try:
+            if self.db:
+                path = f"{scenario} v{version} in the team store"
+                return LearnedPlan.from_dict(json.loads(self.db.rows(
+                    "SELECT data FROM learned_plans WHERE scenario = ? AND version = ?", (scenario, version))[0][0]))
             return LearnedPlan.from_dict(json.loads(path.read_text(encoding="utf-8")))
         except (json.JSONDecodeError, TypeError) as e:
             raise ValueError(f"learned plan file {path} cannot be read ({e})") from None
@@ -108,6 +117,8 @@ class PlanStore:
     def save(self, plan: LearnedPlan) -> LearnedPlan:
         """Save ``plan`` as the scenario's next version (never overwriting one) and return it with its number."""
         folder = self._folder(plan.scenario)
+        if self.db:
+            return self._insert(plan)
         folder.mkdir(parents=True, exist_ok=True)
         draft = folder / f".draft-{uuid.uuid4().hex}.json"
         try:
@@ -121,6 +132,18 @@ class PlanStore:
                     continue
         finally:
             draft.unlink(missing_ok=True)
+
+    def _insert(self, plan: LearnedPlan) -> LearnedPlan:
+        """``save`` in the team store: the next number, taken by the insert that gets it first."""
+        while True:
+            plan = dataclasses.replace(plan, version=max(self.versions(plan.scenario), default=0) + 1)
+            with self.db.transaction() as con:
+                taken = con.execute(upsert("learned_plans", ("scenario", "version", "created", "data"),
+                                           ("scenario", "version"), replace=False),
+                                    (plan.scenario, plan.version, plan.created,
+                                     json.dumps(plan.to_dict(), default=str))).rowcount
+            if taken:
+                return plan
 
     def resolve(self, settings: RunSettings) -> RunSettings:
         """The settings with the learned plan they ask for as their initial plan (``plan_version``, or the latest

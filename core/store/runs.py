@@ -1,5 +1,6 @@
 """The run store: every run's settings, events and outcome, in one SQLite file (default
-``DATA_HOME/runs.sqlite``), for the History page, the benchmark and exports.
+``DATA_HOME/runs.sqlite``) or in the team store (PostgreSQL, core.store.database), for the History page, the
+benchmark and exports.
 
 Events are appended as the agent emits them, so a run that stopped half-way keeps its trace. The store never
 holds an API key: RunSettings has none. Safe to use from several threads and processes (one connection per
@@ -30,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.config import home
-from core.store.sqlite import open_sqlite
+from core.store.database import Database, is_url, location, upsert
 from core.config.files import write_atomic
 from core.config.secrets import scrub
 from core.model.events import AnyEvent, Event, event_from_dict
@@ -137,12 +138,18 @@ def store_notices(since: int = 0) -> list[str]:
 
 
 class RunStore:
+    """The runs of the project home's ``runs.sqlite`` (``path``), or of the team store when
+    ``PLANRAG_DATABASE_URL`` is set or ``path`` is a ``postgresql://`` URL (core.store.database)."""
+
     def __init__(self, path: str | Path | None = None):
-        self.path = Path(path) if path else home.data_home() / "runs.sqlite"
-        self._local = threading.local()
-        con = self._local.con = open_sqlite(self.path, "run store", self._set_up, timeout=30)
-        self.id = con.execute("SELECT value FROM store_meta WHERE key = 'id'").fetchone()[0]
-        self.notice = self._check_marker(con)
+        target = location(path or home.data_home() / "runs.sqlite")
+        self.db = Database(target, "run store", self._set_up)
+        self.path = self.db.path or Path(path if path and not is_url(path) else home.data_home() / "runs.sqlite")
+        with self.db.transaction() as con:
+            if self.db.team:
+                con.execute(upsert("store_meta", ("key", "value"), ("key",), replace=False), ("id", uuid.uuid4().hex))
+            self.id = con.execute("SELECT value FROM store_meta WHERE key = 'id'").fetchone()[0]
+        self.notice = None if self.db.team else self._check_marker()  # the team store is no file to lose
         if self.notice:
             with _noticed_lock:
                 _noticed.append(self.notice)
@@ -153,24 +160,24 @@ class RunStore:
         con.executescript(_SCHEMA)
         self._add_columns(con)
         with con:
-            con.execute("INSERT OR IGNORE INTO store_meta VALUES ('id', ?)", (uuid.uuid4().hex,))
+            con.execute(upsert("store_meta", ("key", "value"), ("key",), replace=False), ("id", uuid.uuid4().hex))
         con.execute("SELECT COUNT(*) FROM runs").fetchone()
 
     @property
     def marker_path(self) -> Path:
         return self.path.with_name(self.path.name + ".marker")
 
-    def _check_marker(self, con: sqlite3.Connection) -> str | None:
+    def _check_marker(self) -> str | None:
         """What disagrees between the store and its marker (None when nothing does); writes the marker of a store
         that has none."""
         try:
             marker = json.loads(self.marker_path.read_text(encoding="utf-8"))
         except FileNotFoundError:
-            self._write_marker(con)
+            self._write_marker()
             return None
         except (OSError, ValueError):
             marker = {}
-        held = con.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+        held = self.db.rows("SELECT COUNT(*) FROM runs")[0][0]
         before = int(marker.get("runs") or 0)
         if marker.get("id") == self.id and held >= before:
             return None
@@ -183,20 +190,23 @@ class RunStore:
                 + (f"; damaged stores kept aside: {', '.join(kept)}" if kept else "")
                 + ". Restore it from a backup, or acknowledge to go on with it.")
 
-    def _write_marker(self, con: sqlite3.Connection) -> None:
-        """Record the store's id and run count beside it (within a write transaction, so writers take turns)."""
-        held = con.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+    def _write_marker(self, con=None) -> None:
+        """Record the store's id and run count beside it (within a write transaction, so writers take turns);
+        nothing for the team store."""
+        if self.db.team:
+            return
+        held = (con.execute("SELECT COUNT(*) FROM runs").fetchone() if con else
+                self.db.rows("SELECT COUNT(*) FROM runs")[0])[0]
         write_atomic(self.marker_path, json.dumps({"id": self.id, "runs": held}))
 
     def acknowledge(self) -> None:
         """Accept the store as it is now (after ``notice``): the marker records it."""
-        con = self._connect()
-        self._write_marker(con)
+        self._write_marker()
         self.notice = None
 
     @staticmethod
     def _add_columns(con: sqlite3.Connection) -> None:
-        """Add the run-control columns to a store made by an older version (once, whoever comes first)."""
+        """Add the run-control columns to a store file made by an older version (once, whoever comes first)."""
         for name, kind in _CONTROL_COLUMNS.items():
             if name not in {row[1] for row in con.execute("PRAGMA table_info(runs)")}:
                 try:
@@ -206,21 +216,12 @@ class RunStore:
                     if "duplicate column" not in str(e):
                         raise
 
-    def _connect(self) -> sqlite3.Connection:
-        """This thread's connection, opened on first use and kept (reopening per operation costs a WAL
-        checkpoint each time). ``with`` on it commits, or rolls back on error."""
-        con = getattr(self._local, "con", None)
-        if con is None:
-            con = self._local.con = open_sqlite(self.path, "run store", timeout=30)
-            con.execute("PRAGMA synchronous = NORMAL")  # durable across a process crash in WAL mode
-        return con
-
     def create(self, run_id: str, settings: dict, parent_id: str | None = None,
                branch_step: int | None = None) -> None:
         """Record a new run (status ``running``, owned by this process) with its settings; a branch names its
         parent and the step it branched at."""
         now = time.time()
-        with self._connect() as con:
+        with self.db.transaction() as con:
             con.execute("INSERT INTO runs (id, created, updated, status, scenario, question, db, technique, llm, "
                         "hitl, settings, owner_pid, owner_host, heartbeat, parent_id, branch_step) "
                         "VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -251,7 +252,7 @@ class RunStore:
         review; raises PauseTaken (with the run's current state) when that pause is no longer current, KeyError
         for an unknown run."""
         now = time.time()
-        with self._connect() as con:
+        with self.db.transaction() as con:
             taken = con.execute("UPDATE runs SET status = 'running', updated = ?, owner_pid = ?, owner_host = ?, "
                                 "heartbeat = ?, stop_requested = 0 WHERE id = ? AND status = 'paused' AND "
                                 "pause_id = ?", (now, os.getpid(), socket.gethostname(), now, run_id,
@@ -283,7 +284,7 @@ class RunStore:
 
     def reviews(self, run_id: str) -> list[dict]:
         """The run's reviews (and stops, action ``stop``) in the order they were made."""
-        with self._connect() as con:
+        with self.db.transaction() as con:
             rows = con.execute("SELECT pause_id, kind, action, reviewer, at, review FROM reviews WHERE run_id = ? "
                                "ORDER BY at", (run_id,)).fetchall()
         return [{"pause_id": r[0], "kind": r[1], "action": r[2], "reviewer": r[3], "at": r[4],
@@ -292,7 +293,7 @@ class RunStore:
     def set_pause(self, run_id: str, pause: dict, interrupt_id: str) -> dict:
         """Record that the run waits at a pause; the pause gets its id (``p1``, ``p2``, ...), kept when the same
         interrupt is recorded again (a run resumed after it was interrupted). Returns the pause with its id."""
-        with self._connect() as con:
+        with self.db.transaction() as con:
             row = con.execute("SELECT pause, pauses FROM runs WHERE id = ?", (run_id,)).fetchone()
             last, count = _load(row[0]) or {}, row[1] or 0
             if last.get("interrupt") == interrupt_id and last.get("id"):
@@ -309,7 +310,7 @@ class RunStore:
     def release_pause(self, run_id: str, pause_id: str) -> None:
         """Give back a pause this process claimed but could not go on from (its model or database would not
         open): the run waits at it again, and its review is forgotten."""
-        with self._connect() as con:
+        with self.db.transaction() as con:
             if con.execute("UPDATE runs SET status = 'paused', updated = ?, owner_pid = NULL, heartbeat = NULL "
                            "WHERE id = ? AND status = 'running' AND pause_id = ? AND owner_pid = ?",
                            (time.time(), run_id, pause_id, os.getpid())).rowcount:
@@ -321,10 +322,10 @@ class RunStore:
         self.detect_orphans(run_id)
         now = time.time()
         marks = ", ".join("?" * len(statuses))
-        with self._connect() as con:
+        with self.db.transaction() as con:
             row = con.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
             if row is None:
-                raise KeyError(f"no run {run_id!r} in {self.path}")
+                raise KeyError(f"no run {run_id!r} in {self.db.label}")
             if con.execute(f"UPDATE runs SET status = 'running', updated = ?, owner_pid = ?, owner_host = ?, "
                            f"heartbeat = ?, stop_requested = 0 WHERE id = ? AND status IN ({marks}) AND status = ?",
                            (now, os.getpid(), socket.gethostname(), now, run_id, *statuses, row[0])).rowcount:
@@ -336,7 +337,7 @@ class RunStore:
     def beat(self, run_id: str) -> bool:
         """The owner's heartbeat; returns whether the run must stop: a stop was asked for, or the run is no longer
         this process's (it was marked interrupted while this process hung, and maybe taken by another)."""
-        with self._connect() as con:
+        with self.db.transaction() as con:
             owned = con.execute("UPDATE runs SET heartbeat = ? WHERE id = ? AND status = 'running' AND "
                                 "owner_pid = ? AND owner_host = ?",
                                 (time.time(), run_id, os.getpid(), socket.gethostname())).rowcount
@@ -344,7 +345,7 @@ class RunStore:
         return not owned or bool(row and row[0])
 
     def stop_requested(self, run_id: str) -> bool:
-        with self._connect() as con:
+        with self.db.transaction() as con:
             row = con.execute("SELECT stop_requested FROM runs WHERE id = ?", (run_id,)).fetchone()
         return bool(row and row[0])
 
@@ -354,7 +355,7 @@ class RunStore:
         after the request; KeyError for an unknown run."""
         self.detect_orphans(run_id)
         now = time.time()
-        with self._connect() as con:
+        with self.db.transaction() as con:
             if by:
                 con.execute("INSERT INTO reviews (run_id, pause_id, kind, action, reviewer, at, review) "
                             "SELECT id, NULL, 'run', 'stop', ?, ?, '{}' FROM runs WHERE id = ? AND status IN "
@@ -369,38 +370,38 @@ class RunStore:
         """Mark ``interrupted`` the running runs (all, or ``run_id``) whose owner process is gone or whose heartbeat
         is stale; returns their ids."""
         sql = "SELECT id, owner_pid, owner_host, heartbeat, updated FROM runs WHERE status = 'running'"
-        with self._connect() as con:
+        with self.db.transaction() as con:
             rows = con.execute(sql + (" AND id = ?" if run_id else ""), (run_id,) if run_id else ()).fetchall()
         now, found = time.time(), []
         for rid, pid, host, heartbeat, updated in rows:
             beat = heartbeat if heartbeat is not None else updated
             if _alive(pid, host) and now - beat < STALE_S:
                 continue
-            with self._connect() as con:  # conditional: an owner that just beat (or a resume that took it) wins
+            with self.db.transaction() as con:  # conditional: an owner that just beat (or a resume that took it) wins
                 if con.execute("UPDATE runs SET status = 'interrupted', updated = ? WHERE id = ? AND "
-                               "status = 'running' AND owner_pid IS ? AND heartbeat IS ?",
+                               "status = 'running' AND owner_pid IS NOT DISTINCT FROM ? AND heartbeat IS NOT DISTINCT FROM ?",
                                (now, rid, pid, heartbeat)).rowcount:
                     found.append(rid)
         return found
 
     def branches(self, run_id: str) -> list[RunRecord]:
         """The runs branched from ``run_id`` (not their branches), oldest first."""
-        with self._connect() as con:
+        with self.db.transaction() as con:
             ids = [r[0] for r in con.execute("SELECT id FROM runs WHERE parent_id = ? ORDER BY created", (run_id,))]
         return [self.get(i, events=False) for i in ids]
 
     def add_event(self, run_id: str, event: Event) -> None:
         """Append one event (stored as its ``to_dict()``)."""
         data = event.to_dict()
-        with self._connect() as con:
+        with self.db.transaction() as con:
             con.execute("INSERT INTO events (run_id, seq, kind, data) SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ? "
                         "FROM events WHERE run_id = ?", (run_id, data.get("kind"), _json(data), run_id))
 
     def events(self, run_id: str, after: int = 0) -> list[AnyEvent]:
         """The run's events after the first ``after`` (a cursor: how many the reader has), typed, in order; a page
         follows a run driven by any process this way."""
-        with self._connect() as con:
-            rows = con.execute("SELECT data FROM events WHERE run_id = ? ORDER BY seq LIMIT -1 OFFSET ?",
+        with self.db.transaction() as con:  # seq counts from 1 without gaps: the cursor is a seq
+            rows = con.execute("SELECT data FROM events WHERE run_id = ? AND seq > ? ORDER BY seq",
                                (run_id, int(after))).fetchall()
         return [_event(d) for (d,) in rows]
 
@@ -413,7 +414,7 @@ class RunStore:
         # A running run has this process as owner, and keeps the pause it resumed from (the review of which
         # goes on if the run is interrupted before its next step); a run that stops running has no owner.
         owned = status == "running"
-        with self._connect() as con:
+        with self.db.transaction() as con:
             con.execute("UPDATE runs SET status = ?, updated = ?, pause = CASE WHEN ? THEN pause ELSE ? END, "
                         "outcome = COALESCE(?, outcome), decision = COALESCE(?, decision), "
                         "correct = COALESCE(?, correct), pause_id = CASE WHEN ? THEN pause_id ELSE ? END, "
@@ -427,10 +428,10 @@ class RunStore:
         """The run with its events (``events=False``: without them, for its settings, status or outcome);
         KeyError if there is none."""
         self.detect_orphans(run_id)
-        with self._connect() as con:
+        with self.db.transaction() as con:
             row = con.execute(f"SELECT {_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()
             if row is None:
-                raise KeyError(f"no run {run_id!r} in {self.path}")
+                raise KeyError(f"no run {run_id!r} in {self.db.label}")
             kept = [_event(d) for (d,) in con.execute("SELECT data FROM events WHERE run_id = ? ORDER BY seq",
                                                       (run_id,))] if events else []
         return _record(row, kept)
@@ -447,7 +448,7 @@ class RunStore:
         if where:
             sql += " WHERE " + " AND ".join(f"{k} = ?" for k, _ in where)
         sql += " ORDER BY created DESC" + (f" LIMIT {int(limit)}" if limit else "")
-        with self._connect() as con:
+        with self.db.transaction() as con:
             rows = con.execute(sql, [v for _, v in where]).fetchall()
         return [_record(r) for r in rows]
 
@@ -463,7 +464,7 @@ class RunStore:
         return len(runs)
 
     def delete(self, run_id: str) -> None:
-        with self._connect() as con:
+        with self.db.transaction() as con:
             con.execute("DELETE FROM events WHERE run_id = ?", (run_id,))
             con.execute("DELETE FROM reviews WHERE run_id = ?", (run_id,))
             con.execute("DELETE FROM viewers WHERE run_id = ?", (run_id,))

@@ -1,0 +1,199 @@
+"""One store API, two engines: a store's ``Database`` is a SQLite file (the embedded default, opened by
+core.store.sqlite.open_sqlite) or the team store, a PostgreSQL database named by a ``postgresql://`` URL
+(``PLANRAG_DATABASE_URL``; psycopg 3 with a connection pool per process). Stores write one SQL for both: ``?``
+placeholders, ``ON CONFLICT`` upserts (``upsert``), ``IS NOT DISTINCT FROM``; the differences are handled here.
+
+The team store's schema is Alembic's (core/store/migrations, ``python -m core db upgrade``); a store opened on a
+schema that is behind this code's raises SchemaBehind saying so. SQLite files set up their own tables, as before.
+Connections never prepare statements (``prepare_threshold=None``): a PgBouncer in transaction mode in front of
+the server would hand a prepared statement's next use to another server connection.
+"""
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+from core.config import home
+from core.config import settings as core_settings
+from core.store.sqlite import open_sqlite
+
+#: The Alembic revision this code's team-store schema is at (core/store/migrations/versions; a test keeps them equal).
+SCHEMA_HEAD = "0001"
+_pools: dict[tuple, object] = {}
+_checked: set[str] = set()
+_pools_lock = threading.Lock()
+
+
+class SchemaBehind(home.HomeError):
+    """The team store's schema is not the one this code needs (never upgraded, or upgraded by older code)."""
+
+
+def is_url(target) -> bool:
+    return isinstance(target, str) and target.split("://", 1)[0] in ("postgresql", "postgres")
+
+
+def location(path: str | Path) -> str | Path:
+    """Where the store whose embedded file is ``path`` lives: the team store's URL when ``PLANRAG_DATABASE_URL`` is
+    set (everything then lives there), else ``path`` (a URL given stays as it is)."""
+    if is_url(path):
+        return path
+    return core_settings.database_url() or Path(path)
+
+
+def shown(url: str) -> str:
+    """The URL without its password, for messages."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def connect_kwargs() -> dict:
+    """psycopg connection options every team-store connection uses: no server-side prepared statements (PgBouncer)."""
+    return {"prepare_threshold": None}
+
+
+def pool(url: str, *, checkpoints: bool = False):
+    """This process's connection pool to ``url`` (one per URL and kind; a forked process opens its own).
+    ``checkpoints``: the pool LangGraph's PostgresSaver wants (autocommit, rows as dicts)."""
+    from psycopg.rows import dict_row  # optional: the team store's driver, loaded only in team mode
+    from psycopg_pool import ConnectionPool  # optional: as above
+
+    key = (url, checkpoints, os.getpid())
+    with _pools_lock:
+        found = _pools.get(key)
+        if found is None:
+            kwargs = {**connect_kwargs(), **({"autocommit": True, "row_factory": dict_row} if checkpoints else {})}
+            found = _pools[key] = ConnectionPool(url, kwargs=kwargs, min_size=1, max_size=20, open=True,
+                                                 name="checkpoints" if checkpoints else "store")
+    return found
+
+
+def close_pools(url: str | None = None) -> None:
+    """Close this process's pools (to ``url``, or all)."""
+    with _pools_lock:
+        for key in [k for k in _pools if url is None or k[0] == url]:
+            if key[2] == os.getpid():
+                _pools[key].close()
+            del _pools[key]
+        _checked.difference_update({url} if url else set(_checked))
+
+
+def current_revision(url: str) -> str | None:
+    """The Alembic revision the team store is at; None when it has no schema yet."""
+    import psycopg  # optional: the team store's driver
+
+    try:
+        with psycopg.connect(url, **connect_kwargs()) as con:
+            row = con.execute("SELECT version_num FROM alembic_version").fetchone()
+    except psycopg.errors.UndefinedTable:
+        return None
+    except psycopg.OperationalError as e:
+        raise home.HomeError(f"cannot reach the team store {shown(url)} (PLANRAG_DATABASE_URL): "
+                             f"{str(e).strip()}") from None
+    return row[0] if row else None
+
+
+def check_schema(url: str) -> None:
+    """SchemaBehind unless the team store at ``url`` has this code's schema (checked once per process)."""
+    if url in _checked:
+        return
+    at = current_revision(url)
+    if at != SCHEMA_HEAD:
+        state = "has no schema yet" if at is None else f"is at schema revision {at}"
+        raise SchemaBehind(f"The team store {shown(url)} {state}; this version of the workbench needs revision "
+                           f"{SCHEMA_HEAD}. Run: python -m core db upgrade")
+    _checked.add(url)
+
+
+def check() -> None:
+    """At start-up (app and commands): the team store's schema, when one is configured."""
+    url = core_settings.database_url()
+    if url:
+        check_schema(url)
+
+
+class _Postgres:
+    """A psycopg connection taking the stores' SQL: ``?`` placeholders become ``%s`` (a literal ``%`` is doubled)."""
+
+    def __init__(self, con):
+        self._con = con
+
+    def execute(self, sql: str, params=()):
+        return self._con.execute(sql.replace("%", "%%").replace("?", "%s"), tuple(params))
+
+
+class Database:
+    """A store's database: ``target`` is a SQLite file's path or a ``postgresql://`` URL; ``what`` names it in
+    messages; ``setup(connection)`` makes a SQLite file's tables (the team store's come from its migrations)."""
+
+    def __init__(self, target: str | Path, what: str, setup: Callable[[sqlite3.Connection], None] | None = None):
+        self.what = what
+        self.team = is_url(target)
+        self._local = threading.local()
+        if self.team:
+            self.url, self.path = str(target), None
+            check_schema(self.url)
+            self._pool = pool(self.url)
+        else:
+            self.url, self.path = None, Path(target)
+            self._local.con = open_sqlite(self.path, what, setup, timeout=30)
+
+    @property
+    def label(self) -> str:
+        """Where it is, for messages (a URL without its password)."""
+        return shown(self.url) if self.team else str(self.path)
+
+    @property
+    def engine(self) -> str:
+        return "postgresql" if self.team else "sqlite"
+
+    def _sqlite(self) -> sqlite3.Connection:
+        """This thread's connection, opened on first use and kept (reopening per operation costs a WAL checkpoint
+        each time)."""
+        con = getattr(self._local, "con", None)
+        if con is None:
+            con = self._local.con = open_sqlite(self.path, self.what, timeout=30)
+            con.execute("PRAGMA synchronous = NORMAL")  # durable across a process crash in WAL mode
+        return con
+
+    @contextmanager
+    def transaction(self) -> Iterator:
+        """A connection whose ``execute(sql, params)`` takes the stores' SQL, in one transaction: committed at the
+        end, rolled back on an error."""
+        if self.team:
+            with self._pool.connection() as con:  # commits at the end, rolls back on an error
+                yield _Postgres(con)
+        else:
+            con = self._sqlite()
+            with con:
+                yield con
+
+    def rows(self, sql: str, params=()) -> list[tuple]:
+        """The rows of one query."""
+        with self.transaction() as con:
+            return con.execute(sql, params).fetchall()
+
+    def close(self) -> None:
+        """Close this thread's SQLite connection (the team store's pool stays for the process)."""
+        con = getattr(self._local, "con", None)
+        if con is not None:
+            con.close()
+            self._local.con = None
+
+
+def upsert(table: str, columns: tuple[str, ...], key: tuple[str, ...], replace: bool = True) -> str:
+    """``INSERT`` of ``columns`` into ``table`` that replaces the row with the same ``key`` (``replace``) or keeps
+    it; the same SQL on both engines."""
+    marks = ", ".join("?" * len(columns))
+    head = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks}) ON CONFLICT ({', '.join(key)}) DO "
+    rest = [c for c in columns if c not in key]
+    if not replace or not rest:
+        return head + "NOTHING"
+    return head + "UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in rest)
