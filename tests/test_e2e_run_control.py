@@ -84,12 +84,12 @@ def test_pause_screen_then_stop_a_hanging_run(chromium, server, tmp_path):  # no
     expect(approve).to_have_count(1)
     expect(approve).to_be_enabled()
     approve.click()
-    waiting = page.get_by_text("waiting for the model:")
+    waiting = page.get_by_text("waiting for the model (LLM call")  # which call and attempt (issue 29)
     waiting.wait_for()
     expect(waiting).to_contain_text(" s")
     # the screenshot shows a few seconds waited: wait until the page says so (an event, not a fixed time)
-    page.wait_for_function("() => /waiting for the model: ([2-9]|\\d\\d)\\.\\d s/.test(document.body.innerText)",
-                           timeout=30_000)
+    seconds = r"/waiting for the model \(LLM call \d+, attempt \d of \d[^)]*\): ([2-9]|\d\d)\.\d s/"
+    page.wait_for_function(f"() => {seconds}.test(document.body.innerText)", timeout=30_000)
     page.screenshot(path=shots / "run-waiting-for-the-model.png", full_page=True)
     [run] = RunStore(home / "runs.sqlite").list()
     assert run.status == "running"

@@ -284,6 +284,9 @@ def test_a_run_killed_mid_resume_is_interrupted_and_goes_on_with_its_review(tmp_
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self):
             self.rfile.read(int(self.headers["Content-Length"]))
+            if not self.path.endswith("/chat/completions"):  # an OpenAI-like server: no tokenize, no /api/show
+                self.send_error(404)
+                return
             if hang.is_set():  # a silent server: the process asking is killed while it waits
                 asked.set()
                 while hang.is_set():
@@ -565,6 +568,9 @@ def test_core_stop_ends_a_run_another_process_drives_while_its_model_is_silent(t
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self):
             self.rfile.read(int(self.headers["Content-Length"]))
+            if not self.path.endswith("/chat/completions"):  # an OpenAI-like server: no tokenize, no /api/show
+                self.send_error(404)
+                return
             if answered:  # the second call: a silent server
                 time.sleep(60)
                 return

@@ -319,7 +319,10 @@ def test_scenario_without_simulator_runs_and_records_answers(user_scenarios, tmp
         ranking(q, db)
     assert evidence.deciding_values(q, db) == ()
     transcript = tmp_path / "reply.json"
-    transcript.write_text(json.dumps(["Thought: I know the answer.\nFinal answer: coffee"]))
+    # the improved setting tells an agent answering before any query that it has not queried yet (issue 29): sure,
+    # it answers again
+    transcript.write_text(json.dumps(["Thought: I know the answer.\nFinal answer: coffee",
+                                      "Thought: I am sure.\nFinal answer: coffee"]))
     runtime = AgentRuntime(tmp_path)
     try:
         result = runtime.start(RunSettings("hunch", 1, "sqlite", "iterrag", f"replay:{transcript}",

@@ -235,13 +235,13 @@ class RunStore:
 
     def viewing(self, run_id: str, viewer: str, at: float | None = None) -> None:
         """Record that ``viewer`` is looking at the run now (the inbox says who looks at what)."""
-        with self._connect() as con:
-            con.execute("INSERT INTO viewers (run_id, viewer, at) VALUES (?, ?, ?) ON CONFLICT (run_id, viewer) "
-                        "DO UPDATE SET at = excluded.at", (run_id, viewer, time.time() if at is None else at))
+        with self.db.transaction() as con:
+            con.execute(upsert("viewers", ("run_id", "viewer", "at"), ("run_id", "viewer")),
+                        (run_id, viewer, time.time() if at is None else at))
 
     def viewers(self, run_id: str, within: float = VIEWING_S) -> dict[str, float]:
         """Who looked at the run within the last ``within`` seconds, with when (latest first)."""
-        with self._connect() as con:
+        with self.db.transaction() as con:
             rows = con.execute("SELECT viewer, at FROM viewers WHERE run_id = ? AND at >= ? ORDER BY at DESC",
                                (run_id, time.time() - within)).fetchall()
         return dict(rows)
