@@ -212,116 +212,177 @@ def _numbered_items(answer: str) -> dict[tuple[int, int], int]:
     return numbered
 
 
-def _strengths(answer: str, scenario: str, mentions: list[_Mention]) -> list[tuple[int, int, str]]:
-    """Per mention: (strength 0-5, the span of the line or clause it concludes in, why); strength -1 = negated."""
-    words = DECISION_WORDS[scenario]
-    finals = _final_lines(answer)
-    emphasis = _spans(_EMPHASIS, answer)
-    sentences = _sentences(answer)
-    numbered = _numbered_items(answer)
-    first_item = min(numbered.values(), default=None)
-    comp_better = "|".join(map(re.escape, words.better))
-    comp_worse = "|".join(map(re.escape, words.worse))
-    best = "|".join(map(re.escape, filter(None, map(_superlative, words.better))))
-    called_best = re.compile(rf"^[\W_]*(?:\w+\W+){{0,4}}?(?:the\s+)?(?:{best})\b", re.I)
-    ends_comparing = re.compile(rf"^[\W_]*(?:\w+\W+){{0,4}}?(?:(?:slightly|much|far|even|clearly)\s+)?"
-                                rf"(?:({comp_better})(?:\s+\w+)?|{comp_worse})\W*$", re.I)  # "but krakow adds more."
-    inline = [_INLINE_ITEM.search(answer[max(0, m.start - 6):m.start]) for m in mentions]
-    inline = [int(x.group(1)) if x else None for x in inline]
-    inline_ranking = {1, 2} <= set(inline)
-    ranking_head = None  # the sentence of "Top 3: X, Y, Z": X leads, the others are later items
-    out = []
-    for i, m in enumerate(mentions):
-        sentence = _inside(m.start, sentences) or (m.start, m.end)
+@dataclass
+class _Reading:
+    """What reading every mention of one answer shares: its sentences, final answer lines, emphasis, numbered and
+    inline rankings, and the scenario's comparison words as patterns."""
+
+    answer: str
+    mentions: list[_Mention]
+    finals: list[tuple[int, int]]
+    emphasis: list[tuple[int, int]]
+    sentences: list[tuple[int, int]]
+    numbered: dict[tuple[int, int], int]
+    first_item: int | None
+    better: str  # the scenario's "better" comparatives, as an alternation
+    worse: str
+    called_best: re.Pattern  # "... the highest" after a mention
+    ends_comparing: re.Pattern  # "but krakow adds more." (group 1: the better side)
+    inline: list[int | None]  # each mention's "1." / "2)" just before it, when written on one line
+    inline_ranking: bool
+
+    @classmethod
+    def of(cls, answer: str, scenario: str, mentions: list[_Mention]) -> _Reading:
+        words = DECISION_WORDS[scenario]
+        numbered = _numbered_items(answer)
+        better = "|".join(map(re.escape, words.better))
+        worse = "|".join(map(re.escape, words.worse))
+        best = "|".join(map(re.escape, filter(None, map(_superlative, words.better))))
+        inline = [_INLINE_ITEM.search(answer[max(0, m.start - 6):m.start]) for m in mentions]
+        inline = [int(x.group(1)) if x else None for x in inline]
+        return cls(answer, mentions, _final_lines(answer), _spans(_EMPHASIS, answer), _sentences(answer), numbered,
+                   min(numbered.values(), default=None), better, worse,
+                   re.compile(rf"^[\W_]*(?:\w+\W+){{0,4}}?(?:the\s+)?(?:{best})\b", re.I),
+                   re.compile(rf"^[\W_]*(?:\w+\W+){{0,4}}?(?:(?:slightly|much|far|even|clearly)\s+)?"
+                              rf"(?:({better})(?:\s+\w+)?|{worse})\W*$", re.I),
+                   inline, {1, 2} <= set(inline))
+
+
+@dataclass
+class _Around:
+    """One mention (the ``i``-th) in its sentence: the text before it (from the previous mention in the sentence),
+    after it (to the next), its clause, and the list item it stands in."""
+
+    i: int
+    m: _Mention
+    sentence: tuple[int, int]
+    before: str
+    after: str
+    clause_before: str
+    clause: str
+    than: re.Match | None  # "... than" right before it
+    item: tuple[int, int] | None  # the numbered list line it stands in
+    ending: re.Match | None  # a comparison ending its part of the sentence
+
+    @classmethod
+    def of(cls, r: _Reading, i: int) -> _Around:
+        answer, m, mentions = r.answer, r.mentions[i], r.mentions
+        sentence = _inside(m.start, r.sentences) or (m.start, m.end)
         previous_end = max([p.end for p in mentions[:i] if p.end <= m.start and p.end > sentence[0]],
                            default=sentence[0])
         before = answer[previous_end:m.start]
         nxt_start = next((p.start for p in mentions[i + 1:] if p.start >= m.end), sentence[1])
         after = answer[m.end:min(nxt_start, sentence[1])]
         clause_before = answer[sentence[0]:m.start]
-        # comparisons: "A adds more than B" (A wins), "A adds less than B" (B wins)
-        than = re.search(r"\bthan\b(?:\W+\w+){0,4}\W*$", before, re.I)
-        if than and i > 0 and mentions[i - 1].end > sentence[0]:
-            between = answer[mentions[i - 1].end:m.start]
-            if re.search(rf"\b(?:{comp_worse})\b", between, re.I) and not re.search(rf"\b(?:{comp_better})\b",
-                                                                                      between, re.I):
-                out.append((2, sentence, "the better side of a comparison"))
-                continue
-        clause = re.split(_BREAK, clause_before)[-1] + answer[m.start:m.end] + re.split(_BREAK, answer[m.end:sentence[1]])[0]
-        negated = bool(_NEGATION.search(before)) or bool(_AFTER_NEGATION.search(after)) or \
-            bool(_LIST_INTRO.search(before)) or bool(_NEGATIVE_CLAIM.search(clause))
-        if not negated and out and out[-1][0] < 0 and i > 0 and mentions[i - 1].end > sentence[0] and \
-                re.fullmatch(r"[\s,]*(?:or|and|nor|,)?[\s,]*", before, re.I) and \
-                m.candidate not in {p.candidate for p in mentions[:i]}:
-            negated = True  # "not in krakow or novgorod": the negation carries over a coordination
-        if not negated and re.match(rf"^\W*(?:\w+\W+){{0,4}}?(?:{comp_worse})\b[^.;]*\bthan\b", after, re.I):
-            negated = True  # "A adds less than B": A is the worse side
-        ending = ends_comparing.match(after)
-        if ending and not ending.group(1):
-            negated = True  # "krakow would yield less."
-        item = _inside(m.start, numbered)
-        if item is not None and first_item is not None and numbered[item] != first_item:
-            negated = True  # a later item of a ranking
-        if inline_ranking and inline[i] is not None and inline[i] != 1:
-            negated = True  # a later item of a ranking written on one line
-        if ranking_head == sentence and _LATER_ITEM.match(before):
-            negated = True  # a later item of "Top 3: X, Y, Z"
-        if _ONLY_BY.match(after) and _CONTRASTED.search(answer[sentence[0]:sentence[1]]) and any(
-                sentence[0] <= p.start < sentence[1] and p.candidate != m.candidate for p in mentions):
-            negated = True  # "1485 lowers it by 1.7 while 1539 only by 0.3": the lesser side
-        if negated:
-            out.append((-1, sentence, "negated or compared against"))
-            continue
-        heads_ranking = bool(_RANKING_HEAD.search(before))
-        if heads_ranking:
-            ranking_head = sentence
-        final = _inside(m.start, finals)
-        if final and not _inside(m.start, _spans(_PARENTHESES, answer[:final[1]])):
-            out.append((5, final, "named on the final answer line"))
-            continue
-        cues = [c for c in _CUE.finditer(clause_before) if not _NOT_A_CUE.search(
-            clause_before[max(0, c.start() - 8):c.end() + 4])]
-        cue = cues[-1] if cues else None
-        if cue and not _BREAK.search(clause_before[cue.end():]):
-            why = f"after the conclusion cue {cue.group().lower()!r}"
-            out.append((4, (sentence[0] + cue.start(), sentence[1]), why))
-            continue
-        if _AFTER_CUE.search(after):
-            out.append((4, sentence, "called the best"))
-            continue
-        superlative = called_best.search(after)
-        contrast = _CONTRAST.search(answer[m.end:sentence[1]])
-        if contrast and any(m.end + contrast.end() <= p.start < sentence[1] for p in mentions[i + 1:]):
-            superlative = None  # "lubeck has the highest power, but krakow yields more": the contrast decides
-        if superlative and not re.search(r"\b(?:second|third|2nd|3rd|least)\b", superlative.group(), re.I):
-            out.append((4, (m.start, sentence[1]), f"said to be the {superlative.group().split()[-1].lower()}"))
-            continue
-        if _INSTEAD_AFTER.search(after):
-            out.append((4, sentence, "after the conclusion cue 'instead'"))
-            continue
-        if _inside(m.start, emphasis):
-            out.append((3, sentence, "emphasised"))
-            continue
-        if item is not None:
-            out.append((2, item, "first of a numbered ranking"))
-            continue
-        if heads_ranking:
-            out.append((2, sentence, "first of a ranking"))
-            continue
-        if inline_ranking and inline[i] == 1:
-            out.append((2, sentence, "first of a numbered ranking"))
-            continue
-        if ending:
-            out.append((2, sentence, "the better side of a comparison"))
-            continue
-        if i == 0 and re.match(r"^[\W_]*(?:(?:the|my|our)\s+)?(?:\w+\s+)?$", answer[:m.start], re.I) and \
-                re.match(r"^[*_\s]*(?:[.:!;(—–-]|,\s*(?:with|because|since|as|which)|$)", answer[m.end:]):
-            out.append((2, sentence, "the answer's opening words"))
-            continue
-        if than and re.search(rf"\b(?:{comp_better})\b", answer[sentence[0]:m.start], re.I):
-            out.append((-1, sentence, "compared against"))
-            continue
-        out.append((1, sentence, "named"))
+        clause = (re.split(_BREAK, clause_before)[-1] + answer[m.start:m.end]
+                  + re.split(_BREAK, answer[m.end:sentence[1]])[0])
+        return cls(i, m, sentence, before, after, clause_before, clause,
+                   re.search(r"\bthan\b(?:\W+\w+){0,4}\W*$", before, re.I), _inside(m.start, r.numbered),
+                   r.ends_comparing.match(after))
+
+    def follows_in_sentence(self, r: _Reading) -> bool:
+        """Whether the mention before it stands in the same sentence."""
+        return self.i > 0 and r.mentions[self.i - 1].end > self.sentence[0]
+
+
+def _better_of_a_comparison(r: _Reading, a: _Around) -> bool:
+    """Whether the mention follows "than" after a worse comparative ("B adds less than A": A wins)."""
+    if not (a.than and a.follows_in_sentence(r)):
+        return False
+    between = r.answer[r.mentions[a.i - 1].end:a.m.start]
+    return bool(re.search(rf"\b(?:{r.worse})\b", between, re.I)) and not re.search(rf"\b(?:{r.better})\b",
+                                                                                    between, re.I)
+
+
+def _negated(r: _Reading, a: _Around, out: list, ranking_head) -> bool:
+    """Whether the mention is negated, the worse side of a comparison or a later item of a ranking."""
+    answer, m, before, after = r.answer, a.m, a.before, a.after
+    if _NEGATION.search(before) or _AFTER_NEGATION.search(after) or _LIST_INTRO.search(before) or \
+            _NEGATIVE_CLAIM.search(a.clause):
+        return True
+    if out and out[-1][0] < 0 and a.follows_in_sentence(r) and \
+            re.fullmatch(r"[\s,]*(?:or|and|nor|,)?[\s,]*", before, re.I) and \
+            m.candidate not in {p.candidate for p in r.mentions[:a.i]}:
+        return True  # "not in krakow or novgorod": the negation carries over a coordination
+    if re.match(rf"^\W*(?:\w+\W+){{0,4}}?(?:{r.worse})\b[^.;]*\bthan\b", after, re.I):
+        return True  # "A adds less than B": A is the worse side
+    if a.ending and not a.ending.group(1):
+        return True  # "krakow would yield less."
+    if a.item is not None and r.first_item is not None and r.numbered[a.item] != r.first_item:
+        return True  # a later item of a ranking
+    if r.inline_ranking and r.inline[a.i] is not None and r.inline[a.i] != 1:
+        return True  # a later item of a ranking written on one line
+    if ranking_head == a.sentence and _LATER_ITEM.match(before):
+        return True  # a later item of "Top 3: X, Y, Z"
+    # "1485 lowers it by 1.7 while 1539 only by 0.3": the lesser side
+    sentence = answer[a.sentence[0]:a.sentence[1]]
+    return bool(_ONLY_BY.match(after) and _CONTRASTED.search(sentence) and any(
+        a.sentence[0] <= p.start < a.sentence[1] and p.candidate != m.candidate for p in r.mentions))
+
+
+def _concluded(r: _Reading, a: _Around) -> tuple[int, tuple[int, int], str] | None:
+    """A mention the answer concludes with (strength 4-5): on a final answer line, after a conclusion cue, called
+    the best."""
+    answer, m, sentence = r.answer, a.m, a.sentence
+    final = _inside(m.start, r.finals)
+    if final and not _inside(m.start, _spans(_PARENTHESES, answer[:final[1]])):
+        return 5, final, "named on the final answer line"
+    cues = [c for c in _CUE.finditer(a.clause_before) if not _NOT_A_CUE.search(
+        a.clause_before[max(0, c.start() - 8):c.end() + 4])]
+    cue = cues[-1] if cues else None
+    if cue and not _BREAK.search(a.clause_before[cue.end():]):
+        return 4, (sentence[0] + cue.start(), sentence[1]), f"after the conclusion cue {cue.group().lower()!r}"
+    if _AFTER_CUE.search(a.after):
+        return 4, sentence, "called the best"
+    superlative = r.called_best.search(a.after)
+    contrast = _CONTRAST.search(answer[m.end:sentence[1]])
+    if contrast and any(m.end + contrast.end() <= p.start < sentence[1] for p in r.mentions[a.i + 1:]):
+        superlative = None  # "lubeck has the highest power, but krakow yields more": the contrast decides
+    if superlative and not re.search(r"\b(?:second|third|2nd|3rd|least)\b", superlative.group(), re.I):
+        return 4, (m.start, sentence[1]), f"said to be the {superlative.group().split()[-1].lower()}"
+    if _INSTEAD_AFTER.search(a.after):
+        return 4, sentence, "after the conclusion cue 'instead'"
+    return None
+
+
+def _favoured(r: _Reading, a: _Around, heads_ranking: bool) -> tuple[int, tuple[int, int], str]:
+    """A mention the answer does not conclude with: emphasised (3), first of a ranking or the better side of a
+    comparison (2), compared against (-1), or only named (1)."""
+    answer, m, sentence = r.answer, a.m, a.sentence
+    if _inside(m.start, r.emphasis):
+        return 3, sentence, "emphasised"
+    if a.item is not None:
+        return 2, a.item, "first of a numbered ranking"
+    if heads_ranking:
+        return 2, sentence, "first of a ranking"
+    if r.inline_ranking and r.inline[a.i] == 1:
+        return 2, sentence, "first of a numbered ranking"
+    if a.ending:
+        return 2, sentence, "the better side of a comparison"
+    if a.i == 0 and re.match(r"^[\W_]*(?:(?:the|my|our)\s+)?(?:\w+\s+)?$", answer[:m.start], re.I) and \
+            re.match(r"^[*_\s]*(?:[.:!;(—–-]|,\s*(?:with|because|since|as|which)|$)", answer[m.end:]):
+        return 2, sentence, "the answer's opening words"
+    if a.than and re.search(rf"\b(?:{r.better})\b", answer[sentence[0]:m.start], re.I):
+        return -1, sentence, "compared against"
+    return 1, sentence, "named"
+
+
+def _strengths(answer: str, scenario: str, mentions: list[_Mention]) -> list[tuple[int, int, str]]:
+    """Per mention: (strength 0-5, the span of the line or clause it concludes in, why); strength -1 = negated."""
+    r = _Reading.of(answer, scenario, mentions)
+    ranking_head = None  # the sentence of "Top 3: X, Y, Z": X leads, the others are later items
+    out = []
+    for i in range(len(mentions)):
+        a = _Around.of(r, i)
+        if _better_of_a_comparison(r, a):
+            out.append((2, a.sentence, "the better side of a comparison"))
+        elif _negated(r, a, out, ranking_head):
+            out.append((-1, a.sentence, "negated or compared against"))
+        else:
+            heads_ranking = bool(_RANKING_HEAD.search(a.before))
+            if heads_ranking:
+                ranking_head = a.sentence
+            out.append(_concluded(r, a) or _favoured(r, a, heads_ranking))
     return out
 
 

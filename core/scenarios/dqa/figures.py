@@ -240,58 +240,11 @@ def trade_network(question: Question, database: Database, *, pick: str | None = 
     pos = _trade_layout(tuple(shown), tuple(shown_edges), tuple(records), tuple(edges))
     big = len(shown) > BIG_NETWORK
     fig = go.Figure()
-
-    def edge(s, d, value, text):
-        return _Edge(pos[s], pos[d], value, text, 0.0 if big else _bend(pos[s], pos[d]))
-
-    if flow_change is None:
-        fig.add_traces(_edge_traces([edge(s, d, flows.get((s, d), 0.0), f"{s} → {d}: flow {flows.get((s, d), 0.0):.4g}")
-                                     for s, d in shown_edges], EDGE, max([abs(v) for v in flows.values()] + [TINY]),
-                                    arrows=not big))
-    else:
-        biggest = max([abs(v) for v in flow_change.values()] + [TINY])
-        for color, keep_edge in ((EDGE, lambda v: abs(v) <= TINY), (MORE, lambda v: v > TINY),
-                                 (LESS, lambda v: v < -TINY)):
-            drawn = [edge(s, d, v, f"{s} → {d}: flow {v:+.4g}" if abs(v) > TINY else f"{s} → {d}: unchanged")
-                     for s, d in shown_edges if keep_edge(v := flow_change.get((s, d), 0.0))]
-            if drawn:
-                fig.add_traces(_edge_traces(drawn, color, biggest if color != EDGE else 0.0, arrows=not big))
-        fig.add_traces([_legend_entry(label, color, "line-ew-open")
-                        for label, color in (("more flow", MORE), ("less flow", LESS))])
-
+    fig.add_traces(_flow_traces(shown_edges, pos, flows, flow_change, big))
     present = {r["trade_node"] for r in t["node_country"].records() if r["country_name"] == question.country}
-    value = {n: r["local_value"] + r["ingoing"] for n, r in records.items()}
-    biggest = max(list(value.values()) + [TINY])
-    columns = sorted({x for x, _ in pos.values()})
-
-    def colour(name):
-        return HOME if name == question.home else PRESENT if name in present else OTHER
-
-    nodes = dict(
-        x=[pos[n][0] for n in shown], y=[pos[n][1] for n in shown], showlegend=False,
-        customdata=[f"trade_node:{n}" for n in shown],
-        marker=dict(size=[(5 if big else 9) + (12 if big else 24) * (max(value[n], 0) / biggest) ** 0.5 for n in shown],
-                    color=[colour(n) for n in shown], line=dict(width=1, color="white")),
-        hovertext=[f"<b>{n}</b><br>local value {r['local_value']:.4g}<br>ingoing {r['ingoing']:.4g}"
-                   f"<br>total power {r['total_power']:.4g}{'<br>inland' if r['is_inland'] else ''}"
-                   for n in shown for r in (records[n],)], hoverinfo="text")
-    if big:  # WebGL markers (arrays, quick to validate); labels only where a person looks first
-        nodes = {**nodes, "x": np.array(nodes["x"]), "y": np.array(nodes["y"]),
-                 "customdata": np.array(nodes["customdata"], dtype=object),
-                 "hovertext": np.array([f"<b>{n}</b><br>value {value[n]:.3g}" for n in shown], dtype=object),
-                 "marker": {**nodes["marker"], "size": np.array(nodes["marker"]["size"]),
-                            "color": np.array(nodes["marker"]["color"], dtype=object)}}
-        fig.add_trace(go.Scattergl(mode="markers", **nodes))
-        labelled = [n for n in dict.fromkeys([question.home, *present, pick, best, around]) if n in keep]
-        fig.add_trace(go.Scatter(x=[pos[n][0] for n in labelled], y=[pos[n][1] for n in labelled], mode="text",
-                                 text=[n.replace("_", " ") for n in labelled], textposition="top center",
-                                 textfont=dict(size=LABEL_SIZE, color=TEXT), hoverinfo="skip", showlegend=False))
-    else:
-        fig.add_trace(go.Scatter(
-            mode="markers+text", text=[n.replace("_", " ") for n in shown],
-            textfont=dict(size=LABEL_SIZE, color=TEXT),
-            textposition=["top center" if columns.index(pos[n][0]) % 2 == 0 else "bottom center" for n in shown],
-            **nodes))
+    fig.add_traces(_trade_node_traces(question, shown, records, present, pos, big,
+                                      labelled=[n for n in dict.fromkeys([question.home, *present, pick, best, around])
+                                                if n in keep]))
     fig.add_traces([_legend_entry(f"home node ({question.home})", HOME),
                     _legend_entry(f"{question.country} trades here", PRESENT), _legend_entry("other node", OTHER)])
     ids = {n: f"trade_node:{n}" for n in shown}
@@ -307,6 +260,64 @@ def trade_network(question: Question, database: Database, *, pick: str | None = 
     elif flow_change is not None and scope == "all":  # zoom to what changed
         _zoom(fig, [pos[n] for n in changed + (question.home, pick, best) if n in pos])
     return declutter(fig, first=[ids[n] for n in (pick, best, question.home, around) if n in ids])
+
+
+def _flow_traces(shown_edges, pos, flows, flow_change, big: bool) -> list:
+    """The trade network's edges: width by flow, or (with ``flow_change``) coloured and sized by the change."""
+    def edge(s, d, value, text):
+        return _Edge(pos[s], pos[d], value, text, 0.0 if big else _bend(pos[s], pos[d]))
+
+    if flow_change is None:
+        return _edge_traces([edge(s, d, flows.get((s, d), 0.0), f"{s} → {d}: flow {flows.get((s, d), 0.0):.4g}")
+                             for s, d in shown_edges], EDGE, max([abs(v) for v in flows.values()] + [TINY]),
+                            arrows=not big)
+    traces = []
+    biggest = max([abs(v) for v in flow_change.values()] + [TINY])
+    for color, keep_edge in ((EDGE, lambda v: abs(v) <= TINY), (MORE, lambda v: v > TINY),
+                             (LESS, lambda v: v < -TINY)):
+        drawn = [edge(s, d, v, f"{s} → {d}: flow {v:+.4g}" if abs(v) > TINY else f"{s} → {d}: unchanged")
+                 for s, d in shown_edges if keep_edge(v := flow_change.get((s, d), 0.0))]
+        if drawn:
+            traces += _edge_traces(drawn, color, biggest if color != EDGE else 0.0, arrows=not big)
+    return traces + [_legend_entry(label, color, "line-ew-open") for label, color in (("more flow", MORE),
+                                                                                      ("less flow", LESS))]
+
+
+def _trade_node_traces(question: Question, shown: list[str], records: dict, present: set, pos, big: bool,
+                       labelled: list[str]) -> list:
+    """The trade network's nodes: coloured home / trades here / other, sized by value (local + ingoing); a big
+    network's as WebGL markers with only the ``labelled`` nodes named."""
+    value = {n: r["local_value"] + r["ingoing"] for n, r in records.items()}
+    biggest = max(list(value.values()) + [TINY])
+    columns = sorted({x for x, _ in pos.values()})
+
+    def colour(name):
+        return HOME if name == question.home else PRESENT if name in present else OTHER
+
+    nodes = dict(
+        x=[pos[n][0] for n in shown], y=[pos[n][1] for n in shown], showlegend=False,
+        customdata=[f"trade_node:{n}" for n in shown],
+        marker=dict(size=[(5 if big else 9) + (12 if big else 24) * (max(value[n], 0) / biggest) ** 0.5 for n in shown],
+                    color=[colour(n) for n in shown], line=dict(width=1, color="white")),
+        hovertext=[f"<b>{n}</b><br>local value {r['local_value']:.4g}<br>ingoing {r['ingoing']:.4g}"
+                   f"<br>total power {r['total_power']:.4g}{'<br>inland' if r['is_inland'] else ''}"
+                   for n in shown for r in (records[n],)], hoverinfo="text")
+    if not big:
+        return [go.Scatter(
+            mode="markers+text", text=[n.replace("_", " ") for n in shown],
+            textfont=dict(size=LABEL_SIZE, color=TEXT),
+            textposition=["top center" if columns.index(pos[n][0]) % 2 == 0 else "bottom center" for n in shown],
+            **nodes)]
+    # WebGL markers (arrays, quick to validate); labels only where a person looks first
+    nodes = {**nodes, "x": np.array(nodes["x"]), "y": np.array(nodes["y"]),
+             "customdata": np.array(nodes["customdata"], dtype=object),
+             "hovertext": np.array([f"<b>{n}</b><br>value {value[n]:.3g}" for n in shown], dtype=object),
+             "marker": {**nodes["marker"], "size": np.array(nodes["marker"]["size"]),
+                        "color": np.array(nodes["marker"]["color"], dtype=object)}}
+    return [go.Scattergl(mode="markers", **nodes),
+            go.Scatter(x=[pos[n][0] for n in labelled], y=[pos[n][1] for n in labelled], mode="text",
+                       text=[n.replace("_", " ") for n in labelled], textposition="top center",
+                       textfont=dict(size=LABEL_SIZE, color=TEXT), hoverinfo="skip", showlegend=False)]
 
 
 def _zoom(fig: go.Figure, points: list[tuple[float, float]], margin: float = 0.7,
