@@ -14,6 +14,7 @@ from core.config import home
 #: SQLite result codes of a file that is damaged or not a database (not of a locked or unopenable one).
 _DAMAGED = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
 _lock = threading.Lock()
+_setting_up = threading.RLock()  # one store setup at a time in this process
 _checked: set[Path] = set()  # store files found sound by this process (quick_check once)
 
 
@@ -60,7 +61,8 @@ def open_sqlite(path: Path, what: str, setup=None, *, reader: bool = False, **co
                 if result != "ok":
                     raise sqlite3.DatabaseError(f"database disk image is malformed ({result})")
             if setup:
-                setup(con)
+                with _setting_up:  # two first opens at once in a new file (journal mode, tables) lock each other out
+                    setup(con)
             _checked.add(path.resolve())
             return con
         except sqlite3.DatabaseError as e:
