@@ -205,13 +205,14 @@ def _config(args) -> BenchConfig:
     if args.smoke:
         return smoke_config(args.technique, scenario=args.scenario, db=args.db, out=args.out, name=args.name,
                             source="scenario" if args.source == "scenario" else None, limits=limits_from(args),
-                            budget_tokens=args.budget_tokens, budget_cost=args.budget_cost)
+                            budget_tokens=args.budget_tokens, budget_cost=args.budget_cost,
+                            budget_calls=args.budget_calls)
     return BenchConfig(args.technique, args.llm or "", scenario=args.scenario, db=args.db,
                        questions=args.questions, concurrency=args.concurrency, rpm=args.rpm, out=args.out,
                        name=args.name, cache=not args.no_cache, base_url=args.base_url,
                        temperature=args.temperature, source=args.source, dqa_root=args.dqa_dir,
                        llm_settings=llm_settings(args, unattended=True), limits=limits_from(args),
-                       budget_tokens=args.budget_tokens, budget_cost=args.budget_cost,
+                       budget_tokens=args.budget_tokens, budget_cost=args.budget_cost, budget_calls=args.budget_calls,
                        prompts=args.prompts, reaper_planner=args.reaper_planner, epochs=args.epochs,
                        top_p=args.top_p, seed=args.seed, vote=args.vote)
 
