@@ -253,3 +253,59 @@ def test_many_workers_never_drive_one_run_twice(team, workers):
                                                                       "thought", "final"]
     assert sum(stub.calls.values()) == 2 * len(started)  # every turn of every run asked exactly once
     stub.close()
+
+
+def bench(url: str, name: str = "team-bench", **kw):
+    from core.benchmark.runner import Bench, BenchConfig
+
+    return Bench(BenchConfig(["iterrag"], "m", source="demo", base_url=url, name=name, cache=False,
+                             llm_settings=LLMSettings.unattended(model="m", base_url=url), **kw))
+
+
+def test_two_commands_on_one_benchmark_share_its_items_on_the_workers(team, workers):
+    from core.benchmark.results import read_results
+    from core.jobs import bench_items
+
+    stub = TurnStub([ACT, FINAL], latency=0.3)
+    for n in range(2):
+        workers(f"w{n}", concurrency=2)
+    first, second = bench(stub.url), bench(stub.url)
+    done = {}
+    both = [threading.Thread(target=lambda b=b, k=k: done.setdefault(k, bench_items.drive(b)))
+            for k, b in (("first", first), ("second", second))]
+    for t in both:
+        t.start()
+    for t in both:
+        t.join(120)
+    results = read_results(first.directory)
+    assert len(results) == len(first.work.items) == 6
+    assert len({r["run_id"] for r in results}) == 6 and not first.not_run()
+    assert sum(stub.calls.values()) == 2 * 6  # every item ran once, not once per command
+    assert done["first"].done + done["second"].done == 12  # each command saw all six finish
+    stub.close()
+
+
+@pytest.mark.skipif(not os.path.exists("/usr/bin/pg_ctlcluster"), reason="PostgreSQL is not this machine's "
+                    "(pg_ctlcluster): the restart test restarts the local server")
+def test_postgresql_restarted_mid_benchmark_loses_no_finished_item(team, workers):
+    """The server restarts while items are in flight: workers and the following command reconnect by themselves,
+    finished items stay, those in flight are tried once more."""
+    from core.benchmark.results import read_results
+    from core.jobs import bench_items
+    from core.store import database
+
+    stub = TurnStub([ACT, FINAL], latency=1.0)
+    workers("w1", concurrency=2)
+    b = bench(stub.url, name="restarted")
+    following = threading.Thread(target=lambda: bench_items.drive(b))
+    following.start()
+    wait_for(lambda: len(read_results(b.directory)) >= 2, timeout=60, every=0.2)
+    before = {r["run_id"] for r in read_results(b.directory)}
+    version, cluster = subprocess.run(["pg_lsclusters", "-h"], capture_output=True, text=True).stdout.split()[:2]
+    subprocess.run(["pg_ctlcluster", version, cluster, "restart"], check=True, timeout=120)
+    database.close_pools()  # this process's pools: their connections died with the server
+    following.join(180)
+    assert not following.is_alive()
+    results = read_results(b.directory)
+    assert before <= {r["run_id"] for r in results} and len(results) == 6, b.not_run()
+    stub.close()

@@ -312,6 +312,10 @@ class Bench:
         """Take the results directory for this process (BenchBusy when another benchmark runs into it) and list
         the pending items again: one that ran there until now may have finished some. ``run()`` claims too."""
         self.lock.acquire()
+        self.refresh()
+
+    def refresh(self) -> None:
+        """List the pending items again (other processes may have finished some)."""
         done = self.store.done()
         self.pending = [i for i in self.work.items if i.key not in done]
 

@@ -55,7 +55,8 @@ def _url() -> str:
 
 
 def new_app(url: str | None = None):
-    """A procrastinate App on the team store with this project's tasks (not opened)."""
+    """A procrastinate App on the team store with this project's tasks (not opened; its pools check each
+    connection as they hand it out: after a server restart they reconnect)."""
     import procrastinate  # optional: the team deployment's queue
 
     from core.jobs import tasks  # heavy: the tasks load the agent runtime (langgraph), needed by workers
@@ -100,7 +101,7 @@ def enqueue_run(action: str, run_id: str, llm=None, branch: dict | None = None) 
         code=code_version())
 
 
-def enqueue_items(config_dict: dict, keys: list[str], benchmark: str, budget: str | None = None) -> dict[str, int]:
+def enqueue_items(config_dict: dict, keys: list[str], benchmark: str) -> dict[str, int]:
     """Queue benchmark items (by key) of the benchmark named ``benchmark`` described by ``config_dict``; an item
     already waiting in the queue is not queued twice (procrastinate's queueing lock), so two commands on one
     benchmark share its items. Item key -> job id (of this call's jobs)."""
@@ -111,7 +112,7 @@ def enqueue_items(config_dict: dict, keys: list[str], benchmark: str, budget: st
         lock = f"bench:{benchmark}:{key}"
         try:
             queued[key] = app().configure_task("bench_item", lock=lock, queueing_lock=lock).defer(
-                config=config_dict, key=key, budget=budget, code=code)
+                config=config_dict, key=key, code=code)
         except AlreadyEnqueued:
             pass
     return queued

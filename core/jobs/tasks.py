@@ -5,18 +5,24 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import fields
 
 from core.agents.runtime import AgentRuntime, RunNotPaused
+from core.benchmark.items import Item
+from core.benchmark.results import ResultStore
+from core.benchmark.runner import Bench, BenchConfig, bench_home
 from core.config import home
 from core.config import settings as config
 from core.config.secrets import scrub
 from core.jobs.code import code_version
 from core.model.events import ErrorEvent, Event
-from core.model.run_settings import RunSettings
+from core.model.run_settings import Limits, RunSettings
+from core.store import database
 from core.store.runs import HEARTBEAT_S, STALE_S, PauseTaken, RunStore
 
 
@@ -29,7 +35,7 @@ class OtherCode(Exception):
 
 
 _runtimes: dict[str, AgentRuntime] = {}
-_runtimes_lock = threading.Lock()
+_lock = threading.Lock()
 
 
 def _same_code(code: str) -> None:
@@ -41,7 +47,7 @@ def _same_code(code: str) -> None:
 def _runtime(llm: dict | None) -> AgentRuntime:
     """This worker's runtime for runs asked with the LLM settings ``llm`` (its own key, DQA folder and home)."""
     key = json.dumps(llm, sort_keys=True)
-    with _runtimes_lock:
+    with _lock:
         found = _runtimes.get(key)
         if found is None:
             home.use_fallback()
@@ -93,9 +99,73 @@ def drive_run(action: str, run_id: str, llm: dict | None = None, branch: dict | 
         raise
 
 
-def bench_item(config: dict, key: str, budget: str | None = None, code: str = "") -> str:
+_benches: dict[str, Bench] = {}
+
+
+def _config_from(values: dict) -> BenchConfig:
+    """The BenchConfig a worker runs a job's items with (its own home, DQA folder and key)."""
+    known = {f.name for f in fields(BenchConfig)}
+    kept = {k: v for k, v in values.items() if k in known}
+    return BenchConfig(**{**kept, "limits": Limits.from_dict(values["limits"]),
+                          "llm_settings": config.LLMSettings.unattended(**values["llm_settings"])})
+
+
+def _bench(values: dict) -> Bench:
+    """This worker's Bench for a job's benchmark (made once per process and benchmark)."""
+    key = json.dumps(values, sort_keys=True, default=str)
+    with _lock:
+        found = _benches.get(key)
+        if found is None:
+            found = _benches[key] = Bench(_config_from(values))
+    return found
+
+
+def _item_of(key: str) -> Item:
+    """The item a result key names (core.benchmark.items.Item.key)."""
+    source, rest = key.split(":", 1) if ":" in key.split("/", 1)[0] else ("dqa", key)
+    scenario, question, db, technique, model = rest.split("/", 4)
+    epoch = re.search(r"/e(\d+)$", model)
+    return Item(scenario, int(question), db, technique, model[:epoch.start()] if epoch else model, source,
+                int(epoch.group(1)) if epoch else 1)
+
+
+def _not_run_here(values: dict, key: str, error: Exception) -> None:
+    """Keep item ``key`` as not run on this worker, with why (its benchmark could not be opened here)."""
+    store = ResultStore(bench_home() / values["name"])
+    try:
+        store.put_not_run(_item_of(key), "worker", scrub(f"worker {socket.gethostname()}:{os.getpid()}: {error}"))
+    finally:
+        store.close()
+
+
+def _run_item(values: dict, key: str, check: Callable[[], None]) -> str:
+    """Run item ``key`` of the benchmark ``values`` describe (spending from its budget, ``budget_id``), unless it
+    has a result: ``done``, ``not run: ...`` (kept as the item's not-run record) or ``had a result``. The team
+    store lost on the way raises StoreLost (the job is tried once more)."""
+    try:
+        bench = _bench(values)
+    except Exception as e:  # noqa: BLE001 - no data here, a broken model configuration: kept, the rest goes on
+        _not_run_here(values, key, e)
+        return f"not run: {e}"
+    item = next((i for i in bench.work.items if i.key == key), None)
+    if item is None:
+        _not_run_here(values, key, ValueError("this worker's question set has no such item"))
+        return "not run: no such item here"
+    try:
+        if key in bench.store.done():
+            return "had a result"
+        try:
+            check()
+        except Exception as e:  # noqa: BLE001 - kept as the item's not-run record, the rest goes on
+            bench.store.put_not_run(item, "worker", scrub(str(e)))
+            return f"not run: {e}"
+        progress = bench.run_items([item])
+    except database.connection_errors() as e:
+        raise StoreLost(f"the team store was lost while item {item.name} ran: {e}") from e
+    return "done" if progress.done else f"not run: {'; '.join(progress.errors)}"
+
+
+def bench_item(config: dict, key: str, code: str = "") -> str:
     """Run the benchmark item ``key`` of the benchmark ``config`` describes, unless it has a result; what came of
     it. A failure is kept as the item's not-run record, with the reason."""
-    from core.benchmark.queued import run_item  # heavy: the benchmark runner
-
-    return run_item(config, key, budget, check=lambda: _same_code(code))
+    return _run_item(config, key, check=lambda: _same_code(code))

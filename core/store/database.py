@@ -70,9 +70,19 @@ def pool(url: str, *, checkpoints: bool = False):
         found = _pools.get(key)
         if found is None:
             kwargs = {**connect_kwargs(), **({"autocommit": True, "row_factory": dict_row} if checkpoints else {})}
+            # each connection is checked as it is handed out: after a server restart the pool reconnects
             found = _pools[key] = ConnectionPool(url, kwargs=kwargs, min_size=1, max_size=20, open=True,
+                                                 check=ConnectionPool.check_connection,
                                                  name="checkpoints" if checkpoints else "store")
     return found
+
+
+def connection_errors() -> tuple[type[Exception], ...]:
+    """The errors of a team store that cannot be reached (a server restarting, the network away)."""
+    import psycopg  # optional: the team store's driver, loaded only in team mode
+    from psycopg_pool import PoolTimeout  # optional: as above
+
+    return psycopg.OperationalError, PoolTimeout
 
 
 def close_pools(url: str | None = None) -> None:
