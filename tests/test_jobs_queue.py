@@ -125,7 +125,7 @@ def test_a_run_is_queued_then_driven_by_a_worker_and_followed_by_cursor(team, wo
     assert [e.kind for e in seen] == [e.kind for e in record.events] == ["thought", "action", "observation",
                                                                        "thought", "final"]
     assert "sk-app-only" not in str(record.to_dict())  # the key never left the app (the worker had none)
-    assert not queue.counts()  # the job is done and gone from the queue (successful jobs are deleted)
+    assert queue.counts() == {queue.RUNS: {"succeeded": 1}}  # one job, done (kept as the queue's history)
     stub.close()
 
 
@@ -308,4 +308,30 @@ def test_postgresql_restarted_mid_benchmark_loses_no_finished_item(team, workers
     assert not following.is_alive()
     results = read_results(b.directory)
     assert before <= {r["run_id"] for r in results} and len(results) == 6, b.not_run()
+    stub.close()
+
+
+def test_stop_resume_branch_and_query_approval_work_on_whichever_worker_holds_the_run(team, workers):
+    stub = TurnStub([ACT, FINAL], hold_at=1)
+    workers("w1")
+    workers("w2")
+    run = runs.start(settings(stub.url, review_queries=True), opener(stub.url))
+    wait_for(lambda: status(run.run_id) == "paused")  # the query waits for approval, held by no worker
+    record = runs.open_store().get(run.run_id, events=False)
+    assert record.pause["kind"] == "query"
+    runs.resume(record, Review.approve(reviewer="ann"), opener(stub.url), pause_id=record.pause["id"])
+    assert stub.held.wait(60)  # on a worker again, waiting for the model's second reply
+    assert runs.stop(run.run_id, by="bob") in ("running", "stopped")
+    wait_for(lambda: status(run.run_id) == "stopped")
+    stub.release.set()
+    runs.proceed(runs.open_store().get(run.run_id, events=False), opener(stub.url))
+    wait_for(lambda: status(run.run_id) == "finished")
+    kinds = [e.kind for e in runs.open_store().events(run.run_id)]
+    assert kinds.count("final") == 1 and kinds.count("observation") == 1
+    branched = runs.branch(runs.open_store().get(run.run_id), 2, opener(stub.url), note="check the totals",
+                           reviewer="ann")
+    wait_for(lambda: status(branched.run_id) == "finished")
+    child = runs.open_store().get(branched.run_id)
+    assert child.parent_id == run.run_id and any(e.kind == "branch" for e in child.events)
+    assert status(run.run_id) == "finished"  # the parent as it was
     stub.close()

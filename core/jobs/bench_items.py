@@ -90,23 +90,29 @@ def follow(bench: Bench, on_result, stop: threading.Event, on_note) -> Progress:
     values = {**config_dict(bench), "budget_id": bench.budget_id}
     jobs = queue.enqueue_items(values, [i.key for i in bench.pending], bench.directory.name)
     waiting = {i.key: i for i in bench.pending}
-    if on_note and len(jobs) < len(waiting):
-        on_note(f"{len(waiting) - len(jobs)} items were queued already (another command runs this benchmark): "
-                "shared, not run twice")
+
+    def note(text: str) -> None:  # kept in the progress (the Benchmark page shows it) and told
+        if text not in progress.notes:
+            progress.notes.append(text)
+            if on_note:
+                on_note(text)
+
+    if len(jobs) < len(waiting):
+        note(f"{len(waiting) - len(jobs)} items were queued already (another command runs this benchmark): "
+             "shared, not run twice")
     told, lost = False, None
     while waiting:
         try:
             _take(bench, waiting, jobs, progress, started, stop, on_result)
-            if waiting and not told and on_note and time.time() - started > 5 and queue.workers() == 0:
-                on_note(queue.describe_worker_gap())
+            if waiting and not told and time.time() - started > 5 and queue.workers() == 0:
+                note(f"{time.strftime('%H:%M:%S')}: {queue.describe_worker_gap()}")
                 told = True
             lost = None
         except database.connection_errors() as e:  # the server restarting: the pools reconnect once it is back
             lost = lost or time.monotonic()
             if time.monotonic() - lost > STORE_GRACE_S:
                 raise
-            if on_note:
-                on_note(f"the team store cannot be reached ({str(e).strip()}); waiting for it")
+            note(f"the team store cannot be reached ({str(e).strip()}); waiting for it")
         if waiting:
             time.sleep(FOLLOW_S)
     bench.record_votes()

@@ -197,8 +197,7 @@ def run_worker(concurrency: int = 1, queues: list[str] | None = None, name: str 
             try:
                 await the_app.run_worker_async(concurrency=concurrency, queues=queues, name=name,
                                                update_heartbeat_interval=HEARTBEAT_S, stalled_worker_timeout=LEASE_S,
-                                               fetch_job_polling_interval=1.0, abort_job_polling_interval=1.0,
-                                               delete_jobs="successful")
+                                               fetch_job_polling_interval=1.0, abort_job_polling_interval=1.0)
             finally:
                 side.cancel()
 
