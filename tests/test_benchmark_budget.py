@@ -127,6 +127,36 @@ def test_a_budget_lives_in_the_result_store_and_is_reopened_by_its_id(tmp_path):
         Budget.open(ResultStore(tmp_path / "b"), "run2", max_calls=0)
 
 
+def test_the_benchmark_llm_reserves_each_model_call_and_gives_back_a_failed_one(tmp_path):
+    from core.benchmark.cache import CachingLLM
+    from core.llm.client import LLMError
+
+    class Server:
+        """Answers, fails (a network error past its retries), answers; counts what it was asked."""
+
+        def __init__(self):
+            self.script, self.asked = [True, False, True], 0
+
+        def complete(self, messages, stop, on_retry=None):
+            self.asked += 1
+            if not self.script.pop(0):
+                raise LLMError("network", "the server went away")
+            return Completion("Final answer: krakow", 10, 2, 1.0, False)
+
+    server = Server()
+    budget = Budget.open(ResultStore(tmp_path / "b"), "run", max_calls=2)
+    llm = CachingLLM(lambda answered: server, {"model": "m"}, None, budget=budget)
+    llm.complete([], [])
+    assert (budget.calls, budget.tokens, budget.in_flight) == (1, 12, 0)
+    with pytest.raises(LLMError, match="went away"):
+        llm.complete([], [])
+    assert (budget.calls, budget.in_flight) == (1, 0)  # the failed call is out of flight and not counted
+    llm.complete([], [])
+    with pytest.raises(BudgetReached, match="2 LLM calls made of the 2 allowed"):
+        llm.complete([], [])
+    assert server.asked == 3 and (budget.calls, budget.in_flight) == (2, 0)  # refused before asking the model
+
+
 @pytest.mark.usefixtures("store_engine")
 def test_racing_processes_never_exceed_the_call_cap_and_overshoot_tokens_by_at_most_the_calls_in_flight(tmp_path):
     """8 processes released together reserve, settle (30 tokens) or release (every fifth) calls on one budget until
