@@ -127,6 +127,36 @@ def test_a_budget_lives_in_the_result_store_and_is_reopened_by_its_id(tmp_path):
         Budget.open(ResultStore(tmp_path / "b"), "run2", max_calls=0)
 
 
+def test_the_benchmark_llm_reserves_each_model_call_and_gives_back_a_failed_one(tmp_path):
+    from core.benchmark.cache import CachingLLM
+    from core.llm.client import LLMError
+
+    class Server:
+        """Answers, fails (a network error past its retries), answers; counts what it was asked."""
+
+        def __init__(self):
+            self.script, self.asked = [True, False, True], 0
+
+        def complete(self, messages, stop, on_retry=None):
+            self.asked += 1
+            if not self.script.pop(0):
+                raise LLMError("network", "the server went away")
+            return Completion("Final answer: krakow", 10, 2, 1.0, False)
+
+    server = Server()
+    budget = Budget.open(ResultStore(tmp_path / "b"), "run", max_calls=2)
+    llm = CachingLLM(lambda answered: server, {"model": "m"}, None, budget=budget)
+    llm.complete([], [])
+    assert (budget.calls, budget.tokens, budget.in_flight) == (1, 12, 0)
+    with pytest.raises(LLMError, match="went away"):
+        llm.complete([], [])
+    assert (budget.calls, budget.in_flight) == (1, 0)  # the failed call is out of flight and not counted
+    llm.complete([], [])
+    with pytest.raises(BudgetReached, match="2 LLM calls made of the 2 allowed"):
+        llm.complete([], [])
+    assert server.asked == 3 and (budget.calls, budget.in_flight) == (2, 0)  # refused before asking the model
+
+
 @pytest.mark.usefixtures("store_engine")
 def test_racing_processes_never_exceed_the_call_cap_and_overshoot_tokens_by_at_most_the_calls_in_flight(tmp_path):
     """8 processes released together reserve, settle (30 tokens) or release (every fifth) calls on one budget until
@@ -138,15 +168,16 @@ def test_racing_processes_never_exceed_the_call_cap_and_overshoot_tokens_by_at_m
     Budget.open(store, "calls", max_calls=100)
     Budget.open(store, "tokens", max_tokens=2000)
     ctx = multiprocessing.get_context("spawn")
-    barrier, results = ctx.Barrier(workers), ctx.Queue()
+    barrier, results = ctx.Barrier(workers, timeout=300), ctx.Queue()
     processes = [ctx.Process(target=spend, args=(str(directory), ["calls", "tokens"], 500, tokens, barrier, results))
                  for _ in range(workers)]
     for p in processes:
         p.start()
     seen: dict[str, list] = {"calls": [], "tokens": []}
     for _ in range(2 * workers):
-        budget_id, settled, released, refusal = results.get(timeout=300)
-        seen[budget_id].append((settled, released, refusal))
+        budget_id, *outcome = results.get(timeout=300)
+        assert budget_id != "error", outcome[0]
+        seen[budget_id].append(outcome)
     for p in processes:
         p.join(60)
     for budget_id, kind in (("calls", "call"), ("tokens", "token")):
@@ -167,8 +198,9 @@ def test_two_workers_of_one_benchmark_share_its_budget_and_stop_together_at_the_
     from tests.budget_worker import bench
 
     shared = config(scripts, tmp_path, dqa_dir, "shared", budget_calls=5, budget_id="run-1")
+    budget = Bench(shared).open_budget("run-1")  # the benchmark and its budget made, as the app does before its workers
     ctx = multiprocessing.get_context("spawn")
-    barrier, results = ctx.Barrier(2), ctx.Queue()
+    barrier, results = ctx.Barrier(2, timeout=300), ctx.Queue()
     processes = [ctx.Process(target=bench, args=(shared, questions, barrier, results))
                  for questions in ([1, 3, 5], [2, 4, 6])]
     for p in processes:
@@ -177,7 +209,6 @@ def test_two_workers_of_one_benchmark_share_its_budget_and_stop_together_at_the_
     for p in processes:
         p.join(60)
     assert all(stopped.startswith("benchmark call budget reached") for _, stopped in outcomes), outcomes
-    budget = Bench(shared).open_budget("run-1")
     assert (budget.calls, budget.in_flight) == (5, 0)  # the calls in flight at the cap were answered: exactly it
     kept = read_results(tmp_path / "shared")
     assert len(kept) == sum(done for done, _ in outcomes) < 6 and sum(r["llm_calls"] for r in kept) < 5
