@@ -188,6 +188,7 @@ def test_a_worker_killed_mid_run_is_replaced_and_the_run_goes_on_from_its_checkp
     repeated = stub.repeated()
     assert list(repeated.values()) == [2] and next(iter(repeated))[1] == 1  # the call in flight, once more
     assert taken_up < queue.LEASE_S + 4 * queue.SWEEP_S + 30  # bounded by the lease (a loose bound, not a speed)
+    print(f"\nrun taken up and finished {taken_up:.1f} s after its worker was killed (lease {queue.LEASE_S} s)")
     stub.close()
 
 
