@@ -20,6 +20,7 @@ from core.llm.client import REPLAY_PREFIX, LLMError
 from core.scenarios.plugins.checks import check_folder
 from core.config import home as project_home
 from core.config.settings import DatabaseSettings, database_url
+from core.jobs import queue
 from core.store.database import SCHEMA_HEAD, shown
 from ui import access
 from ui.common import dqa_root, in_words, session_db, session_limits, session_llm, session_reviewer
@@ -226,6 +227,14 @@ if team_url:  # the app started, so its schema is current (app.py checks it)
     st.caption(f"The team store: PostgreSQL at {md_code(shown(team_url))} (PLANRAG_DATABASE_URL), schema revision "
                f"{SCHEMA_HEAD}. Runs, their events, reviews and checkpoints, grade overrides, benchmark results, "
                "the reply cache and learned plans are shared with everyone using it.")
+    if queue.enabled():
+        gap = queue.describe_worker_gap()
+        st.caption(f"Runs and benchmark items are jobs of the team's queue, run by workers ({md_code('python -m core worker')} "
+                   f"on any machine that reaches the store): "
+                   + (md(gap) if gap else f"{queue.workers()} up now.") + " PLANRAG_JOBS=threads runs them in this "
+                   "app's process instead.")
+    else:
+        st.caption("Runs and benchmark items run in this app's process (PLANRAG_JOBS=threads).")
 else:
     st.caption(f"This machine's project home: SQLite files under {md_code(str(project_home.data_home()))} "
                "(PLANRAG_HOME). Set PLANRAG_DATABASE_URL=postgresql://... to share them as a team (README, "

@@ -369,7 +369,7 @@ def show_live(run_id: str, settings: dict, run: RunJob | RunFollower, key: str, 
     panel.add(events)
     if going and run.partial:
         panel.writing(run.partial)
-    if going:
+    if going and run.status() != "queued":  # a queued run waits for a worker, said above
         panel.waiting(min(events[0].at, run.started) if events else run.started, run.started,
                       getattr(run, "calling", None))
     return panel

@@ -30,6 +30,7 @@ RUNS, BENCH = "runs", "bench"  # the queues
 HEARTBEAT_S = 2.0  # how often a worker beats
 LEASE_S = 10.0  # a worker silent this long is gone; its jobs go back to the queue
 SWEEP_S = 2.5  # how often a worker looks for jobs of workers gone
+READ_TIMEOUT_S = 3.0  # how long a page waits for a connection to read the queue (a store away: said at once)
 #: LLM settings a job carries: never the key (the worker has its own) nor the URL it is bound to
 _LLM_FIELDS = ("model", "base_url", "endpoint", "temperature", "top_p", "seed", "timeout_s", "max_retries",
                "max_reply_tokens")
@@ -119,7 +120,7 @@ def enqueue_items(config_dict: dict, keys: list[str], benchmark: str) -> dict[st
 
 
 def _sql(query: str, params: tuple = ()) -> list[tuple]:
-    with database.pool(_url()).connection() as con:
+    with database.pool(_url()).connection(timeout=READ_TIMEOUT_S) as con:
         return con.execute(query, params).fetchall()
 
 
