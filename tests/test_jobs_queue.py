@@ -336,3 +336,31 @@ def test_stop_resume_branch_and_query_approval_work_on_whichever_worker_holds_th
     assert child.parent_id == run.run_id and any(e.kind == "branch" for e in child.events)
     assert status(run.run_id) == "finished"  # the parent as it was
     stub.close()
+
+
+def test_a_stopped_benchmark_cancels_its_waiting_items_and_a_rerun_runs_only_those(team, workers, tmp_path):
+    """Stop while the items wait for a worker: they are taken out of the queue; the command line then runs the
+    benchmark again on a worker, queueing only what has no result."""
+    from core.benchmark.results import read_results
+    from core.jobs import bench_items
+
+    stub = TurnStub([ACT, FINAL])
+    b = bench(stub.url, name="stopped")
+    stop = threading.Event()
+    notes = []
+    following = threading.Thread(target=lambda: notes.append(bench_items.drive(b, stop=stop)))
+    following.start()
+    wait_for(lambda: queue.counts().get(queue.BENCH, {}).get("todo") == 6)
+    stop.set()
+    following.join(60)
+    assert notes[0].stopped == "stopped" and notes[0].done == 0
+    assert queue.counts()[queue.BENCH] == {"cancelled": 6}
+    workers("w1", concurrency=2)
+    env = {**os.environ, "PLANRAG_HOME": str(tmp_path / "cli")}
+    cli = subprocess.run([sys.executable, "-m", "core", "bench", "--source", "demo", "--technique", "iterrag",
+                          "--llm", "m", "--base-url", stub.url, "--name", "stopped", "--no-cache"], cwd=ROOT,
+                         env=env, capture_output=True, text=True, timeout=180)
+    assert cli.returncode == 0, cli.stdout + cli.stderr
+    assert "6 to run, queued for the team's workers" in cli.stdout
+    assert len(read_results(b.directory)) == 6 and sum(stub.calls.values()) == 12
+    stub.close()

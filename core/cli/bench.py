@@ -133,8 +133,10 @@ def main(args) -> int:
     total = len(bench.work.items)
     epochs = f" ({bench.epochs} epochs)" if bench.epochs > 1 else ""
     print(f"bench: {total} items{epochs} of set {bench.set_name}, model {bench.model}, results in {bench.directory}")
-    print(f"skipped {total - len(bench.pending)} items already done; {len(bench.pending)} to run, "
-          f"{config.concurrency} at a time", flush=True)
+    where = ("queued for the team's workers (python -m core worker)" if queue.enabled()
+             else f"{config.concurrency} at a time")
+    print(f"skipped {total - len(bench.pending)} items already done; {len(bench.pending)} to run, {where}",
+          flush=True)
 
     shown = threading.Lock()
 
