@@ -97,20 +97,26 @@ def one_round(n: int, args, stub: TurnStub, folder: Path, env: dict) -> float:
     return wall, len(bench.work.items)
 
 
+def start_run(stub: TurnStub):
+    """A scripted run on the demo Locating question 1, queued for the workers: its follower."""
+    from core.jobs import runs
+    from core.llm.client import LLMSettings
+    from core.model.run_settings import RunSettings
+
+    return runs.start(RunSettings("locating", 1, "sqlite", "iterrag", "m", base_url=stub.url, source="demo"),
+                      runs.Opener(llm=LLMSettings(model="m", base_url=stub.url)))
+
+
 def dispatch_overhead(stub: TurnStub, folder: Path, env: dict, jobs: int = 20) -> list[float]:
     """Seconds from a job queued to an idle worker starting it (procrastinate's own event times), one job at a
     time."""
-    from core.jobs import queue, runs
-    from core.llm.client import LLMSettings
-    from core.model.run_settings import RunSettings
+    from core.jobs import queue
 
     workers = start_workers(1, 1, folder, env)
     found = []
     try:
-        opener = runs.Opener(llm=LLMSettings(model="m", base_url=stub.url))
         for _ in range(jobs):
-            run = runs.start(RunSettings("locating", 1, "sqlite", "iterrag", "m", base_url=stub.url, source="demo"),
-                             opener)
+            run = start_run(stub)
             while not run.done:
                 time.sleep(0.05)
         rows = queue._sql("SELECT j.id, min(e.at) FILTER (WHERE e.type = 'deferred'), "
@@ -125,17 +131,11 @@ def dispatch_overhead(stub: TurnStub, folder: Path, env: dict, jobs: int = 20) -
 def event_latency(stub: TurnStub, folder: Path, env: dict, every: float, runs_n: int = 10) -> list[float]:
     """Seconds from an event stored by a worker to a follower reading the store every ``every`` seconds (as a page
     does) seeing it."""
-    from core.jobs import runs
-    from core.llm.client import LLMSettings
-    from core.model.run_settings import RunSettings
-
     workers = start_workers(1, 2, folder, env)
     delays = []
     try:
-        opener = runs.Opener(llm=LLMSettings(model="m", base_url=stub.url))
         for _ in range(runs_n):
-            run = runs.start(RunSettings("locating", 1, "sqlite", "iterrag", "m", base_url=stub.url, source="demo"),
-                             opener)
+            run = start_run(stub)
             seen = 0
             while True:
                 done = run.done
