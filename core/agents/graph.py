@@ -91,7 +91,7 @@ class AgentContext:
     price: list[float] | None = None  # USD per 1M prompt and completion tokens (None: unknown)
     control: RunControl | None = None
     on_text: Callable[[str], None] | None = None  # the reply in flight so far, where the model streams (a view)
-    on_attempt: Callable[[dict], None] | None = None  # each LLM attempt as it starts: call, attempt, of, timeout_s
+    on_attempt: Callable[[dict], None] | None = None  # each LLM attempt as it starts: call, attempt, of, timeout_s, streams
 
 
 def initial_state(tech: Technique, hitl: str, limits: Limits, language: str, schema: str, question_text: str,

@@ -308,7 +308,8 @@ class ChatLLM:
         """One reply to ``messages``. ``on_retry`` gets each failed attempt that is retried (its record, with
         ``retry_in_s``) as it happens; ``on_text``, when the model streams, the reply's text so far as it is
         written (a view: the Completion is the reply); ``on_attempt`` each attempt as it starts (``attempt``, of
-        ``of``, its ``timeout_s``). Raises LLMError when the call fails for good."""
+        ``of``, its ``timeout_s``, whether it ``streams`` the reply to ``on_text``). Raises LLMError when the call
+        fails for good."""
         attempts: list[dict] = []
         first = time.perf_counter()
         timeout_s = self._timeout_s
@@ -316,7 +317,8 @@ class ChatLLM:
             start, started_at = time.perf_counter(), time.time()
             record = {"attempt": attempt + 1, "start": round(started_at, 3), "timeout_s": timeout_s}
             if on_attempt:
-                on_attempt({"attempt": attempt + 1, "of": self._max_retries + 1, "timeout_s": timeout_s})
+                on_attempt({"attempt": attempt + 1, "of": self._max_retries + 1, "timeout_s": timeout_s,
+                            "streams": on_text is not None and self._streams})
             try:
                 message = self._invoke_within(messages, stop, timeout_s, on_text)
             except Exception as e:
