@@ -201,7 +201,7 @@ def start_form() -> None:
         epochs, vote, temperature, top_p, seed = sampling_inputs(llm.temperature)
         with st.expander("Limits of each run and the benchmark's budget"):
             limits = limit_inputs(session_limits(), key="bench_limits")
-            budget_tokens, budget_cost = budget_inputs(key="bench")
+            budget_tokens, budget_cost, budget_calls = budget_inputs(key="bench")
         started = st.form_submit_button("Start", icon=":material/play_arrow:", **access.disabled("benchmark"))
     if not started or access.refused("benchmark"):
         return
@@ -221,7 +221,8 @@ def start_form() -> None:
                              base_url=llm.base_url, temperature=temperature,
                              dqa_root=question_set.strip() or dqa_root(),
                              llm_settings=llm, limits=limits.validate(), budget_tokens=budget_tokens,
-                             budget_cost=budget_cost, source=source, prompts=prompt_setting, reaper_planner=planner,
+                             budget_cost=budget_cost, budget_calls=budget_calls, source=source,
+                             prompts=prompt_setting, reaper_planner=planner,
                              epochs=int(epochs), vote=int(vote), top_p=top_p or None, seed=parse_seed(seed))
         job = jobs.start(config)
     except (BenchError, LLMError, ValueError, DQAError) as e:

@@ -65,6 +65,16 @@ def test_a_benchmark_budget_set_on_the_page_stops_it(monkeypatch, tmp_path, dqa,
     assert any("benchmark token budget reached" in s.value for s in at.success)
     progress = at.get("progress")[0].proto.text  # the live counter: tokens and cost spent
     assert f"{job.bench.progress.tokens:,} tokens, $0.0000" in progress
+    at.number_input(key="bench_budget_tokens").set_value(0)  # no token cap; a call cap instead
+    at.number_input(key="bench_budget_calls").set_value(2)
+    at.text_input(key="bench_name").input("calls")
+    at.get("form_submit_button")[0].click().run()
+    assert not at.exception and not at.error
+    job = bench_jobs.jobs()[-1]
+    while not job.done and time.time() < deadline + 60:
+        time.sleep(0.1)
+    assert job.bench.config.budget_calls == 2 and job.bench.open_budget(job.bench.budget_id).calls == 2
+    assert job.bench.progress.stopped.startswith("benchmark call budget reached: 2 LLM calls made of the 2 allowed")
 
 
 def test_a_stuck_run_says_so_on_the_run_page(monkeypatch, tmp_path):

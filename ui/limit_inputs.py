@@ -46,12 +46,14 @@ def limit_inputs(limits: Limits, key: str) -> Limits:
                      "row_cap": int(row_cap), "observation_chars": int(observation), "cell_chars": int(cell)})
 
 
-def budget_inputs(key: str) -> tuple[int | None, float | None]:
-    """Inputs for a benchmark's budget: tokens and estimated cost its LLM calls may spend (None: no cap)."""
-    a, b = st.columns(2)
+def budget_inputs(key: str) -> tuple[int | None, float | None, int | None]:
+    """Inputs for a benchmark's budget: tokens, estimated cost and LLM calls its calls may spend (None: no cap)."""
+    a, b, c = st.columns(3)
     tokens = a.number_input("Budget: tokens", 0, 10_000_000_000, 0, step=100_000, key=kept(f"{key}_budget_tokens"),
                             help="What the benchmark's LLM calls may spend (cached replies are free); it stops "
                                  "before the call past it, keeping the finished items. 0: no cap")
     cost = b.number_input("Budget: cost (USD)", 0.0, 100_000.0, 0.0, step=1.0, format="%.2f",
                           key=kept(f"{key}_budget_cost"), help="Estimated from the price table. 0: no cap")
-    return int(tokens) or None, float(cost) or None
+    calls = c.number_input("Budget: LLM calls", 0, 100_000_000, 0, step=100, key=kept(f"{key}_budget_calls"),
+                           help="LLM calls the benchmark may make; those in flight count, so never more. 0: no cap")
+    return int(tokens) or None, float(cost) or None, int(calls) or None

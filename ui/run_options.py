@@ -4,7 +4,6 @@ plan to start from."""
 from __future__ import annotations
 
 from dataclasses import replace
-from functools import partial
 
 import streamlit as st
 
@@ -140,4 +139,4 @@ def start_run(settings: RunSettings) -> str:
 
 def runtime_factory():
     """What a background run opens its runtime with: this session's DQA folder, model and database servers."""
-    return partial(jobs.open_runtime, dqa_root(), session_llm(), session_db())
+    return jobs.Opener(dqa_root(), session_llm(), session_db())

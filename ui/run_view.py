@@ -23,7 +23,7 @@ from core.analysis.grading import placement_text
 from core.jobs.runs import RunFollower, RunJob
 from core.store.overrides import OverrideStore, with_override
 from core.llm.replays import model_label
-from core.store.runs import PauseTaken, RunRecord
+from core.store.runs import DRIVEN, PauseTaken, RunRecord
 from core.analysis.summary import answered, question_id, review_label, technique_label, window_note
 from core.analysis.trace import Trace, step_summary
 from core.analysis.format import GAP, duration, number
@@ -354,7 +354,7 @@ def tracker(record: RunRecord | None, job: RunJob | None) -> RunJob | RunFollowe
     the run store; None for a run that does not go on."""
     if job is not None:
         return job
-    return jobs.follower(record.id) if record is not None and record.status == "running" else None
+    return jobs.follower(record.id) if record is not None and record.status in DRIVEN else None
 
 
 def events_so_far(run: RunJob | RunFollower) -> list[Event]:
@@ -371,8 +371,7 @@ def show_live(run_id: str, settings: dict, run: RunJob | RunFollower, key: str, 
     panel with every event so far, the reply the model is writing (``partial``), what it waits for."""
     going = not run.done
     if going and not isinstance(run, RunJob):
-        st.info("This run is running in another process (a command line or another app server).",
-                icon=":material/sync:")
+        st.info(run.note(), icon=":material/sync:")
     if going:
         stop_button(run_id, key=f"{key}-stop-{run_id}")
     panel = RunPanel(run_id, settings, compact=compact)

@@ -267,16 +267,17 @@ class AgentRuntime:
         finally:
             ws.backend.close()
 
-    def iter_continue(self, run_id: str) -> Iterator[Event]:
-        """Resume an ``interrupted`` run (its process died) or a ``stopped`` one from its last checkpoint, and yield
-        its events until it pauses or ends. A run killed just after a review was claimed goes on with that review;
-        a run that was waiting at a pause waits there again. Raises RunNotPaused when the run is in neither state
-        (or another process took it first), KeyError for an unknown run, when called."""
+    def iter_continue(self, run_id: str, statuses: tuple[str, ...] = ("interrupted", "stopped")) -> Iterator[Event]:
+        """Resume an ``interrupted`` run (its process died) or a ``stopped`` one (or one in other ``statuses``: a
+        worker takes a ``queued`` one) from its last checkpoint, and yield its events until it pauses or ends. A run
+        killed just after a review was claimed goes on with that review; a run that was waiting at a pause waits
+        there again. Raises RunNotPaused when the run is in none of them (or another process took it first),
+        KeyError for an unknown run, when called."""
         record = self.store.get(run_id, events=False)
         settings = RunSettings.from_dict(record.settings)
         graph = self._graph_of(settings.technique)
         try:
-            was = self.store.claim_run(run_id, ("interrupted", "stopped"))
+            was = self.store.claim_run(run_id, statuses)
         except PauseTaken as e:
             raise RunNotPaused(str(e)) from None
         snapshot = graph.get_state(self._config(run_id))
@@ -306,6 +307,11 @@ class AgentRuntime:
             graph_input = None
         return self._opened(run_id, settings, graph, graph_input, snapshot.values["llm_calls"],
                             undo=lambda: self.store.update(run_id, was))
+
+    def checkpointed(self, run_id: str) -> bool:
+        """Whether the run has a checkpoint (it got past its start: resuming it goes on from there)."""
+        settings = RunSettings.from_dict(self.store.get(run_id, events=False).settings)
+        return bool(self._graph_of(settings.technique).get_state(self._config(run_id)).values)
 
     def branch_point(self, run_id: str, step: int, at_query: bool = False):
         """The checkpoint (a LangGraph StateSnapshot) of ``run_id`` just before its step ``step`` (LLM call number,

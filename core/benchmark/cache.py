@@ -78,7 +78,8 @@ def cache_key(identity: dict, stop: list[str], messages: list[BaseMessage]) -> s
 class CachingLLM:
     """A ChatLLM stand-in with a reply cache (None: no cache), a wait before each model call (``throttle``,
     e.g. a rate limiter), a gate each model call passes (``gate``, a core.benchmark.runner.CallGate: how many
-    calls at once, told of timeouts) and a benchmark budget checked before each model call and charged after it.
+    calls at once, told of timeouts) and a benchmark budget each model call is reserved in before it is made, then
+    settled (answered) or released (failed).
     ``calls`` counts model calls, ``hits`` cached replies, ``wait_s`` the time spent in ``complete`` (model,
     throttle and cache). It counts tokens with the tokenizer file of ``settings`` when one is set (the model,
     opened only for a call that is not cached, is not asked)."""
@@ -116,38 +117,46 @@ class CachingLLM:
                 self.hits += 1
                 return replace(cached, cached=True, attempts=[], wait_s=round(time.perf_counter() - start, 4))
             if self._budget:
-                self._budget.check()
-            if self._model is None:
-                self._model = self._opener(self.hits + self.calls)
-            waiting = time.perf_counter()
-            if self._throttle:
-                self._throttle()
-            if self._gate is None:
-                completion = self._model.complete(messages, stop, on_retry=on_retry)
-            else:
-                with self._gate:
-                    completion = self._model.complete(messages, stop, on_retry=self._gate.watch(on_retry))
-            # the time waited for this reply: the model's attempts, and the throttle and the gate before them
-            completion = replace(completion, wait_s=max(completion.wait_s or 0.0,
-                                                        round(time.perf_counter() - waiting, 4)))
-            self.calls += 1
+                self._budget.reserve()  # BudgetReached at a cap
+            try:
+                if self._model is None:
+                    self._model = self._opener(self.hits + self.calls)
+                completion = self._call(messages, stop, on_retry)
+            except BaseException:
+                if self._budget:
+                    self._budget.release()
+                raise
             if self._budget:
-                self._budget.spend(completion)
+                self._budget.settle(completion)
+            self.calls += 1
             if key:
                 self._cache.put(key, self._identity["model"], completion)
             return completion
         finally:
             self.wait_s += time.perf_counter() - start
 
+    def _call(self, messages: list[BaseMessage], stop: list[str], on_retry) -> Completion:
+        """The model's reply, after the throttle and through the gate, with the time waited for it (``wait_s``:
+        the model's attempts, and the throttle and the gate before them)."""
+        waiting = time.perf_counter()
+        if self._throttle:
+            self._throttle()
+        if self._gate is None:
+            completion = self._model.complete(messages, stop, on_retry=on_retry)
+        else:
+            with self._gate:
+                completion = self._model.complete(messages, stop, on_retry=self._gate.watch(on_retry))
+        return replace(completion, wait_s=max(completion.wait_s or 0.0, round(time.perf_counter() - waiting, 4)))
+
 
 def caching_opener(cache: ReplyCache | None, throttle: Callable[[], None] | None = None,
                    on_open: Callable[[CachingLLM], None] | None = None, gate=None, budget: Budget | None = None,
                    sample: Callable[[], int] | None = None):
     """An ``llm_opener`` for AgentRuntime (same signature as core.llm.client.open_llm) giving CachingLLMs (passing
-    ``gate``, charging ``budget``); ``on_open`` sees each one (to read its counters after the run). ``sample``
-    gives the number of the repeated sample (benchmark epoch) the opening thread runs: samples after the first
-    are keyed apart (``sample`` in the key), so each epoch asks the model anew instead of being served epoch 1's
-    reply, and a rerun of epoch e is served epoch e's own."""
+    ``gate``, reserving each model call in ``budget``); ``on_open`` sees each one (to read its counters after the
+    run). ``sample`` gives the number of the repeated sample (benchmark epoch) the opening thread runs: samples
+    after the first are keyed apart (``sample`` in the key), so each epoch asks the model anew instead of being
+    served epoch 1's reply, and a rerun of epoch e is served epoch e's own."""
 
     def opener(spec: str, settings: LLMSettings, *, skip: int = 0) -> CachingLLM:
         replay = spec.startswith(REPLAY_PREFIX)

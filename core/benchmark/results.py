@@ -24,6 +24,10 @@ CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, scenario TEXT, questio
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS not_run (key TEXT PRIMARY KEY, scenario TEXT, question INTEGER, db TEXT,
     technique TEXT, model TEXT, error_kind TEXT, error TEXT, attempts TEXT, at REAL);
+CREATE TABLE IF NOT EXISTS budgets (id TEXT PRIMARY KEY, max_tokens INTEGER, max_cost_usd REAL, max_calls INTEGER,
+    price_prompt REAL, price_completion REAL, calls INTEGER NOT NULL DEFAULT 0,
+    prompt_tokens INTEGER NOT NULL DEFAULT 0, completion_tokens INTEGER NOT NULL DEFAULT 0,
+    in_flight INTEGER NOT NULL DEFAULT 0);
 """
 #: The epoch at the end of an item's key (core.benchmark.items.Item.key), from epoch 2 on.
 _EPOCH = re.compile(r"/e(\d+)$")
@@ -37,9 +41,10 @@ def _set_up(con: sqlite3.Connection) -> None:
     con.executescript(_SCHEMA)
 
 
-class _Scope:
-    """One benchmark's rows: a SQLite file of its own (tables ``results``, ``meta``, ``not_run``), or in the team
-    store the rows of ``bench_results``, ``bench_meta``, ``bench_not_run`` whose ``benchmark`` is its folder's name."""
+class Scope:
+    """One benchmark's rows: a SQLite file of its own (tables ``results``, ``meta``, ``not_run``, ``budgets``), or in
+    the team store the rows of ``bench_results``, ``bench_meta``, ``bench_not_run``, ``bench_budgets`` whose
+    ``benchmark`` is its folder's name."""
 
     def __init__(self, db: Database, directory: Path):
         self.db, self.name = db, directory.name
@@ -75,16 +80,16 @@ class ResultStore:
         target = location(self.path)
         if not is_url(target):
             self.directory.mkdir(parents=True, exist_ok=True)
-        self._scope = _Scope(Database(target, "benchmark result store", _set_up), self.directory)
+        self.scope = Scope(Database(target, "benchmark result store", _set_up), self.directory)
 
     def close(self) -> None:
-        self._scope.db.close()
+        self.scope.db.close()
 
     def check_params(self, params: dict) -> None:
         """Record the run parameters (temperature, limits, ...) on first use; BenchError if the stored results
         were made with others."""
         text = json.dumps(params, sort_keys=True)
-        sc = self._scope
+        sc = self.scope
         with sc.db.transaction() as con:
             con.execute(sc.upsert("meta", ("name", "value"), ("name",), replace=False), (*sc.params, "params", text))
             row = con.execute(f"SELECT value FROM {sc.table('meta')}" + sc.where("name = 'params'"),
@@ -101,7 +106,7 @@ class ResultStore:
         item = Item(result["scenario"], result["question"], result["db"], result["technique"], result["model"],
                     result.get("source", "dqa"), result.get("epoch", 1))
         correct = None if result.get("correct") is None else int(result["correct"])
-        sc = self._scope
+        sc = self.scope
         with sc.db.transaction() as con:
             con.execute(sc.upsert("results", _RESULT_COLUMNS, ("key",)),
                         (*sc.params, item.key, item.scenario, item.question, item.db, item.technique, item.model,
@@ -112,7 +117,7 @@ class ResultStore:
         """Keep an item that could not run (a network, auth, rate-limit or server failure past its retries...):
         what happened (``error_kind``, the scrubbed ``error``) and the LLM call's attempts, so reports can list
         it. A rerun tries it again; its result then replaces this."""
-        sc = self._scope
+        sc = self.scope
         with sc.db.transaction() as con:
             con.execute(sc.upsert("not_run", _NOT_RUN_COLUMNS, ("key",)),
                         (*sc.params, item.key, item.scenario, item.question, item.db, item.technique, item.model,
@@ -120,7 +125,7 @@ class ResultStore:
 
     def done(self) -> set[str]:
         """The keys of the stored items."""
-        sc = self._scope
+        sc = self.scope
         return {k for (k,) in sc.db.rows(f"SELECT key FROM {sc.table('results')}" + sc.where(), sc.params)}
 
 
@@ -131,7 +136,7 @@ def _rows(directory: str | Path, table: str, columns: str, condition: str = "1 =
     directory = Path(directory)
     target = location(directory / FILE)
     if is_url(target):
-        sc = _Scope(Database(target, "benchmark result store"), directory)
+        sc = Scope(Database(target, "benchmark result store"), directory)
         cond = condition.format(results=sc.table("results"), scope="benchmark = ?")
         return sc.db.rows(f"SELECT {columns} FROM {sc.table(table)}" + sc.where(cond) + order,
                           sc.params * (1 + condition.count("{scope}")))

@@ -7,13 +7,16 @@ A rerun skips the finished items; a killed run loses only the items in flight.
 
 Items that could not run for reasons outside the agent (the server unreachable, a rate limit past its retries)
 are not stored, so a rerun tries them again; a bad key or model name stops the benchmark, and so does its budget
-(``budget_tokens``, ``budget_cost``: checked before each LLM call; the item cut short is not stored).
+(``budget_tokens``, ``budget_cost``, ``budget_calls``: each LLM call reserved in the result store before it is made,
+core.benchmark.budget; the item cut short is not stored). The budget is shared by every worker given its id
+(``budget_id``; ``Bench.open_budget``).
 """
 from __future__ import annotations
 
 import re
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field, replace
@@ -30,7 +33,7 @@ from core.model.run_settings import Limits, RunSettings
 from core.model.technique import technique, voted_name
 from core.agents.workspace import open_catalog_workspace
 from core.backends.registry import language
-from core.benchmark.budget import Budget
+from core.benchmark.budget import Budget, check_caps
 from core.benchmark.cache import CachingLLM, ReplyCache, caching_opener
 from core.benchmark import fidelity
 from core.benchmark.failures import classify
@@ -96,6 +99,8 @@ class BenchConfig:
     home: Path | None = None
     budget_tokens: int | None = None  # what this benchmark's LLM calls may spend (None: no cap)
     budget_cost: float | None = None  # USD, at the price table's rate
+    budget_calls: int | None = None  # LLM calls (those in flight counted: never exceeded)
+    budget_id: str | None = None  # the budget shared with other workers of this benchmark (None: a new one per run)
     source: str = "dqa"  # the questions: DQA, or the built-in demo scenarios ("demo")
     prompts: str = "improved"  # the loop techniques' prompt setting: improved | paper
     reaper_planner: str = "examples"  # REAPER's planner prompt: examples | zero-shot
@@ -126,7 +131,7 @@ class Progress:
     started: float = field(default_factory=time.time)
     stopped: str | None = None  # why the run stopped early
     running: set[str] = field(default_factory=set)
-    budget: Budget | None = None  # tokens and cost spent by this run's model calls, live
+    budget: Budget | None = None  # what the run's budget spent (by every worker sharing it), live
 
     @property
     def tokens(self) -> int:
@@ -288,7 +293,7 @@ class Bench:
         if reason:
             raise BenchError(f"{reason}; choose another --out, or set PLANRAG_HOME to a writable folder")
         self.budget_price = price_of(self.model, load_prices(bench_home(config.home) / "prices.json"))
-        Budget(config.budget_tokens, config.budget_cost, self.budget_price, self.model)  # BenchError if unusable
+        check_caps(config.budget_tokens, config.budget_cost, config.budget_calls, self.budget_price, self.model)
         if config.limits.max_cost_usd is not None and self.budget_price is None:
             raise BenchError(f"a cost limit per run needs the model's price, and {self.model!r} is not in the price "
                              "table: add it there, or drop the cost limit")
@@ -299,6 +304,7 @@ class Bench:
         done = self.store.done()
         self.pending = [i for i in self.work.items if i.key not in done]
         self.progress: Progress | None = None  # set when run() starts
+        self.budget_id: str | None = config.budget_id  # the budget of the run going on or last run
         self._local = threading.local()
         self.lock = DirectoryLock(self.directory)
 
@@ -306,6 +312,10 @@ class Bench:
         """Take the results directory for this process (BenchBusy when another benchmark runs into it) and list
         the pending items again: one that ran there until now may have finished some. ``run()`` claims too."""
         self.lock.acquire()
+        self.refresh()
+
+    def refresh(self) -> None:
+        """List the pending items again (other processes may have finished some)."""
         done = self.store.done()
         self.pending = [i for i in self.work.items if i.key not in done]
 
@@ -395,14 +405,27 @@ class Bench:
         it. Raises BenchBusy when another benchmark runs into the same directory (see ``claim``)."""
         self.claim()
         try:
-            return self._run(on_result, stop, on_note)
+            return self.run_items(self.pending, on_result, stop, on_note)
         finally:
             self.lock.release()
 
-    def _run(self, on_result, stop, on_note) -> Progress:
+    def open_budget(self, budget_id: str) -> Budget:
+        """The budget ``budget_id`` in this benchmark's result store, made with the config's caps if it is new: a
+        worker handed the id reopens the budget the other workers of the benchmark spend from."""
+        c = self.config
+        return Budget.open(self.store, budget_id, c.budget_tokens, c.budget_cost, c.budget_calls, self.budget_price,
+                           self.model)
+
+    def run_items(self, items: list[Item], on_result: Callable[[Item, dict | None, str | None, Progress], None]
+                  | None = None, stop: threading.Event | None = None,
+                  on_note: Callable[[str], None] | None = None) -> Progress:
+        """Run ``items`` of the work list as ``run`` does, without claiming the results directory: for a worker
+        handed part of a benchmark that other workers run too. They share its budget when given its id
+        (``config.budget_id``); without one the items spend from a new budget (``budget_id``)."""
         stop = stop or threading.Event()
         stored = self.results()
-        budget = Budget(self.config.budget_tokens, self.config.budget_cost, self.budget_price, self.model)
+        budget = self.open_budget(self.config.budget_id or uuid.uuid4().hex)
+        self.budget_id = budget.id
         progress = self.progress = Progress(len(self.work.items), len(stored),
                                             sum(bool(r.get("correct")) for r in stored), budget=budget)
         lock = threading.Lock()
@@ -430,7 +453,7 @@ class Bench:
 
         try:
             with ThreadPoolExecutor(self.config.concurrency, thread_name_prefix="bench") as pool:
-                futures = [pool.submit(scenarios.in_context(work), item) for item in self.pending]
+                futures = [pool.submit(scenarios.in_context(work), item) for item in items]
                 try:
                     for future in as_completed(futures):
                         future.result()

@@ -88,13 +88,15 @@ def limits_from(args: argparse.Namespace) -> Limits:
 
 
 def add_budget_arguments(p: argparse.ArgumentParser) -> None:
-    """A benchmark's budget, checked before each LLM call."""
+    """A benchmark's budget, each LLM call reserved in it before it is made."""
     g = p.add_argument_group("budget of the benchmark (what this command spends on LLM calls; cached replies are free)")
     g.add_argument("--budget-tokens", type=int, metavar="N",
                    help="stop before a call once this many tokens were spent; finished items are kept and a rerun "
                         "goes on")
     g.add_argument("--budget-cost", type=float, metavar="USD",
                    help="stop before a call once this much estimated cost was spent (price table)")
+    g.add_argument("--budget-calls", type=int, metavar="N",
+                   help="make at most this many LLM calls (those in flight counted, so never more)")
 
 
 SCENARIO_HELP = ("locating (EU4: where to place a merchant), building (Victoria 3: which building to grow) or a "

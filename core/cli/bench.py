@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # the runner loads LangGraph: only ``bench`` itself needs it,
     from core.benchmark.runner import Bench, BenchConfig
 from core.llm.client import LLMError
 from core.config.secrets import scrub
+from core.jobs import queue
 
 DESCRIPTION = """Run DQA questions with one or more techniques and a model. Each result is stored as its item
 finishes (results.sqlite in the output directory); rerunning the same command skips the finished items.
@@ -116,11 +117,13 @@ def main(args) -> int:
         print("error: --technique is required (or --smoke)", file=sys.stderr)
         return 2
     from core.benchmark.runner import Bench  # heavy: LangGraph, see the imports
+    from core.jobs import bench_items  # heavy: as above
 
     try:
         config = _config(args)
         bench = Bench(config)
-        bench.claim()  # BenchBusy when another benchmark runs into the same directory
+        if not queue.enabled():  # with the job queue, commands on one benchmark share its items
+            bench.claim()  # BenchBusy when another benchmark runs into the same directory
         prices = load_prices()
     except (BenchError, LLMError, ValueError) as e:
         print(scrub(error_line(e)), file=sys.stderr)
@@ -152,7 +155,7 @@ def main(args) -> int:
     main_thread = threading.current_thread() is threading.main_thread()  # only there can a signal be handled
     previous = signal.signal(signal.SIGINT, partial(_interrupted, bench, stop)) if main_thread else None
     try:
-        progress = bench.run(on_result=show, on_note=note, stop=stop)
+        progress = bench_items.drive(bench, on_result=show, on_note=note, stop=stop)
     finally:
         if main_thread:
             signal.signal(signal.SIGINT, previous)
@@ -205,13 +208,14 @@ def _config(args) -> BenchConfig:
     if args.smoke:
         return smoke_config(args.technique, scenario=args.scenario, db=args.db, out=args.out, name=args.name,
                             source="scenario" if args.source == "scenario" else None, limits=limits_from(args),
-                            budget_tokens=args.budget_tokens, budget_cost=args.budget_cost)
+                            budget_tokens=args.budget_tokens, budget_cost=args.budget_cost,
+                            budget_calls=args.budget_calls)
     return BenchConfig(args.technique, args.llm or "", scenario=args.scenario, db=args.db,
                        questions=args.questions, concurrency=args.concurrency, rpm=args.rpm, out=args.out,
                        name=args.name, cache=not args.no_cache, base_url=args.base_url,
                        temperature=args.temperature, source=args.source, dqa_root=args.dqa_dir,
                        llm_settings=llm_settings(args, unattended=True), limits=limits_from(args),
-                       budget_tokens=args.budget_tokens, budget_cost=args.budget_cost,
+                       budget_tokens=args.budget_tokens, budget_cost=args.budget_cost, budget_calls=args.budget_calls,
                        prompts=args.prompts, reaper_planner=args.reaper_planner, epochs=args.epochs,
                        top_p=args.top_p, seed=args.seed, vote=args.vote)
 

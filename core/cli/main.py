@@ -11,6 +11,7 @@ import core.cli.db as db_commands
 import core.cli.grade as grade_command
 import core.cli.override as override_command
 import core.cli.scenario as scenario_command
+import core.cli.worker as worker_command
 from core.backends import graph_server
 from core.backends.base import QueryError
 import core.cli.data as data_commands
@@ -31,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     data_commands.add_parsers(sub)
     run_commands.add_parsers(sub)
     db_commands.add_parsers(sub)
+    worker_command.add_parser(sub)
 
     p = sub.add_parser("bench", help="run DQA (or part of it) with techniques and a model; print the accuracy",
                        description=bench_command.DESCRIPTION)

@@ -7,6 +7,7 @@ import threading
 
 from core.benchmark.items import BenchError
 from core.benchmark.runner import Bench, BenchConfig
+from core.jobs import bench_items, queue
 from core.jobs.job import Job, JobBusy, all_jobs, get, launch
 
 
@@ -22,7 +23,7 @@ class BenchJob(Job):
         self._stop = threading.Event()
 
     def _work(self) -> None:
-        self.bench.run(stop=self._stop, on_result=lambda *_: self.changed())
+        bench_items.drive(self.bench, stop=self._stop, on_result=lambda *_: self.changed())
 
     def events(self, after: int = 0) -> list[dict]:
         """The benchmark's stored results after the first ``after``, in the order they finished."""
@@ -41,6 +42,8 @@ def start(config: BenchConfig) -> BenchJob:
     running = get(BenchJob.kind, job.key)
     if running is not None and not running.done:
         raise busy
+    if queue.enabled():  # the workers share its items with any other command running it
+        return launch(job)
     job.bench.claim()  # BenchBusy when another process runs a benchmark into the directory
     try:
         return launch(job)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
@@ -21,7 +22,8 @@ from core.model.run_settings import Review, RunSettings
 from core.model.events import AnyEvent, Event
 from core.agents.workspace import open_catalog_workspace
 from core.llm.client import LLMSettings
-from core.store.runs import RunRecord, RunStore
+from core.store.runs import DRIVEN, RunRecord, RunStore
+from core.jobs import queue
 from core.jobs.job import Job, JobBusy, get, launch
 
 RunBusy = JobBusy  # the run is already being driven by a job
@@ -42,6 +44,23 @@ def open_runtime(dqa_root: str | Path | None = None, llm: LLMSettings | None = N
     home.use_fallback()
     return AgentRuntime(config.DATA_HOME, workspace=partial(open_catalog_workspace, root=dqa_root, db_settings=db),
                         llm_settings=llm)
+
+
+@dataclass(frozen=True)
+class Opener:
+    """How a page's runs open their runtime (``open_runtime`` with these); with the job queue a worker opens its
+    own, with ``llm`` sent without the key, and its own DQA folder and database servers."""
+
+    dqa_root: str | Path | None = None
+    llm: LLMSettings | None = None
+    db: config.DatabaseSettings | None = None
+
+    def __call__(self):
+        return open_runtime(self.dqa_root, self.llm, self.db)
+
+
+def _llm_of(make_runtime: Callable) -> LLMSettings | None:
+    return make_runtime.llm if isinstance(make_runtime, Opener) else None
 
 
 class RunJob(Job):
@@ -132,7 +151,8 @@ def follower(run_id: str) -> RunFollower:
 
 
 class RunFollower:
-    """A stored run followed by cursor (``events(after)``, ``status()``, ``done``, ``stop``)."""
+    """A stored run followed by cursor (``events(after)``, ``status()``, ``done``, ``stop``); ``note()`` says
+    where it runs (a queued run: waiting for a worker, and whether one is up)."""
 
     error = None
     partial = ""  # another process's reply in flight is not seen here
@@ -151,17 +171,30 @@ class RunFollower:
 
     @property
     def done(self) -> bool:
-        return self.status() != "running"
+        return self.status() not in DRIVEN
 
     def stop(self, by: str = "") -> str:
         return self._store.request_stop(self.run_id, by)
 
+    def note(self) -> str:
+        """Where the run goes on, for a page."""
+        if self.status() == "queued":
+            gap = queue.describe_worker_gap()
+            return "Queued: a worker of the team's job queue will take it up." + (f" {gap}" if gap else "")
+        return "This run is running in another process (a worker, a command line or another app server)."
 
-def start(settings: RunSettings, make_runtime: Callable) -> RunJob:
-    """Start a run in the background; ``make_runtime()`` gives the AgentRuntime to drive it (closed after)."""
+
+def start(settings: RunSettings, make_runtime: Callable) -> RunJob | RunFollower:
+    """Start a run in the background; ``make_runtime()`` gives the AgentRuntime to drive it (closed after). With the
+    team's job queue (core.jobs.queue), the run is recorded queued and a worker drives it (with the Opener's LLM
+    settings, sent without the key)."""
     from core.agents.runtime import new_run_id  # heavy: loads langgraph
 
     run_id = new_run_id()
+    if queue.enabled():
+        open_store().create(run_id, settings.validate().to_dict(), queued=True)
+        queue.enqueue_run("start", run_id, _llm_of(make_runtime))
+        return follower(run_id)
     return launch(RunJob(run_id, settings, make_runtime, lambda runtime: runtime.iter_start(settings, run_id)))
 
 
@@ -182,28 +215,56 @@ def _prepared(make_runtime: Callable, begin: Callable) -> tuple[object, Iterator
         raise
 
 
-def resume(record: RunRecord, review: Review, make_runtime: Callable, pause_id: str | None = None) -> RunJob:
-    """Resume a paused run (its stored record) with the analyst's review of pause ``pause_id``, in the background.
-    The pause is claimed now: RunNotPaused (core.agents.runtime) when it is no longer current."""
+def _handed_over(run_id: str, runtime, events, make_runtime: Callable) -> RunFollower:
+    """A run this process claimed (a review, a resume), given to the job queue's workers to drive."""
+    try:
+        getattr(events, "close", lambda: None)()  # never started: nothing of it ran here
+        runtime.store.hand_over(run_id)
+    finally:
+        runtime.close()
+    if open_store().get(run_id, events=False).status == "queued":  # not settled at the claim (paused again, ...)
+        queue.enqueue_run("continue", run_id, _llm_of(make_runtime))
+    return follower(run_id)
+
+
+def resume(record: RunRecord, review: Review, make_runtime: Callable,
+           pause_id: str | None = None) -> RunJob | RunFollower:
+    """Resume a paused run (its stored record) with the analyst's review of pause ``pause_id``, in the background
+    (with the job queue: by a worker). The pause is claimed now: RunNotPaused (core.agents.runtime)
+    when it is no longer current."""
     _not_running(record.id)
     runtime, events = _prepared(make_runtime, lambda rt: rt.iter_resume(record.id, review, pause_id))
+    if queue.enabled():
+        return _handed_over(record.id, runtime, events, make_runtime)
     return launch(RunJob(record.id, RunSettings.from_dict(record.settings), lambda: runtime, lambda _: events))
 
 
-def proceed(record: RunRecord, make_runtime: Callable) -> RunJob:
-    """Resume an interrupted or stopped run from its last checkpoint, in the background (claimed now)."""
+def proceed(record: RunRecord, make_runtime: Callable) -> RunJob | RunFollower:
+    """Resume an interrupted or stopped run from its last checkpoint, in the background (claimed now; with the job
+    queue: by a worker)."""
     _not_running(record.id)
     runtime, events = _prepared(make_runtime, lambda rt: rt.iter_continue(record.id))
+    if queue.enabled():
+        return _handed_over(record.id, runtime, events, make_runtime)
     return launch(RunJob(record.id, RunSettings.from_dict(record.settings), lambda: runtime, lambda _: events))
 
 
-def branch(record: RunRecord, step: int, make_runtime: Callable, **changes) -> RunJob:
-    """Start a branch of a run at ``step`` (``changes``: plan, query, note, reviewer) in the background; its job
-    (``run_id``: the new run). ValueError now when the run has no such step or the change does not fit."""
+def branch(record: RunRecord, step: int, make_runtime: Callable, **changes) -> RunJob | RunFollower:
+    """Start a branch of a run at ``step`` (``changes``: plan, query, note, reviewer) in the background (with the
+    job queue: by a worker); its job (``run_id``: the new run). ValueError now when the run has no
+    such step or the change does not fit."""
     from core.agents.runtime import new_run_id  # heavy: loads langgraph
 
     new_id = new_run_id()
     runtime, events = _prepared(make_runtime, lambda rt: rt.iter_branch(record.id, step, new_id=new_id, **changes))
+    if queue.enabled():
+        try:
+            getattr(events, "close", lambda: None)()  # checked, never started
+            runtime.store.create(new_id, record.settings, parent_id=record.id, branch_step=step, queued=True)
+        finally:
+            runtime.close()
+        queue.enqueue_run("branch", new_id, _llm_of(make_runtime), branch={"parent": record.id, "step": step, "changes": changes})
+        return follower(new_id)
     return launch(RunJob(new_id, RunSettings.from_dict(record.settings), lambda: runtime, lambda _: events))
 
 
@@ -223,6 +284,14 @@ def job(run_id: str) -> RunJob | None:
 
 
 def running(run_id: str) -> bool:
-    """Whether a job of this process is driving the run now."""
+    """Whether a job of this process is driving the run now (with the job queue: whether the run is queued or
+    driven by a worker)."""
     current = job(run_id)
-    return current is not None and not current.done
+    if current is not None and not current.done:
+        return True
+    if not run_id or not queue.enabled():
+        return False
+    try:
+        return open_store().get(run_id, events=False).status in DRIVEN
+    except KeyError:
+        return False

@@ -23,7 +23,7 @@ from core.config import settings as core_settings
 from core.store.sqlite import open_sqlite
 
 #: The Alembic revision this code's team-store schema is at (core/store/migrations/versions; a test keeps them equal).
-SCHEMA_HEAD = "0002"
+SCHEMA_HEAD = "0003"
 _pools: dict[tuple, object] = {}
 _checked: set[str] = set()
 _pools_lock = threading.Lock()
@@ -70,9 +70,19 @@ def pool(url: str, *, checkpoints: bool = False):
         found = _pools.get(key)
         if found is None:
             kwargs = {**connect_kwargs(), **({"autocommit": True, "row_factory": dict_row} if checkpoints else {})}
+            # each connection is checked as it is handed out: after a server restart the pool reconnects
             found = _pools[key] = ConnectionPool(url, kwargs=kwargs, min_size=1, max_size=20, open=True,
+                                                 check=ConnectionPool.check_connection,
                                                  name="checkpoints" if checkpoints else "store")
     return found
+
+
+def connection_errors() -> tuple[type[Exception], ...]:
+    """The errors of a team store that cannot be reached (a server restarting, the network away)."""
+    import psycopg  # optional: the team store's driver, loaded only in team mode
+    from psycopg_pool import PoolTimeout  # optional: as above
+
+    return psycopg.OperationalError, PoolTimeout
 
 
 def close_pools(url: str | None = None) -> None:
@@ -100,11 +110,24 @@ def current_revision(url: str) -> str | None:
     return row[0] if row else None
 
 
+def has_queue(con) -> bool:
+    """Whether the database of connection ``con`` has the job queue's tables (procrastinate's)."""
+    row = con.execute("SELECT to_regclass('procrastinate_jobs') IS NOT NULL").fetchone()
+    return bool(row[0] if isinstance(row, tuple) else next(iter(row.values())))
+
+
 def check_schema(url: str) -> None:
-    """SchemaBehind unless the team store at ``url`` has this code's schema (checked once per process)."""
+    """SchemaBehind unless the team store at ``url`` has this code's schema and the job queue's tables (checked
+    once per process)."""
+    import psycopg  # optional: the team store's driver
+
     if url in _checked:
         return
     at = current_revision(url)
+    if at == SCHEMA_HEAD:
+        with psycopg.connect(url, **connect_kwargs()) as con:
+            if not has_queue(con):
+                at = f"{at} without the job queue's tables"
     if at != SCHEMA_HEAD:
         state = "has no schema yet" if at is None else f"is at schema revision {at}"
         raise SchemaBehind(f"The team store {shown(url)} {state}; this version of the workbench needs revision "

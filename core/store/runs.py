@@ -66,7 +66,10 @@ FILTERS = ("status", "scenario", "question", "db", "technique", "llm", "hitl", "
 #: context_exceeded, stopped, interrupted): its ``correct`` is left empty, so a filter on wrong answers does not
 #: list it; the pages say "not answered"; the benchmark's reports count it in n as not correct, with its failure
 #: category (OTH), as an item that could not run.
-NOT_ENDED = ("running", "paused")
+NOT_ENDED = ("queued", "running", "paused")
+#: The statuses of a run a job will drive: ``queued`` (waiting for a worker of the team's job queue,
+#: core.jobs.queue) and ``running``.
+DRIVEN = ("queued", "running")
 
 
 def unanswered(status: str, outcome: dict | None) -> bool:
@@ -82,7 +85,7 @@ class RunRecord:
     id: str
     created: float
     updated: float
-    status: str  # running | paused | finished | failed | stopped | interrupted
+    status: str  # queued | running | paused | finished | failed | stopped | interrupted
     settings: dict
     pause: dict | None = None
     outcome: dict | None = None
@@ -217,19 +220,35 @@ class RunStore:
                         raise
 
     def create(self, run_id: str, settings: dict, parent_id: str | None = None,
-               branch_step: int | None = None) -> None:
-        """Record a new run (status ``running``, owned by this process) with its settings; a branch names its
-        parent and the step it branched at."""
+               branch_step: int | None = None, queued: bool = False) -> None:
+        """Record a new run with its settings: ``running``, owned by this process, or with ``queued`` waiting for a
+        worker (core.jobs.queue) and owned by none; a branch names its parent and the step it branched at. A run
+        recorded as queued and claimed by this process (``claim_run``) gets the settings it runs with."""
         now = time.time()
+        columns = ("id", "created", "updated", "status", "scenario", "question", "db", "technique", "llm", "hitl",
+                   "settings", "owner_pid", "owner_host", "heartbeat", "parent_id", "branch_step")
+        owner = (None, None, None) if queued else (os.getpid(), socket.gethostname(), now)
+        values = (run_id, now, now, "queued" if queued else "running", settings.get("scenario"),
+                  settings.get("question"), settings.get("db"), settings.get("technique"), settings.get("llm"),
+                  settings.get("hitl"), _json(settings), *owner, parent_id, branch_step)
         with self.db.transaction() as con:
-            con.execute("INSERT INTO runs (id, created, updated, status, scenario, question, db, technique, llm, "
-                        "hitl, settings, owner_pid, owner_host, heartbeat, parent_id, branch_step) "
-                        "VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        (run_id, now, now, settings.get("scenario"), settings.get("question"), settings.get("db"),
-                         settings.get("technique"), settings.get("llm"), settings.get("hitl"), _json(settings),
-                         os.getpid(), socket.gethostname(), now, parent_id, branch_step))
+            if queued or not con.execute("UPDATE runs SET updated = ?, scenario = ?, question = ?, db = ?, "
+                                         "technique = ?, llm = ?, hitl = ?, settings = ? WHERE id = ? AND "
+                                         "status = 'running' AND owner_pid = ? AND owner_host = ?",
+                                         (*values[2:3], *values[4:11], run_id, os.getpid(),
+                                          socket.gethostname())).rowcount:
+                con.execute(f"INSERT INTO runs ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+                            values)
             if self.notice is None:  # a store in question keeps its old marker until acknowledged
                 self._write_marker(con)
+
+    def hand_over(self, run_id: str) -> None:
+        """Put a run this process claimed (a review, a resume) in the queue for a worker: ``queued``, owned by none,
+        its claimed review kept for the worker to go on with."""
+        with self.db.transaction() as con:
+            con.execute("UPDATE runs SET status = 'queued', updated = ?, owner_pid = NULL, owner_host = NULL, "
+                        "heartbeat = NULL WHERE id = ? AND status = 'running' AND owner_pid = ? AND owner_host = ?",
+                        (time.time(), run_id, os.getpid(), socket.gethostname()))
 
     # ------------------------------------------------------------------------------------------ run control
 
@@ -334,6 +353,19 @@ class RunStore:
         raise PauseTaken(f"run {run_id} cannot be resumed: it is {status}"
                          + (" (another process drives it)" if status == "running" else ""))
 
+    def fail_undriven(self, run_id: str, event: Event) -> bool:
+        """End as ``failed`` (with ``event``, an ErrorEvent saying why) a run that is queued or driven by this
+        process, which cannot drive it (a worker without its data or its model); whether it did."""
+        outcome = {"error": getattr(event, "message", "")}
+        with self.db.transaction() as con:
+            failed = con.execute("UPDATE runs SET status = 'failed', updated = ?, outcome = ?, owner_pid = NULL, "
+                                 "owner_host = NULL, heartbeat = NULL WHERE id = ? AND (status = 'queued' OR "
+                                 "(status = 'running' AND owner_pid = ? AND owner_host = ?))",
+                                 (time.time(), _json(outcome), run_id, os.getpid(), socket.gethostname())).rowcount
+        if failed:
+            self.add_event(run_id, event)
+        return bool(failed)
+
     def beat(self, run_id: str) -> bool:
         """The owner's heartbeat; returns whether the run must stop: a stop was asked for, or the run is no longer
         this process's (it was marked interrupted while this process hung, and maybe taken by another)."""
@@ -350,7 +382,7 @@ class RunStore:
         return bool(row and row[0])
 
     def request_stop(self, run_id: str, by: str = "") -> str:
-        """Ask the process driving a running run to stop it; a paused or interrupted run is closed at once (status
+        """Ask the process driving a running run to stop it; a queued, paused or interrupted run is closed at once (status
         ``stopped``). ``by``: who stopped it, recorded beside the reviews (action ``stop``). Returns the run's status
         after the request; KeyError for an unknown run."""
         self.detect_orphans(run_id)
@@ -359,11 +391,11 @@ class RunStore:
             if by:
                 con.execute("INSERT INTO reviews (run_id, pause_id, kind, action, reviewer, at, review) "
                             "SELECT id, NULL, 'run', 'stop', ?, ?, '{}' FROM runs WHERE id = ? AND status IN "
-                            "('running', 'paused', 'interrupted')", (by, now, run_id))
+                            "('queued', 'running', 'paused', 'interrupted')", (by, now, run_id))
             con.execute("UPDATE runs SET stop_requested = 1, updated = ? WHERE id = ? AND status = 'running'",
                         (now, run_id))
             con.execute("UPDATE runs SET status = 'stopped', updated = ?, pause_id = NULL WHERE id = ? AND "
-                        "status IN ('paused', 'interrupted')", (now, run_id))
+                        "status IN ('queued', 'paused', 'interrupted')", (now, run_id))
         return self.get(run_id, events=False).status
 
     def detect_orphans(self, run_id: str | None = None) -> list[str]:

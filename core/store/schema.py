@@ -1,5 +1,6 @@
-"""The team store's schema: ``upgrade`` applies the Alembic migrations (core/store/migrations) and LangGraph's own
-checkpoint tables (``PostgresSaver.setup``, which keeps its own migration count) to a PostgreSQL database."""
+"""The team store's schema: ``upgrade`` applies the Alembic migrations (core/store/migrations), LangGraph's own
+checkpoint tables (``PostgresSaver.setup``, which keeps its own migration count) and the job queue's tables
+(procrastinate's schema, at the pinned version's) to a PostgreSQL database."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -35,5 +36,9 @@ def upgrade(url: str) -> tuple[str | None, str]:
     command.upgrade(_alembic_config(url), "head")
     with database.pool(url, checkpoints=True).connection() as con:
         PostgresSaver(con).setup()
+        if not database.has_queue(con):
+            from procrastinate.schema import SchemaManager  # heavy: the job queue's schema, only for a change
+
+            con.execute(SchemaManager.get_schema())
     database.close_pools(url)  # the schema check runs again on the next open
     return was, database.current_revision(url)

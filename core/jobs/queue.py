@@ -1,0 +1,221 @@
+"""The team's job queue (issue 25, docs/deploy.md): agent runs and benchmark items as jobs of procrastinate on
+the team store's PostgreSQL, taken by ``python -m core worker`` processes on any machine that reaches it.
+
+The app (or ``core bench``) only enqueues and follows: a job names its run or item, never a key or a file of the
+machine that queued it; the worker drives it with its own model key (its environment or the server's endpoints),
+its own DQA folder, and writes everything to the team store, where every page follows it by cursor.
+
+- A run is recorded ``queued`` before its job is (core.store.runs); a worker claims it atomically (one conditional
+  UPDATE), so no run is driven twice at once; a paused run has no job and holds no worker.
+- Workers beat every HEARTBEAT_S seconds (procrastinate's ``procrastinate_workers``); a job whose worker has been
+  silent for LEASE_S seconds goes back to the queue (``sweep``, run by every worker every SWEEP_S seconds and by
+  ``python -m core worker --sweep``), and the next worker goes on from the run's last checkpoint once the run
+  store sees its old owner gone (same machine: at once; another machine: its run heartbeat stale, STALE_S).
+- A job queued by other code than the worker's (``code_version``) fails with a message saying so.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import threading
+from dataclasses import asdict
+
+from core.config import settings as config
+from core.config.secrets import scrub
+from core.jobs.code import code_version
+from core.store import database
+
+RUNS, BENCH = "runs", "bench"  # the queues
+HEARTBEAT_S = 2.0  # how often a worker beats
+LEASE_S = 10.0  # a worker silent this long is gone; its jobs go back to the queue
+SWEEP_S = 2.5  # how often a worker looks for jobs of workers gone
+#: LLM settings a job carries: never the key (the worker has its own) nor the URL it is bound to
+_LLM_FIELDS = ("model", "base_url", "endpoint", "temperature", "top_p", "seed", "timeout_s", "max_retries",
+               "max_reply_tokens")
+
+_apps: dict[tuple[str, int], object] = {}
+_apps_lock = threading.Lock()
+
+
+class QueueError(Exception):
+    """The queue cannot take or run a job (no team store, no queue schema, a job of other code)."""
+
+
+def enabled() -> bool:
+    """Whether runs and benchmark items go to the queue (``PLANRAG_JOBS``, core.config.settings.jobs_mode)."""
+    return config.jobs_mode() == "queue"
+
+
+def _url() -> str:
+    url = config.database_url()
+    if not url:
+        raise QueueError(f"the job queue lives in the team store: set {config.DATABASE_URL_ENV}")
+    return url
+
+
+def new_app(url: str | None = None):
+    """A procrastinate App on the team store with this project's tasks (not opened; its pools check each
+    connection as they hand it out: after a server restart they reconnect)."""
+    import procrastinate  # optional: the team deployment's queue
+
+    from core.jobs import tasks  # heavy: the tasks load the agent runtime (langgraph), needed by workers
+
+    app = procrastinate.App(connector=procrastinate.PsycopgConnector(
+        conninfo=url or _url(), kwargs=database.connect_kwargs(), min_size=1, max_size=4))
+    app.task(name="drive_run", queue=RUNS)(tasks.drive_run)
+    app.task(name="bench_item", queue=BENCH,
+             retry=procrastinate.RetryStrategy(max_attempts=1, retry_exceptions={tasks.StoreLost}))(tasks.bench_item)
+    return app
+
+
+def app():
+    """This process's App on the team store, opened for deferring and reading (one per URL and process)."""
+    url = _url()
+    key = (url, os.getpid())
+    with _apps_lock:
+        found = _apps.get(key)
+        if found is None:
+            found = _apps[key] = new_app(url).open()
+    return found
+
+
+def close() -> None:
+    """Close this process's Apps (tests, and a URL that changed)."""
+    with _apps_lock:
+        for key in [k for k in _apps if k[1] == os.getpid()]:
+            _apps.pop(key).close()
+
+
+def llm_fields(llm) -> dict:
+    """What a job carries of an LLMSettings: everything but the key."""
+    values = asdict(llm)
+    return {k: values[k] for k in _LLM_FIELDS}
+
+
+def enqueue_run(action: str, run_id: str, llm=None, branch: dict | None = None) -> int:
+    """Queue the driving of run ``run_id`` (recorded ``queued``): ``action`` start, continue or branch (``branch``:
+    parent, step and changes); ``llm`` the LLMSettings it was asked with (sent without the key). Its job id."""
+    return app().configure_task("drive_run", lock=f"run:{run_id}").defer(
+        action=action, run_id=run_id, llm=llm_fields(llm) if llm is not None else None, branch=branch,
+        code=code_version())
+
+
+def enqueue_items(config_dict: dict, keys: list[str], benchmark: str) -> dict[str, int]:
+    """Queue benchmark items (by key) of the benchmark named ``benchmark`` described by ``config_dict``; an item
+    already waiting in the queue is not queued twice (procrastinate's queueing lock), so two commands on one
+    benchmark share its items. Item key -> job id (of this call's jobs)."""
+    from procrastinate.exceptions import AlreadyEnqueued  # optional: as above
+
+    queued, code = {}, code_version()
+    for key in keys:
+        lock = f"bench:{benchmark}:{key}"
+        try:
+            queued[key] = app().configure_task("bench_item", lock=lock, queueing_lock=lock).defer(
+                config=config_dict, key=key, code=code)
+        except AlreadyEnqueued:
+            pass
+    return queued
+
+
+def _sql(query: str, params: tuple = ()) -> list[tuple]:
+    with database.pool(_url()).connection() as con:
+        return con.execute(query, params).fetchall()
+
+
+def workers(within: float = LEASE_S) -> int:
+    """How many workers have beaten within ``within`` seconds."""
+    return _sql("SELECT count(*) FROM procrastinate_workers WHERE last_heartbeat > now() - make_interval(secs => %s)",
+                (within,))[0][0]
+
+
+def job_states(ids: list[int]) -> dict[int, str]:
+    """The status of each job (todo, doing, succeeded, failed, cancelled, aborted)."""
+    if not ids:
+        return {}
+    return dict(_sql("SELECT id, status::text FROM procrastinate_jobs WHERE id = ANY(%s)", (list(ids),)))
+
+
+def counts() -> dict[str, dict[str, int]]:
+    """Jobs per queue and status."""
+    found: dict[str, dict[str, int]] = {}
+    for queue, status, n in _sql("SELECT queue_name, status::text, count(*) FROM procrastinate_jobs "
+                                 "GROUP BY queue_name, status"):
+        found.setdefault(queue, {})[status] = n
+    return found
+
+
+def cancel(ids: list[int]) -> int:
+    """Cancel the jobs among ``ids`` still waiting in the queue; how many."""
+    return sum(bool(app().job_manager.cancel_job_by_id(i)) for i in ids)
+
+
+async def _sweep_once(app_) -> list[int]:
+    """Put back in the queue the jobs of workers silent for LEASE_S seconds, and forget those workers."""
+    from procrastinate import utils  # optional: as above
+
+    back = []
+    for job in await app_.job_manager.get_stalled_jobs(seconds_since_heartbeat=LEASE_S):
+        try:
+            await app_.job_manager.retry_job_by_id_async(job.id, retry_at=utils.utcnow())
+            back.append(job.id)
+        except Exception:  # noqa: BLE001 - another worker swept it first
+            continue
+    await app_.job_manager.prune_stalled_workers(LEASE_S)
+    return back
+
+
+def sweep() -> list[int]:
+    """``_sweep_once`` from synchronous code (``python -m core worker --sweep``); the job ids put back."""
+    async def once():
+        async with new_app().open_async() as opened:
+            return await _sweep_once(opened)
+    return asyncio.run(once())
+
+
+def run_worker(concurrency: int = 1, queues: list[str] | None = None, name: str | None = None,
+               on_ready=None) -> None:
+    """Run a worker until SIGINT or SIGTERM: ``concurrency`` jobs at once from ``queues`` (default all), sweeping
+    the jobs of workers gone every SWEEP_S seconds. ``on_ready()`` once it is registered."""
+    the_app = new_app()
+
+    async def sweeper():
+        while True:
+            try:
+                back = await _sweep_once(the_app)
+                if back:
+                    print(f"worker {name}: put back in the queue the jobs {back} of workers gone", flush=True)
+            except Exception as e:  # noqa: BLE001 - the store away (restarting): the next round tries again
+                print(f"worker {name}: sweep failed: {scrub(str(e)).strip()}", flush=True)
+            await asyncio.sleep(SWEEP_S)
+
+    async def main():
+        async with the_app.open_async():
+            side = asyncio.create_task(sweeper())
+            if on_ready:
+                on_ready()
+            try:
+                await the_app.run_worker_async(concurrency=concurrency, queues=queues, name=name,
+                                               update_heartbeat_interval=HEARTBEAT_S, stalled_worker_timeout=LEASE_S,
+                                               fetch_job_polling_interval=1.0, abort_job_polling_interval=1.0)
+            finally:
+                side.cancel()
+
+    asyncio.run(main())
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def describe_worker_gap() -> str | None:
+    """What a page says while a job waits and no worker is up; None when one is."""
+    try:
+        alive = workers()
+    except Exception as e:  # noqa: BLE001 - said to the analyst; the page goes on
+        return f"the job queue cannot be read: {scrub(str(e)).strip()}"
+    if alive:
+        return None
+    return ("No worker is running: the job waits in the queue. Start one on any machine that reaches the team "
+            "store: python -m core worker")
+
