@@ -17,6 +17,7 @@ from core.scenarios.dqa.source import check_dqa
 from core.llm.checks import check_llm
 from core.scenarios.dqa.source import DQAError
 from core.llm.client import REPLAY_PREFIX, LLMError
+from core.llm.tokenizer_file import TokenizerFileError, counted_by, open_tokenizer
 from core.scenarios.plugins.checks import check_folder
 from core.config import home as project_home
 from core.config.settings import DatabaseSettings, database_url
@@ -144,19 +145,31 @@ def own_model(llm) -> None:
                                       key="llm_max_tokens", help="Sent as max_tokens to OpenAI-compatible servers, "
                                       "as max_completion_tokens to OpenAI; at most half the model's context window "
                                       "(the rest is for the prompt).")
+        tokenizer = st.text_input("Tokenizer file (optional)", llm.tokenizer or "", key="llm_tokenizer",
+                                  placeholder="e.g. /models/Qwen2.5-Coder-1.5B/tokenizer.json",
+                                  help="The model's Hugging Face tokenizer.json on the app's server: it counts each "
+                                       "request's tokens for the context window, offline. Without it, the server's "
+                                       "tokenizer where it has one, else an estimate from characters. Default: "
+                                       "PLANRAG_TOKENIZER.")
         # A key typed here is for the URL typed with it; a kept key stays bound to the server it was given for.
         chosen = replace(llm, model=model or None, base_url=base_url or None, api_key=key or llm.api_key,
                          key_url=(base_url or None) if key else llm.key_url, endpoint=None, timeout_s=timeout_s,
-                         max_retries=max_retries, max_reply_tokens=max_tokens)
+                         max_retries=max_retries, max_reply_tokens=max_tokens, tokenizer=tokenizer.strip() or None)
         st.caption("The key stays in this session's memory: it is never written to disk or to the run store, and "
                    "it is sent only to the server it was entered for (a kept key: the server it was given for). "
                    "For a key that persists, set `OPENAI_API_KEY` (with `OPENAI_BASE_URL`) before starting the app.")
     use, test = st.columns([1, 5])
-    if use.button("Use for this session", key="llm_use") and not access.refused("endpoints") and not (
-            provider == "replay" and access.refused("server_paths")):
-        st.session_state["llm"] = llm = chosen
-        st.toast(f"This session uses {chosen.model or 'no model'}.", icon=ICONS["success"])
     tested = None
+    if use.button("Use for this session", key="llm_use") and not access.refused("endpoints") and not (
+            (provider == "replay" or chosen.tokenizer != llm.tokenizer) and access.refused("server_paths")):
+        try:
+            if chosen.tokenizer:
+                open_tokenizer(chosen.tokenizer)
+            st.session_state["llm"] = llm = chosen
+            st.toast(f"This session uses {chosen.model or 'no model'}.", icon=ICONS["success"])
+            tested = []  # what was said of another choice (a tokenizer file refused) no longer holds
+        except TokenizerFileError as e:
+            tested = [("error", md(str(e)))]
     if test.button("Test", key="llm_test") and not access.refused("endpoints"):
         with st.spinner("Asking the model for one token..."):
             try:
@@ -174,7 +187,8 @@ if access.allowed("endpoints"):
 llm = session_llm()
 key_note = "" if (llm.model or "").startswith(REPLAY_PREFIX) else ", API key set" if llm.api_key else ", no API key"
 st.caption(f"In use: {md_code(llm.model or 'no model')}" + (f" at {md(llm.base_url)}" if llm.base_url else "")
-           + (f" (endpoint **{md(llm.endpoint)}**)" if llm.endpoint else key_note))
+           + (f" (endpoint **{md(llm.endpoint)}**)" if llm.endpoint else key_note)
+           + (f"; tokens counted by {md(counted_by(llm.tokenizer))}" if llm.tokenizer else ""))
 
 st.subheader("Limits of each run")
 st.caption("At the call, token or cost limit the agent is asked for its final answer at once; an action repeated "

@@ -14,7 +14,7 @@ MB = 1 << 20
 #: question files 0.6 MB), far below what would exhaust memory once parsed.
 MAX_BYTES = {"question file": 64 * MB, "database dump": 128 * MB, "graph file": 128 * MB, "replay file": 16 * MB,
              "scenario file": 1 * MB, "CSV data file": 128 * MB, "SQLite data file": 1024 * MB,
-             "manifest": 1 * MB, "price table": 1 * MB}
+             "manifest": 1 * MB, "price table": 1 * MB, "tokenizer file": 64 * MB}
 
 
 class FileRefused(ValueError):

@@ -1,13 +1,15 @@
 """A stub OpenAI-compatible server that streams its replies (server-sent events, as OpenAI, vLLM and llama.cpp send
 them), for the tests of issue 29 section 1: each reply is sent in ``pieces``; before the last piece the server
-waits for ``release`` (an Event the test sets), so a test can look at the reply while it is being written.
-``sent`` records when each piece went out (time.time()). With ``streams=False`` it answers a streamed request with
+waits for ``release`` (an Event the test sets), so a test can look at the reply while it is being written
+(``hold=False``: it does not wait); ``gap()``, when given, is how long it waits before each piece but the first (a
+model's pace). ``sent`` records when each piece went out (time.time()). With ``streams=False`` it answers a streamed request with
 one plain JSON body, as a server that does not stream."""
 from __future__ import annotations
 
 import json
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -17,8 +19,9 @@ def _chunk(delta: dict, finish: str | None = None) -> dict:
 
 
 class StreamingStub:
-    def __init__(self, replies: list[list[str]], streams: bool = True, hold: bool = True):
-        self.replies, self.streams, self.hold = list(replies), streams, hold
+    def __init__(self, replies: list[list[str]], streams: bool = True, hold: bool = True,
+                 gap: Callable[[], float] | None = None):
+        self.replies, self.streams, self.hold, self.gap = list(replies), streams, hold, gap
         self.release = threading.Event()
         self.sent: list[tuple[float, str]] = []
         self.requests: list[dict] = []
@@ -64,6 +67,8 @@ class StreamingStub:
                 for i, piece in enumerate(pieces):
                     if outer.hold and i == len(pieces) - 1:
                         outer.release.wait(120)
+                    elif outer.gap and i:
+                        time.sleep(outer.gap())
                     send(json.dumps(_chunk({"content": piece})))
                     outer.sent.append((time.time(), piece))
                 send(json.dumps(_chunk({}, "stop")))

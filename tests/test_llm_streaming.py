@@ -65,6 +65,7 @@ def test_a_run_job_shows_the_reply_being_written_and_stores_the_events_as_before
             deadline.wait(0.02)
         assert job.partial == ACT[:20] and not job.done  # the first words, while the rest is held back
         assert (job.calling["call"], job.calling["attempt"]) == (1, 1) and job.calling["timeout_s"] > 0
+        assert job.streams is True  # a page draws the reply closely (ui.live.closely)
         server.release.set()
         job.join(120)
         streamed = job.store().get(job.run_id)
@@ -76,6 +77,7 @@ def test_a_run_job_shows_the_reply_being_written_and_stores_the_events_as_before
         server.close()
         plain.close()
     assert streamed.status == unstreamed.status == "finished" and job.partial == ""
+    assert quiet.streams is False  # told by the attempts after the fallback: the page keeps its slower pace
 
     def shown(record):
         return [(e.kind, getattr(e, "text", None), getattr(e, "query", None), getattr(e, "answer", None),

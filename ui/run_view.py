@@ -4,6 +4,7 @@ tables), and its outcome. ``show_run`` follows a live run's events as they arriv
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from functools import partial
 from datetime import datetime
 
@@ -32,7 +33,7 @@ from ui.run_options import runtime_factory
 from core.analysis.evidence import of_run
 from ui.common import dqa_root
 from ui.grading_view import override_form, override_note
-from ui.live import live
+from ui.live import closely, live
 from ui.untrusted import md, md_code, md_table
 
 #: Ended runs that did not end well: status -> what the outcome box leads with, and its icon.
@@ -293,10 +294,11 @@ class RunPanel:
                 show_checklist(self.trace, self.technique)
             self.count()
 
-    def writing(self, text: str) -> None:
-        """The model's reply in flight, as far as it has come (below the events so far)."""
+    def writing(self, reply: Callable[[], str]) -> None:
+        """The model's reply in flight as far as it has come, ``reply()``, below the events so far: drawn again
+        every few hundredths of a second until the panel is (ui.live.closely)."""
         with self._timeline:
-            st.caption(f":material/edit: {md(text)}")
+            closely(partial(_show_reply, reply, {}))
 
     def count(self) -> None:
         """The live counter: LLM calls, tokens and estimated cost so far."""
@@ -324,6 +326,14 @@ class RunPanel:
         since = f": {duration(time.time() - max(last.at, driven or 0))}" if last else ""
         running = f" {duration(time.time() - started)}" if started else ""
         self.status(f":material/hourglass_top: Running{running} (since it started) · waiting for {what}{since}")
+
+
+def _show_reply(reply: Callable[[], str], shown: dict) -> None:
+    """The reply so far; once it ends (``reply()`` empty again) the text last shown, until the panel shows the
+    reply as its events (``shown`` keeps it between draws)."""
+    text = shown["text"] = reply() or shown.get("text", "")
+    if text:
+        st.caption(f":material/edit: {md(text)}")
 
 
 def stop_run(run_id: str) -> None:
@@ -367,8 +377,8 @@ def show_live(run_id: str, settings: dict, run: RunJob | RunFollower, key: str, 
     panel = RunPanel(run_id, settings, compact=compact)
     events = events_so_far(run)
     panel.add(events)
-    if going and run.partial:
-        panel.writing(run.partial)
+    if going and run.streams is not False:  # a model that streams, or no call yet to say: its reply drawn closely
+        panel.writing(lambda: run.partial)
     if going and run.status() != "queued":  # a queued run waits for a worker, said above
         panel.waiting(min(events[0].at, run.started) if events else run.started, run.started,
                       getattr(run, "calling", None))

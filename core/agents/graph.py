@@ -71,7 +71,8 @@ class AgentState(TypedDict):
     answer_from: int | None  # where in messages the answer-only exchange begins
     answer_tries: int  # replies to the answer request that were no answer
     shortened: int  # observations shortened in the last request
-    chars_per_token: float | None  # measured on the last call that reported its usage
+    chars_per_token: float | None  # measured by the model's tokenizer, or on the last call that reported its usage
+    counted_by: str | None  # what measured it (guards.estimate_basis; None: the characters alone, older checkpoints)
     prompts: str  # the prompt setting: improved | paper (paper_prompts.py); absent in older checkpoints: improved
     review_queries: bool  # each query waits for the analyst's approval (review_query)
     follows_plan: bool  # AutoPlan's acting in the paper setting (_step_autoplan); absent in older checkpoints
@@ -91,7 +92,7 @@ class AgentContext:
     price: list[float] | None = None  # USD per 1M prompt and completion tokens (None: unknown)
     control: RunControl | None = None
     on_text: Callable[[str], None] | None = None  # the reply in flight so far, where the model streams (a view)
-    on_attempt: Callable[[dict], None] | None = None  # each LLM attempt as it starts: call, attempt, of, timeout_s
+    on_attempt: Callable[[dict], None] | None = None  # each LLM attempt as it starts: call, attempt, of, timeout_s, streams
 
 
 def initial_state(tech: Technique, hitl: str, limits: Limits, language: str, schema: str, question_text: str,
@@ -119,7 +120,8 @@ def initial_state(tech: Technique, hitl: str, limits: Limits, language: str, sch
 def guard_state() -> dict:
     """The initial values of the guards' part of a run's state."""
     return {"cost_usd": 0.0, "limit": None, "seen": {}, "repeats": 0, "empty_replies": 0, "answer_from": None,
-            "answer_tries": 0, "shortened": 0, "chars_per_token": None, "queries": 0, "stuck": None}
+            "answer_tries": 0, "shortened": 0, "chars_per_token": None, "counted_by": None, "queries": 0,
+            "stuck": None}
 
 
 class Emitter:
@@ -251,8 +253,8 @@ def complete_call(state: dict, runtime: Runtime[AgentContext], prompt: str, emit
                                          limits.reply_tokens)
     if fitted is None:
         reserved = guards.reply_room(limits.context_tokens, limits.reply_tokens)
-        return _end("context_exceeded", "context", prompts.context_exceeded(need, limits.context_tokens, reserved,
-                                                                             limits.context_source), emit), None
+        return _end("context_exceeded", "context", prompts.context_exceeded(
+            need, limits.context_tokens, reserved, limits.context_source, guards.estimate_basis(state)), emit), None
     if shortened > state.get("shortened", 0):
         emit(ErrorEvent(message=prompts.context_shortened(shortened, limits.context_tokens), error_kind="context",
                         fatal=False))
@@ -268,9 +270,9 @@ def complete_call(state: dict, runtime: Runtime[AgentContext], prompt: str, emit
         return fail_run(e.kind, str(e), emit, e.attempts), None
     update, emit.usage = _account(state, c, emit.step, getattr(runtime.context, "price", None))
     update["shortened"] = shortened
-    if not c.estimated:
-        update["chars_per_token"] = (guards.measured_chars_per_token(prompt, fitted, c.prompt_tokens)
-                                     or state.get("chars_per_token"))
+    measured = None if c.estimated else guards.measured_chars_per_token(prompt, fitted, c.prompt_tokens)
+    if measured:
+        update.update(chars_per_token=measured, counted_by=guards.USAGE)
     return update, c
 
 
@@ -336,19 +338,21 @@ def context_full(state: dict, limits: Limits) -> tuple[str, str] | None:
                                  state.get("chars_per_token"), limits.reply_tokens)
     if fitted is None:
         reserved = guards.reply_room(limits.context_tokens, limits.reply_tokens)
-        room = prompts.context_room(need, limits.context_tokens, reserved, limits.context_source)
+        room = prompts.context_room(need, limits.context_tokens, reserved, limits.context_source,
+                                    guards.estimate_basis(state))
         return "context", f"context window full ({room})"
     return None
 
 
 def calibrate(state: dict, runtime: Runtime[AgentContext]) -> dict:
-    """Before a call, with a context window to keep to: the characters per token of the transcript by the server's
-    own tokenizer, where it has one (else the estimate stays, calibrated by each call's usage)."""
+    """Before a call, with a context window to keep to: the characters per token of the transcript by the model's
+    own tokenizer, where one is known (a tokenizer file, or the server's; else the estimate stays, calibrated by
+    each call's usage), and which counted it."""
     if Limits.from_dict(state["limits"]).context_tokens is None:
         return {}
-    cpt = guards.tokenized_chars_per_token(state["prompt"], state["messages"],
-                                           getattr(runtime.context.llm, "count_tokens", None))
-    return {"chars_per_token": cpt} if cpt else {}
+    llm = runtime.context.llm
+    cpt = guards.tokenized_chars_per_token(state["prompt"], state["messages"], getattr(llm, "count_tokens", None))
+    return {"chars_per_token": cpt, "counted_by": getattr(llm, "counted_by", None)} if cpt else {}
 
 
 def _proceed(state: dict, reply: Reply, emit: Emitter) -> dict:

@@ -4,8 +4,9 @@
   run again, and repeats are counted (``Limits.max_repeats`` of them end the run as ``stuck``);
 - the run's budgets: LLM calls, tokens and estimated cost, checked before each call;
 - the context window: each request kept within ``Limits.context_tokens``, with room for the reply cap, by
-  shortening older observations; its tokens counted by the server's tokenizer where it has one, else estimated
-  from characters, calibrated by each call's reported usage;
+  shortening older observations; its tokens counted by the model's tokenizer where one is known (a tokenizer file
+  the user points at, or the server's), else estimated from characters, calibrated by each call's reported usage;
+  the estimate says which (``estimate_basis``);
 - the answer-only request (the question and the data collected, without the ReAct transcript that would invite
   more actions) and what does not count as a final answer.
 """
@@ -23,6 +24,8 @@ CHARS_PER_TOKEN = 3.0
 #: A measured figure (the server's tokenizer, or the usage of the last call) is taken this much lower: the next
 #: request's text (more data, less prose) may tokenise a little more densely.
 MEASURED_MARGIN = 0.9
+#: What a figure measured on a call's reported usage is named by (estimate_basis).
+USAGE = "the prompt tokens the server reported for the last call"
 #: Tokens a chat template adds per message, on top of the text the tokenizer counts.
 TEMPLATE_TOKENS = 8
 #: Tokens of the context window kept free for the reply when no reply cap is sent.
@@ -160,6 +163,14 @@ def tokenized_chars_per_token(prompt: str, messages: list[dict], count) -> float
     if not tokens:
         return None
     return request_chars(prompt, messages) / (tokens + TEMPLATE_TOKENS * (len(messages) + 1))
+
+
+def estimate_basis(state: dict) -> str:
+    """What a run's token estimate rests on: the tokenizer that counted it (``tokenizer file NAME``, ``the server's
+    tokenizer``), the last call's reported usage, or the characters alone."""
+    if state.get("chars_per_token") and state.get("counted_by"):
+        return state["counted_by"]
+    return USAGE if state.get("chars_per_token") else f"{CHARS_PER_TOKEN:g} characters a token"
 
 
 def measured_chars_per_token(prompt: str, messages: list[dict], prompt_tokens: int) -> float | None:

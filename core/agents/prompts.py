@@ -192,16 +192,20 @@ def context_shortened(count: int, context_tokens: int) -> str:
             f"{context_tokens:,}-token context window")
 
 
-def context_room(need: int, context_tokens: int, reserved: int, source: str | None = None) -> str:
-    """The tokens a request needs beside what the window holds for it, and what is kept for the reply."""
+def context_room(need: int, context_tokens: int, reserved: int, source: str | None = None,
+                 basis: str | None = None) -> str:
+    """The tokens a request needs (estimated on ``basis``: guards.estimate_basis) beside what the window holds for
+    it, and what is kept for the reply."""
     where = f"; the window {source}" if source else ""
-    return (f"about {need:,} tokens needed, {context_tokens - reserved:,} available: a {context_tokens:,}-token "
+    by = f" (estimate: {basis})" if basis else ""
+    return (f"about {need:,} tokens needed{by}, {context_tokens - reserved:,} available: a {context_tokens:,}-token "
             f"window less {reserved:,} kept for the reply{where}")
 
 
-def context_exceeded(need: int, context_tokens: int, reserved: int, source: str | None = None) -> str:
+def context_exceeded(need: int, context_tokens: int, reserved: int, source: str | None = None,
+                     basis: str | None = None) -> str:
     return (f"the request needs more than the model's context window allows even with older observations "
-            f"shortened ({context_room(need, context_tokens, reserved, source)}); the run ends here")
+            f"shortened ({context_room(need, context_tokens, reserved, source, basis)}); the run ends here")
 
 
 def unknown_tool(action: str, language: str) -> str:

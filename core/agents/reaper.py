@@ -73,6 +73,7 @@ class ReaperState(TypedDict):
     answer_tries: int
     shortened: int
     chars_per_token: float | None
+    counted_by: str | None
     review_queries: bool  # each step's query waits for the analyst's approval (review_step)
     prompts: str  # improved | paper: the planner prompt in the structure of the paper's (absent: improved)
     question: str  # the question as the answer call gives it (absent: the first message)

@@ -24,6 +24,7 @@ from sims.files import read_bytes
 from core.benchmark.budget import Budget
 from core.store.database import Database, is_url, location, upsert
 from core.llm.client import REPLAY_PREFIX, ChatLLM, Completion, LLMSettings, open_llm, replay_path
+from core.llm.tokenizer_file import counted_by, open_tokenizer
 
 
 def _set_up(con: sqlite3.Connection) -> None:
@@ -80,11 +81,16 @@ class CachingLLM:
     calls at once, told of timeouts) and a benchmark budget each model call is reserved in before it is made, then
     settled (answered) or released (failed).
     ``calls`` counts model calls, ``hits`` cached replies, ``wait_s`` the time spent in ``complete`` (model,
-    throttle and cache)."""
+    throttle and cache). It counts tokens with the tokenizer file of ``settings`` when one is set (the model,
+    opened only for a call that is not cached, is not asked)."""
 
     def __init__(self, opener: Callable[[int], ChatLLM], identity: dict, cache: ReplyCache | None,
-                 throttle: Callable[[], None] | None = None, gate=None, budget: Budget | None = None):
+                 throttle: Callable[[], None] | None = None, gate=None, budget: Budget | None = None,
+                 settings: LLMSettings | None = None):
         self._opener = opener  # answered -> the model, positioned after the replies already given
+        tokenizer = settings.tokenizer if settings else None
+        self.count_tokens = open_tokenizer(tokenizer) if tokenizer else None
+        self.counted_by = counted_by(tokenizer) if tokenizer else None
         self._identity = identity
         self._cache = cache
         self._throttle = throttle
@@ -162,7 +168,7 @@ def caching_opener(cache: ReplyCache | None, throttle: Callable[[], None] | None
         if sample and sample() > 1:  # epoch 1 keeps the key it always had
             identity["sample"] = sample()
         llm = CachingLLM(lambda answered: open_llm(spec, settings, skip=skip + answered), identity, cache, throttle,
-                         gate, budget)
+                         gate, budget, settings)
         if on_open:
             on_open(llm)
         return llm

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from dataclasses import replace
 
 from core.backends.registry import BACKENDS
 from core.model.run_settings import QUERY_BOUNDS, Limits
@@ -13,6 +14,7 @@ from core.config.settings import (
     INTERACTIVE_RETRIES, INTERACTIVE_TIMEOUT_S, UNATTENDED_RETRIES, UNATTENDED_TIMEOUT_S
 )
 from core.config.settings import LLMSettings
+from core.llm.tokenizer_file import open_tokenizer
 
 _DEFAULTS = Limits()
 
@@ -127,6 +129,10 @@ def add_llm_arguments(p: argparse.ArgumentParser, unattended: bool = False) -> N
                         f"(default {retries}; env PLANRAG_LLM_RETRIES)")
     p.add_argument("--max-reply-tokens", type=int, metavar="N",
                    help="the reply cap in tokens (default 2048; env PLANRAG_MAX_REPLY_TOKENS)")
+    p.add_argument("--tokenizer", metavar="PATH",
+                   help="the model's Hugging Face tokenizer.json, to count a request's tokens for the context "
+                        "window offline (default: the server's tokenizer where it has one, else an estimate from "
+                        "characters; env PLANRAG_TOKENIZER)")
 
 
 def add_fidelity_arguments(p: argparse.ArgumentParser) -> None:
@@ -142,11 +148,17 @@ def add_fidelity_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def llm_settings(args, unattended: bool = False):
-    """The LLM settings of a command: the environment's, with its --llm-timeout, --llm-retries and
-    --max-reply-tokens. ValueError for a bad value."""
+    """The LLM settings of a command: the environment's, with its --llm-timeout, --llm-retries,
+    --max-reply-tokens and --tokenizer. ValueError for a bad value (a tokenizer file that cannot be used
+    included)."""
 
     base = LLMSettings.unattended() if unattended else LLMSettings()
-    return base.with_limits(args.llm_timeout, args.llm_retries, args.max_reply_tokens)
+    settings = base.with_limits(args.llm_timeout, args.llm_retries, args.max_reply_tokens)
+    if args.tokenizer:
+        settings = replace(settings, tokenizer=args.tokenizer)
+    if settings.tokenizer:
+        open_tokenizer(settings.tokenizer)  # TokenizerFileError (a ValueError) before anything runs
+    return settings
 
 
 def add_question_arguments(p: argparse.ArgumentParser) -> None:

@@ -84,7 +84,8 @@ def check_llm_number(name: str, value, kind=float):
 class LLMSettings:
     """Which model and server, from explicit values or the environment (OPENAI_MODEL, OPENAI_BASE_URL,
     OPENAI_API_KEY; PLANRAG_LLM_TIMEOUT seconds per attempt, PLANRAG_LLM_RETRIES, PLANRAG_MAX_REPLY_TOKENS the reply
-    cap). The defaults suit interactive runs; ``unattended()`` gives the benchmark's.
+    cap; PLANRAG_TOKENIZER a Hugging Face ``tokenizer.json`` counting the model's tokens, core.llm.tokenizer_file).
+    The defaults suit interactive runs; ``unattended()`` gives the benchmark's.
 
     ``key_url`` is the base URL the key was given for (None: OpenAI's API); the key is sent to that server only
     (core.llm.client.bound_key), so OPENAI_API_KEY goes to OPENAI_BASE_URL and nowhere else. ``endpoint``: the name of the
@@ -103,6 +104,7 @@ class LLMSettings:
     retry_base_s: float = 1.0  # first backoff delay; doubled on each retry, capped at 30 s
     max_reply_tokens: int | None = field(
         default_factory=lambda: env_number("PLANRAG_MAX_REPLY_TOKENS", int, DEFAULT_MAX_REPLY_TOKENS))
+    tokenizer: str | None = field(default_factory=lambda: os.environ.get("PLANRAG_TOKENIZER") or None)
 
     @classmethod
     def unattended(cls, **values) -> LLMSettings:

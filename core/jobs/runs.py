@@ -66,7 +66,8 @@ def _llm_of(make_runtime: Callable) -> LLMSettings | None:
 class RunJob(Job):
     """One start or resume of a run, driven in a thread. ``events(after)`` are the run's stored events (a resumed
     run's earlier ones first); ``partial`` the text so far of the model's reply in flight, for a page to show (empty
-    when none is streaming), ``calling`` that call's number, attempt and time limit; ``error`` is what stopped the job before or outside the agent loop (no model
+    when none is streaming), ``calling`` that call's number, attempt and time limit, ``streams`` whether its model
+    streams its replies (None until its first call); ``error`` is what stopped the job before or outside the agent loop (no model
     configured, a broken replay, a database that cannot be opened, ...): the run's own failures are events."""
 
     kind = "run"
@@ -77,7 +78,8 @@ class RunJob(Job):
         self.settings = settings
         self.runtime = None  # the AgentRuntime driving it, once opened (Stop goes through it)
         self.partial = ""
-        self.calling: dict | None = None  # the LLM call in flight: call, attempt, of, timeout_s
+        self.calling: dict | None = None  # the LLM call in flight: call, attempt, of, timeout_s, streams
+        self.streams: bool | None = None  # whether the model streams its replies (None: no call made yet)
         self._make_runtime, self._iterate = make_runtime, iterate
         self._store: RunStore | None = None
         self._stop_asked = False
@@ -114,8 +116,9 @@ class RunJob(Job):
         return runtime.stop(self.run_id, starting=True, by=by) if runtime is not None else "running"
 
     def _calling(self, attempt: dict) -> None:
-        """The LLM call in flight: its number, attempt (of how many) and time limit; its text starts anew."""
-        self.calling, self.partial = attempt, ""
+        """The LLM call in flight: its number, attempt (of how many), time limit and whether it streams; its text
+        starts anew."""
+        self.calling, self.streams, self.partial = attempt, attempt.get("streams", False), ""
         self.changed()
 
     def _writing(self, text: str) -> None:
@@ -152,8 +155,9 @@ class RunFollower:
     where it runs (a queued run: waiting for a worker, and whether one is up)."""
 
     error = None
-    partial = ""
+    partial = ""  # another process's reply in flight is not seen here
     calling = None
+    streams = False
 
     def __init__(self, run_id: str):
         self.run_id, self._store = run_id, open_store()

@@ -31,7 +31,8 @@ def check_llm(settings: LLMSettings) -> str:
         raise
     except Exception as e:  # a client error the LLM layer does not classify (e.g. a malformed base URL)
         raise LLMError("config", scrub(f"{llm.label}: {type(e).__name__}: {e}", [settings.api_key])) from None
-    return f"{llm.label} answered in {reply.latency_s:.1f} s; {window_text(settings)}"
+    counting = f"; tokens counted by {llm.counted_by}" if settings.tokenizer else ""
+    return f"{llm.label} answered in {reply.latency_s:.1f} s; {window_text(settings)}{counting}"
 
 
 def window_text(settings: LLMSettings) -> str:

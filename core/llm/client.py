@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 
 from core.config import secrets
 from core.config.settings import LLMSettings
-from core.llm import server_info
+from core.llm import server_info, tokenizer_file
 from sims.files import FileRefused, read_text
 
 if TYPE_CHECKING:  # langchain_core is heavy: loaded only when a model is opened (pages show runs without it)
@@ -196,9 +196,11 @@ class ChatLLM:
     def __init__(self, model: BaseChatModel, label: str, *, estimate_usage: bool = False, max_retries: int = 0,
                  retry_base_s: float = 1.0, secret: str | None = None, sleep=time.sleep,
                  timeout_s: float | None = None, max_reply_tokens: int | None = None,
-                 counter: Callable[[str], int | None] | None = None, streams: bool = False):
+                 counter: Callable[[str], int | None] | None = None, counted_by: str | None = None,
+                 streams: bool = False):
         self.model = model
-        self._counter = counter  # the server's tokenizer (server_info.count_tokens), None: it has none
+        self._counter = counter  # the model's tokenizer (a tokenizer file's, or the server's), None: none known
+        self.counted_by = counted_by  # what counts: "tokenizer file NAME", "the server's tokenizer"
         self.label = label
         self._estimate = estimate_usage
         self._max_retries = max_retries
@@ -213,7 +215,8 @@ class ChatLLM:
         self._streams = streams  # asked with streaming when a caller follows the text (falls back if it fails)
 
     def count_tokens(self, text: str) -> int | None:
-        """The tokens of ``text`` by the model's own tokenizer, where its server counts them (None: it does not)."""
+        """The tokens of ``text`` by the model's own tokenizer: the tokenizer file set, else the server's where it
+        counts them (None: neither; ``counted_by`` says which)."""
         return self._counter(text) if self._counter else None
 
     def cancel(self) -> None:
@@ -308,7 +311,8 @@ class ChatLLM:
         """One reply to ``messages``. ``on_retry`` gets each failed attempt that is retried (its record, with
         ``retry_in_s``) as it happens; ``on_text``, when the model streams, the reply's text so far as it is
         written (a view: the Completion is the reply); ``on_attempt`` each attempt as it starts (``attempt``, of
-        ``of``, its ``timeout_s``). Raises LLMError when the call fails for good."""
+        ``of``, its ``timeout_s``, whether it ``streams`` the reply to ``on_text``). Raises LLMError when the call
+        fails for good."""
         attempts: list[dict] = []
         first = time.perf_counter()
         timeout_s = self._timeout_s
@@ -316,7 +320,8 @@ class ChatLLM:
             start, started_at = time.perf_counter(), time.time()
             record = {"attempt": attempt + 1, "start": round(started_at, 3), "timeout_s": timeout_s}
             if on_attempt:
-                on_attempt({"attempt": attempt + 1, "of": self._max_retries + 1, "timeout_s": timeout_s})
+                on_attempt({"attempt": attempt + 1, "of": self._max_retries + 1, "timeout_s": timeout_s,
+                            "streams": on_text is not None and self._streams})
             try:
                 message = self._invoke_within(messages, stop, timeout_s, on_text)
             except Exception as e:
@@ -436,7 +441,7 @@ def open_llm(spec: str | None = None, settings: LLMSettings | None = None, *, sk
         from core.llm.replay_model import ReplayChatModel  # heavy: loads langchain_core
 
         model = ReplayChatModel(messages=iter(replies[skip:]), source=str(path), count=len(replies))
-        return ChatLLM(model, f"replay:{path.name}", estimate_usage=True)
+        return ChatLLM(model, f"replay:{path.name}", estimate_usage=True, **_tokenizer_file(settings))
     from langchain_openai import ChatOpenAI
 
     problem = base_url_problem(settings.base_url)
@@ -466,8 +471,22 @@ def open_llm(spec: str | None = None, settings: LLMSettings | None = None, *, sk
     model = ChatOpenAI(model=spec, base_url=settings.base_url, api_key=key, temperature=temperature,
                        timeout=settings.timeout_s, max_retries=0, stream_usage=True, **options)
     label = f"{spec} @ {settings.base_url}" if settings.base_url else spec
-    counter = (partial(server_info.count_tokens, settings.base_url, spec, bound_key(settings))
-               if settings.base_url and not is_openai(settings.base_url) else None)
+    counting = _tokenizer_file(settings)
+    if not counting and settings.base_url and not is_openai(settings.base_url):
+        counting = {"counter": partial(server_info.count_tokens, settings.base_url, spec, bound_key(settings)),
+                    "counted_by": "the server's tokenizer"}
     return ChatLLM(model, label, max_retries=settings.max_retries, retry_base_s=settings.retry_base_s,
-                   secret=settings.api_key, timeout_s=settings.timeout_s, max_reply_tokens=cap, counter=counter,
-                   streams=True)
+                   secret=settings.api_key, timeout_s=settings.timeout_s, max_reply_tokens=cap, streams=True,
+                   **counting)
+
+
+def _tokenizer_file(settings: LLMSettings) -> dict:
+    """The counter of the tokenizer file the settings name, as ChatLLM takes it ({} when none is set);
+    LLMNotConfigured when it cannot be used."""
+    if not settings.tokenizer:
+        return {}
+    try:
+        return {"counter": tokenizer_file.open_tokenizer(settings.tokenizer),
+                "counted_by": tokenizer_file.counted_by(settings.tokenizer)}
+    except tokenizer_file.TokenizerFileError as e:
+        raise LLMNotConfigured(str(e)) from None
