@@ -30,12 +30,6 @@ NEIGHBOURHOOD_LIMIT = 45  # nodes, about
 BIG_NETWORK = 400  # shown nodes above which a network is drawn with WebGL, labelled only at the marked nodes
 TINY = 1e-12
 
-#: Locating views (``trade_network(scope=...)``).
-TRADE_SCOPES = {"neighbourhood": "Neighbourhood", "all": "Whole network"}
-
-#: Building detail levels for ``market(hops=...)``: what each adds around the asked goods.
-MARKET_DETAIL = {1: "its suppliers and consumers", 2: "+ their inputs and outputs",
-                 3: "+ the buildings making those inputs"}
 
 
 # --- node ids and their rows ---------------------------------------------------------------------------------
@@ -433,7 +427,7 @@ def market(question: Question, database: Database, *, hops: int = 1, max_per_col
            price_change: dict[str, float] | None = None) -> go.Figure:
     """The Building market around the asked goods, upstream (its suppliers, their inputs, ...) to the left and
     downstream (its consumers, their outputs) to the right; ``hops`` (1-3) is the level of detail, see
-    MARKET_DETAIL. A column shows at most ``max_per_column`` buildings (those with the largest flows towards the
+    core.scenarios.dqa.kinds.MARKET_DETAIL. A column shows at most ``max_per_column`` buildings (those with the largest flows towards the
     goods; the pick and the best always) and says how many it leaves out. Node size by level, edge width by
     current output or input. ``price_change`` (a what-if minus no decision) labels and colours goods by it."""
     t = database.tables
