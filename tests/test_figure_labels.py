@@ -78,14 +78,29 @@ def test_building_labels_never_overlap(dqa):
             _check(fig, {f"goods:{q.goods}"}, {f"building:{q.answer}", f"building:{pick}"})
 
 
-def test_building_what_if_labels_never_overlap(dqa):
+@pytest.mark.parametrize("which", ["first candidate", "best"])
+def test_building_what_if_is_laid_out_around_the_decision(dqa, which):
+    """Building q1's what-if was a fan of crossing edges (every input goods to every supplier): it reads left to
+    right, the simulated decision alone on the left, the goods it makes and uses (and the asked goods) next, the
+    other buildings trading them on the right, so that the decision's edges fan out of one node; no labels
+    overlap and the decision and the asked goods are labelled."""
     kind = scenarios.get("building")
-    for q in _sample(dqa, "building", 6):
+    for q in _sample(dqa, "building"):
         db = dqa.database(q)
-        pick = scenarios.candidates(q, db)[0]
+        pick = scenarios.candidates(q, db)[0] if which == "first candidate" else int(q.answer)
         effect = decision.what_if(q, db, pick, scenarios.default_mode(q))
-        fig = kind.network(q, db, pick=pick, best=int(q.answer), change=effect.deltas)
-        _check(fig, {f"goods:{q.goods}"}, {f"building:{pick}", f"building:{q.answer}"})
+        fig = kind.network(q, db, pick=pick, best=int(q.answer), change=effect.deltas, pick_label="simulated decision")
+        _check(fig, {f"goods:{q.goods}", f"building:{pick}"}, {f"building:{q.answer}"})
+        x = {c: xx for t in fig.data if t.customdata is not None and "text" in (t.mode or "")
+             for c, xx in zip(t.customdata, t.x)}
+        goods = {c for c in x if c.startswith("goods:")}
+        made_or_used = {f"goods:{r['goods_id']}" for table in ("supply", "demand")
+                        for r in db.tables[table].records() if r["building_id"] == pick}
+        names = {f"goods:{r['code']}": f"goods:{r['goods_name']}" for r in db.tables["goods"].records()}
+        assert goods == {names[g] for g in made_or_used} | {f"goods:{q.goods}"}
+        assert [c for c in x if x[c] < 0] == [f"building:{pick}"]
+        assert {x[g] for g in goods} == {0} and all(x[c] > 0 for c in x if c.startswith("building:") and c in x
+                                                     and c != f"building:{pick}")
 
 
 def test_depot_map_labels_never_overlap_and_mark_the_existing_centre():

@@ -133,7 +133,7 @@ def test_market_caps_columns_but_keeps_pick_and_best(dqa):
     capped = figures.market(q, db, hops=3, max_per_column=5, pick=pick, best=q.answer)
     shown = {i for i in _node_ids(capped) if i.startswith("building:")}
     assert {f"building:{pick}", f"building:{q.answer}"} <= shown < buildings
-    hidden = sum(int(a.text.split()[0][1:]) for a in capped.layout.annotations)
+    hidden = sum(int(text.split()[0][1:]) for t in capped.data if t.name == "left out" for text in t.text)
     assert len(shown) + hidden == len(buildings)
 
 

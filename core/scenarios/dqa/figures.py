@@ -415,6 +415,43 @@ def _market_view(question: Question, links: _MarketLinks, names: dict[int, str],
     return _MarketView(column, {n: (float(column[n]), -row[n]) for n in column}, edges, hidden)
 
 
+def _what_if_view(question: Question, links: _MarketLinks, names: dict[int, str], decision: int,
+                  max_per_column: int | None, keep: set) -> _MarketView:
+    """A what-if around the simulated ``decision``, left to right: the decision (column -1), the goods it
+    produces and consumes and the asked goods (column 0), and the other buildings trading those goods, their
+    markets (column 1; at most ``max_per_column``: those trading the asked goods, then those with the largest
+    flows, the ones in ``keep`` always). The decision's edges fan out of one node, so they never cross."""
+    me = f"building:{decision}"
+    goods = {g for b, g, _ in links.supply if b == decision} | {g for g, b, _ in links.demand if b == decision}
+    goods.add(question.goods)
+    column = {me: -1} | {f"goods:{g}": 0 for g in goods}
+    edges = [(f"building:{b}", f"goods:{g}", v, f"{b} supplies {g}: output {v:.4g}") for b, g, v in links.supply
+             if g in goods]
+    edges += [(f"goods:{g}", f"building:{b}", v, f"{b} uses {g}: input {v:.4g}") for g, b, v in links.demand
+              if g in goods]
+    flow: dict[str, float] = {}
+    rivals = set()  # the other buildings trading the asked goods: its market, shown first
+    for a, b, v, _ in edges:
+        other = a if a.startswith("building:") else b
+        if other != me:
+            flow[other] = flow.get(other, 0.0) + abs(v)
+            if f"goods:{question.goods}" in (a, b):
+                rivals.add(other)
+    ranked = sorted(flow, key=lambda n: (n not in rivals, -flow[n]))
+    shown = [n for n in ranked if n in keep]
+    shown += [n for n in ranked if n not in keep][:max(0, (max_per_column or len(ranked)) - len(shown))]
+    column |= dict.fromkeys(shown, 1)
+    hidden = {1: len(ranked) - len(shown)} if len(ranked) > len(shown) else {}
+    edges = [e for e in edges if e[0] in column and e[1] in column]
+    graph = nx.Graph([(a, b) for a, b, *_ in edges])
+    graph.add_nodes_from(column)
+    columns = [sorted((n for n, c in column.items() if c == x),
+                      key=lambda n: (names[int(n[9:])], int(n[9:])) if n.startswith("building:") else (n, 0))
+               for x in (-1, 0, 1)]
+    row = order_columns(columns, graph.neighbors, spread=True)
+    return _MarketView(column, {n: (float(column[n]), -row[n]) for n in column}, edges, hidden)
+
+
 def _clear_of_marks(label: str, left: bool, marked: bool) -> str:
     """A building's label, moved clear of the star and the ring drawn over a marked node (an em space is about
     as wide as the font is high)."""
@@ -427,14 +464,20 @@ def market(question: Question, database: Database, *, hops: int = 1, max_per_col
            price_change: dict[str, float] | None = None) -> go.Figure:
     """The Building market around the asked goods, upstream (its suppliers, their inputs, ...) to the left and
     downstream (its consumers, their outputs) to the right; ``hops`` (1-3) is the level of detail, see
-    core.scenarios.dqa.kinds.MARKET_DETAIL. A column shows at most ``max_per_column`` buildings (those with the largest flows towards the
-    goods; the pick and the best always) and says how many it leaves out. Node size by level, edge width by
-    current output or input. ``price_change`` (a what-if minus no decision) labels and colours goods by it."""
+    core.scenarios.dqa.kinds.MARKET_DETAIL. A column shows at most ``max_per_column`` buildings (those with the
+    largest flows towards the goods; the pick and the best always) and says how many it leaves out. Node size by
+    level, edge width by current output or input. ``price_change`` (a what-if minus no decision) labels and
+    colours goods by it; with a ``pick`` (the simulated decision) the figure is laid out around it instead
+    (``_what_if_view``: the decision, its goods, their markets)."""
     t = database.tables
     links = _MarketLinks.of(database)
     buildings = {r["id"]: r for r in t["building"].records()}
-    view = _market_view(question, links, {b: r["name"] for b, r in buildings.items()}, hops, max_per_column,
-                        {f"building:{pick}", f"building:{best}"})
+    names, keep = {b: r["name"] for b, r in buildings.items()}, {f"building:{pick}", f"building:{best}"}
+    what_if = price_change is not None and pick in buildings
+    if what_if:
+        view = _what_if_view(question, links, names, pick, max_per_column, keep)
+    else:
+        view = _market_view(question, links, names, hops, max_per_column, keep)
     pos, column = view.pos, view.column
     fig = go.Figure()
     fig.add_traces(_edge_traces([_Edge(pos[a], pos[b], v, text) for a, b, v, text in view.edges], FAINT_EDGE,
@@ -470,7 +513,8 @@ def market(question: Question, database: Database, *, hops: int = 1, max_per_col
 
     fig.add_trace(go.Scatter(
         x=[pos[f"goods:{g}"][0] for g in gnodes], y=[pos[f"goods:{g}"][1] for g in gnodes], mode="markers+text",
-        showlegend=False, customdata=[f"goods:{g}" for g in gnodes], textposition="top center",
+        showlegend=False, customdata=[f"goods:{g}" for g in gnodes],
+        textposition="middle left" if what_if else "top center",  # a what-if's markets are on the right
         text=[f"<b>{g}</b>" + (f" {change[g]:+.3g}" if abs(change.get(g, 0.0)) > TINY else "") for g in gnodes],
         textfont=dict(size=12, color=TEXT),
         marker=dict(symbol="diamond", size=[24 if g == question.goods else 16 for g in gnodes],
@@ -478,10 +522,11 @@ def market(question: Question, database: Database, *, hops: int = 1, max_per_col
         hovertext=[f"<b>{g}</b><br>stored price {prices[g]:.4g}"
                    + (f"<br>what-if price change {change.get(g, 0.0):+.4g}" if price_change else "")
                    for g in gnodes], hoverinfo="text"))
-    for c, n in view.hidden.items():
-        low = min(y for node, (x, y) in pos.items() if x == c)
-        fig.add_annotation(x=c, y=low - 1, text=f"+{n} more buildings", showarrow=False,
-                           font=dict(size=10, color="#718096"))
+    if view.hidden:  # text points, not annotations: the axis ranges and the label placement count them
+        below = {c: min(y for x, y in pos.values() if x == c) - 1 for c in view.hidden}
+        fig.add_trace(go.Scatter(x=list(below), y=list(below.values()), mode="text", name="left out",
+                                 text=[f"+{n} more buildings" for n in view.hidden.values()],
+                                 textfont=dict(size=10, color="#718096"), hoverinfo="skip", showlegend=False))
     roles = {colour(b) for b in bnodes}
     goods_legend = ((f"asked goods ({question.goods})", HOME), ("other goods", GOODS)) if not price_change else (
         ("price falls", SUPPLIER), ("price rises", LESS), ("price unchanged", GOODS))
@@ -496,5 +541,10 @@ def market(question: Question, database: Database, *, hops: int = 1, max_per_col
     room = {True: 1.0, False: 0.35}  # building columns (odd) have their labels outside
     fig = _style(fig, max(480, min(1200, 110 + 24 * max(Counter(column.values()).values()))))
     fig.layout.meta = {"shown": len(column), "total": len(buildings) + len(prices)}
+    if what_if:
+        others = sum(1 for g, c in change.items() if abs(c) > TINY and f"goods:{g}" not in column)
+        fig.layout.meta["caption"] = (
+            "Around the simulated decision: the goods it makes and uses, and the other buildings trading them."
+            + (f" {others} other goods change price too (the table below)." if others else ""))
     fig.update_xaxes(range=[left - room[left % 2 == 1], right + room[right % 2 == 1]])
     return declutter(fig, first=[f"building:{b}" for b in (pick, best)] + [f"goods:{question.goods}"])
