@@ -101,6 +101,22 @@ def test_building_what_if_is_laid_out_around_the_decision(dqa, which):
         assert [c for c in x if x[c] < 0] == [f"building:{pick}"]
         assert {x[g] for g in goods} == {0} and all(x[c] > 0 for c in x if c.startswith("building:") and c in x
                                                      and c != f"building:{pick}")
+        assert _crossings(fig) == 0
+
+
+def _crossings(fig) -> int:
+    """How many pairs of straight edges between the same two columns cross (edges are line traces, None between
+    them)."""
+    segments = []
+    for t in fig.data:
+        if t.mode == "lines":
+            points = list(zip(t.x, t.y))
+            for i in range(len(points) - 1):
+                (x0, y0), (x1, y1) = points[i], points[i + 1]
+                if None not in (x0, x1) and x0 != x1:
+                    segments.append(((x0, y0), (x1, y1)) if x0 < x1 else ((x1, y1), (x0, y0)))
+    return sum(1 for i, (a0, a1) in enumerate(segments) for b0, b1 in segments[i + 1:]
+               if a0[0] == b0[0] and a1[0] == b1[0] and (a0[1] - b0[1]) * (a1[1] - b1[1]) < 0)
 
 
 def test_depot_map_labels_never_overlap_and_mark_the_existing_centre():

@@ -9,7 +9,7 @@ marker carries a node id in ``customdata`` (``trade_node:NAME``, ``goods:NAME`` 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import networkx as nx
@@ -379,6 +379,7 @@ class _MarketView:
     pos: dict[str, tuple[float, float]]
     edges: list[tuple[str, str, float, str]]
     hidden: dict[int, int]
+    notes: dict[str, str] = field(default_factory=dict)  # node id -> more hover text
 
 
 def _market_view(question: Question, links: _MarketLinks, names: dict[int, str], hops: int,
@@ -417,10 +418,11 @@ def _market_view(question: Question, links: _MarketLinks, names: dict[int, str],
 
 def _what_if_view(question: Question, links: _MarketLinks, names: dict[int, str], decision: int,
                   max_per_column: int | None, keep: set) -> _MarketView:
-    """A what-if around the simulated ``decision``, left to right: the decision (column -1), the goods it
-    produces and consumes and the asked goods (column 0), and the other buildings trading those goods, their
-    markets (column 1; at most ``max_per_column``: those trading the asked goods, then those with the largest
-    flows, the ones in ``keep`` always). The decision's edges fan out of one node, so they never cross."""
+    """A what-if around the simulated ``decision`` as a tree, left to right: the decision (column -1), the goods
+    it produces and consumes and the asked goods (column 0), and the markets of those goods (column 1): each other
+    building trading them is drawn once, linked to the goods it trades most here (the asked goods first; its other
+    trades are in ``notes``, its hover text), so no two edges cross. Each goods' market shows its biggest traders,
+    at most ``max_per_column`` in all shared between the goods (the ones in ``keep`` always)."""
     me = f"building:{decision}"
     goods = {g for b, g, _ in links.supply if b == decision} | {g for g, b, _ in links.demand if b == decision}
     goods.add(question.goods)
@@ -429,27 +431,34 @@ def _what_if_view(question: Question, links: _MarketLinks, names: dict[int, str]
              if g in goods]
     edges += [(f"goods:{g}", f"building:{b}", v, f"{b} uses {g}: input {v:.4g}") for g, b, v in links.demand
               if g in goods]
-    flow: dict[str, float] = {}
-    rivals = set()  # the other buildings trading the asked goods: its market, shown first
+    trades: dict[str, dict[str, float]] = {}  # other building -> goods node -> flow
     for a, b, v, _ in edges:
-        other = a if a.startswith("building:") else b
+        other, node = (a, b) if a.startswith("building:") else (b, a)
         if other != me:
-            flow[other] = flow.get(other, 0.0) + abs(v)
-            if f"goods:{question.goods}" in (a, b):
-                rivals.add(other)
-    ranked = sorted(flow, key=lambda n: (n not in rivals, -flow[n]))
-    shown = [n for n in ranked if n in keep]
-    shown += [n for n in ranked if n not in keep][:max(0, (max_per_column or len(ranked)) - len(shown))]
+            trades.setdefault(other, {})[node] = trades.get(other, {}).get(node, 0.0) + abs(v)
+    asked = f"goods:{question.goods}"
+    home = {n: asked if asked in t else max(t, key=lambda g: (t[g], g)) for n, t in trades.items()}
+    markets: dict[str, list[str]] = {}
+    for n in sorted(trades, key=lambda n: -trades[n][home[n]]):
+        markets.setdefault(home[n], []).append(n)
+    share = max(1, (max_per_column or len(trades)) // max(1, len(markets)))
+    shown = [n for n in trades if n in keep]
+    for traders in markets.values():
+        room = share - sum(1 for n in shown if n in traders)
+        shown += [n for n in traders if n not in keep][:max(0, room)]
     column |= dict.fromkeys(shown, 1)
-    hidden = {1: len(ranked) - len(shown)} if len(ranked) > len(shown) else {}
+    hidden = {1: len(trades) - len(shown)} if len(trades) > len(shown) else {}
+    edges = [e for e in edges if e[0] == me or e[1] == me or home.get(e[0]) == e[1] or home.get(e[1]) == e[0]]
     edges = [e for e in edges if e[0] in column and e[1] in column]
+    notes = {n: "also trades " + ", ".join(sorted(g[6:] for g in trades[n] if g != home[n]))
+             for n in shown if len(trades[n]) > 1}
     graph = nx.Graph([(a, b) for a, b, *_ in edges])
     graph.add_nodes_from(column)
     columns = [sorted((n for n, c in column.items() if c == x),
                       key=lambda n: (names[int(n[9:])], int(n[9:])) if n.startswith("building:") else (n, 0))
                for x in (-1, 0, 1)]
     row = order_columns(columns, graph.neighbors, spread=True)
-    return _MarketView(column, {n: (float(column[n]), -row[n]) for n in column}, edges, hidden)
+    return _MarketView(column, {n: (float(column[n]), -row[n]) for n in column}, edges, hidden, notes)
 
 
 def _clear_of_marks(label: str, left: bool, marked: bool) -> str:
@@ -501,7 +510,8 @@ def market(question: Question, database: Database, *, hops: int = 1, max_per_col
         textposition=["middle left" if column[f"building:{b}"] < 0 else "middle right" for b in bnodes],
         marker=dict(size=[7 + 11 * (max(buildings[b]["level"], 0) / top_level) ** 0.5 for b in bnodes],
                     color=[colour(b) for b in bnodes], line=dict(width=1, color="white")),
-        hovertext=[f"<b>{title(b)}</b><br>{buildings[b]['name']}, level {buildings[b]['level']}" for b in bnodes],
+        hovertext=[f"<b>{title(b)}</b><br>{buildings[b]['name']}, level {buildings[b]['level']}"
+                   + (f"<br>{view.notes[f'building:{b}']}" if f"building:{b}" in view.notes else "") for b in bnodes],
         hoverinfo="text"))
     prices = {r["goods_name"]: r["current_price"] for r in t["goods"].records()}
     gnodes = sorted(n[6:] for n in column if n.startswith("goods:"))
@@ -544,7 +554,9 @@ def market(question: Question, database: Database, *, hops: int = 1, max_per_col
     if what_if:
         others = sum(1 for g, c in change.items() if abs(c) > TINY and f"goods:{g}" not in column)
         fig.layout.meta["caption"] = (
-            "Around the simulated decision: the goods it makes and uses, and the other buildings trading them."
+            "Around the simulated decision: the goods it makes and uses, and each goods' biggest other traders (a "
+            "building trading several is linked to the asked goods, else to the one it trades most; hover for the "
+            "others)."
             + (f" {others} other goods change price too (the table below)." if others else ""))
     fig.update_xaxes(range=[left - room[left % 2 == 1], right + room[right % 2 == 1]])
     return declutter(fig, first=[f"building:{b}" for b in (pick, best)] + [f"goods:{question.goods}"])
