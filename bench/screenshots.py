@@ -85,15 +85,17 @@ def prepare(home: Path) -> Path:
 
 
 @contextmanager
-def streamlit_app(home: Path, timeout_s: float = 60.0, env: dict[str, str] | None = None):
-    """The app running on a free localhost port with its data in ``home`` (and ``env`` added to its environment,
-    e.g. a model's settings): yields its URL once its health check answers."""
+def streamlit_app(home: Path, timeout_s: float = 60.0, env: dict[str, str] | None = None,
+                  script: Path = ROOT / "app.py"):
+    """The app (or another Streamlit ``script``) running on a free localhost port with its data in ``home`` (and
+    ``env`` added to its environment, e.g. a model's settings): yields its URL once its health check answers."""
     port = free_port()
     log = tempfile.TemporaryFile("w+")
     server = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.address",
+        [sys.executable, "-m", "streamlit", "run", script.name, "--server.port", str(port), "--server.address",
          "127.0.0.1", "--server.headless", "true", "--server.fileWatcherType", "none",
-         "--browser.gatherUsageStats", "false"], cwd=ROOT, env={**app_env(home), **(env or {})}, stdout=log, stderr=subprocess.STDOUT)
+         "--browser.gatherUsageStats", "false"], cwd=script.parent, env={**app_env(home), **(env or {})},
+        stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never through a proxy
     try:

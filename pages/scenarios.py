@@ -1,6 +1,5 @@
 """Scenarios: pick a scenario (DQA's, the demos, a plugin's), a source and a question, read its rules and question,
 see its database as a network (when the scenario draws one) and as tables; clicking a node shows its rows."""
-import pandas as pd
 import streamlit as st
 
 from core.scenarios import catalog
@@ -15,6 +14,8 @@ from ui.untrusted import md, md_code
 
 def show(table, height: int, own=None) -> None:
     """A table; the rows ``own(record)`` holds true for highlighted."""
+    import pandas as pd  # heavy: loaded when a table is first shown, not before the page's question and network
+
     data = pd.DataFrame({c: table.column(c) for c in table.column_names})
     marks = [bool(own(r)) for r in table.records()] if own else []
     if any(marks):
@@ -139,57 +140,60 @@ with facts:
                help=f"Database content key {md_code(database.key)}.")
 
 st.subheader("Database")
-network, tables = st.tabs(["Network", "Tables"])
-with network:
-    options = kind.view_options()
-    names = kind.node_names(question, database)
-    find_key = f"scenarios_find-{question.id}"
-    chosen = {}
-    defaults = {f"scenarios_view_{kind.name}_{o.name}": o.default for o in options if o.widget == "buttons"}
-    controls = st.columns(len(options) + bool(names)) if options or names else []
-    for column, option in zip(controls, options):
-        if option.widget == "buttons":
-            chosen[option.name] = column.segmented_control(
-                option.label, list(option.choices), default=option.default, format_func=option.choices.get,
-                required=True, help=option.help or None, key=f"scenarios_view_{kind.name}_{option.name}")
+# Only the open tab is drawn (a tab switch reruns the page): the first look waits for no table.
+network, tables = st.tabs(["Network", "Tables"], key="scenarios_database_tab", on_change="rerun")
+if network.open:
+    with network:
+        options = kind.view_options()
+        names = kind.node_names(question, database)
+        find_key = f"scenarios_find-{question.id}"
+        chosen = {}
+        defaults = {f"scenarios_view_{kind.name}_{o.name}": o.default for o in options if o.widget == "buttons"}
+        controls = st.columns(len(options) + bool(names)) if options or names else []
+        for column, option in zip(controls, options):
+            if option.widget == "buttons":
+                chosen[option.name] = column.segmented_control(
+                    option.label, list(option.choices), default=option.default, format_func=option.choices.get,
+                    required=True, help=option.help or None, key=f"scenarios_view_{kind.name}_{option.name}")
+            else:
+                chosen[option.name] = column.select_slider(option.label, list(option.choices), value=option.default,
+                                                           format_func=option.choices.get, help=option.help or None)
+        around = None
+        if names:
+            around = controls[-1].selectbox(f"Find a node ({len(names)})", list(names), index=None,
+                                            format_func=names.get, key=find_key, placeholder="Type a name",
+                                            on_change=show_default_view, args=(defaults,),
+                                            help="Show the node and its upstream nodes (its neighbourhood).")
+        figure = kind.network(question, database, best=None if hidden else question.answer, around=around, **chosen)
+        if figure is None:
+            st.info("This scenario declares no network view: its data is in the **Tables** tab.", icon=":material/table:")
         else:
-            chosen[option.name] = column.select_slider(option.label, list(option.choices), value=option.default,
-                                                       format_func=option.choices.get, help=option.help or None)
-    around = None
-    if names:
-        around = controls[-1].selectbox(f"Find a node ({len(names)})", list(names), index=None,
-                                        format_func=names.get, key=find_key, placeholder="Type a name",
-                                        on_change=show_default_view, args=(defaults,),
-                                        help="Show the node and its upstream nodes (its neighbourhood).")
-    figure = kind.network(question, database, best=None if hidden else question.answer, around=around, **chosen)
-    if figure is None:
-        st.info("This scenario declares no network view: its data is in the **Tables** tab.", icon=":material/table:")
-    else:
-        meta = figure.layout.meta if isinstance(figure.layout.meta, dict) else {}
-        if meta.get("caption"):
-            st.caption(md(meta["caption"]))
-        event = st.plotly_chart(figure, key=f"network-{question.id}", on_select="rerun", selection_mode="points",
-                                config={"displaylogo": False, "scrollZoom": True})
-        picked = [p["customdata"] for p in event["selection"]["points"] if p.get("customdata")]
-        rows = kind.node_rows(database, picked[0]) if picked else {}
-        if rows:
-            title, explore = st.columns([4, 1], vertical_alignment="center")
-            title.markdown(f"**{md(picked[0])}**")
-            if names and picked[0] in names and picked[0] != around:
-                explore.button("Explore from here", icon=":material/center_focus_strong:", on_click=explore_from,
-                               args=(find_key, picked[0], defaults), help="Centre the view on this node")
-            for table in rows.values():
-                st.caption(f"{md(table.name)}: {len(table.rows)} rows")
-                show(table, min(320, 38 + 35 * max(1, len(table.rows))),
-                     lambda r, name=table.name: kind.own_row(question, name, r))
-        else:
-            st.caption("Click a node to see its rows (the question's own highlighted). Drag to pan, scroll to zoom, "
-                       "double-click to reset.")
-with tables:  # one table at a time: a big database's every table would be sent to the browser at each rerun
-    by_name = {t.name: t for t in database.tables}
-    shown = st.segmented_control("Table", list(by_name), default=next(iter(by_name)), required=True,
-                                 format_func=lambda n: f"{md(n)} ({len(by_name[n].rows)})", key=f"scenarios_table_{kind.name}")
-    show(by_name.get(shown) or next(iter(by_name.values())), 360)
+            meta = figure.layout.meta if isinstance(figure.layout.meta, dict) else {}
+            if meta.get("caption"):
+                st.caption(md(meta["caption"]))
+            event = st.plotly_chart(figure, key=f"network-{question.id}", on_select="rerun", selection_mode="points",
+                                    config={"displaylogo": False, "scrollZoom": True})
+            picked = [p["customdata"] for p in event["selection"]["points"] if p.get("customdata")]
+            rows = kind.node_rows(database, picked[0]) if picked else {}
+            if rows:
+                title, explore = st.columns([4, 1], vertical_alignment="center")
+                title.markdown(f"**{md(picked[0])}**")
+                if names and picked[0] in names and picked[0] != around:
+                    explore.button("Explore from here", icon=":material/center_focus_strong:", on_click=explore_from,
+                                   args=(find_key, picked[0], defaults), help="Centre the view on this node")
+                for table in rows.values():
+                    st.caption(f"{md(table.name)}: {len(table.rows)} rows")
+                    show(table, min(320, 38 + 35 * max(1, len(table.rows))),
+                         lambda r, name=table.name: kind.own_row(question, name, r))
+            else:
+                st.caption("Click a node to see its rows (the question's own highlighted). Drag to pan, scroll to zoom, "
+                           "double-click to reset.")
+if tables.open:
+    with tables:  # one table at a time: a big database's every table would be sent to the browser at each rerun
+        by_name = {t.name: t for t in database.tables}
+        shown = st.segmented_control("Table", list(by_name), default=next(iter(by_name)), required=True,
+                                     format_func=lambda n: f"{md(n)} ({len(by_name[n].rows)})", key=f"scenarios_table_{kind.name}")
+        show(by_name.get(shown) or next(iter(by_name.values())), 360)
 
 note, rescan = st.columns([5, 1], vertical_alignment="center")
 note.caption(f"Your own decision problems: scenario folders in {md_code(scenarios.scenarios_dir())} (`python -m core "

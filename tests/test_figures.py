@@ -6,6 +6,7 @@ from core.analysis.format import number
 from core.scenarios import catalog
 from core.scenarios import drawing
 from core.scenarios.dqa import figures
+from core.scenarios.dqa.kinds import MARKET_DETAIL
 from core.scenarios import ranking
 
 
@@ -118,7 +119,7 @@ def test_a_5000_node_network_opens_on_a_neighbourhood_and_finds_a_node():
 
 def test_market_detail_levels_grow_and_keep_the_goods():
     q, db = _demo("building")
-    sizes = [len(_node_ids(figures.market(q, db, hops=h))) for h in figures.MARKET_DETAIL]
+    sizes = [len(_node_ids(figures.market(q, db, hops=h))) for h in MARKET_DETAIL]
     assert sizes == sorted(sizes) and sizes[0] < sizes[-1]
     assert f"goods:{q.goods}" in _node_ids(figures.market(q, db, hops=1))
 
@@ -132,7 +133,7 @@ def test_market_caps_columns_but_keeps_pick_and_best(dqa):
     capped = figures.market(q, db, hops=3, max_per_column=5, pick=pick, best=q.answer)
     shown = {i for i in _node_ids(capped) if i.startswith("building:")}
     assert {f"building:{pick}", f"building:{q.answer}"} <= shown < buildings
-    hidden = sum(int(a.text.split()[0][1:]) for a in capped.layout.annotations)
+    hidden = sum(int(text.split()[0][1:]) for t in capped.data if t.name == "left out" for text in t.text)
     assert len(shown) + hidden == len(buildings)
 
 

@@ -38,6 +38,8 @@ def test_scenarios_page_shows_the_depot_network_and_tables():
     at.run()
     captions = [c.value for c in at.caption]
     assert "**Ashford**" in [m.value for m in at.markdown] and "site: 1 rows" in captions
+    at.session_state["scenarios_database_tab"] = "Tables"
+    at.run()
     choice = at.segmented_control(key="scenarios_table_depot")
     tables = list(choice.options)
     assert "town (16)" in tables and "road (32)" in tables

@@ -70,6 +70,10 @@ def test_missing_dqa_directory_says_where_to_set_it(tmp_path):
 @pytest.mark.parametrize("scenario,tables", [("locating", 4), ("building", 4)])
 def test_tables_tab_lists_every_table(scenario, tables):
     at = open_page(question_ref=("demo", scenario, 1))
+    assert not at.dataframe  # a tab's content is drawn when the tab is open, the network's first
+    at.session_state["scenarios_database_tab"] = "Tables"
+    at.run()
+    assert not at.get("plotly_chart")
     choice = at.segmented_control(key=f"scenarios_table_{scenario}")  # one table at a time
     names = list(choice.options)
     assert len(names) == tables and all("(" in n for n in names)

@@ -10,8 +10,10 @@ around them. Elements that render no Markdown (st.code, st.dataframe, st.text, i
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
 
 _PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
 #: Where GitHub's autolinks start (a URL's scheme, ``www.``, an e-mail address's ``@``): they are found in the text
@@ -35,9 +37,11 @@ def md_code(text) -> str:
 
 def md_table(frame: pd.DataFrame) -> pd.DataFrame:
     """A copy of ``frame`` whose text cells and column names are literal in st.table (numbers stay numbers)."""
+    from pandas.api.types import is_numeric_dtype  # loaded with the frame; not for pages that only write text
+
     out = frame.copy()
     for column in out.columns:
-        if not pd.api.types.is_numeric_dtype(out[column]):
+        if not is_numeric_dtype(out[column]):
             out[column] = out[column].map(lambda v: md(v) if isinstance(v, str) else v)
     out.columns = [md(c) for c in out.columns]
     return out

@@ -9,7 +9,7 @@ marker carries a node id in ``customdata`` (``trade_node:NAME``, ``goods:NAME`` 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import networkx as nx
@@ -30,12 +30,6 @@ NEIGHBOURHOOD_LIMIT = 45  # nodes, about
 BIG_NETWORK = 400  # shown nodes above which a network is drawn with WebGL, labelled only at the marked nodes
 TINY = 1e-12
 
-#: Locating views (``trade_network(scope=...)``).
-TRADE_SCOPES = {"neighbourhood": "Neighbourhood", "all": "Whole network"}
-
-#: Building detail levels for ``market(hops=...)``: what each adds around the asked goods.
-MARKET_DETAIL = {1: "its suppliers and consumers", 2: "+ their inputs and outputs",
-                 3: "+ the buildings making those inputs"}
 
 
 # --- node ids and their rows ---------------------------------------------------------------------------------
@@ -385,6 +379,7 @@ class _MarketView:
     pos: dict[str, tuple[float, float]]
     edges: list[tuple[str, str, float, str]]
     hidden: dict[int, int]
+    notes: dict[str, str] = field(default_factory=dict)  # node id -> more hover text
 
 
 def _market_view(question: Question, links: _MarketLinks, names: dict[int, str], hops: int,
@@ -421,6 +416,51 @@ def _market_view(question: Question, links: _MarketLinks, names: dict[int, str],
     return _MarketView(column, {n: (float(column[n]), -row[n]) for n in column}, edges, hidden)
 
 
+def _what_if_view(question: Question, links: _MarketLinks, names: dict[int, str], decision: int,
+                  max_per_column: int | None, keep: set) -> _MarketView:
+    """A what-if around the simulated ``decision`` as a tree, left to right: the decision (column -1), the goods
+    it produces and consumes and the asked goods (column 0), and the markets of those goods (column 1): each other
+    building trading them is drawn once, linked to the goods it trades most here (the asked goods first; its other
+    trades are in ``notes``, its hover text), so no two edges cross. Each goods' market shows its biggest traders,
+    at most ``max_per_column`` in all shared between the goods (the ones in ``keep`` always)."""
+    me = f"building:{decision}"
+    goods = {g for b, g, _ in links.supply if b == decision} | {g for g, b, _ in links.demand if b == decision}
+    goods.add(question.goods)
+    column = {me: -1} | {f"goods:{g}": 0 for g in goods}
+    edges = [(f"building:{b}", f"goods:{g}", v, f"{b} supplies {g}: output {v:.4g}") for b, g, v in links.supply
+             if g in goods]
+    edges += [(f"goods:{g}", f"building:{b}", v, f"{b} uses {g}: input {v:.4g}") for g, b, v in links.demand
+              if g in goods]
+    trades: dict[str, dict[str, float]] = {}  # other building -> goods node -> flow
+    for a, b, v, _ in edges:
+        other, node = (a, b) if a.startswith("building:") else (b, a)
+        if other != me:
+            trades.setdefault(other, {})[node] = trades.get(other, {}).get(node, 0.0) + abs(v)
+    asked = f"goods:{question.goods}"
+    home = {n: asked if asked in t else max(t, key=lambda g: (t[g], g)) for n, t in trades.items()}
+    markets: dict[str, list[str]] = {}
+    for n in sorted(trades, key=lambda n: -trades[n][home[n]]):
+        markets.setdefault(home[n], []).append(n)
+    share = max(1, (max_per_column or len(trades)) // max(1, len(markets)))
+    shown = [n for n in trades if n in keep]
+    for traders in markets.values():
+        room = share - sum(1 for n in shown if n in traders)
+        shown += [n for n in traders if n not in keep][:max(0, room)]
+    column |= dict.fromkeys(shown, 1)
+    hidden = {1: len(trades) - len(shown)} if len(trades) > len(shown) else {}
+    edges = [e for e in edges if e[0] == me or e[1] == me or home.get(e[0]) == e[1] or home.get(e[1]) == e[0]]
+    edges = [e for e in edges if e[0] in column and e[1] in column]
+    notes = {n: "also trades " + ", ".join(sorted(g[6:] for g in trades[n] if g != home[n]))
+             for n in shown if len(trades[n]) > 1}
+    graph = nx.Graph([(a, b) for a, b, *_ in edges])
+    graph.add_nodes_from(column)
+    columns = [sorted((n for n, c in column.items() if c == x),
+                      key=lambda n: (names[int(n[9:])], int(n[9:])) if n.startswith("building:") else (n, 0))
+               for x in (-1, 0, 1)]
+    row = order_columns(columns, graph.neighbors, spread=True)
+    return _MarketView(column, {n: (float(column[n]), -row[n]) for n in column}, edges, hidden, notes)
+
+
 def _clear_of_marks(label: str, left: bool, marked: bool) -> str:
     """A building's label, moved clear of the star and the ring drawn over a marked node (an em space is about
     as wide as the font is high)."""
@@ -433,14 +473,20 @@ def market(question: Question, database: Database, *, hops: int = 1, max_per_col
            price_change: dict[str, float] | None = None) -> go.Figure:
     """The Building market around the asked goods, upstream (its suppliers, their inputs, ...) to the left and
     downstream (its consumers, their outputs) to the right; ``hops`` (1-3) is the level of detail, see
-    MARKET_DETAIL. A column shows at most ``max_per_column`` buildings (those with the largest flows towards the
-    goods; the pick and the best always) and says how many it leaves out. Node size by level, edge width by
-    current output or input. ``price_change`` (a what-if minus no decision) labels and colours goods by it."""
+    core.scenarios.dqa.kinds.MARKET_DETAIL. A column shows at most ``max_per_column`` buildings (those with the
+    largest flows towards the goods; the pick and the best always) and says how many it leaves out. Node size by
+    level, edge width by current output or input. ``price_change`` (a what-if minus no decision) labels and
+    colours goods by it; with a ``pick`` (the simulated decision) the figure is laid out around it instead
+    (``_what_if_view``: the decision, its goods, their markets)."""
     t = database.tables
     links = _MarketLinks.of(database)
     buildings = {r["id"]: r for r in t["building"].records()}
-    view = _market_view(question, links, {b: r["name"] for b, r in buildings.items()}, hops, max_per_column,
-                        {f"building:{pick}", f"building:{best}"})
+    names, keep = {b: r["name"] for b, r in buildings.items()}, {f"building:{pick}", f"building:{best}"}
+    what_if = price_change is not None and pick in buildings
+    if what_if:
+        view = _what_if_view(question, links, names, pick, max_per_column, keep)
+    else:
+        view = _market_view(question, links, names, hops, max_per_column, keep)
     pos, column = view.pos, view.column
     fig = go.Figure()
     fig.add_traces(_edge_traces([_Edge(pos[a], pos[b], v, text) for a, b, v, text in view.edges], FAINT_EDGE,
@@ -464,7 +510,8 @@ def market(question: Question, database: Database, *, hops: int = 1, max_per_col
         textposition=["middle left" if column[f"building:{b}"] < 0 else "middle right" for b in bnodes],
         marker=dict(size=[7 + 11 * (max(buildings[b]["level"], 0) / top_level) ** 0.5 for b in bnodes],
                     color=[colour(b) for b in bnodes], line=dict(width=1, color="white")),
-        hovertext=[f"<b>{title(b)}</b><br>{buildings[b]['name']}, level {buildings[b]['level']}" for b in bnodes],
+        hovertext=[f"<b>{title(b)}</b><br>{buildings[b]['name']}, level {buildings[b]['level']}"
+                   + (f"<br>{view.notes[f'building:{b}']}" if f"building:{b}" in view.notes else "") for b in bnodes],
         hoverinfo="text"))
     prices = {r["goods_name"]: r["current_price"] for r in t["goods"].records()}
     gnodes = sorted(n[6:] for n in column if n.startswith("goods:"))
@@ -476,7 +523,8 @@ def market(question: Question, database: Database, *, hops: int = 1, max_per_col
 
     fig.add_trace(go.Scatter(
         x=[pos[f"goods:{g}"][0] for g in gnodes], y=[pos[f"goods:{g}"][1] for g in gnodes], mode="markers+text",
-        showlegend=False, customdata=[f"goods:{g}" for g in gnodes], textposition="top center",
+        showlegend=False, customdata=[f"goods:{g}" for g in gnodes],
+        textposition="middle left" if what_if else "top center",  # a what-if's markets are on the right
         text=[f"<b>{g}</b>" + (f" {change[g]:+.3g}" if abs(change.get(g, 0.0)) > TINY else "") for g in gnodes],
         textfont=dict(size=12, color=TEXT),
         marker=dict(symbol="diamond", size=[24 if g == question.goods else 16 for g in gnodes],
@@ -484,10 +532,11 @@ def market(question: Question, database: Database, *, hops: int = 1, max_per_col
         hovertext=[f"<b>{g}</b><br>stored price {prices[g]:.4g}"
                    + (f"<br>what-if price change {change.get(g, 0.0):+.4g}" if price_change else "")
                    for g in gnodes], hoverinfo="text"))
-    for c, n in view.hidden.items():
-        low = min(y for node, (x, y) in pos.items() if x == c)
-        fig.add_annotation(x=c, y=low - 1, text=f"+{n} more buildings", showarrow=False,
-                           font=dict(size=10, color="#718096"))
+    if view.hidden:  # text points, not annotations: the axis ranges and the label placement count them
+        below = {c: min(y for x, y in pos.values() if x == c) - 1 for c in view.hidden}
+        fig.add_trace(go.Scatter(x=list(below), y=list(below.values()), mode="text", name="left out",
+                                 text=[f"+{n} more buildings" for n in view.hidden.values()],
+                                 textfont=dict(size=10, color="#718096"), hoverinfo="skip", showlegend=False))
     roles = {colour(b) for b in bnodes}
     goods_legend = ((f"asked goods ({question.goods})", HOME), ("other goods", GOODS)) if not price_change else (
         ("price falls", SUPPLIER), ("price rises", LESS), ("price unchanged", GOODS))
@@ -502,5 +551,12 @@ def market(question: Question, database: Database, *, hops: int = 1, max_per_col
     room = {True: 1.0, False: 0.35}  # building columns (odd) have their labels outside
     fig = _style(fig, max(480, min(1200, 110 + 24 * max(Counter(column.values()).values()))))
     fig.layout.meta = {"shown": len(column), "total": len(buildings) + len(prices)}
+    if what_if:
+        others = sum(1 for g, c in change.items() if abs(c) > TINY and f"goods:{g}" not in column)
+        fig.layout.meta["caption"] = (
+            "Around the simulated decision: the goods it makes and uses, and each goods' biggest other traders (a "
+            "building trading several is linked to the asked goods, else to the one it trades most; hover for the "
+            "others)."
+            + (f" {others} other goods change price too (the table below)." if others else ""))
     fig.update_xaxes(range=[left - room[left % 2 == 1], right + room[right % 2 == 1]])
     return declutter(fig, first=[f"building:{b}" for b in (pick, best)] + [f"goods:{question.goods}"])

@@ -17,6 +17,12 @@ MODE_NOTES = {"dqa": "reproduces the benchmark's code, and so its labels (it sta
               "rules": "follows the business rules as the paper's prompt states them (from a fresh state)"}
 SOURCES = (Source("dqa", "DQA benchmark"), Source("demo", "Built-in demo scenarios"))
 TINY = 1e-12
+#: Locating views (``figures.trade_network(scope=...)``); here, not in figures, so that the page draws its view
+#: controls before it loads plotly.
+TRADE_SCOPES = {"neighbourhood": "Neighbourhood", "all": "Whole network"}
+#: Building detail levels for ``figures.market(hops=...)``: what each adds around the asked goods.
+MARKET_DETAIL = {1: "its suppliers and consumers", 2: "+ their inputs and outputs",
+                 3: "+ the buildings making those inputs"}
 
 
 class _DQAType(ScenarioType):
@@ -105,9 +111,7 @@ class Locating(_DQAType):
         return [ranking.score_of(c) for c in focus]
 
     def view_options(self):
-        from core.scenarios.dqa import figures  # plotly: heavy, only for drawing
-
-        return [ViewOption("scope", "Show", dict(figures.TRADE_SCOPES), "neighbourhood",
+        return [ViewOption("scope", "Show", dict(TRADE_SCOPES), "neighbourhood",
                            "The neighbourhood: the home node, its upstream nodes within a few hops and the nodes "
                            "where the country trades (or the node searched for, and its upstream nodes).",
                            widget="buttons")]
@@ -227,9 +231,7 @@ class Building(_DQAType):
                 for c in focus]
 
     def view_options(self):
-        from core.scenarios.dqa import figures  # plotly: heavy, only for drawing
-
-        return [ViewOption("hops", "Detail around the goods", dict(figures.MARKET_DETAIL), 2),
+        return [ViewOption("hops", "Detail around the goods", dict(MARKET_DETAIL), 2),
                 ViewOption("max_per_column", "Buildings per column", {n: str(n) for n in (5, 10, 20, 50, 100)}, 20,
                            "Those with the largest flows first.")]
 
