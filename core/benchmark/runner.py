@@ -306,6 +306,8 @@ class Bench:
         self.progress: Progress | None = None  # set when run() starts
         self.budget_id: str | None = config.budget_id  # the budget of the run going on or last run
         self._local = threading.local()
+        self._kept: tuple[Budget, AgentRuntime] | None = None  # run_one's budget and runtime
+        self._kept_lock = threading.Lock()
         self.lock = DirectoryLock(self.directory)
 
     def claim(self) -> None:
@@ -468,6 +470,17 @@ class Bench:
                 cache.close()
         self.record_votes()
         return progress
+
+    def run_one(self, item: Item) -> tuple[dict | None, str | None]:
+        """Run one item of the work list and store its result, or why it could not run (the result and the error),
+        on a runtime kept for the next: a worker of the job queue runs a benchmark's items one job each. It spends
+        from the budget ``config.budget_id``, shared with the other workers."""
+        with self._kept_lock:
+            if self._kept is None:
+                budget = self.open_budget(self.config.budget_id or uuid.uuid4().hex)
+                self._kept = budget, self._items_runtime(budget, lambda _: None)[0]
+        budget, runtime = self._kept
+        return self._record_item(item, runtime, Progress(1, 0, 0, budget=budget), threading.Lock(), threading.Event())
 
     def _items_runtime(self, budget: Budget, note: Callable[[str], None]) -> tuple[AgentRuntime, ReplyCache | None]:
         """The runtime the items run on, its model opened through the reply cache (if any), the call gate (fewer

@@ -159,10 +159,10 @@ def _run_item(values: dict, key: str, check: Callable[[], None]) -> str:
         except Exception as e:  # noqa: BLE001 - kept as the item's not-run record, the rest goes on
             bench.store.put_not_run(item, "worker", scrub(str(e)))
             return f"not run: {e}"
-        progress = bench.run_items([item])
+        result, error = bench.run_one(item)
     except database.connection_errors() as e:
         raise StoreLost(f"the team store was lost while item {item.name} ran: {e}") from e
-    return "done" if progress.done else f"not run: {'; '.join(progress.errors)}"
+    return "done" if result is not None else f"not run: {error}"
 
 
 def bench_item(config: dict, key: str, code: str = "") -> str:
