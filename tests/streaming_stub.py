@@ -10,7 +10,8 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from tests.stub_server import StubServer, completion, send_json
 
 
 def _chunk(delta: dict, finish: str | None = None) -> dict:
@@ -18,74 +19,43 @@ def _chunk(delta: dict, finish: str | None = None) -> dict:
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
 
 
-class StreamingStub:
+class StreamingStub(StubServer):
     def __init__(self, replies: list[list[str]], streams: bool = True, hold: bool = True,
                  gap: Callable[[], float] | None = None):
         self.replies, self.streams, self.hold, self.gap = list(replies), streams, hold, gap
         self.release = threading.Event()
         self.sent: list[tuple[float, str]] = []
         self.requests: list[dict] = []
-        outer = self
+        super().__init__({"POST /v1/chat/completions": self._chat}, protocol_version="HTTP/1.1")
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
+    def _chat(self, handler, body: dict) -> None:
+        self.requests.append(body)
+        pieces = self.replies.pop(0)
+        if not (body.get("stream") and self.streams):
+            return send_json(handler, 200, completion("".join(pieces), 100, 10))
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/event-stream")
+        handler.send_header("Connection", "close")
+        handler.end_headers()
 
-            def do_GET(self):
-                self.send_response(404)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
+        def send(payload) -> None:
+            handler.wfile.write(f"data: {payload}\n\n".encode())
+            handler.wfile.flush()
 
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])) or b"{}")
-                if not self.path.endswith("/chat/completions"):
-                    return self.do_GET()
-                outer.requests.append(body)
-                pieces = outer.replies.pop(0)
-                if not (body.get("stream") and outer.streams):
-                    text = "".join(pieces)
-                    data = json.dumps({"id": "chatcmpl-1", "object": "chat.completion", "created": 0,
-                                       "model": "stand-in", "choices": [{"index": 0, "message": {
-                                           "role": "assistant", "content": text}, "finish_reason": "stop"}],
-                                       "usage": {"prompt_tokens": 100, "completion_tokens": 10,
-                                                 "total_tokens": 110}}).encode()
-                    self.send_response(200)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                    return
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Connection", "close")
-                self.end_headers()
+        send(json.dumps(_chunk({"role": "assistant", "content": ""})))
+        for i, piece in enumerate(pieces):
+            if self.hold and i == len(pieces) - 1:
+                self.release.wait(120)
+            elif self.gap and i:
+                time.sleep(self.gap())
+            send(json.dumps(_chunk({"content": piece})))
+            self.sent.append((time.time(), piece))
+        send(json.dumps(_chunk({}, "stop")))
+        send(json.dumps({**_chunk({}), "choices": [],
+                         "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}}))
+        send("[DONE]")
+        handler.close_connection = True
 
-                def send(payload) -> None:
-                    self.wfile.write(f"data: {payload}\n\n".encode())
-                    self.wfile.flush()
-
-                send(json.dumps(_chunk({"role": "assistant", "content": ""})))
-                for i, piece in enumerate(pieces):
-                    if outer.hold and i == len(pieces) - 1:
-                        outer.release.wait(120)
-                    elif outer.gap and i:
-                        time.sleep(outer.gap())
-                    send(json.dumps(_chunk({"content": piece})))
-                    outer.sent.append((time.time(), piece))
-                send(json.dumps(_chunk({}, "stop")))
-                send(json.dumps({"id": "chatcmpl-s", "object": "chat.completion.chunk", "created": 0,
-                                 "model": "stand-in", "choices": [],
-                                 "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}}))
-                send("[DONE]")
-                self.close_connection = True
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True).start()
-
-    def close(self):
+    def close(self) -> None:
         self.release.set()
-        self.server.shutdown()
-        self.server.server_close()
+        super().close()

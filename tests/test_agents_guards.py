@@ -17,7 +17,8 @@ from core.backends.base import QueryResult, QuerySyntaxError
 from core.llm.client import Completion, LLMSettings, open_llm
 from tests.test_agents_runtime import home  # noqa: F401 - a fixture
 from tests.test_agents_runtime import ACT, FINAL, FakeBackend, kinds, make_runtime, replay, settings
-from tests.test_llm import StandIn, _completion
+from tests.stub_server import StubServer, completion, not_found, send_json
+from tests.test_llm import StandIn
 
 FAILING = "Thought: get the values\nAction: Relational DB\nAction input: SELECT T1.local_value FROM trade_node"
 PLAN = "Plan: [Step 1: list the nodes, Step 2: choose]\nCurrent step: Step 1: list the nodes\n"
@@ -251,7 +252,7 @@ def test_replies_cut_off_every_time_end_the_run_naming_the_reply_cap(home):
 
 
 def test_the_client_reports_the_servers_finish_reason():
-    body = _completion("Thought: a long")
+    body = completion("Thought: a long")
     body["choices"][0]["finish_reason"] = "length"
     server = StandIn([(200, body)])
     try:
@@ -459,41 +460,13 @@ def test_a_full_context_sends_the_run_to_its_answer_with_older_data_shortened(ho
     assert "context window full" in notice.message and len(model.requests) == 4
 
 
-class ModelServer:
+def model_server(pages: dict[str, dict]) -> StubServer:
     """A stub OpenAI-compatible server: GET answers from ``pages`` (path -> JSON, else 404), POST with a final
     answer."""
+    def page(handler, body):
+        send_json(handler, 200, pages[handler.path]) if handler.path in pages else not_found(handler)
 
-    def __init__(self, pages: dict[str, dict]):
-        import json
-        import threading
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-        class Handler(BaseHTTPRequestHandler):
-            def _send(self, status, payload):
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_GET(self):
-                self._send(200, pages[self.path]) if self.path in pages else self._send(404, {"error": "no"})
-
-            def do_POST(self):
-                self.rfile.read(int(self.headers["Content-Length"]))
-                self._send(200, _completion(FINAL))
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+    return StubServer({"GET *": page, "POST *": lambda handler, body: send_json(handler, 200, completion(FINAL))})
 
 
 @pytest.mark.parametrize("pages,size", [
@@ -503,7 +476,7 @@ class ModelServer:
     ({}, None),  # says nothing
 ])
 def test_the_context_window_is_what_the_server_reports_unless_set(home, pages, size):
-    server = ModelServer(pages)
+    server = model_server(pages)
     try:
         runtime = make_runtime(home, llm_settings=LLMSettings(api_key=None))
         result = runtime.start(RunSettings("locating", 1, "sqlite", "iterrag", "stand-in", base_url=server.url))
@@ -559,7 +532,7 @@ def test_timeouts_of_different_queries_are_not_repeats(home, tmp_path):
 def test_a_server_refusing_a_request_past_its_context_ends_the_run_as_context_exceeded(home):
     full = {"error": {"code": 400, "message": "the request exceeds the available context size, try increasing it",
                       "type": "exceed_context_size_error", "n_prompt_tokens": 9944, "n_ctx": 8192}}
-    server = StandIn([(200, _completion(ACT)), (400, full)])
+    server = StandIn([(200, completion(ACT)), (400, full)])
     try:
         runtime = make_runtime(home, llm_settings=LLMSettings(api_key=None))
         result = runtime.start(RunSettings("locating", 1, "sqlite", "iterrag", "stand-in", base_url=server.url))
@@ -575,7 +548,7 @@ def test_a_server_that_did_not_report_its_context_at_first_is_asked_again():
     from core.llm.server_info import context_window
 
     pages = {}
-    server = ModelServer(pages)  # up, but not saying yet (as a server still loading its model)
+    server = model_server(pages)  # up, but not saying yet (as a server still loading its model)
     try:
         assert context_window(server.url, "stand-in") is None
         pages["/props"] = {"default_generation_settings": {"n_ctx": 8192}}

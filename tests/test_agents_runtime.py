@@ -14,7 +14,8 @@ from core.model.run_settings import Limits, Review, RunSettings
 from core.model.events import event_from_dict
 from core.backends.base import BackendUnavailable, QueryResult, QuerySyntaxError, QueryTimeout, RefusedWrite
 from core.llm.client import LLMSettings
-from tests.test_llm import KEY, StandIn, _completion
+from tests.stub_server import completion
+from tests.test_llm import KEY, StandIn
 
 
 @dataclass(frozen=True)
@@ -192,7 +193,7 @@ def test_replay_running_out_is_an_error_event_keeping_the_trace(home, tmp_path):
 
 
 def test_llm_auth_error_ends_the_run_and_the_key_is_stored_nowhere(home, tmp_path):
-    server = StandIn([(200, _completion(ACT)),
+    server = StandIn([(200, completion(ACT)),
                       (401, {"error": {"message": f"Incorrect API key provided: {KEY}"}})])
     try:
         runtime = make_runtime(home, llm_settings=LLMSettings(api_key=KEY, retry_base_s=0.001))

@@ -17,7 +17,8 @@ from core.cli.autoplan import describe
 from core.store.plans import PlanStore
 from core.autoplan.train import TrainSettings, train
 from core.llm.client import LLMSettings
-from tests.test_llm import KEY, _completion, serve  # noqa: F401 - serve is a fixture
+from tests.stub_server import completion
+from tests.test_llm import KEY, serve  # noqa: F401 - serve is a fixture
 
 PLAN_ACT = ("Plan: [Step 1: find the nodes flowing into deccan, Step 2: choose the best]\nCurrent step: Step 1\n"
             "Thought: I need the nodes flowing into the home node.\nAction: Relational DB\n"
@@ -103,7 +104,7 @@ def test_the_success_reward_says_failure_without_naming_the_best_decision():
 
 
 def _answers(*texts):
-    return [(200, _completion(t)) for t in texts]
+    return [(200, completion(t)) for t in texts]
 
 
 def test_training_samples_and_evaluation_decodes_greedily(tmp_path, serve, monkeypatch):  # noqa: F811

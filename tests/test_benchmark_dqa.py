@@ -213,11 +213,12 @@ def test_cli_resumes_after_a_kill(scripts, tmp_path, dqa_dir):
 
 
 def test_a_model_server_rate_limited_cached_and_a_bad_key_stopping_the_run(tmp_path, dqa_dir):
-    from tests.test_llm import KEY, StandIn, _completion
+    from tests.stub_server import completion
+    from tests.test_llm import KEY, StandIn
 
     replies = ['Thought: look\nAction: Relational DB\nAction input: SELECT source FROM flow WHERE dest = "baltic_sea"',
                "Thought: I now know the answer.\nFinal answer: krakow"]
-    server = StandIn([(200, _completion(r, 300, 20)) for r in replies])
+    server = StandIn([(200, completion(r, 300, 20)) for r in replies])
     llm = LLMSettings(api_key=KEY, max_retries=0)
 
     def bench(out, **kw):

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import socket
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from core.config import secrets
 from core.llm.client import LLMError, LLMNotConfigured, LLMSettings, cut_reply, estimate_tokens, open_llm
+from tests.stub_server import StubServer, completion, send, send_json
 
 KEY = "sk-test-DO-NOT-LEAK-1234567890"
 STOP = ["\nObservation:"]
@@ -20,17 +20,9 @@ DRIP = -1  # a StandIn status: send the headers, then a space every DRIP_EVERY_S
 DRIP_EVERY_S, DRIP_BYTES = 0.05, 100
 
 
-def _completion(text: str, prompt_tokens: int = 11, completion_tokens: int = 7, finish_reason: str = "stop") -> dict:
-    return {"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": "stand-in",
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                         "finish_reason": finish_reason}],
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                      "total_tokens": prompt_tokens + completion_tokens}}
-
-
-class StandIn:
+class StandIn(StubServer):
     """A local OpenAI-compatible server answering chat completions from a script of (status, body) pairs (other
-    POSTs, e.g. Ollama's /api/show, 404): a dict body is sent as
+    requests, e.g. Ollama's /api/show, 404): a dict body is sent as
     JSON, a str as an HTML page; status HANG never answers (until the server closes), as a stuck server; status DRIP
     trickles its reply (a dict) a space at a time, as a server that keeps the connection busy but never finishes."""
 
@@ -38,56 +30,38 @@ class StandIn:
         self.script = list(script)
         self.requests: list[dict] = []
         self.closing = threading.Event()
-        outer = self
+        super().__init__({"POST /v1/chat/completions": self._chat})  # no Ollama /api/show, no /tokenize
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                if not self.path.endswith("/chat/completions"):  # no Ollama /api/show, no /tokenize: not scripted
-                    self.send_response(404)
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
-                    return
-                outer.requests.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
-                status, payload = outer.script.pop(0)
-                if status == HANG:
-                    outer.closing.wait()
-                    return
-                if status == DRIP:
-                    data = b" " * DRIP_BYTES + json.dumps(payload).encode()
-                    self.send_response(200)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    try:
-                        for _ in range(DRIP_BYTES):
-                            self.wfile.write(b" ")
-                            self.wfile.flush()
-                            if outer.closing.wait(DRIP_EVERY_S):
-                                return
-                        self.wfile.write(data[DRIP_BYTES:])
-                    except OSError:  # the client gave up
-                        pass
-                    return
-                html = isinstance(payload, str)
-                data = payload.encode() if html else json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "text/html" if html else "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+    def _chat(self, handler, body: dict) -> None:
+        self.requests.append({"path": handler.path, "auth": handler.headers.get("Authorization"), "body": body})
+        status, payload = self.script.pop(0)
+        if status == HANG:
+            self.closing.wait()
+        elif status == DRIP:
+            self._drip(handler, b" " * DRIP_BYTES + json.dumps(payload).encode())
+        elif isinstance(payload, str):
+            send(handler, status, payload.encode(), "text/html")
+        else:
+            send_json(handler, status, payload)
 
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True).start()
+    def _drip(self, handler, data: bytes) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(data)))
+        handler.end_headers()
+        try:
+            for _ in range(DRIP_BYTES):
+                handler.wfile.write(b" ")
+                handler.wfile.flush()
+                if self.closing.wait(DRIP_EVERY_S):
+                    return
+            handler.wfile.write(data[DRIP_BYTES:])
+        except OSError:  # the client gave up
+            pass
 
     def close(self):
         self.closing.set()
-        self.server.shutdown()
-        self.server.server_close()
+        super().close()
 
 
 @pytest.fixture
@@ -130,13 +104,13 @@ def test_settings_come_from_the_environment_and_hide_the_key(monkeypatch):
 
 
 def test_local_server_needs_no_key(serve):
-    server = serve((200, _completion("Thought: hi")))
+    server = serve((200, completion("Thought: hi")))
     llm = open_llm("stand-in", LLMSettings(base_url=server.url, api_key=None))
     assert llm.complete(MESSAGES, STOP).text == "Thought: hi"
 
 
 def test_stop_sequences_usage_and_client_side_cut(serve):
-    server = serve((200, _completion("Thought: t\nAction: Graph DB\nAction input: MATCH (n) RETURN n\n"
+    server = serve((200, completion("Thought: t\nAction: Graph DB\nAction input: MATCH (n) RETURN n\n"
                                      "Observation: made up", 120, 30)))
     llm = open_llm(None, _settings(server.url))
     c = llm.complete(MESSAGES, STOP)
@@ -149,7 +123,7 @@ def test_stop_sequences_usage_and_client_side_cut(serve):
 
 def test_rate_limits_and_server_errors_are_retried(serve):
     server = serve((429, {"error": {"message": "slow down"}}), (503, {"error": {"message": "busy"}}),
-                   (200, _completion("Final answer: krakow")))
+                   (200, completion("Final answer: krakow")))
     sleeps = []
     llm = open_llm(None, _settings(server.url))
     llm._sleep = sleeps.append
@@ -187,7 +161,7 @@ def test_auth_error_is_not_retried_and_hides_the_key(serve):
 
 def test_a_model_refusing_stop_sequences_is_called_without_them(serve):
     server = serve((400, {"error": {"message": "Unsupported parameter: 'stop' is not supported with this model."}}),
-                   (200, _completion("Thought: ok\nObservation: x")))
+                   (200, completion("Thought: ok\nObservation: x")))
     llm = open_llm(None, _settings(server.url))
     assert llm.complete(MESSAGES, STOP).text == "Thought: ok"
     assert "stop" not in server.requests[1]["body"]
@@ -230,7 +204,7 @@ def test_cut_reply_stops_at_a_line_starting_an_observation():
 
 def test_the_reply_cap_goes_to_a_compatible_server_as_max_tokens(serve):
     # llama.cpp ignores max_completion_tokens (what LangChain sends OpenAI): a cap of 24 gave 262 tokens.
-    server = serve((200, _completion("Thought: short")))
+    server = serve((200, completion("Thought: short")))
     open_llm(None, _settings(server.url, max_reply_tokens=24)).complete(MESSAGES, STOP)
     body = server.requests[0]["body"]
     assert body["max_tokens"] == 24 and "max_completion_tokens" not in body
@@ -252,7 +226,7 @@ def test_a_model_refusing_temperature_0_is_called_without_it(serve):
     refusal = {"error": {"message": "Unsupported value: 'temperature' does not support 0 with this model. Only the "
                                     "default (1) value is supported.", "type": "invalid_request_error",
                          "param": "temperature", "code": "unsupported_value"}}
-    server = serve((400, refusal), (200, _completion("Final answer: krakow")), (200, _completion("again")))
+    server = serve((400, refusal), (200, completion("Final answer: krakow")), (200, completion("again")))
     llm = open_llm(None, _settings(server.url))
     assert llm.complete(MESSAGES, STOP).text == "Final answer: krakow"
     assert server.requests[0]["body"]["temperature"] == 0 and "temperature" not in server.requests[1]["body"]
@@ -295,7 +269,7 @@ def test_a_base_url_without_its_scheme_gets_a_hint():
 
 
 def test_every_attempt_is_recorded_and_each_retry_reported(serve):
-    server = serve((503, {"error": {"message": "busy"}}), (200, _completion("Final answer: krakow")))
+    server = serve((503, {"error": {"message": "busy"}}), (200, completion("Final answer: krakow")))
     llm = open_llm(None, _settings(server.url))
     llm._sleep = lambda s: None
     retries = []
@@ -308,7 +282,7 @@ def test_every_attempt_is_recorded_and_each_retry_reported(serve):
 
 
 def test_a_reply_cut_by_the_cap_keeps_its_finish_reason(serve):
-    server = serve((200, _completion("Thought: a very long", finish_reason="length")))
+    server = serve((200, completion("Thought: a very long", finish_reason="length")))
     c = open_llm(None, _settings(server.url)).complete(MESSAGES, STOP)
     assert c.finish_reason == "length" and c.metadata["finish_reason"] == "length"
 
@@ -339,7 +313,7 @@ def test_an_error_body_with_status_200_is_a_server_error_retried_and_scrubbed(se
 
 
 def test_an_html_page_with_status_200_is_a_server_error_then_the_retry_answers(serve):
-    server = serve((200, "<html><body>502 Bad Gateway</body></html>"), (200, _completion("Final answer: x1")))
+    server = serve((200, "<html><body>502 Bad Gateway</body></html>"), (200, completion("Final answer: x1")))
     llm = open_llm(None, _settings(server.url))
     c = llm.complete(MESSAGES, STOP)
     assert c.text == "Final answer: x1" and c.attempts[0]["error_kind"] == "server"
@@ -370,7 +344,7 @@ def test_a_short_dummy_key_mangles_nothing(serve):
            "type": "exceed_context_size_error", "n_prompt_tokens": 9944, "n_ctx": 8192}),  # llama.cpp
 ])
 def test_a_request_past_the_context_window_is_a_context_error_not_retried(serve, status, error):
-    server = serve((status, {"error": error}), (200, _completion("unused")))
+    server = serve((status, {"error": error}), (200, completion("unused")))
     with pytest.raises(LLMError, match=r"^context error \(the request is longer than the model's context window") as e:
         open_llm(None, _settings(server.url)).complete(MESSAGES, STOP)
     assert e.value.kind == "context" and len(server.requests) == 1 and len(e.value.attempts) == 1
@@ -380,7 +354,7 @@ def test_a_compatible_server_wanting_max_completion_tokens_gets_the_cap_so(serve
     refusal = {"error": {"message": "Unsupported parameter: 'max_tokens' is not supported with this model. Use "
                                     "'max_completion_tokens' instead.", "type": "invalid_request_error",
                          "param": "max_tokens", "code": "unsupported_parameter"}}
-    server = serve((400, refusal), (200, _completion("Final answer: krakow")), (200, _completion("again")))
+    server = serve((400, refusal), (200, completion("Final answer: krakow")), (200, completion("again")))
     llm = open_llm(None, _settings(server.url, max_reply_tokens=24))
     assert llm.complete(MESSAGES, STOP).text == "Final answer: krakow"
     llm.complete(MESSAGES, STOP)  # remembered for the next calls
@@ -391,7 +365,7 @@ def test_a_compatible_server_wanting_max_completion_tokens_gets_the_cap_so(serve
 
 def test_an_empty_choices_list_is_a_server_error_then_the_retry_answers(serve):
     empty = {"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": "stand-in", "choices": []}
-    server = serve((200, empty), (200, _completion("Final answer: x1")))
+    server = serve((200, empty), (200, completion("Final answer: x1")))
     c = open_llm(None, _settings(server.url)).complete(MESSAGES, STOP)
     assert c.text == "Final answer: x1" and len(server.requests) == 2
     assert c.attempts[0]["error_kind"] == "server" and "no choices" in c.attempts[0]["error"]
@@ -406,7 +380,7 @@ def test_an_empty_choices_list_every_time_fails_as_a_server_error(serve):
 
 
 def test_a_huge_reply_from_a_server_ignoring_the_cap_is_cut_and_taken_as_cut_off(serve):
-    server = serve((200, _completion("Thought: " + "blah " * 20_000, finish_reason="stop")))
+    server = serve((200, completion("Thought: " + "blah " * 20_000, finish_reason="stop")))
     c = open_llm(None, _settings(server.url, max_reply_tokens=100)).complete(MESSAGES, STOP)
     assert len(c.text) <= 100 * 16 and c.finish_reason == "length"
     assert c.metadata["cut_client_side"] == len("Thought: " + "blah " * 20_000)
@@ -415,7 +389,7 @@ def test_a_huge_reply_from_a_server_ignoring_the_cap_is_cut_and_taken_as_cut_off
 
 def test_a_reply_within_the_cap_is_kept_whole(serve):
     text = "Thought: " + "x" * 390
-    server = serve((200, _completion(text)))
+    server = serve((200, completion(text)))
     c = open_llm(None, _settings(server.url, max_reply_tokens=100)).complete(MESSAGES, STOP)
     assert c.text == text and c.finish_reason == "stop" and "cut_client_side" not in c.metadata
 
@@ -423,7 +397,7 @@ def test_a_reply_within_the_cap_is_kept_whole(serve):
 def test_a_server_dripping_its_reply_is_a_timeout_past_the_attempt_deadline(serve):
     """The client's timeout bounds each read only: a server sending a byte at a time would hold an attempt (and
     the run) far past --llm-timeout; the attempt ends at its deadline, as a timeout, and is retried."""
-    server = serve((DRIP, _completion("Final answer: x1")), (DRIP, _completion("Final answer: x1")))
+    server = serve((DRIP, completion("Final answer: x1")), (DRIP, completion("Final answer: x1")))
     llm = open_llm(None, _settings(server.url, timeout_s=0.2, max_retries=1))
     llm._sleep = lambda s: None
     with pytest.raises(LLMError, match=r"^timeout error after 2 attempts.*no complete reply within") as e:

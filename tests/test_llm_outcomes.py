@@ -19,7 +19,8 @@ from core.benchmark.runner import CallGate
 from core.llm.client import LLMError, LLMSettings
 from core.store.runs import RunStore
 from tests.test_agents_runtime import ACT, FINAL, kinds, make_runtime, settings
-from tests.test_llm import HANG, KEY, _completion, serve  # noqa: F401 (serve: a fixture)
+from tests.stub_server import completion
+from tests.test_llm import HANG, KEY, serve  # noqa: F401 (serve: a fixture)
 
 MASKED = "sk-test-DO******7890"
 ECHO = {"error": {"message": f"Invalid request with key {KEY} ({MASKED})", "code": 401}}
@@ -35,7 +36,7 @@ def llm_settings(**kw) -> LLMSettings:
 
 
 def test_a_retried_call_leaves_an_event_and_records_every_attempt(home, serve):
-    server = serve((503, {"error": {"message": "loading model"}}), (200, _completion(ACT)), (200, _completion(FINAL)))
+    server = serve((503, {"error": {"message": "loading model"}}), (200, completion(ACT)), (200, completion(FINAL)))
     runtime = make_runtime(home, llm_settings=llm_settings())
     result = runtime.start(settings("stand-in", base_url=server.url))
     events = runtime.store.get(result.run_id).events
@@ -52,7 +53,7 @@ def test_a_retried_call_leaves_an_event_and_records_every_attempt(home, serve):
 
 
 def test_an_error_body_echoing_the_key_is_a_server_error_and_no_secret_is_stored(home, serve):
-    server = serve((200, _completion(ACT)), (200, ECHO), (200, ECHO), (200, ECHO))
+    server = serve((200, completion(ACT)), (200, ECHO), (200, ECHO), (200, ECHO))
     runtime = make_runtime(home, llm_settings=llm_settings())
     result = runtime.start(settings("stand-in", base_url=server.url))
     events = runtime.store.get(result.run_id).events
@@ -67,8 +68,8 @@ def test_an_error_body_echoing_the_key_is_a_server_error_and_no_secret_is_stored
 
 
 def test_an_html_page_with_status_200_is_retried_as_a_server_error(home, serve):
-    server = serve((200, "<html><body><h1>502 Bad Gateway</h1></body></html>"), (200, _completion(ACT)),
-                   (200, _completion(FINAL)))  # a query before the answer (else the agent is told it has none)
+    server = serve((200, "<html><body><h1>502 Bad Gateway</h1></body></html>"), (200, completion(ACT)),
+                   (200, completion(FINAL)))  # a query before the answer (else the agent is told it has none)
     runtime = make_runtime(home, llm_settings=llm_settings())
     result = runtime.start(settings("stand-in", base_url=server.url))
     assert result.status == "finished" and result.outcome["decision"] == "krakow"
@@ -259,7 +260,7 @@ def test_a_fully_cached_rerun_reports_no_time_waited(tmp_path, dqa_dir, serve):
     from core.benchmark.runner import Bench, BenchConfig
 
     act = 'Thought: look\nAction: Relational DB\nAction input: SELECT source FROM flow WHERE dest = "baltic_sea"'
-    server = serve((200, _completion(act, 300, 20)), (200, _completion("Final answer: krakow", 300, 20)))
+    server = serve((200, completion(act, 300, 20)), (200, completion("Final answer: krakow", 300, 20)))
 
     def bench(out):
         return Bench(BenchConfig(["iterrag"], "stand-in", scenario="locating", questions="1", base_url=server.url,

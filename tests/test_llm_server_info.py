@@ -5,10 +5,6 @@ localhost, one per server kind: llama.cpp (``GET /props``, ``POST /tokenize``), 
 window by the server's own count, saying which window it assumed and where it came from."""
 from __future__ import annotations
 
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
 import pytest
 
 from core.config.settings import LLMSettings
@@ -16,49 +12,24 @@ from core.llm import server_info
 from core.llm.server_info import Window, count_tokens, detect_window
 from core.model.run_settings import Limits, RunSettings
 from tests.test_agents_runtime import ACT, FINAL, FakeBackend, make_runtime
-from tests.test_llm import _completion
+from tests.stub_server import StubServer, completion, not_found, send_json
 
 
-class Stub:
+class Stub(StubServer):
     """A server answering GET ``pages`` (path -> JSON) and POST ``posts`` (path -> body -> JSON), else 404; POST
-    /v1/chat/completions with ``replies`` in turn. Records the paths asked."""
+    /v1/chat/completions with ``replies`` in turn. Records the paths asked (``asked``)."""
 
     def __init__(self, pages: dict | None = None, posts: dict | None = None, replies: list[str] = ()):
-        self.pages, self.posts, self.replies, self.asked = pages or {}, posts or {}, list(replies), []
-        outer = self
+        self.replies = list(replies)
+        routes = {f"GET {path}": page for path, page in (pages or {}).items()}
+        for path, answer in (posts or {}).items():
+            routes[f"POST {path}"] = lambda handler, body, answer=answer: send_json(handler, 200, answer(body))
+        super().__init__({**routes, "POST /v1/chat/completions": self._chat})
 
-        class Handler(BaseHTTPRequestHandler):
-            def _send(self, status, payload):
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_GET(self):
-                outer.asked.append(("GET", self.path))
-                page = outer.pages.get(self.path)
-                self._send(200, page) if page is not None else self._send(404, {"error": "not found"})
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])) or b"{}")
-                outer.asked.append(("POST", self.path))
-                if self.path == "/v1/chat/completions" and outer.replies:
-                    return self._send(200, _completion(outer.replies.pop(0), 900, 20))
-                post = outer.posts.get(self.path)
-                self._send(200, post(body)) if post else self._send(404, {"error": "not found"})
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+    def _chat(self, handler, body: dict) -> None:
+        if not self.replies:
+            return not_found(handler)
+        send_json(handler, 200, completion(self.replies.pop(0), 900, 20))
 
 
 @pytest.fixture

@@ -8,7 +8,8 @@ from core.llm.client import LLMSettings
 from core.config.settings import DatabaseSettings
 from tests.conftest import ROOT
 from tests.page_app import open_file, shown
-from tests.test_llm import StandIn, _completion
+from tests.stub_server import completion
+from tests.test_llm import StandIn
 
 REPLAY = ROOT / "tests" / "transcripts" / "locating_sql_planrag.json"
 
@@ -69,7 +70,7 @@ def test_api_key_stays_in_the_session(monkeypatch):
 
 
 def test_compatible_server_test_is_a_one_token_call():
-    server = StandIn([(200, _completion("OK"))])
+    server = StandIn([(200, completion("OK"))])
     try:
         at = open_page()
         at.segmented_control(key="llm_provider").set_value("compatible").run()

@@ -275,36 +275,20 @@ def test_a_run_whose_process_died_is_interrupted_then_resumed_or_closed(home, tm
 def test_a_run_killed_mid_resume_is_interrupted_and_goes_on_with_its_review(tmp_path):
     """A resume process dies in the LLM call after the review: the run is interrupted, and resuming it applies
     that review (not a second one), from its last checkpoint."""
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-    from tests.test_llm import _completion
+    from tests.stub_server import StubServer, completion, send_json
 
     replies, hang, asked = iter(PLANNED), threading.Event(), threading.Event()
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self):
-            self.rfile.read(int(self.headers["Content-Length"]))
-            if not self.path.endswith("/chat/completions"):  # an OpenAI-like server: no tokenize, no /api/show
-                self.send_error(404)
-                return
-            if hang.is_set():  # a silent server: the process asking is killed while it waits
-                asked.set()
-                while hang.is_set():
-                    time.sleep(0.05)
-                return
-            data = json.dumps(_completion(next(replies))).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+    def chat(handler, body):
+        if hang.is_set():  # a silent server: the process asking is killed while it waits
+            asked.set()
+            while hang.is_set():
+                time.sleep(0.05)
+            return
+        send_json(handler, 200, completion(next(replies)))
 
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server = StubServer({"POST /v1/chat/completions": chat})  # an OpenAI-like server: no tokenize, no /api/show
+    url = server.url
     home = tmp_path / "home"
     script = (f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
               "from tests.test_agents_runtime import make_runtime, settings\n"
@@ -343,7 +327,7 @@ def test_a_run_killed_mid_resume_is_interrupted_and_goes_on_with_its_review(tmp_
     assert record.pause["id"] == "p2" and record.pause["kind"] == "replan"
     assert [r["reviewer"] for r in store.reviews(run_id)] == ["first"]
     assert [e.status for e in record.events if e.kind == "plan" and e.origin == "analyst"] == ["approved"]
-    server.shutdown()
+    server.close()
 
 
 @pytest.mark.parametrize("writes", [1, 2, 3])
@@ -559,36 +543,19 @@ def test_reaper_steps_wait_for_query_approval_and_a_rejected_step_fails(home, tm
 
 
 def test_core_stop_ends_a_run_another_process_drives_while_its_model_is_silent(tmp_path):
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-    from tests.test_llm import _completion
+    from tests.stub_server import StubServer, completion, send_json
 
     answered = []
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self):
-            self.rfile.read(int(self.headers["Content-Length"]))
-            if not self.path.endswith("/chat/completions"):  # an OpenAI-like server: no tokenize, no /api/show
-                self.send_error(404)
-                return
-            if answered:  # the second call: a silent server
-                time.sleep(60)
-                return
-            answered.append(1)
-            data = json.dumps(_completion(ACT)).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+    def chat(handler, body):
+        if answered:  # the second call: a silent server
+            time.sleep(60)
+            return
+        answered.append(1)
+        send_json(handler, 200, completion(ACT))
 
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server = StubServer({"POST /v1/chat/completions": chat})  # an OpenAI-like server: no tokenize, no /api/show
+    url = server.url
     home = tmp_path / "home"
     script = (f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
               "from tests.test_agents_runtime import make_runtime, settings\n"
@@ -607,4 +574,4 @@ def test_core_stop_ends_a_run_another_process_drives_while_its_model_is_silent(t
     assert driver.communicate(timeout=60)[0].strip() == "stopped"
     record = store.get("far")
     assert record.status == "stopped" and record.events[-1].error_kind == "stopped"
-    server.shutdown()
+    server.close()
