@@ -134,7 +134,10 @@ def test_a_paused_run_holds_no_worker_and_a_review_goes_on_on_a_worker(team, wor
     workers("w1")
     run = runs.start(settings(stub.url, "planrag", hitl="approve-every-plan"), opener(stub.url))
     wait_for(lambda: status(run.run_id) == "paused")
-    assert queue.counts().get(queue.RUNS, {}).get("doing", 0) == 0  # no job holds a worker while it waits
+    # the job ends just after it stored the pause: from then on no job holds a worker while the run waits
+    wait_for(lambda: queue.counts().get(queue.RUNS, {}).get("doing", 0) == 0, timeout=10)
+    time.sleep(1)
+    assert queue.counts()[queue.RUNS] == {"succeeded": 1} and status(run.run_id) == "paused"
     record = runs.open_store().get(run.run_id, events=False)
     results = []
 
