@@ -179,6 +179,9 @@ def run_worker(concurrency: int = 1, queues: list[str] | None = None, name: str 
     """Run a worker until SIGINT or SIGTERM: ``concurrency`` jobs at once from ``queues`` (default all), sweeping
     the jobs of workers gone every SWEEP_S seconds. ``on_ready()`` once it is registered."""
     the_app = new_app()
+    from core.jobs import tasks  # heavy: as new_app
+
+    tasks.warm_up()
 
     async def sweeper():
         while True:

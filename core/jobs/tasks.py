@@ -38,6 +38,13 @@ _runtimes: dict[str, AgentRuntime] = {}
 _lock = threading.Lock()
 
 
+def warm_up() -> None:
+    """Load what the first job would otherwise wait for (the model client, the question catalog): a worker does it
+    before it says it is ready."""
+    import langchain_openai  # noqa: F401 heavy: the model client, about 1 s to import
+    from core.scenarios import catalog  # noqa: F401 heavy: numpy and pandas
+
+
 def _same_code(code: str) -> None:
     if code and code != code_version():
         raise OtherCode(f"this worker runs other code ({code_version()}) than the app that queued the job ({code}): "
