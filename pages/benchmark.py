@@ -18,7 +18,7 @@ from core.benchmark.items import BenchError
 from core.llm.prices import load_prices, prices_path
 from core.benchmark.smoke import smoke_config
 from core.benchmark.results import read_all
-from core.benchmark.runner import BenchConfig, bench_home
+from core.benchmark.config import BenchConfig, bench_home
 from core.scenarios.catalog import SOURCES
 from core.scenarios.dqa.source import DQA_SET, DQAError
 from core.llm.client import REPLAY_PREFIX, LLMError

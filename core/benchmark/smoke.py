@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from core import scenarios
-from core.benchmark.runner import BenchConfig
+from core.benchmark.config import BenchConfig
 from core.config.settings import PROJECT_ROOT
 
 SMOKE_TECHNIQUES = ("planrag", "iterrag")

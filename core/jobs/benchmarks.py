@@ -4,11 +4,15 @@ they finished; ``bench.progress`` tells how far it is."""
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING
 
+from core.benchmark.config import BenchConfig
 from core.benchmark.items import BenchError
-from core.benchmark.runner import Bench, BenchConfig
-from core.jobs import bench_items, queue
+from core.jobs import queue
 from core.jobs.job import Job, JobBusy, all_jobs, get, launch
+
+if TYPE_CHECKING:
+    from core.benchmark.runner import Bench
 
 
 class BenchJob(Job):
@@ -23,6 +27,8 @@ class BenchJob(Job):
         self._stop = threading.Event()
 
     def _work(self) -> None:
+        from core.jobs import bench_items  # heavy: the runner loads LangGraph (a page imports this module)
+
         bench_items.drive(self.bench, stop=self._stop, on_result=lambda *_: self.changed())
 
     def events(self, after: int = 0) -> list[dict]:
@@ -37,6 +43,8 @@ class BenchJob(Job):
 
 def start(config: BenchConfig) -> BenchJob:
     """Prepare the benchmark (raising its errors: BenchError, LLMError, ValueError, DQAError) and start it."""
+    from core.benchmark.runner import Bench  # heavy: LangGraph, loaded when a benchmark starts
+
     job = BenchJob(Bench(config))
     busy = BenchError(f"a benchmark is already running into {job.bench.directory}; wait for it or stop it")
     running = get(BenchJob.kind, job.key)
