@@ -113,7 +113,8 @@ def test_a_run_is_queued_then_driven_by_a_worker_and_followed_by_cursor(team, wo
     stub = TurnStub([ACT, FINAL])
     run = runs.start(settings(stub.url), opener(stub.url))
     assert run.status() == "queued" and not run.done
-    assert "No worker is running" in run.note() and "python -m core worker" in run.note()
+    note = run.note(run.status())
+    assert "No worker is running" in note and "python -m core worker" in note
     workers("w1")
     seen = []
     while not run.done:

@@ -369,9 +369,10 @@ def events_so_far(run: RunJob | RunFollower) -> list[Event]:
 def show_live(run_id: str, settings: dict, run: RunJob | RunFollower, key: str, compact: bool = False) -> RunPanel:
     """A run followed as it goes (ui.live draws this again every few tenths of a second): Stop while it runs, its
     panel with every event so far, the reply the model is writing (``partial``), what it waits for."""
-    going = not run.done
-    if going and not isinstance(run, RunJob):
-        st.info(run.note(), icon=":material/sync:")
+    status = None if isinstance(run, RunJob) else run.status()  # another process's run: as stored, read once
+    going = not run.done if status is None else status in DRIVEN
+    if going and status is not None:
+        st.info(run.note(status), icon=":material/sync:")
     if going:
         stop_button(run_id, key=f"{key}-stop-{run_id}")
     panel = RunPanel(run_id, settings, compact=compact)
@@ -379,7 +380,7 @@ def show_live(run_id: str, settings: dict, run: RunJob | RunFollower, key: str, 
     panel.add(events)
     if going and run.streams is not False:  # a model that streams, or no call yet to say: its reply drawn closely
         panel.writing(lambda: run.partial)
-    if going and run.status() != "queued":  # a queued run waits for a worker, said above
+    if going and status != "queued":  # a queued run waits for a worker, said above
         panel.waiting(min(events[0].at, run.started) if events else run.started, run.started,
                       getattr(run, "calling", None))
     return panel

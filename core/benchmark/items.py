@@ -3,6 +3,7 @@ command line's selections (``--questions 1-10,15``, ``--db all``, ``--scenario a
 left out and why."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 
 from core.model.numbers import parse_numbers as parse_number_list
@@ -31,6 +32,21 @@ class Item:
         prefix = "" if self.source == "dqa" else f"{self.source}:"
         suffix = f"/e{self.epoch}" if self.epoch > 1 else ""
         return f"{prefix}{self.scenario}/{self.question}/{self.db}/{self.technique}/{self.model}{suffix}"
+
+    @classmethod
+    def of_row(cls, row: dict) -> Item:
+        """The item of a stored result or not-run row (its fields)."""
+        return cls(row["scenario"], row["question"], row["db"], row["technique"], row["model"],
+                   row.get("source", "dqa"), row.get("epoch", 1))
+
+    @classmethod
+    def from_key(cls, key: str) -> Item:
+        """The item a result key names (``key``'s inverse)."""
+        source, rest = key.split(":", 1) if ":" in key.split("/", 1)[0] else ("dqa", key)
+        scenario, question, db, technique, model = rest.split("/", 4)
+        epoch = re.search(r"/e(\d+)$", model)
+        return cls(scenario, int(question), db, technique, model[:epoch.start()] if epoch else model, source,
+                   int(epoch.group(1)) if epoch else 1)
 
     @property
     def name(self) -> str:

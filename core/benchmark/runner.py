@@ -325,8 +325,7 @@ class Bench:
 
     def record_votes(self) -> int:
         """Store the vote of every item whose samples are all stored and that has no vote yet; how many."""
-        stored = {Item(r["scenario"], r["question"], r["db"], r["technique"], r["model"], r.get("source", "dqa"),
-                       r.get("epoch", 1)).key: r for r in read_results(self.directory)}
+        stored = {Item.of_row(r).key: r for r in read_results(self.directory)}
         done = 0
         for key, samples in self._vote_keys().items():
             if key not in stored and all(s.key in stored for s in samples):

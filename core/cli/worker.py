@@ -14,6 +14,7 @@ import argparse
 import sys
 
 from core.config import settings as core_settings
+from core.jobs.code import process_name
 
 DESCRIPTION = __doc__.split("\n\n", 1)[0].replace("``", "")
 
@@ -43,7 +44,7 @@ def main(args) -> int:
         print(f"error: unknown queue(s) {', '.join(unknown)}: choose among {queue.RUNS}, {queue.BENCH}",
               file=sys.stderr)
         return 2
-    name = args.name or queue.worker_name()
+    name = args.name or process_name()
     queue.run_worker(args.concurrency, queues, name,
                      on_ready=lambda: print(f"worker {name} ready: {args.concurrency} at once from "
                                             f"{', '.join(queues or [queue.RUNS, queue.BENCH])} "

@@ -32,12 +32,6 @@ def config_dict(bench: Bench) -> dict:
             "llm_settings": queue.llm_fields(c.llm_settings)}
 
 
-def _key(row: dict) -> str:
-    """The item key of a stored result or not-run row."""
-    return Item(row["scenario"], row["question"], row["db"], row["technique"], row["model"], row.get("source", "dqa"),
-                row.get("epoch", 1)).key
-
-
 def drive(bench: Bench, on_result=None, stop: threading.Event | None = None, on_note=None) -> Progress:
     """Run the benchmark's pending items: in this process (``Bench.run``), or with the job queue, by the workers
     (``follow``)."""
@@ -53,8 +47,8 @@ def _take(bench: Bench, waiting: dict[str, Item], jobs: dict[str, int], progress
     if stop.is_set() and jobs:
         queue.cancel([jobs[k] for k in waiting if k in jobs])
         progress.stopped = progress.stopped or "stopped"
-    done = {k: r for r in bench.results() if (k := _key(r)) in waiting}
-    failed = {_key(r): r for r in read_not_run(bench.directory, set(waiting)) if r["at"] >= started}
+    done = {k: r for r in bench.results() if (k := Item.of_row(r).key) in waiting}
+    failed = {Item.of_row(r).key: r for r in read_not_run(bench.directory, set(waiting)) if r["at"] >= started}
     states = queue.job_states([jobs[k] for k in waiting if k in jobs])
     for key in list(waiting):
         item, state = waiting[key], states.get(jobs.get(key), "succeeded")

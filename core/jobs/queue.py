@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import threading
 from dataclasses import asdict
 
@@ -40,7 +39,7 @@ _apps_lock = threading.Lock()
 
 
 class QueueError(Exception):
-    """The queue cannot take or run a job (no team store, no queue schema, a job of other code)."""
+    """The queue cannot be used: no team store is configured."""
 
 
 def enabled() -> bool:
@@ -206,10 +205,6 @@ def run_worker(concurrency: int = 1, queues: list[str] | None = None, name: str 
                 side.cancel()
 
     asyncio.run(main())
-
-
-def worker_name() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 def describe_worker_gap() -> str | None:

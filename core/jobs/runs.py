@@ -13,37 +13,18 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 
-from core.config import home
 from core.config import settings as config
 from core.model.run_settings import Review, RunSettings
 from core.model.events import AnyEvent, Event
-from core.agents.workspace import open_catalog_workspace
 from core.llm.client import LLMSettings
 from core.store.runs import DRIVEN, RunRecord, RunStore
 from core.jobs import queue
 from core.jobs.job import Job, JobBusy, get, launch
+from core.jobs.opening import open_runtime, open_store
 
 RunBusy = JobBusy  # the run is already being driven by a job
-
-
-def open_store() -> RunStore:
-    """The run store under DATA_HOME (the app's fallback home when DATA_HOME cannot be used: core.config.home)."""
-    home.use_fallback()
-    return RunStore(config.DATA_HOME / "runs.sqlite")
-
-
-def open_runtime(dqa_root: str | Path | None = None, llm: LLMSettings | None = None,
-                 db: config.DatabaseSettings | None = None):
-    """An AgentRuntime under DATA_HOME reading DQA questions from ``dqa_root``, opening models with ``llm`` (server,
-    key) and database servers with ``db`` (defaults: the environment)."""
-    from core.agents.runtime import AgentRuntime  # heavy: loads langgraph
-
-    home.use_fallback()
-    return AgentRuntime(config.DATA_HOME, workspace=partial(open_catalog_workspace, root=dqa_root, db_settings=db),
-                        llm_settings=llm)
 
 
 @dataclass(frozen=True)
@@ -176,9 +157,9 @@ class RunFollower:
     def stop(self, by: str = "") -> str:
         return self._store.request_stop(self.run_id, by)
 
-    def note(self) -> str:
-        """Where the run goes on, for a page."""
-        if self.status() == "queued":
+    def note(self, status: str) -> str:
+        """Where the run goes on, for a page, given its ``status`` as the page read it."""
+        if status == "queued":
             gap = queue.describe_worker_gap()
             return "Queued: a worker of the team's job queue will take it up." + (f" {gap}" if gap else "")
         return "This run is running in another process (a worker, a command line or another app server)."

@@ -4,9 +4,6 @@ checkpoint, an item with a result is not run twice."""
 from __future__ import annotations
 
 import json
-import os
-import re
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -16,14 +13,14 @@ from core.agents.runtime import AgentRuntime, RunNotPaused
 from core.benchmark.items import Item
 from core.benchmark.results import ResultStore
 from core.benchmark.runner import Bench, BenchConfig, bench_home
-from core.config import home
 from core.config import settings as config
 from core.config.secrets import scrub
-from core.jobs.code import code_version
+from core.jobs.code import code_version, process_name
+from core.jobs.opening import open_runtime, open_store
 from core.model.events import ErrorEvent, Event
 from core.model.run_settings import Limits, RunSettings
 from core.store import database
-from core.store.runs import HEARTBEAT_S, STALE_S, PauseTaken, RunStore
+from core.store.runs import HEARTBEAT_S, STALE_S, PauseTaken
 
 
 class StoreLost(Exception):
@@ -57,8 +54,7 @@ def _runtime(llm: dict | None) -> AgentRuntime:
     with _lock:
         found = _runtimes.get(key)
         if found is None:
-            home.use_fallback()
-            found = _runtimes[key] = AgentRuntime(config.DATA_HOME, llm_settings=config.LLMSettings(**(llm or {})))
+            found = _runtimes[key] = open_runtime(llm=config.LLMSettings(**(llm or {})))
     return found
 
 
@@ -100,8 +96,8 @@ def drive_run(action: str, run_id: str, llm: dict | None = None, branch: dict | 
             pass
         return runtime.store.get(run_id, events=False).status
     except Exception as e:
-        message = scrub(f"worker {socket.gethostname()}:{os.getpid()} could not drive the run: {e}")
-        store = runtime.store if runtime is not None else RunStore(config.DATA_HOME / "runs.sqlite")
+        message = scrub(f"worker {process_name()} could not drive the run: {e}")
+        store = runtime.store if runtime is not None else open_store()
         store.fail_undriven(run_id, ErrorEvent(message=message, error_kind="worker"))
         raise
 
@@ -127,20 +123,11 @@ def _bench(values: dict) -> Bench:
     return found
 
 
-def _item_of(key: str) -> Item:
-    """The item a result key names (core.benchmark.items.Item.key)."""
-    source, rest = key.split(":", 1) if ":" in key.split("/", 1)[0] else ("dqa", key)
-    scenario, question, db, technique, model = rest.split("/", 4)
-    epoch = re.search(r"/e(\d+)$", model)
-    return Item(scenario, int(question), db, technique, model[:epoch.start()] if epoch else model, source,
-                int(epoch.group(1)) if epoch else 1)
-
-
 def _not_run_here(values: dict, key: str, error: Exception) -> None:
     """Keep item ``key`` as not run on this worker, with why (its benchmark could not be opened here)."""
     store = ResultStore(bench_home() / values["name"])
     try:
-        store.put_not_run(_item_of(key), "worker", scrub(f"worker {socket.gethostname()}:{os.getpid()}: {error}"))
+        store.put_not_run(Item.from_key(key), "worker", scrub(f"worker {process_name()}: {error}"))
     finally:
         store.close()
 

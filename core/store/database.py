@@ -110,24 +110,22 @@ def current_revision(url: str) -> str | None:
     return row[0] if row else None
 
 
-def has_queue(con) -> bool:
-    """Whether the database of connection ``con`` has the job queue's tables (procrastinate's)."""
-    row = con.execute("SELECT to_regclass('procrastinate_jobs') IS NOT NULL").fetchone()
-    return bool(row[0] if isinstance(row, tuple) else next(iter(row.values())))
+def has_queue(url: str) -> bool:
+    """Whether the team store at ``url`` has the job queue's tables (procrastinate's)."""
+    import psycopg  # optional: the team store's driver
+
+    with psycopg.connect(url, **connect_kwargs()) as con:
+        return con.execute("SELECT to_regclass('procrastinate_jobs') IS NOT NULL").fetchone()[0]
 
 
 def check_schema(url: str) -> None:
     """SchemaBehind unless the team store at ``url`` has this code's schema and the job queue's tables (checked
     once per process)."""
-    import psycopg  # optional: the team store's driver
-
     if url in _checked:
         return
     at = current_revision(url)
-    if at == SCHEMA_HEAD:
-        with psycopg.connect(url, **connect_kwargs()) as con:
-            if not has_queue(con):
-                at = f"{at} without the job queue's tables"
+    if at == SCHEMA_HEAD and not has_queue(url):
+        at = f"{at} without the job queue's tables"
     if at != SCHEMA_HEAD:
         state = "has no schema yet" if at is None else f"is at schema revision {at}"
         raise SchemaBehind(f"The team store {shown(url)} {state}; this version of the workbench needs revision "

@@ -36,7 +36,7 @@ def upgrade(url: str) -> tuple[str | None, str]:
     command.upgrade(_alembic_config(url), "head")
     with database.pool(url, checkpoints=True).connection() as con:
         PostgresSaver(con).setup()
-        if not database.has_queue(con):
+        if not database.has_queue(url):
             from procrastinate.schema import SchemaManager  # heavy: the job queue's schema, only for a change
 
             con.execute(SchemaManager.get_schema())
