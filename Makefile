@@ -3,6 +3,7 @@
 #
 #   make run     set up, then start the app (http://localhost:8501)
 #   make test    set up (with the development tools), then run the test suite
+#   make test-long  the long tests (minutes each: many rounds or runs), which `make test` leaves out
 #   make lint    ruff, as CI runs it
 #   make clean   remove .venv (your runs in .planrag/ are kept)
 
@@ -12,13 +13,16 @@ PYTHON ?=
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test lint setup setup-dev clean
+.PHONY: run test test-long lint setup setup-dev clean
 
 run: setup
 	$(BIN)/streamlit run app.py
 
 test: setup-dev
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+test-long: setup-dev
+	$(BIN)/python -m pytest -m long $(PYTEST_ARGS)
 
 lint: setup-dev
 	$(BIN)/ruff check .

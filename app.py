@@ -1,38 +1,11 @@
 """PlanRAG Workbench: the Streamlit entry point and page router."""
-import streamlit as st
+from ui import threads
 
-from core.config import home
-from core import scenarios
-from core.store import database
-from ui import access
+# First, before this session imports anything else: other sessions' first runs import the same modules at once, and
+# each first import must hold the interpreter's lock (ui/threads.py).
+threads.guard()
 
-# An emoji icon: the browser would fetch a :material/...: favicon from fonts.gstatic.com (the app works offline).
-st.set_page_config(page_title="PlanRAG Workbench", page_icon="🧭", layout="wide")
-access.gate()  # sign-in, when configured; no serving a network without it (ui/access.py)
-# This session's scenarios folder (Settings), for every page.
-scenarios.use_folder(st.session_state.get("scenarios_dir"))
+from ui import shell  # noqa: E402
 
-pages = {
-    "Decide": [
-        st.Page("pages/scenarios.py", title="Scenarios", icon=":material/hub:", default=True),
-        st.Page("pages/run.py", title="Run", icon=":material/play_circle:"),
-        st.Page("pages/decision.py", title="Decision check", icon=":material/fact_check:"),
-        st.Page("pages/compare.py", title="Compare", icon=":material/compare_arrows:"),
-    ],
-    "Review": [
-        st.Page("pages/history.py", title="History", icon=":material/history:"),
-        st.Page("pages/benchmark.py", title="Benchmark", icon=":material/leaderboard:"),
-        st.Page("pages/plans.py", title="Learned plans", icon=":material/route:"),
-        st.Page("pages/settings.py", title="Settings", icon=":material/settings:"),
-    ],
-}
-try:  # a project home that cannot be used: a fallback one, said on every page (core.config.home)
-    moved = home.use_fallback()
-    database.check()  # a team store whose schema is behind (or unreachable): said, and nothing else runs
-except home.HomeError as e:
-    st.error(str(e), icon=":material/error:")
-    st.stop()
-for notice in [moved, *home.notices()]:
-    if notice:
-        st.warning(notice, icon=":material/warning:")
-st.navigation(pages).run()
+shell.prepare()
+shell.navigation().run()

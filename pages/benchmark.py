@@ -1,5 +1,9 @@
 """Benchmark: run DQA, or part of it, with techniques and a model in the background (the page stays responsive and
 follows the progress), and browse the results as the paper's tables and figures, with CSV and JSON export."""
+from ui.router import through_router
+
+through_router()  # first: a fresh server may run this page without app.py (ui/router.py)
+
 import json
 from pathlib import Path
 

@@ -1,6 +1,10 @@
 """Compare: techniques side by side on the current question, with one database and one model (runs in automatic
 mode): their plans, queries, counts, tokens, time, decisions and ranks; Stop ends a run. Past runs of the question
 can join, and a run can be lined up step by step with its branches, where they diverge marked."""
+from ui.router import through_router
+
+through_router()  # first: a fresh server may run this page without app.py (ui/router.py)
+
 from functools import partial
 
 import pandas as pd

@@ -1,5 +1,9 @@
 """Decision check: the simulator's ranking of every candidate of the current question, the best decision, the
 agent's (or a chosen) pick with its rank and regret, and what any decision changes, drawn on the network."""
+from ui.router import through_router
+
+through_router()  # first: a fresh server may run this page without app.py (ui/router.py)
+
 import streamlit as st
 
 from core.analysis import decision, evidence

@@ -1,6 +1,10 @@
 """History: every stored run with its settings, trace and outcome, branches under the run they branched from;
 filter them, export them as JSON, open one in the Run or Decision check view, read who reviewed its pauses and
 when, and branch it from a step."""
+from ui.router import through_router
+
+through_router()  # first: a fresh server may run this page without app.py (ui/router.py)
+
 import json
 from datetime import datetime
 

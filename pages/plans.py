@@ -1,5 +1,9 @@
 """Learned plans: the versions of a scenario's AutoPlan plan, each with its steps, what changed from another
 version, the reflections that produced it, and the accuracy of its training iterations."""
+from ui.router import through_router
+
+through_router()  # first: a fresh server may run this page without app.py (ui/router.py)
+
 from datetime import datetime
 
 import pandas as pd

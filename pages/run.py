@@ -2,6 +2,10 @@
 plans (and, if asked, each query), and read its outcome. At a pause, a banner and the review form come first.
 The inbox lists every paused and interrupted run (also from before a restart): approve, reject, open or close
 from it, with who is looking at each; any run can be branched from a step."""
+from ui.router import through_router
+
+through_router()  # first: a fresh server may run this page without app.py (ui/router.py)
+
 import dataclasses
 from functools import partial
 

@@ -1,5 +1,9 @@
 """Scenarios: pick a scenario (DQA's, the demos, a plugin's), a source and a question, read its rules and question,
 see its database as a network (when the scenario draws one) and as tables; clicking a node shows its rows."""
+from ui.router import through_router
+
+through_router()  # first: a fresh server may run this page without app.py (ui/router.py)
+
 import streamlit as st
 
 from core.scenarios import catalog

@@ -4,6 +4,10 @@ folder, each with a test. The API key and passwords stay in the session; the env
 With sign-in, an analyst chooses a model endpoint by name (its key stays on the server) and the run limits; what the
 server reads (its model endpoints and keys, database connections, files and folders) is the admin's. Every "Use"
 checks the role again when pressed (pages/access.py)."""
+from ui.router import through_router
+
+through_router()  # first: a fresh server may run this page without app.py (ui/router.py)
+
 from dataclasses import replace
 from pathlib import Path
 

@@ -12,6 +12,11 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from ui import threads  # noqa: E402 (after the checkout is importable)
+
+# The test process is the app's server here (AppTest sessions, runs on threads): the same guards as app.py installs.
+threads.guard()
+
 
 def require(name: str, reason: str):
     """Skip (or fail, when REQUIRE_<NAME>=1) because resource ``name`` is missing."""

@@ -211,7 +211,7 @@ def test_run_with_an_edited_replan_in_the_browser(chromium, server, tmp_path):
     # stale elements until the script finishes): wait for the one usable button
     expect(approve_edited).to_have_count(1)
     expect(approve_edited).to_be_enabled()
-    step_2 = page.locator('[class*="-step-1"] input')
+    step_2 = page.locator('[class*="-step-1"] input[aria-label="Plan step"]')  # not the branch form's Step box
     step_2.fill(EDITED_STEP)
     approve_edited.click()  # as an analyst would: type, then click (the box sends its text as it loses focus)
 

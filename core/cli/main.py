@@ -12,6 +12,7 @@ import core.cli.grade as grade_command
 import core.cli.override as override_command
 import core.cli.scenario as scenario_command
 import core.cli.worker as worker_command
+from core.config import interpreter
 from core.backends import graph_server
 from core.backends.base import QueryError
 import core.cli.data as data_commands
@@ -65,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    interpreter.install()  # runs, benchmarks and workers import and build LangGraph graphs on threads
     args = build_parser().parse_args(argv)
     seen, stores_seen = len(notices()), len(store_notices())
     try:

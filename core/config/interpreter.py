@@ -1,0 +1,43 @@
+"""Where the Python interpreter is not safe for threads, one lock makes it so (``install``, once per process).
+
+The app server runs every session's page and every agent run on threads of one process (a worker, its jobs), and
+each may be the first to import a library or build a syntax tree:
+- **First imports.** Two threads importing libraries whose modules import each other (sqlglot, for one) can each
+  hold a module the other needs; Python breaks that deadlock by handing one of them the half-built module ("cannot
+  import name ... from partially initialized module"). Every first import of a module takes ``LOCK``, as Python 2's
+  global import lock did; a module already imported is looked up without it.
+- **Syntax trees.** CPython 3.11's AST constructor keeps its recursion depth in state every thread shares, so two
+  threads building trees at once (Streamlit compiling a page; LangChain reading a graph node's source with
+  ``ast.parse``) can fail with "AST constructor recursion depth mismatch" (CPython gh-106905). ``ast.parse`` takes
+  ``LOCK``; ``ui.threads`` makes Streamlit's compilation of page scripts take it too.
+One reentrant lock serves both, so neither can wait for the other in the opposite order.
+"""
+from __future__ import annotations
+
+import ast
+import functools
+import importlib._bootstrap as bootstrap
+import threading
+
+LOCK = threading.RLock()
+
+
+def install() -> None:
+    """Make first imports and ``ast.parse`` hold ``LOCK`` (once per process)."""
+    ast.parse = locked(ast.parse)
+    # The import statement and importlib.import_module both load a module not yet imported through this function.
+    bootstrap._find_and_load = locked(bootstrap._find_and_load)
+
+
+def locked(function):
+    """``function`` holding ``LOCK`` while it runs (``function`` itself if it already does)."""
+    if getattr(function, "holds_interpreter_lock", False):
+        return function
+
+    @functools.wraps(function)
+    def holding(*args, **kwargs):
+        with LOCK:
+            return function(*args, **kwargs)
+
+    holding.holds_interpreter_lock = True
+    return holding

@@ -1,0 +1,74 @@
+"""Many sessions opening pages at once on a fresh server, in headless Chromium, offline: no session sees a script
+compilation error. CPython 3.11 fails ("AST constructor recursion depth mismatch") when two threads build syntax
+trees at once; the app compiles its pages under one lock with every other tree built in the process
+(core.config.ast_guard, ui.script_cache).
+
+Each round starts a fresh server and opens every page from 8 sessions at once (session k opens page k + round, so
+across the rounds each session opens each page first); the default suite runs 2 rounds, `.ci/run`'s long step 20.
+Each session also checks that its page ran through the app's router (app.py's navigation sections are drawn): on a
+fresh server Streamlit can run a ``pages/`` script by itself (ui/router.py)."""
+from __future__ import annotations
+
+import asyncio
+import os
+
+import pytest
+
+from tests.test_e2e_browser import CHROMIUM, CHROMIUM_ARGS, WAIT_MS, app_server, wait_healthy
+from tests.conftest import require
+
+SESSIONS = 8
+PAGES = {"": "Scenarios", "run": "Run", "decision": "Decision check", "compare": "Compare", "history": "History",
+         "benchmark": "Benchmark", "plans": "Learned plans", "settings": "Settings"}
+LAUNCHER = "import sys\nfrom streamlit.web.cli import main\nsys.argv[0] = 'streamlit'\nmain()\n"
+
+
+async def open_pages(url: str, paths: list[str]) -> list[str]:
+    """Open ``url/path`` for each path at once, each in a browser context of its own (a session each); the text of
+    each page's errors once its title shows (or an error does)."""
+    from playwright.async_api import TimeoutError as PlaywrightTimeout, async_playwright
+
+    async def open_one(browser, path):
+        context = await browser.new_context()
+        page = await context.new_page()
+        await page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(url)
+                         else route.abort())
+        await page.goto(f"{url}/{path}")
+        shown = page.get_by_role("heading", name=PAGES[path], exact=True).or_(page.get_by_test_id("stException"))
+        await shown.first.wait_for(timeout=WAIT_MS)
+        texts = await page.get_by_test_id("stException").all_inner_texts()
+        if not texts:  # the router's navigation (its sections) is drawn when app.py runs, before the page
+            try:
+                await page.get_by_test_id("stNavSectionHeader").filter(has_text="Review").wait_for(timeout=WAIT_MS)
+            except PlaywrightTimeout:
+                texts = ["the page ran without the app's router: no 'Review' section in its navigation"]
+        await context.close()
+        return "\n".join(texts)
+
+    async with async_playwright() as p:
+        browser = await p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            return await asyncio.gather(*(open_one(browser, path) for path in paths))
+        finally:
+            await browser.close()
+
+
+@pytest.mark.parametrize("rounds", [pytest.param(2, id="2-rounds"),
+                                    pytest.param(20, id="20-rounds", marks=pytest.mark.long)])
+def test_sessions_opening_every_page_at_once_on_a_fresh_server_see_no_compilation_error(rounds, tmp_path):
+    if not CHROMIUM.exists():
+        require("browser", f"Chromium not found at {CHROMIUM} (install Debian's chromium package)")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    paths = list(PAGES)
+    errors = []
+    for r in range(rounds):
+        env["PLANRAG_HOME"] = str(tmp_path / f"home{r}")
+        log = tmp_path / f"server{r}.log"
+        with app_server(LAUNCHER, env, log) as (url, process):
+            wait_healthy(url, process)
+            chosen = [paths[(k + r) % len(paths)] for k in range(SESSIONS)]
+            shown = asyncio.run(open_pages(url, chosen))
+        errors += [f"round {r}, /{path}: {text}" for path, text in zip(chosen, shown) if text]
+        errors += [f"round {r}, server log: {line}" for line in log.read_text().splitlines()
+                   if "compilation error" in line.lower() or "recursion depth mismatch" in line]
+    assert not errors, "\n".join(errors)

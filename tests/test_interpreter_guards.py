@@ -1,0 +1,96 @@
+"""The interpreter's guards for threads (core/config/interpreter.py, ui/threads.py): first imports and syntax trees
+one thread at a time, and plotly's look at optional modules blind to a half-imported one. Each scenario runs in a
+fresh interpreter, once without the guards (the failure it guards against shows) and once with them."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Two modules whose bodies take a while, each saying when it starts and ends.
+SLOW = "import time, events\nevents.append('{name} starts')\ntime.sleep(0.3)\nevents.append('{name} ends')\n"
+IMPORT_BOTH_AT_ONCE = """
+import sys, threading, types
+sys.path[:0] = [{root!r}, {folder!r}]
+sys.modules["events"] = events = types.ModuleType("events")
+events.append = (log := []).append
+if {guarded}:
+    from core.config import interpreter
+    interpreter.install()
+threads = [threading.Thread(target=__import__, args=(name,)) for name in ("slow_a", "slow_b")]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print(log)
+"""
+
+
+def run(code: str) -> str:
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=120,
+                          cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_first_imports_on_two_threads_run_one_after_the_other(tmp_path):
+    """A library whose modules import each other can deadlock two threads importing it from two ends, and Python then
+    hands one of them a half-built module: with one lock for first imports, module bodies never run side by side."""
+    for name in ("slow_a", "slow_b"):
+        (tmp_path / f"{name}.py").write_text(SLOW.format(name=name))
+    unguarded = run(IMPORT_BOTH_AT_ONCE.format(root=str(ROOT), folder=str(tmp_path), guarded=False))
+    assert unguarded.index("starts", 12) < unguarded.index("ends")  # both bodies ran at once
+    guarded = run(IMPORT_BOTH_AT_ONCE.format(root=str(ROOT), folder=str(tmp_path), guarded=True))
+    first, second = ("slow_a", "slow_b") if guarded.index("slow_a") < guarded.index("slow_b") else ("slow_b", "slow_a")
+    assert guarded == str([f"{first} starts", f"{first} ends", f"{second} starts", f"{second} ends"])
+
+
+def test_a_thread_holding_the_lock_holds_back_parsing_importing_and_page_compilation(tmp_path):
+    page = tmp_path / "page.py"
+    page.write_text("import streamlit as st\nst.write('hello')\n")
+    waited = run(f"""
+        import sys, threading, ast
+        sys.path.insert(0, {str(ROOT)!r})
+        from ui import threads
+        from core.config import interpreter
+        from streamlit.runtime.scriptrunner.script_cache import ScriptCache
+        threads.guard()
+        done = []
+        work = {{"parse": lambda: ast.parse("x = 1"), "import": lambda: __import__("colorsys"),
+                 "compile": lambda: ScriptCache().get_bytecode({str(page)!r})}}
+        with interpreter.LOCK:
+            started = [threading.Thread(target=lambda name=name, w=w: (w(), done.append(name))) for name, w in work.items()]
+            for t in started:
+                t.start()
+            for t in started:
+                t.join(0.5)
+            held = sorted(work) if not done else done[:]
+        for t in started:
+            t.join(60)
+        print(held, sorted(done))
+        """)
+    assert waited == "['compile', 'import', 'parse'] ['compile', 'import', 'parse']"
+
+
+def test_plotly_does_not_take_a_half_imported_module_for_an_imported_one():
+    looked = run(f"""
+        import sys, types, importlib.machinery
+        sys.path.insert(0, {str(ROOT)!r})
+        from _plotly_utils import basevalidators
+        half = types.ModuleType("half_imported")
+        half.__spec__ = importlib.machinery.ModuleSpec("half_imported", None)
+        half.__spec__._initializing = True  # as Python marks a module another thread is still importing
+        sys.modules["half_imported"] = half
+        before = basevalidators.get_module("half_imported", should_load=False) is half
+        from ui import threads
+        threads.guard()
+        import plotly.io._json  # a plotly module imported after the guard takes the guarded look too
+        after = [m.get_module("half_imported", should_load=False) for m in (basevalidators, plotly.io._json)]
+        half.__spec__._initializing = False
+        whole = basevalidators.get_module("half_imported", should_load=False) is half
+        print(before, after, whole)
+        """)
+    assert looked == "True [None, None] True"

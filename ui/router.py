@@ -1,0 +1,23 @@
+"""Every page gets what app.py does before it routes, even when Streamlit runs the page by itself.
+
+Streamlit runs a script of the ``pages/`` folder by itself, without the entry script, for a session that opens the
+page's address before any session's run has called ``st.navigation`` (its multipage feature from before
+``st.navigation``, switched off by the first call; ``AppTest`` switches it on again for each run): on a fresh
+server a bookmarked page would otherwise skip the thread guards, sign-in, the page's set-up and the app's menu.
+"""
+from __future__ import annotations
+
+from streamlit.runtime.pages_manager import PagesManager
+
+from ui import threads
+
+
+def through_router() -> None:
+    """The first statement of every page: when Streamlit ran this page by itself, do first what app.py does (its
+    menu included), then let the page go on."""
+    threads.guard()  # before the page's first imports (a no-op once app.py has run in this process)
+    if PagesManager.uses_pages_directory:
+        from ui import shell  # heavy: the stores, scenarios and sign-in, imported only once the guards hold
+
+        shell.prepare()
+        shell.navigation()  # the app's menu; it switches Streamlit's running of pages by themselves off

@@ -1,0 +1,47 @@
+"""What every page runs first, before its own content: the browser tab's set-up, sign-in, the session's scenarios
+folder and the project home's notices, then the app's navigation (app.py; ui/router.py for a page Streamlit ran by
+itself)."""
+from __future__ import annotations
+
+import streamlit as st
+
+from core import scenarios
+from core.config import home
+from core.store import database
+from ui import access
+
+
+def prepare() -> None:
+    """Set the page up, gate it (sign-in), and say what is wrong with the project home; stop if it cannot be used."""
+    # An emoji icon: the browser would fetch a :material/...: favicon from fonts.gstatic.com (the app works offline).
+    st.set_page_config(page_title="PlanRAG Workbench", page_icon="🧭", layout="wide")
+    access.gate()  # sign-in, when configured; no serving a network without it (ui/access.py)
+    # This session's scenarios folder (Settings), for every page.
+    scenarios.use_folder(st.session_state.get("scenarios_dir"))
+    try:  # a project home that cannot be used: a fallback one, said on every page (core.config.home)
+        moved = home.use_fallback()
+        database.check()  # a team store whose schema is behind (or unreachable): said, and nothing else runs
+    except home.HomeError as e:
+        st.error(str(e), icon=":material/error:")
+        st.stop()
+    for notice in [moved, *home.notices()]:
+        if notice:
+            st.warning(notice, icon=":material/warning:")
+
+
+def navigation():
+    """The app's pages in its menu (``st.navigation``): the page this session asked for, to run."""
+    return st.navigation({
+        "Decide": [
+            st.Page("pages/scenarios.py", title="Scenarios", icon=":material/hub:", default=True),
+            st.Page("pages/run.py", title="Run", icon=":material/play_circle:"),
+            st.Page("pages/decision.py", title="Decision check", icon=":material/fact_check:"),
+            st.Page("pages/compare.py", title="Compare", icon=":material/compare_arrows:"),
+        ],
+        "Review": [
+            st.Page("pages/history.py", title="History", icon=":material/history:"),
+            st.Page("pages/benchmark.py", title="Benchmark", icon=":material/leaderboard:"),
+            st.Page("pages/plans.py", title="Learned plans", icon=":material/route:"),
+            st.Page("pages/settings.py", title="Settings", icon=":material/settings:"),
+        ],
+    })

@@ -1,0 +1,45 @@
+"""What keeps the app server's threads (one per session's script run, and the runs' jobs) from tripping over each
+other where a library is not thread-safe.
+
+- Page compilation: Streamlit compiles a page the first time a session opens it (an ``AppTest`` on every run, with a
+  cache of its own), building a syntax tree; it takes the interpreter's lock (``core.config.interpreter``), as
+  ``ast.parse`` and first imports do, so no two trees are built at once (CPython 3.11 fails then).
+- Plotly's look at optional modules: plotly checks whether a value is a pandas Series by peeking at ``sys.modules``,
+  where a module another thread is still importing already stands half-built ("partially initialized module 'pandas'
+  has no attribute 'Series'" in a session drawing a figure while another imports pandas). The peek sees only modules
+  that have finished importing, the check CPython's import system makes (and narwhals makes for the same reason).
+"""
+from __future__ import annotations
+
+import functools
+import sys
+
+from _plotly_utils import optional_imports
+from streamlit.runtime.scriptrunner.script_cache import ScriptCache
+
+from core.config import interpreter
+
+
+def guard() -> None:
+    """Install the interpreter's guards and these two (once per process)."""
+    interpreter.install()
+    ScriptCache.get_bytecode = interpreter.locked(ScriptCache.get_bytecode)
+    if not getattr(optional_imports.get_module, "finished_imports_only", False):
+        _peek_finished_imports_only(optional_imports.get_module)
+
+
+def _peek_finished_imports_only(get_module) -> None:
+    """Put a ``get_module`` that ignores half-imported modules wherever plotly's modules hold the original (each
+    imports it by name; a plotly module imported later takes it from ``optional_imports``)."""
+
+    @functools.wraps(get_module)
+    def finished_only(name, should_load=True):
+        module = sys.modules.get(name)
+        if not should_load and getattr(getattr(module, "__spec__", None), "_initializing", False):
+            return None  # another thread is still importing it: nothing of it can be in the value looked at
+        return get_module(name, should_load)
+
+    finished_only.finished_imports_only = True
+    for module in list(sys.modules.values()):
+        if getattr(module, "get_module", None) is get_module:
+            module.get_module = finished_only
