@@ -10,7 +10,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from core.agents.runtime import AgentRuntime
-from core.model.run_settings import RunSettings
+from core.model.run_settings import Limits, RunSettings
 from core.agents import paper_prompts
 from core.agents.reaper_examples import all_examples
 from core.agents.reaper_plan import parse_plan
@@ -287,3 +287,30 @@ def test_comparison_with_the_paper_has_n_and_interval_and_only_dqas_questions_ge
     assert any("REAPER's plan call" in line for line in fidelity.summary_lines(
         iterrag + [{**r, "technique": "reaper"} for r in items("DQA", "dqa", [True])]))
     assert fidelity.summary_lines([]) == []
+
+
+def test_the_paper_setting_sends_the_server_no_request_but_the_models(tmp_path):
+    """No window probe before the first call, no tokenizer request before each (the improved setting makes both)."""
+    from core.llm.client import LLMSettings
+    from tests.stub_server import StubServer, completion, not_found, send_json
+
+    pages = {"/props": {"default_generation_settings": {"n_ctx": 8192}}}
+    server = StubServer({
+        "GET *": lambda handler, body: (send_json(handler, 200, pages[handler.path]) if handler.path in pages
+                                        else not_found(handler)),
+        "POST /v1/chat/completions": lambda handler, body: send_json(handler, 200, completion(FINAL)),
+        "POST *": {"tokens": [1, 2, 3]}})
+    runtime = AgentRuntime(tmp_path / "home", llm_settings=LLMSettings(api_key=None))
+    try:
+        asked = {}
+        for setting, limits in (("paper", None), ("paper", Limits(context_tokens=8192)), ("improved", None)):
+            server.asked.clear()
+            result = runtime.start(RunSettings("locating", 1, "sqlite", "iterrag", "stand-in", base_url=server.url,
+                                               source="demo", prompts=setting, **({"limits": limits} if limits else {})))
+            assert result.status == "finished"
+            asked[(setting, limits is None)] = list(server.asked)
+    finally:
+        runtime.close()
+        server.close()
+    assert asked[("paper", True)] == asked[("paper", False)] == [("POST", "/v1/chat/completions")]
+    assert ("GET", "/props") in asked[("improved", True)] and ("POST", "/tokenize") in asked[("improved", True)]

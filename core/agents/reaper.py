@@ -298,7 +298,7 @@ def run_step(state: ReaperState, runtime: Runtime[AgentContext]) -> dict:
 
 
 def answer(state: ReaperState, runtime: Runtime[AgentContext]) -> dict:
-    """One LLM call for the final answer from everything the steps observed (Figure 9's prompt)."""
+    """One LLM call for the final answer from everything the steps observed (PlanRAG's answer prompt)."""
     emit = Emitter(runtime, state["llm_calls"] + 1)
     start = state.get("answer_from")
     update = {} if start is not None else {"answer_from": len(state["messages"])}
