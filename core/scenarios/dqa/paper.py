@@ -39,10 +39,16 @@ BUILDING_SCHEMAS = {
 
 
 def locating_question(question) -> str:
-    """A Locating question as the authors' loader joined it: business rules, question and goal, nothing between."""
+    """A Locating question as the authors' loader joined it: business rules, question and goal, nothing between (a
+    question without those parts: its text)."""
+    if not hasattr(question, "business_rules"):
+        return question.text
     return question.business_rules + question.question + question.goal
 
 
 def building_question(question) -> str:
-    """A Building question as the authors' loader joined it: business rules, ``<Question>``, the question."""
+    """A Building question as the authors' loader joined it: business rules, ``<Question>``, the question (a
+    question without those parts: its text)."""
+    if not hasattr(question, "business_rules"):
+        return question.text
     return question.business_rules + "<Question>" + question.question
