@@ -277,3 +277,20 @@ def test_reaper_paper_setting_refuses_a_replan():
 def test_every_listed_difference_is_in_the_document():
     for key in LISTED:
         listed(key)
+
+
+def test_a_syntax_error_on_sqlite_is_observed_in_sqlites_own_words(runner):
+    """The workbench's parser refuses the MySQL query before SQLite sees it; the paper setting observes what SQLite
+    says of it (the improved setting keeps saying where the parser stopped)."""
+    broken = "Thought: x\nAction: Relational DB\nAction input: SELEC source FROM flow"
+    _, record, _, _ = runner("locating", "sqlite", "iterrag", [broken, ANSWER])
+    assert observations(record)[0] == '\nAn exception occured: SQLite: near "SELEC": syntax error'
+    from core.agents.graph import run_query
+    from core.agents.workspace import open_catalog_workspace
+
+    ws = open_catalog_workspace(RunSettings("locating", 1, "sqlite", "iterrag", "x", source="demo"))
+    try:
+        event = run_query(ws.backend, "SELEC source FROM flow", Limits())
+    finally:
+        ws.backend.close()
+    assert "the query reads as SQL up to" in event.text and "SELEC" in event.error

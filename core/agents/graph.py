@@ -688,9 +688,11 @@ def review_query(state: AgentState, runtime: Runtime[AgentContext]) -> dict:
     return {"action": {**action, "query": query}, "next": "run_action"}
 
 
-def run_query(backend: Backend, query: str, limits: Limits, control: RunControl | None = None) -> ObservationEvent:
+def run_query(backend: Backend, query: str, limits: Limits, control: RunControl | None = None,
+              engine_words: bool = False) -> ObservationEvent:
     """Run one query and observe its rows or its error (abandoned, and cancelled through the backend's ``cancel``
-    hook where it has one, when ``control`` stops the run: RunStopped). Raises BackendUnavailable."""
+    hook where it has one, when ``control`` stops the run: RunStopped); ``engine_words``: an error in the engine's
+    own words where the backend has them (``QueryError.engine_message``). Raises BackendUnavailable."""
     start = time.perf_counter()
     try:
         r = run_control.call(control, backend.query, query, timeout_s=limits.query_timeout_s,
@@ -698,8 +700,9 @@ def run_query(backend: Backend, query: str, limits: Limits, control: RunControl 
     except BackendUnavailable:
         raise
     except QueryError as e:  # its message is cut where it is made (MAX_ERROR_CHARS), then to the observation cap
-        event = ObservationEvent(text=cap_text(prompts.query_error(e.kind, str(e)), limits.observation_chars),
-                                 error=str(e), error_kind=e.kind, executed=getattr(e, "executed", "") or "")
+        said = (engine_words and e.engine_message) or str(e)
+        event = ObservationEvent(text=cap_text(prompts.query_error(e.kind, said), limits.observation_chars),
+                                 error=said, error_kind=e.kind, executed=getattr(e, "executed", "") or "")
     else:
         event = ObservationEvent(text=r.to_text(limits.observation_rows, limits.observation_chars),
                                  columns=list(r.columns), rows=[list(row) for row in r.rows],
@@ -718,7 +721,7 @@ def run_action(state: AgentState, runtime: Runtime[AgentContext]) -> dict:
     else:
         try:
             event = run_query(runtime.context.backend, action["query"], limits,
-                              getattr(runtime.context, "control", None))
+                              getattr(runtime.context, "control", None), engine_words=paper)
         except BackendUnavailable as e:
             return fail_run(e.kind, str(e), emit)
         if paper:
