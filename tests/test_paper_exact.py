@@ -72,11 +72,13 @@ def authors_system(technique: str, scenario: str, db: str) -> str:
 
 def scratchpad(steps: list[tuple[str, str]]) -> str:
     """The authors' agent's scratchpad: each reply as their parser logged it, the observation prefix, what the tool
-    returned."""
+    returned (a reply's trailing whitespace cut by the client, a listed difference)."""
     if not steps:
         return ""
-    text = "".join(f"{reply.replace(AGENT['human_removed'], '')}\n{AGENT['observation_prefix']}{observed}\n"
-                   f"{AGENT['llm_prefix']}" for reply, observed in steps)
+    if any(reply != reply.rstrip() for reply, _ in steps):
+        listed("client_cut")
+    text = "".join(f"{reply.rstrip().replace(AGENT['human_removed'], '')}\n{AGENT['observation_prefix']}{observed}"
+                   f"\n{AGENT['llm_prefix']}" for reply, observed in steps)
     return AGENT["scratchpad_head"] + text
 
 
@@ -126,7 +128,7 @@ def loop_replies(technique: str, scenario: str, db: str) -> list[str]:
     again = "Re-plan: N\nCurrent step: Step 1\n" if technique == "planrag" else (
         "Current step: Step 1\n" if plan else "")
     return [f"{plan}Thought: look.\nAction: SQL\nAction input: {ok}",
-            f"Human: {again}Thought: query.\nAction: {tool}\nAction input:\n{ok}",
+            f"Human: {again}Thought: query.\nAction: {tool}\nAction input:\n{ok}\n",
             f"{again}Thought: again.\nAction: {tool}\nAction input: {bad}",
             f"{again}Thought: think.\nAction: Self thinking\nAction input: which is best?",
             ANSWER]
