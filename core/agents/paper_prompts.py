@@ -14,7 +14,7 @@ the ways docs/paper-deviations.md lists; this module holds only what the ``paper
   calls, as their agent executor did.
 - What a tool returns, as their tools returned it: rows as a pandas DataFrame printed (``result_text``), an error as
   ``An exception occured: ...``, ``Self thinking`` nothing.
-- SingleRAG: one retrieval call and one answer call (``answer_prompt``, ``single_answer``), as their chains sent them.
+- SingleRAG: one retrieval call and one answer call (``ANSWER_PROMPT``, ``single_answer``), as their chains sent them.
 - A run given a plan (AutoPlan's) acts as the AutoPlan paper's agent (its equations 2-5): per step a thought call
   ending with the Thought-prompt (``thought_chat``), an action call continuing the thought after ``Action:``, and the
   formalizer's call (its Appendix A.1, Figure 6: ``formalizer``), whose formalized action is acted on.
