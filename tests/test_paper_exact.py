@@ -1,7 +1,8 @@
 """Every message the ``paper`` prompt setting sends, compared byte for byte with what the PlanRAG authors' code at
 its head sent (their prompt texts kept as test data in tests/data/planrag_authors_prompts.json, assembled here as
-their template and agent assembled them) and, for AutoPlan's acting, with the AutoPlan paper's prompts
-(tests/data/autoplan_paper_prompts.json): SingleRAG, IterRAG, PlanRAG, PlanRAG w/o RP, REAPER and AutoPlan, on DQA's
+their template and agent assembled them), for AutoPlan's acting with the AutoPlan paper's prompts
+(tests/data/autoplan_paper_prompts.json), for REAPER with its paper's prompt elements
+(tests/data/reaper_paper_prompts.json): SingleRAG, IterRAG, PlanRAG, PlanRAG w/o RP, REAPER and AutoPlan, on DQA's
 Locating q1 and Building q1, on SQLite and Ladybug, with scripted replies. A difference fails unless
 docs/paper-deviations.md lists it (``LISTED``, each by the words the document uses)."""
 from __future__ import annotations
@@ -21,6 +22,7 @@ from tests.test_paper_settings import Recorder
 ROOT = Path(__file__).resolve().parent.parent
 AUTHORS = json.loads((ROOT / "tests" / "data" / "planrag_authors_prompts.json").read_text(encoding="utf-8"))
 AUTOPLAN = json.loads((ROOT / "tests" / "data" / "autoplan_paper_prompts.json").read_text(encoding="utf-8"))
+REAPER = json.loads((ROOT / "tests" / "data" / "reaper_paper_prompts.json").read_text(encoding="utf-8"))
 DOC = (ROOT / "docs" / "paper-deviations.md").read_text(encoding="utf-8")
 AGENT = AUTHORS["agent"]
 #: The differences from the authors' text that docs/paper-deviations.md lists, by the words it lists them with.
@@ -29,6 +31,9 @@ LISTED = {
     "client_cut": "A reply is cut at a line starting `Observation:`",
     "autoplan_plan": "A plan for questions of this kind:",
     "reaper_answer": "REAPER's answer call",
+    "reaper_question": '"a question" for "a customer question"',
+    "reaper_capabilities": "the instruction's last sentence",
+    "reaper_context": "no page context here",
 }
 KINDS = {"sqlite": "relational", "ladybug": "graph"}
 #: Per scenario and database: a query that returns rows, and one the database refuses.
@@ -216,11 +221,21 @@ def test_autoplan_acts_as_its_papers_agent_on_the_authors_prompt(runner, scenari
 def test_reaper_sends_no_stop_sequence_and_no_correction(runner, scenario, db):
     """REAPER's paper setting: one planning call and one answer call, no stop sequence (its paper gives none); a plan
     with no steps is told nothing (the answer call gets no corrective message)."""
-    result, record, calls, _ = runner(scenario, db, "reaper", ["I would look at the data first.",
-                                                               "Final answer: the answer."])
+    result, record, calls, question = runner(scenario, db, "reaper", ["I would look at the data first.",
+                                                                      "Final answer: the answer."])
     assert len(calls) == 2 and all(stop is None for _, stop in calls)
     (planner, _), (answer, _) = calls
-    assert planner[1].content.startswith('# Input:\nContext: {}\nQuestion: "')
+    listed("reaper_context")  # Figure 2's input form; the context is empty: no page here
+    assert planner[1].content == REAPER["input"].format(context="{}", question=question.text.strip())
+    listed("reaper_question")
+    listed("reaper_capabilities")
+    instruction = REAPER["instruction"].replace("a customer question", "a question").removesuffix(
+        " Some parameters of a tool can be generated with help of provided capabilities.")
+    tool = "relational_db" if db == "sqlite" else "graph_db"
+    system = planner[0].content
+    assert system.startswith(REAPER["role_heading"] + "\n")
+    assert f"\n\n{REAPER['instruction_heading']}\n{instruction}\n\n{REAPER['tools_heading']}\n" \
+           f"{REAPER['tool_line'].format(name=tool)}" in system
     sent = "\n".join(m.content for m in answer)
     assert "no steps" not in sent and "Write each step" not in sent
     listed("reaper_answer")  # its paper gives no answer prompt: the authors' PlanRAG answering prompt stands in
