@@ -171,13 +171,21 @@ def test_the_papers_training_settings_are_checked(change, message):
         settings.validate()
 
 
+#: A paper-setting experience run from the empty plan X_0 acts as AutoPlan's agent: thought, action, formalizing.
+PAPER_RUN = ["I need the nodes flowing into deccan.", "query the flows",
+             "Action: Relational DB\nAction input: SELECT source FROM flow WHERE dest = 'deccan'",
+             "Doab sends the most.", "answer doab", "Final answer: Allocate the merchant to doab."]
+
+
 def test_experience_can_be_collected_with_the_papers_prompts(tmp_path, recorded):
-    settings = TrainSettings("locating", "sqlite", replay(tmp_path, TRAINING), [1], batch_size=1, iterations=1,
-                             source="demo", prompts="paper")
+    settings = TrainSettings("locating", "sqlite", replay(tmp_path, PAPER_RUN + TRAINING[2:]), [1], batch_size=1,
+                             iterations=1, source="demo", prompts="paper")
     (v1,) = train(settings, tmp_path)
-    second_run_call = recorded[1]
-    assert [type(m) for m in second_run_call] == [SystemMessage, HumanMessage]
-    assert "This was your previous work" in second_run_call[1].content
+    assert len(recorded) == 6 + 4  # iteration 1 (the empty plan) already three calls a step
+    fourth_run_call = recorded[3]  # the second step's thought call
+    assert [type(m) for m in fourth_run_call] == [SystemMessage, HumanMessage]
+    assert "This was your previous work" in fourth_run_call[1].content
+    assert [type(m) for m in recorded[2]] == [HumanMessage]  # the formalizer's call
     assert v1.trained_with["prompts"] == "paper"
     runtime = AgentRuntime(tmp_path)
     try:
@@ -205,28 +213,31 @@ def test_the_learned_plans_page_shows_the_training_setting(tmp_path, monkeypatch
 def test_paper_setting_reflects_on_the_task_description_and_updates_with_the_papers_inputs(tmp_path, recorded):
     from core.agents import paper_prompts
 
-    invalid = ("Plan: [Step 1: find the nodes flowing into deccan, Step 2: choose the best]\nCurrent step: Step 1\n"
-               "Thought: I need the inflows.\nAction: SQL\nAction input: SELECT source FROM flow")
-    broken = "Re-plan: N\nCurrent step: Step 1\nThought: Again.\nAction: Relational DB\nAction input: SELECT x FROM flow"
-    replies = [invalid, broken, broken, FINAL, SUMMARY, FLAWS, REVISION, UPDATE]
+    steps = [("Step 1: the inflows.", "sql", "Action: SQL\nAction input: SELECT source FROM flow"),
+             ("Again.", "x", "Action: Relational DB\nAction input: SELECT x FROM flow"),
+             ("Again.", "x", "Action: Relational DB\nAction input: SELECT x FROM flow"),
+             ("Done.", "answer", "Final answer: Allocate the merchant to doab.")]
+    replies = [text for step in steps for text in step] + [SUMMARY, FLAWS, REVISION, UPDATE]
     settings = TrainSettings("locating", "sqlite", replay(tmp_path, replies), [1], batch_size=1, iterations=1,
                              source="demo", prompts="paper")
     (v1,) = train(settings, tmp_path)
-    assert len(recorded) == 8 and v1.trained_with["prompts"] == "paper"
+    assert len(recorded) == 16 and v1.trained_with["prompts"] == "paper"
     run_system = recorded[0][0].content
-    observed = recorded[3][1].content  # the run's last call: its scratchpad, with no note on the repeated error
+    observed = recorded[9][1].content  # the last step's thought call: its scratchpad, no note on the repeated error
     assert "SQL is not a valid tool, try one of [Relational DB, Self thinking]." in observed
     assert observed.count("An exception occured: ") == 2 and "same error" not in observed
-    summary, flaws, revision, update = (m[-1].content for m in recorded[4:8])
+    assert all(not isinstance(m[0], SystemMessage) for m in recorded[12:16])  # equations 6-9: no system message
+    summary, flaws, revision, update = (m[-1].content for m in recorded[12:16])
     history = summary.removesuffix(prompts.SUMMARY_PROMPT)
-    assert history.startswith(f"The task description:\n{run_system}\n\nThe interaction history:\nQuestion: ")
-    assert invalid in history and "Outcome: success (reward 1)" in history
+    assert history.startswith(f"{run_system}\n\nQuestion: ")  # H: the task description, the history; no headings
+    assert "Action: SQL" in history and history.endswith("Outcome: success (reward 1): the agent's decision is the "
+                                                         "best one.\n\n")
     assert flaws == history + prompts.PAPER_FLAW_PROMPT and revision == prompts.REVISION_PROMPT
-    assert update == "\n\n".join([
-        f"The task description:\n{run_system}", "The current plan:\n(none yet: the agent made its own plan)",
-        f"Question 1:\n{recorded[0][1].content.split(chr(10) + chr(10))[0]}\nSummary: {SUMMARY}\nFlaws: {FLAWS}\n"
-        f"Revision: {REVISION}", prompts.PAPER_UPDATE_PROMPT, prompts.PLAN_FORMAT])
-    assert "in the form as in task description" in update and "Outcome" not in update  # equation 9's inputs
+    assert [type(m) for m in recorded[14]] == [HumanMessage, AIMessage, HumanMessage]  # after the flaws' exchange
+    question = recorded[0][1].content.split("\n\n" + "Identify which step")[0].removesuffix("\n\n")
+    assert update == "\n\n".join([question, SUMMARY, FLAWS, REVISION, prompts.PAPER_UPDATE_PROMPT,
+                                   prompts.PLAN_FORMAT])  # equation 9 with X_0 empty: the plan nowhere twice
+    assert "rewrite the current game plan" in update and "Outcome" not in update
     runtime = AgentRuntime(tmp_path)
     path = tmp_path / "eval.json"
     path.write_text(json.dumps(["I am at step 2.", "answer", FINAL]))  # AutoPlan's thought, action, formalizing

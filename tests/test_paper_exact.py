@@ -1,11 +1,15 @@
-"""The exact messages the ``paper`` prompt setting sends, technique by technique, for scripted conversations on the
-built-in demo's Locating question on a real Ladybug graph (the figures' GDB case) and SQLite: each system prompt
-checked against the text of the PlanRAG paper's Figures 8-11 (transcribed below, their template's doubled braces
-rendered), each user message against the original implementation's form; a non-answer, a repeated error and an
-invalid tool get nothing the original did not send."""
+"""Every message the ``paper`` prompt setting sends, compared byte for byte with what the PlanRAG authors' code at
+its head sent (their prompt texts kept as test data in tests/data/planrag_authors_prompts.json, assembled here as
+their template and agent assembled them), for AutoPlan's acting with the AutoPlan paper's prompts
+(tests/data/autoplan_paper_prompts.json), for REAPER with its paper's prompt elements
+(tests/data/reaper_paper_prompts.json): SingleRAG, IterRAG, PlanRAG, PlanRAG w/o RP, REAPER and AutoPlan, on DQA's
+Locating q1 and Building q1, on SQLite and Ladybug, with scripted replies. A difference fails unless
+docs/paper-deviations.md lists it (``LISTED``, each by the words the document uses)."""
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
@@ -15,241 +19,263 @@ from core.model.run_settings import Limits, RunSettings
 from core.agents import paper_prompts
 from tests.test_paper_settings import Recorder
 
-#: The figures' "Tool descriptions" part, rendered (the Locating GDB case).
-FIGURE_TOOLS = (
-    "Graph DB: Useful for when you need to collect the data that follows the following schema (You MUST generate a "
-    "Cypher query statement to interact with this tool):\n"
-    "(n:Trade_node {name, local_value, is_inland, total_power, outgoing, ingoing});\n"
-    "(m:Country {name, home_node, development});\n"
-    "(Trade_node)-[r:source {flow}]->[Trade_node]\n"
-    "(Country)-[NodeCountry{is_home, has_merchant, base_trading_power, calculated_trading_power}]->(Trade_node), "
-    "args: {{'tool_input': {{'type': 'string'}}}}\n"
-    "Self thinking: Useful for when there is no available tool., args: {{'tool_input': {{'type': 'string'}}}}")
-ACTION_LINES = ("Action: a suitable database name, MUST be one of ['Graph DB', 'Self-thinking'].\n"
-                "Action input: a syntactically correct query statement only, MUST be written by Cypher query "
-                "language.\n")
-ANSWER_LINES = "Thought: I now know the answer.\nFinal answer: the final answer to the question based on the observed data."
-SUFFIX = "Begin! Keep in mind that Your response MUST follow the valid format above."
-FIGURE_8 = "\n\n".join([
-    "You are a decision-making agent answering a given question.\nYou should collect the data to answer the question:",
-    FIGURE_TOOLS,
-    "Use the following Strict format:\n\nQuestion: the input question you must answer.\nThought: you should always "
-    "think about what to do.\n" + ACTION_LINES + "Observation: the result of the action.\n" + ANSWER_LINES,
-    SUFFIX])
-FIGURE_9 = "\n\n".join([
-    "You are a decision-making agent answering a given question.\nYou have already collected the data to answer the "
-    "question.\nIndeed, you should make your Final answer immediately.:",
-    FIGURE_TOOLS,
-    "Use the following Strict format:\n\nFinal answer: the final answer to the question based on the observed data.",
-    "Begin!"])
-FIGURE_10 = "\n\n".join([
-    "You are a decision-making agent answering a given question.\nYou should collect the data to answer the question."
-    "\nKeep in mind that the question can require to access following databases multiple times:",
-    FIGURE_TOOLS,
-    "Use the following Strict format:\n\nQuestion: the input question you must answer.\nThought: you should always "
-    "think about what to do.\n" + ACTION_LINES + "Observation: the result of the action.\n... (a process of Thought, "
-    "Action, Action input, and Observation can repeat together N times)\n" + ANSWER_LINES,
-    SUFFIX])
-FIGURE_11 = "\n\n".join([
-    "You are a decision-making agent answering a given question.\nYou should collect the data to answer the question."
-    "\nTo this end, firstly, you need to plan which data would be needed in what order.\nKeep in mind that the "
-    "question can require to access following databases multiple times:",
-    FIGURE_TOOLS,
-    "Use the following Strict format:\n\nQuestion: the input question you must answer.\nPlan: [Step 1: requirement 1, "
-    "Step 2: requirement 2, ..., Step N: requirement N].\nCurrent step: the current Step in the Plan.\nThought: you "
-    "should always think about the Current step.\n" + ACTION_LINES + "Observation: the data from the database.\n"
-    "Re-plan: respond with 'Y' and change your Plan if you think a current Plan is not helpful, otherwise respond "
-    "with 'N' and continue a process based on the current Plan.\n... (a process of Plan, Current step, Thought, "
-    "Action, Action input, Observation, and Re-plan can repeat N times)\n" + ANSWER_LINES,
-    SUFFIX])
-#: PlanRAG w/o RP has no figure: Figure 11 without its Re-plan line, with the authors' code's repeat line.
-NORP = FIGURE_11.replace(
-    "Re-plan: respond with 'Y' and change your Plan if you think a current Plan is not helpful, otherwise respond "
-    "with 'N' and continue a process based on the current Plan.\n... (a process of Plan, Current step, Thought, "
-    "Action, Action input, Observation, and Re-plan can repeat N times)",
-    "... (a process of Plan, Current step, Thought, Action, Action input, and Observation can repeat N times)")
-HEAD = "This was your previous work (but I haven't seen any of it! I only see what you return as final answer):"
-
-INFLOWS = "MATCH (u:Trade_node)-[:source]->(d:Trade_node {name: 'deccan'}) RETURN u.name"
-BROKEN = "MATCH (t:Trade_node RETURN t.name"
-INVALID = "Thought: I need the nodes that flow into deccan.\nAction: SQL\nAction input: SELECT source FROM flow"
-ERROR = f"Thought: Use the graph.\nAction: Graph DB\nAction input: {BROKEN}"
-THINK = "Thought: Compare them.\nAction: Self thinking\nAction input: which of them sends the most value?"
-QUERY = f"Thought: Now the inflows.\nAction: Graph DB\nAction input: {INFLOWS}"
-ANSWER = "Thought: I now know the answer.\nFinal answer: Allocate the merchant to doab."
+ROOT = Path(__file__).resolve().parent.parent
+AUTHORS = json.loads((ROOT / "tests" / "data" / "planrag_authors_prompts.json").read_text(encoding="utf-8"))
+AUTOPLAN = json.loads((ROOT / "tests" / "data" / "autoplan_paper_prompts.json").read_text(encoding="utf-8"))
+REAPER = json.loads((ROOT / "tests" / "data" / "reaper_paper_prompts.json").read_text(encoding="utf-8"))
+DOC = (ROOT / "docs" / "paper-deviations.md").read_text(encoding="utf-8")
+AGENT = AUTHORS["agent"]
+#: The differences from the authors' text that docs/paper-deviations.md lists, by the words it lists them with.
+LISTED = {
+    "singlerag_tool_names": "SingleRAG's format line names its tools",
+    "client_cut": "A reply is cut at a line starting `Observation:`",
+    "autoplan_plan": "A plan for questions of this kind:",
+    "reaper_answer": "REAPER's answer call",
+    "reaper_question": '"a question" for "a customer question"',
+    "reaper_capabilities": "the instruction's last sentence",
+    "reaper_context": "no page context here",
+}
+KINDS = {"sqlite": "relational", "ladybug": "graph"}
+#: Per scenario and database: a query that returns rows, and one the database refuses.
+QUERIES = {("locating", "sqlite"): ("SELECT source FROM flow LIMIT 3", "SELECT nosuch FROM flow"),
+           ("locating", "ladybug"): ("MATCH (n:Trade_node) RETURN n.name LIMIT 3", "MATCH (n:Trade_node RETURN n"),
+           ("building", "sqlite"): ("SELECT goods_name FROM goods LIMIT 3", "SELECT nosuch FROM goods"),
+           ("building", "ladybug"): ("MATCH (g:Goods) RETURN g.name LIMIT 3", "MATCH (g:Goods RETURN g")}
+CASES = [(scenario, db) for scenario in ("locating", "building") for db in ("sqlite", "ladybug")]
+ANSWER = "Thought: I now know the answer.\nFinal answer: the answer."
 
 
-def run(tmp_path, replies, technique, db="ladybug", **kw):
-    path = tmp_path / f"replay{len(list(tmp_path.glob('replay*')))}.json"
-    path.write_text(json.dumps(replies))
+def listed(key: str) -> None:
+    """A difference the test allows: the document must list it."""
+    assert LISTED[key] in DOC, f"docs/paper-deviations.md does not list: {LISTED[key]}"
+
+
+def authors_question(question) -> str:
+    """The question as the authors' loader joined it (the fields from the DQA file, the joining rule theirs)."""
+    return AUTHORS["schemas"][question.scenario]["question"].format(
+        business_rules=question.business_rules, question=question.question, goal=question.goal)
+
+
+def authors_tools(scenario: str, db: str) -> list[tuple[str, str]]:
+    tool = AUTHORS["tools"][KINDS[db]]
+    info = AUTHORS["schemas"][scenario]["GDB_INFO" if db == "ladybug" else "RDB_INFO"]
+    return [(tool["name"], tool["description"] + info), (AUTHORS["tools"]["self"]["name"],
+                                                          AUTHORS["tools"]["self"]["description"])]
+
+
+def authors_system(technique: str, scenario: str, db: str) -> str:
+    """The system message as the authors' create_prompt built it and their prompt template rendered it."""
+    texts, tools = AUTHORS["techniques"][technique], authors_tools(scenario, db)
+    args = re.sub("}", "}}}}", re.sub("{", "{{{{", AUTHORS["tools"]["args"]))
+    formatted = "\n".join(f"{name}: {description}, args: {args}" for name, description in tools)
+    names = ", ".join(name for name, _ in tools)
+    if technique == "singlerag":  # their SingleRAG never fills {tool_names}: its template cannot be rendered
+        listed("singlerag_tool_names")
+    fmt = texts["FORMAT_INSTRUCTIONS"].format(tool_names=names)
+    return "\n\n".join([texts["PREFIX"], formatted, fmt, texts["SUFFIX"]]).format()
+
+
+def scratchpad(steps: list[tuple[str, str]]) -> str:
+    """The authors' agent's scratchpad: each reply as their parser logged it, the observation prefix, what the tool
+    returned (a reply's trailing whitespace cut by the client, a listed difference)."""
+    if not steps:
+        return ""
+    if any(reply != reply.rstrip() for reply, _ in steps):
+        listed("client_cut")
+    text = "".join(f"{reply.rstrip().replace(AGENT['human_removed'], '')}\n{AGENT['observation_prefix']}{observed}"
+                   f"\n{AGENT['llm_prefix']}" for reply, observed in steps)
+    return AGENT["scratchpad_head"] + text
+
+
+def human(technique: str, question: str, steps) -> str:
+    return AUTHORS["techniques"][technique]["HUMAN_MESSAGE_TEMPLATE"].format(
+        input=question, agent_scratchpad=scratchpad(steps))
+
+
+def invalid_tool(requested: str, scenario: str, db: str) -> str:
+    return AGENT["invalid_tool"].format(requested_tool_name=requested, available_tool_names_str=", ".join(
+        name for name, _ in authors_tools(scenario, db)))
+
+
+@pytest.fixture(scope="module")
+def runner(tmp_path_factory, dqa_dir):
+    """Runs a scripted conversation in the paper setting on DQA and returns (result, record, calls, question)."""
+    home = tmp_path_factory.mktemp("paper-exact")
     recorder = Recorder()
-    runtime = AgentRuntime(tmp_path / "home", llm_opener=recorder)
-    try:
-        result = runtime.start(RunSettings("locating", 1, db, technique, f"replay:{path}", source="demo",
+    runtime = AgentRuntime(home / "home", llm_opener=recorder)
+    count = iter(range(10_000))
+
+    def run(scenario, db, technique, replies, **kw):
+        path = home / f"replay{next(count)}.json"
+        path.write_text(json.dumps(replies))
+        recorder.calls.clear()
+        result = runtime.start(RunSettings(scenario, 1, db, technique, f"replay:{path}", source="dqa",
                                            prompts="paper", **kw))
         record = runtime.store.get(result.run_id)
-    finally:
-        runtime.close()
-    return result, record, recorder.calls
+        from core.scenarios.dqa.source import dqa_benchmark
+
+        return result, record, list(recorder.calls), dqa_benchmark(dqa_dir).question(scenario, 1)
+
+    yield run
+    runtime.close()
 
 
 def observations(record) -> list[str]:
     return [e.text for e in record.events if e.kind == "observation"]
 
 
-def scratchpad(pairs) -> str:
-    return HEAD + "\n" + "".join(f"{reply}\nObservation:{observed}\n" for reply, observed in pairs)
+def loop_replies(technique: str, scenario: str, db: str) -> list[str]:
+    """An invalid tool, a query (a ``Human: `` and a newline after ``Action input:`` in it), a refused query, a
+    Self thinking step, the answer."""
+    ok, bad = QUERIES[(scenario, db)]
+    tool = AUTHORS["tools"][KINDS[db]]["name"]
+    plan = "Plan: [Step 1: the data, Step 2: decide]\nCurrent step: Step 1\n" if technique.startswith("planrag") else ""
+    again = "Re-plan: N\nCurrent step: Step 1\n" if technique == "planrag" else (
+        "Current step: Step 1\n" if plan else "")
+    return [f"{plan}Thought: look.\nAction: SQL\nAction input: {ok}",
+            f"Human: {again}Thought: query.\nAction: {tool}\nAction input:\n{ok}\n",
+            f"{again}Thought: again.\nAction: {tool}\nAction input: {bad}",
+            f"{again}Thought: think.\nAction: Self thinking\nAction input: which is best?",
+            ANSWER]
 
 
-def test_iterrag_sends_figure_10_and_the_scratchpad_with_no_note_on_an_invalid_tool_or_a_repeated_error(tmp_path):
-    replies = [INVALID, ERROR, ERROR, THINK, QUERY, ANSWER]
-    result, record, calls = run(tmp_path, replies, "iterrag")
-    assert result.status == "finished" and result.outcome["final_answer"] == "Allocate the merchant to doab."
-    assert len(calls) == 6 and record.settings["prompts"] == "paper"
+@pytest.mark.parametrize("scenario, db", CASES)
+@pytest.mark.parametrize("technique", ["iterrag", "planrag", "planrag-norp"])
+def test_the_loop_techniques_send_what_the_authors_agent_sent(runner, technique, scenario, db):
+    replies = loop_replies(technique, scenario, db)
+    result, record, calls, question = runner(scenario, db, technique, replies)
+    assert result.status == "finished" and result.outcome["final_answer"] == "the answer."
     observed = observations(record)
-    assert observed[0] == "SQL is not a valid tool, try one of [Graph DB, Self thinking]."
-    assert observed[1].startswith("An exception occured: ") and observed[2] == observed[1]  # no repeat note
-    assert observed[3] == ""  # the original's Self thinking tool returned nothing
-    table = observed[4].split("\n")
-    assert table[0] == "" and table[1].split() == ["0"] and table[2].split()[0] == "0"  # pandas, numbered column
-    question = calls[0][0][1].content
-    assert question.startswith("Question: ") and question.endswith("\n\n")
+    assert observed[0] == invalid_tool("SQL", scenario, db)  # the executor's words for a tool it does not have
+    assert observed[1].startswith("\n") and observed[3] == ""  # a printed frame; Self thinking returned nothing
+    assert "An exception occured: " in observed[2]
+    assert len(calls) == len(replies)
+    system = authors_system(technique, scenario, db)
     for i, (messages, stop) in enumerate(calls):
-        assert [type(m) for m in messages] == [SystemMessage, HumanMessage] and stop == ["Observation:"]
-        assert messages[0].content == FIGURE_10
-        expected = question + (scratchpad(zip(replies[:i], observed[:i])) if i else "")
-        assert messages[1].content == expected
+        assert [type(m) for m in messages] == [SystemMessage, HumanMessage]
+        assert messages[0].content == system
+        assert messages[1].content == human(technique, authors_question(question), list(zip(replies, observed))[:i])
+        assert stop == AGENT["stop"]
 
 
-def test_planrag_sends_figure_11_and_ends_at_a_non_answer_without_asking_again(tmp_path):
-    plan = ("Plan: [Step 1: the nodes flowing into deccan, Step 2: choose the best]\nCurrent step: Step 1\n"
-            f"Thought: I need the inflows.\nAction: Graph DB\nAction input: {BROKEN}")
-    again = f"Re-plan: N\nCurrent step: Step 1\nThought: Again.\nAction: Graph DB\nAction input: {BROKEN}"
-    ramble = "Re-plan: N\nI think deccan receives value from several nodes."
-    result, record, calls = run(tmp_path, [plan, again, ramble, ANSWER], "planrag")
-    assert result.status == "failed" and len(calls) == 3  # the ramble ends the run; nothing is sent after it
-    error = [e for e in record.events if e.kind == "error"][-1]
-    assert error.error_kind == "format" and "no correction is asked for" in error.message
-    observed = observations(record)
-    assert len(observed) == 2 and observed[0] == observed[1] and "same error" not in observed[1]
-    question = calls[0][0][1].content
-    for i, (messages, _) in enumerate(calls):
-        assert messages[0].content == FIGURE_11
-        assert messages[1].content == question + (scratchpad(zip([plan, again][:i], observed[:i])) if i else "")
-
-
-def test_planrag_without_replanning_sends_figure_11_without_its_replan_line(tmp_path):
-    _, _, calls = run(tmp_path, ["Plan: [Step 1: the inflows]\nCurrent step: Step 1\nThought: x\n" + ANSWER[9:]],
-                      "planrag-norp")
-    assert calls[0][0][0].content == NORP
-
-
-def test_singlerag_sends_figure_8_then_figure_9_with_the_query_and_the_data_and_takes_any_reply(tmp_path):
-    wrong_tool = f"Thought: I need the inflows.\nAction: Graph DBs\nAction input: {INFLOWS}"
-    non_answer = f"Action: Graph DB\nAction input: {INFLOWS}"
-    result, record, calls = run(tmp_path, [wrong_tool, non_answer, ANSWER], "singlerag")
-    assert len(calls) == 2  # one retrieval call, one answer call: no second retrieval, no second answer request
+@pytest.mark.parametrize("scenario, db", CASES)
+def test_singlerag_sends_what_the_authors_two_chains_sent(runner, scenario, db):
+    ok, _ = QUERIES[(scenario, db)]
+    tool = AUTHORS["tools"][KINDS[db]]["name"]
+    reply = f"Thought: one query.\nAction: {tool}\nAction input: {ok}\nObservation: made up"
+    result, record, calls, question = runner(scenario, db, "singlerag", [reply, "Final answer: the answer."])
+    assert result.status == "finished" and len(calls) == 2
+    texts, text = AUTHORS["techniques"]["singlerag"], authors_question(question)
     (retrieve, stop1), (answer, stop2) = calls
-    assert stop1 is None and stop2 is None  # the original's SingleRAG chains sent no stop sequence
-    assert [m.content for m in retrieve] == [FIGURE_8, retrieve[1].content]
-    question = retrieve[1].content.removeprefix("Question: ")
-    assert retrieve[1].content == f"Question: {question}" and "\n\n" not in retrieve[1].content
-    data = observations(record)[0]  # the query ran although the Action named no tool of the run, as it did there
-    assert data.startswith("\n") and data.split("\n")[1].split() == ["0"]
-    assert answer[0].content == FIGURE_9
-    assert answer[1].content == f"Question: \n{question}\nRetrieving query: {INFLOWS}\nRetrieved data: {data}        \n"
-    assert result.status == "finished" and result.outcome["final_answer"] == non_answer  # printed as it came
+    assert stop1 is None and stop2 is None  # their chains sent no stop sequence
+    assert [m.content for m in retrieve] == [authors_system("singlerag", scenario, db),
+                                             texts["HUMAN_MESSAGE_TEMPLATE"].format(input=text)]
+    data = observations(record)[0]
+    query = reply.split("Action input:")[1].split("Observation")[0]  # their cut: " <query>\n"
+    chain_input = texts["CHAIN_INPUT"].format(question=text, query=query, retrieved_data=data)
+    listed("client_cut")  # the reply was cut before its Observation line, its trailing newline with it
+    chain_input = chain_input.replace(f"{query}\nRetrieved data:", f"{query.rstrip()}\nRetrieved data:")
+    answering = "\n\n".join([texts["PREFIX_AFTER_RETRIEVE"], texts["FORMAT_INSTRUCTIONS_AFTER_RETRIEVE"],
+                             texts["SUFFIX_AFTER_RETRIEVE"]]).format()
+    assert [m.content for m in answer] == [answering, texts["HUMAN_MESSAGE_TEMPLATE"].format(input=chain_input)]
 
 
-def test_singlerag_with_no_action_input_fails_without_a_second_call(tmp_path):
-    result, record, calls = run(tmp_path, ["Thought: the answer is doab.", ANSWER], "singlerag")
-    assert result.status == "failed" and len(calls) == 1
-    assert "no Action input" in [e for e in record.events if e.kind == "error"][-1].message
+@pytest.mark.parametrize("scenario, db", CASES)
+def test_autoplan_acts_as_its_papers_agent_on_the_authors_prompt(runner, scenario, db):
+    """AutoPlan's agent (its equations 2-5) on the authors' PlanRAG prompt with the plan: per step the thought call
+    (H, then Table 2's Thought-prompt), the action call (H, the thought, ``Action:``), the formalizer (Figure 6)."""
+    ok, bad = QUERIES[(scenario, db)]
+    tool = AUTHORS["tools"][KINDS[db]]["name"]
+    plan = ["Find the data the decision depends on", "Decide"]
+    steps = [("Step 1: the data.", f"query {ok}", f"Action: {tool}\nAction input: {ok}"),
+             ("Step 1 in a table.", "SQL", f"Action: SQL\nAction input: {ok}"),
+             ("Step 1 again.", bad, f"Action: {tool}\nAction input: {bad}"),
+             ("Step 2.", "answer", "Final answer: the answer.")]
+    result, record, calls, question = runner(scenario, db, "planrag", [t for step in steps for t in step],
+                                             initial_plan=plan)
+    assert result.status == "finished" and len(calls) == 3 * len(steps)
+    observed = observations(record)
+    assert observed[1] == invalid_tool("SQL", scenario, db)
+    listed("autoplan_plan")  # where the plan X stands in the task description: the workbench's words
+    system = authors_system("planrag", scenario, db).replace(
+        "\n\nBegin!", "\n\nA plan for questions of this kind:\nStep 1: " + plan[0] + "\nStep 2: " + plan[1]
+        + "\n\nBegin!")
+    text, history = authors_question(question), []
+    formats = (f"Action: {tool}\nAction input: a {'MySQL' if db == 'sqlite' else 'Cypher'} query statement\n"
+               "Action: Self thinking\nAction input: your thought\nFinal answer: the final answer to the question")
+    for i, (thought, raw, formal) in enumerate(steps):
+        (think, stop1), (act, stop2), (formalize, stop3) = calls[3 * i:3 * i + 3]
+        h = human("planrag", text, [])
+        pad = scratchpad([]) if not history else AGENT["scratchpad_head"] + "".join(history)
+        assert [m.content for m in think] == [system, h + pad + AUTOPLAN["Thought-prompt"]]
+        assert [m.content for m in act] == [system, h + AGENT["scratchpad_head"] + "".join(history) + thought
+                                            + "\nAction:"]
+        assert [type(m) for m in formalize] == [HumanMessage] and stop3 is None
+        assert formalize[0].content == AUTOPLAN["formalizer"].format(formats=formats, raw_action=raw)
+        assert stop1 == ["\nAction:", "Observation:"] and stop2 == AGENT["stop"]
+        if i < len(observed):
+            history.append(f"{thought}\n{formal}\n{AGENT['observation_prefix']}{observed[i]}\n")
 
 
-def test_relational_results_and_errors_come_back_as_the_original_tool_printed_them(tmp_path):
-    broken = "Thought: x\nAction: Relational DB\nAction input: SELECT nosuch FROM flow"
-    rows = "Thought: x\nAction: Relational DB\nAction input: ```sql\nSELECT source FROM flow WHERE dest = 'deccan'\n```"
-    result, record, calls = run(tmp_path, [broken, rows, ANSWER], "iterrag", db="sqlite")
+@pytest.mark.parametrize("scenario, db", CASES)
+def test_reaper_sends_no_stop_sequence_and_no_correction(runner, scenario, db):
+    """REAPER's paper setting: one planning call and one answer call, no stop sequence (its paper gives none); a plan
+    with no steps is told nothing (the answer call gets no corrective message)."""
+    result, record, calls, question = runner(scenario, db, "reaper", ["I would look at the data first.",
+                                                                      "Final answer: the answer."])
+    assert len(calls) == 2 and all(stop is None for _, stop in calls)
+    (planner, _), (answer, _) = calls
+    listed("reaper_context")  # Figure 2's input form; the context is empty: no page here
+    assert planner[1].content == REAPER["input"].format(context="{}", question=question.text.strip())
+    listed("reaper_question")
+    listed("reaper_capabilities")
+    instruction = REAPER["instruction"].replace("a customer question", "a question").removesuffix(
+        " Some parameters of a tool can be generated with help of provided capabilities.")
+    tool = "relational_db" if db == "sqlite" else "graph_db"
+    system = planner[0].content
+    assert system.startswith(REAPER["role_heading"] + "\n")
+    assert f"\n\n{REAPER['instruction_heading']}\n{instruction}\n\n{REAPER['tools_heading']}\n" \
+           f"{REAPER['tool_line'].format(name=tool)}" in system
+    sent = "\n".join(m.content for m in answer)
+    assert "no steps" not in sent and "Write each step" not in sent
+    listed("reaper_answer")  # its paper gives no answer prompt: the authors' PlanRAG answering prompt stands in
+    texts = AUTHORS["techniques"]["singlerag"]
+    assert answer[0].content == "\n\n".join([texts["PREFIX_AFTER_RETRIEVE"], texts["FORMAT_INSTRUCTIONS_AFTER_RETRIEVE"],
+                                             texts["SUFFIX_AFTER_RETRIEVE"]]).format()
     assert result.status == "finished"
-    error, table = observations(record)
-    assert error.startswith("\nAn exception occured: ")
-    assert table.split("\n")[:2] == ["", table.split("\n")[1]] and table.split("\n")[1].split() == ["source"]
-    action = [e for e in record.events if e.kind == "action"][1]
-    assert action.query == "SELECT source FROM flow WHERE dest = 'deccan'"  # fence lines dropped, as there
 
 
-def test_the_original_executors_iteration_limit_ends_the_run_without_an_answer(tmp_path):
-    result, record, calls = run(tmp_path, [QUERY] * 20, "iterrag")
-    assert len(calls) == paper_prompts.MAX_ITERATIONS == 15  # the same action 15 times: no loop guard either
+def test_the_original_executors_iteration_limit_ends_the_run_without_an_answer(runner):
+    ok, _ = QUERIES[("locating", "sqlite")]
+    query = f"Thought: again.\nAction: Relational DB\nAction input: {ok}"
+    result, record, calls, _ = runner("locating", "sqlite", "iterrag", [query] * 20)
+    assert len(calls) == paper_prompts.MAX_ITERATIONS == AGENT["max_iterations"]  # no loop guard either
     assert result.status == "failed" and result.outcome["limit"] == "iterations"
     error = [e for e in record.events if e.kind == "error"][-1]
     assert error.message.startswith(paper_prompts.STOPPED) and "original agent executor" in error.message
-    assert "Figure 9" not in str(calls) and all(m[0].content == FIGURE_10 for m, _ in calls)
 
 
-def test_a_workbench_safety_limit_ends_the_run_and_says_it_is_not_the_papers(tmp_path):
-    result, record, calls = run(tmp_path, [QUERY] * 5, "iterrag", limits=Limits(max_llm_calls=3))
+def test_a_workbench_safety_limit_ends_the_run_and_says_it_is_not_the_papers(runner):
+    ok, _ = QUERIES[("locating", "sqlite")]
+    query = f"Thought: again.\nAction: Relational DB\nAction input: {ok}"
+    result, record, calls, _ = runner("locating", "sqlite", "iterrag", [query] * 5, limits=Limits(max_llm_calls=3))
     assert len(calls) == 3 and result.status == "failed" and result.outcome["limit"] == "llm_calls"
     message = [e for e in record.events if e.kind == "error"][-1].message
     assert "a workbench safety limit, not the paper's" in message and "no final answer is asked for" in message
 
 
-@pytest.mark.parametrize("reply", ["Thought: x\nAction: Graph DB\nAction input: MATCH (n) RETURN n\nFinal answer: doab",
-                                   ""])
-def test_a_reply_the_original_parser_could_not_read_ends_the_run(tmp_path, reply):
-    result, _, calls = run(tmp_path, [reply, ANSWER], "iterrag")
+@pytest.mark.parametrize("reply", ["Thought: x\nAction: Relational DB\nAction input: SELECT 1\nFinal answer: doab", ""])
+def test_a_reply_the_original_parser_could_not_read_ends_the_run(runner, reply):
+    result, _, calls, _ = runner("locating", "sqlite", "iterrag", [reply, ANSWER])
     assert result.status == "failed" and len(calls) == 1
 
 
-def test_reaper_paper_setting_prompts_in_the_papers_structure_plans_once_and_does_not_ask_again(tmp_path):
-    plan = "\n".join([
-        'Step 1: the nodes in a sheet - #E1 = spreadsheet("nodes")',  # an invalid tool
-        'Step 2: the flows - #E2 = relational_db("SELECT nosuch FROM flow")',
-        'Step 3: the flows again - #E3 = relational_db("SELECT nosuch FROM flow")',  # the same error again
-        "Step 4: the inflows - #E4 = relational_db(\"SELECT source FROM flow WHERE dest = 'deccan'\")"])
-    non_answer = "Step 5: the values - #E5 = relational_db(\"SELECT * FROM trade_node\")"
-    result, record, calls = run(tmp_path, [plan, non_answer, ANSWER], "reaper", db="sqlite")
-    assert len(calls) == 2  # one planning call (no re-plan after the failed steps), one answer call (not asked again)
-    assert result.status == "failed" and "no final answer" in result.outcome["error"]
-    assert record.settings["prompts"] == "paper"
-    (planner, _), (answer, _) = calls
-    system, question = planner[0].content, planner[1].content
-    # section 4.1's prompt: the role, the system instruction, the tool with its name, signature, description and an
-    # example usage, then m in-context examples as Figure 2's "# Input: Context ... Question ... # Answer:"
-    assert system.startswith("### Role:\nYou are an AI assistant to a decision-maker.")
-    assert ("### System Instruction:\nYour goal is to generate a step by step plan using the tools listed below to get "
-            "the information needed to answer a question. The output of one tool can be fed to another in a "
-            "sequential manner. Each step may use only one tool.\n\nThe set of the candidate tools, their "
-            "definitions, example usages are:\n1. relational_db - Tool: Runs one MySQL query") in system
-    assert "Signature: relational_db(query: str)\nExample usage: #E1 = relational_db(\"SELECT * FROM" in system
-    assert system.count("# Input:\nContext: {}\nQuestion: \"") == 3 and system.count("\n# Answer:\nStep 1: ") == 3
-    assert '- #E1 = relational_db("SELECT' in system and "Relational DB[" not in system
-    assert question.startswith('# Input:\nContext: {}\nQuestion: "') and question.endswith('"\n# Answer:')
-    assert answer[0].content == paper_prompts.answer_prompt("sql", record_schema(tmp_path))
-    observed = observations(record)
-    assert len(observed) == 4 and "spreadsheet" in observed[0]
-    assert observed[1].split(": ", 1)[1] == observed[2].split(": ", 1)[1]  # the same error, no note on it
-    assert "same error" not in observed[2]
-
-
-def record_schema(tmp_path) -> str:
-    """The demo Locating database's schema, as the runs read it."""
-    from core.agents.workspace import open_catalog_workspace
-
-    ws = open_catalog_workspace(RunSettings("locating", 1, "sqlite", "reaper", "x", source="demo"))
-    try:
-        return ws.backend.schema_text()
-    finally:
-        ws.backend.close()
-
-
-def test_reaper_paper_setting_refuses_a_replan_and_zero_shot_has_no_examples(tmp_path):
-    with pytest.raises(ValueError, match="REAPER's paper setting plans once"):
-        RunSettings("locating", 1, "sqlite", "reaper", "x", prompts="paper", replan_on_failure=True).validate()
-    _, _, calls = run(tmp_path, ['Step 1: x - #E1 = relational_db("SELECT source FROM flow")', ANSWER], "reaper",
-                      db="sqlite", reaper_planner="zero-shot")
-    assert "# Input:" not in calls[0][0][0].content  # m = 0 examples
+def test_the_authors_parser_reads_around_its_colons_and_drops_human():
+    assert paper_prompts.read_reply("Human: Thought: x\nAction :\n Graph DB \nAction input :\n\nMATCH (n) RETURN n") \
+        == ("action", "Graph DB", "MATCH (n) RETURN n")
+    assert paper_prompts.read_reply('Action: Graph DB\nAction input: "MATCH (n) RETURN n"')[2] == "MATCH (n) RETURN n"
+    assert paper_prompts.read_reply('Action: Relational DB\nAction input: SELECT "a"')[2] == 'SELECT "a"'
+    assert paper_prompts.read_reply("Human: Final answer: Human: doab") == ("final", "doab", "")
 
 
 @pytest.mark.parametrize("setting, message", [
@@ -260,60 +286,28 @@ def test_a_setting_a_technique_does_not_have_is_refused(setting, message):
         RunSettings("locating", 1, "sqlite", "planrag", "x", **setting).validate()
 
 
-#: The AutoPlan paper's formalizer prompt (its Figure 6), with the run's valid actions.
-FORMALIZER = ("Valid action formats are as follows:\nAction: Graph DB\nAction input: a Cypher query statement\n"
-              "Action: Self thinking\nAction input: your thought\nFinal answer: the final answer to the question\n\n"
-              "Formalize the following action strictly into the above valid action formats. If there are multiple "
-              "actions, formalize the first one.\n\nAction to formalize: {}\nFormalized action:")
-THOUGHT = ("Identify which step of plan you are at. Show your thought about the one next action. Your thought should "
-           "be faithful to the plan step.")
+def test_reaper_paper_setting_refuses_a_replan():
+    with pytest.raises(ValueError, match="REAPER's paper setting plans once"):
+        RunSettings("locating", 1, "sqlite", "reaper", "x", prompts="paper", replan_on_failure=True).validate()
 
 
-def test_autoplan_paper_setting_thinks_then_acts_then_formalizes_each_step(tmp_path):
-    """AutoPlan's agent (its equations 2-5): per step a thought call ending with the Thought-prompt, an action call
-    continuing the thought after ``Action:``, the formalizer's call; the history keeps each thought and formalized
-    action with its observation; an invalid tool and a repeated error get no note; the formalized final answer
-    ends the run."""
-    plan = ["Find the trade nodes flowing into the home node", "Choose the one steering the most value"]
-    steps = [  # (thought, raw action, formalized action)
-        ("I am at step 1. I need the nodes flowing into deccan.", f"query the graph: {INFLOWS}",
-         f"Action: Graph DB\nAction input: {INFLOWS}"),
-        ("Still step 1: check the flows in a table.", "SQL SELECT source FROM flow",
-         "Action: SQL\nAction input: SELECT source FROM flow"),
-        ("Step 1 again, in the graph.", BROKEN, f"Action: Graph DB\nAction input: {BROKEN}"),
-        ("Step 1 again.", BROKEN, f"Action: Graph DB\nAction input: {BROKEN}"),
-        ("I am at step 2: doab steers the most value.", "answer doab",
-         "Final answer: Allocate the merchant to doab."),
-    ]
-    replies = [text for step in steps for text in step]
-    result, record, calls = run(tmp_path, replies, "planrag", initial_plan=plan)
-    assert result.status == "finished" and result.outcome["final_answer"] == "Allocate the merchant to doab."
-    assert len(calls) == 15
-    observed = observations(record)
-    assert observed[1] == "SQL is not a valid tool, try one of [Graph DB, Self thinking]."
-    assert observed[2].startswith("An exception occured: ") and observed[3] == observed[2]  # no repeat note
-    system = FIGURE_11.replace("\n\n" + SUFFIX, "\n\nA plan for questions of this kind:\nStep 1: Find the trade nodes "
-                               "flowing into the home node\nStep 2: Choose the one steering the most value\n\n" + SUFFIX)
-    question = calls[0][0][1].content.removesuffix(THOUGHT)
-    assert question.startswith("Question: ") and question.endswith("\n\n")
-    history = ""
-    for i, (thought, raw, formal) in enumerate(steps):
-        (think, stop1), (act, stop2), (formalize, stop3) = calls[3 * i:3 * i + 3]
-        pad = f"{HEAD}\n{history}" if history else ""
-        assert [m.content for m in think] == [system, question + pad + THOUGHT] and stop1 == ["\nAction:", "Observation:"]
-        assert [m.content for m in act] == [system, f"{question}{HEAD}\n{history}{thought}\nAction:"]
-        assert stop2 == ["Observation:"]
-        assert [type(m) for m in formalize] == [HumanMessage] and stop3 is None
-        assert formalize[0].content == FORMALIZER.format(raw)
-        if i < len(observed):
-            history += f"{thought}\n{formal}\nObservation:{observed[i]}\n"
-    thoughts = [e.text for e in record.events if e.kind == "thought"]
-    assert thoughts[:2] == [steps[0][0], f"Action: {steps[0][1]} (to be formalized)"]
-    actions = [e for e in record.events if e.kind == "action"]
-    assert [a.tool for a in actions] == ["Graph DB", "Graph DB", "Graph DB"]
+def test_every_listed_difference_is_in_the_document():
+    for key in LISTED:
+        listed(key)
 
 
-def test_autoplan_paper_setting_counts_a_step_of_three_calls_as_one_iteration(tmp_path):
-    step = ["I am at step 1.", f"Graph DB {INFLOWS}", QUERY.split("\n", 1)[1]]
-    result, _, calls = run(tmp_path, step * 16, "planrag", initial_plan=["look"], limits=Limits(max_llm_calls=100))
-    assert len(calls) == 3 * paper_prompts.MAX_ITERATIONS and result.outcome["limit"] == "iterations"
+def test_a_syntax_error_on_sqlite_is_observed_in_sqlites_own_words(runner):
+    """The workbench's parser refuses the MySQL query before SQLite sees it; the paper setting observes what SQLite
+    says of it (the improved setting keeps saying where the parser stopped)."""
+    broken = "Thought: x\nAction: Relational DB\nAction input: SELEC source FROM flow"
+    _, record, _, _ = runner("locating", "sqlite", "iterrag", [broken, ANSWER])
+    assert observations(record)[0] == '\nAn exception occured: SQLite: near "SELEC": syntax error'
+    from core.agents.graph import run_query
+    from core.agents.workspace import open_catalog_workspace
+
+    ws = open_catalog_workspace(RunSettings("locating", 1, "sqlite", "iterrag", "x", source="demo"))
+    try:
+        event = run_query(ws.backend, "SELEC source FROM flow", Limits())
+    finally:
+        ws.backend.close()
+    assert "the query reads as SQL up to" in event.text and "SELEC" in event.error

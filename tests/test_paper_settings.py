@@ -10,7 +10,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from core.agents.runtime import AgentRuntime
-from core.model.run_settings import RunSettings
+from core.model.run_settings import Limits, RunSettings
 from core.agents import paper_prompts
 from core.agents.reaper_examples import all_examples
 from core.agents.reaper_plan import parse_plan
@@ -75,12 +75,12 @@ def test_paper_setting_sends_the_question_and_the_scratchpad_in_one_message(tmp_
                                  f"what you return as final answer):\n{PLAN_ACT}\nObservation:{observed}\n")
     system = first[0].content
     assert system == second[0].content
-    assert system.split("\n\n")[0].endswith("access following databases multiple times:")
-    assert ("Self thinking: Useful for when there is no available tool., args: {{'tool_input': {{'type': 'string'}}}}"
-            in system)
-    assert "MUST be one of ['Relational DB', 'Self-thinking']." in system
+    assert system.split("\n\n")[0].endswith("access following databases multiple times: ")  # the authors' space
+    assert ("Self thinking: \n            Useful for when there is no available tool.\n            , args: "
+            "{{'tool_input': {{'type': 'string'}}}}" in system)
+    assert "MUST be one of [Relational DB, Self thinking]." in system
     assert "Use the following Strict format:\n\nQuestion: the input question you must answer." in system
-    assert "CREATE TABLE flow (source VARCHAR(30), dest VARCHAR(30), flow FLOAT" in system  # as the original's RDB
+    assert "CREATE TABLE flow\n(\n    source    VARCHAR(30),\n" in system  # the authors' schema text
 
 
 def test_improved_setting_sends_each_reply_and_observation_as_its_own_message(tmp_path):
@@ -99,11 +99,11 @@ def test_paper_graph_schema_lists_property_names_without_types_headings_or_diale
     _, _, paper = run(tmp_path, [act, FINAL], db="ladybug", prompts="paper")
     _, _, improved = run(tmp_path, [act, FINAL], db="ladybug")
     system, typed = paper[0][0][0].content, improved[0][0][0].content
-    # Figures 8-11's template rendered (its doubled braces are escapes), line for line
+    # the authors' schema text, as their template rendered it (its doubled braces halved)
     assert ("(n:Trade_node {name, local_value, is_inland, total_power, outgoing, ingoing});\n"
-            "(m:Country {name, home_node, development});\n(Trade_node)-[r:source {flow}]->[Trade_node]\n"
-            "(Country)-[NodeCountry{is_home, has_merchant, base_trading_power, calculated_trading_power}]->"
-            "(Trade_node), args:") in system
+            "(m:Country {name, home_node, development});\n\n(Trade_node)-[r:source {flow}]->[Trade_node]\n"
+            "(Country)-[NodeCountry{is_home, has_merchant,base_trading_power,calculated_trading_power}]->"
+            "(Trade_node)\n, args:") in system
     assert "Nodes:" not in system and "STRING" not in system and "DOUBLE" not in system
     assert "Nodes:\n(:Trade_node {name: STRING" in typed
     note = LADYBUG_DIALECT_NOTE.strip().splitlines()[0]
@@ -132,17 +132,12 @@ def test_paper_setting_observes_an_unknown_tool_as_the_original_executor(tmp_pat
         f"{wrong}\nObservation:Spreadsheet is not a valid tool, try one of [Relational DB, Self thinking].\n")
 
 
-def test_paper_answer_prompt_for_singlerag_is_figure_9(tmp_path):
+def test_paper_answer_prompt_for_singlerag_is_the_authors_answering_template(tmp_path):
     act = "Thought: look\nAction: Relational DB\nAction input: SELECT source FROM flow WHERE dest = 'deccan'"
     result, _, calls = run(tmp_path, [act, "Final answer: doab"], "singlerag", prompts="paper")
     assert result.status == "finished"
-    assert calls[0][0][0].content.split("\n\n")[0].endswith("You should collect the data to answer the question:")
-    answer_system = calls[1][0][0].content
-    assert answer_system.startswith("You are a decision-making agent answering a given question.\nYou have already "
-                                    "collected the data to answer the question.\nIndeed, you should make your Final "
-                                    "answer immediately.:\n\nRelational DB:")
-    assert answer_system.endswith("Use the following Strict format:\n\nFinal answer: the final answer to the question "
-                                  "based on the observed data.\n\nBegin!")
+    assert calls[0][0][0].content.split("\n\n")[0].endswith("collect the data from the following databases: ")
+    assert calls[1][0][0].content == paper_prompts.ANSWER_PROMPT and "Relational DB:" not in paper_prompts.ANSWER_PROMPT
 
 
 def test_prompt_settings_are_checked():
@@ -183,9 +178,12 @@ def test_every_example_plan_parses_and_names_only_the_schema(key):
     assert "deccan" not in plan and "furniture" not in plan  # invented names, not a question's
 
 
-def test_paper_schema_leaves_a_relational_schema_as_it_is():
+def test_a_schema_the_scenario_does_not_give_is_laid_out_as_the_authors_texts_are():
     sql = "CREATE TABLE goods (goods_name VARCHAR(30), code INT);"
-    assert paper_prompts.schema("sql", sql) == sql
+    assert paper_prompts.schema("sql", sql) == f"\n{sql}\n"
+    graph = "(:Goods {name: STRING})\n(:Building {id: INT64})\n(:Goods)-[:Demand {max_demand: DOUBLE}]->(:Building)"
+    assert paper_prompts.schema("cypher", graph) == ("\n(n:Goods {name});\n(m:Building {id});\n\n"
+                                                     "(Goods)-[r:Demand {max_demand}]->[Building]\n")
 
 
 ITER_ACT = "Thought: look\nAction: Relational DB\nAction input: SELECT source FROM flow"
@@ -289,3 +287,30 @@ def test_comparison_with_the_paper_has_n_and_interval_and_only_dqas_questions_ge
     assert any("REAPER's plan call" in line for line in fidelity.summary_lines(
         iterrag + [{**r, "technique": "reaper"} for r in items("DQA", "dqa", [True])]))
     assert fidelity.summary_lines([]) == []
+
+
+def test_the_paper_setting_sends_the_server_no_request_but_the_models(tmp_path):
+    """No window probe before the first call, no tokenizer request before each (the improved setting makes both)."""
+    from core.llm.client import LLMSettings
+    from tests.stub_server import StubServer, completion, not_found, send_json
+
+    pages = {"/props": {"default_generation_settings": {"n_ctx": 8192}}}
+    server = StubServer({
+        "GET *": lambda handler, body: (send_json(handler, 200, pages[handler.path]) if handler.path in pages
+                                        else not_found(handler)),
+        "POST /v1/chat/completions": lambda handler, body: send_json(handler, 200, completion(FINAL)),
+        "POST *": {"tokens": [1, 2, 3]}})
+    runtime = AgentRuntime(tmp_path / "home", llm_settings=LLMSettings(api_key=None))
+    try:
+        asked = {}
+        for setting, limits in (("paper", None), ("paper", Limits(context_tokens=8192)), ("improved", None)):
+            server.asked.clear()
+            result = runtime.start(RunSettings("locating", 1, "sqlite", "iterrag", "stand-in", base_url=server.url,
+                                               source="demo", prompts=setting, **({"limits": limits} if limits else {})))
+            assert result.status == "finished"
+            asked[(setting, limits is None)] = list(server.asked)
+    finally:
+        runtime.close()
+        server.close()
+    assert asked[("paper", True)] == asked[("paper", False)] == [("POST", "/v1/chat/completions")]
+    assert ("GET", "/props") in asked[("improved", True)] and ("POST", "/tokenize") in asked[("improved", True)]

@@ -90,9 +90,9 @@ def choose_setting(technique: str, key: str) -> tuple[str, str]:
                                 "planning call, no re-plan.")
         return prompts, planner
     prompts = st.radio("Prompts", list(PROMPT_LABELS), format_func=PROMPT_LABELS.get, key=kept(f"{key}_prompts"),
-                       horizontal=True, help="Paper: Figures 8-11 as the original sent them, the ReAct scratchpad in "
-                                             "one message, no correction, no second request for an answer, the "
-                                             "original's 15-call stop.")
+                       horizontal=True, help="Paper: what the authors' code sent (their prompts, schema texts and "
+                                             "parser), the ReAct scratchpad in one message, no correction, no second "
+                                             "request for an answer, no server probe, the original's 15-call stop.")
     return prompts, "examples"
 
 

@@ -36,7 +36,7 @@ from core.model.events import (
 from core.agents.parsing import Reply, parse_reply, query_language, tool_kind
 from core.model.technique import Technique, technique
 from core.backends.base import Backend, BackendUnavailable, QueryError, cap_text
-from core.llm.client import ChatLLM, Completion, LLMError
+from core.llm.client import SERVER_TOKENIZER, ChatLLM, Completion, LLMError
 
 
 class AgentState(TypedDict):
@@ -98,22 +98,24 @@ class AgentContext:
 def initial_state(tech: Technique, hitl: str, limits: Limits, language: str, schema: str, question_text: str,
                   note: str | None = None, initial_plan: list[str] | None = None,
                   prompt_setting: str = paper_prompts.IMPROVED, review_queries: bool = False) -> AgentState:
-    """The state a run starts in; ``initial_plan``: the plan its system prompt gives it to start from;
-    ``prompt_setting``: improved (prompts.py) or paper (paper_prompts.py, which gives no dialect ``note``);
+    """The state a run starts in; ``initial_plan``: the plan its system prompt gives it to start from (in the paper
+    setting, any plan, even AutoPlan's empty one, makes the run act as AutoPlan's agent);
+    ``prompt_setting``: improved (prompts.py) or paper (paper_prompts.py, which gives no dialect ``note``, and takes
+    ``schema`` and ``question_text`` as sent: ``paper_prompts.inputs``);
     ``review_queries``: each query waits for the analyst's approval."""
     if paper_prompts.check(prompt_setting) == paper_prompts.PAPER:
         prompt = paper_prompts.agent_prompt(tech, language, schema, initial_plan)
-        answer_prompt = paper_prompts.answer_prompt(language, schema)
+        answer_prompt, question = paper_prompts.ANSWER_PROMPT, f"Question: {question_text}"
     else:
         prompt = prompts.agent_prompt(tech, language, schema, note, initial_plan)
-        answer_prompt = prompts.answer_prompt(language, schema, note)
+        answer_prompt, question = prompts.answer_prompt(language, schema, note), prompts.question_message(question_text)
     return AgentState(technique=tech.name, hitl=hitl, limits=limits.__dict__.copy(), language=language,
                       prompt=prompt, answer_prompt=answer_prompt, prompts=prompt_setting,
-                      messages=[{"role": "human", "content": prompts.question_message(question_text)}],
+                      messages=[{"role": "human", "content": question}],
                       plan=[], reply="", proposal=None, action=None, llm_calls=0, prompt_tokens=0,
                       completion_tokens=0, tokens_estimated=False, actions=0, answer_only=False, final_answer=None,
                       status="running", error=None, next="call_llm", wall_s=0.0, review_queries=review_queries,
-                      follows_plan=prompt_setting == paper_prompts.PAPER and bool(initial_plan), iterations=0,
+                      follows_plan=prompt_setting == paper_prompts.PAPER and initial_plan is not None, iterations=0,
                       **guard_state())
 
 
@@ -278,9 +280,12 @@ def complete_call(state: dict, runtime: Runtime[AgentContext], prompt: str, emit
 
 def _chat_of(state: dict) -> tuple:
     """How a request is sent, and its stop sequences: the improved setting's chat turns (and REAPER's, whose paper
-    gives none); the PlanRAG paper setting's two messages (SingleRAG's calls with no stop sequence, as the
-    original sent them)."""
-    if state.get("prompts") != paper_prompts.PAPER or "technique" not in state:
+    gives no conversation form, nor, in its paper setting, a stop sequence); the PlanRAG paper setting's two
+    messages (SingleRAG's calls with no stop sequence, as the original sent them)."""
+    paper = state.get("prompts") == paper_prompts.PAPER
+    if "technique" not in state:
+        return _chat, None if paper else prompts.STOP
+    if not paper:
         return _chat, prompts.STOP
     if technique(state["technique"]).max_actions == 1 or state["answer_only"]:
         return (lambda prompt, messages: paper_prompts.chat_single(prompt, messages[0]["content"])), None
@@ -347,10 +352,12 @@ def context_full(state: dict, limits: Limits) -> tuple[str, str] | None:
 def calibrate(state: dict, runtime: Runtime[AgentContext]) -> dict:
     """Before a call, with a context window to keep to: the characters per token of the transcript by the model's
     own tokenizer, where one is known (a tokenizer file, or the server's; else the estimate stays, calibrated by
-    each call's usage), and which counted it."""
+    each call's usage), and which counted it; in the paper setting, never the server's."""
     if Limits.from_dict(state["limits"]).context_tokens is None:
         return {}
     llm = runtime.context.llm
+    if state.get("prompts") == paper_prompts.PAPER and getattr(llm, "counted_by", None) == SERVER_TOKENIZER:
+        return {}  # the paper setting sends the server no request but the model's
     cpt = guards.tokenized_chars_per_token(state["prompt"], state["messages"], getattr(llm, "count_tokens", None))
     return {"chars_per_token": cpt, "counted_by": getattr(llm, "counted_by", None)} if cpt else {}
 
@@ -636,15 +643,15 @@ def _act_paper(state: dict, reply: Reply, emit: Emitter, acted: str | None = Non
                                "prompt setting: no correction is asked for)", emit)
     if kind == "final":
         return _finish(state, reply, first, emit)
-    language = state["language"]
+    language, text = state["language"], reply.text if acted is not None else paper_prompts.logged(reply.text)
     tool = paper_prompts.tool_of(first, language)
     if tool is None:
         event = ObservationEvent(text=paper_prompts.invalid_tool(first, language), error="invalid tool",
                                  error_kind="format")
-        return observe(state, reply.text, event, emit)
+        return observe(state, text, event, emit)
     query = paper_prompts.fence_free(query, language) if tool != "self" else query
     emit(ActionEvent(tool=first, query=query, language=tool))
-    return _queue_action(state, reply.text, tool, query)
+    return _queue_action(state, text, tool, query)
 
 
 def _queue_action(state: dict, text: str, kind: str, query: str) -> dict:
@@ -681,9 +688,11 @@ def review_query(state: AgentState, runtime: Runtime[AgentContext]) -> dict:
     return {"action": {**action, "query": query}, "next": "run_action"}
 
 
-def run_query(backend: Backend, query: str, limits: Limits, control: RunControl | None = None) -> ObservationEvent:
+def run_query(backend: Backend, query: str, limits: Limits, control: RunControl | None = None,
+              engine_words: bool = False) -> ObservationEvent:
     """Run one query and observe its rows or its error (abandoned, and cancelled through the backend's ``cancel``
-    hook where it has one, when ``control`` stops the run: RunStopped). Raises BackendUnavailable."""
+    hook where it has one, when ``control`` stops the run: RunStopped); ``engine_words``: an error in the engine's
+    own words where the backend has them (``QueryError.engine_message``). Raises BackendUnavailable."""
     start = time.perf_counter()
     try:
         r = run_control.call(control, backend.query, query, timeout_s=limits.query_timeout_s,
@@ -691,8 +700,9 @@ def run_query(backend: Backend, query: str, limits: Limits, control: RunControl 
     except BackendUnavailable:
         raise
     except QueryError as e:  # its message is cut where it is made (MAX_ERROR_CHARS), then to the observation cap
-        event = ObservationEvent(text=cap_text(prompts.query_error(e.kind, str(e)), limits.observation_chars),
-                                 error=str(e), error_kind=e.kind, executed=getattr(e, "executed", "") or "")
+        said = (engine_words and e.engine_message) or str(e)
+        event = ObservationEvent(text=cap_text(prompts.query_error(e.kind, said), limits.observation_chars),
+                                 error=said, error_kind=e.kind, executed=getattr(e, "executed", "") or "")
     else:
         event = ObservationEvent(text=r.to_text(limits.observation_rows, limits.observation_chars),
                                  columns=list(r.columns), rows=[list(row) for row in r.rows],
@@ -711,7 +721,7 @@ def run_action(state: AgentState, runtime: Runtime[AgentContext]) -> dict:
     else:
         try:
             event = run_query(runtime.context.backend, action["query"], limits,
-                              getattr(runtime.context, "control", None))
+                              getattr(runtime.context, "control", None), engine_words=paper)
         except BackendUnavailable as e:
             return fail_run(e.kind, str(e), emit)
         if paper:

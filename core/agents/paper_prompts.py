@@ -1,24 +1,20 @@
-"""The ``paper`` prompt setting: the PlanRAG paper's prompts (Figures 8-11) in the form its original implementation
-sent them, as closely as a chat model allows, and nothing it did not send. The ``improved`` setting (prompts.py, the default) differs from it in
+"""The ``paper`` prompt setting: what the PlanRAG authors' code (myeon9h/PlanRAG at its head) sent, byte for byte where
+the text is theirs, and nothing it did not send. The ``improved`` setting (prompts.py, the default) differs from it in
 the ways docs/paper-deviations.md lists; this module holds only what the ``paper`` setting does otherwise.
 
-- The graph schema as the figures' template renders it (``schema``): property names, no types, no headings; a
-  relational schema stays the MySQL CREATE TABLE statements, as in the original. No note on a Cypher dialect.
-- The tools are described as in the figures: ``Graph DB`` (or ``Relational DB``) and ``Self thinking``, their
-  ``args`` with the doubled braces the template renders to; the Action line names ``'Self-thinking'``. The
-  prompt's parts (prefix, tools, format, suffix) are separated by blank lines.
-- The conversation is two messages: the system prompt, and one user message holding the question and the ReAct
-  scratchpad (each earlier reply followed by ``Observation:`` and what it observed), as the original agent built it;
-  the model stops at ``Observation:``.
-- A reply is read as the original parser read it (``read_reply``): an Action with its Action input runs, the tool
-  named exactly; else a Final answer ends the run; nothing is corrected, nothing asked again, no repeat noted (see
-  graph.py, ``_act_paper``). The run stops, unanswered, after ``MAX_ITERATIONS`` LLM calls, as the original
-  agent executor did.
-- What a tool returns, as the original tools returned it: a query's rows as a pandas DataFrame printed
-  (``result_text``), an error as ``An exception occured: ...``, ``Self thinking`` nothing.
-- SingleRAG: one retrieval call (the Figure 8 prompt and ``Question: ...``, no stop sequence), the text after its
-  ``Action input:`` run as the query whatever the Action names, and one answer call (Figure 9) whose user message
-  holds the question, the query and the data (``single_answer``); its reply is the answer.
+- The system prompt as their template assembled it (``agent_prompt``): each technique's own prefix, the tools (the
+  database tool's description ending with the scenario's schema text, ``Self thinking``'s with its line breaks, each
+  with its ``args`` as the template rendered them), the technique's format instructions, the suffix, joined by blank
+  lines. The schema is the scenario's ``paper_schemas`` text (their fixed text), else rendered from the database
+  (``schema``). The question is the scenario's ``paper_question`` text.
+- The conversation is two messages: the system prompt, and ``Question: {input}\n\n{agent_scratchpad}`` (each
+  earlier reply followed by ``Observation:`` and what it observed); the model stops at ``Observation:``.
+- A reply is read as their parser read it (``read_reply``: ``Human: `` removed first); nothing is corrected, nothing
+  asked again, no repeat noted (graph.py, ``_act_paper``). The run stops, unanswered, after ``MAX_ITERATIONS`` LLM
+  calls, as their agent executor did.
+- What a tool returns, as their tools returned it: rows as a pandas DataFrame printed (``result_text``), an error as
+  ``An exception occured: ...``, ``Self thinking`` nothing.
+- SingleRAG: one retrieval call and one answer call (``ANSWER_PROMPT``, ``single_answer``), as their chains sent them.
 - A run given a plan (AutoPlan's) acts as the AutoPlan paper's agent (its equations 2-5): per step a thought call
   ending with the Thought-prompt (``thought_chat``), an action call continuing the thought after ``Action:``, and the
   formalizer's call (its Appendix A.1, Figure 6: ``formalizer``), whose formalized action is acted on.
@@ -30,6 +26,7 @@ import re
 import pandas as pd
 from langchain_core.messages import HumanMessage, SystemMessage
 
+from core import scenarios
 from core.agents import prompts
 from core.model.run_settings import PROMPT_SETTINGS
 from core.agents.parsing import render_plan
@@ -38,9 +35,15 @@ from core.model.technique import Technique
 IMPROVED, PAPER = PROMPT_SETTINGS
 #: The original agent's stop sequence.
 STOP = ["Observation:"]
-SELF_TOOL = "Self thinking"  # the tool's name in the figures' tool descriptions and in the original executor
-#: The tools' arguments as the figures' template renders them: it writes each brace four times, and one rendering
-#: halves them, so the model read them doubled.
+SELF_TOOL = "Self thinking"  # the tool's name in the authors' code and in their executor
+#: ``Self thinking``'s description as their code wrote it (a triple-quoted string: its line breaks and indents kept).
+SELF_DESCRIPTION = "\n            Useful for when there is no available tool.\n            "
+#: The database tool's description before its schema, with the query language as their code named it.
+DB_DESCRIPTION = ("Useful for when you need to collect the data that follows the following schema (You MUST generate a "
+                  "{language} statement to interact with this tool):")
+DESCRIPTION_LANGUAGES = {"sql": "MySQL", "cypher": "Cypher query"}
+#: The tools' arguments as their template rendered them: it writes each brace four times, and one rendering halves
+#: them, so the model read them doubled.
 ARGS = "args: {{'tool_input': {{'type': 'string'}}}}"
 #: What the original agent put before its scratchpad.
 SCRATCHPAD_HEAD = ("This was your previous work (but I haven't seen any of it! I only see what you return as final "
@@ -53,18 +56,54 @@ STOPPED = "Agent stopped due to iteration limit or time limit."
 _DISPLAY = ("display.max_rows", 200, "display.max_colwidth", 1000)
 _NODE = re.compile(r"^\((?::)?(\w+)(?: \{([^{}]*)\})?\)$")
 _REL = re.compile(r"^\(:(\w+)\)-\[:(\w+)(?: \{([^{}]*)\})?\]->\(:(\w+)\)$")
-_ACTION = re.compile(r"Action *\d* *:(?P<tool>.*?)Action *\d* *input *\d* *:(?P<input>.*)", re.S)
+#: Their parser's action pattern.
+_ACTION = re.compile(r"Action\s*\d*\s*:[\s]*(?P<tool>.*?)[\s]*Action\s*\d*\s*input\s*\d*\s*:[\s]*(?P<input>.*)", re.S)
 FINAL = "Final answer:"
 ACTION = "Action:"
 #: AutoPlan's thought call stops where the model would write its action (the action call writes it).
 THOUGHT_STOP = ["\nAction:", "Observation:"]
-#: AutoPlan's Thought-prompt (Table 2), for a run given a learned plan in the paper setting.
+#: AutoPlan's Thought-prompt (its Table 2, word for word), for a run given a learned plan in the paper setting.
 THOUGHT_PROMPT = ("Identify which step of plan you are at. Show your thought about the one next action. Your thought "
-                  "should be faithful to the plan step.")
-#: PlanRAG w/o RP has no figure; its repeat line is the authors' code's, which names the Plan too.
-_NORP_REPEAT = ("... (a process of Plan, Current step, Thought, Action, Action input, and Observation can repeat N "
-                "times)")
-_IMPROVED_NORP_REPEAT = "... (a process of Current step,"
+                  "should be faithful the plan step.")
+_HEAD = "You are a decision-making agent answering a given question."
+_COLLECT = "You should collect the data to answer the question."
+_MULTIPLE = "Keep in mind that the question can require to access following databases multiple times: "
+#: Each technique's prefix at the authors' head (the trailing spaces theirs): SingleRAG, IterRAG, PlanRAG, PlanRAG
+#: without re-planning ("firstly" there, "first" in PlanRAG's).
+_PREFIXES = {
+    "single": f"{_HEAD} \nTo answer the question, you should collect the data from the following databases: ",
+    "iter": f"{_HEAD} \n{_COLLECT}\n{_MULTIPLE}",
+    "plan": f"{_HEAD}\n{_COLLECT}\nTo this end, first, you need to plan which data would be needed in what order.\n{_MULTIPLE}",
+    "norp": f"{_HEAD}\n{_COLLECT}\nTo this end, firstly, you need to plan which data would be needed in what order.\n"
+            f"{_MULTIPLE}",
+}
+_ACT = ("Action: a suitable database name, MUST be one of [{tools}].\n"
+        "Action input: a syntactically correct query statement only, MUST be written by one of [MySQL, Cypher query "
+        "language].\n")
+_THOUGHT = "Question: the input question you must answer.\nThought: you should always think about what to do.\n"
+_PLANNED = ("Question: the input question you must answer.\nPlan: [Step 1: requirement 1, Step 2: requirement 2, ..., "
+            "Step N: requirement N].\nCurrent step: the current Step in the Plan.\nThought: you should always think "
+            "about the Current step.\n")
+_ANSWER = "Thought: I now know the answer.\nFinal answer: the final answer to the question based on the observed data."
+_REPLAN = ("Re-plan: respond with 'Y' and change your Plan if you think a current Plan is not helpful, otherwise "
+           "respond with 'N' and continue a process based on the current Plan.\n")
+#: Each technique's format instructions at the authors' head (``{tools}``: their tool names).
+_FORMATS = {
+    "single": f"{_THOUGHT}{_ACT}Observation: the result of the action.\n{_ANSWER}\n",
+    "iter": f"{_THOUGHT}{_ACT}Observation: the result of the action.\n... (a process of Thought, Action, Action input, "
+            f"and Observation can repeat together N times)\n{_ANSWER}",
+    "plan": f"{_PLANNED}{_ACT}Observation: the data from the database.\n{_REPLAN}... (a process of Plan, Current step, "
+            f"Thought, Action, Action input, Observation, and Re-plan can repeat N times)\n{_ANSWER}",
+    "norp": f"{_PLANNED}{_ACT}Observation: the data from the database.\n... (a process of Current step, Thought, "
+            f"Action, Action input, and Observation can repeat N times)\n{_ANSWER}",
+}
+SUFFIX = "Begin! Keep in mind that Your response MUST follow the valid format above."
+#: SingleRAG's answer call's system prompt as the authors' code assembled it (no tools: their answering template left
+#: them out).
+ANSWER_PROMPT = ("You are a decision-making agent answering a given question. \nYou have already collected the data to "
+                 "answer the question.\nIndeed, you should make your Final answer immediately.: \n\n"
+                 "Use the following Strict format:\n\nFinal answer: the final answer to the question based on the "
+                 "observed data.\n\nBegin!")
 
 
 def check(setting: str) -> str:
@@ -79,13 +118,13 @@ def _names(props: str | None) -> str:
 
 
 def schema(language: str, schema_text: str) -> str:
-    """The schema as Figures 8-11's template renders it (its doubled braces are the template's escapes): each node
-    label as ``(n:Trade_node {name, local_value, ...});`` (the variables n, m, then o, p, ... in order), property
-    names only; the first relationship type as ``(Trade_node)-[r:source {flow}]->[Trade_node]`` and the others as
-    ``(Country)-[NodeCountry{is_home, ...}]->(Trade_node)``, the figures' two forms. A relational schema unchanged
-    (the MySQL CREATE TABLE statements, as in the original)."""
+    """A schema read from the database, laid out as the authors' schema texts are, for a scenario that has none of
+    its own: a relational schema's CREATE TABLE statements between newlines; a graph's node labels as
+    ``(n:Trade_node {name, local_value, ...});`` (variables n, m, then o, p, ...), a blank line, the first
+    relationship type as ``(Trade_node)-[r:source {flow}]->[Trade_node]`` and the others as
+    ``(Country)-[NodeCountry{is_home, ...}]->(Trade_node)``, their Locating text's two forms."""
     if language != "cypher":
-        return schema_text.strip()
+        return f"\n{schema_text.strip()}\n"
     nodes, rels, variables = [], [], iter("nmopqstuvwxyzabcdefghijkl")
     for line in schema_text.strip().splitlines():
         rel, node = _REL.match(line.strip()), _NODE.match(line.strip())
@@ -97,44 +136,45 @@ def schema(language: str, schema_text: str) -> str:
         elif node:
             label, props = node.groups()
             nodes.append(f"({next(variables, 'n')}:{label}" + (f" {{{_names(props)}}}" if props else "") + ");")
-    return "\n".join(nodes + rels)
+    return "\n" + "\n".join(nodes) + "\n\n" + "\n".join(rels) + "\n"
 
 
-def _tools(language: str, schema_text: str) -> str:
-    db = (f"{prompts.TOOL_NAMES[language]}: Useful for when you need to collect the data that follows the following "
-          f"schema (You MUST generate a {prompts.LANGUAGE_NAMES[language]} query statement to interact with this "
-          f"tool):\n{schema(language, schema_text)}, {ARGS}")
-    return f"{db}\n{SELF_TOOL}: Useful for when there is no available tool., {ARGS}"
+def inputs(question, language: str, schema_text: str) -> tuple[str, str]:
+    """The schema text and the question text a run sends in the paper setting: its scenario's (the authors' fixed
+    schema, their way of joining the question), else the schema as read from the database, laid out as theirs, and
+    the question's text."""
+    try:
+        kind = scenarios.get(question.scenario)
+    except KeyError:
+        return schema(language, schema_text), question.text
+    fixed = kind.paper_schemas.get(language)
+    return fixed if fixed is not None else schema(language, schema_text), kind.paper_question(question)
 
 
-def agent_prompt(tech: Technique, language: str, schema_text: str, initial_plan: list[str] | None = None) -> str:
-    """Figure 8 (SingleRAG), 10 (IterRAG) or 11 (PlanRAG; without its Re-plan line for PlanRAG w/o RP), word for
-    word, its parts separated by blank lines; with ``initial_plan``, the plan to start from (AutoPlan) before the
-    suffix. Written out here, so the ``improved`` prompts can change without moving this one."""
-    tool, lang = prompts.TOOL_NAMES[language], prompts.LANGUAGE_NAMES[language]
-    prefix = ["You are a decision-making agent answering a given question."]
+def _tools(language: str, schema_block: str) -> str:
+    db = DB_DESCRIPTION.format(language=DESCRIPTION_LANGUAGES[language]) + schema_block
+    return f"{prompts.TOOL_NAMES[language]}: {db}, {ARGS}\n{SELF_TOOL}: {SELF_DESCRIPTION}, {ARGS}"
+
+
+def _kind(tech: Technique) -> str:
     if tech.max_actions == 1:
-        prefix.append("You should collect the data to answer the question:")
-    else:
-        prefix.append("You should collect the data to answer the question.")
-        if tech.plans:
-            prefix.append("To this end, firstly, you need to plan which data would be needed in what order.")
-        prefix.append("Keep in mind that the question can require to access following databases multiple times:")
-    fmt = ["Use the following Strict format:", "", "Question: the input question you must answer."]
+        return "single"
     if tech.plans:
-        fmt += ["Plan: [Step 1: requirement 1, Step 2: requirement 2, ..., Step N: requirement N].",
-                "Current step: the current Step in the Plan.",
-                "Thought: you should always think about the Current step."]
-    else:
-        fmt.append("Thought: you should always think about what to do.")
-    fmt += [f"Action: a suitable database name, MUST be one of ['{tool}', 'Self-thinking'].",
-            f"Action input: a syntactically correct query statement only, MUST be written by {lang} query language."]
-    fmt += [_NORP_REPEAT if line.startswith(_IMPROVED_NORP_REPEAT) else line
-            for line in prompts.observation_to_answer_lines(tech)]
-    parts = ["\n".join(prefix), _tools(language, schema_text), "\n".join(fmt)]
+        return "plan" if tech.replans else "norp"
+    return "iter"
+
+
+def agent_prompt(tech: Technique, language: str, schema_block: str, initial_plan: list[str] | None = None) -> str:
+    """The system prompt of SingleRAG's retrieval call, IterRAG, PlanRAG or PlanRAG w/o RP as the authors' template
+    assembled it (``schema_block``: the text after the database tool's description, ``inputs``); with
+    ``initial_plan``, the plan to start from (AutoPlan) before the suffix."""
+    kind = _kind(tech)
+    fmt = "Use the following Strict format:\n\n" + _FORMATS[kind].format(
+        tools=f"{prompts.TOOL_NAMES[language]}, {SELF_TOOL}")
+    parts = [_PREFIXES[kind], _tools(language, schema_block), fmt]
     if initial_plan:
         parts.append(follow_plan(initial_plan))
-    parts.append("Begin! Keep in mind that Your response MUST follow the valid format above.")
+    parts.append(SUFFIX)
     return "\n\n".join(parts)
 
 
@@ -168,17 +208,6 @@ def formalizer(language: str, raw_action: str) -> str:
 def chat_alone(prompt: str, messages: list[dict]) -> list:
     """The formalizer's call: its prompt as the one user message, no system prompt (``prompt`` is empty)."""
     return [HumanMessage(messages[0]["content"])]
-
-
-def answer_prompt(language: str, schema_text: str) -> str:
-    """Figure 9: answer now from the data collected, its parts separated by blank lines."""
-    return "\n\n".join(["You are a decision-making agent answering a given question.\n"
-                        "You have already collected the data to answer the question.\n"
-                        "Indeed, you should make your Final answer immediately.:",
-                        _tools(language, schema_text),
-                        "Use the following Strict format:\n\n"
-                        "Final answer: the final answer to the question based on the observed data.",
-                        "Begin!"])
 
 
 def observed(content: str) -> str:
@@ -229,10 +258,17 @@ def single_query(text: str) -> str | None:
     return text.split("Action input:")[1].split("Observation")[0]
 
 
+def logged(text: str) -> str:
+    """A reply as the authors' parser kept it for the scratchpad: every ``Human: `` removed."""
+    return text.replace("Human: ", "")
+
+
 def read_reply(text: str) -> tuple[str, str, str]:
-    """A reply as the original parser read it: (``action``, tool, input) for an Action line followed by an Action
-    input line (the input runs to the end of the reply); (``final``, answer, "") for a reply with
+    """A reply as the authors' parser read it (``Human: `` removed first): (``action``, tool, input) for an Action
+    followed by an Action input (whitespace around their colons skipped; the input runs to the end of the reply,
+    spaces and, unless it starts ``SELECT ``, double quotes stripped); (``final``, answer, "") for a reply with
     ``Final answer:`` and no action; (``both``, "", "") or (``neither``, "", "") for what it could not parse."""
+    text = logged(text)
     action, final = _ACTION.search(text), FINAL in text
     if action and final:
         return "both", "", ""

@@ -95,7 +95,7 @@ def initial_state(hitl: str, limits: Limits, language: str, schema: str, questio
                        replan_on_failure=replan_on_failure and not paper, replanned=False, prompts=setting,
                        prompt=(texts.paper_planner_prompt(language, schema, list(paper_examples)) if paper else
                                texts.planner_prompt(language, schema, note, examples)),
-                       answer_prompt=(paper_prompts.answer_prompt(language, schema) if paper else
+                       answer_prompt=(paper_prompts.ANSWER_PROMPT if paper else
                                       prompts.answer_prompt(language, schema, note)),
                        question=question,
                        messages=[{"role": "human",
@@ -187,7 +187,10 @@ def _adopt(state: dict, reply_text: str, steps: list[Step], emit: Emitter, feedb
     new = {"steps": state["steps"] + [s.to_dict() for s in steps], "plan": state["plan"] + [s.render() for s in steps],
            "messages": state["messages"] + [{"role": "ai", "content": reply_text}], "reply": "", "proposal": None,
            "evidence": [feedback] if feedback else [], "failed": []}
-    if not steps:
+    if not steps and state.get("prompts") == paper_prompts.PAPER:  # noted in the trace, not told to the model
+        emit(ErrorEvent(message="the plan has no steps (paper prompt setting: no correction is sent)",
+                        error_kind="format", fatal=False))
+    elif not steps:
         event = ObservationEvent(text=texts.no_steps(state["language"]), error="the plan has no steps",
                                  error_kind="format")
         emit(event)
@@ -295,7 +298,7 @@ def run_step(state: ReaperState, runtime: Runtime[AgentContext]) -> dict:
 
 
 def answer(state: ReaperState, runtime: Runtime[AgentContext]) -> dict:
-    """One LLM call for the final answer from everything the steps observed (Figure 9's prompt)."""
+    """One LLM call for the final answer from everything the steps observed (PlanRAG's answer prompt)."""
     emit = Emitter(runtime, state["llm_calls"] + 1)
     start = state.get("answer_from")
     update = {} if start is not None else {"answer_from": len(state["messages"])}

@@ -1,6 +1,6 @@
 """REAPER's prompts (after its prompt design, section 4.1: role, the tool with its schema, the task's
 instructions and format; the plan format of Figure 2) and the texts of what its steps observed. The final
-answer is asked for with the PlanRAG paper's Figure 9 prompt, as for the other techniques."""
+answer is asked for with PlanRAG's answer prompt (the improved one; in the paper setting the authors')."""
 from __future__ import annotations
 
 import re

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from langgraph.types import Command
 
-from core.agents import guards, prompts, reaper, reaper_examples
+from core.agents import guards, paper_prompts, prompts, reaper, reaper_examples
 from core.model.run_settings import Pause, Review, RunSettings, default_reviewer
 from core.agents.control import RunControl, RunStopped
 from core.model.events import ActionEvent, BranchEvent, ErrorEvent, Event
@@ -126,8 +126,8 @@ class AgentRuntime:
 
     def _resolve(self, settings: RunSettings) -> RunSettings:
         """The settings as they will be stored: model and base URL from the defaults when not given, a replay
-        file as an absolute path; for a model, the context window (what its server reports) and the reply cap
-        (the LLM settings') when not given."""
+        file as an absolute path; for a model, the context window (what its server reports; not asked in the paper
+        prompt setting) and the reply cap (the LLM settings') when not given."""
         settings = settings.validate()
         if settings.endpoint:  # the server's named endpoint: its model and URL, recorded with its name
             endpoint = endpoints.get(settings.endpoint)
@@ -138,7 +138,9 @@ class AgentRuntime:
             return dataclasses.replace(settings, llm=f"{REPLAY_PREFIX}{replay_path(llm)}", base_url=None)
         base_url = settings.base_url or llm_settings.base_url
         limits = settings.limits
-        if limits.context_tokens is None and base_url:  # what the server reports, when it says
+        # what the server reports, when it says; the paper setting sends no request but the model's (the window can
+        # be given, or found on the Settings page)
+        if limits.context_tokens is None and base_url and settings.prompts != paper_prompts.PAPER:
             reported = detect_window(base_url, llm, bound_key(llm_settings, base_url))
             if reported:
                 limits = dataclasses.replace(limits, context_tokens=reported.tokens, context_source=reported.source)
@@ -211,9 +213,11 @@ class AgentRuntime:
                                              paper_examples=reaper_examples.for_paper_planner(settings,
                                                                                               backend.language))
             else:
-                state = initial_state(tech, hitl, settings.limits, backend.language, backend.schema_text(),
-                                      ws.question.text, note, settings.initial_plan, settings.prompts,
-                                      settings.review_queries)
+                schema, text = backend.schema_text(), ws.question.text
+                if settings.prompts == paper_prompts.PAPER:
+                    schema, text = paper_prompts.inputs(ws.question, backend.language, schema)
+                state = initial_state(tech, hitl, settings.limits, backend.language, schema, text, note,
+                                      settings.initial_plan, settings.prompts, settings.review_queries)
             self.store.create(run_id, settings.to_dict())
             yield from self._drive(run_id, self._graph_of(tech.name), state, ws, llm, price)
         finally:

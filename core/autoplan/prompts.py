@@ -23,13 +23,14 @@ SUMMARY_PROMPT = "Summarize the interaction history in steps."
 FLAW_PROMPT = ("Identify all flawed parts of the plan (not flawed actions). Remember that the database and the outcome "
                "are always correct; the plan may have flaws.")
 REVISION_PROMPT = "Suggest revision to the current flawed part of the plan. Only the flawed part."
-#: The paper setting's Flaw- and Upd-prompts: Table 2's, "the game" read as the task over the database.
-PAPER_FLAW_PROMPT = ("Identify all flawed parts of the plan/action. Remember in this task, things are not like real "
-                     "world. The system message in observation is always correct and the plan/action may have flaws.")
-PAPER_UPDATE_PROMPT = ("Based on the above experiences of the task, rewrite the current plan. Pay attention to summary "
-                       "of successful jobs, and flawed actions and suggested revision of all jobs. The plan should be "
-                       "generalizable to all questions of this kind. The actions in the plan should also be in the "
-                       "form as in task description.")
+#: The paper setting's Flaw- and Upd-prompts: Table 2's, word for word (its "game" and "plan plan/action" kept).
+PAPER_FLAW_PROMPT = ("Identify all flawed parts of the plan/action. Remember in this game, things are not like real "
+                     "world. The system message in observation is always correct and the plan plan/action may have "
+                     "flaws.")
+PAPER_UPDATE_PROMPT = ("Based on the above experiences of the game, rewrite the current game plan. Pay attention to "
+                       "summary of successful jobs, and flawed actions and suggested revision of all jobs. The plan "
+                       "should be generalizable to all job objectives. The actions in the plan should also be in the "
+                       "form as in game description.")
 PLAN_FORMAT = "Use the following Strict format:\nPlan: [Step 1: ..., Step 2: ..., ..., Step N: ...]"
 _SECTION = re.compile(r"^[ \t>*#-]*\**[ \t]*(summary|flaws?|revision)[ \t]*\**[ \t]*:[ \t]*\**", re.I | re.M)
 
@@ -66,12 +67,11 @@ def outcome_text(outcome: dict, reward: str = "rich") -> str:
 
 
 def experience(plan: list[str], run: str, outcome: dict, reward: str = "rich", task: str | None = None) -> str:
-    """H and R of equations 6-8: the plan, the agent's run and its reward. With ``task`` (the paper setting), H as
-    the paper has it: the task description the agent was given (its system prompt: the schema, the valid actions
-    and the plan), then the interaction history."""
+    """H and R of equations 6-8: the plan, the agent's run and its reward. With ``task`` (the paper setting), H ⊕ R
+    as the paper has it, with no headings: the task description the agent was given (its system prompt: the schema,
+    the valid actions and the plan), the interaction history, the reward."""
     if task is not None:
-        return "\n\n".join([f"The task description:\n{task}", f"The interaction history:\n{run}",
-                            outcome_text(outcome, reward)])
+        return "\n\n".join([task, run, outcome_text(outcome, reward)])
     return "\n\n".join([f"The plan the agent was given:\n{_plan(plan)}", f"The agent's run:\n{run}",
                         outcome_text(outcome, reward)])
 
@@ -112,14 +112,12 @@ def parse_reflection(text: str) -> dict[str, str]:
 def update_message(plan: list[str], experiences: list[dict], reward: str = "rich", task: str | None = None) -> str:
     """The plan update: the current plan and each run's question, outcome and reflection (``experiences``: dicts
     with question, text, outcome and the reflection's parts). With ``task`` (the paper setting), equation 9's
-    inputs: the task description, the current plan, each question with its summary, flaws and revision (no run,
-    no outcome), and Table 2's Upd-prompt; then the plan's format, so that it can be read."""
+    inputs and nothing between them: the current plan X_i (none for the empty X_0), each task instance P_j (the
+    question as the agent was given it) with its summary, flaws and revision, and Table 2's Upd-prompt; then the
+    plan's format, so that the new plan can be read."""
     if task is not None:
-        jobs = "\n---\n".join(f"Question {e['question']}:\n{e['text']}\n"
-                               + "\n".join(f"{name.title()}: {e[name] or '(none)'}" for name in SECTIONS)
-                               for e in experiences)
-        return "\n\n".join([f"The task description:\n{task}", f"The current plan:\n{_plan(plan)}", jobs,
-                            PAPER_UPDATE_PROMPT, PLAN_FORMAT])
+        jobs = [part for e in experiences for part in (e["text"], e["summary"], e["flaws"], e["revision"]) if part]
+        return "\n\n".join(([render_plan(plan)] if plan else []) + jobs + [PAPER_UPDATE_PROMPT, PLAN_FORMAT])
     runs = "\n---\n".join(
         f"Question {e['question']}:\n{e['text']}\n{outcome_text(e['outcome'], reward)}\n"
         + "\n".join(f"{name.title()}: {e[name] or '(none)'}" for name in SECTIONS) for e in experiences)

@@ -85,7 +85,8 @@ class TrainSettings:
 
     def run_settings(self, question: int, plan: list[str] | None = None) -> RunSettings:
         return RunSettings(self.scenario, question, self.db, self.technique, self.llm, base_url=self.base_url,
-                           source=self.source, limits=self.limits, initial_plan=plan or None,
+                           source=self.source, limits=self.limits,
+                           initial_plan=list(plan or []) if self.prompts == "paper" else plan or None,
                            temperature=self.temperature, top_p=self.top_p, prompts=self.prompts)
 
     def batch(self, iteration: int) -> list[int]:
@@ -93,9 +94,11 @@ class TrainSettings:
         return sorted(random.Random(f"{self.seed}:{iteration}").sample(self.train, self.batch_size))
 
 
-def _ask(llm: ChatLLM, message: str, before: list | None = None) -> tuple[str, int]:
-    """One reflection or update call (after the exchange ``before``, if any): the reply and its tokens."""
-    c = llm.complete([SystemMessage(prompts.SYSTEM), *(before or []), HumanMessage(message)], None)
+def _ask(llm: ChatLLM, message: str, before: list | None = None, paper: bool = False) -> tuple[str, int]:
+    """One reflection or update call (after the exchange ``before``, if any): the reply and its tokens. The paper
+    setting sends no system message (equations 6-9 give the model nothing else)."""
+    system = [] if paper else [SystemMessage(prompts.SYSTEM)]
+    c = llm.complete([*system, *(before or []), HumanMessage(message)], None)
     return c.text, c.prompt_tokens + c.completion_tokens
 
 
@@ -111,16 +114,16 @@ def _experience(runtime: AgentRuntime, settings: TrainSettings, question: int, p
 
 def _reflect(llm: ChatLLM, plan: list[str], experience: dict, settings: TrainSettings) -> tuple[dict, int]:
     """The SIR reflection on one run (three calls, or one), kept with the run's outcome."""
-    outcome = experience["outcome"]
+    outcome, paper = experience["outcome"], settings.prompts == "paper"
     if settings.reflection == "one-call":
         reply, tokens = _ask(llm, prompts.reflection_message(plan, experience["run"], outcome, settings.reward,
-                                                             experience["task"]))
+                                                             experience["task"]), paper=paper)
         parts, calls = {**prompts.parse_reflection(reply), "reply": reply}, 1
     else:
         asks = prompts.reflection_steps(plan, experience["run"], outcome, settings.reward, experience["task"])
-        summary, used_s = _ask(llm, asks["summary"])
-        flaws, used_f = _ask(llm, asks["flaws"])
-        revision, used_r = _ask(llm, asks["revision"], [HumanMessage(asks["flaws"]), AIMessage(flaws)])
+        summary, used_s = _ask(llm, asks["summary"], paper=paper)
+        flaws, used_f = _ask(llm, asks["flaws"], paper=paper)
+        revision, used_r = _ask(llm, asks["revision"], [HumanMessage(asks["flaws"]), AIMessage(flaws)], paper=paper)
         parts = {"summary": summary.strip(), "flaws": flaws.strip(), "revision": revision.strip(),
                  "reply": "\n\n".join(f"{n.title()}: {t.strip()}" for n, t in
                                        (("summary", summary), ("flaws", flaws), ("revision", revision)))}
@@ -171,7 +174,8 @@ def train(settings: TrainSettings, home: str | Path | None = None, *,
                 verdict = {True: "correct", False: "wrong", None: "unlabelled"}[reflection["correct"]]
                 say(f"iteration {i}: question {question}: {verdict} (decision {reflection['decision']})")
             merged = [{**e, **r} for e, r in zip(experiences, reflections, strict=True)]
-            reply, used = _ask(llm, prompts.update_message(plan, merged, settings.reward, experiences[-1]["task"]))
+            reply, used = _ask(llm, prompts.update_message(plan, merged, settings.reward, experiences[-1]["task"]),
+                               paper=settings.prompts == "paper")
             history.append(_record(i, parent, experiences, tokens + used,
                                    sum(r["reflection_calls"] for r in reflections)))
             steps = parse_reply(reply).plan

@@ -75,6 +75,7 @@ class QueryError(Exception):
     ``executed``: the query as run, shown to the analyst only (the agent is told of its own query)."""
 
     kind = "error"
+    engine_message: str | None = None  # what the engine itself said, where the backend's message is its own
 
     def __init__(self, message: object = "", executed: str = ""):
         super().__init__(cap_text(str(message), MAX_ERROR_CHARS))

@@ -16,7 +16,8 @@ from contextlib import closing
 from pathlib import Path
 
 from core.backends import sql_dialect
-from core.backends.base import DEFAULT_ROW_CAP, DEFAULT_TIMEOUT_S, QueryResult
+from core.backends.base import (DEFAULT_ROW_CAP, DEFAULT_TIMEOUT_S, BackendUnavailable, QueryError, QueryResult,
+                                QuerySyntaxError)
 from core.backends import worker
 from core.model.question import Database
 from core.config.settings import DatabaseSettings
@@ -95,10 +96,28 @@ class SQLiteBackend:
 
     def query(self, text: str, *, timeout_s: float = DEFAULT_TIMEOUT_S,
               row_cap: int = DEFAULT_ROW_CAP) -> QueryResult:
-        """Run one MySQL query (translated to SQLite). ``total_rows`` counts every row, read within the limit."""
+        """Run one MySQL query (translated to SQLite). ``total_rows`` counts every row, read within the limit. A
+        query that cannot be translated raises QuerySyntaxError with, as its ``engine_message``, what SQLite itself
+        says of the query as given (None when SQLite would compile it)."""
         sql = sql_dialect.one_statement(text)
         sql_dialect.check_read_only(sql, metadata=False)
-        return self._run(sql_dialect.mysql_to_sqlite(sql), timeout_s, row_cap)
+        try:
+            translated = sql_dialect.mysql_to_sqlite(sql)
+        except QuerySyntaxError as e:
+            e.engine_message = self._engine_says(sql, timeout_s)
+            raise
+        return self._run(translated, timeout_s, row_cap)
+
+    def _engine_says(self, sql: str, timeout_s: float) -> str | None:
+        """SQLite's own message on compiling ``sql`` untranslated (``EXPLAIN``: nothing runs), None when it
+        compiles."""
+        try:
+            self._run(f"EXPLAIN {sql}", timeout_s, 1)
+        except BackendUnavailable:
+            return None
+        except QueryError as e:
+            return str(e)
+        return None
 
     def _run(self, sql: str, timeout_s: float, row_cap: int) -> QueryResult:
         """Run SQLite ``sql`` as given; the worker's connection itself refuses writes and stops it at the limit."""

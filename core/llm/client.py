@@ -85,6 +85,10 @@ def estimate_tokens(text: str) -> int:
 _OBSERVATION = re.compile(r"^[ \t>*#-]*\**[ \t]*Observation[ \t]*\**[ \t]*:", re.I | re.M)
 
 
+#: ``ChatLLM.counted_by`` when the model's server counts the tokens (a request of its own: ``POST /tokenize``).
+SERVER_TOKENIZER = "the server's tokenizer"
+
+
 def cut_reply(text: str) -> str:
     """The reply up to (not including) the first line that starts an ``Observation:``: the model must not
     write its own observations."""
@@ -474,7 +478,7 @@ def open_llm(spec: str | None = None, settings: LLMSettings | None = None, *, sk
     counting = _tokenizer_file(settings)
     if not counting and settings.base_url and not is_openai(settings.base_url):
         counting = {"counter": partial(server_info.count_tokens, settings.base_url, spec, bound_key(settings)),
-                    "counted_by": "the server's tokenizer"}
+                    "counted_by": SERVER_TOKENIZER}
     return ChatLLM(model, label, max_retries=settings.max_retries, retry_base_s=settings.retry_base_s,
                    secret=settings.api_key, timeout_s=settings.timeout_s, max_reply_tokens=cap, streams=True,
                    **counting)

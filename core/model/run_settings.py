@@ -109,7 +109,8 @@ class RunSettings:
 
     The loop techniques can start from a plan: ``initial_plan`` (its steps), or ``plan_version``, a learned
     AutoPlan plan of the scenario, which sets ``initial_plan`` when the run starts (technique ``autoplan``: the
-    latest when None). REAPER re-plans once after failed steps unless ``replan_on_failure`` is off (None: as its
+    latest when None); an empty ``initial_plan`` is AutoPlan's empty plan X_0 (in the paper prompt setting the run
+    then acts as AutoPlan's agent, with no plan to show). REAPER re-plans once after failed steps unless ``replan_on_failure`` is off (None: as its
     prompt setting has it, on in ``improved``, off in ``paper``).
 
     Faithfulness switches (docs/paper-deviations.md): ``prompts`` ``improved`` (default) or ``paper``, the PlanRAG

@@ -92,8 +92,15 @@ class ScenarioType:
     graph_mapping = None  # a core.model.graph.GraphMapping: how its SQL tables read as a property graph (DQA kinds)
     planner_examples: dict = {}  # language -> (question, plan): REAPER's planner examples (core.agents.reaper_examples)
     more_planner_examples: dict = {}  # language -> [(question, plan)]: more of them, for REAPER's paper setting
+    #: language -> the schema text the PlanRAG authors' code gave its database tool (the ``paper`` prompt setting;
+    #: none: the schema rendered from the database)
+    paper_schemas: dict = {}
 
     # --- questions and data ---
+    def paper_question(self, question) -> str:
+        """The question's text as the PlanRAG authors' code gave it (the ``paper`` prompt setting)."""
+        return question.text
+
     def questions(self, source: str, root=None) -> list:
         """The questions of one of its sources, numbered from 1."""
         raise NotImplementedError

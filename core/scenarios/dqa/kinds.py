@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from core.model.question import DecisionWords
-from core.scenarios.dqa import demo, examples, source
+from core.scenarios.dqa import demo, examples, paper, source
 from core.scenarios.dqa.source import dqa_benchmark
 from core.scenarios.base import Effect, ScenarioType, Source, ViewOption
 from sims import building as building_sim
@@ -57,6 +57,10 @@ class Locating(_DQAType):
     change_caption = ("Blue edges carry more flow, orange less; an edge that skips columns bows around the nodes it "
                       "passes.")
     graph_mapping = source.LOCATING_GRAPH
+    paper_schemas = paper.LOCATING_SCHEMAS
+
+    def paper_question(self, question) -> str:
+        return paper.locating_question(question)
 
     @property
     def words(self):
@@ -143,6 +147,10 @@ class Building(_DQAType):
     critical_columns = ("current_output", "pop_demand")
     candidate_source = re.compile(r"\bsupply\b", re.I)
     graph_mapping = source.BUILDING_GRAPH
+    paper_schemas = paper.BUILDING_SCHEMAS
+
+    def paper_question(self, question) -> str:
+        return paper.building_question(question)
 
     @property
     def words(self):
