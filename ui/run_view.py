@@ -321,17 +321,34 @@ class RunPanel:
         last = self.trace.events[-1] if self.trace.events else None
         what = "the database" if isinstance(last, ActionEvent) and last.language != "self" else "the model"
         if what == "the model" and calling:
-            limit = f", time limit {duration(calling['timeout_s'])}" if calling.get("timeout_s") else ""
-            what += f" (LLM call {calling['call']}, attempt {calling['attempt']} of {calling['of']}{limit})"
+            what += f" (LLM call {calling['call']}, attempt {calling['attempt']} of {calling['of']}{_limits(calling)})"
         since = f": {duration(time.time() - max(last.at, driven or 0))}" if last else ""
         running = f" {duration(time.time() - started)}" if started else ""
         self.status(f":material/hourglass_top: Running{running} (since it started) · waiting for {what}{since}")
 
 
+def _limits(calling: dict) -> str:
+    """An attempt's time limits as they bind (core.llm.client.AttemptLimits): a stream's first-token and idle
+    limits, and the whole reply's ceiling."""
+    if not calling.get("ceiling_s"):
+        return f", time limit {duration(calling['timeout_s'])}" if calling.get("timeout_s") else ""
+    if calling.get("streams"):
+        return (f", first words within {duration(calling['first_token_s'])}, then cut only after "
+                f"{duration(calling['idle_s'])} of silence, whole reply within {duration(calling['ceiling_s'])}")
+    return f", whole reply within {duration(calling['ceiling_s'])}"
+
+
+#: The most characters of a reply in flight drawn (its end): each redraw sends at most this much to the browser,
+#: however long the reply grows (the whole reply comes as the run's events once it ends).
+LIVE_REPLY_CHARS = 2_000
+
+
 def _show_reply(reply: Callable[[], str], shown: dict) -> None:
-    """The reply so far; once it ends (``reply()`` empty again) the text last shown, until the panel shows the
-    reply as its events (``shown`` keeps it between draws)."""
+    """The reply so far (its last LIVE_REPLY_CHARS characters); once it ends (``reply()`` empty again) the text last
+    shown, until the panel shows the reply as its events (``shown`` keeps it between draws)."""
     text = shown["text"] = reply() or shown.get("text", "")
+    if len(text) > LIVE_REPLY_CHARS:
+        text = f"… ({number(len(text))} characters so far) {text[-LIVE_REPLY_CHARS:]}"
     if text:
         st.caption(f":material/edit: {md(text)}")
 

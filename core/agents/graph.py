@@ -55,6 +55,7 @@ class AgentState(TypedDict):
     prompt_tokens: int
     completion_tokens: int
     tokens_estimated: bool
+    failed_tokens: int  # of the tokens, those spent on attempts abandoned at a time limit
     actions: int
     answer_only: bool  # the next call asks for the final answer (SingleRAG after its query; any limit reached)
     final_answer: str | None
@@ -230,15 +231,19 @@ def settle_answer(state: dict, reply: Reply, emit: Emitter, finish_reason: str |
 
 def _account(state: dict, c: Completion, step: int, price: list[float] | None = None) -> tuple[dict, LLMUsage]:
     """The state update counting LLM call ``step`` (tokens, and cost at ``price``) and its usage record."""
-    cost, spent = guards.call_cost(price, c.prompt_tokens, c.completion_tokens), state.get("cost_usd", 0.0)
-    update = {"llm_calls": step, "prompt_tokens": state["prompt_tokens"] + c.prompt_tokens,
-              "completion_tokens": state["completion_tokens"] + c.completion_tokens,
-              "tokens_estimated": state["tokens_estimated"] or c.estimated,
+    failed_prompt, failed_reply = getattr(c, "failed_prompt_tokens", 0), getattr(c, "failed_completion_tokens", 0)
+    prompt, reply = c.prompt_tokens + failed_prompt, c.completion_tokens + failed_reply  # abandoned attempts count
+    cost, spent = guards.call_cost(price, prompt, reply), state.get("cost_usd", 0.0)
+    update = {"llm_calls": step, "prompt_tokens": state["prompt_tokens"] + prompt,
+              "completion_tokens": state["completion_tokens"] + reply,
+              "failed_tokens": state.get("failed_tokens", 0) + failed_prompt + failed_reply,
+              "tokens_estimated": state["tokens_estimated"] or c.estimated or bool(failed_prompt + failed_reply),
               "cost_usd": None if cost is None or spent is None else spent + cost}
     wait = c.latency_s if c.wait_s is None else c.wait_s
     return update, LLMUsage(call=step, prompt_tokens=c.prompt_tokens, completion_tokens=c.completion_tokens,
                             latency_s=round(c.latency_s, 4), estimated=c.estimated, reply=c.text,
-                            wait_s=round(wait, 4), attempts=c.attempts, cached=c.cached)
+                            wait_s=round(wait, 4), attempts=c.attempts, cached=c.cached,
+                            failed_prompt_tokens=failed_prompt, failed_completion_tokens=failed_reply)
 
 
 def complete_call(state: dict, runtime: Runtime[AgentContext], prompt: str, emit: Emitter,
@@ -265,15 +270,26 @@ def complete_call(state: dict, runtime: Runtime[AgentContext], prompt: str, emit
         c = run_control.call(getattr(runtime.context, "control", None), llm.complete, chat(prompt, fitted), stop,
                              on_retry=lambda a: emit(_retry_event(a)), cancel=getattr(llm, "cancel", None), **follow)
     except LLMError as e:
+        spent = _abandoned(state, e.attempts)
         if e.kind == "context":  # the server's count of the request's tokens is past the window
-            return _end("context_exceeded", "context", str(e), emit, e.attempts), None
-        return fail_run(e.kind, str(e), emit, e.attempts), None
+            return {**spent, **_end("context_exceeded", "context", str(e), emit, e.attempts)}, None
+        return {**spent, **fail_run(e.kind, str(e), emit, e.attempts)}, None
     update, emit.usage = _account(state, c, emit.step, getattr(runtime.context, "price", None))
     update["shortened"] = shortened
     measured = None if c.estimated else guards.measured_chars_per_token(prompt, fitted, c.prompt_tokens)
     if measured:
         update.update(chars_per_token=measured, counted_by=guards.USAGE)
     return update, c
+
+
+def _abandoned(state: dict, attempts: list[dict]) -> dict:
+    """The state update counting the tokens the abandoned attempts of a call that failed for good spent."""
+    prompt = sum(a.get("prompt_tokens", 0) for a in attempts)
+    reply = sum(a.get("completion_tokens", 0) for a in attempts)
+    if not prompt + reply:
+        return {}
+    return {"prompt_tokens": state["prompt_tokens"] + prompt, "completion_tokens": state["completion_tokens"] + reply,
+            "failed_tokens": state.get("failed_tokens", 0) + prompt + reply, "tokens_estimated": True}
 
 
 def _chat_of(state: dict) -> tuple:

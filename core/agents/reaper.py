@@ -55,6 +55,7 @@ class ReaperState(TypedDict):
     llm_calls: int
     prompt_tokens: int
     completion_tokens: int
+    failed_tokens: int  # of the tokens, those spent on attempts abandoned at a time limit
     tokens_estimated: bool
     actions: int
     final_answer: str | None

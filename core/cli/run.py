@@ -11,6 +11,7 @@ import sys
 import time
 
 from core.analysis.grading import placement_text
+from core.analysis.trace import Trace
 from core.backends.registry import BACKENDS
 from core.cli.args import (DB_HELP, SCENARIO_HELP, SOURCE_HELP, add_fidelity_arguments, add_limit_arguments,
                            add_llm_arguments, error_line, limits_from, llm_settings)
@@ -84,17 +85,18 @@ def _hint(result) -> str:
 def _report(runtime, result, args) -> int:
     """Print a run's outcome (or its pause and how to resume it); the exit code: 0 finished, 1 failed or
     stopped, 3 paused for review."""
+    from core.agents.runtime import RunOutcome  # heavy: LangGraph (loaded already by the run printed)
+
     events = runtime.store.get(result.run_id).events
     outcome = result.outcome or {}
-    usage = [e.llm for e in events if e.llm]
-    prompt, completion = sum(u.prompt_tokens for u in usage), sum(u.completion_tokens for u in usage)
-    report = {"run_id": result.run_id, "status": result.status, "decision": outcome.get("decision"),
-              "correct": outcome.get("correct"), "label": outcome.get("label"), "placement": outcome.get("placement"),
-              "grade_status": outcome.get("grade_status"), "grade_reason": outcome.get("grade_reason"),
-              "final_answer": outcome.get("final_answer"), "error": outcome.get("error"), "llm_calls": len(usage),
-              "cost_usd": outcome.get("cost_usd"), "limit": outcome.get("limit"),
+    trace = Trace.of(events)
+    usage = trace.usage
+    prompt, completion = trace.prompt_tokens, trace.completion_tokens
+    report = {"run_id": result.run_id, "status": result.status,
+              **{name: outcome.get(name) for name in RunOutcome.__annotations__},  # every field of the outcome
+              "llm_calls": len(usage),
               "tokens": {"prompt": prompt, "completion": completion, "total": prompt + completion,
-                         "estimated": any(u.estimated for u in usage)},
+                         "estimated": trace.tokens_estimated, "failed_attempts": trace.failed_tokens},
               "pause": result.pause.to_dict() if result.pause else None, "events": [e.to_dict() for e in events]}
     if args.json:
         print(scrub(json.dumps(report, default=str)))
