@@ -29,9 +29,9 @@ def test_the_reply_streams_into_the_view_and_the_completion_is_the_whole_reply()
 
 
 def test_a_server_that_does_not_stream_falls_back_to_one_reply():
-    # the streamed request's reply comes as plain JSON, which is no stream: asked again plainly, and plainly after
-    server = StreamingStub([["Final answer: ", "krakow"], ["Final answer: krakow"], ["Final answer: lubeck"]],
-                           streams=False)
+    # the streamed request's reply comes as plain JSON, which is no stream: that reply is used (not asked for
+    # again: the server computed it once), and later calls ask plainly
+    server = StreamingStub([["Final answer: ", "krakow"], ["Final answer: lubeck"]], streams=False)
     try:
         llm = open_llm("stand-in", LLMSettings(base_url=server.url, api_key=None))
         seen = []
@@ -39,9 +39,10 @@ def test_a_server_that_does_not_stream_falls_back_to_one_reply():
         second = llm.complete(MESSAGES, stop=[], on_text=seen.append)
     finally:
         server.close()
-    assert (first.text, second.text) == ("Final answer: krakow", "Final answer: lubeck") and seen == []
+    assert (first.text, second.text) == ("Final answer: krakow", "Final answer: lubeck")
+    assert seen == ["Final answer: krakow"]  # the first reply, whole, as it came
     assert first.prompt_tokens == 100 and not first.estimated
-    assert [r.get("stream", False) for r in server.requests] == [True, False, False]
+    assert [r.get("stream", False) for r in server.requests] == [True, False]
 
 
 def test_a_run_job_shows_the_reply_being_written_and_stores_the_events_as_before(tmp_path, monkeypatch):
@@ -51,7 +52,7 @@ def test_a_run_job_shows_the_reply_being_written_and_stores_the_events_as_before
 
     replies = [[ACT[:20], ACT[20:]], [FINAL[:25], FINAL[25:]]]
     server = StreamingStub(replies)
-    plain = StreamingStub([["".join(r)] for r in replies[:1] + replies], streams=False)  # the fallback asks again
+    plain = StreamingStub([["".join(r)] for r in replies], streams=False)
     try:
         def runtime_for(url):
             return lambda: make_runtime(tmp_path / url.rsplit(":", 1)[1].split("/")[0],

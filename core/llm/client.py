@@ -310,6 +310,8 @@ class ChatLLM:
             stream.close()  # closes the response: an abandoned or capped reply is not read on
         if meta is None:
             raise _NoStream("the server sent no chunk")
+        if flight is not None and flight.unstreamed:  # the server answered plainly: asked so from now on
+            self._streams = False
         metadata = dict(meta.response_metadata or {})
         if cut:
             metadata.update(finish_reason="length", cut_client_side=chars, stream_closed=True)

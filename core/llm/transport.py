@@ -4,6 +4,7 @@ once: its connection is shut, so a server that checks stops generating, and the 
 from __future__ import annotations
 
 import contextvars
+import json
 import socket
 import threading
 import time
@@ -32,6 +33,7 @@ class Flight:
         self.chars = 0
         self.done = False
         self.abandoned = False
+        self.unstreamed = False  # a streamed request was answered with one plain reply (given as a stream)
         self._responses: list[httpx.Response] = []
 
     def piece(self, chars: int) -> None:
@@ -115,4 +117,40 @@ class CappedTransport(httpx.HTTPTransport):
         flight = current.get()
         if flight is not None:
             flight.opened(capped)
+        if response.status_code == 200 and "json" in response.headers.get("content-type", "") and _streamed(request):
+            return _as_stream(capped, flight)
         return capped
+
+
+def _streamed(request: httpx.Request) -> bool:
+    try:
+        return json.loads(request.content).get("stream") is True
+    except (ValueError, AttributeError, httpx.RequestNotRead):
+        return False
+
+
+def _as_stream(response: httpx.Response, flight: Flight | None) -> httpx.Response:
+    """A plain chat completion that answers a streamed request, as the stream it stands for (so the reply is used
+    rather than asked for again); anything else as it came."""
+    data = response.read()
+    try:
+        body = json.loads(data)
+        message = body["choices"][0]["message"]
+        text, finish = message.get("content") or "", body["choices"][0].get("finish_reason")
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+        return httpx.Response(response.status_code, headers=response.headers, content=data,
+                              extensions=response.extensions)
+    base = {key: body.get(key) for key in ("id", "created", "model")}
+
+    def event(choices: list, **extra) -> bytes:
+        return f"data: {json.dumps({**base, 'object': 'chat.completion.chunk', 'choices': choices, **extra})}\n\n".encode()
+
+    events = (event([{"index": 0, "delta": {"role": "assistant", "content": text}, "finish_reason": None}])
+              + event([{"index": 0, "delta": {}, "finish_reason": finish}])
+              + (event([], usage=body["usage"]) if isinstance(body.get("usage"), dict) else b"") + b"data: [DONE]\n\n")
+    if flight is not None:
+        flight.unstreamed = True
+    headers = {k: v for k, v in response.headers.items() if k.lower() not in ("content-length", "content-type",
+                                                                              "content-encoding")}
+    return httpx.Response(200, headers={**headers, "content-type": "text/event-stream"}, content=events,
+                          extensions=response.extensions)
