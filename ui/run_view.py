@@ -225,7 +225,8 @@ def show_event(event: Event, trace: Trace) -> None:
     usage = event.llm
     if usage:
         tokens = usage.prompt_tokens + usage.completion_tokens
-        st.caption(f"LLM call {usage.call} · {'≈' if usage.estimated else ''}{tokens:,} tokens · "
+        basis = f" ({usage.counted_by})" if usage.estimated and usage.counted_by else ""
+        st.caption(f"LLM call {usage.call} · {'≈' if usage.estimated else ''}{tokens:,} tokens{basis} · "
                    f"{llm_wait(usage)} · {datetime.fromtimestamp(event.at):%H:%M:%S}")
     _SHOW.get(event.kind, _unknown)(event, trace)
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypedDict
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
@@ -74,6 +74,8 @@ class AgentState(TypedDict):
     shortened: int  # observations shortened in the last request
     chars_per_token: float | None  # measured by the model's tokenizer, or on the last call that reported its usage
     counted_by: str | None  # what measured it (guards.estimate_basis; None: the characters alone, older checkpoints)
+    template_tokens: float | None  # what the chat template adds a message, from a call's usage (guards)
+    counted: list | None  # the tokenizer's count of the transcript before the call, and its messages
     prompts: str  # the prompt setting: improved | paper (paper_prompts.py); absent in older checkpoints: improved
     review_queries: bool  # each query waits for the analyst's approval (review_query)
     follows_plan: bool  # AutoPlan's acting in the paper setting (_step_autoplan); absent in older checkpoints
@@ -243,7 +245,8 @@ def _account(state: dict, c: Completion, step: int, price: list[float] | None = 
     return update, LLMUsage(call=step, prompt_tokens=c.prompt_tokens, completion_tokens=c.completion_tokens,
                             latency_s=round(c.latency_s, 4), estimated=c.estimated, reply=c.text,
                             wait_s=round(wait, 4), attempts=c.attempts, cached=c.cached,
-                            failed_prompt_tokens=failed_prompt, failed_completion_tokens=failed_reply)
+                            failed_prompt_tokens=failed_prompt, failed_completion_tokens=failed_reply,
+                            counted_by=getattr(c, "counted_by", None))
 
 
 def complete_call(state: dict, runtime: Runtime[AgentContext], prompt: str, emit: Emitter,
@@ -255,7 +258,7 @@ def complete_call(state: dict, runtime: Runtime[AgentContext], prompt: str, emit
     messages = state["messages"] if messages is None else messages
     limits = Limits.from_dict(state["limits"])
     fitted, shortened, need = guards.fit(prompt, messages, limits.context_tokens, state.get("chars_per_token"),
-                                         limits.reply_tokens)
+                                         limits.reply_tokens, guards.margin_of(state))
     if fitted is None:
         reserved = guards.reply_room(limits.context_tokens, limits.reply_tokens)
         return _end("context_exceeded", "context", prompts.context_exceeded(
@@ -271,6 +274,15 @@ def complete_call(state: dict, runtime: Runtime[AgentContext], prompt: str, emit
                              on_retry=lambda a: emit(_retry_event(a)), cancel=getattr(llm, "cancel", None), **follow)
     except LLMError as e:
         spent = _abandoned(state, e.attempts)
+        if (e.kind == "context" and e.window is not None and limits.context_tokens is None
+                and state.get("prompts") != paper_prompts.PAPER):
+            # the window the run did not know, as the server's error states it: kept to from now on, this call again
+            learned = replace(limits, context_tokens=e.window.tokens, context_source=e.window.source)
+            emit(ErrorEvent(message=prompts.window_learned(e.window.tokens, e.window.source), error_kind="context",
+                            fatal=False, attempts=e.attempts))
+            again = {**state, **spent, "limits": learned.__dict__.copy()}
+            update, c = complete_call(again, runtime, prompt, emit, messages, send)
+            return {**spent, "limits": learned.__dict__.copy(), **update}, c
         if e.kind == "context":  # the server's count of the request's tokens is past the window
             return {**spent, **_end("context_exceeded", "context", str(e), emit, e.attempts)}, None
         return {**spent, **fail_run(e.kind, str(e), emit, e.attempts)}, None
@@ -279,6 +291,10 @@ def complete_call(state: dict, runtime: Runtime[AgentContext], prompt: str, emit
     measured = None if c.estimated else guards.measured_chars_per_token(prompt, fitted, c.prompt_tokens)
     if measured:
         update.update(chars_per_token=measured, counted_by=guards.USAGE)
+    counted = state.get("counted") or [None, None]
+    if measured and not shortened and messages is state["messages"] and counted[1] == len(fitted) and counted[0]:
+        # the request the tokenizer counted just before: what the chat template added, as the server counts
+        update["template_tokens"] = guards.template_tokens(c.prompt_tokens, counted[0], len(fitted))
     return update, c
 
 
@@ -351,7 +367,7 @@ def to_answer(state: dict, limit: str, reason: str, emit: Emitter) -> dict:
 def context_full(state: dict, limits: Limits) -> tuple[str, str] | None:
     """When the next request cannot fit the context window even with older observations shortened."""
     fitted, _, need = guards.fit(state["prompt"], state["messages"], limits.context_tokens,
-                                 state.get("chars_per_token"), limits.reply_tokens)
+                                 state.get("chars_per_token"), limits.reply_tokens, guards.margin_of(state))
     if fitted is None:
         reserved = guards.reply_room(limits.context_tokens, limits.reply_tokens)
         room = prompts.context_room(need, limits.context_tokens, reserved, limits.context_source,
@@ -367,8 +383,10 @@ def calibrate(state: dict, runtime: Runtime[AgentContext]) -> dict:
     if Limits.from_dict(state["limits"]).context_tokens is None:
         return {}
     llm = runtime.context.llm
-    cpt = guards.tokenized_chars_per_token(state["prompt"], state["messages"], getattr(llm, "count_tokens", None))
-    return {"chars_per_token": cpt, "counted_by": getattr(llm, "counted_by", None)} if cpt else {}
+    counted = guards.count_request(state["prompt"], state["messages"], getattr(llm, "count_tokens", None))
+    cpt = guards.tokenized_chars_per_token(state["prompt"], state["messages"], counted, state.get("template_tokens"))
+    return {"chars_per_token": cpt, "counted_by": getattr(llm, "counted_by", None),
+            "counted": [counted, len(state["messages"])]} if cpt else {}
 
 
 def _proceed(state: dict, reply: Reply, emit: Emitter) -> dict:

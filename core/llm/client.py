@@ -38,7 +38,12 @@ if TYPE_CHECKING:  # langchain_core is heavy: loaded only when a model is opened
     from core.llm.transport import Flight
 
 REPLAY_PREFIX = "replay:"
-CHARS_PER_TOKEN = 4  # the estimate used when a model reports no usage (replays)
+CHARS_PER_TOKEN = 4  # the estimate used when a model reports no usage (replays) and no tokenizer is known
+#: Tokens a chat template adds per message (and once for the reply's opening) on top of the texts: ChatML's
+#: ``<|im_start|>role\n ... <|im_end|>\n`` (Qwen and many local models) is 5.
+CHAT_TEMPLATE_TOKENS = 5
+#: What token counts rest on when the server reported them.
+REPORTED = "the server's reported usage"
 
 
 class LLMError(Exception):
@@ -46,10 +51,11 @@ class LLMError(Exception):
     bad_request, context (the request does not fit the model's context window), model or replay. The message
     never contains the API key. ``attempts``: each attempt made (see Completion.attempts)."""
 
-    def __init__(self, kind: str, message: str, attempts: list[dict] | None = None):
+    def __init__(self, kind: str, message: str, attempts: list[dict] | None = None, window=None):
         super().__init__(message)
         self.kind = kind
         self.attempts = attempts or []
+        self.window = window  # for a context error: the window the server's error states (server_info.Window)
 
 
 class LLMNotConfigured(LLMError):
@@ -80,6 +86,7 @@ class Completion:
     cached: bool = False
     failed_prompt_tokens: int = 0  # what the attempts abandoned before it spent (estimated where not counted)
     failed_completion_tokens: int = 0
+    counted_by: str | None = None  # what the token counts rest on: REPORTED, a tokenizer, or the characters
 
 
 def estimate_tokens(text: str) -> int:
@@ -249,7 +256,7 @@ class ChatLLM:
                  retry_base_s: float = 1.0, secret: str | None = None, sleep=time.sleep,
                  timeout_s: float | None = None, max_reply_tokens: int | None = None,
                  counter: Callable[[str], int | None] | None = None, counted_by: str | None = None,
-                 streams: bool = False):
+                 streams: bool = False, window_from_error: Callable[[str], object] | None = None):
         self.model = model
         self._counter = counter  # the model's tokenizer (a tokenizer file's, or the server's), None: none known
         self.counted_by = counted_by  # what counts: "tokenizer file NAME", "the server's tokenizer"
@@ -263,7 +270,8 @@ class ChatLLM:
         self._use_stop = True
         self._max_reply_chars = reply_chars(max_reply_tokens)
         self._cancelled = threading.Event()
-        self._streams = streams  # asked with streaming when a caller follows the text (falls back if it fails)
+        self._streams = streams  # asked with streaming where the server streams (falls back if it does not)
+        self._window_from_error = window_from_error  # the window a context error states, remembered by server_info
 
     def count_tokens(self, text: str) -> int | None:
         """The tokens of ``text`` by the model's own tokenizer: the tokenizer file set, else the server's where it
@@ -433,8 +441,9 @@ class ChatLLM:
                 if kind not in TRANSIENT or attempt == self._max_retries or self._cancelled.is_set():
                     hint = f" ({_HINTS[kind]})" if kind in _HINTS else ""
                     tries = f" after {attempt + 1} attempts" if attempt else ""
+                    window = self._window_from_error(detail) if kind == "context" and self._window_from_error else None
                     raise LLMError(kind, self._scrub(f"{kind} error{tries}{hint}: {self.label}: {detail}"),
-                                   attempts) from None
+                                   attempts, window) from None
                 delay = _retry_after(e) or (min(self._retry_base_s * 2 ** attempt, 30.0)
                                             * (1 + 0.25 * random.random()))
                 if kind == "timeout" and timeout_s:
@@ -468,8 +477,19 @@ class ChatLLM:
                  "failed_completion_tokens": sum(a["completion_tokens"] for a in failed)}
         if exact:
             return Completion(text, usage.get("input_tokens", 0), usage.get("output_tokens", 0), latency, False,
-                              **extra)
-        return Completion(text, _prompt_estimate(messages), estimate_tokens(full), latency, True, **extra)
+                              counted_by=REPORTED, **extra)
+        prompt, reply = self._count(messages), self.count_tokens(full) if full else 0
+        if prompt is None or reply is None:
+            return Completion(text, _prompt_estimate(messages), estimate_tokens(full), latency, True,
+                              counted_by=f"characters ({CHARS_PER_TOKEN} a token)", **extra)
+        return Completion(text, prompt, reply, latency, True, counted_by=self.counted_by, **extra)
+
+    def _count(self, messages: list[BaseMessage]) -> int | None:
+        """A request's tokens by the model's tokenizer, the chat template's added (None: no tokenizer known)."""
+        if not self._counter:
+            return None
+        counts = [self.count_tokens(_text(m.content)) or 0 for m in messages]
+        return sum(counts) + CHAT_TEMPLATE_TOKENS * (len(messages) + 1) if any(counts) else None
 
 
 def _prompt_estimate(messages: list[BaseMessage]) -> int:
@@ -608,9 +628,10 @@ def open_llm(spec: str | None = None, settings: LLMSettings | None = None, *, sk
     if not counting and settings.base_url and not is_openai(settings.base_url):
         counting = {"counter": partial(server_info.count_tokens, settings.base_url, spec, bound_key(settings)),
                     "counted_by": "the server's tokenizer"}
+    learn = partial(server_info.window_from_error, settings.base_url, spec, bound_key(settings))
     return ChatLLM(model, label, max_retries=settings.max_retries, retry_base_s=settings.retry_base_s,
                    secret=settings.api_key, timeout_s=settings.timeout_s, max_reply_tokens=cap, streams=True,
-                   **counting)
+                   window_from_error=learn if settings.base_url else None, **counting)
 
 
 def _tokenizer_file(settings: LLMSettings) -> dict:

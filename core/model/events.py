@@ -41,6 +41,7 @@ class LLMUsage:
     cached: bool = False
     failed_prompt_tokens: int = 0
     failed_completion_tokens: int = 0
+    counted_by: str | None = None  # what the counts rest on (the server's usage, a tokenizer, the characters)
 
 
 @dataclass(kw_only=True)
