@@ -325,14 +325,16 @@ class ChatLLM:
             metadata.update(finish_reason="length", cut_client_side=chars, stream_closed=True)
         return AIMessage("".join(pieces), response_metadata=metadata, usage_metadata=meta.usage_metadata)
 
-    def _invoke(self, messages: list[BaseMessage], stop: list[str], timeout: float | None,
+    def _invoke(self, messages: list[BaseMessage], stop: list[str], limits: AttemptLimits | None,
                 on_text: Callable[[str], None] | None = None, flight: Flight | None = None):
-        kwargs = {"timeout": timeout} if timeout is not None else {}
+        """The reply, streamed where the server streams, else whole. The client's own per-read timeout: for a
+        stream its first piece's limit (a later silence is watched by ``_invoke_within``), else the ceiling."""
         stops = stop if self._use_stop else None
         try:
             if self._streams:
                 import openai
 
+                kwargs = {"timeout": limits.first_token_s} if limits else {}
                 try:
                     return self._stream(messages, stops, kwargs, on_text, flight)
                 except (_NoStream, openai.BadRequestError, openai.UnprocessableEntityError,
@@ -342,7 +344,7 @@ class ChatLLM:
                         raise
                     # a server that does not stream (or not as OpenAI's does): asked without streaming from now on
                     self._streams = False
-            return self.model.invoke(messages, stop=stops, **kwargs)
+            return self.model.invoke(messages, stop=stops, **({"timeout": limits.ceiling_s} if limits else {}))
         except Exception as e:
             import openai
 
@@ -352,16 +354,16 @@ class ChatLLM:
             # go on without them (cutting the reply client-side); and some take the reply cap only by its new name.
             if self._use_stop and "'stop'" in str(e):
                 self._use_stop = False
-                return self._invoke(messages, stop, timeout, on_text, flight)
+                return self._invoke(messages, stop, limits, on_text, flight)
             if "temperature" in str(e) and getattr(self.model, "temperature", None) is not None:
                 self.model.temperature = None
-                return self._invoke(messages, stop, timeout, on_text, flight)
+                return self._invoke(messages, stop, limits, on_text, flight)
             # A compatible server that wants the reply cap as max_completion_tokens (e.g. Azure's reasoning models)
             cap = (getattr(self.model, "extra_body", None) or {}).get("max_tokens")
             if cap and "max_completion_tokens" in str(e):
                 self.model.extra_body = None
                 self.model.max_tokens = cap  # LangChain sends it as max_completion_tokens
-                return self._invoke(messages, stop, timeout, on_text, flight)
+                return self._invoke(messages, stop, limits, on_text, flight)
             raise
 
     def _invoke_within(self, messages: list[BaseMessage], stop: list[str], limits: AttemptLimits | None,
@@ -376,13 +378,11 @@ class ChatLLM:
         flight = flight or transport.Flight()
         box: dict = {}
         context = contextvars.copy_context()
-        # the client's own per-read timeout: a stream's first piece (any later one is watched here), or the reply
-        timeout = limits.first_token_s if self._streams else limits.ceiling_s
 
         def work():
             transport.current.set(flight)
             try:
-                box["reply"] = self._invoke(messages, stop, timeout, on_text, flight)
+                box["reply"] = self._invoke(messages, stop, limits, on_text, flight)
             except BaseException as e:  # handed to the caller
                 box["error"] = e
             finally:
