@@ -104,3 +104,20 @@ def test_a_300_mb_reply_is_read_only_up_to_its_byte_cap(servers, announce):
     server.gone.wait(10)
     cap = 100 * 16 * BODY_BYTES_PER_CHAR + SLACK_BYTES
     assert server.sent_bytes < cap + (8 << 20)  # far from 300 MB: reading stopped at the cap (socket buffers aside)
+
+
+def test_the_page_draws_at_most_the_end_of_a_long_reply_in_flight():
+    """A reply in flight of 200,000 characters: each redraw sends its last LIVE_REPLY_CHARS characters (and how
+    long it is so far), not the whole text (the browser got 8 MB frames and froze)."""
+    from streamlit.testing.v1 import AppTest
+
+    def page():
+        from ui.run_view import _show_reply
+
+        _show_reply(lambda: "".join(f"w{i} " for i in range(40_000)), {})
+
+    at = AppTest.from_function(page).run()
+    from ui.run_view import LIVE_REPLY_CHARS
+
+    shown = at.caption[0].value
+    assert len(shown) < LIVE_REPLY_CHARS + 100 and "characters so far" in shown and shown.endswith("w39999")
