@@ -42,6 +42,8 @@ CHARS_PER_TOKEN = 4  # the estimate used when a model reports no usage (replays)
 #: Tokens a chat template adds per message (and once for the reply's opening) on top of the texts: ChatML's
 #: ``<|im_start|>role\n ... <|im_end|>\n`` (Qwen and many local models) is 5.
 CHAT_TEMPLATE_TOKENS = 5
+#: How many texts' token counts a model keeps (count_tokens).
+COUNTS_KEPT = 256
 #: What token counts rest on when the server reported them.
 REPORTED = "the server's reported usage"
 
@@ -259,6 +261,7 @@ class ChatLLM:
                  streams: bool = False, window_from_error: Callable[[str], object] | None = None):
         self.model = model
         self._counter = counter  # the model's tokenizer (a tokenizer file's, or the server's), None: none known
+        self._counts: dict[str, int] = {}  # the texts counted lately, oldest first
         self.counted_by = counted_by  # what counts: "tokenizer file NAME", "the server's tokenizer"
         self.label = label
         self._estimate = estimate_usage
@@ -275,8 +278,18 @@ class ChatLLM:
 
     def count_tokens(self, text: str) -> int | None:
         """The tokens of ``text`` by the model's own tokenizer: the tokenizer file set, else the server's where it
-        counts them (None: neither; ``counted_by`` says which)."""
-        return self._counter(text) if self._counter else None
+        counts them (None: neither; ``counted_by`` says which). A text counted lately is not counted again (a
+        transcript's messages are counted before and after each call)."""
+        if not self._counter:
+            return None
+        if text in self._counts:
+            return self._counts[text]
+        tokens = self._counter(text)
+        if tokens is not None:  # a count that failed is asked again next time
+            if len(self._counts) >= COUNTS_KEPT:
+                self._counts.pop(next(iter(self._counts)))
+            self._counts[text] = tokens
+        return tokens
 
     def cancel(self) -> None:
         """Make no further attempt of a call in flight (the analyst stopped its run): the attempt under way, which
