@@ -121,3 +121,13 @@ def test_the_page_draws_at_most_the_end_of_a_long_reply_in_flight():
 
     shown = at.caption[0].value
     assert len(shown) < LIVE_REPLY_CHARS + 100 and "characters so far" in shown and shown.endswith("w39999")
+
+
+def test_the_capped_transport_keeps_the_environments_proxy(monkeypatch):
+    """The model client's own transport goes through the proxy the environment names, as httpx's would."""
+    from core.llm.transport import proxy_for
+
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    assert proxy_for("https://api.openai.com/v1") == "http://proxy.example:3128"
+    assert proxy_for("http://127.0.0.1:8080/v1") is None

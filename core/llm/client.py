@@ -629,11 +629,10 @@ def open_llm(spec: str | None = None, settings: LLMSettings | None = None, *, sk
         options["top_p"] = settings.top_p
     if settings.seed is not None:  # OpenAI, vLLM and llama.cpp take a seed; a server that ignores it still answers
         options["seed"] = settings.seed
-    from core.llm.transport import CappedTransport  # heavy: httpx
+    from core.llm.transport import CappedTransport, proxy_for  # heavy: httpx
 
-    max_chars = reply_chars(cap)
-    client = httpx.Client(transport=CappedTransport(max_chars), timeout=settings.timeout_s,
-                          follow_redirects=True)
+    transport = CappedTransport(reply_chars(cap), proxy=proxy_for(settings.base_url or OPENAI_URL))
+    client = httpx.Client(transport=transport, timeout=settings.timeout_s, follow_redirects=True)
     model = ChatOpenAI(model=spec, base_url=settings.base_url, api_key=key, temperature=temperature,
                        timeout=settings.timeout_s, max_retries=0, stream_usage=True, http_client=client, **options)
     label = f"{spec} @ {settings.base_url}" if settings.base_url else spec

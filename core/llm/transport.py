@@ -8,7 +8,9 @@ import json
 import socket
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -93,6 +95,16 @@ class _Capped(httpx.SyncByteStream):
 
     def close(self) -> None:
         self._stream.close()
+
+
+def proxy_for(url: str) -> str | None:
+    """The proxy the environment names for ``url`` (HTTPS_PROXY, HTTP_PROXY, ALL_PROXY, less NO_PROXY), as httpx
+    would use it with its own transport."""
+    parts = urlsplit(url)
+    if not parts.hostname or urllib.request.proxy_bypass(parts.hostname):
+        return None
+    proxies = urllib.request.getproxies()
+    return proxies.get(parts.scheme) or proxies.get("all")
 
 
 class CappedTransport(httpx.HTTPTransport):
