@@ -234,6 +234,9 @@ REPLY_CHARS_PER_CAP_TOKEN, MAX_REPLY_CHARS = 4 * CHARS_PER_TOKEN, 200_000
 #: An attempt's limits (AttemptLimits) from its time limit T: first piece of a stream within T x FIRST_TOKEN_FACTOR,
 #: silence at most T, the whole reply within T x CEILING_FACTOR.
 FIRST_TOKEN_FACTOR, CEILING_FACTOR = 3.0, 10.0
+#: The client's own per-read timeout is this much past the limit it stands for: the attempt's watch abandons the
+#: attempt first, naming the limit (the read timeout only ends a read still waiting for the response's headers).
+READ_SLACK_S = 1.0
 TIMEOUT_GROWTH, TIMEOUT_GROWTH_CAP = 1.5, 2.0  # a retry after a timeout waits longer, up to 2x the setting
 
 
@@ -347,7 +350,7 @@ class ChatLLM:
             if self._streams:
                 import openai
 
-                kwargs = {"timeout": limits.first_token_s} if limits else {}
+                kwargs = {"timeout": limits.first_token_s + READ_SLACK_S} if limits else {}
                 try:
                     return self._stream(messages, stops, kwargs, on_text, flight)
                 except (_NoStream, openai.BadRequestError, openai.UnprocessableEntityError,
@@ -357,7 +360,8 @@ class ChatLLM:
                         raise
                     # a server that does not stream (or not as OpenAI's does): asked without streaming from now on
                     self._streams = False
-            return self.model.invoke(messages, stop=stops, **({"timeout": limits.ceiling_s} if limits else {}))
+            return self.model.invoke(messages, stop=stops,
+                                     **({"timeout": limits.ceiling_s + READ_SLACK_S} if limits else {}))
         except Exception as e:
             import openai
 
