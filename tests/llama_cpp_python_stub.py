@@ -5,7 +5,8 @@ Found"}``); ``POST /extras/tokenize`` (``{"tokens": [...]}``) and ``/extras/toke
 for ``{"input", "model"}``; chat completions through the model's chat template (ChatML here, as Qwen's), refused
 before any computing when the prompt's tokens reach the window ``n_ctx``: HTTP 400 with ``{"error": {"message":
 "This model's maximum context length is N tokens. However, you requested ...", "type": "invalid_request_error",
-"param": "messages", "code": "context_length_exceeded"}}``; streamed with no usage in the stream, plain with it.
+"param": "messages", "code": "context_length_exceeded"}}``; streamed with no usage in the stream (``usage``: with
+it, as a server following OpenAI's ``stream_options`` does), plain with it.
 Its tokenizer is a stand-in (words, punctuation and line breaks a token each; ChatML's markers one each), so a
 test knows every count. Replies come from a script, not a model."""
 from __future__ import annotations
@@ -30,8 +31,8 @@ def chatml(messages: list[dict]) -> str:
 
 
 class LlamaCppPython(StubServer):
-    def __init__(self, replies: list[str], n_ctx: int = 2048, alias: str = "stand-in"):
-        self.replies, self.n_ctx, self.alias = list(replies), n_ctx, alias
+    def __init__(self, replies: list[str], n_ctx: int = 2048, alias: str = "stand-in", usage: bool = False):
+        self.replies, self.n_ctx, self.alias, self.usage = list(replies), n_ctx, alias, usage
         self.prompt_tokens: list[int] = []  # each chat request's prompt tokens, as the server counts them
         models = {"object": "list", "data": [{"id": alias, "object": "model", "owned_by": "me", "permissions": []}]}
         super().__init__({"GET /v1/models": models, "GET *": self._missing, "POST *": self._missing,
@@ -62,7 +63,11 @@ class LlamaCppPython(StubServer):
             return send_json(handler, 200, completion(text, prompt, len(tokenize(text))))
         chunks = [{"role": "assistant", "content": ""}, {"content": text}]
         data = "".join(f"data: {json.dumps(_chunk(delta))}\n\n" for delta in chunks)
-        data += f"data: {json.dumps(_chunk({}, 'stop'))}\n\ndata: [DONE]\n\n"
+        data += f"data: {json.dumps(_chunk({}, 'stop'))}\n\n"
+        if self.usage:
+            counts = {"prompt_tokens": prompt, "completion_tokens": len(tokenize(text))}
+            data += f"data: {json.dumps({**_chunk({}), 'choices': [], 'usage': counts})}\n\n"
+        data += "data: [DONE]\n\n"
         send(handler, 200, data.encode(), "text/event-stream")
 
 

@@ -94,3 +94,19 @@ def test_the_estimate_by_the_servers_tokenizer_is_within_3_percent_and_says_so(l
     usage = [e.llm for e in record.events if e.llm]
     assert all(u.estimated and u.counted_by == "the server's tokenizer" for u in usage)
     assert [u.prompt_tokens for u in usage] == pytest.approx(server.prompt_tokens, rel=0.03)
+
+
+def test_the_chat_templates_tokens_are_measured_on_the_reported_usage(llama, tmp_path):
+    """A server that reports each request's prompt tokens: what the template adds a message is measured there, and
+    the next request's estimate by the tokenizer rests on it (and says so)."""
+    server = llama([ACT, ACT2, FINAL], n_ctx=1_000_000, usage=True)
+    result, record, state = _run(tmp_path / "a", server, context_tokens=1_000_000)
+    assert result.status == "finished" and state["template_tokens"] is not None
+    assert "measured on the reported usage" in guards.estimate_basis({**state, "counted_by": "the server's tokenizer"})
+    messages = state["messages"][:5]
+    counted = guards.count_request(state["prompt"], messages, lambda text: len(tokenize(text)))
+    cpt = guards.tokenized_chars_per_token(state["prompt"], messages, counted, state["template_tokens"])
+    need = guards.fit(state["prompt"], messages, 10 ** 9, cpt, None, margin=1.0)[2]
+    assert abs(need - server.prompt_tokens[2]) / server.prompt_tokens[2] <= 0.01
+    assert all(not e.llm.estimated and e.llm.counted_by == "the server's reported usage"
+               for e in record.events if e.llm)

@@ -188,9 +188,15 @@ def margin_of(state: dict) -> float:
 
 def estimate_basis(state: dict) -> str:
     """What a run's token estimate rests on: the tokenizer that counted it (``tokenizer file NAME``, ``the server's
-    tokenizer``), the last call's reported usage, or the characters alone."""
+    tokenizer``) with the chat template's tokens (ChatML's, or as measured on a call's reported usage), the last
+    call's reported usage, or the characters alone."""
+    if state.get("chars_per_token") and state.get("counted_by") == USAGE:
+        return USAGE
     if state.get("chars_per_token") and state.get("counted_by"):
-        return state["counted_by"]
+        measured = state.get("template_tokens")
+        template = (f"{measured:.1f} tokens a message for the chat template, measured on the reported usage"
+                    if measured is not None else f"ChatML's {TEMPLATE_TOKENS} tokens a message for the chat template")
+        return f"{state['counted_by']}, with {template}"
     return USAGE if state.get("chars_per_token") else f"{CHARS_PER_TOKEN:g} characters a token"
 
 
