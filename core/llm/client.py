@@ -495,7 +495,10 @@ class ChatLLM:
         if exact:
             return Completion(text, usage.get("input_tokens", 0), usage.get("output_tokens", 0), latency, False,
                               counted_by=REPORTED, **extra)
-        prompt, reply = self._count(messages), self.count_tokens(full) if full else 0
+        try:
+            prompt, reply = self._count(messages), self.count_tokens(full) if full else 0
+        except Exception:  # noqa: BLE001 - a tokenizer that fails counts nothing: the characters say
+            prompt = reply = None
         if prompt is None or reply is None:
             return Completion(text, _prompt_estimate(messages), estimate_tokens(full), latency, True,
                               counted_by=f"characters ({CHARS_PER_TOKEN} a token)", **extra)
