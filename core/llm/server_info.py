@@ -3,9 +3,9 @@ of tokens by the model's own tokenizer.
 
 The window, where each server kind says it: llama.cpp's ``GET /props`` (``default_generation_settings.n_ctx``, the
 context it runs with), vLLM's ``GET /v1/models`` (``max_model_len``), llama.cpp's ``/v1/models``
-(``meta.n_ctx_train``) and llama-cpp-python's (``n_ctx`` or ``context_length`` in the entry or its ``meta`` /
-``metadata``, when present), Ollama's ``POST /api/show`` (``num_ctx`` among its parameters, else the model's
-``context_length``). Each found window says where it came from (``Window.source``).
+(``meta.n_ctx_train``) and other servers' (``n_ctx``, ``context_length`` or ``context_window`` in the entry or its
+``meta`` / ``metadata``; llama-cpp-python's lists only each model's id), Ollama's ``POST /api/show`` (``num_ctx``
+among its parameters, else the model's ``context_length``). Each found window says where it came from (``Window.source``).
 
 llama-cpp-python's server says its window nowhere but in the error of a request past it (``This model's maximum
 context length is N tokens``, code ``context_length_exceeded``, raised after the prompt is tokenized, before any of
