@@ -34,7 +34,7 @@ class StandIn(StubServer):
 
     def _chat(self, handler, body: dict) -> None:
         status, payload = self.script[0]
-        if body.get("stream") and not (status == 200 and isinstance(payload, dict)
+        if body.get("stream") and status != HANG and not (status == 200 and isinstance(payload, dict)
                                        and (payload.get("choices") or [{}])[0].get("message")):
             # what is scripted is no streamed completion: this server does not stream (the client asks again)
             return send_json(handler, 400, {"error": {"message": "streaming is not supported", "type": "x"}})
