@@ -306,7 +306,9 @@ class RunPanel:
         t = self.trace
         cost = call_cost(self._price, t.prompt_tokens, t.completion_tokens)
         tokens = f"{'≈' if t.tokens_estimated else ''}{t.prompt_tokens + t.completion_tokens:,}"
-        self._counter.caption(f":material/toll: {t.llm_calls} LLM calls · {tokens} tokens · {cost_text(cost)}")
+        failed = f" ({t.failed_tokens:,} on abandoned attempts)" if t.failed_tokens else ""
+        self._counter.caption(f":material/toll: {t.llm_calls} LLM calls · {tokens} tokens{failed} · "
+                              f"{cost_text(cost)}")
 
     def status(self, text: str = "") -> None:
         """The status line (empty clears it)."""
@@ -546,8 +548,11 @@ def show_outcome(record: RunRecord, compact: bool = False) -> None:
     cols[2].metric("Rank", rank, help=(f"Regret {number(placement['regret'])}, gain over doing nothing "
                                        f"{number(placement['gain'])}") if placement else "Not a candidate decision")
     estimated = " (estimated from characters)" if tokens.get("estimated") else ""
+    failed = (f", of them {tokens['failed_attempts']:,} spent on attempts abandoned at a time limit"
+              if tokens.get("failed_attempts") else "")
     cols[3].metric("Tokens", total, help=f"prompt {tokens.get('prompt', 0):,}, completion "
-                                         f"{tokens.get('completion', 0):,}{estimated}; {cost_text(o.get('cost_usd'))}")
+                                         f"{tokens.get('completion', 0):,}{estimated}{failed}; "
+                                         f"{cost_text(o.get('cost_usd'))}")
     cols[4].metric("LLM calls", o.get("llm_calls", 0))
     cols[5].metric("Time", seconds, help="Time the run worked, without the analyst's reviews")
     show_verdict_details(record, o)

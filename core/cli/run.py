@@ -112,7 +112,7 @@ def _report(runtime, result, args) -> int:
         print(_hint(result))
     elif result.status in ("failed", "stopped"):  # what happened, not "decision None (wrong)"
         print(scrub(f"{result.status}: {report['error'] or 'the run ' + result.status}; {len(usage)} LLM calls, "
-                    f"{report['tokens']['total']} tokens"))
+                    f"{report['tokens']['total']} tokens{_failed(report)}"))
     else:
         verdict = {True: "correct", False: "wrong", None: "no label"}[report["correct"]]
         rank = placement_text(report["placement"])
@@ -121,7 +121,7 @@ def _report(runtime, result, args) -> int:
         said = f"{decision} ({verdict}{', rank ' + rank if rank else ''})"
         if result.status in ("stuck", "context_exceeded"):  # what ended it, and the answer it gave then
             said = outcome["error"] + (f"; {said}" if outcome.get("final_answer") else "")
-        print(f"{result.status}: {said}; {len(usage)} LLM calls, {report['tokens']['total']} tokens")
+        print(f"{result.status}: {said}; {len(usage)} LLM calls, {report['tokens']['total']} tokens{_failed(report)}")
         if outcome.get("unconsulted"):
             print("  answered without consulting the database (no query ran before the final answer)")
         if report["grade_reason"] and result.status not in ("stuck", "context_exceeded"):  # those say what ended them
@@ -129,6 +129,11 @@ def _report(runtime, result, args) -> int:
     if result.pause:
         return EXIT_PAUSED
     return EXIT_FINISHED if result.status == "finished" else EXIT_FAILED
+
+
+def _failed(report: dict) -> str:
+    spent = report["tokens"]["failed_attempts"]
+    return f" ({spent} of them spent on attempts abandoned at a time limit)" if spent else ""
 
 
 def _fail(e: Exception) -> int:
