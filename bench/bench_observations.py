@@ -7,7 +7,12 @@ observation cap (4,000 characters by default) plus a short note; a stored event 
 8 such queries within 400 MB peak memory, 20 MB of stores and 60,000 prompt tokens in its largest call (8
 queries of up to 20,000 characters and their capped observations).
 
-Usage: python bench/bench_observations.py [BACKEND ...]     (exit status 1 when a figure misses its target)
+Hostile model servers (``model``, issue 44 section D; tests/hostile_stub.py on a free local port): a stream that
+never ends, and a 300 MB plain reply (with and without its Content-Length), each called once by the model client
+in a child process with the default reply cap: its peak memory (target 300 MB), the reply it kept and how much the
+server had sent when the client went away.
+
+Usage: python bench/bench_observations.py [BACKEND ... | model]     (exit status 1 when a figure misses its target)
 """
 from __future__ import annotations
 
@@ -98,6 +103,49 @@ def whole_run(name: str) -> None:
         report(f"  {name} whole run: largest prompt", figures["largest_prompt"], 60_000, "tokens")
 
 
+MODEL_SERVERS = {"endless stream": ("EndlessStream", {}),
+                 "300 MB reply": ("HugeReply", {}),
+                 "300 MB reply, announced": ("HugeReply", {"announce": True})}
+
+
+def model_servers() -> None:
+    """Each hostile model server called once by the model client, in a child process (its own peak memory)."""
+    import tests.hostile_stub as stubs
+
+    for what, (kind, options) in MODEL_SERVERS.items():
+        server = getattr(stubs, kind)(**options)
+        try:
+            out = subprocess.run([sys.executable, __file__, "--model-child", server.url], capture_output=True,
+                                 text=True, timeout=600, env=os.environ)
+            server.gone.wait(10)
+        finally:
+            server.close()
+        if out.returncode:
+            print(f"{what}: the client failed:\n{out.stderr[-3000:]}")
+            misses.append(what)
+            continue
+        figures = json.loads(out.stdout.strip().splitlines()[-1])
+        print(f"{what}: {figures['said']}; the server had sent {server.sent_bytes / 1e6:,.1f} MB when the client "
+              f"went away (the client held {figures['before_mb']:,.0f} MB before the call: its libraries)")
+        report(f"  {what}: peak memory", figures["maxrss_mb"], 300, "MB")
+
+
+def model_child(url: str) -> None:
+    from langchain_core.messages import HumanMessage
+
+    from core.llm.client import LLMError, LLMSettings, open_llm
+
+    llm = open_llm("stand-in", LLMSettings(base_url=url, api_key=None, max_retries=0, timeout_s=30))
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    try:
+        c = llm.complete([HumanMessage("Question: where?")], [])
+        said = f"a reply of {len(c.text):,} characters, finish reason {c.finish_reason}"
+    except LLMError as e:
+        said = f"{e.kind} error: {str(e)[-160:]}"
+    print(json.dumps({"said": said, "before_mb": before,
+                      "maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+
+
 def child(name: str, replay: str, home: str) -> None:
     from core.agents.runtime import AgentRuntime
     from core.model.run_settings import Limits, RunSettings
@@ -116,8 +164,10 @@ def child(name: str, replay: str, home: str) -> None:
 
 
 def main(names: list[str]) -> int:
+    if not names or "model" in names:
+        model_servers()
     database = demo.database(demo.questions("locating")[0])
-    for name in names or list(HOSTILE):
+    for name in [n for n in names if n != "model"] if names else list(HOSTILE):
         reason = unavailable(name)
         if reason:
             print(f"{name}: skipped ({reason})")
@@ -132,5 +182,7 @@ def main(names: list[str]) -> int:
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--child"]:
         child(*sys.argv[2:5])
+    elif sys.argv[1:2] == ["--model-child"]:
+        model_child(sys.argv[2])
     else:
         sys.exit(main(sys.argv[1:]))

@@ -139,9 +139,10 @@ def own_model(llm) -> None:
         key = st.text_input("API key", type="password", key="llm_key", placeholder=KEPT if llm.api_key else "")
         timeout, retries, cap = st.columns(3)
         timeout_s = timeout.number_input("Timeout per attempt (s)", 1.0, 3600.0, float(llm.timeout_s), step=10.0,
-                                         key="llm_timeout", help="How long to wait for one reply; a retry after a "
-                                         "timeout waits longer, up to twice this (a busy server is still computing "
-                                         "the abandoned request).")
+                                         key="llm_timeout", help="An attempt's time limit T: a streamed reply's "
+                                         "first words may take 3 T, then it is cut only after T of silence, never "
+                                         "while text flows; any reply ends at 10 T. A retry after a timeout waits "
+                                         "longer, up to twice this.")
         max_retries = retries.number_input("Retries", 0, 10, int(llm.max_retries), key="llm_retries",
                                            help="Retries of a call that timed out, hit a server error or a rate "
                                                 "limit.")

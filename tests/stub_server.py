@@ -23,6 +23,24 @@ def completion(text: str, prompt_tokens: int = 11, completion_tokens: int = 7, f
                       "total_tokens": prompt_tokens + completion_tokens}}
 
 
+def send_stream(handler: BaseHTTPRequestHandler, body: dict) -> None:
+    """A chat-completion ``body`` sent as a stream (server-sent events, as OpenAI-compatible servers stream): its text
+    in one piece, its finish reason, its usage, ``[DONE]``."""
+    choice = body["choices"][0]
+
+    def chunk(delta: dict, finish=None, **extra) -> bytes:
+        data = {"id": body["id"], "object": "chat.completion.chunk", "created": 0, "model": body["model"],
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}
+        return f"data: {json.dumps(data)}\n\n".encode()
+
+    data = (chunk({"role": "assistant", "content": choice["message"]["content"]})
+            + chunk({}, choice["finish_reason"])
+            + chunk({}, usage=body["usage"]).replace(b'"choices": [{"index": 0, "delta": {}, "finish_reason": null}]',
+                                                      b'"choices": []')
+            + b"data: [DONE]\n\n")
+    send(handler, 200, data, "text/event-stream")
+
+
 def send(handler: BaseHTTPRequestHandler, status: int, data: bytes, content_type: str) -> None:
     """A whole reply; a client that has gone away is not an error."""
     try:

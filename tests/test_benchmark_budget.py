@@ -275,3 +275,16 @@ def test_the_smoke_benchmark_takes_the_budget_and_the_run_limits(tmp_path):
     process, out, err = smoke("capped", "--max-llm-calls", "12")  # the same limits, no budget
     assert process.returncode == 0 and "skipped 2 items already done; 2 to run" in out, out + err
     assert len(read_results(tmp_path / "capped")) == 4
+
+
+def test_a_benchmark_budget_counts_what_abandoned_attempts_spent(tmp_path):
+    """Issue 45 item 2: the tokens of attempts abandoned at a time limit count, whether the call then answered or
+    failed for good."""
+    budget = Budget.open(ResultStore(tmp_path / "b"), "run", max_tokens=1000)
+    budget.reserve()
+    budget.settle(Completion("x", 300, 20, 0.0, False, failed_prompt_tokens=300, failed_completion_tokens=80))
+    assert budget.tokens == 700
+    budget.reserve()
+    budget.release([{"error_kind": "timeout", "prompt_tokens": 300, "completion_tokens": 50},
+                    {"error_kind": "server"}])  # a failed call: its timed-out attempt spent, the server error not
+    assert budget.tokens == 1050 and budget.reached().startswith("benchmark token budget reached: 1,050 tokens")

@@ -145,8 +145,9 @@ def test_settings_says_which_window_a_run_assumes_and_where_it_came_from(stub):
         at.button(key="llm_test").click().run()
         said.append(shown(at.success[0].value))
     assert said[0].endswith("context window: 4,096 tokens, from llama.cpp GET /props (n_ctx)")
-    assert said[1].endswith("context window: the server does not say it, so nothing is shortened (set one under "
-                            "Limits to keep requests within it)")
+    assert said[1].endswith("context window: the server does not say it, so nothing is shortened until a request "
+                            "passes it and the server's error states it (set one under Limits to keep requests "
+                            "within it)")
 
 
 def test_the_run_page_says_the_window_the_run_assumed():

@@ -23,16 +23,15 @@ def test_the_reply_streams_into_the_view_and_the_completion_is_the_whole_reply()
         c = llm.complete(MESSAGES, stop=["Observation:"], on_text=seen.append)
     finally:
         server.close()
-    assert seen == ["Thought: I now ", "Thought: I now know the answer.\n",
-                    "Thought: I now know the answer.\nFinal answer: krakow"]
-    assert c.text == seen[-1] and (c.prompt_tokens, c.completion_tokens, c.estimated) == (100, 10, False)
+    assert seen == ["Thought: I now ", "know the answer.\n", "Final answer: krakow"]  # only what is new
+    assert c.text == "".join(seen) and (c.prompt_tokens, c.completion_tokens, c.estimated) == (100, 10, False)
     assert c.finish_reason == "stop" and server.requests[0]["stream"] is True
 
 
 def test_a_server_that_does_not_stream_falls_back_to_one_reply():
-    # the streamed request's reply comes as plain JSON, which is no stream: asked again plainly, and plainly after
-    server = StreamingStub([["Final answer: ", "krakow"], ["Final answer: krakow"], ["Final answer: lubeck"]],
-                           streams=False)
+    # the streamed request's reply comes as plain JSON, which is no stream: that reply is used (not asked for
+    # again: the server computed it once), and later calls ask plainly
+    server = StreamingStub([["Final answer: ", "krakow"], ["Final answer: lubeck"]], streams=False)
     try:
         llm = open_llm("stand-in", LLMSettings(base_url=server.url, api_key=None))
         seen = []
@@ -40,9 +39,10 @@ def test_a_server_that_does_not_stream_falls_back_to_one_reply():
         second = llm.complete(MESSAGES, stop=[], on_text=seen.append)
     finally:
         server.close()
-    assert (first.text, second.text) == ("Final answer: krakow", "Final answer: lubeck") and seen == []
+    assert (first.text, second.text) == ("Final answer: krakow", "Final answer: lubeck")
+    assert seen == ["Final answer: krakow"]  # the first reply, whole, as it came
     assert first.prompt_tokens == 100 and not first.estimated
-    assert [r.get("stream", False) for r in server.requests] == [True, False, False]
+    assert [r.get("stream", False) for r in server.requests] == [True, False]
 
 
 def test_a_run_job_shows_the_reply_being_written_and_stores_the_events_as_before(tmp_path, monkeypatch):
@@ -52,7 +52,7 @@ def test_a_run_job_shows_the_reply_being_written_and_stores_the_events_as_before
 
     replies = [[ACT[:20], ACT[20:]], [FINAL[:25], FINAL[25:]]]
     server = StreamingStub(replies)
-    plain = StreamingStub([["".join(r)] for r in replies[:1] + replies], streams=False)  # the fallback asks again
+    plain = StreamingStub([["".join(r)] for r in replies], streams=False)
     try:
         def runtime_for(url):
             return lambda: make_runtime(tmp_path / url.rsplit(":", 1)[1].split("/")[0],

@@ -89,7 +89,8 @@ def test_a_runs_context_estimate_says_it_counted_with_the_tokenizer_file(tokeniz
                                        limits=Limits(context_tokens=256)))
     record = runtime.store.get(result.run_id)
     [full] = [e for e in record.events if e.kind == "error" and "context window full" in e.message]
-    assert "tokens needed (estimate: tokenizer file tokenizer.json), " in full.message
+    assert ("tokens needed (estimate: tokenizer file tokenizer.json, with ChatML's 5 tokens a message for the chat "
+            "template), ") in full.message
     state = runtime._graph_of("iterrag").get_state(runtime._config(result.run_id)).values
     assert state["counted_by"] == "tokenizer file tokenizer.json"
     first = "\n".join([state["prompt"], state["messages"][0]["content"]])
@@ -105,7 +106,10 @@ def test_the_estimate_says_what_it_rests_on():
     assert guards.estimate_basis({"chars_per_token": None}) == "3 characters a token"
     assert guards.estimate_basis({"chars_per_token": 4.2}) == "the prompt tokens the server reported for the last call"
     assert guards.estimate_basis({"chars_per_token": 4.2, "counted_by": "the server's tokenizer"}) == (
-        "the server's tokenizer")
+        "the server's tokenizer, with ChatML's 5 tokens a message for the chat template")
+    assert guards.estimate_basis({"chars_per_token": 4.2, "counted_by": "the server's tokenizer",
+                                  "template_tokens": 5.5}) == (
+        "the server's tokenizer, with 5.5 tokens a message for the chat template, measured on the reported usage")
 
 
 def test_the_command_line_takes_a_tokenizer_and_refuses_a_bad_one(tokenizer_file, tmp_path, capsys):

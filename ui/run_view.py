@@ -225,7 +225,8 @@ def show_event(event: Event, trace: Trace) -> None:
     usage = event.llm
     if usage:
         tokens = usage.prompt_tokens + usage.completion_tokens
-        st.caption(f"LLM call {usage.call} · {'≈' if usage.estimated else ''}{tokens:,} tokens · "
+        basis = f" ({usage.counted_by})" if usage.estimated and usage.counted_by else ""
+        st.caption(f"LLM call {usage.call} · {'≈' if usage.estimated else ''}{tokens:,} tokens{basis} · "
                    f"{llm_wait(usage)} · {datetime.fromtimestamp(event.at):%H:%M:%S}")
     _SHOW.get(event.kind, _unknown)(event, trace)
 
@@ -305,7 +306,9 @@ class RunPanel:
         t = self.trace
         cost = call_cost(self._price, t.prompt_tokens, t.completion_tokens)
         tokens = f"{'≈' if t.tokens_estimated else ''}{t.prompt_tokens + t.completion_tokens:,}"
-        self._counter.caption(f":material/toll: {t.llm_calls} LLM calls · {tokens} tokens · {cost_text(cost)}")
+        failed = f" ({t.failed_tokens:,} on abandoned attempts)" if t.failed_tokens else ""
+        self._counter.caption(f":material/toll: {t.llm_calls} LLM calls · {tokens} tokens{failed} · "
+                              f"{cost_text(cost)}")
 
     def status(self, text: str = "") -> None:
         """The status line (empty clears it)."""
@@ -321,17 +324,34 @@ class RunPanel:
         last = self.trace.events[-1] if self.trace.events else None
         what = "the database" if isinstance(last, ActionEvent) and last.language != "self" else "the model"
         if what == "the model" and calling:
-            limit = f", time limit {duration(calling['timeout_s'])}" if calling.get("timeout_s") else ""
-            what += f" (LLM call {calling['call']}, attempt {calling['attempt']} of {calling['of']}{limit})"
+            what += f" (LLM call {calling['call']}, attempt {calling['attempt']} of {calling['of']}{_limits(calling)})"
         since = f": {duration(time.time() - max(last.at, driven or 0))}" if last else ""
         running = f" {duration(time.time() - started)}" if started else ""
         self.status(f":material/hourglass_top: Running{running} (since it started) · waiting for {what}{since}")
 
 
+def _limits(calling: dict) -> str:
+    """An attempt's time limits as they bind (core.llm.client.AttemptLimits): a stream's first-token and idle
+    limits, and the whole reply's ceiling."""
+    if not calling.get("ceiling_s"):
+        return f", time limit {duration(calling['timeout_s'])}" if calling.get("timeout_s") else ""
+    if calling.get("streams"):
+        return (f", first words within {duration(calling['first_token_s'])}, then cut only after "
+                f"{duration(calling['idle_s'])} of silence, whole reply within {duration(calling['ceiling_s'])}")
+    return f", whole reply within {duration(calling['ceiling_s'])}"
+
+
+#: The most characters of a reply in flight drawn (its end): each redraw sends at most this much to the browser,
+#: however long the reply grows (the whole reply comes as the run's events once it ends).
+LIVE_REPLY_CHARS = 2_000
+
+
 def _show_reply(reply: Callable[[], str], shown: dict) -> None:
-    """The reply so far; once it ends (``reply()`` empty again) the text last shown, until the panel shows the
-    reply as its events (``shown`` keeps it between draws)."""
+    """The reply so far (its last LIVE_REPLY_CHARS characters); once it ends (``reply()`` empty again) the text last
+    shown, until the panel shows the reply as its events (``shown`` keeps it between draws)."""
     text = shown["text"] = reply() or shown.get("text", "")
+    if len(text) > LIVE_REPLY_CHARS:
+        text = f"… ({number(len(text))} characters so far) {text[-LIVE_REPLY_CHARS:]}"
     if text:
         st.caption(f":material/edit: {md(text)}")
 
@@ -528,8 +548,11 @@ def show_outcome(record: RunRecord, compact: bool = False) -> None:
     cols[2].metric("Rank", rank, help=(f"Regret {number(placement['regret'])}, gain over doing nothing "
                                        f"{number(placement['gain'])}") if placement else "Not a candidate decision")
     estimated = " (estimated from characters)" if tokens.get("estimated") else ""
+    failed = (f", of them {tokens['failed_attempts']:,} spent on attempts abandoned at a time limit"
+              if tokens.get("failed_attempts") else "")
     cols[3].metric("Tokens", total, help=f"prompt {tokens.get('prompt', 0):,}, completion "
-                                         f"{tokens.get('completion', 0):,}{estimated}; {cost_text(o.get('cost_usd'))}")
+                                         f"{tokens.get('completion', 0):,}{estimated}{failed}; "
+                                         f"{cost_text(o.get('cost_usd'))}")
     cols[4].metric("LLM calls", o.get("llm_calls", 0))
     cols[5].metric("Time", seconds, help="Time the run worked, without the analyst's reviews")
     show_verdict_details(record, o)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypedDict
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
@@ -55,6 +55,7 @@ class AgentState(TypedDict):
     prompt_tokens: int
     completion_tokens: int
     tokens_estimated: bool
+    failed_tokens: int  # of the tokens, those spent on attempts abandoned at a time limit
     actions: int
     answer_only: bool  # the next call asks for the final answer (SingleRAG after its query; any limit reached)
     final_answer: str | None
@@ -73,6 +74,8 @@ class AgentState(TypedDict):
     shortened: int  # observations shortened in the last request
     chars_per_token: float | None  # measured by the model's tokenizer, or on the last call that reported its usage
     counted_by: str | None  # what measured it (guards.estimate_basis; None: the characters alone, older checkpoints)
+    template_tokens: float | None  # what the chat template adds a message, from a call's usage (guards)
+    counted: list | None  # the tokenizer's count of the transcript before the call, and its messages
     prompts: str  # the prompt setting: improved | paper (paper_prompts.py); absent in older checkpoints: improved
     review_queries: bool  # each query waits for the analyst's approval (review_query)
     follows_plan: bool  # AutoPlan's acting in the paper setting (_step_autoplan); absent in older checkpoints
@@ -232,15 +235,20 @@ def settle_answer(state: dict, reply: Reply, emit: Emitter, finish_reason: str |
 
 def _account(state: dict, c: Completion, step: int, price: list[float] | None = None) -> tuple[dict, LLMUsage]:
     """The state update counting LLM call ``step`` (tokens, and cost at ``price``) and its usage record."""
-    cost, spent = guards.call_cost(price, c.prompt_tokens, c.completion_tokens), state.get("cost_usd", 0.0)
-    update = {"llm_calls": step, "prompt_tokens": state["prompt_tokens"] + c.prompt_tokens,
-              "completion_tokens": state["completion_tokens"] + c.completion_tokens,
-              "tokens_estimated": state["tokens_estimated"] or c.estimated,
+    failed_prompt, failed_reply = getattr(c, "failed_prompt_tokens", 0), getattr(c, "failed_completion_tokens", 0)
+    prompt, reply = c.prompt_tokens + failed_prompt, c.completion_tokens + failed_reply  # abandoned attempts count
+    cost, spent = guards.call_cost(price, prompt, reply), state.get("cost_usd", 0.0)
+    update = {"llm_calls": step, "prompt_tokens": state["prompt_tokens"] + prompt,
+              "completion_tokens": state["completion_tokens"] + reply,
+              "failed_tokens": state.get("failed_tokens", 0) + failed_prompt + failed_reply,
+              "tokens_estimated": state["tokens_estimated"] or c.estimated or bool(failed_prompt + failed_reply),
               "cost_usd": None if cost is None or spent is None else spent + cost}
     wait = c.latency_s if c.wait_s is None else c.wait_s
     return update, LLMUsage(call=step, prompt_tokens=c.prompt_tokens, completion_tokens=c.completion_tokens,
                             latency_s=round(c.latency_s, 4), estimated=c.estimated, reply=c.text,
-                            wait_s=round(wait, 4), attempts=c.attempts, cached=c.cached)
+                            wait_s=round(wait, 4), attempts=c.attempts, cached=c.cached,
+                            failed_prompt_tokens=failed_prompt, failed_completion_tokens=failed_reply,
+                            counted_by=getattr(c, "counted_by", None))
 
 
 def complete_call(state: dict, runtime: Runtime[AgentContext], prompt: str, emit: Emitter,
@@ -252,7 +260,7 @@ def complete_call(state: dict, runtime: Runtime[AgentContext], prompt: str, emit
     messages = state["messages"] if messages is None else messages
     limits = Limits.from_dict(state["limits"])
     fitted, shortened, need = guards.fit(prompt, messages, limits.context_tokens, state.get("chars_per_token"),
-                                         limits.reply_tokens)
+                                         limits.reply_tokens, guards.margin_of(state))
     if fitted is None:
         reserved = guards.reply_room(limits.context_tokens, limits.reply_tokens)
         return _end("context_exceeded", "context", prompts.context_exceeded(
@@ -267,15 +275,39 @@ def complete_call(state: dict, runtime: Runtime[AgentContext], prompt: str, emit
         c = run_control.call(getattr(runtime.context, "control", None), llm.complete, chat(prompt, fitted), stop,
                              on_retry=lambda a: emit(_retry_event(a)), cancel=getattr(llm, "cancel", None), **follow)
     except LLMError as e:
+        spent = _abandoned(state, e.attempts)
+        if (e.kind == "context" and e.window is not None and limits.context_tokens is None
+                and state.get("prompts") != paper_prompts.PAPER):
+            # the window the run did not know, as the server's error states it: kept to from now on, this call again
+            learned = replace(limits, context_tokens=e.window.tokens, context_source=e.window.source)
+            emit(ErrorEvent(message=prompts.window_learned(e.window.tokens, e.window.source), error_kind="context",
+                            fatal=False, attempts=e.attempts))
+            again = {**state, **spent, "limits": learned.__dict__.copy()}
+            update, c = complete_call(again, runtime, prompt, emit, messages, send)
+            return {**spent, "limits": learned.__dict__.copy(), **update}, c
         if e.kind == "context":  # the server's count of the request's tokens is past the window
-            return _end("context_exceeded", "context", str(e), emit, e.attempts), None
-        return fail_run(e.kind, str(e), emit, e.attempts), None
+            return {**spent, **_end("context_exceeded", "context", str(e), emit, e.attempts)}, None
+        return {**spent, **fail_run(e.kind, str(e), emit, e.attempts)}, None
     update, emit.usage = _account(state, c, emit.step, getattr(runtime.context, "price", None))
     update["shortened"] = shortened
     measured = None if c.estimated else guards.measured_chars_per_token(prompt, fitted, c.prompt_tokens)
     if measured:
         update.update(chars_per_token=measured, counted_by=guards.USAGE)
+    counted = state.get("counted") or [None, None]
+    if measured and not shortened and messages is state["messages"] and counted[1] == len(fitted) and counted[0]:
+        # the request the tokenizer counted just before: what the chat template added, as the server counts
+        update["template_tokens"] = guards.template_tokens(c.prompt_tokens, counted[0], len(fitted))
     return update, c
+
+
+def _abandoned(state: dict, attempts: list[dict]) -> dict:
+    """The state update counting the tokens the abandoned attempts of a call that failed for good spent."""
+    prompt = sum(a.get("prompt_tokens", 0) for a in attempts)
+    reply = sum(a.get("completion_tokens", 0) for a in attempts)
+    if not prompt + reply:
+        return {}
+    return {"prompt_tokens": state["prompt_tokens"] + prompt, "completion_tokens": state["completion_tokens"] + reply,
+            "failed_tokens": state.get("failed_tokens", 0) + prompt + reply, "tokens_estimated": True}
 
 
 def _chat_of(state: dict) -> tuple:
@@ -340,7 +372,7 @@ def to_answer(state: dict, limit: str, reason: str, emit: Emitter) -> dict:
 def context_full(state: dict, limits: Limits) -> tuple[str, str] | None:
     """When the next request cannot fit the context window even with older observations shortened."""
     fitted, _, need = guards.fit(state["prompt"], state["messages"], limits.context_tokens,
-                                 state.get("chars_per_token"), limits.reply_tokens)
+                                 state.get("chars_per_token"), limits.reply_tokens, guards.margin_of(state))
     if fitted is None:
         reserved = guards.reply_room(limits.context_tokens, limits.reply_tokens)
         room = prompts.context_room(need, limits.context_tokens, reserved, limits.context_source,
@@ -358,8 +390,10 @@ def calibrate(state: dict, runtime: Runtime[AgentContext]) -> dict:
     llm = runtime.context.llm
     if state.get("prompts") == paper_prompts.PAPER and getattr(llm, "counted_by", None) == SERVER_TOKENIZER:
         return {}  # the paper setting sends the server no request but the model's
-    cpt = guards.tokenized_chars_per_token(state["prompt"], state["messages"], getattr(llm, "count_tokens", None))
-    return {"chars_per_token": cpt, "counted_by": getattr(llm, "counted_by", None)} if cpt else {}
+    counted = guards.count_request(state["prompt"], state["messages"], getattr(llm, "count_tokens", None))
+    cpt = guards.tokenized_chars_per_token(state["prompt"], state["messages"], counted, state.get("template_tokens"))
+    return {"chars_per_token": cpt, "counted_by": getattr(llm, "counted_by", None),
+            "counted": [counted, len(state["messages"])]} if cpt else {}
 
 
 def _proceed(state: dict, reply: Reply, emit: Emitter) -> dict:

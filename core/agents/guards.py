@@ -15,19 +15,21 @@ from __future__ import annotations
 import math
 import re
 
+from core.llm.client import CHAT_TEMPLATE_TOKENS
 from core.model.run_settings import Limits
 from core.agents.parsing import Reply, parse_reply
 
 #: Characters per token assumed until the server's tokenizer or a call's usage says (a low figure: SQL, numbers and
 #: tables tokenise densely, and an overestimate of the tokens only shortens observations a little early).
 CHARS_PER_TOKEN = 3.0
-#: A measured figure (the server's tokenizer, or the usage of the last call) is taken this much lower: the next
-#: request's text (more data, less prose) may tokenise a little more densely.
+#: A figure measured on the last call's usage is taken this much lower: the next request's text (more data, less
+#: prose) may tokenise a little more densely. A count by the model's own tokenizer is of the request itself: none.
 MEASURED_MARGIN = 0.9
 #: What a figure measured on a call's reported usage is named by (estimate_basis).
 USAGE = "the prompt tokens the server reported for the last call"
-#: Tokens a chat template adds per message, on top of the text the tokenizer counts.
-TEMPLATE_TOKENS = 8
+#: Tokens a chat template adds per message (and once for the reply's opening), on top of the text the tokenizer
+#: counts, until a call's reported usage says (``template_tokens``).
+TEMPLATE_TOKENS = CHAT_TEMPLATE_TOKENS
 #: Tokens of the context window kept free for the reply when no reply cap is sent.
 REPLY_RESERVE = 1024
 #: Characters of an observation kept when it is shortened.
@@ -124,14 +126,14 @@ def reply_cap(limits: Limits) -> int | None:
 
 
 def fit(prompt: str, messages: list[dict], context_tokens: int | None, chars_per_token: float | None = None,
-        reply_tokens: int | None = None) -> tuple[list[dict] | None, int, int]:
+        reply_tokens: int | None = None, margin: float = MEASURED_MARGIN) -> tuple[list[dict] | None, int, int]:
     """The messages of a request kept within ``context_tokens`` (None: no limit, unchanged) less the room for the
     reply (``reply_room``, with the reply cap ``reply_tokens`` sent): older observations (user messages after the
     question, but not the last one) are shortened, oldest first, until the request fits; the system prompt (with
     the plan the run started from), the question, every reply (with the plans) and the latest observation stay
     whole. Returns the messages (None when even that does not fit), how many were shortened, and the tokens the
-    request is estimated at."""
-    cpt = chars_per_token * MEASURED_MARGIN if chars_per_token else CHARS_PER_TOKEN
+    request is estimated at. ``margin``: how much lower a measured ``chars_per_token`` is taken (``margin_of``)."""
+    cpt = chars_per_token * margin if chars_per_token else CHARS_PER_TOKEN
     need = _tokens(request_chars(prompt, messages), cpt)
     if context_tokens is None:
         return messages, 0, need
@@ -152,24 +154,49 @@ def fit(prompt: str, messages: list[dict], context_tokens: int | None, chars_per
     return None, shortened, need
 
 
-def tokenized_chars_per_token(prompt: str, messages: list[dict], count) -> float | None:
-    """Characters per token of a request by the model's own tokenizer (``count``: text -> tokens, or None when the
-    server has none), the chat template's tokens added; None when it cannot say."""
-    text = "\n".join([prompt, *(m["content"] for m in messages)])
+def count_request(prompt: str, messages: list[dict], count) -> int | None:
+    """The tokens of a request's texts by the model's own tokenizer (``count``: text -> tokens, or None when there
+    is none), the chat template's not included; None when it cannot say."""
     try:
-        tokens = count(text) if count else None
+        tokens = [count(text) if count else None for text in [prompt, *(m["content"] for m in messages)]]
     except Exception:  # noqa: BLE001 - a tokenize endpoint that fails is no tokenizer: the estimate stays
-        tokens = None
+        return None
+    return sum(tokens) if all(t is not None for t in tokens) else None
+
+
+def template_tokens(prompt_tokens: int, counted: int, messages: int) -> float:
+    """Tokens the chat template added per message, from a request's reported ``prompt_tokens`` and its texts'
+    ``counted`` tokens (``messages``: after the system prompt)."""
+    return min(max((prompt_tokens - counted) / (messages + 2), 0.0), 64.0)
+
+
+def tokenized_chars_per_token(prompt: str, messages: list[dict], tokens: int | None,
+                              template: float | None = None) -> float | None:
+    """Characters per token of a request whose texts the model's tokenizer counted at ``tokens``, the chat
+    template's tokens added (``template`` a message, default TEMPLATE_TOKENS); None without a count."""
     if not tokens:
         return None
-    return request_chars(prompt, messages) / (tokens + TEMPLATE_TOKENS * (len(messages) + 1))
+    template = TEMPLATE_TOKENS if template is None else template
+    return request_chars(prompt, messages) / (tokens + template * (len(messages) + 2))
+
+
+def margin_of(state: dict) -> float:
+    """How much lower a run's measured characters per token are taken: not at all when the model's own tokenizer
+    counted the request (its count is of that text), MEASURED_MARGIN when they come from a call's usage."""
+    return 1.0 if state.get("chars_per_token") and state.get("counted_by") not in (None, USAGE) else MEASURED_MARGIN
 
 
 def estimate_basis(state: dict) -> str:
     """What a run's token estimate rests on: the tokenizer that counted it (``tokenizer file NAME``, ``the server's
-    tokenizer``), the last call's reported usage, or the characters alone."""
+    tokenizer``) with the chat template's tokens (ChatML's, or as measured on a call's reported usage), the last
+    call's reported usage, or the characters alone."""
+    if state.get("chars_per_token") and state.get("counted_by") == USAGE:
+        return USAGE
     if state.get("chars_per_token") and state.get("counted_by"):
-        return state["counted_by"]
+        measured = state.get("template_tokens")
+        template = (f"{measured:.1f} tokens a message for the chat template, measured on the reported usage"
+                    if measured is not None else f"ChatML's {TEMPLATE_TOKENS} tokens a message for the chat template")
+        return f"{state['counted_by']}, with {template}"
     return USAGE if state.get("chars_per_token") else f"{CHARS_PER_TOKEN:g} characters a token"
 
 

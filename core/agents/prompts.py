@@ -202,6 +202,11 @@ def context_room(need: int, context_tokens: int, reserved: int, source: str | No
             f"window less {reserved:,} kept for the reply{where}")
 
 
+def window_learned(tokens: int, source: str) -> str:
+    return (f"the request was longer than the model's context window, which the run did not know: {tokens:,} tokens "
+            f"(from {source}); older observations are shortened to fit it from now on, and the call is made again")
+
+
 def context_exceeded(need: int, context_tokens: int, reserved: int, source: str | None = None,
                      basis: str | None = None) -> str:
     return (f"the request needs more than the model's context window allows even with older observations "

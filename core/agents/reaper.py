@@ -55,6 +55,7 @@ class ReaperState(TypedDict):
     llm_calls: int
     prompt_tokens: int
     completion_tokens: int
+    failed_tokens: int  # of the tokens, those spent on attempts abandoned at a time limit
     tokens_estimated: bool
     actions: int
     final_answer: str | None
@@ -74,6 +75,8 @@ class ReaperState(TypedDict):
     shortened: int
     chars_per_token: float | None
     counted_by: str | None
+    template_tokens: float | None  # what the chat template adds a message, from a call's usage (guards)
+    counted: list | None  # the tokenizer's count of the transcript before the call, and its messages
     review_queries: bool  # each step's query waits for the analyst's approval (review_step)
     prompts: str  # improved | paper: the planner prompt in the structure of the paper's (absent: improved)
     question: str  # the question as the answer call gives it (absent: the first message)

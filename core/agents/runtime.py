@@ -21,6 +21,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict
 
 from langgraph.types import Command
 
@@ -508,7 +509,33 @@ def unconsulted(values: dict) -> bool:
     return bool(values.get("final_answer")) and not values.get("queries", values.get("actions", 0))
 
 
-def _outcome(values: dict, ws: Workspace) -> dict:
+class RunOutcome(TypedDict, total=False):
+    """What an ended run's record keeps as its outcome (``_outcome``; a run that failed before its first step keeps
+    only its ``error``). ``core run --json`` prints every field."""
+
+    decision: str | None
+    mentions: list[str]
+    correct: bool | None
+    label: str | None
+    grade_status: str
+    grade_reason: str
+    best_group: bool
+    placement: dict | None
+    final_answer: str | None
+    error: str | None
+    llm_calls: int
+    actions: int
+    plan: list[str]
+    wall_s: float
+    no_decision: bool
+    unconsulted: bool
+    cost_usd: float | None
+    limit: str | None
+    repeats: int
+    tokens: dict  # prompt, completion, total, estimated, failed_attempts (of the total: abandoned attempts')
+
+
+def _outcome(values: dict, ws: Workspace) -> RunOutcome:
     """The graded outcome of an ended run, with the decision's place in the simulator's ranking when the
     workspace has the database."""
     question = ws.question
@@ -538,4 +565,5 @@ def _outcome(values: dict, ws: Workspace) -> dict:
             "unconsulted": unconsulted(values),
             "cost_usd": values.get("cost_usd"), "limit": values.get("limit"), "repeats": values.get("repeats", 0),
             "tokens": {"prompt": prompt, "completion": completion, "total": prompt + completion,
-                       "estimated": values.get("tokens_estimated", False)}}
+                       "estimated": values.get("tokens_estimated", False),
+                       "failed_attempts": values.get("failed_tokens", 0)}}

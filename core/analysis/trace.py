@@ -52,6 +52,7 @@ class Trace:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     tokens_estimated: bool = False  # some counts estimated from characters (replays)
+    failed_tokens: int = 0  # of those tokens, spent on attempts abandoned at a time limit (a timeout)
     proposed: list[str] | None = None  # a plan the agent proposed that waits for the analyst's review
     usage: list[LLMUsage] = field(default_factory=list)  # each LLM call's usage, in order
     plan_changes: int = 0  # re-plans (Re-plan: Y) whose new plan differs from the old one
@@ -80,9 +81,16 @@ class Trace:
         if event.llm:
             self.usage.append(event.llm)
             self.llm_calls += 1
-            self.prompt_tokens += event.llm.prompt_tokens
-            self.completion_tokens += event.llm.completion_tokens
-            self.tokens_estimated = self.tokens_estimated or event.llm.estimated
+            self.prompt_tokens += event.llm.prompt_tokens + event.llm.failed_prompt_tokens
+            self.completion_tokens += event.llm.completion_tokens + event.llm.failed_completion_tokens
+            self.failed_tokens += event.llm.failed_prompt_tokens + event.llm.failed_completion_tokens
+            self.tokens_estimated = self.tokens_estimated or event.llm.estimated or bool(self.failed_tokens)
+        if isinstance(event, ErrorEvent) and event.fatal:  # a call that failed for good: its abandoned attempts
+            spent = [(a.get("prompt_tokens", 0), a.get("completion_tokens", 0)) for a in event.attempts or []]
+            self.prompt_tokens += sum(p for p, _ in spent)
+            self.completion_tokens += sum(c for _, c in spent)
+            self.failed_tokens += sum(p + c for p, c in spent)
+            self.tokens_estimated = self.tokens_estimated or bool(spent and any(spent))
         match event:
             case PlanEvent(status="proposed"):
                 self.proposed = list(event.steps)

@@ -138,10 +138,17 @@ class Budget:
             # a call in flight was released between the UPDATE and the read: try again
 
     def settle(self, completion: Completion) -> None:
-        """After a reserved call the model answered: count it and its tokens, no longer in flight."""
+        """After a reserved call the model answered: count it and its tokens (those of the attempts abandoned
+        before its answer too), no longer in flight."""
         self._update("calls = calls + 1, prompt_tokens = prompt_tokens + ?, completion_tokens = completion_tokens + ?, "
-                     "in_flight = in_flight - 1", (completion.prompt_tokens, completion.completion_tokens))
+                     "in_flight = in_flight - 1",
+                     (completion.prompt_tokens + completion.failed_prompt_tokens,
+                      completion.completion_tokens + completion.failed_completion_tokens))
 
-    def release(self) -> None:
-        """After a reserved call that failed without an answer: no longer in flight, nothing spent."""
-        self._update("in_flight = in_flight - 1")
+    def release(self, attempts: list[dict] = ()) -> None:
+        """After a reserved call that failed without an answer: no longer in flight; what its abandoned
+        ``attempts`` spent (their prompt_tokens, completion_tokens) counted."""
+        self._update("in_flight = in_flight - 1, prompt_tokens = prompt_tokens + ?, "
+                     "completion_tokens = completion_tokens + ?",
+                     (sum(a.get("prompt_tokens", 0) for a in attempts),
+                      sum(a.get("completion_tokens", 0) for a in attempts)))

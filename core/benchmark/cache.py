@@ -115,16 +115,17 @@ class CachingLLM:
             cached = self._cache.get(key) if key else None
             if cached:
                 self.hits += 1
-                return replace(cached, cached=True, attempts=[], wait_s=round(time.perf_counter() - start, 4))
+                return replace(cached, cached=True, attempts=[], wait_s=round(time.perf_counter() - start, 4),
+                               failed_prompt_tokens=0, failed_completion_tokens=0)  # nothing abandoned now
             if self._budget:
                 self._budget.reserve()  # BudgetReached at a cap
             try:
                 if self._model is None:
                     self._model = self._opener(self.hits + self.calls)
                 completion = self._call(messages, stop, on_retry)
-            except BaseException:
+            except BaseException as e:
                 if self._budget:
-                    self._budget.release()
+                    self._budget.release(getattr(e, "attempts", None) or [])  # an LLMError's abandoned attempts
                 raise
             if self._budget:
                 self._budget.settle(completion)

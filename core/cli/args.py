@@ -122,8 +122,9 @@ def add_llm_arguments(p: argparse.ArgumentParser, unattended: bool = False) -> N
     timeout, retries = ((UNATTENDED_TIMEOUT_S, UNATTENDED_RETRIES) if unattended else
                         (INTERACTIVE_TIMEOUT_S, INTERACTIVE_RETRIES))
     p.add_argument("--llm-timeout", type=float, metavar="S",
-                   help=f"seconds to wait for one model reply, per attempt (default {timeout:g}; a retry after a "
-                        "timeout waits longer, up to twice that; env PLANRAG_LLM_TIMEOUT)")
+                   help=f"an attempt's time limit T (default {timeout:g}): a streamed reply's first words within 3 "
+                        "T, then cut only after T of silence; any reply within 10 T; a retry after a timeout waits "
+                        "longer, up to twice that; env PLANRAG_LLM_TIMEOUT")
     p.add_argument("--llm-retries", type=int, metavar="N",
                    help="retries of a failed model call: timeouts, server errors, rate limits "
                         f"(default {retries}; env PLANRAG_LLM_RETRIES)")

@@ -11,6 +11,7 @@ import sys
 import time
 
 from core.analysis.grading import placement_text
+from core.analysis.trace import Trace
 from core.backends.registry import BACKENDS
 from core.cli.args import (DB_HELP, SCENARIO_HELP, SOURCE_HELP, add_fidelity_arguments, add_limit_arguments,
                            add_llm_arguments, error_line, limits_from, llm_settings)
@@ -84,17 +85,18 @@ def _hint(result) -> str:
 def _report(runtime, result, args) -> int:
     """Print a run's outcome (or its pause and how to resume it); the exit code: 0 finished, 1 failed or
     stopped, 3 paused for review."""
+    from core.agents.runtime import RunOutcome  # heavy: LangGraph (loaded already by the run printed)
+
     events = runtime.store.get(result.run_id).events
     outcome = result.outcome or {}
-    usage = [e.llm for e in events if e.llm]
-    prompt, completion = sum(u.prompt_tokens for u in usage), sum(u.completion_tokens for u in usage)
-    report = {"run_id": result.run_id, "status": result.status, "decision": outcome.get("decision"),
-              "correct": outcome.get("correct"), "label": outcome.get("label"), "placement": outcome.get("placement"),
-              "grade_status": outcome.get("grade_status"), "grade_reason": outcome.get("grade_reason"),
-              "final_answer": outcome.get("final_answer"), "error": outcome.get("error"), "llm_calls": len(usage),
-              "cost_usd": outcome.get("cost_usd"), "limit": outcome.get("limit"),
+    trace = Trace.of(events)
+    usage = trace.usage
+    prompt, completion = trace.prompt_tokens, trace.completion_tokens
+    report = {"run_id": result.run_id, "status": result.status,
+              **{name: outcome.get(name) for name in RunOutcome.__annotations__},  # every field of the outcome
+              "llm_calls": len(usage),
               "tokens": {"prompt": prompt, "completion": completion, "total": prompt + completion,
-                         "estimated": any(u.estimated for u in usage)},
+                         "estimated": trace.tokens_estimated, "failed_attempts": trace.failed_tokens},
               "pause": result.pause.to_dict() if result.pause else None, "events": [e.to_dict() for e in events]}
     if args.json:
         print(scrub(json.dumps(report, default=str)))
@@ -110,7 +112,7 @@ def _report(runtime, result, args) -> int:
         print(_hint(result))
     elif result.status in ("failed", "stopped"):  # what happened, not "decision None (wrong)"
         print(scrub(f"{result.status}: {report['error'] or 'the run ' + result.status}; {len(usage)} LLM calls, "
-                    f"{report['tokens']['total']} tokens"))
+                    f"{report['tokens']['total']} tokens{_failed(report)}"))
     else:
         verdict = {True: "correct", False: "wrong", None: "no label"}[report["correct"]]
         rank = placement_text(report["placement"])
@@ -119,7 +121,7 @@ def _report(runtime, result, args) -> int:
         said = f"{decision} ({verdict}{', rank ' + rank if rank else ''})"
         if result.status in ("stuck", "context_exceeded"):  # what ended it, and the answer it gave then
             said = outcome["error"] + (f"; {said}" if outcome.get("final_answer") else "")
-        print(f"{result.status}: {said}; {len(usage)} LLM calls, {report['tokens']['total']} tokens")
+        print(f"{result.status}: {said}; {len(usage)} LLM calls, {report['tokens']['total']} tokens{_failed(report)}")
         if outcome.get("unconsulted"):
             print("  answered without consulting the database (no query ran before the final answer)")
         if report["grade_reason"] and result.status not in ("stuck", "context_exceeded"):  # those say what ended them
@@ -127,6 +129,11 @@ def _report(runtime, result, args) -> int:
     if result.pause:
         return EXIT_PAUSED
     return EXIT_FINISHED if result.status == "finished" else EXIT_FAILED
+
+
+def _failed(report: dict) -> str:
+    spent = report["tokens"]["failed_attempts"]
+    return f" ({spent} of them spent on attempts abandoned at a time limit)" if spent else ""
 
 
 def _fail(e: Exception) -> int:

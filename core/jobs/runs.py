@@ -58,7 +58,7 @@ class RunJob(Job):
         super().__init__(run_id)
         self.settings = settings
         self.runtime = None  # the AgentRuntime driving it, once opened (Stop goes through it)
-        self.partial = ""
+        self._pieces: list[str] = []  # the reply in flight, as it came (joined when read)
         self.calling: dict | None = None  # the LLM call in flight: call, attempt, of, timeout_s, streams
         self.streams: bool | None = None  # whether the model streams its replies (None: no call made yet)
         self._make_runtime, self._iterate = make_runtime, iterate
@@ -96,15 +96,20 @@ class RunJob(Job):
             runtime = self.runtime
         return runtime.stop(self.run_id, starting=True, by=by) if runtime is not None else "running"
 
+    @property
+    def partial(self) -> str:
+        return "".join(self._pieces)
+
     def _calling(self, attempt: dict) -> None:
-        """The LLM call in flight: its number, attempt (of how many), time limit and whether it streams; its text
+        """The LLM call in flight: its number, attempt (of how many), time limits and whether it streams; its text
         starts anew."""
-        self.calling, self.streams, self.partial = attempt, attempt.get("streams", False), ""
+        self.calling, self.streams, self._pieces = attempt, attempt.get("streams", False), []
         self.changed()
 
-    def _writing(self, text: str) -> None:
-        """The reply in flight so far (a view: the finished reply comes as the run's events)."""
-        self.partial = text
+    def _writing(self, piece: str) -> None:
+        """The next piece of the reply in flight (a view: the finished reply comes as the run's events; the model
+        client reads no more than the reply cap)."""
+        self._pieces.append(piece)
         self.changed()
 
     def _work(self) -> None:
@@ -118,7 +123,7 @@ class RunJob(Job):
             if asked:  # Stop came while the runtime opened
                 runtime.stop(self.run_id, starting=True, by=by)
             for _ in self._iterate(runtime):  # each event is stored before it comes here
-                self.partial = ""
+                self._pieces = []
                 self.changed()
         finally:
             if runtime is not None:

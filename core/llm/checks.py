@@ -41,7 +41,7 @@ def window_text(settings: LLMSettings) -> str:
         return "context window: OpenAI's API does not say it (set one under Limits to keep requests within it)"
     found = detect_window(settings.base_url, settings.model or "", bound_key(settings))
     if found is None:
-        return ("context window: the server does not say it, so nothing is shortened (set one under Limits to keep "
-                "requests within it)")
+        return ("context window: the server does not say it, so nothing is shortened until a request passes it and "
+                "the server's error states it (set one under Limits to keep requests within it)")
     return f"context window: {found.tokens:,} tokens, from {found.source}"
 

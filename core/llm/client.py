@@ -2,9 +2,10 @@
 LangChain's ChatOpenAI, or a replay of recorded replies (``replay:FILE``) for tests and demos.
 
 Every call goes through :class:`ChatLLM.complete`, which passes stop sequences, cuts the reply client-side
-as well, retries transient failures with backoff (a timed-out attempt is retried with a longer timeout: a
-one-at-a-time server is still computing the abandoned request) and reports token usage and every attempt
-(start, duration, error). A reply that is not a chat completion (HTTP 200 with an error body or an HTML page) is
+as well, streams the reply where the server streams (a reply still arriving is never cut: a stream's limit is
+silence, see ``Limits``), retries transient failures with backoff (a timed-out attempt's connection is shut, so a
+server that checks stops computing it, and the retry waits longer) and reports token usage and every attempt
+(start, duration, error, and the tokens an abandoned attempt spent). A reply that is not a chat completion (HTTP 200 with an error body or an HTML page) is
 a server error, retried like one. The API key is read from the settings or ``OPENAI_API_KEY`` only when the
 model is opened; it is registered with core.config.secrets, so it and its masked forms never reach a message or a trace.
 """
@@ -34,8 +35,17 @@ if TYPE_CHECKING:  # langchain_core is heavy: loaded only when a model is opened
     from langchain_core.language_models import BaseChatModel
     from langchain_core.messages import BaseMessage
 
+    from core.llm.transport import Flight
+
 REPLAY_PREFIX = "replay:"
-CHARS_PER_TOKEN = 4  # the estimate used when a model reports no usage (replays)
+CHARS_PER_TOKEN = 4  # the estimate used when a model reports no usage (replays) and no tokenizer is known
+#: Tokens a chat template adds per message (and once for the reply's opening) on top of the texts: ChatML's
+#: ``<|im_start|>role\n ... <|im_end|>\n`` (Qwen and many local models) is 5.
+CHAT_TEMPLATE_TOKENS = 5
+#: How many texts' token counts a model keeps (count_tokens).
+COUNTS_KEPT = 256
+#: What token counts rest on when the server reported them.
+REPORTED = "the server's reported usage"
 
 
 class LLMError(Exception):
@@ -43,10 +53,11 @@ class LLMError(Exception):
     bad_request, context (the request does not fit the model's context window), model or replay. The message
     never contains the API key. ``attempts``: each attempt made (see Completion.attempts)."""
 
-    def __init__(self, kind: str, message: str, attempts: list[dict] | None = None):
+    def __init__(self, kind: str, message: str, attempts: list[dict] | None = None, window=None):
         super().__init__(message)
         self.kind = kind
         self.attempts = attempts or []
+        self.window = window  # for a context error: the window the server's error states (server_info.Window)
 
 
 class LLMNotConfigured(LLMError):
@@ -75,6 +86,9 @@ class Completion:
     finish_reason: str | None = None
     metadata: dict = field(default_factory=dict)
     cached: bool = False
+    failed_prompt_tokens: int = 0  # what the attempts abandoned before it spent (estimated where not counted)
+    failed_completion_tokens: int = 0
+    counted_by: str | None = None  # what the token counts rest on: REPORTED, a tokenizer, or the characters
 
 
 def estimate_tokens(text: str) -> int:
@@ -97,8 +111,34 @@ def cut_reply(text: str) -> str:
 
 
 class AttemptDeadline(Exception):
-    """An attempt that went past its whole-attempt deadline: the client's timeout bounds each read, so a server
-    that trickles its reply a byte at a time would otherwise hold the attempt for as long as it likes."""
+    """An attempt abandoned at one of its time limits (``AttemptLimits``): no first piece, silence, or the whole
+    reply's ceiling."""
+
+
+@dataclass(frozen=True)
+class AttemptLimits:
+    """The time limits of one attempt, from its time limit ``timeout_s`` (the Settings' timeout per attempt): a
+    streamed reply's first piece must come within ``first_token_s`` (the server reads the whole prompt first),
+    then it is cut only after ``idle_s`` of silence, never while text flows; any reply (and a reply that is not
+    streamed, which comes whole) ends at ``ceiling_s``."""
+
+    timeout_s: float
+
+    @property
+    def first_token_s(self) -> float:
+        return self.timeout_s * FIRST_TOKEN_FACTOR
+
+    @property
+    def idle_s(self) -> float:
+        return self.timeout_s
+
+    @property
+    def ceiling_s(self) -> float:
+        return self.timeout_s * CEILING_FACTOR
+
+    def as_dict(self) -> dict:
+        return {"timeout_s": self.timeout_s, "first_token_s": self.first_token_s, "idle_s": self.idle_s,
+                "ceiling_s": self.ceiling_s}
 
 
 def read_replay(path: str | Path) -> list[str]:
@@ -135,10 +175,19 @@ def _error_kind(e: Exception) -> str | None:
     """The LLMError kind of a client exception; None for exceptions that are not about the LLM call."""
     import openai
 
+    import httpx  # heavy: loaded with the model
+
     from core.llm.replay_model import ReplayExhausted  # heavy (langchain_core), loaded by any model opened
+    from core.llm.transport import ReplyTooLarge  # heavy: httpx, loaded by any model opened
 
     if isinstance(e, ReplayExhausted):
         return "replay"
+    if isinstance(e, ReplyTooLarge) or isinstance(e.__cause__, ReplyTooLarge):
+        return "server"
+    if isinstance(e, httpx.TimeoutException):  # a read of a stream (LangChain hands on httpx's own errors there)
+        return "timeout"
+    if isinstance(e, httpx.TransportError):
+        return "network"
     if isinstance(e, openai.RateLimitError):
         return "rate_limit"
     if isinstance(e, (openai.AuthenticationError, openai.PermissionDeniedError)):
@@ -160,10 +209,17 @@ def _detail(e: Exception) -> str:
     """What an exception says, naming a reply that was no chat completion as such."""
     import openai
 
-    from core.llm.replay_model import ReplayExhausted  # heavy (langchain_core), loaded by any model opened
+    import httpx  # heavy: loaded with the model
 
-    if isinstance(e, (openai.APIError, ReplayExhausted, AttemptDeadline)):
+    from core.llm.replay_model import ReplayExhausted  # heavy (langchain_core), loaded by any model opened
+    from core.llm.transport import ReplyTooLarge  # heavy: httpx, loaded by any model opened
+
+    if isinstance(e.__cause__, ReplyTooLarge):
+        return str(e.__cause__)
+    if isinstance(e, (openai.APIError, ReplayExhausted, AttemptDeadline, ReplyTooLarge)):
         return str(e)
+    if isinstance(e, httpx.HTTPError):
+        return f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
     if isinstance(e, IndexError):  # LangChain takes the first of no choices
         return "the server answered without a chat completion (no choices in the reply)"
     return f"the server answered without a chat completion ({type(e).__name__}: {e})"
@@ -179,10 +235,18 @@ _HINTS = {"auth": "check OPENAI_API_KEY; a key goes only to the server it was gi
 #: cut client-side and taken as cut off at the length limit: a server that ignores the cap must not fill the run
 #: store, the checkpoints and every later prompt with megabytes.
 REPLY_CHARS_PER_CAP_TOKEN, MAX_REPLY_CHARS = 4 * CHARS_PER_TOKEN, 200_000
-#: An attempt ends at timeout x DEADLINE_FACTOR + DEADLINE_SLACK_S however the server sends its reply (the client's
-#: own timeout, per read, fires first on a server that sends nothing).
-DEADLINE_FACTOR, DEADLINE_SLACK_S = 1.25, 0.5
+#: An attempt's limits (AttemptLimits) from its time limit T: first piece of a stream within T x FIRST_TOKEN_FACTOR,
+#: silence at most T, the whole reply within T x CEILING_FACTOR.
+FIRST_TOKEN_FACTOR, CEILING_FACTOR = 3.0, 10.0
+#: The client's own per-read timeout is this much past the limit it stands for: the attempt's watch abandons the
+#: attempt first, naming the limit (the read timeout only ends a read still waiting for the response's headers).
+READ_SLACK_S = 1.0
 TIMEOUT_GROWTH, TIMEOUT_GROWTH_CAP = 1.5, 2.0  # a retry after a timeout waits longer, up to 2x the setting
+
+
+def reply_chars(max_reply_tokens: int | None) -> int:
+    """The most characters of a reply read: REPLY_CHARS_PER_CAP_TOKEN a token of the cap, at most MAX_REPLY_CHARS."""
+    return min(max_reply_tokens * REPLY_CHARS_PER_CAP_TOKEN, MAX_REPLY_CHARS) if max_reply_tokens else MAX_REPLY_CHARS
 
 
 def _retry_after(e: Exception) -> float | None:
@@ -201,9 +265,10 @@ class ChatLLM:
                  retry_base_s: float = 1.0, secret: str | None = None, sleep=time.sleep,
                  timeout_s: float | None = None, max_reply_tokens: int | None = None,
                  counter: Callable[[str], int | None] | None = None, counted_by: str | None = None,
-                 streams: bool = False):
+                 streams: bool = False, window_from_error: Callable[[str], object] | None = None):
         self.model = model
         self._counter = counter  # the model's tokenizer (a tokenizer file's, or the server's), None: none known
+        self._counts: dict[str, int] = {}  # the texts counted lately, oldest first
         self.counted_by = counted_by  # what counts: "tokenizer file NAME", "the server's tokenizer"
         self.label = label
         self._estimate = estimate_usage
@@ -213,15 +278,25 @@ class ChatLLM:
         self._sleep = sleep
         self._timeout_s = timeout_s  # the per-attempt timeout of a server model (None: the model's own)
         self._use_stop = True
-        self._max_reply_chars = min(max_reply_tokens * REPLY_CHARS_PER_CAP_TOKEN, MAX_REPLY_CHARS) \
-            if max_reply_tokens else MAX_REPLY_CHARS
+        self._max_reply_chars = reply_chars(max_reply_tokens)
         self._cancelled = threading.Event()
-        self._streams = streams  # asked with streaming when a caller follows the text (falls back if it fails)
+        self._streams = streams  # asked with streaming where the server streams (falls back if it does not)
+        self._window_from_error = window_from_error  # the window a context error states, remembered by server_info
 
     def count_tokens(self, text: str) -> int | None:
         """The tokens of ``text`` by the model's own tokenizer: the tokenizer file set, else the server's where it
-        counts them (None: neither; ``counted_by`` says which)."""
-        return self._counter(text) if self._counter else None
+        counts them (None: neither; ``counted_by`` says which). A text counted lately is not counted again (a
+        transcript's messages are counted before and after each call)."""
+        if not self._counter:
+            return None
+        if text in self._counts:
+            return self._counts[text]
+        tokens = self._counter(text)
+        if tokens is not None:  # a count that failed is asked again next time
+            if len(self._counts) >= COUNTS_KEPT:
+                self._counts.pop(next(iter(self._counts)))
+            self._counts[text] = tokens
+        return tokens
 
     def cancel(self) -> None:
         """Make no further attempt of a call in flight (the analyst stopped its run): the attempt under way, which
@@ -232,35 +307,65 @@ class ChatLLM:
         return secrets.scrub(text, [self._secret] if self._secret else None)
 
     def _stream(self, messages: list[BaseMessage], stop: list[str] | None, kwargs: dict,
-                on_text: Callable[[str], None]):
-        """The reply streamed (LangChain's ``stream``), ``on_text`` given the text so far as it grows; the merged
-        chunks are the reply, as ``invoke`` gives it. _NoStream when the server sent no chunk."""
-        merged, text = None, ""
-        for chunk in self.model.stream(messages, stop=stop, **kwargs):
-            merged = chunk if merged is None else merged + chunk
-            piece = _text(chunk.content)
-            if piece:
-                text += piece
-                on_text(text)
-        if merged is None:
-            raise _NoStream("the server sent no chunk")
-        return merged
+                on_text: Callable[[str], None] | None, flight: Flight | None):
+        """The reply streamed (LangChain's ``stream``), each new piece given to ``on_text`` (only what is new) and
+        counted in ``flight``; read up to the reply cap, where the stream is closed (the server sees the client
+        gone) and the reply taken as cut off at the length limit. _NoStream when the server sent no chunk."""
+        from langchain_core.messages import AIMessage  # heavy: loaded with the model
 
-    def _invoke(self, messages: list[BaseMessage], stop: list[str], timeout_s: float | None,
-                on_text: Callable[[str], None] | None = None):
-        kwargs = {"timeout": timeout_s} if timeout_s is not None else {}
-        stops = stop if self._use_stop else None
-        if on_text is not None and self._streams:
-            import openai
-
-            try:
-                return self._stream(messages, stops, kwargs, on_text)
-            except (_NoStream, openai.BadRequestError, openai.UnprocessableEntityError,
-                    openai.APIResponseValidationError, ValueError):
-                # a server that does not stream (or not as OpenAI's does): asked without streaming from now on
-                self._streams = False
+        meta, pieces, chars, cut = None, [], 0, False
+        stream = self.model.stream(messages, stop=stop, **kwargs)
         try:
-            return self.model.invoke(messages, stop=stops, **kwargs)
+            for chunk in stream:
+                if flight is not None and flight.abandoned:
+                    break
+                piece = _text(chunk.content)
+                chunk = chunk.model_copy(update={"content": ""})  # merged without its text: no copy of it per piece
+                meta = chunk if meta is None else meta + chunk
+                if not piece:
+                    continue
+                if chars + len(piece) > self._max_reply_chars:
+                    piece, cut = piece[:self._max_reply_chars - chars], True
+                pieces.append(piece)
+                chars += len(piece)
+                if flight is not None:
+                    flight.piece(len(piece))
+                if on_text is not None and piece:
+                    on_text(piece)
+                if cut:
+                    break
+        finally:
+            stream.close()  # closes the response: an abandoned or capped reply is not read on
+        if meta is None:
+            raise _NoStream("the server sent no chunk")
+        if flight is not None and flight.unstreamed:  # the server answered plainly: asked so from now on
+            self._streams = False
+        metadata = dict(meta.response_metadata or {})
+        if cut:
+            metadata.update(finish_reason="length", cut_client_side=chars, stream_closed=True)
+        return AIMessage("".join(pieces), response_metadata=metadata, usage_metadata=meta.usage_metadata)
+
+    def _invoke(self, messages: list[BaseMessage], stop: list[str], limits: AttemptLimits | None,
+                on_text: Callable[[str], None] | None = None, flight: Flight | None = None):
+        """The reply, streamed where the server streams, else whole. The client's own per-read timeout: for a
+        stream its first piece's limit (a later silence is watched by ``_invoke_within``), else the ceiling."""
+        stops = stop if self._use_stop else None
+        try:
+            if self._streams:
+                import openai
+
+                kwargs = {"timeout": limits.first_token_s + READ_SLACK_S} if limits else {}
+                try:
+                    return self._stream(messages, stops, kwargs, on_text, flight)
+                except (_NoStream, openai.BadRequestError, openai.UnprocessableEntityError,
+                        openai.APIResponseValidationError, ValueError) as e:
+                    if (flight is not None and (flight.abandoned or flight.first is not None)) or (
+                            isinstance(e, openai.APIStatusError) and "stream" not in str(e).lower()):
+                        raise
+                    # a server that does not stream (or not as OpenAI's does): asked without streaming from now on
+                    self._streams = False
+            return self.model.invoke(messages, stop=stops,
+                                     **({"timeout": limits.ceiling_s + READ_SLACK_S} if limits else {}))
         except Exception as e:
             import openai
 
@@ -270,40 +375,51 @@ class ChatLLM:
             # go on without them (cutting the reply client-side); and some take the reply cap only by its new name.
             if self._use_stop and "'stop'" in str(e):
                 self._use_stop = False
-                return self._invoke(messages, stop, timeout_s)
+                return self._invoke(messages, stop, limits, on_text, flight)
             if "temperature" in str(e) and getattr(self.model, "temperature", None) is not None:
                 self.model.temperature = None
-                return self._invoke(messages, stop, timeout_s)
+                return self._invoke(messages, stop, limits, on_text, flight)
             # A compatible server that wants the reply cap as max_completion_tokens (e.g. Azure's reasoning models)
             cap = (getattr(self.model, "extra_body", None) or {}).get("max_tokens")
             if cap and "max_completion_tokens" in str(e):
                 self.model.extra_body = None
                 self.model.max_tokens = cap  # LangChain sends it as max_completion_tokens
-                return self._invoke(messages, stop, timeout_s)
+                return self._invoke(messages, stop, limits, on_text, flight)
             raise
 
-    def _invoke_within(self, messages: list[BaseMessage], stop: list[str], timeout_s: float | None,
-                       on_text: Callable[[str], None] | None = None):
-        """``_invoke`` bounded by the attempt's whole deadline (a server dripping its reply slowly is a timeout).
-        A late attempt is abandoned: its thread ends when the server answers or closes."""
-        if not timeout_s:
-            return self._invoke(messages, stop, timeout_s, on_text)
+    def _invoke_within(self, messages: list[BaseMessage], stop: list[str], limits: AttemptLimits | None,
+                       on_text: Callable[[str], None] | None = None, flight: Flight | None = None):
+        """``_invoke`` kept to the attempt's ``limits``: read in a thread while this one watches the time; at a
+        limit the attempt is abandoned (its connection shut, so the server stops where it checks) and
+        AttemptDeadline raised, naming the limit."""
+        if limits is None:
+            return self._invoke(messages, stop, None, on_text, flight)
+        from core.llm import transport  # heavy: httpx, loaded with the model
+
+        flight = flight or transport.Flight()
         box: dict = {}
         context = contextvars.copy_context()
 
         def work():
+            transport.current.set(flight)
             try:
-                box["reply"] = context.run(self._invoke, messages, stop, timeout_s, on_text)
+                box["reply"] = self._invoke(messages, stop, limits, on_text, flight)
             except BaseException as e:  # handed to the caller
                 box["error"] = e
+            finally:
+                flight.finish()
 
-        worker = threading.Thread(target=work, name="llm-attempt", daemon=True)
-        worker.start()
-        deadline = timeout_s * DEADLINE_FACTOR + DEADLINE_SLACK_S
-        worker.join(deadline)
-        if worker.is_alive():
-            raise AttemptDeadline(f"Request timed out: no complete reply within {deadline:.1f} s (the server was "
-                                  "still sending it)")
+        threading.Thread(target=context.run, args=(work,), name="llm-attempt", daemon=True).start()
+        with flight.changed:
+            while not flight.done:
+                due, why = _due(flight, limits, self._streams)
+                left = due - time.monotonic()
+                if left <= 0:
+                    break
+                flight.changed.wait(left)
+        if not flight.done:
+            flight.abandon()
+            raise AttemptDeadline(f"Request timed out: {why}; the attempt was abandoned and its connection closed")
         if "error" in box:
             raise box["error"]
         return box["reply"]
@@ -313,33 +429,42 @@ class ChatLLM:
                  on_text: Callable[[str], None] | None = None,
                  on_attempt: Callable[[dict], None] | None = None) -> Completion:
         """One reply to ``messages``. ``on_retry`` gets each failed attempt that is retried (its record, with
-        ``retry_in_s``) as it happens; ``on_text``, when the model streams, the reply's text so far as it is
+        ``retry_in_s``) as it happens; ``on_text``, when the model streams, each new piece of the reply as it is
         written (a view: the Completion is the reply); ``on_attempt`` each attempt as it starts (``attempt``, of
-        ``of``, its ``timeout_s``, whether it ``streams`` the reply to ``on_text``). Raises LLMError when the call
-        fails for good."""
+        ``of``, its limits as AttemptLimits.as_dict gives them, whether it ``streams``). An abandoned attempt (a
+        timeout) is recorded with the tokens it spent (``prompt_tokens``, ``completion_tokens``: the request as the
+        server counted it when it answered, else estimated; the reply read before it was abandoned), summed in the
+        Completion's ``failed_*_tokens``. Raises LLMError when the call fails for good."""
+        from core.llm import transport  # heavy: httpx, loaded with the model
+
         attempts: list[dict] = []
         first = time.perf_counter()
         timeout_s = self._timeout_s
         for attempt in range(self._max_retries + 1):
             start, started_at = time.perf_counter(), time.time()
+            limits = AttemptLimits(timeout_s) if timeout_s else None
             record = {"attempt": attempt + 1, "start": round(started_at, 3), "timeout_s": timeout_s}
             if on_attempt:
                 on_attempt({"attempt": attempt + 1, "of": self._max_retries + 1, "timeout_s": timeout_s,
-                            "streams": on_text is not None and self._streams})
+                            **(limits.as_dict() if limits else {}), "streams": self._streams})
+            flight = transport.Flight()
             try:
-                message = self._invoke_within(messages, stop, timeout_s, on_text)
+                message = self._invoke_within(messages, stop, limits, on_text, flight)
             except Exception as e:
                 kind = _error_kind(e)
                 if kind is None:
                     raise
                 detail = self._scrub(_detail(e))
+                spent = {"prompt_tokens": _prompt_estimate(messages), "completion_tokens": round(
+                    flight.chars / CHARS_PER_TOKEN), "tokens_estimated": True} if kind == "timeout" else {}
                 attempts.append({**record, "duration_s": round(time.perf_counter() - start, 4),
-                                 "error_kind": kind, "error": detail})
+                                 "error_kind": kind, "error": detail, **spent})
                 if kind not in TRANSIENT or attempt == self._max_retries or self._cancelled.is_set():
                     hint = f" ({_HINTS[kind]})" if kind in _HINTS else ""
                     tries = f" after {attempt + 1} attempts" if attempt else ""
+                    window = self._window_from_error(detail) if kind == "context" and self._window_from_error else None
                     raise LLMError(kind, self._scrub(f"{kind} error{tries}{hint}: {self.label}: {detail}"),
-                                   attempts) from None
+                                   attempts, window) from None
                 delay = _retry_after(e) or (min(self._retry_base_s * 2 ** attempt, 30.0)
                                             * (1 + 0.25 * random.random()))
                 if kind == "timeout" and timeout_s:
@@ -360,14 +485,56 @@ class ChatLLM:
             metadata.update(finish_reason="length", cut_client_side=len(content))
             content = content[:self._max_reply_chars]
         text = cut_reply(content)
-        extra = {"wait_s": round(time.perf_counter() - first, 4), "attempts": attempts,
-                 "finish_reason": metadata.get("finish_reason"), "metadata": _plain(metadata)}
         usage = getattr(message, "usage_metadata", None)
-        if usage and not self._estimate:
+        exact = bool(usage) and not self._estimate
+        if exact:  # the abandoned attempts sent the same request: the server's count of it
+            for a in attempts:
+                if "prompt_tokens" in a:
+                    a.update(prompt_tokens=usage.get("input_tokens", 0) or a["prompt_tokens"])
+        failed = [a for a in attempts if "prompt_tokens" in a]
+        extra = {"wait_s": round(time.perf_counter() - first, 4), "attempts": attempts,
+                 "finish_reason": metadata.get("finish_reason"), "metadata": _plain(metadata),
+                 "failed_prompt_tokens": sum(a["prompt_tokens"] for a in failed),
+                 "failed_completion_tokens": sum(a["completion_tokens"] for a in failed)}
+        if exact:
             return Completion(text, usage.get("input_tokens", 0), usage.get("output_tokens", 0), latency, False,
-                              **extra)
-        prompt = sum(estimate_tokens(m.content if isinstance(m.content, str) else str(m.content)) for m in messages)
-        return Completion(text, prompt, estimate_tokens(full), latency, True, **extra)
+                              counted_by=REPORTED, **extra)
+        try:
+            prompt, reply = self._count(messages), self.count_tokens(full) if full else 0
+        except Exception:  # noqa: BLE001 - a tokenizer that fails counts nothing: the characters say
+            prompt = reply = None
+        if prompt is None or reply is None:
+            return Completion(text, _prompt_estimate(messages), estimate_tokens(full), latency, True,
+                              counted_by=f"characters ({CHARS_PER_TOKEN} a token)", **extra)
+        return Completion(text, prompt, reply, latency, True, counted_by=self.counted_by, **extra)
+
+    def _count(self, messages: list[BaseMessage]) -> int | None:
+        """A request's tokens by the model's tokenizer, the chat template's added (None: no tokenizer known)."""
+        if not self._counter:
+            return None
+        counts = [self.count_tokens(_text(m.content)) or 0 for m in messages]
+        return sum(counts) + CHAT_TEMPLATE_TOKENS * (len(messages) + 1) if any(counts) else None
+
+
+def _prompt_estimate(messages: list[BaseMessage]) -> int:
+    return sum(estimate_tokens(m.content if isinstance(m.content, str) else str(m.content)) for m in messages)
+
+
+def _due(flight: Flight, limits: AttemptLimits, streams: bool) -> tuple[float, str]:
+    """When the attempt in ``flight`` is to be abandoned unless more comes, and the limit that says so."""
+    ceiling = (flight.began + limits.ceiling_s,
+               f"the whole reply took longer than its ceiling of {limits.ceiling_s:.1f} s" if flight.first else
+               f"no reply within {limits.ceiling_s:.1f} s (the whole reply's ceiling)")
+    if not streams:
+        return ceiling
+    if flight.first is None:
+        phase = (flight.began + limits.first_token_s,
+                 f"no first token within {limits.first_token_s:.1f} s (the first-token limit)")
+    else:
+        phase = (flight.latest + limits.idle_s,
+                 f"nothing arrived for {limits.idle_s:.1f} s after {flight.chars:,} characters (the idle limit "
+                 "between pieces)")
+    return min(phase, ceiling)
 
 
 class _NoStream(Exception):
@@ -446,6 +613,7 @@ def open_llm(spec: str | None = None, settings: LLMSettings | None = None, *, sk
 
         model = ReplayChatModel(messages=iter(replies[skip:]), source=str(path), count=len(replies))
         return ChatLLM(model, f"replay:{path.name}", estimate_usage=True, **_tokenizer_file(settings))
+    import httpx  # heavy: loaded with the model
     from langchain_openai import ChatOpenAI
 
     problem = base_url_problem(settings.base_url)
@@ -472,16 +640,21 @@ def open_llm(spec: str | None = None, settings: LLMSettings | None = None, *, sk
         options["top_p"] = settings.top_p
     if settings.seed is not None:  # OpenAI, vLLM and llama.cpp take a seed; a server that ignores it still answers
         options["seed"] = settings.seed
+    from core.llm.transport import CappedTransport, proxy_for  # heavy: httpx
+
+    transport = CappedTransport(reply_chars(cap), proxy=proxy_for(settings.base_url or OPENAI_URL))
+    client = httpx.Client(transport=transport, timeout=settings.timeout_s, follow_redirects=True)
     model = ChatOpenAI(model=spec, base_url=settings.base_url, api_key=key, temperature=temperature,
-                       timeout=settings.timeout_s, max_retries=0, stream_usage=True, **options)
+                       timeout=settings.timeout_s, max_retries=0, stream_usage=True, http_client=client, **options)
     label = f"{spec} @ {settings.base_url}" if settings.base_url else spec
     counting = _tokenizer_file(settings)
     if not counting and settings.base_url and not is_openai(settings.base_url):
         counting = {"counter": partial(server_info.count_tokens, settings.base_url, spec, bound_key(settings)),
                     "counted_by": SERVER_TOKENIZER}
+    learn = partial(server_info.window_from_error, settings.base_url, spec, bound_key(settings))
     return ChatLLM(model, label, max_retries=settings.max_retries, retry_base_s=settings.retry_base_s,
                    secret=settings.api_key, timeout_s=settings.timeout_s, max_reply_tokens=cap, streams=True,
-                   **counting)
+                   window_from_error=learn if settings.base_url else None, **counting)
 
 
 def _tokenizer_file(settings: LLMSettings) -> dict:

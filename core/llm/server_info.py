@@ -3,9 +3,14 @@ of tokens by the model's own tokenizer.
 
 The window, where each server kind says it: llama.cpp's ``GET /props`` (``default_generation_settings.n_ctx``, the
 context it runs with), vLLM's ``GET /v1/models`` (``max_model_len``), llama.cpp's ``/v1/models``
-(``meta.n_ctx_train``) and llama-cpp-python's (``n_ctx`` or ``context_length`` in the entry or its ``meta`` /
-``metadata``, when present), Ollama's ``POST /api/show`` (``num_ctx`` among its parameters, else the model's
-``context_length``). Each found window says where it came from (``Window.source``).
+(``meta.n_ctx_train``) and other servers' (``n_ctx``, ``context_length`` or ``context_window`` in the entry or its
+``meta`` / ``metadata``; llama-cpp-python's lists only each model's id), Ollama's ``POST /api/show`` (``num_ctx``
+among its parameters, else the model's ``context_length``). Each found window says where it came from (``Window.source``).
+
+llama-cpp-python's server says its window nowhere but in the error of a request past it (``This model's maximum
+context length is N tokens``, code ``context_length_exceeded``, raised after the prompt is tokenized, before any of
+it is computed): ``window_from_error`` remembers it from there, so every later run of that server and model keeps
+to it (and a run that met it goes on within it).
 
 Token counts: llama.cpp's and vLLM's ``POST /tokenize``, llama-cpp-python's ``POST /extras/tokenize``.
 
@@ -104,6 +109,26 @@ def _probe(base_url: str, model: str, api_key: str | None) -> Window | None:
     return (_from_props(_request(root + "/props", api_key))
             or _from_models(_request(base_url.rstrip("/") + "/models", api_key), model)
             or _from_ollama(_request(root + "/api/show", api_key, {"model": model})))
+
+
+#: How servers state their window in a request's error: OpenAI's and llama-cpp-python's words, llama-cpp-python's own
+#: ValueError, vLLM's.
+_STATED = re.compile(r"maximum context length is (\d+) tokens|exceed context window of (\d+)|"
+                     r"max_model_len[ =]+(\d+)", re.I)
+FROM_ERROR = "the server's context-length error (its server states the window nowhere else)"
+
+
+def window_from_error(base_url: str | None, model: str, api_key: str | None, message: str) -> Window | None:
+    """The window a server's context-length error states (remembered for this server and model, as
+    ``detect_window`` gives it); None when the message states none."""
+    found = _STATED.search(message or "")
+    size = _size(int(next(g for g in found.groups() if g))) if found else None
+    if not base_url or not size:
+        return None
+    window = Window(size, FROM_ERROR)
+    with _lock:
+        _windows.setdefault((base_url, model, api_key), window)
+        return _windows[(base_url, model, api_key)]
 
 
 def detect_window(base_url: str | None, model: str, api_key: str | None = None) -> Window | None:

@@ -26,7 +26,9 @@ class LLMUsage:
     """One LLM call: its tokens (estimated from characters for replays), latency and reply as kept. ``latency_s``:
     the attempt that answered (for a cached reply, the original call's); ``wait_s``: the time actually waited,
     retries and backoff included (about 0 for a cached reply); ``attempts``: each attempt (start, duration_s,
-    timeout_s, error_kind, error); ``cached``: served from the benchmark's reply cache."""
+    timeout_s, error_kind, error; an abandoned one its prompt_tokens and completion_tokens spent); ``cached``: served
+    from the benchmark's reply cache; ``failed_prompt_tokens``, ``failed_completion_tokens``: what the attempts
+    abandoned before the one that answered spent (counted in the run's tokens and budgets, beside these)."""
 
     call: int
     prompt_tokens: int
@@ -37,6 +39,9 @@ class LLMUsage:
     wait_s: float | None = None
     attempts: list[dict] = field(default_factory=list)
     cached: bool = False
+    failed_prompt_tokens: int = 0
+    failed_completion_tokens: int = 0
+    counted_by: str | None = None  # what the counts rest on (the server's usage, a tokenizer, the characters)
 
 
 @dataclass(kw_only=True)
