@@ -296,7 +296,7 @@ class RunPanel:
 
     def writing(self, reply: Callable[[], str]) -> None:
         """The model's reply in flight as far as it has come, ``reply()``, below the events so far: drawn again
-        every few hundredths of a second until the panel is (ui.live.closely)."""
+        about every CLOSELY_S seconds until the panel is (ui.live.closely)."""
         with self._timeline:
             closely(partial(_show_reply, reply, {}))
 
