@@ -417,9 +417,11 @@ def show_state(record: RunRecord | None, job: RunJob | None, key: str = "state")
             st.caption(f"Stopped by **{md(stops[-1]['reviewer'])}** at "
                        f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(stops[-1]['at']))}.")
         if record.status == "interrupted":
-            st.warning("This run's process ended while it ran (killed, crashed or restarted): it is interrupted. "
-                       "Its events so far are kept; resume it from its last checkpoint, or close it.",
-                       icon=":material/warning:")
+            last = record.events[-1] if record.events else None
+            why = (f"{md(last.message)}" if isinstance(last, ErrorEvent) and last.error_kind == "interrupted"
+                   else "its process ended while it ran (killed, crashed or restarted)")
+            st.warning(f"This run is interrupted: {why}. Its events so far are kept; resume it from its last "
+                       "checkpoint, or close it.", icon=":material/warning:")
         resume, close = st.columns(2)
         resume.button("Resume from the last checkpoint", icon=":material/play_arrow:", key=f"{key}-go-{record.id}",
                       on_click=_proceed, args=(record,), **access.disabled("run"))

@@ -58,6 +58,14 @@ def _runtime(llm: dict | None) -> AgentRuntime:
     return found
 
 
+def interrupt_runs(reason: str = "the server stopped") -> list[str]:
+    """The worker stops: every run it drives ends at once, kept ``interrupted`` (``reason`` in its trace), to be
+    resumed from its last checkpoint; and it starts no other. The ids of the runs it drove."""
+    with _lock:
+        runtimes = list(_runtimes.values())
+    return [run_id for runtime in runtimes for run_id in runtime.interrupt_all(reason)]
+
+
 def _begin(runtime: AgentRuntime, action: str, run_id: str, branch: dict | None) -> Iterator[Event] | None:
     """The run's events from where it is; None when there is nothing to drive (stopped while queued, ended, or
     driven by another worker). A run whose old owner may still be alive on another machine is waited for until
