@@ -1,10 +1,22 @@
 """PlanRAG Workbench: the Streamlit entry point and page router."""
+import threading
+
 import streamlit as st
 
 from core.config import home
 from core import scenarios
+from core.jobs import opening
 from core.store import database
 from ui import access
+
+
+@st.cache_resource(show_spinner=False)
+def warming() -> threading.Thread:
+    """Once per server, in the background: load what its first run would wait for (core.jobs.opening.warm_up)."""
+    thread = threading.Thread(target=opening.warm_up, name="warm-up", daemon=True)
+    thread.start()
+    return thread
+
 
 # An emoji icon: the browser would fetch a :material/...: favicon from fonts.gstatic.com (the app works offline).
 st.set_page_config(page_title="PlanRAG Workbench", page_icon="🧭", layout="wide")
@@ -35,4 +47,5 @@ except home.HomeError as e:
 for notice in [moved, *home.notices()]:
     if notice:
         st.warning(notice, icon=":material/warning:")
+warming()
 st.navigation(pages).run()
