@@ -3,10 +3,17 @@ for its review): ``live`` draws it in a Streamlit fragment that reruns on its ow
 while the work goes on (``st.fragment(run_every=...)``). Each rerun reads what is new after a cursor (a job's
 ``events(after)``, core.jobs), whoever drives the work: a thread of this process or another process. Once the work
 stops going on, the whole page is drawn again (``st.rerun()``), laid out for what comes next (the outcome, a review
-form). Work that does not go on is drawn once, with no timer. A small part that changes faster than that pace (a
-model's reply as it streams) is drawn again more often on its own (``closely``), a fragment inside the view's."""
+form). Work that does not go on is drawn once, with no timer (in the same fragment, see ``live``).
+
+A small part that changes faster than that pace (a model's reply as it streams) is drawn again more often
+(``closely``) by the same fragment run, in its own slot, until the view's next draw: not by a fragment of its own
+inside the view's. Streamlit names a nested fragment by the container it is drawn in, not by its place there, so
+one drawn after a growing list of events keeps its name as its place moves, and its timer's rerun could write to a
+place the page no longer has (the browser then drops the whole page: "Bad delta path index")."""
 from __future__ import annotations
 
+import contextvars
+import time
 from collections.abc import Callable
 
 import streamlit as st
@@ -14,28 +21,49 @@ import streamlit as st
 EVERY_S = 0.5  # how often a page following work redraws it
 CLOSELY_S = 0.15  # how often a small part of it that changes fast is drawn again (a model's reply as it streams)
 
+#: the parts a ``live`` view's draw asked to have drawn closely: (their slot, how to draw them)
+_closely: contextvars.ContextVar[list | None] = contextvars.ContextVar("closely", default=None)
+
 
 def live(draw: Callable[[], None], going: Callable[[], bool], every: float = EVERY_S) -> None:
-    """``draw()`` the work, again every ``every`` seconds while ``going()``; the whole page again once it is not."""
-    if not going():
+    """``draw()`` the work, again every ``every`` seconds while ``going()``; the whole page again once it is not.
+    Work that does not go on is drawn in the same fragment with no timer: a timer's last rerun, sent before the
+    browser heard that the work ended, finds it and draws it once more (no fragment gone: no page to drop)."""
+    if going():
+        st.fragment(_follow, run_every=every)(draw, going, every)
+    else:
+        st.fragment(_follow)(draw, None, every)
+
+
+def _follow(draw: Callable[[], None], going: Callable[[], bool] | None, every: float) -> None:
+    parts: list = []
+    token = _closely.set(parts)
+    try:
         draw()
+    finally:
+        _closely.reset(token)
+    if going is None:  # laid out as ended: nothing more to follow
         return
-    st.fragment(_follow, run_every=every)(draw, going)
-
-
-def _follow(draw: Callable[[], None], going: Callable[[], bool]) -> None:
-    draw()
     if not going():
         st.rerun()
+    until = time.monotonic() + every - CLOSELY_S  # the view's next draw comes at its pace
+    while parts and time.monotonic() < until:
+        time.sleep(CLOSELY_S)
+        if not going():
+            st.rerun()
+        for slot, part in parts:
+            with slot.container():
+                part()
 
 
-def closely(draw: Callable[[], None], every: float = CLOSELY_S) -> None:
+def closely(draw: Callable[[], None]) -> None:
     """Within a ``live`` view's draw: ``draw()`` a small, quickly drawn part of it (the reply a model is writing)
-    again every ``every`` seconds, where it stands, until the view is drawn again (which calls this again for as
-    long as the part changes fast; a draw that does not drops it, and Streamlit stops its timer). The view itself
-    keeps its slower pace: drawing all of it that often would load the server."""
-    st.fragment(_again, run_every=every)(draw)
-
-
-def _again(draw: Callable[[], None]) -> None:
-    draw()
+    where it stands, and again about every CLOSELY_S seconds until the view is drawn again (which calls this again
+    for as long as the part changes fast). The view itself keeps its slower pace: drawing all of it that often would
+    load the server. Outside a ``live`` view's draw, drawn once."""
+    slot = st.empty()
+    with slot.container():
+        draw()
+    parts = _closely.get()
+    if parts is not None:
+        parts.append((slot, draw))

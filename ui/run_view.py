@@ -297,7 +297,7 @@ class RunPanel:
 
     def writing(self, reply: Callable[[], str]) -> None:
         """The model's reply in flight as far as it has come, ``reply()``, below the events so far: drawn again
-        every few hundredths of a second until the panel is (ui.live.closely)."""
+        about every CLOSELY_S seconds until the panel is (ui.live.closely)."""
         with self._timeline:
             closely(partial(_show_reply, reply, {}))
 
@@ -437,9 +437,11 @@ def show_state(record: RunRecord | None, job: RunJob | None, key: str = "state")
             st.caption(f"Stopped by **{md(stops[-1]['reviewer'])}** at "
                        f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(stops[-1]['at']))}.")
         if record.status == "interrupted":
-            st.warning("This run's process ended while it ran (killed, crashed or restarted): it is interrupted. "
-                       "Its events so far are kept; resume it from its last checkpoint, or close it.",
-                       icon=":material/warning:")
+            last = record.events[-1] if record.events else None
+            why = (f"{md(last.message)}" if isinstance(last, ErrorEvent) and last.error_kind == "interrupted"
+                   else "its process ended while it ran (killed, crashed or restarted)")
+            st.warning(f"This run is interrupted: {why}. Its events so far are kept; resume it from its last "
+                       "checkpoint, or close it.", icon=":material/warning:")
         resume, close = st.columns(2)
         resume.button("Resume from the last checkpoint", icon=":material/play_arrow:", key=f"{key}-go-{record.id}",
                       on_click=_proceed, args=(record,), **access.disabled("run"))

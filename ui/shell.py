@@ -3,10 +3,13 @@ folder and the project home's notices, then the app's navigation (app.py; ui/rou
 itself)."""
 from __future__ import annotations
 
+import threading
+
 import streamlit as st
 
 from core import scenarios
 from core.config import home
+from core.jobs import opening
 from core.store import database
 from ui import access
 
@@ -27,6 +30,15 @@ def prepare() -> None:
     for notice in [moved, *home.notices()]:
         if notice:
             st.warning(notice, icon=":material/warning:")
+    warming()
+
+
+@st.cache_resource(show_spinner=False)
+def warming() -> threading.Thread:
+    """Once per server, in the background: load what its first run would wait for (core.jobs.opening.warm_up)."""
+    thread = threading.Thread(target=opening.warm_up, name="warm-up", daemon=True)
+    thread.start()
+    return thread
 
 
 def navigation():

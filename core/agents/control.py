@@ -24,6 +24,11 @@ class RunStopped(Exception):
     """The analyst stopped the run."""
 
 
+class RunInterrupted(RunStopped):
+    """The process driving the run is stopping (SIGTERM, SIGINT): the run is kept ``interrupted``, to be resumed
+    from its last checkpoint; the message says why."""
+
+
 class RunControl:
     """The heartbeat and stop of one run driven by this process (a watcher thread until ``close``)."""
 
@@ -31,6 +36,7 @@ class RunControl:
         self.run_id = run_id
         self._store = store
         self._stopped = threading.Event()
+        self._interrupted = ""  # why the run is interrupted rather than stopped (its process is stopping)
         self._closed = threading.Event()
         self._hooks: list[Callable[[], None]] = []
         self._lock = threading.Lock()
@@ -68,10 +74,20 @@ class RunControl:
             except Exception:  # best effort: the abandoned call ends by its own timeout
                 pass
 
+    def interrupt(self, reason: str) -> None:
+        """Stop the run as interrupted (RunInterrupted with ``reason``), not as stopped by the analyst."""
+        self._interrupted = self._interrupted or reason
+        self.stop()
+
+    def _stopped_error(self) -> RunStopped:
+        if self._interrupted:
+            return RunInterrupted(self._interrupted)
+        return RunStopped(f"run {self.run_id} was stopped")
+
     def check(self) -> None:
-        """Raise RunStopped when the run was stopped (called between steps)."""
+        """Raise RunStopped (RunInterrupted) when the run was stopped (called between steps)."""
         if self._stopped.is_set():
-            raise RunStopped(f"run {self.run_id} was stopped")
+            raise self._stopped_error()
 
     def call(self, fn: Callable, *args, cancel: Callable[[], None] | None = None, **kwargs):
         """``fn(*args, **kwargs)`` in a worker thread, waited for until it returns (its result or its exception) or
@@ -100,7 +116,7 @@ class RunControl:
                 threading.Thread(target=context.run, args=(work,), name=f"call-{self.run_id}", daemon=True).start()
             wake.wait()
             if "value" not in box and "error" not in box:
-                raise RunStopped(f"run {self.run_id} was stopped")
+                raise self._stopped_error()
         finally:
             with self._lock:
                 self._hooks = [h for h in self._hooks if not any(h is k for k in hooks)]

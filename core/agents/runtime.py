@@ -27,7 +27,7 @@ from langgraph.types import Command
 
 from core.agents import guards, paper_prompts, prompts, reaper, reaper_examples
 from core.model.run_settings import Pause, Review, RunSettings, default_reviewer
-from core.agents.control import RunControl, RunStopped
+from core.agents.control import RunControl, RunInterrupted, RunStopped
 from core.model.events import ActionEvent, BranchEvent, ErrorEvent, Event
 from core.agents.graph import AgentContext, build_graph, initial_state
 from core.model.technique import technique
@@ -35,6 +35,7 @@ from core.agents.workspace import Workspace, open_catalog_workspace
 from core.store.plans import PlanStore
 from core.store.checkpoints import open_checkpointer
 from core.analysis.grading import grade, place
+from core.analysis.trace import Trace
 from core.auth import endpoints
 from core.llm.client import REPLAY_PREFIX, ChatLLM, LLMSettings, bound_key, open_llm, replay_path
 from core.store.runs import PauseTaken, RunStore
@@ -97,6 +98,7 @@ class AgentRuntime:
         self._prices: dict | None = None
         self._controls: dict[str, RunControl] = {}  # the runs this runtime drives now
         self._stop_asked: set[str] = set()  # runs asked to stop before they were driven
+        self._interrupting = ""  # why every run this runtime drives is interrupted (its process stops), once so
         self._controls_lock = threading.Lock()
         #: who follows the reply in flight as the model writes it (``core.jobs.runs.RunJob``; None: nobody)
         self.on_text: Callable[[str], None] | None = None
@@ -124,6 +126,17 @@ class AgentRuntime:
         if control:
             control.stop()
         return status
+
+    def interrupt_all(self, reason: str) -> list[str]:
+        """Interrupt every run this runtime drives, and any it would drive from now on (its process is stopping):
+        each ends at once, kept ``interrupted`` with an event saying ``reason``, to be resumed from its last
+        checkpoint. The ids of the runs it drove."""
+        with self._controls_lock:
+            self._interrupting = reason
+            controls = list(self._controls.values())
+        for control in controls:
+            control.interrupt(reason)
+        return [c.run_id for c in controls]
 
     def _resolve(self, settings: RunSettings) -> RunSettings:
         """The settings as they will be stored: model and base URL from the defaults when not given, a replay
@@ -304,7 +317,8 @@ class AgentRuntime:
             # but that step as a task with its result: driven on below, the writes are applied, not run again)
             ws = self._workspace(settings)
             try:
-                self.store.update(run_id, snapshot.values["status"], outcome=_outcome(snapshot.values, ws))
+                self.store.update(run_id, snapshot.values["status"],
+                                  outcome=self._outcome(run_id, snapshot.values, ws, self.price(settings.llm)))
             finally:
                 ws.backend.close()
             return iter(())
@@ -406,6 +420,8 @@ class AgentRuntime:
             if run_id in self._stop_asked:
                 self._stop_asked.discard(run_id)
                 control.stop()
+            if self._interrupting:
+                control.interrupt(self._interrupting)
         try:
             yield from self._stream(run_id, graph, graph_input, ws, llm, control, price)
         finally:
@@ -422,27 +438,46 @@ class AgentRuntime:
                                       stream_mode="custom", durability="sync"):
                 self.store.add_event(run_id, event)
                 yield event
+        except RunInterrupted as e:  # this process is stopping: kept interrupted, resumed from its last checkpoint
+            event = ErrorEvent(message=str(e), error_kind="interrupted")
+            event.step = graph.get_state(self._config(run_id)).values.get("llm_calls", 0)
+            self.store.add_event(run_id, event)
+            yield event
+            self.store.interrupt(run_id)
+            return
         except RunStopped:  # the analyst's Stop: keep the trace and the last checkpoint (it can be resumed)
             event = ErrorEvent(message="stopped by the analyst", error_kind="stopped")
             event.step = graph.get_state(self._config(run_id)).values.get("llm_calls", 0)
             self.store.add_event(run_id, event)
             yield event
             values = graph.get_state(self._config(run_id)).values
-            self.store.update(run_id, "stopped", outcome=_outcome({**values, "error": "stopped by the analyst"}, ws))
+            self.store.update(run_id, "stopped",
+                              outcome=self._outcome(run_id, {**values, "error": "stopped by the analyst"}, ws, price))
             return
         except Exception as e:  # a defect or an unexpected failure: keep the trace, end the run
             event = ErrorEvent(message=scrub(f"internal error: {e!r}"), error_kind="internal")
             self.store.add_event(run_id, event)
             yield event
             values = graph.get_state(self._config(run_id)).values
-            self.store.update(run_id, "failed", outcome=_outcome({**values, "error": scrub(str(e))}, ws))
+            self.store.update(run_id, "failed", outcome=self._outcome(run_id, {**values, "error": scrub(str(e))}, ws, price))
             return
         snapshot = graph.get_state(self._config(run_id))
         if snapshot.interrupts:
             found = snapshot.interrupts[0]
             self.store.set_pause(run_id, Pause(run_id=run_id, **found.value).to_dict(), found.id)
         else:
-            self.store.update(run_id, snapshot.values["status"], outcome=_outcome(snapshot.values, ws))
+            self.store.update(run_id, snapshot.values["status"], outcome=self._outcome(run_id, snapshot.values, ws, price))
+
+    def _outcome(self, run_id: str, values: dict, ws: Workspace, price: list[float] | None) -> dict:
+        """The graded outcome of an ended run (``values``: its last checkpoint's), its LLM calls, tokens and cost
+        counted from its stored events by the one fold every view reads them with (core.analysis.trace.Trace): a
+        call whose reply was stored but not checkpointed (its process stopped) is counted once, as the trace
+        shows it. ``price``: the model's."""
+        trace = Trace.of(self.store.events(run_id))
+        return {**_outcome(values, ws), "llm_calls": trace.llm_calls,
+                "cost_usd": guards.call_cost(price, trace.prompt_tokens, trace.completion_tokens),
+                "tokens": {"prompt": trace.prompt_tokens, "completion": trace.completion_tokens,
+                           "total": trace.prompt_tokens + trace.completion_tokens, "estimated": trace.tokens_estimated}}
 
     def start(self, settings: RunSettings, on_event: Callable[[Event], None] | None = None,
               run_id: str | None = None) -> RunResult:

@@ -6,7 +6,8 @@
 
 A worker runs on any machine that reaches the team store (PLANRAG_DATABASE_URL): it drives runs with its own model
 key (OPENAI_API_KEY, or the server's endpoints) and its own DQA folder (DQA_DIR), and writes everything to the
-team store. Stop it with Ctrl-C or SIGTERM: the jobs in hand finish first.
+team store. Stop it with Ctrl-C or SIGTERM: it takes no more jobs, its runs in hand end interrupted at once (to
+be resumed from their last checkpoint) and its benchmark items in hand finish first.
 """
 from __future__ import annotations
 

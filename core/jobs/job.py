@@ -7,7 +7,9 @@
   (a run's events from the run store, a benchmark's results from its result store), so a page follows a job
   driven by another process exactly as one driven by its own thread,
 - ``wait(after, timeout)``: the same, waiting for the next one,
-- ``stop(by)``; a run also resumes (core.jobs.runs).
+- ``stop(by)``; a run also resumes (core.jobs.runs),
+- ``interrupt(reason)``: the process is stopping (``shutdown``, when its main thread ends: after SIGTERM or
+  SIGINT): the work ends at once, kept to go on later (a run: ``interrupted``, resumed from its last checkpoint).
 
 Jobs live as long as the process (their work stays in the stores); where the work runs is this module's thread
 today, and the one place a job queue would take over (issue 25).
@@ -21,6 +23,8 @@ from typing import ClassVar
 from core import scenarios
 
 KEEP_JOBS = 50  # ended jobs kept in memory (their work stays in the stores)
+SERVER_STOPPED = "the server stopped"  # why the work of a process that stops is interrupted
+GRACE_S = 8.0  # how long a stopping process waits for its jobs to record where they stand
 
 
 class JobBusy(Exception):
@@ -88,6 +92,10 @@ class Job:
     def stop(self, by: str = "") -> str:
         raise NotImplementedError
 
+    def interrupt(self, reason: str) -> None:
+        """End the work at once, kept to go on later, as the process stops (default: ``stop``)."""
+        self.stop()
+
     def join(self, timeout: float | None = None) -> bool:
         """Wait for the job to end; whether it has."""
         return self._ended.wait(timeout)
@@ -95,11 +103,50 @@ class Job:
 
 _jobs: dict[tuple[str, str], Job] = {}
 _lock = threading.Lock()
+_stopping = threading.Event()  # the process stops: no job is launched any more
+_hooked = False  # ``shutdown`` is registered to run as the main thread ends
+
+
+class Stopping(JobBusy):
+    """The process is stopping: it takes no new work."""
+
+
+def shutdown(reason: str = SERVER_STOPPED, grace_s: float = GRACE_S) -> list[Job]:
+    """Stop taking work and interrupt every running job (``Job.interrupt(reason)``), waiting up to ``grace_s``
+    seconds for them to end; the jobs that were running."""
+    _stopping.set()
+    running = [j for j in all_jobs() if not j.done]
+    for job in running:
+        try:
+            job.interrupt(reason)
+        except Exception:  # noqa: BLE001 - best effort: the others are interrupted all the same
+            pass
+    deadline = time.monotonic() + grace_s
+    for job in running:
+        job.join(max(0.0, deadline - time.monotonic()))
+    return running
+
+
+def _hook_shutdown() -> None:
+    """Run ``shutdown`` when the main thread ends (a server stopped by SIGTERM or SIGINT ends it), before the
+    interpreter's thread pools refuse new work: threading's exit hooks run last-registered first, and the one of
+    concurrent.futures (which LangGraph's steps run on) is registered as it is imported, before this."""
+    global _hooked
+    if _hooked:
+        return
+    import concurrent.futures.thread  # noqa: F401 - its exit hook first, so that this one runs before it
+
+    threading._register_atexit(shutdown)  # the hook concurrent.futures itself uses (no public one runs before it)
+    _hooked = True
 
 
 def launch(job: Job) -> Job:
-    """Register ``job`` (JobBusy when a job of its kind drives its key already) and start its thread."""
+    """Register ``job`` (JobBusy when a job of its kind drives its key already; Stopping once the process stops)
+    and start its thread."""
     with _lock:
+        if _stopping.is_set():
+            raise Stopping(f"{job.kind} {job.key} was not started: {SERVER_STOPPED}")
+        _hook_shutdown()
         running = _jobs.get((job.kind, job.key))
         if running is not None and not running.done:
             raise JobBusy(f"{job.kind} {job.key} is already running")

@@ -28,3 +28,12 @@ def open_runtime(dqa_root: str | Path | None = None, llm: LLMSettings | None = N
     home.use_fallback()
     return AgentRuntime(config.DATA_HOME, workspace=partial(open_catalog_workspace, root=dqa_root, db_settings=db),
                         llm_settings=llm)
+
+
+def warm_up() -> None:
+    """Load what a process's first run would otherwise wait for, each loaded once per process: LangGraph and the
+    agent runtime, the model client, the question catalog (about 5 s on a quiet machine, many more on a busy one;
+    meanwhile the first run's page could not be redrawn either)."""
+    import core.agents.runtime  # noqa: F401 heavy: langgraph
+    import langchain_openai  # noqa: F401 heavy: the model client
+    from core.scenarios import catalog  # noqa: F401 heavy: numpy and pandas

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import threading
 from dataclasses import asdict
 
@@ -176,7 +177,8 @@ def sweep() -> list[int]:
 def run_worker(concurrency: int = 1, queues: list[str] | None = None, name: str | None = None,
                on_ready=None) -> None:
     """Run a worker until SIGINT or SIGTERM: ``concurrency`` jobs at once from ``queues`` (default all), sweeping
-    the jobs of workers gone every SWEEP_S seconds. ``on_ready()`` once it is registered."""
+    the jobs of workers gone every SWEEP_S seconds. ``on_ready()`` once it is registered. On the signal it takes no
+    more jobs and its runs in hand end at once, ``interrupted`` (core.jobs.tasks.interrupt_runs)."""
     the_app = new_app()
     from core.jobs import tasks  # heavy: as new_app
 
@@ -195,12 +197,24 @@ def run_worker(concurrency: int = 1, queues: list[str] | None = None, name: str 
     async def main():
         async with the_app.open_async():
             side = asyncio.create_task(sweeper())
+            worker = asyncio.create_task(the_app.run_worker_async(
+                concurrency=concurrency, queues=queues, name=name, update_heartbeat_interval=HEARTBEAT_S,
+                stalled_worker_timeout=LEASE_S, fetch_job_polling_interval=1.0, abort_job_polling_interval=1.0,
+                install_signal_handlers=False))
+
+            def stopping() -> None:  # take no more jobs; the runs in hand end interrupted, their jobs then end
+                tasks.interrupt_runs()
+                worker.cancel()
+
+            loop = asyncio.get_running_loop()
+            for number in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(number, stopping)
             if on_ready:
                 on_ready()
             try:
-                await the_app.run_worker_async(concurrency=concurrency, queues=queues, name=name,
-                                               update_heartbeat_interval=HEARTBEAT_S, stalled_worker_timeout=LEASE_S,
-                                               fetch_job_polling_interval=1.0, abort_job_polling_interval=1.0)
+                await worker
+            except asyncio.CancelledError:
+                pass
             finally:
                 side.cancel()
 

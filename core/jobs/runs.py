@@ -65,6 +65,7 @@ class RunJob(Job):
         self._store: RunStore | None = None
         self._stop_asked = False
         self._stopped_by = ""  # who asked for the stop
+        self._interrupted = ""  # why the process interrupts it (it stops), once so
 
     @property
     def run_id(self) -> str:
@@ -100,6 +101,14 @@ class RunJob(Job):
     def partial(self) -> str:
         return "".join(self._pieces)
 
+    def interrupt(self, reason: str) -> None:
+        """The process stops: the run ends at once, kept ``interrupted`` (``reason`` in its trace), to be resumed
+        from its last checkpoint; also before its runtime is open."""
+        with self._changed:
+            self._interrupted, runtime = reason, self.runtime
+        if runtime is not None:
+            runtime.interrupt_all(reason)
+
     def _calling(self, attempt: dict) -> None:
         """The LLM call in flight: its number, attempt (of how many), time limits and whether it streams; its text
         starts anew."""
@@ -119,7 +128,9 @@ class RunJob(Job):
             runtime.on_text = self._writing  # the model's reply as it streams, for a page to show
             runtime.on_attempt = self._calling
             with self._changed:
-                self.runtime, asked, by = runtime, self._stop_asked, self._stopped_by
+                self.runtime, asked, by, interrupted = runtime, self._stop_asked, self._stopped_by, self._interrupted
+            if interrupted:  # the process began to stop while the runtime opened
+                runtime.interrupt_all(interrupted)
             if asked:  # Stop came while the runtime opened
                 runtime.stop(self.run_id, starting=True, by=by)
             for _ in self._iterate(runtime):  # each event is stored before it comes here

@@ -16,6 +16,7 @@ from core.benchmark.runner import Bench, BenchConfig, bench_home
 from core.config import settings as config
 from core.config.secrets import scrub
 from core.jobs.code import code_version, process_name
+from core.jobs.job import SERVER_STOPPED
 from core.jobs.opening import open_runtime, open_store
 from core.model.events import ErrorEvent, Event
 from core.model.run_settings import Limits, RunSettings
@@ -56,6 +57,14 @@ def _runtime(llm: dict | None) -> AgentRuntime:
         if found is None:
             found = _runtimes[key] = open_runtime(llm=config.LLMSettings(**(llm or {})))
     return found
+
+
+def interrupt_runs(reason: str = SERVER_STOPPED) -> list[str]:
+    """The worker stops: every run it drives ends at once, kept ``interrupted`` (``reason`` in its trace), to be
+    resumed from its last checkpoint; and it starts no other. The ids of the runs it drove."""
+    with _lock:
+        runtimes = list(_runtimes.values())
+    return [run_id for runtime in runtimes for run_id in runtime.interrupt_all(reason)]
 
 
 def _begin(runtime: AgentRuntime, action: str, run_id: str, branch: dict | None) -> Iterator[Event] | None:

@@ -398,6 +398,15 @@ class RunStore:
                         "status IN ('queued', 'paused', 'interrupted')", (now, run_id))
         return self.get(run_id, events=False).status
 
+    def interrupt(self, run_id: str) -> bool:
+        """Mark ``interrupted`` a run this process drives, as it stops (its pause and claimed review kept, for the
+        resume); whether it did."""
+        with self.db.transaction() as con:
+            return bool(con.execute("UPDATE runs SET status = 'interrupted', updated = ?, owner_pid = NULL, "
+                                    "owner_host = NULL, heartbeat = NULL WHERE id = ? AND status = 'running' AND "
+                                    "owner_pid = ? AND owner_host = ?",
+                                    (time.time(), run_id, os.getpid(), socket.gethostname())).rowcount)
+
     def detect_orphans(self, run_id: str | None = None) -> list[str]:
         """Mark ``interrupted`` the running runs (all, or ``run_id``) whose owner process is gone or whose heartbeat
         is stale; returns their ids."""
