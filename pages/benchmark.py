@@ -9,6 +9,7 @@ import streamlit as st
 
 from core.analysis.format import GAP, duration, number, spent
 from core import scenarios
+from core.model.bounds import NUMBERS
 from core.model.technique import TECHNIQUES, parse_voted
 from core.backends.registry import BACKENDS
 from core.benchmark import fidelity, reports
@@ -134,16 +135,16 @@ def sampling_inputs(temperature: float) -> tuple:
     """Repeats and sampling: epochs, a vote over N samples, temperature, top-p (0: not sent) and seed (blank: not
     sent)."""
     a, b, c, d, e = st.columns(5)
-    epochs = a.number_input("Epochs", 1, 50, 1, key=kept("bench_epochs"),
+    epochs = a.number_input("Epochs", *NUMBERS["epochs"], 1, key=kept("bench_epochs"),
                             help="Run every item this many times, each a run of its own; a rerun with more runs only "
                                  "the missing epochs. Accuracy then has a clustered interval (a question's samples "
                                  "are one cluster) and the agreement between samples.")
-    vote = b.number_input("Vote over N samples", 0, 50, 0, key=kept("bench_vote"),
+    vote = b.number_input("Vote over N samples", *NUMBERS["vote"], 0, key=kept("bench_vote"),
                           help="0: no vote. N: also each technique's decision by majority of N samples (undecided "
                                "samples do not vote; a tie goes to the decision voted first), as a technique of its "
                                "own, costing N times the calls; runs N epochs if fewer are asked.")
-    temperature = c.number_input("Temperature", 0.0, 2.0, float(temperature), 0.1, key=kept("bench_temperature"))
-    top_p = d.number_input("Top-p", 0.0, 1.0, 0.0, 0.05, key=kept("bench_top_p"), help="0: not sent (the server's)")
+    temperature = c.number_input("Temperature", *NUMBERS["temperature"], float(temperature), 0.1, key=kept("bench_temperature"))
+    top_p = d.number_input("Top-p", *NUMBERS["top_p"], 0.0, 0.05, key=kept("bench_top_p"), help="0: not sent (the server's)")
     seed = e.text_input("Seed", "", key=kept("bench_seed"), placeholder="not sent",
                         help="Sent to servers that take one; epoch e sends seed + e - 1")
     return epochs, vote, temperature, top_p, seed
@@ -186,8 +187,8 @@ def start_form() -> None:
                                      help="A DQA folder, or a set made by `python -m sims generate` (default: the "
                                           "DQA directory of Settings)")
         a, b, c, d = st.columns(4)
-        concurrency = a.number_input("Items at once", 1, 32, 2, key=kept("bench_concurrency"))
-        rpm = b.number_input("Requests per minute", 0, 100_000, 0, help="0: no limit", key=kept("bench_rpm"))
+        concurrency = a.number_input("Items at once", *NUMBERS["concurrency"], 2, key=kept("bench_concurrency"))
+        rpm = b.number_input("Requests per minute", 0, int(NUMBERS["rpm"][1]), 0, help="0: no limit", key=kept("bench_rpm"))
         name = c.text_input("Results name", placeholder="the model's name", key=kept("bench_name"))
         cache = d.checkbox("Use the LLM reply cache", True, help="An identical rerun then costs nothing",
                            key=kept("bench_cache"))
