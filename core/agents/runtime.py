@@ -25,6 +25,7 @@ from pathlib import Path
 from langgraph.types import Command
 
 from core.agents import guards, prompts, reaper, reaper_examples
+from core.model.bounds import no_nul
 from core.model.run_settings import Pause, Review, RunSettings, default_reviewer
 from core.agents.control import RunControl, RunStopped
 from core.model.events import ActionEvent, BranchEvent, ErrorEvent, Event
@@ -337,6 +338,9 @@ class AgentRuntime:
         running ``query`` instead. The parent run is left as it was; the branch keeps the parent's events up to
         that point, then a ``branch`` event, and is driven until it pauses or ends. Raises ValueError (no such
         step, an edit the technique cannot take), KeyError for an unknown run, when called."""
+        for what, text in (("note", note), ("query", query or ""), ("reviewer's name", reviewer),
+                           *(("plan", step_text) for step_text in plan or ())):
+            no_nul(text, what)
         parent = self.store.get(run_id)
         settings = RunSettings.from_dict(parent.settings)
         tech = technique(settings.technique)

@@ -84,6 +84,13 @@ def parse(name: str, text: str, label: str | None = None):
     return in_bounds(name, value, label)
 
 
+def no_nul(text: str, what: str = "text") -> str:
+    """``text``: any Unicode but NUL, which no store keeps (PostgreSQL refuses it); ValueError naming ``what``."""
+    if "\x00" in text:
+        raise ValueError(f"the {what} may hold any character but NUL (\\x00): remove it")
+    return text
+
+
 def _shown(value) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."

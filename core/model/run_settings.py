@@ -6,7 +6,7 @@ import getpass
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
-from core.model.bounds import NUMBERS, in_bounds
+from core.model.bounds import NUMBERS, in_bounds, no_nul
 from core.model.technique import technique
 
 #: ``auto`` never pauses; ``approve-replans`` pauses at each new plan from a Re-plan; ``approve-every-plan``
@@ -134,6 +134,8 @@ class RunSettings:
             raise ValueError(f"{tech.label} writes its own plan: an initial plan is for the loop techniques")
         if self.initial_plan is not None and not all(isinstance(s, str) and s.strip() for s in self.initial_plan):
             raise ValueError("an initial plan needs one non-empty text per step")
+        for step in self.initial_plan or ():
+            no_nul(step, "initial plan")
         if self.plan_version is not None and (not isinstance(self.plan_version, int) or self.plan_version < 1):
             raise ValueError(f"plan version {self.plan_version!r} is not a version number (1, 2, ...)")
         if scenario_sources is not None:
@@ -237,6 +239,9 @@ class Review:
         """Self, or ValueError (``kind``: of the pause reviewed, plan | replan | query)."""
         if self.action not in ("approve", "edit", "reject"):
             raise ValueError(f"unknown review {self.action!r}; use approve, edit or reject")
+        for what, text in (("note", self.note), ("query", self.query), ("reviewer's name", self.reviewer),
+                           *(("plan", step) for step in self.plan)):
+            no_nul(text, what)
         if self.action == "edit" and kind == "query" and not self.query.strip():
             raise ValueError("an edited query cannot be empty")
         if self.action == "edit" and kind != "query" and not [s for s in self.plan if s.strip()]:
