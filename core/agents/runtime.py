@@ -70,6 +70,13 @@ class RunResult:
     outcome: dict | None = None
 
 
+def native_panic(e: BaseException) -> bool:
+    """Whether ``e`` is a native library's panic (pyo3's PanicException, from the ``tokenizers`` library for one):
+    a BaseException that is the run's failure, not a request to stop the process."""
+    return (not isinstance(e, (Exception, KeyboardInterrupt, SystemExit, GeneratorExit))
+            and type(e).__name__ == "PanicException")
+
+
 def new_run_id() -> str:
     return uuid.uuid4().hex[:12]
 
@@ -429,7 +436,9 @@ class AgentRuntime:
             values = graph.get_state(self._config(run_id)).values
             self.store.update(run_id, "stopped", outcome=_outcome({**values, "error": "stopped by the analyst"}, ws))
             return
-        except Exception as e:  # a defect or an unexpected failure: keep the trace, end the run
+        except BaseException as e:  # a defect, an unexpected failure, a native library's panic: keep the trace, end
+            if not (isinstance(e, Exception) or native_panic(e)):  # the run (Ctrl-C, exit, close: not the run's)
+                raise
             event = ErrorEvent(message=scrub(f"internal error: {e!r}"), error_kind="internal")
             self.store.add_event(run_id, event)
             yield event

@@ -10,7 +10,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 
-from core.agents.runtime import AgentRuntime, RunNotPaused
+from core.agents.runtime import AgentRuntime, RunNotPaused, native_panic
 from core.auth import endpoints
 from core.benchmark.items import Item
 from core.benchmark.results import ResultStore
@@ -130,13 +130,6 @@ def drive_run(**job) -> str:
         if not isinstance(e, Exception):
             raise RuntimeError(message) from e
         raise
-
-
-def native_panic(e: BaseException) -> bool:
-    """Whether ``e`` is a native library's panic (pyo3's PanicException, a BaseException): the run's failure, not a
-    request to stop the worker."""
-    return not isinstance(e, (Exception, KeyboardInterrupt, SystemExit, GeneratorExit)) and \
-        type(e).__name__ == "PanicException"
 
 
 _benches: dict[str, Bench] = {}
