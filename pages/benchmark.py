@@ -1,5 +1,6 @@
 """Benchmark: run DQA, or part of it, with techniques and a model in the background (the page stays responsive and
 follows the progress), and browse the results as the paper's tables and figures, with CSV and JSON export."""
+import html
 import json
 from pathlib import Path
 
@@ -33,7 +34,7 @@ from ui.run_options import PLANNER_LABELS, PROMPT_LABELS
 from ui.set_compare import show_set_comparison
 from core.analysis.spreadsheet import csv_text
 from ui.live import live
-from ui.untrusted import md
+from ui.untrusted import md, md_code
 
 POLL_S = 1.0
 ACCURACY_COLUMNS = ["source", "scenario", "db", "technique", "model", "n", "correct", "errors", "accuracy", "ci95_low",
@@ -106,8 +107,9 @@ def scenario_title(name: str) -> str:
 
 
 def chart(figure) -> None:
-    """A figure with its facets titled by their value (``Locating``, not ``scenario=Locating``)."""
-    figure.for_each_annotation(lambda a: a.update(text=a.text.split("=", 1)[-1]))
+    """A figure with its facets titled by their value (``Locating``, not ``scenario=Locating``), as text (a
+    plugin's title is no HTML for plotly)."""
+    figure.for_each_annotation(lambda a: a.update(text=html.escape(a.text.split("=", 1)[-1])))  # plotly's HTML
     st.plotly_chart(figure)
 
 
@@ -240,8 +242,8 @@ def stop_benchmark(job: jobs.BenchJob) -> None:
 def show_job(job: jobs.BenchJob) -> None:
     bench, progress = job.bench, job.bench.progress
     epochs = f" ({bench.epochs} epochs of each question)" if bench.epochs > 1 else ""
-    st.markdown(f"**{bench.directory.name}**: {len(bench.work.items)} items{epochs} of set **{bench.set_name}**, "
-                f"model `{bench.model}`")
+    st.markdown(f"**{md(bench.directory.name)}**: {len(bench.work.items)} items{epochs} of set "
+                f"**{md(bench.set_name)}**, model {md_code(bench.model)}")
     for note in bench.notes:
         st.caption(md(note))
     if progress is None:
@@ -447,7 +449,7 @@ def show_paired(pairs: pd.DataFrame) -> None:
                "compared instead: the questions where A's or B's rate is higher, the exact sign-flip permutation "
                "test, and the mean difference with its t interval (docs/verdicts.md).")
     for row in pairs.to_dict("records"):
-        text = f"**{scenario_title(row['scenario'])} · {row['db']}**: {reports.paired_text(row)}"
+        text = f"**{md(scenario_title(row['scenario']))} · {md(row['db'])}**: {md(reports.paired_text(row))}"
         (st.success if row["significant"] else st.info)(text, icon=":material/compare_arrows:")
     shown = readable(pairs)
     for column in ("a", "b"):
@@ -488,7 +490,7 @@ def show_failures(failures: pd.DataFrame) -> None:
     pairs = failures.set_index(["scenario", "technique"])["pairs"]
     long["n"] = [f"n={pairs[(s, t)]}" for s, t in zip(long["scenario"], long["technique"])]
     st.caption("Failure categories (Figure 6). Per technique, n = the pairs that ran: " + ", ".join(
-        f"{t} {s} n={n}" for (s, t), n in pairs.items()) + ". MIS is measured from the evidence coverage "
+        f"{md(t)} {md(s)} n={n}" for (s, t), n in pairs.items()) + ". MIS is measured from the evidence coverage "
         "(docs/evidence.md); CAN is a heuristic; DEEP is not detectable from a trace (unclassified).")
     chart(px.bar(long, x="technique", y="rate", color="category", facet_col="scenario", hover_data=["n"],
                  labels={"rate": "failure rate % (of all pairs)", "technique": ""}))
@@ -509,7 +511,7 @@ def show_items(items: pd.DataFrame) -> None:
     rows = picked.selection.rows
     if rows and isinstance(items.iloc[rows[0]].get("samples"), list):  # a vote: its samples, in Compare
         row = items.iloc[rows[0]]
-        st.caption(f"{reports.technique_name(row['technique'])}: {row['grade_reason']}.")
+        st.caption(f"{md(reports.technique_name(row['technique']))}: {md(row['grade_reason'])}.")
         if st.button(f"Compare its {len(row['samples'])} samples", icon=":material/compare:"):
             st.switch_page("pages/compare.py", query_params={
                 "runs": ",".join(r for r in row["samples"] if r),
