@@ -56,9 +56,9 @@ def whole(name: str) -> bool:
     return isinstance(NUMBERS[name][0], int)
 
 
-def in_bounds(name: str, value, label: str | None = None):
+def in_bounds(name: str, value, label: str | None = None, given: str | None = None):
     """``value`` (an int for a whole setting) when it is a finite number within setting ``name``'s bounds;
-    ValueError naming the setting and its bounds otherwise."""
+    ValueError naming the setting and its bounds (and ``given``, the text it was read from) otherwise."""
     low, high = NUMBERS[name]
     integral = isinstance(low, int)
     number = None
@@ -67,7 +67,7 @@ def in_bounds(name: str, value, label: str | None = None):
     if number is None or not low <= number <= high:
         raise ValueError(f"the {label or LABELS.get(name, name.replace('_', ' '))} must be "
                          f"{'a whole' if integral else 'a'} number from {low:,} to {high:,}, not "
-                         f"{_shown(value)}")
+                         f"{_shown(value) if given is None else _shown(given)}")
     return int(number) if integral else float(number)
 
 
@@ -81,7 +81,7 @@ def parse(name: str, text: str, label: str | None = None):
             value = float(text)
         except ValueError:
             value = text
-    return in_bounds(name, value, label)
+    return in_bounds(name, value, label, given=text)
 
 
 def no_nul(text: str, what: str = "text") -> str:
