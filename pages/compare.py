@@ -19,7 +19,7 @@ from core.model.question import Question
 from core.analysis.summary import compare_row, gaps_as_text, technique_label
 from core.analysis.trace import ANSWER, BEFORE_PLAN, align_by
 from ui import access
-from ui.common import current_question, kept, session_limits
+from ui.common import current_question, kept, session_limits, url_param
 from ui.run_options import choose_database, choose_models, start_run
 from ui.live import live
 from ui.run_view import (RunPanel, decision_spread, load, run_label, show_live, show_outcome, show_state,
@@ -158,7 +158,7 @@ with st.container(border=True):
                        for technique, model in models.items()]
             st.session_state[compared] = started + st.session_state.get(compared, [])
 
-linked = [run_id for run_id in st.query_params.get("runs", "").split(",") if run_id]
+linked = [run_id for run_id in (url_param("runs", 2000) or "").split(",") if run_id]
 if linked and linked != st.session_state.get("compare_linked"):  # a link names the runs it compares
     st.session_state["compare_linked"] = st.session_state[compared] = linked
 labels = runs_of(question, st.session_state.get(kept(compared), []))

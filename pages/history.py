@@ -18,7 +18,7 @@ from core.llm.replays import model_label
 from core.store.runs import ENDED, as_tree
 from core.analysis.summary import gaps_as_text, outcome_row, technique_label
 from ui.branch_tree import show_branch_tree
-from ui.common import kept, show_run_in_url
+from ui.common import kept, show_run_in_url, url_param
 from ui.run_view import TIME_FORMAT, branch_form, open_run, run_label, show_outcome, show_run
 from ui.untrusted import md_code
 
@@ -53,7 +53,7 @@ if store.notice:  # emptied, replaced or set aside as damaged: not "no runs yet"
         store.acknowledge()
         st.rerun()
 runs = store.list(limit=None)
-linked = st.query_params.get("run")
+linked = url_param("run")
 if linked and linked != st.session_state.get("history_linked"):  # a link (or a new one) opens its run
     st.session_state["history_linked"] = linked
     if any(r.id == linked for r in runs):

@@ -13,6 +13,7 @@ import streamlit as st
 
 import core.jobs.runs as jobs
 from core import scenarios
+from core.model.bounds import NUMBERS
 from core.model.run_settings import RunSettings
 from core.model.technique import TECHNIQUES
 from core.store.runs import ENDED
@@ -35,12 +36,12 @@ SAMPLES = "run_samples"  # the runs of the last "Run N times": {"question": id, 
 def sample_inputs(settings: RunSettings, question_id: str, unavailable: bool) -> None:
     """Run N times: N independent runs of these settings in automatic mode at a sampling temperature; their
     spread of decisions is shown below instead of one sample."""
-    n = st.number_input("Samples", 1, 20, 1, key=kept("run_samples_n"),
+    n = st.number_input("Samples", *NUMBERS["samples"], 1, key=kept("run_samples_n"),
                         help="Run the same question N times (no review: automatic mode) and see how the decisions "
                              "spread, each with the simulator's rank, instead of one sample.")
     if n < 2:
         return
-    temperature = st.number_input("Temperature of the samples", 0.0, 2.0, 0.7, 0.1, key=kept("run_samples_t"),
+    temperature = st.number_input("Temperature of the samples", *NUMBERS["temperature"], 0.7, 0.1, key=kept("run_samples_t"),
                                   help="At 0 many servers still vary a little; a replay repeats itself exactly.")
     if st.button(f"Run {n} times", icon=":material/stacks:", width="stretch", disabled=unavailable):
         sampled = dataclasses.replace(settings, hitl="auto", review_queries=False, temperature=temperature)

@@ -14,6 +14,7 @@ from pathlib import Path
 import streamlit as st
 
 from core.auth import endpoints
+from core.model.bounds import NUMBERS
 from core.auth.config import ConfigError
 from core.backends.registry import BACKENDS, unavailable
 from core import scenarios
@@ -138,15 +139,16 @@ def own_model(llm) -> None:
                                   placeholder="e.g. http://localhost:8000/v1") if provider == "compatible" else None)
         key = st.text_input("API key", type="password", key="llm_key", placeholder=KEPT if llm.api_key else "")
         timeout, retries, cap = st.columns(3)
-        timeout_s = timeout.number_input("Timeout per attempt (s)", 1.0, 3600.0, float(llm.timeout_s), step=10.0,
+        timeout_s = timeout.number_input("Timeout per attempt (s)", *NUMBERS["timeout_s"], float(llm.timeout_s),
+                                         step=10.0,
                                          key="llm_timeout", help="An attempt's time limit T: a streamed reply's "
                                          "first words may take 3 T, then it is cut only after T of silence, never "
                                          "while text flows; any reply ends at 10 T. A retry after a timeout waits "
                                          "longer, up to twice this.")
-        max_retries = retries.number_input("Retries", 0, 10, int(llm.max_retries), key="llm_retries",
+        max_retries = retries.number_input("Retries", *NUMBERS["max_retries"], int(llm.max_retries), key="llm_retries",
                                            help="Retries of a call that timed out, hit a server error or a rate "
                                                 "limit.")
-        max_tokens = cap.number_input("Reply cap (tokens)", 1, 100_000, int(llm.max_reply_tokens or 2048),
+        max_tokens = cap.number_input("Reply cap (tokens)", 1, NUMBERS["max_reply_tokens"][1], int(llm.max_reply_tokens or 2048),
                                       key="llm_max_tokens", help="Sent as max_tokens to OpenAI-compatible servers, "
                                       "as max_completion_tokens to OpenAI; at most half the model's context window "
                                       "(the rest is for the prompt).")

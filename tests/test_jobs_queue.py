@@ -272,8 +272,8 @@ def test_two_commands_on_one_benchmark_share_its_items_on_the_workers(team, work
     from core.jobs import bench_items
 
     stub = TurnStub([ACT, FINAL], latency=0.3)
-    for n in range(2):
-        workers(f"w{n}", concurrency=2)
+    for n in range(2):  # a job names no server: each worker has its own
+        workers(f"w{n}", concurrency=2, OPENAI_BASE_URL=stub.url)
     first, second = bench(stub.url), bench(stub.url)
     done = {}
     both = [threading.Thread(target=lambda b=b, k=k: done.setdefault(k, bench_items.drive(b)))
@@ -300,7 +300,7 @@ def test_postgresql_restarted_mid_benchmark_loses_no_finished_item(team, workers
     from core.store import database
 
     stub = TurnStub([ACT, FINAL], latency=1.0)
-    workers("w1", concurrency=2)
+    workers("w1", concurrency=2, OPENAI_BASE_URL=stub.url)
     b = bench(stub.url, name="restarted")
     following = threading.Thread(target=lambda: bench_items.drive(b))
     following.start()
@@ -359,7 +359,7 @@ def test_a_stopped_benchmark_cancels_its_waiting_items_and_a_rerun_runs_only_tho
     following.join(60)
     assert notes[0].stopped == "stopped" and notes[0].done == 0
     assert queue.counts()[queue.BENCH] == {"cancelled": 6}
-    workers("w1", concurrency=2)
+    workers("w1", concurrency=2, OPENAI_BASE_URL=stub.url)
     env = {**os.environ, "PLANRAG_HOME": str(tmp_path / "cli")}
     cli = subprocess.run([sys.executable, "-m", "core", "bench", "--source", "demo", "--technique", "iterrag",
                           "--llm", "m", "--base-url", stub.url, "--name", "stopped", "--no-cache"], cwd=ROOT,

@@ -26,6 +26,7 @@ from typing import TypedDict
 from langgraph.types import Command
 
 from core.agents import guards, paper_prompts, prompts, reaper, reaper_examples
+from core.model.bounds import no_nul
 from core.model.run_settings import Pause, Review, RunSettings, default_reviewer
 from core.agents.control import RunControl, RunInterrupted, RunStopped
 from core.model.events import ActionEvent, BranchEvent, ErrorEvent, Event
@@ -69,6 +70,13 @@ class RunResult:
     status: str
     pause: Pause | None = None
     outcome: dict | None = None
+
+
+def native_panic(e: BaseException) -> bool:
+    """Whether ``e`` is a native library's panic (pyo3's PanicException, from the ``tokenizers`` library for one):
+    a BaseException that is the run's failure, not a request to stop the process."""
+    return (not isinstance(e, (Exception, KeyboardInterrupt, SystemExit, GeneratorExit))
+            and type(e).__name__ == "PanicException")
 
 
 def new_run_id() -> str:
@@ -356,6 +364,9 @@ class AgentRuntime:
         running ``query`` instead. The parent run is left as it was; the branch keeps the parent's events up to
         that point, then a ``branch`` event, and is driven until it pauses or ends. Raises ValueError (no such
         step, an edit the technique cannot take), KeyError for an unknown run, when called."""
+        for what, text in (("note", note), ("query", query or ""), ("reviewer's name", reviewer),
+                           *(("plan", step_text) for step_text in plan or ())):
+            no_nul(text, what)
         parent = self.store.get(run_id)
         settings = RunSettings.from_dict(parent.settings)
         tech = technique(settings.technique)
@@ -454,7 +465,9 @@ class AgentRuntime:
             self.store.update(run_id, "stopped",
                               outcome=self._outcome(run_id, {**values, "error": "stopped by the analyst"}, ws, price))
             return
-        except Exception as e:  # a defect or an unexpected failure: keep the trace, end the run
+        except BaseException as e:  # a defect, an unexpected failure, a native library's panic: keep the trace, end
+            if not (isinstance(e, Exception) or native_panic(e)):  # the run (Ctrl-C, exit, close: not the run's)
+                raise
             event = ErrorEvent(message=scrub(f"internal error: {e!r}"), error_kind="internal")
             self.store.add_event(run_id, event)
             yield event

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from core.config import settings as core_settings
 from core.llm.client import REPLAY_PREFIX, LLMSettings, replay_path
+from core.model.bounds import in_bounds
 from core.model.run_settings import Limits
 
 
@@ -59,6 +60,16 @@ class BenchConfig:
     top_p: float | None = None  # nucleus sampling (None: the server's default)
     seed: int | None = None  # the sampling seed of epoch 1 (epoch e sends seed + e - 1); None: not sent
     vote: int = 0  # also record each technique's decision by majority over epochs 1..vote (0: no vote)
+
+    def check_numbers(self) -> BenchConfig:
+        """Self, or ValueError naming a number out of its bounds (core.model.bounds; NaN and infinity refused)."""
+        for name in ("epochs", "vote", "concurrency", "temperature"):
+            in_bounds(name, getattr(self, name))
+        for name in ("rpm", "top_p", "seed", "budget_tokens", "budget_cost", "budget_calls"):
+            if getattr(self, name) is not None:
+                in_bounds(name, getattr(self, name))
+        self.limits.validate()
+        return self
 
     def settings_params(self) -> dict:
         """The faithfulness settings, for the stored parameters when not the defaults (so the results of earlier

@@ -196,6 +196,10 @@ class Bench:
     """A benchmark ready to run: its work list (``work``), its notes, its directory and result store."""
 
     def __init__(self, config: BenchConfig):
+        try:
+            config.check_numbers()
+        except ValueError as e:
+            raise BenchError(str(e)) from None
         for name in config.techniques:
             technique(name)  # ValueError naming the choices
         if config.concurrency < 1:

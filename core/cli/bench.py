@@ -13,7 +13,7 @@ from pathlib import Path
 from core.model.technique import TECHNIQUES, parse_voted
 from core.backends.registry import BACKENDS
 from core.cli.args import (add_budget_arguments, add_fidelity_arguments, add_limit_arguments, add_llm_arguments,
-                           error_line, limits_from, llm_settings)
+                           bounded, error_line, limits_from, llm_settings)
 from core.analysis.format import duration, spent
 from core.scenarios.catalog import SOURCES
 from core.benchmark import fidelity, reports
@@ -59,24 +59,24 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "--source scenario, question 1 of each plugin scenario")
     p.add_argument("--llm", help="a model name (default OPENAI_MODEL), replay:FILE or replay:DIR")
     p.add_argument("--questions", default="all", help="numbers and ranges, e.g. 1-10,15 (default all)")
-    p.add_argument("--concurrency", type=int, default=1,
+    p.add_argument("--concurrency", type=bounded("concurrency"), default=1,
                    help="items at once (default 1); fewer LLM calls at once, said in a note, when the server "
                         "times out under load")
-    p.add_argument("--rpm", type=float, help="at most this many LLM requests a minute")
+    p.add_argument("--rpm", type=bounded("rpm"), help="at most this many LLM requests a minute")
     p.add_argument("--dqa-dir", type=Path, metavar="DIR",
                    help="the question set: a DQA folder or one made by python -m sims generate (default DQA_DIR)")
     p.add_argument("--out", type=Path, help="results directory (default PLANRAG_HOME/bench/NAME)")
     p.add_argument("--name", help="the results directory's name under PLANRAG_HOME/bench (default: the model's)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the LLM reply cache")
     p.add_argument("--base-url", help="an OpenAI-compatible server (default OPENAI_BASE_URL)")
-    p.add_argument("--temperature", type=float, default=0.0, help="default 0")
-    p.add_argument("--top-p", type=float, help="nucleus sampling (default: not sent, the server's own)")
-    p.add_argument("--seed", type=int, help="the sampling seed of epoch 1, for servers that take one (epoch e sends "
+    p.add_argument("--temperature", type=bounded("temperature"), default=0.0, help="default 0")
+    p.add_argument("--top-p", type=bounded("top_p"), help="nucleus sampling (default: not sent, the server's own)")
+    p.add_argument("--seed", type=bounded("seed"), help="the sampling seed of epoch 1, for servers that take one (epoch e sends "
                                             "SEED + e - 1; default: not sent)")
-    p.add_argument("--epochs", type=int, default=1, metavar="K",
+    p.add_argument("--epochs", type=bounded("epochs"), default=1, metavar="K",
                    help="run every item K times, each a run stored as such (default 1); a rerun with a larger K runs "
                         "only the missing epochs; reports then give clustered intervals (docs/verdicts.md)")
-    p.add_argument("--vote", type=int, default=0, metavar="N",
+    p.add_argument("--vote", type=bounded("vote"), default=0, metavar="N",
                    help="also record each technique's decision by majority over N samples (epochs 1..N, run if "
                         "missing) as technique TECHNIQUE+voteN, costing the N samples' calls")
     add_fidelity_arguments(p)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from core.cli.args import bounded
 from core.config import settings as core_settings
 from core.jobs.code import process_name
 
@@ -56,7 +57,7 @@ def main(args) -> int:
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("worker", help="take runs and benchmark items from the team's job queue",
                        description=DESCRIPTION)
-    p.add_argument("--concurrency", type=int, default=1, help="jobs at once (default 1)")
+    p.add_argument("--concurrency", type=bounded("concurrency"), default=1, help="jobs at once (default 1)")
     p.add_argument("--queues", help="comma-separated queues to take jobs from: runs, bench (default both)")
     p.add_argument("--name", help="the worker's name in logs (default host:pid)")
     p.add_argument("--sweep", action="store_true", help="put back in the queue the jobs of workers gone, and exit")

@@ -3,9 +3,9 @@
 store (a worker's side is core.jobs.tasks.bench_item). Two commands on one benchmark share its items (an item waits in the queue
 once); a rerun after a stop or a crash queues only what has no result.
 
-A job carries the benchmark as ``config_dict`` says it: never the key, nor a folder of the machine that queued it
-(a worker reads its own DQA folder and writes to the team store, where the benchmark is named by its folder's
-name)."""
+A job carries the benchmark as ``config_dict`` says it (core.jobs.payload.BenchSpec): never the key, a URL, nor a
+folder of the machine that queued it (a worker reads its own DQA folder, uses its own model server, and writes to
+the team store, where the benchmark is named by its folder's name)."""
 from __future__ import annotations
 
 import threading
@@ -21,11 +21,11 @@ from core.store import database
 
 FOLLOW_S = 0.5  # how often the follower reads the store
 STORE_GRACE_S = 120.0  # how long the follower waits for a team store that cannot be reached
-_LOCAL = ("out", "dqa_root", "home", "llm_settings", "limits", "concurrency")  # not sent as they are
+_LOCAL = ("out", "dqa_root", "home", "base_url", "llm_settings", "limits", "concurrency")  # not sent as they are
 
 def config_dict(bench: Bench) -> dict:
     """What a job says of the benchmark: its settings, named by its folder's name, the LLM settings without the
-    key."""
+    key or the server's URL."""
     c = bench.config
     values = {f.name: getattr(c, f.name) for f in fields(c) if f.name not in _LOCAL}
     return {**values, "name": bench.directory.name, "limits": asdict(c.limits),

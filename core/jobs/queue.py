@@ -1,9 +1,10 @@
 """The team's job queue (issue 25, docs/deploy.md): agent runs and benchmark items as jobs of procrastinate on
 the team store's PostgreSQL, taken by ``python -m core worker`` processes on any machine that reaches it.
 
-The app (or ``core bench``) only enqueues and follows: a job names its run or item, never a key or a file of the
-machine that queued it; the worker drives it with its own model key (its environment or the server's endpoints),
-its own DQA folder, and writes everything to the team store, where every page follows it by cursor.
+The app (or ``core bench``) only enqueues and follows: a job names its run or item with a checked, versioned
+payload (core.jobs.payload), never a key, a URL or a file of the machine that queued it; the worker checks it
+again, drives it with its own model key (its environment or the server's endpoints by name), its own DQA folder
+and home, and writes everything to the team store, where every page follows it by cursor.
 
 - A run is recorded ``queued`` before its job is (core.store.runs); a worker claims it atomically (one conditional
   UPDATE), so no run is driven twice at once; a paused run has no job and holds no worker.
@@ -19,10 +20,10 @@ import asyncio
 import os
 import signal
 import threading
-from dataclasses import asdict
 
 from core.config import settings as config
 from core.config.secrets import scrub
+from core.jobs import payload
 from core.jobs.code import code_version
 from core.store import database
 
@@ -31,9 +32,6 @@ HEARTBEAT_S = 2.0  # how often a worker beats
 LEASE_S = 10.0  # a worker silent this long is gone; its jobs go back to the queue
 SWEEP_S = 2.5  # how often a worker looks for jobs of workers gone
 READ_TIMEOUT_S = 3.0  # how long a page waits for a connection to read the queue (a store away: said at once)
-#: LLM settings a job carries: never the key (the worker has its own) nor the URL it is bound to
-_LLM_FIELDS = ("model", "base_url", "endpoint", "temperature", "top_p", "seed", "timeout_s", "max_retries",
-               "max_reply_tokens")
 
 _apps: dict[tuple[str, int], object] = {}
 _apps_lock = threading.Lock()
@@ -89,17 +87,30 @@ def close() -> None:
 
 
 def llm_fields(llm) -> dict:
-    """What a job carries of an LLMSettings: everything but the key."""
-    values = asdict(llm)
-    return {k: values[k] for k in _LLM_FIELDS}
+    """What a job carries of an LLMSettings: its endpoint's name or model, sampling and limits; never a key or a
+    URL (core.jobs.payload.Model)."""
+    return payload.model_of(llm)
+
+
+def run_job(action: str, run_id: str, llm=None, branch: dict | None = None) -> dict:
+    """The payload of a job driving run ``run_id`` (core.jobs.payload.RunPayload), checked: PayloadError (a
+    ValueError) saying what does not fit, before anything is stored or queued."""
+    values = {"v": payload.VERSION, "action": action, "run_id": run_id,
+              "llm": llm_fields(llm) if llm is not None else None, "branch": branch, "code": code_version()}
+    payload.run_payload(values)
+    return values
+
+
+def defer_run(job: dict) -> int:
+    """Queue a job made by ``run_job``; its job id."""
+    return app().configure_task("drive_run", lock=f"run:{job['run_id']}").defer(**job)
 
 
 def enqueue_run(action: str, run_id: str, llm=None, branch: dict | None = None) -> int:
     """Queue the driving of run ``run_id`` (recorded ``queued``): ``action`` start, continue or branch (``branch``:
-    parent, step and changes); ``llm`` the LLMSettings it was asked with (sent without the key). Its job id."""
-    return app().configure_task("drive_run", lock=f"run:{run_id}").defer(
-        action=action, run_id=run_id, llm=llm_fields(llm) if llm is not None else None, branch=branch,
-        code=code_version())
+    parent, step and changes); ``llm`` the LLMSettings it was asked with (sent without the key or a URL). Its job
+    id."""
+    return defer_run(run_job(action, run_id, llm, branch))
 
 
 def enqueue_items(config_dict: dict, keys: list[str], benchmark: str) -> dict[str, int]:
@@ -110,10 +121,11 @@ def enqueue_items(config_dict: dict, keys: list[str], benchmark: str) -> dict[st
 
     queued, code = {}, code_version()
     for key in keys:
+        payload.bench_payload({"v": payload.VERSION, "config": config_dict, "key": key, "code": code})
         lock = f"bench:{benchmark}:{key}"
         try:
             queued[key] = app().configure_task("bench_item", lock=lock, queueing_lock=lock).defer(
-                config=config_dict, key=key, code=code)
+                v=payload.VERSION, config=config_dict, key=key, code=code)
         except AlreadyEnqueued:
             pass
     return queued

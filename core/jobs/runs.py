@@ -189,8 +189,9 @@ def start(settings: RunSettings, make_runtime: Callable) -> RunJob | RunFollower
 
     run_id = new_run_id()
     if queue.enabled():
+        job = queue.run_job("start", run_id, _llm_of(make_runtime))  # checked before the run is recorded
         open_store().create(run_id, settings.validate().to_dict(), queued=True)
-        queue.enqueue_run("start", run_id, _llm_of(make_runtime))
+        queue.defer_run(job)
         return follower(run_id)
     return launch(RunJob(run_id, settings, make_runtime, lambda runtime: runtime.iter_start(settings, run_id)))
 
@@ -257,10 +258,12 @@ def branch(record: RunRecord, step: int, make_runtime: Callable, **changes) -> R
     if queue.enabled():
         try:
             getattr(events, "close", lambda: None)()  # checked, never started
+            job = queue.run_job("branch", new_id, _llm_of(make_runtime),
+                                branch={"parent": record.id, "step": step, "changes": changes})
             runtime.store.create(new_id, record.settings, parent_id=record.id, branch_step=step, queued=True)
         finally:
             runtime.close()
-        queue.enqueue_run("branch", new_id, _llm_of(make_runtime), branch={"parent": record.id, "step": step, "changes": changes})
+        queue.defer_run(job)
         return follower(new_id)
     return launch(RunJob(new_id, RunSettings.from_dict(record.settings), lambda: runtime, lambda _: events))
 
