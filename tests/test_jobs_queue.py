@@ -19,7 +19,8 @@ from core.jobs import queue, runs
 from core.llm.client import LLMSettings
 from core.model.run_settings import Review, RunSettings
 from core.store.runs import PauseTaken
-from tests.conftest import empty_team_store
+from tests.conftest import empty_team_store, require
+from tests.pg_cluster import PgCluster, available
 from tests.turn_stub import TurnStub
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,6 +39,37 @@ def team(team_database, monkeypatch, tmp_path):
     monkeypatch.setenv("PLANRAG_HOME", str(tmp_path / "app"))
     monkeypatch.setattr(runs.config, "DATA_HOME", tmp_path / "app")
     yield team_database
+    queue.close()
+
+
+@pytest.fixture(scope="module")
+def own_cluster():
+    """A PostgreSQL cluster of this module's own (tests/pg_cluster.py), at this code's schema, for the tests that
+    stop and start the server: the machine's shared cluster is never touched. Made once per module."""
+    from core.store import database, schema
+
+    why = available()
+    if why:
+        require("postgres", f"no PostgreSQL cluster of the test's own: {why}")
+    cluster = PgCluster()
+    try:
+        schema.upgrade(cluster.url())
+        yield cluster
+    finally:
+        database.close_pools(cluster.url())
+        cluster.destroy()
+
+
+@pytest.fixture
+def own_team(own_cluster, monkeypatch, tmp_path):
+    """The team deployment on the module's own cluster (emptied): the server may be stopped and started."""
+    url = own_cluster.url()
+    empty_team_store(url)
+    monkeypatch.setenv("PLANRAG_DATABASE_URL", url)
+    monkeypatch.setenv("PLANRAG_JOBS", "queue")
+    monkeypatch.setenv("PLANRAG_HOME", str(tmp_path / "app"))
+    monkeypatch.setattr(runs.config, "DATA_HOME", tmp_path / "app")
+    yield own_cluster
     queue.close()
 
 
@@ -290,11 +322,9 @@ def test_two_commands_on_one_benchmark_share_its_items_on_the_workers(team, work
     stub.close()
 
 
-@pytest.mark.skipif(not os.path.exists("/usr/bin/pg_ctlcluster"), reason="PostgreSQL is not this machine's "
-                    "(pg_ctlcluster): the restart test restarts the local server")
-def test_postgresql_restarted_mid_benchmark_loses_no_finished_item(team, workers):
-    """The server restarts while items are in flight: workers and the following command reconnect by themselves,
-    finished items stay, those in flight are tried once more."""
+def test_postgresql_restarted_mid_benchmark_loses_no_finished_item(own_team, workers):
+    """The server (the test's own cluster) restarts while items are in flight: workers and the following command
+    reconnect by themselves, finished items stay, those in flight are tried once more."""
     from core.benchmark.results import read_results
     from core.jobs import bench_items
     from core.store import database
@@ -306,8 +336,8 @@ def test_postgresql_restarted_mid_benchmark_loses_no_finished_item(team, workers
     following.start()
     wait_for(lambda: len(read_results(b.directory)) >= 2, timeout=60, every=0.2)
     before = {r["run_id"] for r in read_results(b.directory)}
-    version, cluster = subprocess.run(["pg_lsclusters", "-h"], capture_output=True, text=True).stdout.split()[:2]
-    subprocess.run(["pg_ctlcluster", version, cluster, "restart"], check=True, timeout=120)
+    own_team.stop()
+    own_team.start()
     database.close_pools()  # this process's pools: their connections died with the server
     following.join(180)
     assert not following.is_alive()
