@@ -322,27 +322,45 @@ def test_two_commands_on_one_benchmark_share_its_items_on_the_workers(team, work
     stub.close()
 
 
-def test_postgresql_restarted_mid_benchmark_loses_no_finished_item(own_team, workers):
-    """The server (the test's own cluster) restarts while items are in flight: workers and the following command
-    reconnect by themselves, finished items stay, those in flight are tried once more."""
-    from core.benchmark.results import read_results
+#: How long the test's outage lasts: past the store pools' 30 s wait for a connection (the items in flight fail
+#: for it) and past the lease (every worker's heartbeat is old when the store is back). The issue asks for 5
+#: minutes: the mechanism is the same, nothing in it counts the time away.
+OUTAGE_S = 40
+
+
+def test_an_outage_of_the_store_mid_benchmark_is_ridden_out_by_workers_and_command(own_team, workers):
+    """The server (the test's own cluster) is away OUTAGE_S seconds while items are in flight on two workers: both
+    workers live on, saying once that the store is away and once that it is back (no worker drops the other as
+    gone), the following command waits and goes on; finished items stay, those in flight are run again, and no
+    item keeps the outage as its result or its not-run record."""
+    from core.benchmark.results import read_not_run, read_results
     from core.jobs import bench_items
     from core.store import database
 
     stub = TurnStub([ACT, FINAL], latency=1.0)
-    workers("w1", concurrency=2)
-    b = bench(stub.url, name="restarted")
-    following = threading.Thread(target=lambda: bench_items.drive(b))
+    pool = [workers("w1", concurrency=2), workers("w2", concurrency=2)]
+    b = bench(stub.url, name="outage")
+    notes: list[str] = []
+    following = threading.Thread(target=lambda: bench_items.drive(b, on_note=notes.append))
     following.start()
-    wait_for(lambda: len(read_results(b.directory)) >= 2, timeout=60, every=0.2)
+    wait_for(lambda: len(read_results(b.directory)) >= 1, timeout=60, every=0.2)
     before = {r["run_id"] for r in read_results(b.directory)}
+    assert len(before) < 6
     own_team.stop()
+    time.sleep(OUTAGE_S)
     own_team.start()
-    database.close_pools()  # this process's pools: their connections died with the server
-    following.join(180)
+    following.join(300)
     assert not following.is_alive()
     results = read_results(b.directory)
     assert before <= {r["run_id"] for r in results} and len(results) == 6, b.not_run()
+    assert {r["status"] for r in results} == {"finished"} and not read_not_run(b.directory)
+    for worker in pool:
+        out = "".join(worker.lines)
+        assert worker.process.poll() is None, out
+        assert out.count("the team store cannot be reached") == 1 and out.count("the team store is back") == 1, out
+        assert "ForeignKeyViolation" not in out and "Traceback" not in out, out
+    assert sum("the team store cannot be reached" in n for n in notes) == 1, notes
+    database.close_pools(own_team.url())
     stub.close()
 
 
@@ -397,4 +415,26 @@ def test_a_stopped_benchmark_cancels_its_waiting_items_and_a_rerun_runs_only_tho
     assert cli.returncode == 0, cli.stdout + cli.stderr
     assert "6 to run, queued for the team's workers" in cli.stdout
     assert len(read_results(b.directory)) == 6 and sum(stub.calls.values()) == 12
+    stub.close()
+
+
+def test_a_run_recorded_without_its_job_is_queued_by_the_sweep(team, workers):
+    """The app died between recording a run ``queued`` and queueing its job: a worker's sweep queues it (with the
+    model it was asked with) and drives it; a branch recorded so cannot be (its changes went with the job never
+    queued): it fails, saying to branch again."""
+    import psycopg
+
+    from core.agents.runtime import new_run_id
+
+    stub = TurnStub([ACT, FINAL])
+    orphan, branch = new_run_id(), new_run_id()
+    store = runs.open_store()
+    store.create(orphan, settings(stub.url).validate().to_dict(), queued=True)
+    store.create(branch, settings(stub.url).validate().to_dict(), parent_id=orphan, branch_step=1, queued=True)
+    with psycopg.connect(team, autocommit=True) as con:  # recorded a lease ago (a run just recorded is left alone)
+        con.execute("UPDATE runs SET updated = updated - %s", (queue.LEASE_S + 1,))
+    worker = workers("w1")
+    wait_for(lambda: status(orphan) == "finished" and status(branch) == "failed", timeout=90)
+    assert "branch the run again" in runs.open_store().get(branch).outcome["error"]
+    assert any(f"queued the runs ['{orphan}']" in line for line in worker.lines)
     stub.close()

@@ -32,6 +32,7 @@ from core.agents.graph import AgentContext, build_graph, initial_state
 from core.model.technique import technique
 from core.agents.workspace import Workspace, open_catalog_workspace
 from core.store.plans import PlanStore
+from core.store import database
 from core.store.checkpoints import open_checkpointer
 from core.analysis.grading import grade, place
 from core.auth import endpoints
@@ -426,6 +427,8 @@ class AgentRuntime:
             self.store.update(run_id, "stopped", outcome=_outcome({**values, "error": "stopped by the analyst"}, ws))
             return
         except Exception as e:  # a defect or an unexpected failure: keep the trace, end the run
+            if database.is_lost(e):  # the store away: not the run's failure; it goes on from its checkpoint
+                raise
             event = ErrorEvent(message=scrub(f"internal error: {e!r}"), error_kind="internal")
             self.store.add_event(run_id, event)
             yield event

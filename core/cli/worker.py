@@ -32,8 +32,10 @@ def main(args) -> int:
             print(f"  {name}: " + ", ".join(f"{n} {s}" for s, n in sorted(states.items())))
         return 0
     if args.sweep:
-        back = queue.sweep()
+        back, orphans = queue.sweep()
         print(f"put back in the queue: {len(back)} job(s) of workers gone" + (f" ({back})" if back else ""))
+        if orphans:
+            print(f"queued: {len(orphans)} run(s) recorded without a job ({', '.join(orphans)})")
         return 0
     if args.concurrency < 1:
         print("error: --concurrency must be at least 1", file=sys.stderr)

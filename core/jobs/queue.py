@@ -16,6 +16,7 @@ its own DQA folder, and writes everything to the team store, where every page fo
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import threading
 from dataclasses import asdict
@@ -29,6 +30,7 @@ RUNS, BENCH = "runs", "bench"  # the queues
 HEARTBEAT_S = 2.0  # how often a worker beats
 LEASE_S = 10.0  # a worker silent this long is gone; its jobs go back to the queue
 SWEEP_S = 2.5  # how often a worker looks for jobs of workers gone
+RETRIES = 10  # how many times a job the store's loss interrupted is tried again
 READ_TIMEOUT_S = 3.0  # how long a page waits for a connection to read the queue (a store away: said at once)
 #: LLM settings a job carries: never the key (the worker has its own) nor the URL it is bound to
 _LLM_FIELDS = ("model", "base_url", "endpoint", "temperature", "top_p", "seed", "timeout_s", "max_retries",
@@ -63,9 +65,10 @@ def new_app(url: str | None = None):
 
     app = procrastinate.App(connector=procrastinate.PsycopgConnector(
         conninfo=url or _url(), kwargs=database.connect_kwargs(), min_size=1, max_size=4))
-    app.task(name="drive_run", queue=RUNS)(tasks.drive_run)
-    app.task(name="bench_item", queue=BENCH,
-             retry=procrastinate.RetryStrategy(max_attempts=1, retry_exceptions={tasks.StoreLost}))(tasks.bench_item)
+    # a job the store's loss interrupted (infrastructure, not the work) is tried again once the store is back
+    again = procrastinate.RetryStrategy(max_attempts=RETRIES, wait=int(HEARTBEAT_S), retry_exceptions={tasks.StoreLost})
+    app.task(name="drive_run", queue=RUNS, retry=again)(tasks.drive_run)
+    app.task(name="bench_item", queue=BENCH, retry=again)(tasks.bench_item)
     return app
 
 
@@ -150,6 +153,37 @@ def cancel(ids: list[int]) -> int:
     return sum(bool(app().job_manager.cancel_job_by_id(i)) for i in ids)
 
 
+#: Runs recorded ``queued`` LEASE_S seconds ago or more that no job waits for or drives (the app that recorded
+#: one died before it queued its job): whether each has a checkpoint, and whether it is a branch.
+_ORPHANS = """SELECT r.id, r.settings, r.branch_step IS NOT NULL AS branch,
+    EXISTS (SELECT 1 FROM checkpoints c WHERE c.thread_id = r.id) AS checkpointed
+  FROM runs r WHERE r.status = 'queued' AND r.updated < extract(epoch FROM now()) - %(lease)s
+   AND NOT EXISTS (SELECT 1 FROM procrastinate_jobs j WHERE j.lock = 'run:' || r.id AND j.status IN ('todo', 'doing'))"""
+
+
+async def _requeue_orphans(app_) -> list[str]:
+    """Queue a job for each run recorded ``queued`` without one (_ORPHANS); a branch never started cannot be (its
+    changes went with the job that was never queued): it is failed, saying so. The run ids queued."""
+    import json
+
+    from core.jobs.opening import open_store
+    from core.model.events import ErrorEvent
+
+    queued = []
+    for row in await app_.connector.execute_query_all_async(_ORPHANS, lease=LEASE_S):
+        settings = json.loads(row["settings"] or "{}")
+        if row["branch"] and not row["checkpointed"]:
+            await asyncio.to_thread(open_store().fail_undriven, row["id"], ErrorEvent(
+                message="the app that branched this run stopped before it queued it: branch the run again",
+                error_kind="worker"))
+            continue
+        llm = {k: settings[k] for k in _LLM_FIELDS if k in settings}  # the key never was in the run's settings
+        await app_.configure_task("drive_run", lock=f"run:{row['id']}").defer_async(
+            action="start", run_id=row["id"], llm=llm or None, branch=None, code=code_version())
+        queued.append(row["id"])
+    return queued
+
+
 async def _sweep_once(app_) -> list[int]:
     """Put back in the queue the jobs of workers silent for LEASE_S seconds, and forget those workers."""
     from procrastinate import utils  # optional: as above
@@ -165,42 +199,60 @@ async def _sweep_once(app_) -> list[int]:
     return back
 
 
-def sweep() -> list[int]:
-    """``_sweep_once`` from synchronous code (``python -m core worker --sweep``); the job ids put back."""
+def sweep() -> tuple[list[int], list[str]]:
+    """``_sweep_once`` and ``_requeue_orphans`` from synchronous code (``python -m core worker --sweep``): the job
+    ids put back, the run ids queued."""
     async def once():
         async with new_app().open_async() as opened:
-            return await _sweep_once(opened)
+            return await _sweep_once(opened), await _requeue_orphans(opened)
     return asyncio.run(once())
 
 
 def run_worker(concurrency: int = 1, queues: list[str] | None = None, name: str | None = None,
                on_ready=None) -> None:
     """Run a worker until SIGINT or SIGTERM: ``concurrency`` jobs at once from ``queues`` (default all), sweeping
-    the jobs of workers gone every SWEEP_S seconds. ``on_ready()`` once it is registered."""
+    the jobs of workers gone every SWEEP_S seconds. ``on_ready()`` once it is registered. A store outage is ridden
+    out (core.jobs.steady): said once, waited for; the sweep judges other workers only once this one has reached
+    the store for LEASE_S seconds without a break (right after an outage every heartbeat is old)."""
     the_app = new_app()
-    from core.jobs import tasks  # heavy: as new_app
+    from core.jobs import steady, tasks  # heavy: as new_app
 
     tasks.warm_up()
+    outage = steady.Outage(name or "")
+    # the pools' every failed attempt to reconnect, a warning each: the outage is said once instead
+    logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
 
     async def sweeper():
         while True:
+            await asyncio.sleep(SWEEP_S)
+            if not outage.steady(LEASE_S):
+                continue
             try:
                 back = await _sweep_once(the_app)
                 if back:
                     print(f"worker {name}: put back in the queue the jobs {back} of workers gone", flush=True)
-            except Exception as e:  # noqa: BLE001 - the store away (restarting): the next round tries again
-                print(f"worker {name}: sweep failed: {scrub(str(e)).strip()}", flush=True)
-            await asyncio.sleep(SWEEP_S)
+                orphans = await _requeue_orphans(the_app)
+                if orphans:
+                    print(f"worker {name}: queued the runs {orphans} recorded without a job", flush=True)
+            except Exception as e:  # noqa: BLE001 - the store away: said once, the next round tries again
+                if not database.is_lost(e):
+                    print(f"worker {name}: sweep failed: {scrub(str(e)).strip()}", flush=True)
+                else:
+                    outage.lost(e)
 
     async def main():
         async with the_app.open_async():
+            the_app.perform_import_paths()
+            worker = steady.SteadyWorker(
+                app=the_app, outage=outage, concurrency=concurrency, queues=queues, name=name,
+                update_heartbeat_interval=HEARTBEAT_S, fetch_job_polling_interval=1.0,
+                abort_job_polling_interval=1.0,
+                stalled_worker_timeout=24 * 3600)  # its start prunes none: the sweep does, once steady
             side = asyncio.create_task(sweeper())
             if on_ready:
                 on_ready()
             try:
-                await the_app.run_worker_async(concurrency=concurrency, queues=queues, name=name,
-                                               update_heartbeat_interval=HEARTBEAT_S, stalled_worker_timeout=LEASE_S,
-                                               fetch_job_polling_interval=1.0, abort_job_polling_interval=1.0)
+                await worker.run()
             finally:
                 side.cancel()
 

@@ -24,7 +24,8 @@ from core.store.runs import HEARTBEAT_S, STALE_S, PauseTaken
 
 
 class StoreLost(Exception):
-    """The team store went away while a benchmark item ran: the item is retried once."""
+    """The team store went away while a job ran (the infrastructure's failure, not the work's): the job is tried
+    again once the store is back (core.jobs.queue.RETRIES)."""
 
 
 class OtherCode(Exception):
@@ -89,6 +90,7 @@ def drive_run(action: str, run_id: str, llm: dict | None = None, branch: dict | 
     try:
         _same_code(code)
         runtime = _runtime(llm)
+        runtime.store.hand_over(run_id)  # held by this process when the store went away: a retried job's
         events = _begin(runtime, action, run_id, branch)
         if events is None:
             return "not driven: " + runtime.store.get(run_id, events=False).status
@@ -96,6 +98,8 @@ def drive_run(action: str, run_id: str, llm: dict | None = None, branch: dict | 
             pass
         return runtime.store.get(run_id, events=False).status
     except Exception as e:
+        if database.is_lost(e):  # the run is not ended by it: it goes on from its checkpoint when the job is retried
+            raise StoreLost(scrub(f"the team store was lost while run {run_id} ran: {e}")) from e
         message = scrub(f"worker {process_name()} could not drive the run: {e}")
         store = runtime.store if runtime is not None else open_store()
         store.fail_undriven(run_id, ErrorEvent(message=message, error_kind="worker"))
@@ -139,6 +143,8 @@ def _run_item(values: dict, key: str, check: Callable[[], None]) -> str:
     try:
         bench = _bench(values)
     except Exception as e:  # noqa: BLE001 - no data here, a broken model configuration: kept, the rest goes on
+        if database.is_lost(e):
+            raise StoreLost(f"the team store was lost while item {key} was opened: {e}") from e
         _not_run_here(values, key, e)
         return f"not run: {e}"
     item = next((i for i in bench.work.items if i.key == key), None)
@@ -154,8 +160,10 @@ def _run_item(values: dict, key: str, check: Callable[[], None]) -> str:
             bench.store.put_not_run(item, "worker", scrub(str(e)))
             return f"not run: {e}"
         result, error = bench.run_one(item)
-    except database.connection_errors() as e:
-        raise StoreLost(f"the team store was lost while item {item.name} ran: {e}") from e
+    except Exception as e:
+        if database.is_lost(e):
+            raise StoreLost(f"the team store was lost while item {item.name} ran: {e}") from e
+        raise
     return "done" if result is not None else f"not run: {error}"
 
 

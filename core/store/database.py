@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -83,6 +84,21 @@ def connection_errors() -> tuple[type[Exception], ...]:
     from psycopg_pool import PoolTimeout  # optional: as above
 
     return psycopg.OperationalError, PoolTimeout
+
+
+def is_lost(error: BaseException | None) -> bool:
+    """Whether ``error`` (or what caused it) says the team store cannot be reached: a failure of the
+    infrastructure, not of the work that met it (which is then retried, never ended by it)."""
+    if "psycopg" not in sys.modules:  # the embedded stores: never
+        return False
+    kinds = connection_errors()
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, kinds):
+            return True
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return False
 
 
 def close_pools(url: str | None = None) -> None:
