@@ -438,3 +438,21 @@ def test_a_run_recorded_without_its_job_is_queued_by_the_sweep(team, workers):
     assert "branch the run again" in runs.open_store().get(branch).outcome["error"]
     assert any(f"queued the runs ['{orphan}']" in line for line in worker.lines)
     stub.close()
+
+
+def test_a_worker_without_the_dqa_data_leaves_dqa_items_to_others(team, workers, tmp_path):
+    """A DQA item waits in its own queue: a worker without the DQA data takes the demo items queued after it and
+    leaves it waiting (it took DQA items fast and failed them)."""
+    from core.benchmark.items import Item
+    from core.jobs import bench_items
+
+    stub = TurnStub([ACT, FINAL])
+    demo = bench(stub.url, name="demo-beside-dqa")
+    dqa_key = Item("locating", 1, "sqlite", "iterrag", "m").key
+    held = queue.enqueue_items(bench_items.config_dict(demo), [dqa_key], "dqa-elsewhere")
+    worker = workers("w1", DQA_DIR=str(tmp_path / "nowhere"))
+    assert "DQA benchmark items are left to other workers" in worker.lines[0]
+    progress = bench_items.drive(demo)
+    assert progress.done == 6 and not progress.errors
+    assert queue.job_states(list(held.values())) == {held[dqa_key]: "todo"}
+    stub.close()

@@ -47,10 +47,11 @@ def main(args) -> int:
               file=sys.stderr)
         return 2
     name = args.name or process_name()
+    queues, left = queue.worker_queues(queues)
     queue.run_worker(args.concurrency, queues, name,
                      on_ready=lambda: print(f"worker {name} ready: {args.concurrency} at once from "
-                                            f"{', '.join(queues or [queue.RUNS, queue.BENCH])} "
-                                            f"(code {queue.code_version()})", flush=True))
+                                            f"{', '.join(queues)} (code {queue.code_version()})"
+                                            + (f"; {left}" if left else ""), flush=True))
     return 0
 
 

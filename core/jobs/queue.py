@@ -27,6 +27,8 @@ from core.jobs.code import code_version
 from core.store import database
 
 RUNS, BENCH = "runs", "bench"  # the queues
+#: DQA benchmark items wait in a queue of their own, taken only by workers that have the DQA data (DQA_DIR)
+BENCH_DQA = "bench-dqa"
 HEARTBEAT_S = 2.0  # how often a worker beats
 LEASE_S = 10.0  # a worker silent this long is gone; its jobs go back to the queue
 SWEEP_S = 2.5  # how often a worker looks for jobs of workers gone
@@ -110,15 +112,37 @@ def enqueue_items(config_dict: dict, keys: list[str], benchmark: str) -> dict[st
     benchmark share its items. Item key -> job id (of this call's jobs)."""
     from procrastinate.exceptions import AlreadyEnqueued  # optional: as above
 
+    from core.benchmark.items import Item
+
     queued, code = {}, code_version()
     for key in keys:
         lock = f"bench:{benchmark}:{key}"
         try:
-            queued[key] = app().configure_task("bench_item", lock=lock, queueing_lock=lock).defer(
+            queued[key] = app().configure_task("bench_item", lock=lock, queueing_lock=lock,
+                                               queue=item_queue(Item.from_key(key).source)).defer(
                 config=config_dict, key=key, code=code)
         except AlreadyEnqueued:
             pass
     return queued
+
+
+def item_queue(source: str) -> str:
+    """The queue a benchmark item of question source ``source`` waits in."""
+    return BENCH_DQA if source == "dqa" else BENCH
+
+
+def worker_queues(asked: list[str] | None) -> tuple[list[str], str | None]:
+    """The queues a worker asked for ``asked`` (RUNS, BENCH; None: both) takes jobs from: BENCH brings BENCH_DQA
+    when this machine has the DQA data. With why DQA items are left to other workers (None when they are not)."""
+    from core.config.settings import dqa_dir
+
+    queues = list(asked or (RUNS, BENCH))
+    if BENCH not in queues:
+        return queues, None
+    folder = dqa_dir()
+    if folder is None or not folder.is_dir():
+        return queues, f"no DQA data here ({folder or 'DQA_DIR is not set'}): DQA benchmark items are left to other workers"
+    return [*queues, BENCH_DQA], None
 
 
 def _sql(query: str, params: tuple = ()) -> list[tuple]:
