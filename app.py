@@ -1,4 +1,6 @@
 """PlanRAG Workbench: the Streamlit entry point and page router."""
+import time
+
 import streamlit as st
 
 from core.config import home
@@ -12,6 +14,7 @@ access.gate()  # sign-in, when configured; no serving a network without it (ui/a
 # This session's scenarios folder (Settings), for every page.
 scenarios.use_folder(st.session_state.get("scenarios_dir"))
 
+STORE_RETRY_S = 5  # how soon a page the team store's outage interrupted tries again
 pages = {
     "Decide": [
         st.Page("pages/scenarios.py", title="Scenarios", icon=":material/hub:", default=True),
@@ -35,4 +38,12 @@ except home.HomeError as e:
 for notice in [moved, *home.notices()]:
     if notice:
         st.warning(notice, icon=":material/warning:")
-st.navigation(pages).run()
+try:
+    st.navigation(pages).run()
+except Exception as e:  # the team store away mid-page: said, and tried again (core.store.database.is_lost)
+    if not database.is_lost(e):
+        raise
+    st.error(f"The team store cannot be reached ({database.lost_reason(e)}): the page tries again in "
+             f"{STORE_RETRY_S} s.", icon=":material/cloud_off:")
+    time.sleep(STORE_RETRY_S)
+    st.rerun()

@@ -17,7 +17,6 @@ from core.benchmark.items import Item
 from core.benchmark.runner import Bench, Progress
 from core.benchmark.results import read_not_run
 from core.jobs import queue
-from core.config.secrets import scrub
 from core.store import database
 
 FOLLOW_S = 0.5  # how often the follower reads the store
@@ -107,7 +106,7 @@ def follow(bench: Bench, on_result, stop: threading.Event, on_note) -> Progress:
             if not database.is_lost(e):
                 raise
             if lost is None:
-                note(f"{time.strftime('%H:%M:%S')}: the team store cannot be reached ({scrub(str(e)).strip()}); "
+                note(f"{time.strftime('%H:%M:%S')}: the team store cannot be reached ({database.lost_reason(e)}); "
                      "waiting for it")
             lost = lost or time.monotonic()
             if time.monotonic() - lost > STORE_GRACE_S:

@@ -16,14 +16,17 @@ its own DQA folder, and writes everything to the team store, where every page fo
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import threading
 from dataclasses import asdict
 
 from core.config import settings as config
+from core.benchmark.items import Item
 from core.config.secrets import scrub
 from core.jobs.code import code_version
+from core.model.events import ErrorEvent
 from core.store import database
 
 RUNS, BENCH = "runs", "bench"  # the queues
@@ -112,8 +115,6 @@ def enqueue_items(config_dict: dict, keys: list[str], benchmark: str) -> dict[st
     benchmark share its items. Item key -> job id (of this call's jobs)."""
     from procrastinate.exceptions import AlreadyEnqueued  # optional: as above
 
-    from core.benchmark.items import Item
-
     queued, code = {}, code_version()
     for key in keys:
         lock = f"bench:{benchmark}:{key}"
@@ -134,12 +135,10 @@ def item_queue(source: str) -> str:
 def worker_queues(asked: list[str] | None) -> tuple[list[str], str | None]:
     """The queues a worker asked for ``asked`` (RUNS, BENCH; None: both) takes jobs from: BENCH brings BENCH_DQA
     when this machine has the DQA data. With why DQA items are left to other workers (None when they are not)."""
-    from core.config.settings import dqa_dir
-
     queues = list(asked or (RUNS, BENCH))
     if BENCH not in queues:
         return queues, None
-    folder = dqa_dir()
+    folder = config.dqa_dir()
     if folder is None or not folder.is_dir():
         return queues, f"no DQA data here ({folder or 'DQA_DIR is not set'}): DQA benchmark items are left to other workers"
     return [*queues, BENCH_DQA], None
@@ -188,10 +187,7 @@ _ORPHANS = """SELECT r.id, r.settings, r.branch_step IS NOT NULL AS branch,
 async def _requeue_orphans(app_) -> list[str]:
     """Queue a job for each run recorded ``queued`` without one (_ORPHANS); a branch never started cannot be (its
     changes went with the job that was never queued): it is failed, saying so. The run ids queued."""
-    import json
-
-    from core.jobs.opening import open_store
-    from core.model.events import ErrorEvent
+    from core.jobs.opening import open_store  # heavy: the agent workspace (a worker has it loaded already)
 
     queued = []
     for row in await app_.connector.execute_query_all_async(_ORPHANS, lease=LEASE_S):

@@ -11,7 +11,6 @@ import time
 
 from procrastinate import worker as procrastinate_worker
 
-from core.config.secrets import scrub
 from core.store import database
 
 WAIT_S = 2.0  # how often a worker away from the store tries again
@@ -37,10 +36,7 @@ class Outage:
     def lost(self, error: BaseException) -> None:
         if self.since is None:
             self.since = time.monotonic()
-            while error.__cause__ is not None:  # procrastinate's "Database error." says less than its cause
-                error = error.__cause__
-            first = (str(error).strip().splitlines() or [type(error).__name__])[0]
-            self.say(f"worker {self.name}: the team store cannot be reached ({scrub(first)}); waiting "
+            self.say(f"worker {self.name}: the team store cannot be reached ({database.lost_reason(error)}); waiting "
                      "for it (jobs in hand are retried once it is back)", flush=True)
 
     def reached(self) -> None:

@@ -21,6 +21,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from core.config import home
 from core.config import settings as core_settings
+from core.config.secrets import scrub
 from core.store.sqlite import open_sqlite
 
 #: The Alembic revision this code's team-store schema is at (core/store/migrations/versions; a test keeps them equal).
@@ -99,6 +100,13 @@ def is_lost(error: BaseException | None) -> bool:
         seen.add(id(error))
         error = error.__cause__ or error.__context__
     return False
+
+
+def lost_reason(error: BaseException) -> str:
+    """What the driver said of a store that cannot be reached (the first line of the first cause; no password)."""
+    while error.__cause__ is not None:  # a wrapper's message ("Database error.") says less than its cause
+        error = error.__cause__
+    return scrub((str(error).strip().splitlines() or [type(error).__name__])[0])
 
 
 def close_pools(url: str | None = None) -> None:
