@@ -17,7 +17,7 @@ from core.benchmark.failures import CATEGORIES, PRECEDENCE, UNCLASSIFIED
 from core.benchmark.items import BenchError
 from core.llm.prices import load_prices, prices_path
 from core.benchmark.smoke import smoke_config
-from core.benchmark.results import read_all
+from core.benchmark.results import read_all, stored_benchmarks
 from core.benchmark.config import BenchConfig, bench_home
 from core.scenarios.catalog import SOURCES
 from core.scenarios.dqa.source import DQA_SET, DQAError
@@ -537,7 +537,7 @@ with run_tab:
     smoke_start()
     live(show_jobs, going=lambda: any(not j.done for j in jobs.jobs()), every=POLL_S)
 with results_tab:
-    directories = sorted(p.parent for p in bench_home().glob("*/results.sqlite"))
+    directories = stored_benchmarks(bench_home())
     if not directories:
         st.info("No benchmark results yet: start one on the Run tab.", icon=":material/leaderboard:")
     else:
@@ -557,7 +557,7 @@ with results_tab:
         else:
             st.info("No results here yet.")
 with compare_tab:
-    stored = sorted(p.parent for p in bench_home().glob("*/results.sqlite"))
+    stored = stored_benchmarks(bench_home())
     if stored:
         show_set_comparison(stored)
     else:

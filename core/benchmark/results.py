@@ -150,6 +150,19 @@ def _rows(directory: str | Path, table: str, columns: str, condition: str = "1 =
         con.close()
 
 
+def stored_benchmarks(home: str | Path) -> list[Path]:
+    """The benchmarks that have a result store, as folders of ``home`` (core.benchmark.config.bench_home): with
+    the team store every benchmark it holds (whichever app or worker ran it), else the folders holding a
+    ``results.sqlite``."""
+    home = Path(home)
+    target = location(home / FILE)
+    if is_url(target):
+        rows = Database(target, "benchmark result store").rows(
+            "SELECT benchmark FROM bench_meta UNION SELECT benchmark FROM bench_results")
+        return sorted(home / name for (name,) in rows)
+    return sorted(p.parent for p in home.glob(f"*/{FILE}"))
+
+
 def read_results(directory: str | Path, keys: set[str] | None = None) -> list[dict]:
     """The stored results of a benchmark directory (all, or those of ``keys``), in scenario, question, database,
     technique order; [] when it has none."""
