@@ -76,10 +76,11 @@ def own_team(own_cluster, monkeypatch, tmp_path):
 class Worker:
     """A ``python -m core worker`` process with its own home folder."""
 
-    def __init__(self, tmp_path: Path, name: str, concurrency: int = 1, **env):
+    def __init__(self, tmp_path: Path, name: str, concurrency: int = 1, queues: str | None = None, **env):
         self.home = tmp_path / name
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "core", "worker", "--concurrency", str(concurrency), "--name", name],
+            [sys.executable, "-m", "core", "worker", "--concurrency", str(concurrency), "--name", name,
+             *(["--queues", queues] if queues else [])],
             cwd=ROOT, env={**os.environ, "PLANRAG_HOME": str(self.home), **env}, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, text=True)
         self.lines: list[str] = []
@@ -455,4 +456,51 @@ def test_a_worker_without_the_dqa_data_leaves_dqa_items_to_others(team, workers,
     progress = bench_items.drive(demo)
     assert progress.done == 6 and not progress.errors
     assert queue.job_states(list(held.values())) == {held[dqa_key]: "todo"}
+    stub.close()
+
+
+def cli(*args: str, **env) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "core", *args], cwd=ROOT, env={**os.environ, **env},
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_an_administrator_sees_each_worker_its_jobs_health_and_prunes_old_jobs(team, workers, monkeypatch):
+    """``worker --status`` lists each worker (name, host, pid, queues, since, jobs running, last heartbeat) and the
+    waiting and failed jobs; ``worker --health NAME`` and ``db check`` answer 0 or 1 for a supervisor; each job is
+    one line in its worker's log; ``db prune`` deletes the jobs finished before the retention."""
+    import psycopg
+
+    stub = TurnStub([ACT, FINAL])
+    w1 = workers("w1", concurrency=2)
+    done = runs.start(settings(stub.url), opener(stub.url))
+    wait_for(lambda: status(done.run_id) == "finished")
+    monkeypatch.setattr(queue, "code_version", lambda: "0ther0code000")
+    failed = runs.start(settings(stub.url), opener(stub.url))  # queued by other code: it fails on the worker
+    wait_for(lambda: status(failed.run_id) == "failed")
+    w1.stop()
+    waiting = runs.start(settings(stub.url), opener(stub.url))  # no worker up: it waits
+    w2 = workers("w2", queues="bench")  # the run waits: no worker takes runs
+    shown = cli("worker", "--status")
+    assert shown.returncode == 0, shown.stderr
+    line = next(x for x in shown.stdout.splitlines() if x.strip().startswith("worker w2:"))
+    assert f"pid {w2.process.pid}" in line and "queues bench" in line and "since " in line
+    assert "job(s) running" in line and "last heartbeat" in line and "host " in line
+    assert "workers up: 1" in shown.stdout and f"run {failed.run_id}" in shown.stdout
+    assert "worker w1" not in shown.stdout  # stopped: unregistered
+    assert "waiting: 1 job(s), the oldest queued" in shown.stdout and status(waiting.run_id) == "queued"
+    assert cli("worker", "--health", "w2").returncode == 0
+    unhealthy = cli("worker", "--health", "w1")
+    assert unhealthy.returncode == 1 and "not registered" in unhealthy.stdout
+    assert cli("db", "check").returncode == 0
+    away = cli("db", "check", PLANRAG_DATABASE_URL="postgresql://postgres@127.0.0.1:1/none")
+    assert away.returncode == 1 and away.stdout.startswith("unhealthy: ")
+    log = "".join(w1.lines)
+    assert f"drive_run run {done.run_id}: succeeded (finished) in " in log
+    assert f"drive_run run {failed.run_id}: failed (" in log and "0ther0code000" in log and "Traceback" not in log
+    with psycopg.connect(team, autocommit=True) as con:  # the two finished jobs, 40 days old
+        con.execute("UPDATE procrastinate_events SET at = at - interval '40 days' WHERE job_id IN (SELECT id FROM "
+                    "procrastinate_jobs WHERE status IN ('succeeded', 'failed'))")
+    pruned = cli("db", "prune")
+    assert pruned.returncode == 0 and "pruned 2 job(s)" in pruned.stdout, pruned.stdout + pruned.stderr
+    assert queue.counts()[queue.RUNS] == {"todo": 1}
     stub.close()

@@ -20,6 +20,7 @@ import json
 import logging
 import os
 import threading
+import time
 from dataclasses import asdict
 
 from core.config import settings as config
@@ -35,6 +36,8 @@ BENCH_DQA = "bench-dqa"
 HEARTBEAT_S = 2.0  # how often a worker beats
 LEASE_S = 10.0  # a worker silent this long is gone; its jobs go back to the queue
 SWEEP_S = 2.5  # how often a worker looks for jobs of workers gone
+PRUNE_EVERY_S = 3600.0  # how often a worker prunes the jobs finished past the retention (retention_days)
+RETENTION_ENV = "PLANRAG_QUEUE_RETENTION_DAYS"
 RETRIES = 10  # how many times a job the store's loss interrupted is tried again
 READ_TIMEOUT_S = 3.0  # how long a page waits for a connection to read the queue (a store away: said at once)
 #: LLM settings a job carries: never the key (the worker has its own) nor the URL it is bound to
@@ -171,6 +174,67 @@ def counts() -> dict[str, dict[str, int]]:
     return found
 
 
+def status(failed: int = 10) -> dict:
+    """The queue as an administrator sees it: ``workers`` (each: name, host, pid, queues, since, running,
+    heartbeat_s: seconds since its last beat), ``counts`` (jobs per queue and status), ``failed`` (the last
+    ``failed`` failed jobs: id, queue, task, subject, at), ``waiting`` (jobs to do) and ``oldest_waiting_s``."""
+    rows = _sql("SELECT w.id, d.name, d.host, d.pid, d.queues, d.since, "
+                "extract(epoch FROM now() - w.last_heartbeat), "
+                "(SELECT count(*) FROM procrastinate_jobs j WHERE j.worker_id = w.id AND j.status = 'doing') "
+                "FROM procrastinate_workers w LEFT JOIN queue_workers d ON d.worker_id = w.id ORDER BY d.name, w.id")
+    workers_ = [{"id": i, "name": name, "host": host, "pid": pid, "queues": queues, "since": since,
+                 "heartbeat_s": float(beat), "running": running}
+                for i, name, host, pid, queues, since, beat, running in rows]
+    failed_rows = _sql("SELECT j.id, j.queue_name, j.task_name, j.args, "
+                       "(SELECT max(e.at) FROM procrastinate_events e WHERE e.job_id = j.id) AS at "
+                       "FROM procrastinate_jobs j WHERE j.status = 'failed' ORDER BY at DESC NULLS LAST LIMIT %s",
+                       (failed,))
+    waiting, oldest = _sql("SELECT count(*), extract(epoch FROM now() - min(e.at)) FROM procrastinate_jobs j "
+                           "LEFT JOIN procrastinate_events e ON e.job_id = j.id AND e.type = 'deferred' "
+                           "WHERE j.status = 'todo'")[0]
+    return {"workers": workers_, "counts": counts(),
+            "failed": [{"id": i, "queue": q, "task": t, "subject": _subject(args), "at": at}
+                       for i, q, t, args, at in failed_rows],
+            "waiting": waiting, "oldest_waiting_s": None if oldest is None else float(oldest)}
+
+
+def _subject(args: dict | None) -> str:
+    """The run or item a job names."""
+    args = args or {}
+    return f"run {args['run_id']}" if args.get("run_id") else f"item {args['key']}" if args.get("key") else ""
+
+
+def retention_days() -> float:
+    """How long the queue keeps finished jobs and their events (``PLANRAG_QUEUE_RETENTION_DAYS``, default 30)."""
+    value = os.environ.get(RETENTION_ENV, "30")
+    try:
+        days = float(value)
+    except ValueError:
+        raise QueueError(f"{RETENTION_ENV}={value!r} is not a number of days") from None
+    if days <= 0:
+        raise QueueError(f"{RETENTION_ENV} must be more than 0 days")
+    return days
+
+
+async def _prune(app_, days: float) -> int:
+    """Delete the jobs (with their events) finished more than ``days`` days ago; how many."""
+    before = (await app_.connector.execute_query_one_async("SELECT count(*) AS n FROM procrastinate_jobs"))["n"]
+    await app_.job_manager.delete_old_jobs(nb_hours=max(1, round(days * 24)), include_failed=True,
+                                           include_cancelled=True, include_aborted=True)
+    after = (await app_.connector.execute_query_one_async("SELECT count(*) AS n FROM procrastinate_jobs"))["n"]
+    return before - after
+
+
+def prune(days: float | None = None) -> int:
+    """``_prune`` from synchronous code (``python -m core db prune``); ``days`` default retention_days()."""
+    days = retention_days() if days is None else days
+
+    async def once():
+        async with new_app().open_async() as opened:
+            return await _prune(opened, days)
+    return asyncio.run(once())
+
+
 def cancel(ids: list[int]) -> int:
     """Cancel the jobs among ``ids`` still waiting in the queue; how many."""
     return sum(bool(app().job_manager.cancel_job_by_id(i)) for i in ids)
@@ -216,6 +280,8 @@ async def _sweep_once(app_) -> list[int]:
         except Exception:  # noqa: BLE001 - another worker swept it first
             continue
     await app_.job_manager.prune_stalled_workers(LEASE_S)
+    await app_.connector.execute_query_async(
+        "DELETE FROM queue_workers WHERE worker_id NOT IN (SELECT id FROM procrastinate_workers)")
     return back
 
 
@@ -242,7 +308,10 @@ def run_worker(concurrency: int = 1, queues: list[str] | None = None, name: str 
     # the pools' every failed attempt to reconnect, a warning each: the outage is said once instead
     logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
 
+    days = retention_days()
+
     async def sweeper():
+        pruned = time.monotonic() - PRUNE_EVERY_S + LEASE_S  # the first prune once steady
         while True:
             await asyncio.sleep(SWEEP_S)
             if not outage.steady(LEASE_S):
@@ -254,6 +323,11 @@ def run_worker(concurrency: int = 1, queues: list[str] | None = None, name: str 
                 orphans = await _requeue_orphans(the_app)
                 if orphans:
                     print(f"worker {name}: queued the runs {orphans} recorded without a job", flush=True)
+                if time.monotonic() - pruned >= PRUNE_EVERY_S:
+                    pruned = time.monotonic()
+                    gone = await _prune(the_app, days)
+                    if gone:
+                        print(f"worker {name}: pruned {gone} job(s) finished more than {days:g} days ago", flush=True)
             except Exception as e:  # noqa: BLE001 - the store away: said once, the next round tries again
                 if not database.is_lost(e):
                     print(f"worker {name}: sweep failed: {scrub(str(e)).strip()}", flush=True)

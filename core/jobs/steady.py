@@ -7,6 +7,8 @@ ends while the store is away (the job then stays ``doing`` under a live worker: 
 from __future__ import annotations
 
 import asyncio
+import os
+import socket
 import time
 
 from procrastinate import worker as procrastinate_worker
@@ -49,12 +51,48 @@ class Outage:
         return self.since is None and time.monotonic() - self.back_at >= seconds
 
 
+def _job_line(status, context, job_result, job_retry, error: BaseException | None) -> str:
+    """A job's one log line: its id and task, the run or item it names, its outcome (the task's result, or the
+    error's first line) and seconds."""
+    job, kwargs = context.job, context.job.task_kwargs or {}
+    subject = (f" run {kwargs['run_id']}" if kwargs.get("run_id") else f" item {kwargs['key']}" if kwargs.get("key")
+               else "")
+    seconds = (job_result.end_timestamp or 0) - (job_result.start_timestamp or 0) if job_result else 0.0
+    said = str(error if error is not None else job_result.result if job_result else "") or ""
+    said = (said.strip().splitlines() or [""])[0][:300]
+    return (f"job {job.id} {job.task_name}{subject}: {status.value}{', to retry' if job_retry else ''}"
+            + (f" ({said})" if said and said != "None" else "") + f" in {seconds:.1f} s")
+
+
 class SteadyWorker(procrastinate_worker.Worker):
-    """procrastinate's Worker, riding out a store outage (``outage`` tells and remembers it)."""
+    """procrastinate's Worker, riding out a store outage (``outage`` tells and remembers it), describing itself
+    in ``queue_workers`` (name, host, pid, queues, start) and saying one line per job, no traceback."""
 
     def __init__(self, *args, outage: Outage, **kwargs):
         super().__init__(*args, **kwargs)
         self.outage = outage
+        self.since = time.time()
+
+    async def _describe(self) -> None:
+        """Its row in ``queue_workers`` (under its current worker id)."""
+        await self.app.connector.execute_query_async(
+            "INSERT INTO queue_workers (worker_id, name, host, pid, queues, since) VALUES (%(worker_id)s, %(name)s, "
+            "%(host)s, %(pid)s, %(queues)s, %(since)s) ON CONFLICT (worker_id) DO NOTHING",
+            worker_id=self.worker_id, name=self.worker_name, host=socket.gethostname(), pid=os.getpid(),
+            queues=",".join(self.queues or []), since=self.since)
+
+    async def _register_again(self) -> None:
+        self.worker_id = await self.app.job_manager.register_worker()
+        await self._describe()
+
+    async def _run_loop(self):
+        await self._describe()
+        await super()._run_loop()
+
+    def _log_job_outcome(self, status, context, job_result, job_retry, exc_info=False):
+        error = exc_info if isinstance(exc_info, BaseException) else None
+        self.outage.say(f"worker {self.worker_name}: {_job_line(status, context, job_result, job_retry, error)}",
+                        flush=True)
 
     async def _registered(self) -> bool:
         row = await self.app.connector.execute_query_one_async(
@@ -67,7 +105,7 @@ class SteadyWorker(procrastinate_worker.Worker):
             try:
                 await self.app.job_manager.update_heartbeat(self.worker_id)
                 if not await self._registered():  # dropped as gone while away: its jobs were put back
-                    self.worker_id = await self.app.job_manager.register_worker()
+                    await self._register_again()
                 self.outage.reached()
             except Exception as e:
                 if not database.is_lost(e):
@@ -82,7 +120,7 @@ class SteadyWorker(procrastinate_worker.Worker):
             self.outage.reached()
         except Exception as e:
             if _caused_by(e, psycopg.errors.ForeignKeyViolation):  # dropped as gone: register again
-                self.worker_id = await self.app.job_manager.register_worker()
+                await self._register_again()
             elif database.is_lost(e):
                 self.outage.lost(e)
                 await asyncio.sleep(WAIT_S)

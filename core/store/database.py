@@ -25,7 +25,7 @@ from core.config.secrets import scrub
 from core.store.sqlite import open_sqlite
 
 #: The Alembic revision this code's team-store schema is at (core/store/migrations/versions; a test keeps them equal).
-SCHEMA_HEAD = "0003"
+SCHEMA_HEAD = "0004"
 _pools: dict[tuple, object] = {}
 _checked: set[str] = set()
 _pools_lock = threading.Lock()
