@@ -504,3 +504,21 @@ def test_an_administrator_sees_each_worker_its_jobs_health_and_prunes_old_jobs(t
     assert pruned.returncode == 0 and "pruned 2 job(s)" in pruned.stdout, pruned.stdout + pruned.stderr
     assert queue.counts()[queue.RUNS] == {"todo": 1}
     stub.close()
+
+
+def test_the_settings_page_shows_the_admin_each_worker_and_the_failed_jobs(team, workers, monkeypatch, tmp_path):
+    from tests.page_app import isolate, open_page
+
+    stub = TurnStub([ACT, FINAL])
+    workers("w1", queues="runs")
+    monkeypatch.setattr(queue, "code_version", lambda: "0ther0code000")
+    failed = runs.start(settings(stub.url), opener(stub.url))  # queued by other code: it fails on the worker
+    wait_for(lambda: status(failed.run_id) == "failed")
+    isolate(monkeypatch, tmp_path / "page")
+    at = open_page("pages/settings.py", question_ref=None)
+    assert not at.exception
+    shown = next(d.value for d in at.dataframe if "jobs running" in d.value.columns)
+    assert list(shown["worker"]) == ["w1"] and list(shown["queues"]) == ["runs"] and list(shown["up"]) == [True]
+    assert list(next(d.value for d in at.dataframe if "run or item" in d.value.columns)["run or item"]) == [
+        f"run {failed.run_id}"]
+    stub.close()
