@@ -522,3 +522,43 @@ def test_the_settings_page_shows_the_admin_each_worker_and_the_failed_jobs(team,
     assert list(next(d.value for d in at.dataframe if "run or item" in d.value.columns)["run or item"]) == [
         f"run {failed.run_id}"]
     stub.close()
+
+
+def test_supervised_processes_start_the_app_and_workers_and_a_worker_killed_comes_back(team, tmp_path):
+    """deploy/supervise.sh (supervisor, deploy/supervisord.conf): the app and two workers start; a worker killed
+    (SIGKILL) is started again under its name; the app answers its health check; all stop with supervisor."""
+    import socket
+    import urllib.request
+
+    pytest.importorskip("supervisor", reason="supervisor is not installed (pip install -r requirements.txt)")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "PLANRAG_RUN_DIR": str(tmp_path / "run"), "PLANRAG_WORKERS": "2",
+           "PLANRAG_PORT": str(port), "PLANRAG_PYTHON": sys.executable, "PLANRAG_HOME": str(tmp_path / "home")}
+    ctl = [sys.executable, "-m", "supervisor.supervisorctl", "-c", str(ROOT / "deploy" / "supervisord.conf")]
+    supervisor = subprocess.Popen(["sh", str(ROOT / "deploy" / "supervise.sh"), "-n"], env=env,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    try:
+        def up() -> dict[str, int]:
+            return {w["name"]: w["pid"] for w in queue.status()["workers"] if w["heartbeat_s"] <= queue.LEASE_S}
+
+        first = wait_for(lambda: len(found := up()) == 2 and found, timeout=120, every=0.5)
+        name, pid = sorted(first.items())[0]
+        os.kill(pid, signal.SIGKILL)
+        wait_for(lambda: up().get(name) not in (None, pid), timeout=120, every=0.5)
+        health = cli("worker", "--health", name)
+        assert health.returncode == 0 and f"worker {name}" in health.stdout, health.stdout
+        wait_for(lambda: _answers(f"http://127.0.0.1:{port}/_stcore/health", urllib.request), timeout=120, every=0.5)
+    finally:
+        subprocess.run([*ctl, "shutdown"], env=env, capture_output=True, timeout=120)
+        supervisor.wait(120)
+    assert not up()  # the workers stopped with supervisor (unregistered)
+
+
+def _answers(url: str, request) -> bool:
+    try:
+        with request.urlopen(url, timeout=5) as reply:
+            return reply.read().decode() == "ok"
+    except OSError:
+        return False
