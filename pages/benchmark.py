@@ -13,6 +13,7 @@ from core.model.technique import TECHNIQUES, parse_voted
 from core.backends.registry import BACKENDS
 from core.benchmark import fidelity, reports
 import core.jobs.benchmarks as jobs
+from core.jobs import queue
 from core.benchmark.failures import CATEGORIES, PRECEDENCE, UNCLASSIFIED
 from core.benchmark.items import BenchError
 from core.llm.prices import load_prices, prices_path
@@ -186,8 +187,12 @@ def start_form() -> None:
                                      help="A DQA folder, or a set made by `python -m sims generate` (default: the "
                                           "DQA directory of Settings)")
         a, b, c, d = st.columns(4)
-        concurrency = a.number_input("Items at once", 1, 32, 2, key=kept("bench_concurrency"))
-        rpm = b.number_input("Requests per minute", 0, 100_000, 0, help="0: no limit", key=kept("bench_rpm"))
+        on_workers = {"disabled": True, "help": "The team's workers run the items: each worker's own concurrency "
+                      "(python -m core worker --concurrency N) sets how many at once; no rate is applied across "
+                      "workers"} if queue.enabled() else {}
+        concurrency = a.number_input("Items at once", 1, 32, 2, key=kept("bench_concurrency"), **on_workers)
+        rpm = b.number_input("Requests per minute", 0, 100_000, 0, key=kept("bench_rpm"),
+                             **(on_workers or {"help": "0: no limit"}))
         name = c.text_input("Results name", placeholder="the model's name", key=kept("bench_name"))
         cache = d.checkbox("Use the LLM reply cache", True, help="An identical rerun then costs nothing",
                            key=kept("bench_cache"))

@@ -562,3 +562,9 @@ def _answers(url: str, request) -> bool:
             return reply.read().decode() == "ok"
     except OSError:
         return False
+
+
+def test_rate_and_items_at_once_of_a_command_are_refused_with_the_queue(team):
+    for extra in (["--rpm", "30"], ["--concurrency", "4"]):
+        refused = cli("bench", "--source", "demo", "--technique", "iterrag", "--llm", "m", *extra)
+        assert refused.returncode == 2 and "each worker's" in refused.stderr, refused.stderr
