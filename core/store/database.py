@@ -11,6 +11,7 @@ the server would hand a prepared statement's next use to another server connecti
 from __future__ import annotations
 
 import os
+import socket
 import sqlite3
 import sys
 import threading
@@ -56,9 +57,21 @@ def shown(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
+POOL_MAX_ENV = "PLANRAG_DB_POOL_MAX"
+
+
 def connect_kwargs() -> dict:
-    """psycopg connection options every team-store connection uses: no server-side prepared statements (PgBouncer)."""
-    return {"prepare_threshold": None}
+    """psycopg connection options every team-store connection uses: no server-side prepared statements (PgBouncer);
+    the process named (``planrag HOST:PID``) in the server's ``pg_stat_activity``, to count connections per process."""
+    return {"prepare_threshold": None, "application_name": f"planrag {socket.gethostname()}:{os.getpid()}"[:63]}
+
+
+def pool_max() -> int:
+    """The most connections one of a process's store pools opens (``PLANRAG_DB_POOL_MAX``, default 20)."""
+    value = os.environ.get(POOL_MAX_ENV, "20")
+    if not value.isdigit() or int(value) < 1:
+        raise home.HomeError(f"{POOL_MAX_ENV}={value!r} is not a number of connections (1 or more)")
+    return int(value)
 
 
 def pool(url: str, *, checkpoints: bool = False):
@@ -73,7 +86,7 @@ def pool(url: str, *, checkpoints: bool = False):
         if found is None:
             kwargs = {**connect_kwargs(), **({"autocommit": True, "row_factory": dict_row} if checkpoints else {})}
             # each connection is checked as it is handed out: after a server restart the pool reconnects
-            found = _pools[key] = ConnectionPool(url, kwargs=kwargs, min_size=1, max_size=20, open=True,
+            found = _pools[key] = ConnectionPool(url, kwargs=kwargs, min_size=1, max_size=pool_max(), open=True,
                                                  check=ConnectionPool.check_connection,
                                                  name="checkpoints" if checkpoints else "store")
     return found
