@@ -568,3 +568,18 @@ def test_rate_and_items_at_once_of_a_command_are_refused_with_the_queue(team):
     for extra in (["--rpm", "30"], ["--concurrency", "4"]):
         refused = cli("bench", "--source", "demo", "--technique", "iterrag", "--llm", "m", *extra)
         assert refused.returncode == 2 and "each worker's" in refused.stderr, refused.stderr
+
+
+def test_a_replay_travels_by_name_to_a_worker_where_its_path_is_not(team, workers):
+    """A run on a replay named by a path of another machine (or checkout): the worker finds the transcript by its
+    name in its own replay folders (assets/replays, PLANRAG_REPLAYS) and drives the run to its end."""
+    from core.llm.client import REPLAY_DIR, replay_path
+
+    elsewhere = "replay:/on/another/machine/demo_locating_1_sql_iterrag.json"
+    assert replay_path(elsewhere) == REPLAY_DIR / "demo_locating_1_sql_iterrag.json"
+    assert str(replay_path("replay:/on/another/machine/none.json")) == "/on/another/machine/none.json"
+    run = runs.start(RunSettings("locating", 1, "sqlite", "iterrag", elsewhere, source="demo"), runs.Opener())
+    workers("w1")
+    wait_for(lambda: status(run.run_id) in ("finished", "failed"), timeout=90)
+    record = runs.open_store().get(run.run_id)
+    assert record.status == "finished", record.outcome
