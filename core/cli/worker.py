@@ -50,6 +50,11 @@ def main(args) -> int:
               file=sys.stderr)
         return 2
     name = args.name or process_name()
+    try:
+        queue.retention_days()
+    except queue.QueueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     queues, left = queue.worker_queues(queues)
     queue.run_worker(args.concurrency, queues, name,
                      on_ready=lambda: print(f"worker {name} ready: {args.concurrency} at once from "

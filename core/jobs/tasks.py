@@ -99,6 +99,11 @@ def drive_run(action: str, run_id: str, llm: dict | None = None, branch: dict | 
         return runtime.store.get(run_id, events=False).status
     except Exception as e:
         if database.is_lost(e):  # the run is not ended by it: it goes on from its checkpoint when the job is retried
+            if runtime is not None:
+                try:  # queued again, for whichever worker takes the retried job (this one hands it over at start)
+                    runtime.store.hand_over(run_id)
+                except Exception:  # noqa: BLE001, S110 - the store still away: the next try of this job does it
+                    pass
             raise StoreLost(scrub(f"the team store was lost while run {run_id} ran: {e}")) from e
         message = scrub(f"worker {process_name()} could not drive the run: {e}")
         store = runtime.store if runtime is not None else open_store()
