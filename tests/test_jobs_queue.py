@@ -539,6 +539,7 @@ def test_supervised_processes_start_the_app_and_workers_and_a_worker_killed_come
     ctl = [sys.executable, "-m", "supervisor.supervisorctl", "-c", str(ROOT / "deploy" / "supervisord.conf")]
     supervisor = subprocess.Popen(["sh", str(ROOT / "deploy" / "supervise.sh"), "-n"], env=env,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    last: set[int] = set()
     try:
         def up() -> dict[str, int]:
             return {w["name"]: w["pid"] for w in queue.status()["workers"] if w["heartbeat_s"] <= queue.LEASE_S}
@@ -550,10 +551,14 @@ def test_supervised_processes_start_the_app_and_workers_and_a_worker_killed_come
         health = cli("worker", "--health", name)
         assert health.returncode == 0 and f"worker {name}" in health.stdout, health.stdout
         wait_for(lambda: _answers(f"http://127.0.0.1:{port}/_stcore/health", urllib.request), timeout=120, every=0.5)
+        last = set(up().values())  # the workers running now (the one killed may still beat within its lease)
     finally:
         subprocess.run([*ctl, "shutdown"], env=env, capture_output=True, timeout=120)
         supervisor.wait(120)
-    assert not up()  # the workers stopped with supervisor (unregistered)
+    for pid in last:  # stopped with supervisor, and unregistered on the way out
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    assert not last & {w["pid"] for w in queue.status()["workers"]}
 
 
 def _answers(url: str, request) -> bool:
