@@ -8,4 +8,4 @@ threads.guard()
 from ui import shell  # noqa: E402
 
 shell.prepare()
-shell.navigation().run()
+shell.run(shell.navigation())

@@ -19,11 +19,12 @@ from core.model.technique import TECHNIQUES, parse_voted
 from core.backends.registry import BACKENDS
 from core.benchmark import fidelity, reports
 import core.jobs.benchmarks as jobs
+from core.jobs import queue
 from core.benchmark.failures import CATEGORIES, PRECEDENCE, UNCLASSIFIED
 from core.benchmark.items import BenchError
 from core.llm.prices import load_prices, prices_path
 from core.benchmark.smoke import smoke_config
-from core.benchmark.results import read_all
+from core.benchmark.results import read_all, stored_benchmarks
 from core.benchmark.config import BenchConfig, bench_home
 from core.scenarios.catalog import SOURCES
 from core.scenarios.dqa.source import DQA_SET, DQAError
@@ -193,8 +194,13 @@ def start_form() -> None:
                                      help="A DQA folder, or a set made by `python -m sims generate` (default: the "
                                           "DQA directory of Settings)")
         a, b, c, d = st.columns(4)
-        concurrency = a.number_input("Items at once", *NUMBERS["concurrency"], 2, key=kept("bench_concurrency"))
-        rpm = b.number_input("Requests per minute", 0, int(NUMBERS["rpm"][1]), 0, help="0: no limit", key=kept("bench_rpm"))
+        on_workers = {"disabled": True, "help": "The team's workers run the items: each worker's own concurrency "
+                      "(python -m core worker --concurrency N) sets how many at once; no rate is applied across "
+                      "workers"} if queue.enabled() else {}
+        concurrency = a.number_input("Items at once", *NUMBERS["concurrency"], 2, key=kept("bench_concurrency"),
+                                     **on_workers)
+        rpm = b.number_input("Requests per minute", 0, int(NUMBERS["rpm"][1]), 0, key=kept("bench_rpm"),
+                             **(on_workers or {"help": "0: no limit"}))
         name = c.text_input("Results name", placeholder="the model's name", key=kept("bench_name"))
         cache = d.checkbox("Use the LLM reply cache", True, help="An identical rerun then costs nothing",
                            key=kept("bench_cache"))
@@ -544,7 +550,7 @@ with run_tab:
     smoke_start()
     live(show_jobs, going=lambda: any(not j.done for j in jobs.jobs()), every=POLL_S)
 with results_tab:
-    directories = sorted(p.parent for p in bench_home().glob("*/results.sqlite"))
+    directories = stored_benchmarks(bench_home())
     if not directories:
         st.info("No benchmark results yet: start one on the Run tab.", icon=":material/leaderboard:")
     else:
@@ -564,7 +570,7 @@ with results_tab:
         else:
             st.info("No results here yet.")
 with compare_tab:
-    stored = sorted(p.parent for p in bench_home().glob("*/results.sqlite"))
+    stored = stored_benchmarks(bench_home())
     if stored:
         show_set_comparison(stored)
     else:

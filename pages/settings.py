@@ -8,6 +8,7 @@ from ui.router import through_router
 
 through_router()  # first: a fresh server may run this page without app.py (ui/router.py)
 
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -186,6 +187,32 @@ def own_model(llm) -> None:
     show_results("llm", tested)
 
 
+def show_queue() -> None:
+    """The job queue as ``python -m core worker --status`` shows it: each worker, the waiting and failed jobs."""
+    with st.expander("Job queue: workers and jobs", icon=":material/dns:"):
+        try:
+            state = queue.status()
+        except Exception as e:  # noqa: BLE001 - said; the page goes on
+            st.warning(f"The job queue cannot be read: {md(str(e).strip())}")
+            return
+        rows = [{"worker": w["name"], "host": w["host"], "pid": w["pid"], "queues": w["queues"],
+                 "since": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(w["since"])) if w["since"] else None,
+                 "jobs running": w["running"], "last heartbeat (s ago)": round(w["heartbeat_s"], 1),
+                 "up": w["heartbeat_s"] <= queue.LEASE_S} for w in state["workers"]]
+        if rows:
+            st.dataframe(rows, hide_index=True)
+        else:
+            st.caption("No worker is registered.")
+        oldest = state["oldest_waiting_s"]
+        st.caption(f"Waiting: {state['waiting']} job(s)" + (f", the oldest queued {oldest:.0f} s ago." if oldest else
+                                                            ".") + " Jobs per queue and status: "
+                   + "; ".join(f"{name}: " + ", ".join(f"{n} {s}" for s, n in sorted(states.items()))
+                               for name, states in sorted(state["counts"].items())))
+        if state["failed"]:
+            st.dataframe([{"job": j["id"], "task": j["task"], "run or item": j["subject"], "queue": j["queue"],
+                           "at": j["at"]} for j in state["failed"]], hide_index=True)
+
+
 st.subheader("Language model")
 llm = session_llm()
 endpoint_choice(llm)
@@ -254,6 +281,8 @@ if team_url:  # the app started, so its schema is current (app.py checks it)
                    f"on any machine that reaches the store): "
                    + (md(gap) if gap else f"{queue.workers()} up now.") + " PLANRAG_JOBS=threads runs them in this "
                    "app's process instead.")
+        if access.allowed("databases"):  # the queue's workers and jobs: the admin's (python -m core worker --status)
+            show_queue()
     else:
         st.caption("Runs and benchmark items run in this app's process (PLANRAG_JOBS=threads).")
 else:

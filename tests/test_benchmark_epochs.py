@@ -250,3 +250,18 @@ def test_an_epoch_that_could_not_run_is_listed_with_its_epoch(tmp_path):
     table = reports.could_not_run(read_not_run(tmp_path))
     assert list(table.columns[:5]) == ["scenario", "question", "db", "technique", "epoch"]
     assert "epoch" not in reports.could_not_run([r for r in read_not_run(tmp_path) if r["epoch"] == 1]).columns
+
+
+def test_an_item_that_could_not_run_is_read_back_under_its_key_whatever_its_model_label_holds(tmp_path):
+    """A model label holding a URL ("m@http://...": a ":" in the key) is read back as the item it is, so the
+    benchmark's follower matches the stored failure (it waited for ever when the source was read from any ":")."""
+    from core.benchmark.items import Item
+    from core.benchmark.results import ResultStore, read_not_run
+
+    items = [Item("locating", 3, "sqlite", "iterrag", "m@http://127.0.0.1:9/v1"),
+             Item("locating", 1, "sqlite", "iterrag", "m@http://127.0.0.1:9/v1", source="demo", epoch=2)]
+    store = ResultStore(tmp_path)
+    for item in items:
+        store.put_not_run(item, "worker", "no data here")
+    store.close()
+    assert sorted(Item.of_row(r).key for r in read_not_run(tmp_path)) == sorted(i.key for i in items)

@@ -34,6 +34,7 @@ from core.agents.graph import AgentContext, build_graph, initial_state
 from core.model.technique import technique
 from core.agents.workspace import Workspace, open_catalog_workspace
 from core.store.plans import PlanStore
+from core.store import database
 from core.store.checkpoints import open_checkpointer
 from core.analysis.grading import grade, place
 from core.analysis.trace import Trace
@@ -466,6 +467,8 @@ class AgentRuntime:
                               outcome=self._outcome(run_id, {**values, "error": "stopped by the analyst"}, ws, price))
             return
         except BaseException as e:  # a defect, an unexpected failure, a native library's panic: keep the trace, end
+            if database.is_lost(e):  # the store away: not the run's failure; it goes on from its checkpoint
+                raise
             if not (isinstance(e, Exception) or native_panic(e)):  # the run (Ctrl-C, exit, close: not the run's)
                 raise
             event = ErrorEvent(message=scrub(f"internal error: {e!r}"), error_kind="internal")

@@ -40,6 +40,7 @@ from core.benchmark.lock import DirectoryLock
 from core.benchmark.items import BenchError, Item, WorkList, databases_of, parse_numbers, scenarios_of, work_list
 from core.llm.prices import load_prices, price_of
 from core.benchmark.results import ResultStore, read_not_run, read_results
+from core.store import database
 from core.benchmark.trace import read_trace
 from core.benchmark.vote import vote
 from core.scenarios.dqa.source import DQA_SET
@@ -448,6 +449,8 @@ class Bench:
         try:
             result = self._run_item(item, runtime)
         except Exception as e:  # noqa: BLE001 - any failure to run is reported, and the item retried later
+            if database.is_lost(e):  # the infrastructure's failure, not the item's: never stored as its result
+                raise
             error, kind = scrub(str(e) or type(e).__name__), getattr(e, "kind", None)
             self.store.put_not_run(item, kind or "error", error, getattr(e, "attempts", []))
             with lock:

@@ -119,6 +119,11 @@ def main(args) -> int:
     from core.benchmark.runner import Bench  # heavy: LangGraph, see the imports
     from core.jobs import bench_items  # heavy: as above
 
+    if queue.enabled() and (args.rpm or args.concurrency != 1):
+        print("error: with the team's job queue the workers run the items: --concurrency is each worker's "
+              "(python -m core worker --concurrency N) and no --rpm is applied across workers; leave them out "
+              "(or PLANRAG_JOBS=threads to run here)", file=sys.stderr)
+        return 2
     try:
         config = _config(args)
         bench = Bench(config)

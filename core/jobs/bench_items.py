@@ -20,7 +20,7 @@ from core.jobs import queue
 from core.store import database
 
 FOLLOW_S = 0.5  # how often the follower reads the store
-STORE_GRACE_S = 120.0  # how long the follower waits for a team store that cannot be reached
+STORE_GRACE_S = 600.0  # how long the follower waits for a team store that cannot be reached
 _LOCAL = ("out", "dqa_root", "home", "base_url", "llm_settings", "limits", "concurrency")  # not sent as they are
 
 def config_dict(bench: Bench) -> dict:
@@ -102,11 +102,15 @@ def follow(bench: Bench, on_result, stop: threading.Event, on_note) -> Progress:
                 note(f"{time.strftime('%H:%M:%S')}: {queue.describe_worker_gap()}")
                 told = True
             lost = None
-        except database.connection_errors() as e:  # the server restarting: the pools reconnect once it is back
+        except Exception as e:  # the server restarting: the pools reconnect once it is back
+            if not database.is_lost(e):
+                raise
+            if lost is None:
+                note(f"{time.strftime('%H:%M:%S')}: the team store cannot be reached ({database.lost_reason(e)}); "
+                     "waiting for it")
             lost = lost or time.monotonic()
             if time.monotonic() - lost > STORE_GRACE_S:
                 raise
-            note(f"the team store cannot be reached ({str(e).strip()}); waiting for it")
         if waiting:
             time.sleep(FOLLOW_S)
     bench.record_votes()

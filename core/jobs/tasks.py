@@ -28,7 +28,8 @@ from core.store.runs import HEARTBEAT_S, STALE_S, PauseTaken
 
 
 class StoreLost(Exception):
-    """The team store went away while a benchmark item ran: the item is retried once."""
+    """The team store went away while a job ran (the infrastructure's failure, not the work's): the job is tried
+    again once the store is back (core.jobs.queue.RETRIES)."""
 
 
 class OtherCode(Exception):
@@ -123,6 +124,7 @@ def drive_run(**job) -> str:
     try:
         _same_code(checked.code)
         runtime = _runtime(checked.llm)
+        runtime.store.hand_over(checked.run_id)  # held by this process when the store went away: a retried job's
         events = _begin(runtime, checked.action, checked.run_id, checked.branch)
         if events is None:
             return "not driven: " + runtime.store.get(checked.run_id, events=False).status
@@ -132,6 +134,14 @@ def drive_run(**job) -> str:
     except BaseException as e:
         if not isinstance(e, Exception) and not native_panic(e):
             raise  # KeyboardInterrupt, SystemExit, a cancelled task: the worker's own, not the run's
+        if isinstance(e, Exception) and database.is_lost(e):  # not the run's end: it goes on from its checkpoint
+            run_id = checked.run_id
+            if runtime is not None:
+                try:  # queued again, for whichever worker takes the retried job (this one hands it over at start)
+                    runtime.store.hand_over(run_id)
+                except Exception:  # noqa: BLE001, S110 - the store still away: the next try of this job does it
+                    pass
+            raise StoreLost(scrub(f"the team store was lost while run {run_id} ran: {e}")) from e
         message = scrub(f"worker {process_name()} could not drive the run: {type(e).__name__}: {e}"
                         if not isinstance(e, Exception) else f"worker {process_name()} could not drive the run: {e}")
         store = runtime.store if runtime is not None else open_store()
@@ -177,6 +187,8 @@ def _run_item(values: payload.BenchSpec, key: str, check: Callable[[], None]) ->
     try:
         bench = _bench(values)
     except Exception as e:  # noqa: BLE001 - no data here, a broken model configuration: kept, the rest goes on
+        if database.is_lost(e):
+            raise StoreLost(f"the team store was lost while item {key} was opened: {e}") from e
         _not_run_here(values, key, e)
         return f"not run: {e}"
     item = next((i for i in bench.work.items if i.key == key), None)
@@ -192,8 +204,10 @@ def _run_item(values: payload.BenchSpec, key: str, check: Callable[[], None]) ->
             bench.store.put_not_run(item, "worker", scrub(str(e)))
             return f"not run: {e}"
         result, error = bench.run_one(item)
-    except database.connection_errors() as e:
-        raise StoreLost(f"the team store was lost while item {item.name} ran: {e}") from e
+    except Exception as e:
+        if database.is_lost(e):
+            raise StoreLost(f"the team store was lost while item {item.name} ran: {e}") from e
+        raise
     return "done" if result is not None else f"not run: {error}"
 
 

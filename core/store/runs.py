@@ -140,6 +140,13 @@ def store_notices(since: int = 0) -> list[str]:
         return list(_noticed[since:])
 
 
+
+def _insert_event(con, run_id: str, event: Event) -> None:
+    """Append one event to run ``run_id`` in the transaction ``con``."""
+    data = event.to_dict()
+    con.execute("INSERT INTO events (run_id, seq, kind, data) SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ? "
+                "FROM events WHERE run_id = ?", (run_id, data.get("kind"), _json(data), run_id))
+
 class RunStore:
     """The runs of the project home's ``runs.sqlite`` (``path``), or of the team store when
     ``PLANRAG_DATABASE_URL`` is set or ``path`` is a ``postgresql://`` URL (core.store.database)."""
@@ -357,13 +364,13 @@ class RunStore:
         """End as ``failed`` (with ``event``, an ErrorEvent saying why) a run that is queued or driven by this
         process, which cannot drive it (a worker without its data or its model); whether it did."""
         outcome = {"error": getattr(event, "message", "")}
-        with self.db.transaction() as con:
+        with self.db.transaction() as con:  # the status and its event at once: a reader never sees one alone
             failed = con.execute("UPDATE runs SET status = 'failed', updated = ?, outcome = ?, owner_pid = NULL, "
                                  "owner_host = NULL, heartbeat = NULL WHERE id = ? AND (status = 'queued' OR "
                                  "(status = 'running' AND owner_pid = ? AND owner_host = ?))",
                                  (time.time(), _json(outcome), run_id, os.getpid(), socket.gethostname())).rowcount
-        if failed:
-            self.add_event(run_id, event)
+            if failed:
+                _insert_event(con, run_id, event)
         return bool(failed)
 
     def beat(self, run_id: str) -> bool:
@@ -433,10 +440,8 @@ class RunStore:
 
     def add_event(self, run_id: str, event: Event) -> None:
         """Append one event (stored as its ``to_dict()``)."""
-        data = event.to_dict()
         with self.db.transaction() as con:
-            con.execute("INSERT INTO events (run_id, seq, kind, data) SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ? "
-                        "FROM events WHERE run_id = ?", (run_id, data.get("kind"), _json(data), run_id))
+            _insert_event(con, run_id, event)
 
     def events(self, run_id: str, after: int = 0) -> list[AnyEvent]:
         """The run's events after the first ``after`` (a cursor: how many the reader has), typed, in order; a page
