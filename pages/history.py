@@ -13,6 +13,7 @@ from core.store.overrides import OverrideStore, with_override
 from core.llm.replays import model_label
 from core.store.runs import ENDED, as_tree
 from core.analysis.summary import gaps_as_text, outcome_row, technique_label
+from ui import access
 from ui.branch_tree import show_branch_tree
 from ui.common import kept, show_run_in_url
 from ui.run_view import TIME_FORMAT, branch_form, open_run, run_label, show_outcome, show_run
@@ -45,7 +46,8 @@ st.title("History")
 store = jobs.open_store()
 if store.notice:  # emptied, replaced or set aside as damaged: not "no runs yet"
     st.warning(store.notice, icon=":material/warning:")
-    if st.button("Go on with this run store", key="history_acknowledge"):
+    if st.button("Go on with this run store", key="history_acknowledge", **access.disabled("store_switch")) \
+            and not access.refused("store_switch"):
         store.acknowledge()
         st.rerun()
 runs = store.list(limit=None)
