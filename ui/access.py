@@ -29,11 +29,11 @@ def secrets_problem() -> str | None:
         except FileNotFoundError:
             continue
         except (OSError, tomllib.TOMLDecodeError) as e:
-            return f"The secrets file {path} cannot be read ({e}): sign-in and roles are off until it is fixed."
+            return f"The secrets file {path} cannot be read ({e}): the workbench serves nothing until it is fixed."
     try:
         check_config(config.planrag())
     except ConfigError as e:
-        return f"{e}: sign-in and roles are off until it is fixed."
+        return f"{e}: the workbench serves nothing until it is fixed."
     return None
 
 
