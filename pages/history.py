@@ -17,7 +17,7 @@ from ui import access
 from ui.branch_tree import show_branch_tree
 from ui.common import kept, show_run_in_url
 from ui.run_view import TIME_FORMAT, branch_form, open_run, run_label, show_outcome, show_run
-from ui.untrusted import md_code
+from ui.untrusted import md, md_code
 
 ANY = "any"
 CORRECT = {True: "correct", False: "wrong"}
@@ -123,6 +123,9 @@ if to_decision.button("Open in Decision check", icon=":material/fact_check:", wi
     open_run(record, "pages/decision.py")
 with st.expander("Settings"):
     st.json(record.settings)
+started_by = store.started_by(run_id)
+if started_by:  # runs stored before starts were recorded say nothing
+    st.caption(f"Started by **{md(started_by)}**.")
 reviews = store.reviews(run_id)
 if reviews:
     st.markdown("**Reviews**")

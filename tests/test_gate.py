@@ -270,3 +270,17 @@ def test_no_key_follows_a_redirect_to_another_origin():
     assert to_foreign, "the redirect was followed"
     assert all(key not in (auth or "") for auth in to_foreign)
     assert any(key in (auth or "") for port, _, auth in _Recorder.seen if port == configured.server_port)
+
+
+def test_history_says_who_started_a_run(home, monkeypatch):
+    """Finding 1's other half: no run recorded who started it."""
+    import core.jobs.runs as jobs
+    from tests.page_app import isolate, open_file
+    from tests.test_e2e_signin import REPLAY
+
+    isolate(monkeypatch, home)
+    settings = RunSettings("locating", 1, "sqlite", "iterrag", f"replay:{REPLAY}", source="demo")
+    job = jobs.start(settings, jobs.Opener(), who=person("analyst", "anna"))
+    job.join(60)
+    at = open_file("pages/history.py")
+    assert any("anna" in c.value and "Started by" in c.value for c in at.caption)

@@ -10,9 +10,15 @@ from core.config import settings as config
 from core.store.runs import RunStore
 
 
+_stores: dict[str, RunStore] = {}  # one opened run store per home: the gate asks at every action
+
+
 def _store() -> RunStore:
     home.use_fallback()
-    return RunStore(config.DATA_HOME / "runs.sqlite")
+    path = config.DATA_HOME / "runs.sqlite"
+    if str(path) not in _stores:
+        _stores[str(path)] = RunStore(path)
+    return _stores[str(path)]
 
 
 def end(who: Identity) -> None:
