@@ -91,3 +91,22 @@ def test_in_single_user_mode_the_identity_is_the_local_user(monkeypatch, tmp_pat
     address("localhost")
     at = open_page("pages/settings.py")
     assert at.text_input(key="reviewer_input").value == "local user" != getpass.getuser()
+
+
+@pytest.mark.parametrize("public, secure", [("https://workbench.example.org", True), ("http://127.0.0.1:8501", False)])
+def test_the_sign_in_cookie_is_secure_when_the_public_url_is_https(public, secure, monkeypatch):
+    """Finding 5 of issue 36: the sign-in cookie was never ``Secure``."""
+    from starlette.responses import Response
+    from streamlit.web.server.starlette import starlette_auth_routes as routes
+
+    from ui import access
+
+    monkeypatch.setattr(routes, "_set_single_cookie", routes._set_single_cookie)  # put back after the test
+    monkeypatch.setattr(routes, "get_cookie_secret", lambda: "test-cookie-secret-0123456789abcdef")
+    monkeypatch.setattr("streamlit.auth_util.get_secrets_auth_section",
+                        lambda: {"redirect_uri": f"{public}/oauth2callback"})
+    access.secure_cookies()
+    response = Response()
+    routes._set_single_cookie(response, "_streamlit_user", "{}")
+    header = response.headers["set-cookie"].lower()
+    assert "httponly" in header and ("; secure" in header) == secure

@@ -92,6 +92,27 @@ def _signin_screen(why: str = "") -> None:
     st.stop()
 
 
+def secure_cookies() -> None:
+    """Make Streamlit's sign-in cookies ``Secure`` whenever the public URL (``[auth] redirect_uri``) is https:
+    Streamlit sets them without it (for Safari over plain http). Its cookie writer is wrapped once per process."""
+    from streamlit.auth_util import get_redirect_uri, get_secrets_auth_section  # heavy: Streamlit's sign-in parts
+    from streamlit.web.server.starlette import starlette_auth_routes as routes  # heavy: as above
+
+    if getattr(routes._set_single_cookie, "planrag_secure", False):
+        return
+    plain = routes._set_single_cookie
+
+    def set_cookie(response, cookie_name: str, serialized_value: str) -> None:
+        plain(response, cookie_name, serialized_value)
+        section = get_secrets_auth_section()
+        if section and (get_redirect_uri(section) or "").lower().startswith("https://"):
+            name, value = response.raw_headers[-1]
+            response.raw_headers[-1] = (name, value + b"; secure")
+
+    set_cookie.planrag_secure = True
+    routes._set_single_cookie = set_cookie
+
+
 def _sign_out(who: Identity | None) -> None:
     """End the sign-in on the server (every tab, every copy of the cookie), then Streamlit's own sign-out."""
     if who is not None:
@@ -113,6 +134,7 @@ def gate() -> None:
         st.stop()
     if not signin_on():
         return
+    secure_cookies()
     if not st.user.is_logged_in:
         _signin_screen()
     who = current()
