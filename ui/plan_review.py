@@ -35,7 +35,7 @@ def _use_name() -> None:
 
 def ask_name() -> bool:
     """Before a session's first review, when no name was given on Settings: ask for one (a shared link opens a
-    new session, whose reviews would otherwise be recorded under the server's OS user). Whether there is one."""
+    new session, whose reviews would otherwise be recorded as ``local user``). Whether there is one."""
     if access.signin_on() or st.session_state.get("reviewer"):  # signed in: the identity names the reviewer
         return True
     st.text_input("Your name, recorded with your review", key=NAME, on_change=_use_name,
