@@ -103,4 +103,11 @@ def test_the_gate_in_the_browser(chromium, gate_app):  # noqa: F811
     expect(revived.get_by_role("button", name="Sign in")).to_be_visible()
     expect(revived.get_by_text(f"{shown('anna@example.test')} signed out")).to_be_visible()
     expect(revived.get_by_role("heading", name="Settings")).to_have_count(0)
+    revived.get_by_role("button", name="Sign in").click()  # asked to sign in: a new sign-in is a new session
+    revived.locator("input[name=login]").fill("anna")
+    revived.locator("input[name=password]").fill("any")
+    revived.locator("button[type=submit]").click()
+    expect(revived.get_by_text(f"Signed in as {shown('anna@example.test')}")).to_be_visible()
+    revived.goto(f"{app}/settings")
+    expect(revived.get_by_role("heading", name="Settings")).to_be_visible()
     copied.close()
