@@ -177,6 +177,7 @@ def test_the_inbox_and_every_run_action_ask_the_gate_where_they_act(home):
 def test_benchmarks_ask_the_gate(home):
     import core.jobs.benchmarks as benchmarks
     from core.benchmark.smoke import smoke_config
+    from core.store.runs import RunStore
 
     with pytest.raises(Refused, match="may start benchmarks"):
         benchmarks.start(smoke_config(), who=person("viewer"))
@@ -185,6 +186,8 @@ def test_benchmarks_ask_the_gate(home):
     with pytest.raises(Refused, match="may stop benchmarks"):
         benchmarks.stop(job, who=person("viewer"))
     job.join(120)
+    store = RunStore(home / "runs.sqlite")
+    assert {store.started_by(r.id) for r in store.list()} == {"analyst@example.test"}  # its runs say who
 
 
 # ---------------------------------------------------------------------------------------------- names (6)

@@ -69,6 +69,7 @@ class BenchConfig:
     top_p: float | None = None  # nucleus sampling (None: the server's default)
     seed: int | None = None  # the sampling seed of epoch 1 (epoch e sends seed + e - 1); None: not sent
     vote: int = 0  # also record each technique's decision by majority over epochs 1..vote (0: no vote)
+    started_by: str = ""  # who started the benchmark (recorded as who started each of its runs)
 
     def __post_init__(self):
         if self.name is not None:

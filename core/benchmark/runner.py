@@ -485,6 +485,8 @@ class Bench:
                                seed=None if c.seed is None else c.seed + item.epoch - 1,
                                endpoint=self._endpoint()).validate()
         run_id = new_run_id()
+        if c.started_by:
+            runtime.store.record_start(run_id, c.started_by)
         self._local.llm = None
         self._local.epoch = item.epoch
         start = time.perf_counter()

@@ -4,6 +4,7 @@ they finished; ``bench.progress`` tells how far it is."""
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from core.auth.gate import authorize
@@ -49,7 +50,7 @@ def start(config: BenchConfig, *, who: Identity) -> BenchJob:
     from core.benchmark.runner import Bench  # heavy: LangGraph, loaded when a benchmark starts
 
     authorize(who, "benchmark_start")
-    bench = Bench(config)
+    bench = Bench(replace(config, started_by=who.name))
     if bench.results():
         authorize(who, "benchmark_rerun")
     job = BenchJob(bench)
