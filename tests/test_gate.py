@@ -170,6 +170,9 @@ def test_the_inbox_and_every_run_action_ask_the_gate_where_they_act(home):
         jobs.resume(query, Review.approve(), jobs.Opener(), pause_id="p1", who=demoted)
 
     analyst = person("analyst", "anna", name="Someone Else")
+    branched = jobs.branch(record, 1, jobs.Opener(), who=analyst, note="check the totals")
+    branched.join(60)
+    assert store.started_by(branched.run_id) == "anna@example.test"
     jobs.stop(record.id, who=analyst, action="inbox_close")
     assert [(r["action"], r["reviewer"]) for r in store.reviews(record.id)] == [("stop", "anna@example.test")]
 

@@ -268,8 +268,8 @@ def branch(record: RunRecord, step: int, make_runtime: Callable, *, who: Identit
     authorize(who, "branch")
     changes["reviewer"] = who.name
     new_id = new_run_id()
-    open_store().record_start(new_id, who.name)
     runtime, events = _prepared(make_runtime, lambda rt: rt.iter_branch(record.id, step, new_id=new_id, **changes))
+    runtime.store.record_start(new_id, who.name)
     if queue.enabled():
         try:
             getattr(events, "close", lambda: None)()  # checked, never started
