@@ -2,7 +2,8 @@
 buttons of the gate's table (tests/gate_table.py) as a viewer and an analyst see them; a viewer's "Run N times"
 (finding 1); an analyst whose role is taken away while her inbox is open (2); an unverified e-mail in another case
 (3) and a display name that is an analyst's address (4) sign in as no one else; sign-out in one tab refuses the
-next action of another tab and of a cookie saved before it (5)."""
+next action of another tab and of a cookie saved before it, and claims older than ``claims_max_age_s`` ask for a
+new sign-in (5)."""
 from __future__ import annotations
 
 import pytest
@@ -110,4 +111,16 @@ def test_the_gate_in_the_browser(chromium, gate_app):  # noqa: F811
     expect(revived.get_by_text(f"Signed in as {shown('anna@example.test')}")).to_be_visible()
     revived.goto(f"{app}/settings")
     expect(revived.get_by_role("heading", name="Settings")).to_be_visible()
+
+    # 5: claims are trusted only so long (claims_max_age_s; 15 minutes by default), then sign-in brings the
+    # provider's roles again.
+    granted = secrets.read_text()
+    secrets.write_text(granted.replace('default_role = "viewer"', 'default_role = "viewer"\nclaims_max_age_s = 1'))
+    try:
+        revived.wait_for_timeout(1100)  # the claims are now older than a second (a precondition, not a measure)
+        revived.goto(f"{app}/settings")
+        expect(revived.get_by_text("has expired: sign in again")).to_be_visible()
+        expect(revived.get_by_role("heading", name="Settings")).to_have_count(0)
+    finally:
+        secrets.write_text(granted)
     copied.close()
