@@ -122,12 +122,13 @@ def one_round(n: int, args, stub: TurnStub, folder: Path, env: dict, runs_n: int
 
 def start_run(stub: TurnStub):
     """A scripted run on the demo Locating question 1, queued for the workers: its follower."""
+    from core.auth.roles import local_admin
     from core.jobs import runs
     from core.llm.client import LLMSettings
     from core.model.run_settings import RunSettings
 
     return runs.start(RunSettings("locating", 1, "sqlite", "iterrag", "m", base_url=stub.url, source="demo"),
-                      runs.Opener(llm=LLMSettings(model="m", base_url=stub.url)))
+                      runs.Opener(llm=LLMSettings(model="m", base_url=stub.url)), who=local_admin())
 
 
 def dispatch_overhead(stub: TurnStub, folder: Path, env: dict, jobs: int = 20) -> list[float]:

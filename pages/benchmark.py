@@ -13,6 +13,7 @@ import plotly.express as px
 import streamlit as st
 
 from core.analysis.format import GAP, duration, number, spent
+from core.auth.gate import Refused
 from core import scenarios
 from core.model.bounds import NUMBERS
 from core.model.technique import TECHNIQUES, parse_voted
@@ -129,9 +130,12 @@ def smoke_start() -> None:
                                     format_func={"demo": "Demo scenarios", "scenario": "Plugin scenarios"}.get,
                                     key="bench_smoke_source")
     if right.button("Run the smoke benchmark", icon=":material/science:", key="bench_smoke",
-                    **access.disabled("benchmark")) and not access.refused("benchmark"):
+                    **access.disabled("benchmark_start")):
         try:
-            job = jobs.start(smoke_config(source=source, db="sqlite" if source == "scenario" else None))
+            job = jobs.start(smoke_config(source=source, db="sqlite" if source == "scenario" else None),
+                             who=access.current())
+        except Refused as e:
+            access.show_refusal(e)
         except (BenchError, LLMError, ValueError, DQAError) as e:
             st.error(md(page_words(str(e))))
         else:
@@ -215,8 +219,8 @@ def start_form() -> None:
         with st.expander("Limits of each run and the benchmark's budget"):
             limits = limit_inputs(session_limits(), key="bench_limits")
             budget_tokens, budget_cost, budget_calls = budget_inputs(key="bench")
-        started = st.form_submit_button("Start", icon=":material/play_arrow:", **access.disabled("benchmark"))
-    if not started or access.refused("benchmark"):
+        started = st.form_submit_button("Start", icon=":material/play_arrow:", **access.disabled("benchmark_start"))
+    if not started:
         return
     # A question set or replay named by path is a file or folder of the server: its admin's to choose.
     if ((question_set.strip() != str(dqa_root() or "") or model.strip().startswith(REPLAY_PREFIX))
@@ -237,7 +241,9 @@ def start_form() -> None:
                              budget_cost=budget_cost, budget_calls=budget_calls, source=source,
                              prompts=prompt_setting, reaper_planner=planner,
                              epochs=int(epochs), vote=int(vote), top_p=top_p or None, seed=parse_seed(seed))
-        job = jobs.start(config)
+        job = jobs.start(config, who=access.current())
+    except Refused as e:
+        access.show_refusal(e)
     except (BenchError, LLMError, ValueError, DQAError) as e:
         st.error(md(page_words(str(e))))
     else:
@@ -245,8 +251,10 @@ def start_form() -> None:
 
 
 def stop_benchmark(job: jobs.BenchJob) -> None:
-    if not access.refused("stop"):
-        job.stop()
+    try:
+        jobs.stop(job, who=access.current())
+    except Refused as e:
+        access.show_refusal(e)
 
 
 def show_job(job: jobs.BenchJob) -> None:
@@ -276,7 +284,7 @@ def show_job(job: jobs.BenchJob) -> None:
         if progress.running:
             st.caption("running: " + ", ".join(md(r) for r in sorted(progress.running)))
         st.button("Stop", key=f"stop_{bench.directory}", on_click=stop_benchmark, args=(job,),
-                  icon=":material/stop:", **access.disabled("stop"),
+                  icon=":material/stop:", **access.disabled("benchmark_stop"),
                   help="Start no more items; those running finish and are stored")
     if progress.errors:
         with st.expander(f"{len(progress.errors)} items could not run (a rerun tries them again)"):

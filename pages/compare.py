@@ -151,12 +151,11 @@ with st.container(border=True):
     with right:
         models = choose_models(question, techniques, db, key="compare_llm")
         if st.button("Run side by side", type="primary", icon=":material/play_arrow:", width="stretch",
-                     disabled=bool(unavailable_reason or not models) or not access.allowed("run")) \
-                and not access.refused("run"):
+                     disabled=bool(unavailable_reason or not models) or not access.allowed("start")):
             started = [start_run(RunSettings(question.scenario, question.number, db, technique, model, hitl="auto",
                                              source=question.source, limits=session_limits()))
                        for technique, model in models.items()]
-            st.session_state[compared] = started + st.session_state.get(compared, [])
+            st.session_state[compared] = [r for r in started if r] + st.session_state.get(compared, [])
 
 linked = [run_id for run_id in (url_param("runs", 2000) or "").split(",") if run_id]
 if linked and linked != st.session_state.get("compare_linked"):  # a link names the runs it compares

@@ -3,7 +3,8 @@ folder, each with a test. The API key and passwords stay in the session; the env
 
 With sign-in, an analyst chooses a model endpoint by name (its key stays on the server) and the run limits; what the
 server reads (its model endpoints and keys, database connections, files and folders) is the admin's. Every "Use"
-checks the role again when pressed (pages/access.py)."""
+asks the gate (core.auth.gate) again when pressed."""
+
 from ui.router import through_router
 
 through_router()  # first: a fresh server may run this page without app.py (ui/router.py)
@@ -104,8 +105,9 @@ def endpoint_choice(llm) -> None:
         return f"{n}: {found[n].model}{where} · {found[n].key_state()}"
 
     name = st.selectbox("Model endpoint", names, index=names.index(llm.endpoint) if llm.endpoint in names else 0,
-                        key="llm_endpoint", format_func=label, **access.disabled("run"))
-    if st.button("Use this endpoint", key="llm_endpoint_use", **access.disabled("run")) and not access.refused("run"):
+                        key="llm_endpoint", format_func=label, **access.disabled("settings"))
+    if (st.button("Use this endpoint", key="llm_endpoint_use", **access.disabled("settings"))
+            and not access.refused("settings")):
         st.session_state["llm"] = found[name].llm_settings(session_llm())
         st.toast(f"This session's runs use the endpoint {name}.", icon=ICONS["success"])
 
@@ -178,7 +180,8 @@ def own_model(llm) -> None:
             tested = []  # what was said of another choice (a tokenizer file refused) no longer holds
         except TokenizerFileError as e:
             tested = [("error", md(str(e)))]
-    if test.button("Test", key="llm_test") and not access.refused("endpoints"):
+    if test.button("Test", key="llm_test") and not access.refused("test_connections") \
+            and not access.refused("endpoints"):
         with st.spinner("Asking the model for one token..."):
             try:
                 tested = [("success", md(check_llm(chosen)))]
@@ -230,7 +233,7 @@ st.caption("At the call, token or cost limit the agent is asked for its final an
            "database query is stopped at its timeout, keeps at most the row cap, and each value at most the cell "
            "size (longer ones are cut and marked).")
 chosen_limits = limit_inputs(session_limits(), key="limits")
-if st.button("Use for this session", key="limits_use", **access.disabled("run")) and not access.refused("run"):
+if st.button("Use for this session", key="limits_use", **access.disabled("settings")) and not access.refused("settings"):
     try:
         st.session_state["limits"] = chosen_limits.validate()
         st.toast("This session's runs use these limits.", icon=ICONS["success"])
@@ -257,7 +260,8 @@ if use.button("Use for this session", key="db_use", **admin) and not access.refu
                                                        neo4j_password=neo4j_password or db.neo4j_password)
     st.toast("This session uses these connections.", icon=ICONS["success"])
 tested = None
-if test.button("Test connections", key="db_test"):
+if test.button("Test connections", key="db_test", **access.disabled("test_connections")) \
+        and not access.refused("test_connections"):
     tested = []
     chosen_db = session_db() if admin else DatabaseSettings(
         mysql_url=mysql_url, neo4j_uri=neo4j_uri or None, neo4j_user=neo4j_user,

@@ -22,7 +22,7 @@ MAY_IMPORT = {
     "core.config": {"core.model"},
     "core.backends": {"core.model", "core.config", "sims"},
     "core.llm": {"core.model", "core.config", "sims"},
-    "core.auth": {"core.model", "core.config", "core.llm"},
+    "core.auth": {"core.model", "core.config", "core.llm", "core.store"},
     "core.store": {"core.model", "core.config"},
     "core.scenarios": {"core.model", "core.config", "core.backends", "sims"},
     "core.analysis": {"core.model", "core.config", "core.backends", "core.scenarios", "core.llm", "core.store",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 
+from core.auth.roles import local_admin
 import core.jobs.benchmarks as jobs
 from core.benchmark.smoke import smoke_config
 from core.benchmark.results import ResultStore
@@ -106,7 +107,7 @@ def test_results_of_a_smoke_benchmark_over_plugin_scenarios(monkeypatch, tmp_pat
     """Issue 28: the setting table met pd.NA (no paper figure for a plugin scenario) and the page crashed for every
     session, every results tab left empty."""
     isolate(monkeypatch, tmp_path)
-    job = jobs.start(smoke_config(source="scenario", db="sqlite"))
+    job = jobs.start(smoke_config(source="scenario", db="sqlite"), who=local_admin())
     job._thread.join(300)
     assert job.done and not job.error
     at = open_page("pages/benchmark.py", question_ref=None)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from core.auth.roles import local_admin
 from core.jobs import queue, runs
 from core.llm.client import LLMSettings
 from core.model.run_settings import Review, RunSettings
@@ -22,6 +23,8 @@ from core.store.runs import PauseTaken
 from tests.conftest import empty_team_store, require
 from tests.pg_cluster import PgCluster, available
 from tests.turn_stub import TurnStub
+
+ME = local_admin()  # who acts in these tests
 
 ROOT = Path(__file__).resolve().parent.parent
 ACT = "Thought: look\nAction: Relational DB\nAction input: SELECT 1"
@@ -144,7 +147,7 @@ def status(run_id: str) -> str:
 
 def test_a_run_is_queued_then_driven_by_a_worker_and_followed_by_cursor(team, workers):
     stub = TurnStub([ACT, FINAL])
-    run = runs.start(settings(stub.url), opener(stub.url))
+    run = runs.start(settings(stub.url), opener(stub.url), who=ME)
     assert run.status() == "queued" and not run.done
     note = run.note(run.status())
     assert "No worker is running" in note and "python -m core worker" in note
@@ -166,7 +169,7 @@ def test_a_run_is_queued_then_driven_by_a_worker_and_followed_by_cursor(team, wo
 def test_a_paused_run_holds_no_worker_and_a_review_goes_on_on_a_worker(team, workers):
     stub = TurnStub([PLAN, REPLAN])
     workers("w1")
-    run = runs.start(settings(stub.url, "planrag", hitl="approve-every-plan"), opener(stub.url))
+    run = runs.start(settings(stub.url, "planrag", hitl="approve-every-plan"), opener(stub.url), who=ME)
     wait_for(lambda: status(run.run_id) == "paused")
     # the job ends just after it stored the pause: from then on no job holds a worker while the run waits
     wait_for(lambda: queue.counts().get(queue.RUNS, {}).get("doing", 0) == 0, timeout=10)
@@ -177,7 +180,7 @@ def test_a_paused_run_holds_no_worker_and_a_review_goes_on_on_a_worker(team, wor
 
     def review(who: str):
         try:
-            runs.resume(record, Review.approve(reviewer=who), opener(stub.url), pause_id="p1")
+            runs.resume(record, Review.approve(), opener(stub.url), pause_id="p1", who=local_admin(who))
             results.append("applied")
         except PauseTaken as e:
             results.append(f"refused: {e}")
@@ -195,8 +198,8 @@ def test_a_paused_run_holds_no_worker_and_a_review_goes_on_on_a_worker(team, wor
 
 def test_stop_closes_a_queued_run_and_no_worker_drives_it_after(team, workers):
     stub = TurnStub([ACT, FINAL])
-    run = runs.start(settings(stub.url), opener(stub.url))
-    assert runs.stop(run.run_id, by="ann") == "stopped"
+    run = runs.start(settings(stub.url), opener(stub.url), who=ME)
+    assert runs.stop(run.run_id, who=local_admin("ann")) == "stopped"
     worker = workers("w1")
     wait_for(lambda: queue.counts().get(queue.RUNS, {}).get("todo", 0) == 0)
     time.sleep(0.5)
@@ -210,7 +213,7 @@ def test_a_worker_killed_mid_run_is_replaced_and_the_run_goes_on_from_its_checkp
     no event is lost or doubled."""
     stub = TurnStub([ACT, FINAL], hold_at=1)
     first = workers("w1")
-    run = runs.start(settings(stub.url), opener(stub.url))
+    run = runs.start(settings(stub.url), opener(stub.url), who=ME)
     assert stub.held.wait(60)
     before = [e.kind for e in runs.open_store().events(run.run_id)]
     assert before == ["thought", "action", "observation"]
@@ -243,7 +246,7 @@ def test_a_worker_that_cannot_run_a_job_fails_it_with_the_reason_in_the_run(team
     else:
         s = RunSettings("locating", 1, "sqlite", "iterrag", "m", base_url="http://127.0.0.1:9/v1", source="demo",
                         endpoint="no-such-endpoint")
-    run = runs.start(s, opener(stub.url))
+    run = runs.start(s, opener(stub.url), who=ME)
     workers("w1", **env)
     wait_for(lambda: status(run.run_id) == "failed")
     record = runs.open_store().get(run.run_id)
@@ -251,7 +254,7 @@ def test_a_worker_that_cannot_run_a_job_fails_it_with_the_reason_in_the_run(team
     assert message.startswith("worker ") and "could not drive the run" in message
     expected = {"no data": "nowhere", "other code": "0ther0code000", "broken model": "no-such-endpoint"}[fault]
     assert expected in message and record.events[-1].kind == "error"
-    second = runs.start(settings(stub.url), opener(stub.url))  # the worker goes on with the next job
+    second = runs.start(settings(stub.url), opener(stub.url), who=ME)  # the worker goes on with the next job
     if fault != "other code":
         wait_for(lambda: status(second.run_id) == "finished")
     stub.close()
@@ -263,7 +266,7 @@ def test_a_job_of_a_worker_gone_without_a_trace_is_swept_and_resumed(team, worke
     new worker finishes it."""
     stub = TurnStub([ACT, FINAL], hold_at=1)
     first = workers("w1")
-    run = runs.start(settings(stub.url), opener(stub.url))
+    run = runs.start(settings(stub.url), opener(stub.url), who=ME)
     assert stub.held.wait(60)
     first.kill()
     stub.release.set()
@@ -282,7 +285,7 @@ def test_many_workers_never_drive_one_run_twice(team, workers):
     """Four workers of two jobs at once race for 24 runs: each run is driven once, its events in order, each model
     turn asked once."""
     stub = TurnStub([ACT, FINAL], latency=0.05)
-    started = [runs.start(settings(stub.url), opener(stub.url)) for _ in range(24)]
+    started = [runs.start(settings(stub.url), opener(stub.url), who=ME) for _ in range(24)]
     for n in range(4):
         workers(f"w{n}", concurrency=2)
     wait_for(lambda: all(status(r.run_id) == "finished" for r in started), timeout=180, every=0.5)
@@ -369,21 +372,22 @@ def test_stop_resume_branch_and_query_approval_work_on_whichever_worker_holds_th
     stub = TurnStub([ACT, FINAL], hold_at=1)
     workers("w1")
     workers("w2")
-    run = runs.start(settings(stub.url, review_queries=True), opener(stub.url))
+    run = runs.start(settings(stub.url, review_queries=True), opener(stub.url), who=ME)
     wait_for(lambda: status(run.run_id) == "paused")  # the query waits for approval, held by no worker
     record = runs.open_store().get(run.run_id, events=False)
     assert record.pause["kind"] == "query"
-    runs.resume(record, Review.approve(reviewer="ann"), opener(stub.url), pause_id=record.pause["id"])
+    runs.resume(record, Review.approve(), opener(stub.url), pause_id=record.pause["id"],
+                who=local_admin("ann"))
     assert stub.held.wait(60)  # on a worker again, waiting for the model's second reply
-    assert runs.stop(run.run_id, by="bob") in ("running", "stopped")
+    assert runs.stop(run.run_id, who=local_admin("bob")) in ("running", "stopped")
     wait_for(lambda: status(run.run_id) == "stopped")
     stub.release.set()
-    runs.proceed(runs.open_store().get(run.run_id, events=False), opener(stub.url))
+    runs.proceed(runs.open_store().get(run.run_id, events=False), opener(stub.url), who=ME)
     wait_for(lambda: status(run.run_id) == "finished")
     kinds = [e.kind for e in runs.open_store().events(run.run_id)]
     assert kinds.count("final") == 1 and kinds.count("observation") == 1
     branched = runs.branch(runs.open_store().get(run.run_id), 2, opener(stub.url), note="check the totals",
-                           reviewer="ann")
+                           who=local_admin("ann"))
     wait_for(lambda: status(branched.run_id) == "finished")
     child = runs.open_store().get(branched.run_id)
     assert child.parent_id == run.run_id and any(e.kind == "branch" for e in child.events)

@@ -18,6 +18,16 @@ def bench_home(home: str | Path | None = None) -> Path:
     return Path(home or core_settings.DATA_HOME) / "bench"
 
 
+def check_name(name: str) -> str:
+    """``name`` when it names a results set (letters, digits, spaces and ``-_.``, at most 64, not only dots, no
+    space at either end: a name kept under bench_home, never a path); ValueError saying why not."""
+    if (not 0 < len(name) <= 64 or not all(c.isalnum() or c in " -_." for c in name) or not name.strip(".")
+            or name != name.strip()):
+        raise ValueError(f"Results name {name[:80]!r} is not a name: use letters, digits, spaces and -_. (at most "
+                         "64, not only dots, no space at either end); results are kept under the project home")
+    return name
+
+
 def default_name(llm: str) -> str:
     """A directory name for a model: ``gpt-4o``, ``replay-transcripts``."""
     if llm.startswith(REPLAY_PREFIX):
@@ -60,6 +70,11 @@ class BenchConfig:
     top_p: float | None = None  # nucleus sampling (None: the server's default)
     seed: int | None = None  # the sampling seed of epoch 1 (epoch e sends seed + e - 1); None: not sent
     vote: int = 0  # also record each technique's decision by majority over epochs 1..vote (0: no vote)
+    started_by: str = ""  # who started the benchmark (recorded as who started each of its runs)
+
+    def __post_init__(self):
+        if self.name is not None:
+            check_name(self.name)
 
     def check_numbers(self) -> BenchConfig:
         """Self, or ValueError naming a number out of its bounds (core.model.bounds; NaN and infinity refused)."""

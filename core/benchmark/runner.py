@@ -474,6 +474,12 @@ class Bench:
     def _opened(self, llm: CachingLLM) -> None:
         self._local.llm = llm  # the worker thread's current item
 
+    def _endpoint(self) -> str | None:
+        """The server's named model endpoint the benchmark's runs use (recorded with each run, so a later resume or
+        branch uses it); None for a model of one's own or a replay."""
+        endpoint = self.config.llm_settings.endpoint
+        return endpoint if endpoint and not self._replays and self.spec == self.config.llm_settings.model else None
+
     def _spec(self, item: Item) -> str:
         return self._replays[item.key] if self._replays else self.spec
 
@@ -483,8 +489,11 @@ class Bench:
         settings = RunSettings(item.scenario, item.question, item.db, item.technique, self._spec(item),
                                base_url=c.base_url, temperature=c.temperature, limits=c.limits, source=item.source,
                                prompts=c.prompts, **_planner(item.technique, c.reaper_planner), top_p=c.top_p,
-                               seed=None if c.seed is None else c.seed + item.epoch - 1).validate()
+                               seed=None if c.seed is None else c.seed + item.epoch - 1,
+                               endpoint=self._endpoint()).validate()
         run_id = new_run_id()
+        if c.started_by:
+            runtime.store.record_start(run_id, c.started_by)
         self._local.llm = None
         self._local.epoch = item.epoch
         start = time.perf_counter()
