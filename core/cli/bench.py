@@ -16,7 +16,6 @@ from core.cli.args import (add_budget_arguments, add_fidelity_arguments, add_lim
                            bounded, error_line, limits_from, llm_settings)
 from core.analysis.format import duration, spent
 from core.scenarios.catalog import SOURCES
-from core.benchmark import fidelity, reports
 from core.benchmark.items import BenchError
 from core.llm.prices import load_prices
 from core.benchmark.results import read_all, read_not_run, read_results
@@ -231,6 +230,7 @@ def _print_accuracy(bench: Bench, this_run: list[dict], prices) -> None:
     """This run's accuracy and optimal decisions per setting (beside the paper's), the paired comparisons, the
     votes' costs and how each setting compares with the paper's."""
     import pandas as pd  # heavy: loads pandas
+    from core.benchmark import fidelity, reports  # heavy: pandas (not for the command line's other commands)
 
     clustered = ", clustered by question over the epochs" if bench.epochs > 1 else ""
     print(f"accuracy on set {bench.set_name} (correct/n, items that could not run count as wrong; 95% Wilson "
@@ -259,6 +259,8 @@ def _print_accuracy(bench: Bench, this_run: list[dict], prices) -> None:
 
 def _write_reports(bench: Bench, config: BenchConfig, prices) -> None:
     """The reports of all the benchmark's results, in its ``report/`` folder."""
+    from core.benchmark import fidelity, reports  # heavy: pandas (not for the command line's other commands)
+
     written = reports.export(read_all(bench.directory, home=config.home), prices, bench.directory / "report",
                              not_run=read_not_run(bench.directory))
     written = [*written, *fidelity.export(read_results(bench.directory), bench.directory / "report")]
