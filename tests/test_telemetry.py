@@ -1,0 +1,153 @@
+"""Runs as OpenTelemetry traces, read back from a real receiver (Arize Phoenix, started here on a free port): the
+run span, its segments, LLM calls and queries nested under it, reviews and pauses as events, no key anywhere; a
+dead receiver neither slows nor fails a run, and what it did not take is counted."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from core import telemetry
+from core.llm.client import LLMSettings
+from core.model.run_settings import Review
+from core.telemetry.runs import run_ids
+from tests.conftest import ROOT, require
+from tests.page_app import open_file, shown
+from tests.test_agents_runtime import ACT, FINAL, PLAN, home, make_runtime, replay, settings  # noqa: F401 (home: a fixture)
+from tests.test_llm import KEY
+
+#: the receiver: PHOENIX_BIN, else `phoenix` on PATH, else the venv `make phoenix` makes (.phoenix-venv)
+PHOENIX = os.environ.get("PHOENIX_BIN") or shutil.which("phoenix") or str(ROOT / ".phoenix-venv" / "bin" / "phoenix")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _get(url: str):
+    with urllib.request.urlopen(url, timeout=10) as reply:
+        return json.load(reply)
+
+
+@pytest.fixture(scope="session")
+def phoenix(tmp_path_factory):
+    """A Phoenix server on free ports for the session: its base URL."""
+    if not Path(PHOENIX).exists():
+        require("phoenix", f"Arize Phoenix not found at {PHOENIX} (make phoenix, or set PHOENIX_BIN)")
+    port, work = _free_port(), tmp_path_factory.mktemp("phoenix")
+    env = {**os.environ, "PHOENIX_PORT": str(port), "PHOENIX_GRPC_PORT": str(_free_port()),
+           "PHOENIX_HOST": "127.0.0.1", "PHOENIX_WORKING_DIR": str(work)}
+    log = open(work / "log.txt", "wb")
+    server = subprocess.Popen([PHOENIX, "serve"], env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                _get(f"{url}/v1/projects")
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"Phoenix did not start: {(work / 'log.txt').read_text()[-2000:]}")
+                time.sleep(0.5)
+        yield url
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        log.close()
+
+
+def spans_of(url: str, trace_id: int, names_needed: set[str]) -> list[dict]:
+    """The spans Phoenix holds for trace ``trace_id`` once those named ``names_needed`` have arrived."""
+    wanted, deadline = f"{trace_id:032x}", time.monotonic() + 60
+    while True:
+        telemetry.flush()
+        spans = [s for s in _get(f"{url}/v1/projects/default/spans?limit=1000")["data"]
+                 if s["context"]["trace_id"] == wanted]
+        if names_needed <= {s["name"] for s in spans} or time.monotonic() > deadline:
+            return spans
+        time.sleep(0.2)
+
+
+def test_a_run_with_a_review_and_a_failed_query_is_one_trace(phoenix, home, tmp_path, monkeypatch):
+    monkeypatch.setenv("PLANRAG_OTLP_ENDPOINT", phoenix)
+    failing = "Re-plan: N\nCurrent step: Step 1: list the nodes\nThought: try\nAction: Relational DB\n" \
+              "Action input: SELEKT * FROM trade_node"
+    runtime = make_runtime(home, llm_settings=LLMSettings(api_key=KEY))
+    first = runtime.start(settings(replay(tmp_path, [PLAN, failing, "Re-plan: N\n" + FINAL]), "planrag",
+                                   hitl="approve-every-plan"))
+    assert first.status == "paused"
+    done = runtime.resume(first.run_id, Review.approve(note="fine", reviewer="ana@example.org"))
+    assert done.status == "finished" and done.outcome["decision"] == "krakow"
+
+    trace_id, root_id = run_ids(first.run_id)
+    spans = spans_of(phoenix, trace_id, {"agent run"})
+    assert KEY not in json.dumps(spans)
+    by_name: dict[str, list[dict]] = {}
+    for span in spans:
+        by_name.setdefault(span["name"], []).append(span)
+    (run,) = by_name["agent run"]
+    assert run["context"]["span_id"] == f"{root_id:016x}" and run["parent_id"] is None
+    attrs = run["attributes"]
+    assert run["span_kind"] == "AGENT" and attrs["planrag.technique"] == "planrag"
+    assert attrs["planrag.review_mode"] == "approve-every-plan" and attrs["planrag.database"] == "sqlite"
+    assert attrs["planrag.outcome"] == "finished" and attrs["planrag.decision"] == "krakow"
+    assert "allocate my merchant" in attrs["input.value"]
+    reviews = [e for e in run["events"] if e["name"] == "review"]
+    assert [(e["attributes"]["planrag.reviewer"], e["attributes"]["planrag.review.action"],
+             e["attributes"]["planrag.review.note"]) for e in reviews] == [("ana@example.org", "approve", "fine")]
+
+    segments = by_name["run segment"]
+    assert len(segments) == 2 and {s["parent_id"] for s in segments} == {run["context"]["span_id"]}
+    paused = [s for s in segments if any(e["name"] == "pause" for e in s["events"])]
+    assert len(paused) == 1 and paused[0]["attributes"]["planrag.status"] == "paused"
+    segment_ids = {s["context"]["span_id"] for s in segments}
+
+    calls = by_name["llm call"]
+    assert len(calls) == 3 and {c["parent_id"] for c in calls} <= segment_ids
+    assert all(c["attributes"]["llm.token_count.prompt"] > 0 and c["span_kind"] == "LLM" for c in calls)
+    assert any("Final answer" in c["attributes"]["llm.output_messages.0.message.content"] for c in calls)
+
+    queries = sorted(by_name["database query"], key=lambda s: s["start_time"])
+    assert [q["attributes"]["db.query.text"] for q in queries] == ["SELECT trade_node FROM trade_node",
+                                                                   "SELEKT * FROM trade_node"]
+    assert queries[0]["status_code"] == "UNSET" and queries[0]["span_kind"] == "TOOL"
+    assert queries[0]["attributes"]["db.response.returned_rows"] == 2
+    assert queries[1]["status_code"] == "ERROR" and queries[1]["attributes"]["error.type"] == "syntax"
+    assert {q["parent_id"] for q in queries} <= segment_ids
+    runtime.close()
+
+
+def test_a_dead_receiver_neither_fails_nor_holds_a_run(home, tmp_path, monkeypatch):
+    monkeypatch.setenv("PLANRAG_OTLP_ENDPOINT", f"http://127.0.0.1:{_free_port()}")  # nothing listens there
+    monkeypatch.setattr(telemetry, "EXPORT_TIMEOUT_S", 0.5)
+    runtime = make_runtime(home)
+    result = runtime.start(settings(replay(tmp_path, [ACT, FINAL])))
+    assert result.status == "finished" and result.outcome["correct"] is True
+    telemetry.flush()
+    status = telemetry.status()
+    assert status.sent == 0 and status.dropped == 5  # the run, its segment, two LLM calls and one query: 5
+    runtime.close()
+
+
+def test_no_endpoint_no_tracing(home, tmp_path, monkeypatch):
+    for name in ("PLANRAG_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
+        monkeypatch.delenv(name, raising=False)
+    assert telemetry.tracing() is None and telemetry.status().endpoint is None
+    assert make_runtime(home).start(settings(replay(tmp_path, [ACT, FINAL]))).status == "finished"
+
+
+def test_settings_page_shows_spans_sent_and_dropped(monkeypatch):
+    monkeypatch.setenv("PLANRAG_OTLP_ENDPOINT", f"http://127.0.0.1:{_free_port()}")
+    telemetry.tracing().status.dropped = 3
+    at = open_file("pages/settings.py")
+    assert any("3 dropped" in shown(c.value) for c in at.caption), [c.value for c in at.caption]
