@@ -34,6 +34,7 @@ MAY_IMPORT = {
                        "core.store", "core.analysis", "core.telemetry", "core.agents", "sims"},
     "core.autoplan": {"core.model", "core.config", "core.backends", "core.scenarios", "core.llm", "core.auth",
                       "core.store", "core.analysis", "core.telemetry", "core.agents", "sims"},
+    "core.evals": ALL_CORE - {"core.jobs"} | {"sims"},
     "core.jobs": ALL_CORE - {"core.jobs"} | {"sims"},
     "core.cli": ALL_CORE | {"sims"},
     "core.__main__": {"core.cli"},
