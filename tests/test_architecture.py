@@ -36,7 +36,7 @@ MAY_IMPORT = {
                       "core.store", "core.analysis", "core.telemetry", "core.agents", "sims"},
     "core.evals": ALL_CORE - {"core.jobs"} | {"sims"},
     "core.jobs": ALL_CORE - {"core.jobs"} | {"sims"},
-    "core.cli": ALL_CORE | {"sims"},
+    "core.cli": ALL_CORE | {"core.evals", "sims"},
     "core.__main__": {"core.cli"},
     "sims": set(),
 }

@@ -5,6 +5,11 @@ server; the database tool; a benchmark's results as an Inspect log."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import time
+import urllib.parse
+import urllib.request
 
 import pytest
 
@@ -13,7 +18,10 @@ from inspect_ai import eval as inspect_eval  # noqa: E402
 from inspect_ai.model import ModelOutput, ModelUsage, get_model  # noqa: E402
 
 from core.benchmark.runner import Bench, BenchConfig  # noqa: E402
+from core.config import settings as core_settings  # noqa: E402
 from core.evals.task import decision_qa  # noqa: E402
+from inspect_ai.log import read_eval_log  # noqa: E402
+from tests.test_telemetry import _free_port  # noqa: E402
 from tests.bench_scripts import VARIANTS, write_transcripts  # noqa: E402
 from tests.stub_server import StubServer, completion, send_json  # noqa: E402
 
@@ -35,7 +43,7 @@ def benched(dqa, dqa_dir, tmp_path_factory):
     results = {f"{r['scenario']}-{r['question']}": r for r in bench.results()}
     replies = [reply for scenario, numbers in QUESTIONS.items() for n in numbers
                for reply in json.loads((folder / f"{scenario}-{n}-sqlite-planrag.json").read_text())]
-    return results, replies
+    return results, replies, folder
 
 
 def scripted(reply: str) -> ModelOutput:
@@ -62,7 +70,7 @@ def same_as_bench(log, results) -> None:
 
 
 def test_mockllm_eval_gives_the_bench_decisions_and_scores(benched, dqa_dir, tmp_path):
-    results, replies = benched
+    results, replies, _ = benched
     model = get_model("mockllm/model", custom_outputs=[scripted(r) for r in replies])
     (log,) = inspect_eval(decision_qa(questions="1-5", root=str(dqa_dir)), model=model, max_samples=1,
                           log_dir=str(tmp_path / "logs"), display="none")
@@ -73,7 +81,7 @@ def test_mockllm_eval_gives_the_bench_decisions_and_scores(benched, dqa_dir, tmp
 
 
 def test_stand_in_server_eval_gives_the_bench_decisions_and_scores(benched, dqa_dir, tmp_path, monkeypatch):
-    results, replies = benched
+    results, replies, _ = benched
     queue = list(replies)
 
     def chat(handler, body):
@@ -89,3 +97,46 @@ def test_stand_in_server_eval_gives_the_bench_decisions_and_scores(benched, dqa_
         server.close()
     same_as_bench(log, results)
     assert queue == []  # every scripted reply was asked for, through Inspect's OpenAI-compatible provider
+
+
+def test_bench_results_as_an_inspect_log_that_inspect_view_opens(benched, dqa_dir, tmp_path, monkeypatch):
+    from core.cli.main import main
+
+    results, _, folder = benched
+    monkeypatch.setattr(core_settings, "DATA_HOME", tmp_path / "home")
+    log_file = tmp_path / "logs" / "bench.eval"
+    assert main(["bench", "--questions", "1-5", "--technique", "planrag", "--db", "sqlite", "--llm",
+                 f"replay:{folder}", "--out", str(tmp_path / "out"), "--no-cache", "--dqa-dir", str(dqa_dir),
+                 "--inspect-log", str(log_file)]) == 0
+    log = read_eval_log(str(log_file))
+    assert log.status == "success" and len(log.samples) == 10
+    for sample in log.samples:
+        r = results[sample.id.rsplit("-", 2)[0]]
+        meta = sample.scores["decision_scorer"].metadata
+        assert (meta["decision"], meta["correct"], meta["rank"], meta["regret"]) == (
+            r["decision"], r["correct"], r["rank"], r["regret"]), sample.id
+        assert sample.messages and sample.messages[0].role == "assistant"  # the run's transcript
+        assert sample.output.completion == (r["final_answer"] or "")
+
+    port = _free_port()
+    viewer = subprocess.Popen([os.path.join(os.path.dirname(__import__("sys").executable), "inspect"), "view",
+                               "start", "--log-dir", str(log_file.parent), "--host", "127.0.0.1", "--port",
+                               str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/log-files", timeout=10) as reply:
+                    listed = json.load(reply)
+                break
+            except OSError:
+                assert viewer.poll() is None and time.monotonic() < deadline, "inspect view did not start"
+                time.sleep(0.3)
+        (name,) = [f["name"] for f in listed["files"] if f["name"].endswith("bench.eval")]
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/logs/{urllib.parse.quote(name)}",
+                                    timeout=30) as reply:
+            opened = json.load(reply)
+        assert len(opened["samples"]) == 10
+    finally:
+        viewer.terminate()
+        viewer.wait(timeout=30)

@@ -30,7 +30,7 @@ def run_sample(technique: str, meta: dict, model, loop, root=None) -> tuple[dict
             runtime.close()
 
 
-def _messages(events) -> list:
+def messages_of(events) -> list:
     """A run's events as chat messages: the model's replies (as kept) and what came back from the database."""
     out = []
     for event in events:
@@ -49,7 +49,7 @@ def workbench_agent(technique: str = "planrag", root: str | None = None) -> Solv
         model = get_model()
         outcome, events = await anyio.to_thread.run_sync(run_sample, technique, state.metadata, model,
                                                          current_token(), root)
-        state.messages.extend(_messages(events))
+        state.messages.extend(messages_of(events))
         answer = outcome.get("final_answer") or ""
         state.output = ModelOutput.from_content(str(model), answer)
         state.metadata["run"] = {k: outcome.get(k) for k in ("decision", "correct", "llm_calls", "error")}

@@ -15,14 +15,14 @@ from core.model.numbers import parse_numbers
 from core.scenarios import catalog
 
 
-def samples(scenario: str = "all", questions: str | None = None, db: str = "sqlite", source: str = "dqa",
+def samples(scenario: str = "all", questions: str | int | None = None, db: str = "sqlite", source: str = "dqa",
             root=None) -> list[Sample]:
     """One sample per question (``questions``: e.g. "1-10,15"; all when None) of ``scenario`` (or both DQA
     scenarios): its text as input, its label as target, where it lives as metadata."""
     out = []
     for name in (("locating", "building") if scenario == "all" else (scenario,)):
         known = catalog.questions(source, name, root)
-        wanted = set(parse_numbers(questions)) if questions else None
+        wanted = set(parse_numbers(str(questions))) if questions else None  # -T questions=1 comes as an int
         for q in known:
             if wanted is None or q.number in wanted:
                 out.append(Sample(input=q.text, target=str(q.answer), id=f"{name}-{q.number}",
@@ -44,7 +44,7 @@ def with_database(root: str | None = None) -> Solver:
 
 
 @task
-def decision_qa(scenario: str = "all", questions: str | None = None, db: str = "sqlite", technique: str = "planrag",
+def decision_qa(scenario: str = "all", questions: str | int | None = None, db: str = "sqlite", technique: str = "planrag",
                 source: str = "dqa", root: str | None = None) -> Task:
     """DQA's decision questions, solved by the workbench's ``technique`` (or Inspect's ``react`` agent with the
     database tool), scored by the simulators."""
