@@ -140,3 +140,27 @@ def test_bench_results_as_an_inspect_log_that_inspect_view_opens(benched, dqa_di
     finally:
         viewer.terminate()
         viewer.wait(timeout=30)
+
+
+def test_inspect_react_agent_queries_the_database_tool_read_only(dqa_dir, tmp_path):
+    def call(tool: str, **arguments) -> ModelOutput:
+        output = ModelOutput.for_tool_call("mockllm/model", tool, arguments)
+        output.usage = ModelUsage(input_tokens=11, output_tokens=7, total_tokens=18)
+        return output
+
+    outputs = [call("database_query", query="DELETE FROM flow"),
+               call("database_query", query="SELECT source FROM flow WHERE dest = 'no such node'"),
+               call("database_query", query="SELECT COUNT(*) FROM flow"),
+               call("submit", answer="I cannot decide.")]
+    model = get_model("mockllm/model", custom_outputs=outputs)
+    (log,) = inspect_eval(decision_qa(scenario="locating", questions="1", technique="react", root=str(dqa_dir)),
+                          model=model, log_dir=str(tmp_path / "logs"), display="none")
+    assert log.status == "success", log.error
+    (sample,) = log.samples
+    tools = [m for m in sample.messages if m.role == "tool" and m.function == "database_query"]
+    assert len(tools) == 3
+    assert tools[0].error is not None and "Query failed" in tools[0].error.message  # the write was refused
+    assert "(0 rows)" in tools[1].text and "COUNT(*)" in tools[2].text
+    assert sample.scores["decision_scorer"].metadata["decision"] is None
+    asked = next(m for m in sample.messages if m.role == "user").text
+    assert "query it with database_query" in asked and "trade_node" in asked  # the question and the schema
