@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import time
 import urllib.parse
 import urllib.request
@@ -21,6 +22,7 @@ from core.benchmark.runner import Bench, BenchConfig  # noqa: E402
 from core.config import settings as core_settings  # noqa: E402
 from core.evals.task import decision_qa  # noqa: E402
 from inspect_ai.log import read_eval_log  # noqa: E402
+from tests.conftest import ROOT  # noqa: E402
 from tests.test_telemetry import _free_port  # noqa: E402
 from tests.bench_scripts import VARIANTS, write_transcripts  # noqa: E402
 from tests.stub_server import StubServer, completion, send_json  # noqa: E402
@@ -119,7 +121,7 @@ def test_bench_results_as_an_inspect_log_that_inspect_view_opens(benched, dqa_di
         assert sample.output.completion == (r["final_answer"] or "")
 
     port = _free_port()
-    viewer = subprocess.Popen([os.path.join(os.path.dirname(__import__("sys").executable), "inspect"), "view",
+    viewer = subprocess.Popen([os.path.join(os.path.dirname(sys.executable), "inspect"), "view",
                                "start", "--log-dir", str(log_file.parent), "--host", "127.0.0.1", "--port",
                                str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -164,3 +166,28 @@ def test_inspect_react_agent_queries_the_database_tool_read_only(dqa_dir, tmp_pa
     assert sample.scores["decision_scorer"].metadata["decision"] is None
     asked = next(m for m in sample.messages if m.role == "user").text
     assert "query it with database_query" in asked and "trade_node" in asked  # the question and the schema
+
+
+def test_the_readme_inspect_eval_command_on_the_stand_in_server(benched, dqa_dir, tmp_path):
+    results, _, folder = benched
+    queue = json.loads((folder / "locating-1-sqlite-planrag.json").read_text())
+
+    def chat(handler, body):
+        send_json(handler, 200, completion(queue.pop(0)))
+
+    server = StubServer({"POST /v1/chat/completions": chat})
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "DQA_DIR": str(dqa_dir), "STANDIN_BASE_URL": server.url,
+           "STANDIN_API_KEY": "sk-stand-in"}
+    inspect = os.path.join(os.path.dirname(sys.executable), "inspect")
+    try:
+        done = subprocess.run([inspect, "eval", "core/evals/task.py", "-T", "technique=planrag", "-T", "questions=1",
+                               "-T", "scenario=locating", "--model", "openai-api/standin/stand-in", "--log-dir",
+                               str(tmp_path / "logs"), "--display", "none"], cwd=ROOT, env=env, capture_output=True,
+                              text=True, timeout=300)
+    finally:
+        server.close()
+    assert done.returncode == 0, done.stderr[-2000:]
+    (path,) = (tmp_path / "logs").glob("*.eval")
+    (sample,) = read_eval_log(str(path)).samples
+    assert sample.scores["decision_scorer"].metadata["decision"] == results["locating-1"]["decision"]
+    assert queue == []

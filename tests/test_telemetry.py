@@ -8,6 +8,7 @@ import os
 import shutil
 import socket
 import subprocess
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -22,6 +23,7 @@ from tests.conftest import ROOT, require
 from tests.page_app import open_file, shown
 from tests.test_agents_runtime import ACT, FINAL, PLAN, home, make_runtime, replay, settings  # noqa: F401 (home: a fixture)
 from tests.test_llm import KEY
+from tests.stub_server import StubServer, send_json
 
 #: the receiver: PHOENIX_BIN, else `phoenix` on PATH, else the venv `make phoenix` makes (.phoenix-venv)
 PHOENIX = os.environ.get("PHOENIX_BIN") or shutil.which("phoenix") or str(ROOT / ".phoenix-venv" / "bin" / "phoenix")
@@ -136,6 +138,32 @@ def test_a_dead_receiver_neither_fails_nor_holds_a_run(home, tmp_path, monkeypat
     telemetry.flush()
     status = telemetry.status()
     assert status.sent == 0 and status.dropped == 5  # the run, its segment, two LLM calls and one query: 5
+    runtime.close()
+
+
+def test_a_receiver_that_does_not_answer_never_holds_a_run(home, tmp_path, monkeypatch):
+    # The receiver holds every export until the run has ended: a run waiting on it would never end.
+    gate = threading.Event()
+
+    def hold(handler, body):
+        gate.wait(timeout=120)
+        send_json(handler, 400, {"error": "refused"})
+
+    receiver = StubServer({"POST /v1/traces": hold})
+    monkeypatch.setenv("PLANRAG_OTLP_ENDPOINT", receiver.url.removesuffix("/v1"))
+    monkeypatch.setattr(telemetry, "QUEUE_SIZE", 2)  # the queue fills while the receiver holds the first export
+    monkeypatch.setattr(telemetry, "EXPORT_TIMEOUT_S", 1.0)  # the exporter's retries after the refusal end sooner
+    try:
+        runtime = make_runtime(home)
+        result = runtime.start(settings(replay(tmp_path, [ACT, ACT + " WHERE local_value > 0", FINAL])))
+        assert result.status == "finished" and not gate.is_set()
+        gate.set()
+        telemetry.flush()
+    finally:
+        gate.set()
+        receiver.close()
+    status = telemetry.status()
+    assert status.sent == 0 and status.dropped == 7  # the run, its segment, three calls and two queries: none taken
     runtime.close()
 
 
