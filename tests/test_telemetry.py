@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from core import telemetry
+from core.agents.runtime import AgentRuntime
 from core.llm.client import LLMSettings
-from core.model.run_settings import Review
+from core.model.run_settings import Review, RunSettings
 from core.telemetry.runs import run_ids
 from tests.conftest import ROOT, require
 from tests.page_app import open_file, shown
@@ -127,6 +128,21 @@ def test_a_run_with_a_review_and_a_failed_query_is_one_trace(phoenix, home, tmp_
     assert queries[1]["status_code"] == "ERROR" and queries[1]["attributes"]["error.type"] == "syntax"
     assert {q["parent_id"] for q in queries} <= segment_ids
     runtime.close()
+
+
+def test_the_run_span_places_the_decision_in_the_simulator_ranking(phoenix, tmp_path, monkeypatch):
+    monkeypatch.setenv("PLANRAG_OTLP_ENDPOINT", phoenix)
+    runtime = AgentRuntime(tmp_path / "home")
+    result = runtime.start(RunSettings("locating", 1, "sqlite", "planrag",
+                                       f"replay:{ROOT / 'assets' / 'replays' / 'demo_locating_1_sql_planrag.json'}",
+                                       source="demo"))
+    runtime.close()
+    placement = result.outcome["placement"]
+    spans = spans_of(phoenix, run_ids(result.run_id)[0], {"agent run"})
+    (run,) = [s["attributes"] for s in spans if s["name"] == "agent run"]
+    assert (run["planrag.rank"], run["planrag.of"], run["planrag.regret"], run["planrag.optimal"]) == (
+        placement["rank"], placement["of"], placement["regret"], placement["regret"] == 0)
+    assert run["planrag.decision"] == str(result.outcome["decision"]) and run["planrag.database"] == "sqlite"
 
 
 def test_a_dead_receiver_neither_fails_nor_holds_a_run(home, tmp_path, monkeypatch):
