@@ -183,6 +183,19 @@ def test_a_receiver_that_does_not_answer_never_holds_a_run(home, tmp_path, monke
     runtime.close()
 
 
+def test_a_failure_to_trace_never_fails_a_run(home, tmp_path, monkeypatch):
+    from core.telemetry import runs
+
+    def broken(*args):
+        raise RuntimeError("a defect in tracing")
+
+    monkeypatch.setenv("PLANRAG_OTLP_ENDPOINT", f"http://127.0.0.1:{_free_port()}")
+    monkeypatch.setattr(runs._Segment, "_llm", broken)
+    monkeypatch.setattr(runs._Segment, "_close", broken)
+    result = make_runtime(home).start(settings(replay(tmp_path, [ACT, FINAL])))
+    assert result.status == "finished" and result.outcome["correct"] is True
+
+
 def test_no_endpoint_no_tracing(home, tmp_path, monkeypatch):
     for name in ("PLANRAG_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
         monkeypatch.delenv(name, raising=False)

@@ -40,6 +40,14 @@ def traced(run_id: str, store, question: str, events: Iterator[Event]) -> Iterat
     yield from _Segment(tracer, run_id, store, question).follow(events)
 
 
+def _safely(action, *args) -> None:
+    """``action(*args)``; a failure to trace is the trace's loss, never the run's."""
+    try:
+        action(*args)
+    except Exception:  # noqa: BLE001 (tracing is optional: whatever breaks it, the run goes on)
+        pass
+
+
 class _Segment:
     def __init__(self, tracing_, run_id: str, store, question: str):
         from opentelemetry import trace  # heavy: the OpenTelemetry API, only when tracing is configured
@@ -58,10 +66,10 @@ class _Segment:
         context = self.trace.set_span_in_context(span)
         try:
             for event in events:
-                self._on(event, span, context)
+                _safely(self._on, event, span, context)
                 yield event
         finally:
-            self._close(span)
+            _safely(self._close, span)
 
     def _on(self, event: Event, span, context) -> None:
         if event.llm is not None:
