@@ -119,6 +119,10 @@ def test_a_run_with_a_review_and_a_failed_query_is_one_trace(phoenix, home, tmp_
     assert len(calls) == 3 and {c["parent_id"] for c in calls} <= segment_ids
     assert all(c["attributes"]["llm.token_count.prompt"] > 0 and c["span_kind"] == "LLM" for c in calls)
     assert any("Final answer" in c["attributes"]["llm.output_messages.0.message.content"] for c in calls)
+    for call in calls:  # what the model was sent: the system prompt, then the question (the store's caps)
+        a = call["attributes"]
+        assert a["llm.input_messages.0.message.role"] == "system" and len(a["llm.input_messages.0.message.content"]) > 0
+        assert "allocate my merchant" in json.dumps([v for k, v in a.items() if k.startswith("llm.input_messages")])
 
     queries = sorted(by_name["database query"], key=lambda s: s["start_time"])
     assert [q["attributes"]["db.query.text"] for q in queries] == ["SELECT trade_node FROM trade_node",

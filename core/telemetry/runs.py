@@ -1,11 +1,16 @@
 """A run's events as OpenTelemetry spans (OpenInference and GenAI semantic conventions). One trace per run, its
 ids derived from the run id: a root ``agent run`` span (question, technique, database, review mode, outcome,
 decision, rank, regret; reviews and stops as events) sent when the run ends, and for each stretch driven without a
-pause a ``run segment`` span under it (a pause as its last event), holding one span per LLM call and per query."""
+pause a ``run segment`` span under it (a pause as its last event), holding one span per LLM call (its messages
+read through LangChain's callbacks) and per query."""
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator
+from contextvars import ContextVar
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.tracers.context import register_configure_hook
 
 from core.config.secrets import scrub
 from core.model.events import ActionEvent, ErrorEvent, Event, ObservationEvent
@@ -15,6 +20,21 @@ from core.telemetry import tracing
 TEXT_CAP = 4000
 
 
+class _Prompts(BaseCallbackHandler):
+    """The messages of the last chat model call made while a traced run's events are produced (LangChain's
+    callbacks: the model client needs no change)."""
+
+    def __init__(self):
+        self.last: list = []
+
+    def on_chat_model_start(self, serialized, messages, **kwargs) -> None:
+        self.last = list(messages[0]) if messages else []
+
+
+_prompts: ContextVar[_Prompts | None] = ContextVar("planrag_traced_prompts", default=None)
+register_configure_hook(_prompts, inheritable=True)  # LangChain hands every call made under it to the handler
+
+
 def _text(value) -> str:
     text = scrub(str(value or ""))
     return text if len(text) <= TEXT_CAP else text[:TEXT_CAP] + "…"
@@ -22,6 +42,18 @@ def _text(value) -> str:
 
 def _ns(seconds: float) -> int:
     return int(seconds * 1e9)
+
+
+_ROLES = {"system": "system", "human": "user", "ai": "assistant"}
+
+
+def _input_messages(messages: list) -> dict:
+    """A chat call's messages as OpenInference's ``llm.input_messages`` attributes (each capped)."""
+    out = {}
+    for i, message in enumerate(messages):
+        out[f"llm.input_messages.{i}.message.role"] = _ROLES.get(message.type, message.type)
+        out[f"llm.input_messages.{i}.message.content"] = _text(message.content)
+    return out
 
 
 def run_ids(run_id: str) -> tuple[int, int]:
@@ -57,6 +89,7 @@ class _Segment:
         self.root = trace.set_span_in_context(trace.NonRecordingSpan(trace.SpanContext(
             trace_id, span_id, is_remote=True, trace_flags=trace.TraceFlags(trace.TraceFlags.SAMPLED))))
         self.action: ActionEvent | None = None
+        self.prompts = _Prompts()
 
     def follow(self, events: Iterator[Event]) -> Iterator[Event]:
         settings = self.record.settings or {}
@@ -64,8 +97,16 @@ class _Segment:
             "openinference.span.kind": "CHAIN", "planrag.run_id": self.run_id,
             "planrag.technique": str(settings.get("technique", ""))})
         context = self.trace.set_span_in_context(span)
+        events = iter(events)
         try:
-            for event in events:
+            while True:
+                hook = _prompts.set(self.prompts)  # only while the run makes its next event: the caller's context
+                try:                                 # is left as it was between events
+                    event = next(events)
+                except StopIteration:
+                    break
+                finally:
+                    _prompts.reset(hook)
                 _safely(self._on, event, span, context)
                 yield event
         finally:
@@ -95,7 +136,7 @@ class _Segment:
             "planrag.llm.call": usage.call, "planrag.llm.latency_s": usage.latency_s,
             "planrag.llm.estimated": usage.estimated, "planrag.llm.cached": usage.cached,
             "output.value": reply, "llm.output_messages.0.message.role": "assistant",
-            "llm.output_messages.0.message.content": reply})
+            "llm.output_messages.0.message.content": reply, **_input_messages(self.prompts.last)})
         span.end(end_time=_ns(event.at))
 
     def _query(self, action: ActionEvent, seen: ObservationEvent, context) -> None:
