@@ -31,21 +31,34 @@ QUESTIONS = {"locating": [1, 2, 3, 4, 5], "building": [1, 2, 3, 4, 5]}
 
 
 @pytest.fixture(scope="module")
-def benched(dqa, dqa_dir, tmp_path_factory):
-    """Scripted PlanRAG transcripts of 10 questions (every variant: right, wrong, missed, a failed query, no
-    candidate), the benchmark's results on them, and the replies in the samples' order."""
+def benched_all(dqa, dqa_dir, tmp_path_factory):
+    """Scripted PlanRAG and IterRAG transcripts of 10 questions (every variant: right, wrong, missed, a failed
+    query, no candidate) and the benchmark's results on them: (results by technique, folder)."""
     folder = tmp_path_factory.mktemp("inspect_scripts")
-    write_transcripts(dqa, folder, QUESTIONS, ["sqlite"], ["planrag"],
+    write_transcripts(dqa, folder, QUESTIONS, ["sqlite"], ["planrag", "iterrag"],
                       lambda q: VARIANTS[(q.number + (q.scenario == "building")) % len(VARIANTS)], lambda q: q.number % 3)
-    bench = Bench(BenchConfig(["planrag"], f"replay:{folder}", scenario="all", questions="1-5", cache=False,
-                              home=tmp_path_factory.mktemp("bench_home"), out=tmp_path_factory.mktemp("bench_out"),
-                              dqa_root=dqa_dir))
+    bench = Bench(BenchConfig(["planrag", "iterrag"], f"replay:{folder}", scenario="all", questions="1-5",
+                              cache=False, home=tmp_path_factory.mktemp("bench_home"),
+                              out=tmp_path_factory.mktemp("bench_out"), dqa_root=dqa_dir))
     progress = bench.run()
-    assert progress.done == 10 and progress.errors == []
-    results = {f"{r['scenario']}-{r['question']}": r for r in bench.results()}
-    replies = [reply for scenario, numbers in QUESTIONS.items() for n in numbers
-               for reply in json.loads((folder / f"{scenario}-{n}-sqlite-planrag.json").read_text())]
-    return results, replies, folder
+    assert progress.done == 20 and progress.errors == []
+    results: dict[str, dict] = {}
+    for r in bench.results():
+        results.setdefault(r["technique"], {})[f"{r['scenario']}-{r['question']}"] = r
+    return results, folder
+
+
+def scripts_of(folder, technique: str) -> list[str]:
+    """The replies of the 10 questions' transcripts of ``technique``, in the samples' order."""
+    return [reply for scenario, numbers in QUESTIONS.items() for n in numbers
+            for reply in json.loads((folder / f"{scenario}-{n}-sqlite-{technique}.json").read_text())]
+
+
+@pytest.fixture(scope="module")
+def benched(benched_all):
+    """PlanRAG's: (results, replies in the samples' order, the transcripts' folder)."""
+    results, folder = benched_all
+    return results["planrag"], scripts_of(folder, "planrag"), folder
 
 
 def scripted(reply: str) -> ModelOutput:
@@ -71,11 +84,13 @@ def same_as_bench(log, results) -> None:
     assert {r["correct"] for r in results.values()} == {True, False}  # both kinds are compared
 
 
-def test_mockllm_eval_gives_the_bench_decisions_and_scores(benched, dqa_dir, tmp_path):
-    results, replies, _ = benched
-    model = get_model("mockllm/model", custom_outputs=[scripted(r) for r in replies])
-    (log,) = inspect_eval(decision_qa(questions="1-5", root=str(dqa_dir)), model=model, max_samples=1,
-                          log_dir=str(tmp_path / "logs"), display="none")
+@pytest.mark.parametrize("technique", ["planrag", "iterrag"])
+def test_mockllm_eval_gives_the_bench_decisions_and_scores(benched_all, dqa_dir, tmp_path, technique):
+    by_technique, folder = benched_all
+    results = by_technique[technique]
+    model = get_model("mockllm/model", custom_outputs=[scripted(r) for r in scripts_of(folder, technique)])
+    (log,) = inspect_eval(decision_qa(questions="1-5", technique=technique, root=str(dqa_dir)), model=model,
+                          max_samples=1, log_dir=str(tmp_path / "logs"), display="none")
     same_as_bench(log, results)
     means = {score.name: score.metrics["mean"].value for score in log.results.scores}
     assert means["decision"] == sum(bool(r["correct"]) for r in results.values()) / 10
