@@ -149,6 +149,21 @@ def test_the_run_span_places_the_decision_in_the_simulator_ranking(phoenix, tmp_
     assert run["planrag.decision"] == str(result.outcome["decision"]) and run["planrag.database"] == "sqlite"
 
 
+def test_a_benchmark_groups_its_items_traces(phoenix, tmp_path, monkeypatch):
+    from core.benchmark.runner import Bench, BenchConfig
+
+    monkeypatch.setenv("PLANRAG_OTLP_ENDPOINT", phoenix)
+    replay = ROOT / "assets" / "replays" / "demo_locating_1_sql_planrag.json"
+    bench = Bench(BenchConfig(["planrag"], f"replay:{replay}", scenario="locating", questions="1", source="demo",
+                              epochs=2, cache=False, home=tmp_path / "home", out=tmp_path / "grouped"))
+    assert bench.run().done == 2
+    runs = []
+    for result in bench.results():
+        spans = spans_of(phoenix, run_ids(result["run_id"])[0], {"agent run"})
+        runs += [s["attributes"] for s in spans if s["name"] == "agent run"]
+    assert len(runs) == 2 and {r["session.id"] for r in runs} == {"bench:grouped"}  # one trace per item
+
+
 def test_a_dead_receiver_neither_fails_nor_holds_a_run(home, tmp_path, monkeypatch):
     monkeypatch.setenv("PLANRAG_OTLP_ENDPOINT", f"http://127.0.0.1:{_free_port()}")  # nothing listens there
     monkeypatch.setattr(telemetry, "EXPORT_TIMEOUT_S", 0.5)

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from core.config.secrets import scrub
@@ -88,3 +91,22 @@ def describe() -> str:
                 "OpenTelemetry trace (README: Use with Phoenix / Langfuse / any OTLP backend).")
     return (f"Traces: each run is sent to {scrub(now.endpoint)} (OTLP/HTTP); in this process {now.sent} spans sent, "
             f"{now.dropped} dropped (receiver unreachable or too slow).")
+
+
+_group: ContextVar[str | None] = ContextVar("planrag_trace_group", default=None)
+
+
+@contextmanager
+def grouped(name: str) -> Iterator[None]:
+    """Runs made inside belong to group ``name`` (a benchmark): their run spans carry it as OpenInference's
+    ``session.id``, which backends such as Phoenix group traces by."""
+    token = _group.set(name)
+    try:
+        yield
+    finally:
+        _group.reset(token)
+
+
+def group() -> str | None:
+    """The group runs made now belong to (``grouped``), or None."""
+    return _group.get()

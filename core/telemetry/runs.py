@@ -14,7 +14,7 @@ from langchain_core.tracers.context import register_configure_hook
 
 from core.config.secrets import scrub
 from core.model.events import ActionEvent, ErrorEvent, Event, ObservationEvent
-from core.telemetry import tracing
+from core.telemetry import group, tracing
 
 #: characters of a message, query or answer kept in a span (the rest is cut, as the store's transcript does)
 TEXT_CAP = 4000
@@ -180,6 +180,8 @@ class _Segment:
                             ("planrag.optimal", placement["regret"] == 0 if "regret" in placement else None)):
             if value is not None:
                 attributes[name] = value if isinstance(value, (bool, int, float)) else _text(value)
+        if group() is not None:
+            attributes.update({"session.id": group(), "planrag.benchmark": group()})
         with self.tracing.ids.fixed(*run_ids(self.run_id)):
             span = self.tracing.tracer.start_span("agent run", start_time=_ns(record.created), attributes=attributes)
         for review in self.store.reviews(self.run_id):
