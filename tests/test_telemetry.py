@@ -134,6 +134,26 @@ def test_a_run_with_a_review_and_a_failed_query_is_one_trace(phoenix, home, tmp_
     runtime.close()
 
 
+def test_a_stop_is_an_event_of_the_run_and_of_its_segment(phoenix, home, tmp_path, monkeypatch):
+    monkeypatch.setenv("PLANRAG_OTLP_ENDPOINT", phoenix)
+    runtime = make_runtime(home)
+
+    def listen(event):
+        if event.kind == "action":
+            runtime.stop("stopped-run", by="ana@example.org")
+
+    result = runtime.start(settings(replay(tmp_path, [ACT, ACT + " WHERE local_value > 0", FINAL])), on_event=listen,
+                           run_id="stopped-run")
+    assert result.status == "stopped"
+    spans = spans_of(phoenix, run_ids("stopped-run")[0], {"agent run"})
+    (run,) = [s for s in spans if s["name"] == "agent run"]
+    (segment,) = [s for s in spans if s["name"] == "run segment"]
+    assert run["attributes"]["planrag.outcome"] == "stopped" and run["status_code"] == "ERROR"
+    assert [e["attributes"]["planrag.reviewer"] for e in run["events"] if e["name"] == "stop"] == ["ana@example.org"]
+    assert [e["name"] for e in segment["events"]] == ["stop"]
+    runtime.close()
+
+
 def test_the_run_span_places_the_decision_in_the_simulator_ranking(phoenix, tmp_path, monkeypatch):
     monkeypatch.setenv("PLANRAG_OTLP_ENDPOINT", phoenix)
     runtime = AgentRuntime(tmp_path / "home")
