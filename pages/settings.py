@@ -29,6 +29,7 @@ from core.scenarios.plugins.checks import check_folder
 from core.config import home as project_home
 from core.config.settings import DatabaseSettings, database_url
 from core.jobs import queue
+from core import telemetry
 from core.store.database import SCHEMA_HEAD, shown
 from ui import access
 from ui.common import dqa_root, in_words, session_db, session_limits, session_llm, session_reviewer
@@ -293,6 +294,7 @@ else:
     st.caption(f"This machine's project home: SQLite files under {md_code(str(project_home.data_home()))} "
                "(PLANRAG_HOME). Set PLANRAG_DATABASE_URL=postgresql://... to share them as a team (README, "
                "Team deployment).")
+st.caption(telemetry.describe())
 
 paths = access.disabled("server_paths")
 st.subheader("DQA benchmark")

@@ -43,6 +43,7 @@ from core.llm.client import REPLAY_PREFIX, ChatLLM, LLMSettings, bound_key, open
 from core.store.runs import PauseTaken, RunStore
 from core.scenarios import ranking
 from core.config.secrets import scrub
+from core.telemetry.runs import traced
 from core.config import home as project_home
 from core.llm.server_info import detect_window
 from core.llm.prices import DEFAULT_PRICES, load_prices, price_of
@@ -435,7 +436,8 @@ class AgentRuntime:
             if self._interrupting:
                 control.interrupt(self._interrupting)
         try:
-            yield from self._stream(run_id, graph, graph_input, ws, llm, control, price)
+            yield from traced(run_id, self.store, ws.question.text,
+                              self._stream(run_id, graph, graph_input, ws, llm, control, price))
         finally:
             control.close()
             with self._controls_lock:

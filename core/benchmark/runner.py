@@ -50,6 +50,7 @@ from core.llm.client import REPLAY_PREFIX, TRANSIENT, LLMSettings, open_llm, rea
 from core.scenarios import ranking
 from sims.ranking import InputError
 from core.config.secrets import scrub
+from core.telemetry import grouped
 
 #: Fatal error kinds that are not the agent's doing: the item is not stored, and a rerun tries it again.
 RETRY = TRANSIENT | {"auth", "config", "model", "unavailable", "budget"}
@@ -497,7 +498,8 @@ class Bench:
         self._local.llm = None
         self._local.epoch = item.epoch
         start = time.perf_counter()
-        events = list(runtime.iter_start(settings, run_id))
+        with grouped(f"bench:{self.directory.name}"):  # the item's trace names its benchmark (core.telemetry)
+            events = list(runtime.iter_start(settings, run_id))
         wall = time.perf_counter() - start
         llm: CachingLLM = self._local.llm
         record = runtime.store.get(run_id, events=False)  # the events are in hand

@@ -26,6 +26,8 @@ if TYPE_CHECKING:  # the runner loads LangGraph: only ``bench`` itself needs it,
 from core.llm.client import LLMError
 from core.config.secrets import scrub
 from core.jobs import queue
+from core.store.runs import RunStore
+from core.config import home as project_home
 
 DESCRIPTION = """Run DQA questions with one or more techniques and a model. Each result is stored as its item
 finishes (results.sqlite in the output directory); rerunning the same command skips the finished items.
@@ -78,6 +80,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--vote", type=bounded("vote"), default=0, metavar="N",
                    help="also record each technique's decision by majority over N samples (epochs 1..N, run if "
                         "missing) as technique TECHNIQUE+voteN, costing the N samples' calls")
+    p.add_argument("--inspect-log", type=Path, metavar="FILE",
+                   help="also write the results as an Inspect AI eval log, FILE.eval or FILE.json (inspect view)")
     add_fidelity_arguments(p)
     add_llm_arguments(p, unattended=True)
     add_limit_arguments(p)
@@ -169,6 +173,8 @@ def main(args) -> int:
         print("interrupted: the finished items are stored; rerun the same command to go on", file=sys.stderr)
     _print_accuracy(bench, read_all(bench.directory, bench.keys(), config.home), prices)
     _write_reports(bench, config, prices)
+    if args.inspect_log:
+        _write_inspect_log(bench, config, args.inspect_log)
     if progress.errors:
         print(f"{len(progress.errors)} items could not run (a rerun tries them again):", file=sys.stderr)
         for error in progress.errors[:10]:
@@ -265,3 +271,12 @@ def _write_reports(bench: Bench, config: BenchConfig, prices) -> None:
                              not_run=read_not_run(bench.directory))
     written = [*written, *fidelity.export(read_results(bench.directory), bench.directory / "report")]
     print(f"reports of all results in {bench.directory}: {', '.join(p.name for p in written)} in report/")
+
+
+def _write_inspect_log(bench: Bench, config: BenchConfig, path: Path) -> None:
+    """The benchmark's results as an Inspect AI eval log at ``path``, with each run's transcript."""
+    from core.evals.bench_log import write_bench_log  # heavy: Inspect AI
+
+    store = RunStore(project_home.check(config.home or project_home.data_home()) / "runs.sqlite")
+    written = write_bench_log(read_results(bench.directory), store, bench.directory.name, path, bench.root)
+    print(f"Inspect log of the results: {written} (inspect view --log-dir {written.parent})")
