@@ -163,7 +163,7 @@ def test_the_same_invalid_reply_again_counts_as_a_repeat(home, tmp_path):
 @pytest.mark.parametrize("limits,limit,said", [
     (Limits(max_llm_calls=3), "llm_calls", "step limit reached (3 LLM calls)"),
     (Limits(max_tokens=150_000), "tokens", "token limit reached"),
-    (Limits(max_cost_usd=0.4, max_tokens=10**9), "cost", "cost limit reached ($0.50"),  # + completion tokens
+    (Limits(max_cost_usd=0.4, max_tokens=10**8), "cost", "cost limit reached ($0.50"),  # + completion tokens
 ])
 def test_each_limit_sends_the_run_to_its_answer_and_the_trace_says_which(home, limits, limit, said):
     # gpt-4o at $2.50 per 1M prompt tokens: 100,000 prompt tokens a call cost $0.25; the third call is the answer

@@ -278,7 +278,7 @@ def test_plugin_scenario_in_the_browser(chromium, server, tmp_path):
     url, process, _ = server
     wait_healthy(url, process)
     page = chromium.new_page(viewport={"width": 1600, "height": 1200})
-    page.goto(f"{url}/scenarios")
+    page.goto(url)  # the Scenarios page is the app's root (/scenarios is no page of the router: "Page not found")
     expect(page.get_by_role("heading", name="Scenarios")).to_be_visible(timeout=30_000)
     page.get_by_text("Distribution centre", exact=True).click()
     expect(page.get_by_text("weekly cost in winter").first).to_be_visible(timeout=30_000)
@@ -298,7 +298,7 @@ def test_dqa_trade_network_reads_at_a_glance_in_the_browser(chromium, server):
     url, process, _ = server
     wait_healthy(url, process)
     page = chromium.new_page(viewport={"width": 1440, "height": 900})
-    page.goto(f"{url}/scenarios")
+    page.goto(url)  # the Scenarios page is the app's root (/scenarios is no page of the router: "Page not found")
     expect(page.get_by_role("heading", name="Scenarios")).to_be_visible(timeout=30_000)
     page.get_by_role("radio", name="DQA benchmark").click()
     expect(page.get_by_text("The neighbourhood of baltic sea (SWE's home)")).to_be_visible()

@@ -7,7 +7,9 @@ server a bookmarked page would otherwise skip the thread guards, sign-in, the pa
 """
 from __future__ import annotations
 
-from streamlit.runtime.pages_manager import PagesManager
+from pathlib import Path
+
+from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
 from ui import threads
 
@@ -16,8 +18,18 @@ def through_router() -> None:
     """The first statement of every page: when Streamlit ran this page by itself, do first what app.py does (its
     menu included), then let the page go on."""
     threads.guard()  # before the page's first imports (a no-op once app.py has run in this process)
-    if PagesManager.uses_pages_directory:
+    if _by_itself():
         from ui import shell  # heavy: the stores, scenarios and sign-in, imported only once the guards hold
 
         shell.prepare()
         shell.navigation()  # the app's menu; it switches Streamlit's running of pages by themselves off
+
+
+def _by_itself() -> bool:
+    """Whether Streamlit runs this page by itself: its pages for this run are the ``pages/`` folder's, with the
+    entry script among them (app.py's menu never lists app.py). Asked of this session's run, not of Streamlit's
+    process-wide switch, which another session's router may turn off while this run is already under way."""
+    ctx = get_script_run_ctx()
+    entry = Path(ctx.main_script_path).resolve()
+    return any(Path(page.get("script_path") or "").resolve() == entry
+               for page in ctx.pages_manager.get_pages().values())
