@@ -8,4 +8,7 @@ threads.guard()
 from ui import shell  # noqa: E402
 
 shell.prepare()
-shell.navigation().run()
+try:
+    shell.navigation().run()
+finally:  # after the first page: the warm-up's imports would hold the import lock the page's first imports take
+    shell.warming()

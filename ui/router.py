@@ -21,3 +21,4 @@ def through_router() -> None:
 
         shell.prepare()
         shell.navigation()  # the app's menu; it switches Streamlit's running of pages by themselves off
+        shell.warming()  # it waits for this page to be drawn (ui.shell.WARM_UP_AFTER_S)
