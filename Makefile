@@ -5,6 +5,7 @@
 #   make test    set up (with the development tools), then run the test suite
 #   make test-long  the long tests (minutes each: many rounds or runs), which `make test` leaves out
 #   make lint    ruff, as CI runs it
+#   make phoenix  Arize Phoenix (an OTLP receiver the trace tests start) in its own environment, .phoenix-venv
 #   make clean   remove .venv (your runs in .planrag/ are kept)
 
 # Python: $(PYTHON) if given (make run PYTHON=/path/to/python3.12), else the first of python3.13, python3.12,
@@ -13,7 +14,7 @@ PYTHON ?=
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test test-long lint setup setup-dev clean
+.PHONY: run test test-long lint setup setup-dev phoenix clean
 
 run: setup
 	$(BIN)/streamlit run app.py
@@ -47,6 +48,13 @@ $(VENV)/.runtime: requirements.txt | $(VENV)/bin/python
 $(VENV)/.dev: requirements.txt requirements-dev.txt | $(VENV)/bin/python
 	$(BIN)/python -m pip install -q --disable-pip-version-check -r requirements-dev.txt
 	@touch $@ $(VENV)/.runtime
+
+phoenix: .phoenix-venv/.installed
+
+.phoenix-venv/.installed: tests/phoenix-requirements.txt | $(VENV)/bin/python
+	$(BIN)/python -m venv .phoenix-venv
+	.phoenix-venv/bin/python -m pip install -q --disable-pip-version-check -r tests/phoenix-requirements.txt
+	@touch $@
 
 clean:
 	rm -rf $(VENV)

@@ -9,6 +9,6 @@ from ui import shell  # noqa: E402
 
 shell.prepare()
 try:
-    shell.navigation().run()
+    shell.run(shell.navigation())
 finally:  # after the first page: the warm-up's imports would hold the import lock the page's first imports take
     shell.warming()

@@ -83,6 +83,7 @@ SEED = """
 import core.jobs.runs as jobs
 from core.model.run_settings import RunSettings
 import core.jobs.benchmarks as bench_jobs
+from core.auth.roles import local_admin
 from core.benchmark.smoke import smoke_config
 from core.llm.replays import replays
 runtime = jobs.open_runtime()
@@ -90,8 +91,8 @@ for scenario, technique in (("locating", "iterrag"), ("locating", "planrag"), ("
     spec = replays("demo", scenario, 1, "sql", technique)[0].spec
     runtime.start(RunSettings(scenario, 1, "sqlite", technique, spec, source="demo"))
 runtime.close()
-bench_jobs.start(smoke_config())._thread.join(600)
-bench_jobs.start(smoke_config(source="scenario", db="sqlite"))._thread.join(600)
+bench_jobs.start(smoke_config(), who=local_admin())._thread.join(600)
+bench_jobs.start(smoke_config(source="scenario", db="sqlite"), who=local_admin())._thread.join(600)
 """
 
 

@@ -4,6 +4,7 @@ from ui.router import through_router
 
 through_router()  # first: a fresh server may run this page without app.py (ui/router.py)
 
+import html
 import json
 from pathlib import Path
 
@@ -12,16 +13,19 @@ import plotly.express as px
 import streamlit as st
 
 from core.analysis.format import GAP, duration, number, spent
+from core.auth.gate import Refused
 from core import scenarios
+from core.model.bounds import NUMBERS
 from core.model.technique import TECHNIQUES, parse_voted
 from core.backends.registry import BACKENDS
 from core.benchmark import fidelity, reports
 import core.jobs.benchmarks as jobs
+from core.jobs import queue
 from core.benchmark.failures import CATEGORIES, PRECEDENCE, UNCLASSIFIED
 from core.benchmark.items import BenchError
 from core.llm.prices import load_prices, prices_path
 from core.benchmark.smoke import smoke_config
-from core.benchmark.results import read_all
+from core.benchmark.results import read_all, stored_benchmarks
 from core.benchmark.config import BenchConfig, bench_home
 from core.scenarios.catalog import SOURCES
 from core.scenarios.dqa.source import DQA_SET, DQAError
@@ -36,7 +40,7 @@ from ui.run_options import PLANNER_LABELS, PROMPT_LABELS
 from ui.set_compare import show_set_comparison
 from core.analysis.spreadsheet import csv_text
 from ui.live import live
-from ui.untrusted import md
+from ui.untrusted import md, md_code
 
 POLL_S = 1.0
 ACCURACY_COLUMNS = ["source", "scenario", "db", "technique", "model", "n", "correct", "errors", "accuracy", "ci95_low",
@@ -109,8 +113,9 @@ def scenario_title(name: str) -> str:
 
 
 def chart(figure) -> None:
-    """A figure with its facets titled by their value (``Locating``, not ``scenario=Locating``)."""
-    figure.for_each_annotation(lambda a: a.update(text=a.text.split("=", 1)[-1]))
+    """A figure with its facets titled by their value (``Locating``, not ``scenario=Locating``), as text (a
+    plugin's title is no HTML for plotly)."""
+    figure.for_each_annotation(lambda a: a.update(text=html.escape(a.text.split("=", 1)[-1])))  # plotly's HTML
     st.plotly_chart(figure)
 
 
@@ -125,9 +130,12 @@ def smoke_start() -> None:
                                     format_func={"demo": "Demo scenarios", "scenario": "Plugin scenarios"}.get,
                                     key="bench_smoke_source")
     if right.button("Run the smoke benchmark", icon=":material/science:", key="bench_smoke",
-                    **access.disabled("benchmark")) and not access.refused("benchmark"):
+                    **access.disabled("benchmark_start")):
         try:
-            job = jobs.start(smoke_config(source=source, db="sqlite" if source == "scenario" else None))
+            job = jobs.start(smoke_config(source=source, db="sqlite" if source == "scenario" else None),
+                             who=access.current())
+        except Refused as e:
+            access.show_refusal(e)
         except (BenchError, LLMError, ValueError, DQAError) as e:
             st.error(md(page_words(str(e))))
         else:
@@ -138,16 +146,16 @@ def sampling_inputs(temperature: float) -> tuple:
     """Repeats and sampling: epochs, a vote over N samples, temperature, top-p (0: not sent) and seed (blank: not
     sent)."""
     a, b, c, d, e = st.columns(5)
-    epochs = a.number_input("Epochs", 1, 50, 1, key=kept("bench_epochs"),
+    epochs = a.number_input("Epochs", *NUMBERS["epochs"], 1, key=kept("bench_epochs"),
                             help="Run every item this many times, each a run of its own; a rerun with more runs only "
                                  "the missing epochs. Accuracy then has a clustered interval (a question's samples "
                                  "are one cluster) and the agreement between samples.")
-    vote = b.number_input("Vote over N samples", 0, 50, 0, key=kept("bench_vote"),
+    vote = b.number_input("Vote over N samples", *NUMBERS["vote"], 0, key=kept("bench_vote"),
                           help="0: no vote. N: also each technique's decision by majority of N samples (undecided "
                                "samples do not vote; a tie goes to the decision voted first), as a technique of its "
                                "own, costing N times the calls; runs N epochs if fewer are asked.")
-    temperature = c.number_input("Temperature", 0.0, 2.0, float(temperature), 0.1, key=kept("bench_temperature"))
-    top_p = d.number_input("Top-p", 0.0, 1.0, 0.0, 0.05, key=kept("bench_top_p"), help="0: not sent (the server's)")
+    temperature = c.number_input("Temperature", *NUMBERS["temperature"], float(temperature), 0.1, key=kept("bench_temperature"))
+    top_p = d.number_input("Top-p", *NUMBERS["top_p"], 0.0, 0.05, key=kept("bench_top_p"), help="0: not sent (the server's)")
     seed = e.text_input("Seed", "", key=kept("bench_seed"), placeholder="not sent",
                         help="Sent to servers that take one; epoch e sends seed + e - 1")
     return epochs, vote, temperature, top_p, seed
@@ -190,8 +198,13 @@ def start_form() -> None:
                                      help="A DQA folder, or a set made by `python -m sims generate` (default: the "
                                           "DQA directory of Settings)")
         a, b, c, d = st.columns(4)
-        concurrency = a.number_input("Items at once", 1, 32, 2, key=kept("bench_concurrency"))
-        rpm = b.number_input("Requests per minute", 0, 100_000, 0, help="0: no limit", key=kept("bench_rpm"))
+        on_workers = {"disabled": True, "help": "The team's workers run the items: each worker's own concurrency "
+                      "(python -m core worker --concurrency N) sets how many at once; no rate is applied across "
+                      "workers"} if queue.enabled() else {}
+        concurrency = a.number_input("Items at once", *NUMBERS["concurrency"], 2, key=kept("bench_concurrency"),
+                                     **on_workers)
+        rpm = b.number_input("Requests per minute", 0, int(NUMBERS["rpm"][1]), 0, key=kept("bench_rpm"),
+                             **(on_workers or {"help": "0: no limit"}))
         name = c.text_input("Results name", placeholder="the model's name", key=kept("bench_name"))
         cache = d.checkbox("Use the LLM reply cache", True, help="An identical rerun then costs nothing",
                            key=kept("bench_cache"))
@@ -206,8 +219,8 @@ def start_form() -> None:
         with st.expander("Limits of each run and the benchmark's budget"):
             limits = limit_inputs(session_limits(), key="bench_limits")
             budget_tokens, budget_cost, budget_calls = budget_inputs(key="bench")
-        started = st.form_submit_button("Start", icon=":material/play_arrow:", **access.disabled("benchmark"))
-    if not started or access.refused("benchmark"):
+        started = st.form_submit_button("Start", icon=":material/play_arrow:", **access.disabled("benchmark_start"))
+    if not started:
         return
     # A question set or replay named by path is a file or folder of the server: its admin's to choose.
     if ((question_set.strip() != str(dqa_root() or "") or model.strip().startswith(REPLAY_PREFIX))
@@ -228,7 +241,9 @@ def start_form() -> None:
                              budget_cost=budget_cost, budget_calls=budget_calls, source=source,
                              prompts=prompt_setting, reaper_planner=planner,
                              epochs=int(epochs), vote=int(vote), top_p=top_p or None, seed=parse_seed(seed))
-        job = jobs.start(config)
+        job = jobs.start(config, who=access.current())
+    except Refused as e:
+        access.show_refusal(e)
     except (BenchError, LLMError, ValueError, DQAError) as e:
         st.error(md(page_words(str(e))))
     else:
@@ -236,15 +251,17 @@ def start_form() -> None:
 
 
 def stop_benchmark(job: jobs.BenchJob) -> None:
-    if not access.refused("stop"):
-        job.stop()
+    try:
+        jobs.stop(job, who=access.current())
+    except Refused as e:
+        access.show_refusal(e)
 
 
 def show_job(job: jobs.BenchJob) -> None:
     bench, progress = job.bench, job.bench.progress
     epochs = f" ({bench.epochs} epochs of each question)" if bench.epochs > 1 else ""
-    st.markdown(f"**{bench.directory.name}**: {len(bench.work.items)} items{epochs} of set **{bench.set_name}**, "
-                f"model `{bench.model}`")
+    st.markdown(f"**{md(bench.directory.name)}**: {len(bench.work.items)} items{epochs} of set "
+                f"**{md(bench.set_name)}**, model {md_code(bench.model)}")
     for note in bench.notes:
         st.caption(md(note))
     if progress is None:
@@ -267,7 +284,7 @@ def show_job(job: jobs.BenchJob) -> None:
         if progress.running:
             st.caption("running: " + ", ".join(md(r) for r in sorted(progress.running)))
         st.button("Stop", key=f"stop_{bench.directory}", on_click=stop_benchmark, args=(job,),
-                  icon=":material/stop:", **access.disabled("stop"),
+                  icon=":material/stop:", **access.disabled("benchmark_stop"),
                   help="Start no more items; those running finish and are stored")
     if progress.errors:
         with st.expander(f"{len(progress.errors)} items could not run (a rerun tries them again)"):
@@ -450,7 +467,7 @@ def show_paired(pairs: pd.DataFrame) -> None:
                "compared instead: the questions where A's or B's rate is higher, the exact sign-flip permutation "
                "test, and the mean difference with its t interval (docs/verdicts.md).")
     for row in pairs.to_dict("records"):
-        text = f"**{scenario_title(row['scenario'])} · {row['db']}**: {reports.paired_text(row)}"
+        text = f"**{md(scenario_title(row['scenario']))} · {md(row['db'])}**: {md(reports.paired_text(row))}"
         (st.success if row["significant"] else st.info)(text, icon=":material/compare_arrows:")
     shown = readable(pairs)
     for column in ("a", "b"):
@@ -491,7 +508,7 @@ def show_failures(failures: pd.DataFrame) -> None:
     pairs = failures.set_index(["scenario", "technique"])["pairs"]
     long["n"] = [f"n={pairs[(s, t)]}" for s, t in zip(long["scenario"], long["technique"])]
     st.caption("Failure categories (Figure 6). Per technique, n = the pairs that ran: " + ", ".join(
-        f"{t} {s} n={n}" for (s, t), n in pairs.items()) + ". MIS is measured from the evidence coverage "
+        f"{md(t)} {md(s)} n={n}" for (s, t), n in pairs.items()) + ". MIS is measured from the evidence coverage "
         "(docs/evidence.md); CAN is a heuristic; DEEP is not detectable from a trace (unclassified).")
     chart(px.bar(long, x="technique", y="rate", color="category", facet_col="scenario", hover_data=["n"],
                  labels={"rate": "failure rate % (of all pairs)", "technique": ""}))
@@ -512,7 +529,7 @@ def show_items(items: pd.DataFrame) -> None:
     rows = picked.selection.rows
     if rows and isinstance(items.iloc[rows[0]].get("samples"), list):  # a vote: its samples, in Compare
         row = items.iloc[rows[0]]
-        st.caption(f"{reports.technique_name(row['technique'])}: {row['grade_reason']}.")
+        st.caption(f"{md(reports.technique_name(row['technique']))}: {md(row['grade_reason'])}.")
         if st.button(f"Compare its {len(row['samples'])} samples", icon=":material/compare:"):
             st.switch_page("pages/compare.py", query_params={
                 "runs": ",".join(r for r in row["samples"] if r),
@@ -541,7 +558,7 @@ with run_tab:
     smoke_start()
     live(show_jobs, going=lambda: any(not j.done for j in jobs.jobs()), every=POLL_S)
 with results_tab:
-    directories = sorted(p.parent for p in bench_home().glob("*/results.sqlite"))
+    directories = stored_benchmarks(bench_home())
     if not directories:
         st.info("No benchmark results yet: start one on the Run tab.", icon=":material/leaderboard:")
     else:
@@ -561,7 +578,7 @@ with results_tab:
         else:
             st.info("No results here yet.")
 with compare_tab:
-    stored = sorted(p.parent for p in bench_home().glob("*/results.sqlite"))
+    stored = stored_benchmarks(bench_home())
     if stored:
         show_set_comparison(stored)
     else:

@@ -19,7 +19,7 @@ from core.model.question import Question
 from core.analysis.summary import compare_row, gaps_as_text, technique_label
 from core.analysis.trace import ANSWER, BEFORE_PLAN, align_by
 from ui import access
-from ui.common import current_question, kept, session_limits
+from ui.common import current_question, kept, session_limits, url_param
 from ui.run_options import choose_database, choose_models, start_run
 from ui.live import live
 from ui.run_view import (RunPanel, decision_spread, load, run_label, show_live, show_outcome, show_state,
@@ -151,14 +151,13 @@ with st.container(border=True):
     with right:
         models = choose_models(question, techniques, db, key="compare_llm")
         if st.button("Run side by side", type="primary", icon=":material/play_arrow:", width="stretch",
-                     disabled=bool(unavailable_reason or not models) or not access.allowed("run")) \
-                and not access.refused("run"):
+                     disabled=bool(unavailable_reason or not models) or not access.allowed("start")):
             started = [start_run(RunSettings(question.scenario, question.number, db, technique, model, hitl="auto",
                                              source=question.source, limits=session_limits()))
                        for technique, model in models.items()]
-            st.session_state[compared] = started + st.session_state.get(compared, [])
+            st.session_state[compared] = [r for r in started if r] + st.session_state.get(compared, [])
 
-linked = [run_id for run_id in st.query_params.get("runs", "").split(",") if run_id]
+linked = [run_id for run_id in (url_param("runs", 2000) or "").split(",") if run_id]
 if linked and linked != st.session_state.get("compare_linked"):  # a link names the runs it compares
     st.session_state["compare_linked"] = st.session_state[compared] = linked
 labels = runs_of(question, st.session_state.get(kept(compared), []))

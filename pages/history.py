@@ -17,10 +17,11 @@ from core.store.overrides import OverrideStore, with_override
 from core.llm.replays import model_label
 from core.store.runs import ENDED, as_tree
 from core.analysis.summary import gaps_as_text, outcome_row, technique_label
+from ui import access
 from ui.branch_tree import show_branch_tree
-from ui.common import kept, show_run_in_url
+from ui.common import kept, show_run_in_url, url_param
 from ui.run_view import TIME_FORMAT, branch_form, open_run, run_label, show_outcome, show_run
-from ui.untrusted import md_code
+from ui.untrusted import md, md_code
 
 ANY = "any"
 PAGE_ROWS = 100  # the table's rows at a time
@@ -50,11 +51,12 @@ st.title("History")
 store = jobs.open_store()
 if store.notice:  # emptied, replaced or set aside as damaged: not "no runs yet"
     st.warning(store.notice, icon=":material/warning:")
-    if st.button("Go on with this run store", key="history_acknowledge"):
+    if st.button("Go on with this run store", key="history_acknowledge", **access.disabled("store_switch")) \
+            and not access.refused("store_switch"):
         store.acknowledge()
         st.rerun()
 runs = store.list(limit=None)
-linked = st.query_params.get("run")
+linked = url_param("run")
 if linked and linked != st.session_state.get("history_linked"):  # a link (or a new one) opens its run
     st.session_state["history_linked"] = linked
     if any(r.id == linked for r in runs):
@@ -134,6 +136,9 @@ if to_decision.button("Open in Decision check", icon=":material/fact_check:", wi
     open_run(record, "pages/decision.py")
 with st.expander("Settings"):
     st.json(record.settings)
+started_by = store.started_by(run_id)
+if started_by:  # runs stored before starts were recorded say nothing
+    st.caption(f"Started by **{md(started_by)}**.")
 reviews = store.reviews(run_id)
 if reviews:
     st.markdown("**Reviews**")

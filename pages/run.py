@@ -13,6 +13,7 @@ import streamlit as st
 
 import core.jobs.runs as jobs
 from core import scenarios
+from core.model.bounds import NUMBERS
 from core.model.run_settings import RunSettings
 from core.model.technique import TECHNIQUES
 from core.store.runs import ENDED
@@ -21,7 +22,8 @@ from ui import access
 from ui.common import current_question, kept, linked_run, session_limits, session_reviewer, show_run_in_url
 from ui.plan_review import pause_taken, show_review, show_review_error
 from ui.run_options import (
-    choose_database, choose_hitl, choose_model, choose_plan_version, choose_query_review, choose_setting, start_run
+    choose_database, choose_hitl, choose_model, choose_plan_version, choose_query_review, choose_setting, start_run,
+    start_samples
 )
 from ui.inbox import show_inbox
 from ui.live import live
@@ -35,16 +37,19 @@ SAMPLES = "run_samples"  # the runs of the last "Run N times": {"question": id, 
 def sample_inputs(settings: RunSettings, question_id: str, unavailable: bool) -> None:
     """Run N times: N independent runs of these settings in automatic mode at a sampling temperature; their
     spread of decisions is shown below instead of one sample."""
-    n = st.number_input("Samples", 1, 20, 1, key=kept("run_samples_n"),
+    n = st.number_input("Samples", *NUMBERS["samples"], 1, key=kept("run_samples_n"),
                         help="Run the same question N times (no review: automatic mode) and see how the decisions "
                              "spread, each with the simulator's rank, instead of one sample.")
     if n < 2:
         return
-    temperature = st.number_input("Temperature of the samples", 0.0, 2.0, 0.7, 0.1, key=kept("run_samples_t"),
+    temperature = st.number_input("Temperature of the samples", *NUMBERS["temperature"], 0.7, 0.1, key=kept("run_samples_t"),
                                   help="At 0 many servers still vary a little; a replay repeats itself exactly.")
-    if st.button(f"Run {n} times", icon=":material/stacks:", width="stretch", disabled=unavailable):
+    if st.button(f"Run {n} times", icon=":material/stacks:", width="stretch",
+                 disabled=unavailable or not access.allowed("samples")):
         sampled = dataclasses.replace(settings, hitl="auto", review_queries=False, temperature=temperature)
-        st.session_state[SAMPLES] = {"question": question_id, "runs": [start_run(sampled) for _ in range(n)]}
+        runs = start_samples(sampled, n)
+        if runs is not None:
+            st.session_state[SAMPLES] = {"question": question_id, "runs": runs}
 
 
 def show_samples(runs: list[str]) -> None:
@@ -78,7 +83,7 @@ def start_button(slot, busy: bool, unavailable: bool, reviewing: bool = False) -
            "The run above waits for your review: review it, or close it in the Inbox."
            if reviewing else None)
     return slot.button("Start", type="primary", icon=":material/play_arrow:", width="stretch",
-                       disabled=unavailable or busy or reviewing or not access.allowed("run"),
+                       disabled=unavailable or busy or reviewing or not access.allowed("start"),
                        key="run_start_busy" if busy else "run_start", help=why)
 
 st.title("Run")
@@ -113,7 +118,7 @@ if waiting:
     mine = [r for r in waiting if r.status == "paused"]
     with st.expander(f":material/inbox: Inbox: {len(mine)} waiting for review, "
                      f"{len(waiting) - len(mine)} interrupted"):
-        show_inbox(waiting, allowed=access.allowed("review"))
+        show_inbox(waiting)
 
 question, database = current_question()
 st.caption(f"Question {md_code(question.id)} · {md(scenarios.target(question))}")
@@ -141,8 +146,8 @@ with st.container(border=True):
                                                                         question.number)
         started_here = start_button(start_slot, busy, unavailable=bool(unavailable_reason or not model),
                                     reviewing=same_question)
-        if started_here and not access.refused("run"):
-            st.session_state["run_id"] = run_id = start_run(settings)
+        if started_here and (new_run := start_run(settings)):
+            st.session_state["run_id"] = run_id = new_run
             start_button(start_slot, True, unavailable=False)  # disabled while the new run is followed below
         if unavailable_reason:
             st.caption(f"{db} is unavailable: {unavailable_reason}")

@@ -13,6 +13,7 @@ from core.scenarios import candidates
 from ui.common import (
     DEFAULT_QUESTION, answers_hidden, decision_metric, dqa_root, linked_question, question_label, select_question
 )
+from ui import access
 from ui.untrusted import md, md_code
 
 
@@ -202,6 +203,7 @@ if tables.open:
 note, rescan = st.columns([5, 1], vertical_alignment="center")
 note.caption(f"Your own decision problems: scenario folders in {md_code(scenarios.scenarios_dir())} (`python -m core "
              "scenario new NAME` writes one; docs/scenarios.md).")
-if rescan.button("Rescan", icon=":material/refresh:", help="Look for new or changed scenario folders"):
+if rescan.button("Rescan", icon=":material/refresh:", help="Look for new or changed scenario folders",
+                 **access.disabled("rescan")) and not access.refused("rescan"):
     scenarios.reload()
     st.rerun()

@@ -3,17 +3,20 @@ folder, each with a test. The API key and passwords stay in the session; the env
 
 With sign-in, an analyst chooses a model endpoint by name (its key stays on the server) and the run limits; what the
 server reads (its model endpoints and keys, database connections, files and folders) is the admin's. Every "Use"
-checks the role again when pressed (pages/access.py)."""
+asks the gate (core.auth.gate) again when pressed."""
+
 from ui.router import through_router
 
 through_router()  # first: a fresh server may run this page without app.py (ui/router.py)
 
+import time
 from dataclasses import replace
 from pathlib import Path
 
 import streamlit as st
 
 from core.auth import endpoints
+from core.model.bounds import NUMBERS
 from core.auth.config import ConfigError
 from core.backends.registry import BACKENDS, unavailable
 from core import scenarios
@@ -26,6 +29,7 @@ from core.scenarios.plugins.checks import check_folder
 from core.config import home as project_home
 from core.config.settings import DatabaseSettings, database_url
 from core.jobs import queue
+from core import telemetry
 from core.store.database import SCHEMA_HEAD, shown
 from ui import access
 from ui.common import dqa_root, in_words, session_db, session_limits, session_llm, session_reviewer
@@ -102,8 +106,9 @@ def endpoint_choice(llm) -> None:
         return f"{n}: {found[n].model}{where} · {found[n].key_state()}"
 
     name = st.selectbox("Model endpoint", names, index=names.index(llm.endpoint) if llm.endpoint in names else 0,
-                        key="llm_endpoint", format_func=label, **access.disabled("run"))
-    if st.button("Use this endpoint", key="llm_endpoint_use", **access.disabled("run")) and not access.refused("run"):
+                        key="llm_endpoint", format_func=label, **access.disabled("settings"))
+    if (st.button("Use this endpoint", key="llm_endpoint_use", **access.disabled("settings"))
+            and not access.refused("settings")):
         st.session_state["llm"] = found[name].llm_settings(session_llm())
         st.toast(f"This session's runs use the endpoint {name}.", icon=ICONS["success"])
 
@@ -138,15 +143,16 @@ def own_model(llm) -> None:
                                   placeholder="e.g. http://localhost:8000/v1") if provider == "compatible" else None)
         key = st.text_input("API key", type="password", key="llm_key", placeholder=KEPT if llm.api_key else "")
         timeout, retries, cap = st.columns(3)
-        timeout_s = timeout.number_input("Timeout per attempt (s)", 1.0, 3600.0, float(llm.timeout_s), step=10.0,
+        timeout_s = timeout.number_input("Timeout per attempt (s)", *NUMBERS["timeout_s"], float(llm.timeout_s),
+                                         step=10.0,
                                          key="llm_timeout", help="An attempt's time limit T: a streamed reply's "
                                          "first words may take 3 T, then it is cut only after T of silence, never "
                                          "while text flows; any reply ends at 10 T. A retry after a timeout waits "
                                          "longer, up to twice this.")
-        max_retries = retries.number_input("Retries", 0, 10, int(llm.max_retries), key="llm_retries",
+        max_retries = retries.number_input("Retries", *NUMBERS["max_retries"], int(llm.max_retries), key="llm_retries",
                                            help="Retries of a call that timed out, hit a server error or a rate "
                                                 "limit.")
-        max_tokens = cap.number_input("Reply cap (tokens)", 1, 100_000, int(llm.max_reply_tokens or 2048),
+        max_tokens = cap.number_input("Reply cap (tokens)", 1, NUMBERS["max_reply_tokens"][1], int(llm.max_reply_tokens or 2048),
                                       key="llm_max_tokens", help="Sent as max_tokens to OpenAI-compatible servers, "
                                       "as max_completion_tokens to OpenAI; at most half the model's context window "
                                       "(the rest is for the prompt).")
@@ -175,13 +181,40 @@ def own_model(llm) -> None:
             tested = []  # what was said of another choice (a tokenizer file refused) no longer holds
         except TokenizerFileError as e:
             tested = [("error", md(str(e)))]
-    if test.button("Test", key="llm_test") and not access.refused("endpoints"):
+    if test.button("Test", key="llm_test") and not access.refused("test_connections") \
+            and not access.refused("endpoints"):
         with st.spinner("Asking the model for one token..."):
             try:
                 tested = [("success", md(check_llm(chosen)))]
             except LLMError as e:
                 tested = [("error", md(in_words(str(e), SETTINGS_WORDS)))]
     show_results("llm", tested)
+
+
+def show_queue() -> None:
+    """The job queue as ``python -m core worker --status`` shows it: each worker, the waiting and failed jobs."""
+    with st.expander("Job queue: workers and jobs", icon=":material/dns:"):
+        try:
+            state = queue.status()
+        except Exception as e:  # noqa: BLE001 - said; the page goes on
+            st.warning(f"The job queue cannot be read: {md(str(e).strip())}")
+            return
+        rows = [{"worker": w["name"], "host": w["host"], "pid": w["pid"], "queues": w["queues"],
+                 "since": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(w["since"])) if w["since"] else None,
+                 "jobs running": w["running"], "last heartbeat (s ago)": round(w["heartbeat_s"], 1),
+                 "up": w["heartbeat_s"] <= queue.LEASE_S} for w in state["workers"]]
+        if rows:
+            st.dataframe(rows, hide_index=True)
+        else:
+            st.caption("No worker is registered.")
+        oldest = state["oldest_waiting_s"]
+        st.caption(f"Waiting: {state['waiting']} job(s)" + (f", the oldest queued {oldest:.0f} s ago." if oldest else
+                                                            ".") + " Jobs per queue and status: "
+                   + "; ".join(f"{name}: " + ", ".join(f"{n} {s}" for s, n in sorted(states.items()))
+                               for name, states in sorted(state["counts"].items())))
+        if state["failed"]:
+            st.dataframe([{"job": j["id"], "task": j["task"], "run or item": j["subject"], "queue": j["queue"],
+                           "at": j["at"]} for j in state["failed"]], hide_index=True)
 
 
 st.subheader("Language model")
@@ -201,7 +234,7 @@ st.caption("At the call, token or cost limit the agent is asked for its final an
            "database query is stopped at its timeout, keeps at most the row cap, and each value at most the cell "
            "size (longer ones are cut and marked).")
 chosen_limits = limit_inputs(session_limits(), key="limits")
-if st.button("Use for this session", key="limits_use", **access.disabled("run")) and not access.refused("run"):
+if st.button("Use for this session", key="limits_use", **access.disabled("settings")) and not access.refused("settings"):
     try:
         st.session_state["limits"] = chosen_limits.validate()
         st.toast("This session's runs use these limits.", icon=ICONS["success"])
@@ -228,7 +261,8 @@ if use.button("Use for this session", key="db_use", **admin) and not access.refu
                                                        neo4j_password=neo4j_password or db.neo4j_password)
     st.toast("This session uses these connections.", icon=ICONS["success"])
 tested = None
-if test.button("Test connections", key="db_test"):
+if test.button("Test connections", key="db_test", **access.disabled("test_connections")) \
+        and not access.refused("test_connections"):
     tested = []
     chosen_db = session_db() if admin else DatabaseSettings(
         mysql_url=mysql_url, neo4j_uri=neo4j_uri or None, neo4j_user=neo4j_user,
@@ -252,12 +286,15 @@ if team_url:  # the app started, so its schema is current (app.py checks it)
                    f"on any machine that reaches the store): "
                    + (md(gap) if gap else f"{queue.workers()} up now.") + " PLANRAG_JOBS=threads runs them in this "
                    "app's process instead.")
+        if access.allowed("databases"):  # the queue's workers and jobs: the admin's (python -m core worker --status)
+            show_queue()
     else:
         st.caption("Runs and benchmark items run in this app's process (PLANRAG_JOBS=threads).")
 else:
     st.caption(f"This machine's project home: SQLite files under {md_code(str(project_home.data_home()))} "
                "(PLANRAG_HOME). Set PLANRAG_DATABASE_URL=postgresql://... to share them as a team (README, "
                "Team deployment).")
+st.caption(telemetry.describe())
 
 paths = access.disabled("server_paths")
 st.subheader("DQA benchmark")

@@ -11,10 +11,12 @@ from pathlib import Path
 
 MB = 1 << 20
 #: The largest file of each kind read (bytes): far above the real ones (DQA's largest dump is 0.4 MB, its
-#: question files 0.6 MB), far below what would exhaust memory once parsed.
-MAX_BYTES = {"question file": 64 * MB, "database dump": 128 * MB, "graph file": 128 * MB, "replay file": 16 * MB,
+#: question files 0.6 MB, a large model's tokenizer.json about 17 MB). The memory bound: a question file or a
+#: tokenizer file takes about 9 to 15 times its size once parsed, so their caps keep a process loading one within
+#: about 300 MB (bench/bench_trust.py measures it).
+MAX_BYTES = {"question file": 16 * MB, "database dump": 128 * MB, "graph file": 128 * MB, "replay file": 16 * MB,
              "scenario file": 1 * MB, "CSV data file": 128 * MB, "SQLite data file": 1024 * MB,
-             "manifest": 1 * MB, "price table": 1 * MB, "tokenizer file": 64 * MB}
+             "manifest": 1 * MB, "price table": 1 * MB, "tokenizer file": 24 * MB}
 
 
 class FileRefused(ValueError):

@@ -90,4 +90,4 @@ def test_core_run_takes_the_limits_and_says_the_run_was_stuck(tmp_path, dqa_dir)
     assert last.endswith("asked once for its final answer, it gave none (your reply is not a final answer (it has "
                          "action, action input)); 4 LLM calls, " + last.rsplit(", ", 1)[1])
     bad = subprocess.run([*args, "--max-cost", "-1"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
-    assert bad.returncode == 1 and "the cost limit must be a positive number of US dollars" in bad.stderr
+    assert bad.returncode == 2 and "argument --max-cost: the cost limit (USD) must be a number from 0.0 to" in bad.stderr

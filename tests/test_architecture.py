@@ -13,7 +13,7 @@ ROOTS = ("app.py", "pages", "ui", "core", "sims")
 
 #: Which layer may import which (besides itself). A layer is a top-level folder or a package of core/.
 ALL_CORE = {"core.model", "core.config", "core.backends", "core.scenarios", "core.llm", "core.auth", "core.store",
-            "core.analysis", "core.agents", "core.benchmark", "core.autoplan", "core.jobs"}
+            "core.analysis", "core.telemetry", "core.agents", "core.benchmark", "core.autoplan", "core.jobs"}
 MAY_IMPORT = {
     "app": {"ui"} | ALL_CORE,
     "pages": {"ui", "sims"} | ALL_CORE,
@@ -22,19 +22,21 @@ MAY_IMPORT = {
     "core.config": {"core.model"},
     "core.backends": {"core.model", "core.config", "sims"},
     "core.llm": {"core.model", "core.config", "sims"},
-    "core.auth": {"core.model", "core.config", "core.llm"},
+    "core.auth": {"core.model", "core.config", "core.llm", "core.store"},
     "core.store": {"core.model", "core.config"},
+    "core.telemetry": {"core.model", "core.config"},
     "core.scenarios": {"core.model", "core.config", "core.backends", "sims"},
     "core.analysis": {"core.model", "core.config", "core.backends", "core.scenarios", "core.llm", "core.store",
                       "sims"},
     "core.agents": {"core.model", "core.config", "core.backends", "core.scenarios", "core.llm", "core.auth",
-                    "core.store", "core.analysis", "sims"},
+                    "core.store", "core.analysis", "core.telemetry", "sims"},
     "core.benchmark": {"core.model", "core.config", "core.backends", "core.scenarios", "core.llm", "core.auth",
-                       "core.store", "core.analysis", "core.agents", "sims"},
+                       "core.store", "core.analysis", "core.telemetry", "core.agents", "sims"},
     "core.autoplan": {"core.model", "core.config", "core.backends", "core.scenarios", "core.llm", "core.auth",
-                      "core.store", "core.analysis", "core.agents", "sims"},
+                      "core.store", "core.analysis", "core.telemetry", "core.agents", "sims"},
+    "core.evals": ALL_CORE - {"core.jobs"} | {"sims"},
     "core.jobs": ALL_CORE - {"core.jobs"} | {"sims"},
-    "core.cli": ALL_CORE | {"sims"},
+    "core.cli": ALL_CORE | {"core.evals", "sims"},
     "core.__main__": {"core.cli"},
     "sims": set(),
 }

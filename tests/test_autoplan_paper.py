@@ -156,10 +156,12 @@ def test_training_refuses_a_bad_server_limit(tmp_path, monkeypatch, capsys):
     from core.cli.main import main
 
     monkeypatch.setattr(core_settings, "DATA_HOME", tmp_path)
-    code = main(["autoplan", "train", "--scenario", "locating", "--db", "sqlite", "--source", "demo", "--train", "1",
-                 "--batch", "1", "--iterations", "1", "--llm", "replay:x.json", "--llm-timeout", "nan"])
-    assert code == 1
-    assert capsys.readouterr().err.strip() == "error: --llm-timeout must be a finite number, not nan"
+    with pytest.raises(SystemExit) as refused:
+        main(["autoplan", "train", "--scenario", "locating", "--db", "sqlite", "--source", "demo", "--train", "1",
+              "--batch", "1", "--iterations", "1", "--llm", "replay:x.json", "--llm-timeout", "nan"])
+    assert refused.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].endswith(
+        "error: argument --llm-timeout: the model timeout (seconds) must be a number from 1.0 to 3,600.0, not 'nan'")
 
 
 @pytest.mark.parametrize("change,message", [({"reflection": "two-step"}, "unknown reflection"),

@@ -71,7 +71,7 @@ def test_the_command_line_sets_the_budget_and_the_run_limits(scripts, tmp_path, 
                         .execute("SELECT value FROM meta").fetchone()[0])
     assert params["limits"]["max_llm_calls"] == 12 and params["limits"]["max_repeats"] == 2
     bad = cli(tmp_path, *args[:-6], "--max-repeats", "0", dqa_dir=dqa_dir)
-    assert "repeat limit must be at least 1" in bad.communicate(timeout=120)[1] and bad.returncode == 1
+    assert "repeat limit must be a whole number from 1 to 100" in bad.communicate(timeout=120)[1] and bad.returncode == 2
 
 
 def test_the_command_line_caps_the_calls(scripts, tmp_path, dqa_dir):

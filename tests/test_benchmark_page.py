@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 
+from core.auth.roles import local_admin
 import core.jobs.benchmarks as jobs
 from core.benchmark.smoke import smoke_config
 from core.benchmark.results import ResultStore
@@ -106,7 +107,7 @@ def test_results_of_a_smoke_benchmark_over_plugin_scenarios(monkeypatch, tmp_pat
     """Issue 28: the setting table met pd.NA (no paper figure for a plugin scenario) and the page crashed for every
     session, every results tab left empty."""
     isolate(monkeypatch, tmp_path)
-    job = jobs.start(smoke_config(source="scenario", db="sqlite"))
+    job = jobs.start(smoke_config(source="scenario", db="sqlite"), who=local_admin())
     job._thread.join(300)
     assert job.done and not job.error
     at = open_page("pages/benchmark.py", question_ref=None)
@@ -115,3 +116,23 @@ def test_results_of_a_smoke_benchmark_over_plugin_scenarios(monkeypatch, tmp_pat
     assert set(setting["set"]) == {"scenario"} and (setting["paper"] == "–").all()
     items = items_table(at)  # the Questions tab, drawn
     assert len(items) == job.bench.progress.done > 0
+
+
+def test_results_and_compare_sets_read_the_team_store_from_any_app(monkeypatch, tmp_path, team_database):
+    """A benchmark run by one app (or a worker) is in the team store: another app, with a home of its own and no
+    local results file, shows it on Results and Compare sets."""
+    from tests.conftest import empty_team_store
+
+    empty_team_store(team_database)
+    monkeypatch.setenv("PLANRAG_DATABASE_URL", team_database)
+    store = ResultStore(tmp_path / "other-app" / "bench" / "gpt-4o")
+    for r in RESULTS:
+        store.put({**r, "finished": 0.0})
+    store.close()
+    home = isolate(monkeypatch, tmp_path / "this-app")
+    monkeypatch.setenv("PLANRAG_DATABASE_URL", team_database)
+    assert not list(home.rglob("results.sqlite"))
+    at = open_page("pages/benchmark.py", question_ref=None)
+    assert not at.exception
+    assert not any("No benchmark results yet" in i.value for i in at.info)
+    assert accuracy_table(at).set_index(["db", "technique"]).loc[("sqlite", "PlanRAG"), "n"] == 4

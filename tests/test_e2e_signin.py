@@ -64,8 +64,8 @@ def _wait_line(process: subprocess.Popen, text: str) -> None:
 
 
 @contextlib.contextmanager
-def _provider(port: int, redirect: str):
-    process = subprocess.Popen([_node(), str(OIDC / "provider.mjs"), str(port), redirect, json.dumps(USERS)],
+def _provider(port: int, redirect: str, users: dict = USERS):
+    process = subprocess.Popen([_node(), str(OIDC / "provider.mjs"), str(port), redirect, json.dumps(users)],
                                cwd=OIDC, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         _wait_line(process, "ready")
@@ -87,11 +87,19 @@ def _paused_run(home: Path) -> str:
 @pytest.fixture
 def signin_app(tmp_path):
     """(app URL, run store, paused run id, secrets file): the app with sign-in against a local provider, a run paused at p1."""
+    with signin_server(tmp_path) as found:
+        yield found
+
+
+@contextlib.contextmanager
+def signin_server(tmp_path: Path, users: dict = USERS):
+    """The app with sign-in against a local provider knowing ``users``, a run paused at p1: (app URL, run store,
+    paused run id, secrets file)."""
     app_port, op_port = free_port(), free_port()
     app = f"http://127.0.0.1:{app_port}"
     home = tmp_path / "home"
     run_id = _paused_run(home)
-    with _provider(op_port, f"{app}/oauth2callback") as issuer:
+    with _provider(op_port, f"{app}/oauth2callback", users) as issuer:
         secrets = tmp_path / "secrets.toml"
         secrets.write_text(f"""
 [auth]
@@ -130,9 +138,10 @@ key_env = "TEAM_KEY"
                 process.wait(10)
 
 
-def _sign_in(browser, app: str, login: str, forge: dict | None = None):
+def _sign_in(browser, app: str, login: str, forge: dict | None = None, shown_as: str | None = None):
     """A new browser context signed in as ``login`` through the provider's form; its page. ``forge``: filled with
-    the WebSocket route's parts so a test can send a message the page never would."""
+    the WebSocket route's parts so a test can send a message the page never would; ``shown_as``: the name the page
+    says is signed in (default the user's e-mail)."""
     from playwright.sync_api import expect
 
     context = browser.new_context(viewport={"width": 1500, "height": 1300})
@@ -145,7 +154,7 @@ def _sign_in(browser, app: str, login: str, forge: dict | None = None):
     page.locator("input[name=login]").fill(login)
     page.locator("input[name=password]").fill("any")
     page.locator("button[type=submit]").click()
-    expect(page.get_by_text(f"Signed in as {shown(USERS[login]['email'])}")).to_be_visible()
+    expect(page.get_by_text(f"Signed in as {shown_as or shown(USERS[login]['email'])}")).to_be_visible()
     return page
 
 

@@ -1,7 +1,7 @@
 """Issue 27, section 2, as a person would meet it: headless Chromium (skipped without Debian's chromium unless
 REQUIRE_BROWSER=1) loads every page with hostile data (a run whose replies, cells and column names are Markdown
-images and links to an outside host, a plugin whose title, question and rules are, and links whose parameters
-are) while every request is intercepted: none leaves localhost, and no link or image from the data appears."""
+images and links to an outside host, a plugin whose title, question and rules are, a benchmark of it in sets
+named with markup (the Results and Compare sets tabs), and links whose parameters are) while every request is intercepted: none leaves localhost, and no link or image from the data appears."""
 from __future__ import annotations
 
 import json
@@ -25,8 +25,13 @@ from core.model.run_settings import RunSettings
 runtime = jobs.open_runtime()
 result = runtime.start(RunSettings("locating", 1, "sqlite", "iterrag", "replay:" + sys.argv[1], source="demo"))
 runtime.close()
+from core.benchmark.runner import Bench, BenchConfig  # a benchmark of the hostile plugin, in sets named with markup
+for name in sys.argv[3:]:
+    Bench(BenchConfig(["iterrag", "planrag"], "replay:" + sys.argv[2], scenario="hostile", source="scenario",
+                      questions="1", name=name, cache=False)).run()
 print(result.run_id)
 """
+SET_NAMES = [f"set {PAYLOAD.replace('/', ':')}", "other ![y](evil.test) [a](evil.test) <b>"]
 
 
 @pytest.fixture
@@ -46,8 +51,10 @@ def server(tmp_path):
     replay = tmp_path / "hostile.json"
     replay.write_text(json.dumps([f"Thought: {PAYLOAD}\nAction: Relational DB\nAction input: {query}",
                                   f"Thought: done {PAYLOAD}\nFinal answer: doab {PAYLOAD}"]))
-    out = subprocess.run([sys.executable, "-c", SEED, str(replay)], cwd=ROOT, env=env, check=True,
-                         capture_output=True, text=True)
+    answer = tmp_path / "answer.json"
+    answer.write_text(json.dumps([f"Thought: I now know the answer. {PAYLOAD}\nFinal answer: {PAYLOAD}"]))
+    out = subprocess.run([sys.executable, "-c", SEED, str(replay), str(answer), *SET_NAMES], cwd=ROOT, env=env,
+                         check=True, capture_output=True, text=True)
     run_id = out.stdout.strip().splitlines()[-1]
     with app_server(LAUNCHER, env, tmp_path / "server.log") as (url, process):
         wait_healthy(url, process)
@@ -86,6 +93,11 @@ def test_no_page_fetches_or_links_outside_with_hostile_data(chromium, server):
         if path not in ("plans", "benchmark", "decision?q=scenario/hostile/1", f"decision?{q}&run={run_id}",
                         "run?q=scenario/hostile/1", f"compare?runs={quote(URL_PARAM)}"):
             expect(page.get_by_text(re.compile(r"evil\.test|phish")).first).to_be_visible(timeout=60_000)
+        if path == "benchmark":  # the Results tab: the plugin's title, the sets' names, the results
+            page.get_by_role("tab", name="Results").click()
+            expect(page.get_by_text(re.compile(r"Depot .*evil\.test"))).not_to_have_count(0, timeout=60_000)
+            page.get_by_role("tab", name="Compare sets").click()
+            idle(page)
         page.wait_for_timeout(500)  # late renders have their chance to fetch
         links = page.eval_on_selector_all(f"a[href*='{HOST}']", "els => els.map(e => e.href)")
         images = page.eval_on_selector_all(f"img[src*='{HOST}'], image[href*='{HOST}']",

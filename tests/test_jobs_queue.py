@@ -15,12 +15,16 @@ from pathlib import Path
 
 import pytest
 
+from core.auth.roles import local_admin
 from core.jobs import queue, runs
 from core.llm.client import LLMSettings
 from core.model.run_settings import Review, RunSettings
 from core.store.runs import PauseTaken
-from tests.conftest import empty_team_store
+from tests.conftest import empty_team_store, require
+from tests.pg_cluster import PgCluster, available
 from tests.turn_stub import TurnStub
+
+ME = local_admin()  # who acts in these tests
 
 ROOT = Path(__file__).resolve().parent.parent
 ACT = "Thought: look\nAction: Relational DB\nAction input: SELECT 1"
@@ -41,13 +45,45 @@ def team(team_database, monkeypatch, tmp_path):
     queue.close()
 
 
+@pytest.fixture(scope="module")
+def own_cluster():
+    """A PostgreSQL cluster of this module's own (tests/pg_cluster.py), at this code's schema, for the tests that
+    stop and start the server: the machine's shared cluster is never touched. Made once per module."""
+    from core.store import database, schema
+
+    why = available()
+    if why:
+        require("postgres", f"no PostgreSQL cluster of the test's own: {why}")
+    cluster = PgCluster()
+    try:
+        schema.upgrade(cluster.url())
+        yield cluster
+    finally:
+        database.close_pools(cluster.url())
+        cluster.destroy()
+
+
+@pytest.fixture
+def own_team(own_cluster, monkeypatch, tmp_path):
+    """The team deployment on the module's own cluster (emptied): the server may be stopped and started."""
+    url = own_cluster.url()
+    empty_team_store(url)
+    monkeypatch.setenv("PLANRAG_DATABASE_URL", url)
+    monkeypatch.setenv("PLANRAG_JOBS", "queue")
+    monkeypatch.setenv("PLANRAG_HOME", str(tmp_path / "app"))
+    monkeypatch.setattr(runs.config, "DATA_HOME", tmp_path / "app")
+    yield own_cluster
+    queue.close()
+
+
 class Worker:
     """A ``python -m core worker`` process with its own home folder."""
 
-    def __init__(self, tmp_path: Path, name: str, concurrency: int = 1, **env):
+    def __init__(self, tmp_path: Path, name: str, concurrency: int = 1, queues: str | None = None, **env):
         self.home = tmp_path / name
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "core", "worker", "--concurrency", str(concurrency), "--name", name],
+            [sys.executable, "-m", "core", "worker", "--concurrency", str(concurrency), "--name", name,
+             *(["--queues", queues] if queues else [])],
             cwd=ROOT, env={**os.environ, "PLANRAG_HOME": str(self.home), **env}, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, text=True)
         self.lines: list[str] = []
@@ -111,7 +147,7 @@ def status(run_id: str) -> str:
 
 def test_a_run_is_queued_then_driven_by_a_worker_and_followed_by_cursor(team, workers):
     stub = TurnStub([ACT, FINAL])
-    run = runs.start(settings(stub.url), opener(stub.url))
+    run = runs.start(settings(stub.url), opener(stub.url), who=ME)
     assert run.status() == "queued" and not run.done
     note = run.note(run.status())
     assert "No worker is running" in note and "python -m core worker" in note
@@ -133,7 +169,7 @@ def test_a_run_is_queued_then_driven_by_a_worker_and_followed_by_cursor(team, wo
 def test_a_paused_run_holds_no_worker_and_a_review_goes_on_on_a_worker(team, workers):
     stub = TurnStub([PLAN, REPLAN])
     workers("w1")
-    run = runs.start(settings(stub.url, "planrag", hitl="approve-every-plan"), opener(stub.url))
+    run = runs.start(settings(stub.url, "planrag", hitl="approve-every-plan"), opener(stub.url), who=ME)
     wait_for(lambda: status(run.run_id) == "paused")
     # the job ends just after it stored the pause: from then on no job holds a worker while the run waits
     wait_for(lambda: queue.counts().get(queue.RUNS, {}).get("doing", 0) == 0, timeout=10)
@@ -144,7 +180,7 @@ def test_a_paused_run_holds_no_worker_and_a_review_goes_on_on_a_worker(team, wor
 
     def review(who: str):
         try:
-            runs.resume(record, Review.approve(reviewer=who), opener(stub.url), pause_id="p1")
+            runs.resume(record, Review.approve(), opener(stub.url), pause_id="p1", who=local_admin(who))
             results.append("applied")
         except PauseTaken as e:
             results.append(f"refused: {e}")
@@ -162,8 +198,8 @@ def test_a_paused_run_holds_no_worker_and_a_review_goes_on_on_a_worker(team, wor
 
 def test_stop_closes_a_queued_run_and_no_worker_drives_it_after(team, workers):
     stub = TurnStub([ACT, FINAL])
-    run = runs.start(settings(stub.url), opener(stub.url))
-    assert runs.stop(run.run_id, by="ann") == "stopped"
+    run = runs.start(settings(stub.url), opener(stub.url), who=ME)
+    assert runs.stop(run.run_id, who=local_admin("ann")) == "stopped"
     worker = workers("w1")
     wait_for(lambda: queue.counts().get(queue.RUNS, {}).get("todo", 0) == 0)
     time.sleep(0.5)
@@ -177,7 +213,7 @@ def test_a_worker_killed_mid_run_is_replaced_and_the_run_goes_on_from_its_checkp
     no event is lost or doubled."""
     stub = TurnStub([ACT, FINAL], hold_at=1)
     first = workers("w1")
-    run = runs.start(settings(stub.url), opener(stub.url))
+    run = runs.start(settings(stub.url), opener(stub.url), who=ME)
     assert stub.held.wait(60)
     before = [e.kind for e in runs.open_store().events(run.run_id)]
     assert before == ["thought", "action", "observation"]
@@ -210,7 +246,7 @@ def test_a_worker_that_cannot_run_a_job_fails_it_with_the_reason_in_the_run(team
     else:
         s = RunSettings("locating", 1, "sqlite", "iterrag", "m", base_url="http://127.0.0.1:9/v1", source="demo",
                         endpoint="no-such-endpoint")
-    run = runs.start(s, opener(stub.url))
+    run = runs.start(s, opener(stub.url), who=ME)
     workers("w1", **env)
     wait_for(lambda: status(run.run_id) == "failed")
     record = runs.open_store().get(run.run_id)
@@ -218,7 +254,7 @@ def test_a_worker_that_cannot_run_a_job_fails_it_with_the_reason_in_the_run(team
     assert message.startswith("worker ") and "could not drive the run" in message
     expected = {"no data": "nowhere", "other code": "0ther0code000", "broken model": "no-such-endpoint"}[fault]
     assert expected in message and record.events[-1].kind == "error"
-    second = runs.start(settings(stub.url), opener(stub.url))  # the worker goes on with the next job
+    second = runs.start(settings(stub.url), opener(stub.url), who=ME)  # the worker goes on with the next job
     if fault != "other code":
         wait_for(lambda: status(second.run_id) == "finished")
     stub.close()
@@ -230,7 +266,7 @@ def test_a_job_of_a_worker_gone_without_a_trace_is_swept_and_resumed(team, worke
     new worker finishes it."""
     stub = TurnStub([ACT, FINAL], hold_at=1)
     first = workers("w1")
-    run = runs.start(settings(stub.url), opener(stub.url))
+    run = runs.start(settings(stub.url), opener(stub.url), who=ME)
     assert stub.held.wait(60)
     first.kill()
     stub.release.set()
@@ -249,7 +285,7 @@ def test_many_workers_never_drive_one_run_twice(team, workers):
     """Four workers of two jobs at once race for 24 runs: each run is driven once, its events in order, each model
     turn asked once."""
     stub = TurnStub([ACT, FINAL], latency=0.05)
-    started = [runs.start(settings(stub.url), opener(stub.url)) for _ in range(24)]
+    started = [runs.start(settings(stub.url), opener(stub.url), who=ME) for _ in range(24)]
     for n in range(4):
         workers(f"w{n}", concurrency=2)
     wait_for(lambda: all(status(r.run_id) == "finished" for r in started), timeout=180, every=0.5)
@@ -272,8 +308,8 @@ def test_two_commands_on_one_benchmark_share_its_items_on_the_workers(team, work
     from core.jobs import bench_items
 
     stub = TurnStub([ACT, FINAL], latency=0.3)
-    for n in range(2):
-        workers(f"w{n}", concurrency=2)
+    for n in range(2):  # a job names no server: each worker has its own
+        workers(f"w{n}", concurrency=2, OPENAI_BASE_URL=stub.url)
     first, second = bench(stub.url), bench(stub.url)
     done = {}
     both = [threading.Thread(target=lambda b=b, k=k: done.setdefault(k, bench_items.drive(b)))
@@ -290,29 +326,45 @@ def test_two_commands_on_one_benchmark_share_its_items_on_the_workers(team, work
     stub.close()
 
 
-@pytest.mark.skipif(not os.path.exists("/usr/bin/pg_ctlcluster"), reason="PostgreSQL is not this machine's "
-                    "(pg_ctlcluster): the restart test restarts the local server")
-def test_postgresql_restarted_mid_benchmark_loses_no_finished_item(team, workers):
-    """The server restarts while items are in flight: workers and the following command reconnect by themselves,
-    finished items stay, those in flight are tried once more."""
-    from core.benchmark.results import read_results
+#: How long the test's outage lasts: past the store pools' 30 s wait for a connection (the items in flight fail
+#: for it) and past the lease (every worker's heartbeat is old when the store is back). The issue asks for 5
+#: minutes: the mechanism is the same, nothing in it counts the time away.
+OUTAGE_S = 40
+
+
+def test_an_outage_of_the_store_mid_benchmark_is_ridden_out_by_workers_and_command(own_team, workers):
+    """The server (the test's own cluster) is away OUTAGE_S seconds while items are in flight on two workers: both
+    workers live on, saying once that the store is away and once that it is back (no worker drops the other as
+    gone), the following command waits and goes on; finished items stay, those in flight are run again, and no
+    item keeps the outage as its result or its not-run record."""
+    from core.benchmark.results import read_not_run, read_results
     from core.jobs import bench_items
     from core.store import database
 
     stub = TurnStub([ACT, FINAL], latency=1.0)
-    workers("w1", concurrency=2)
-    b = bench(stub.url, name="restarted")
-    following = threading.Thread(target=lambda: bench_items.drive(b))
+    pool = [workers("w1", concurrency=2, OPENAI_BASE_URL=stub.url), workers("w2", concurrency=2, OPENAI_BASE_URL=stub.url)]
+    b = bench(stub.url, name="outage")
+    notes: list[str] = []
+    following = threading.Thread(target=lambda: bench_items.drive(b, on_note=notes.append))
     following.start()
-    wait_for(lambda: len(read_results(b.directory)) >= 2, timeout=60, every=0.2)
+    wait_for(lambda: len(read_results(b.directory)) >= 1, timeout=60, every=0.2)
     before = {r["run_id"] for r in read_results(b.directory)}
-    version, cluster = subprocess.run(["pg_lsclusters", "-h"], capture_output=True, text=True).stdout.split()[:2]
-    subprocess.run(["pg_ctlcluster", version, cluster, "restart"], check=True, timeout=120)
-    database.close_pools()  # this process's pools: their connections died with the server
-    following.join(180)
+    assert len(before) < 6
+    own_team.stop()
+    time.sleep(OUTAGE_S)
+    own_team.start()
+    following.join(300)
     assert not following.is_alive()
     results = read_results(b.directory)
     assert before <= {r["run_id"] for r in results} and len(results) == 6, b.not_run()
+    assert {r["status"] for r in results} == {"finished"} and not read_not_run(b.directory)
+    for worker in pool:
+        out = "".join(worker.lines)
+        assert worker.process.poll() is None, out
+        assert out.count("the team store cannot be reached") == 1 and out.count("the team store is back") == 1, out
+        assert "ForeignKeyViolation" not in out and "Traceback" not in out, out
+    assert sum("the team store cannot be reached" in n for n in notes) == 1, notes
+    database.close_pools(own_team.url())
     stub.close()
 
 
@@ -320,21 +372,22 @@ def test_stop_resume_branch_and_query_approval_work_on_whichever_worker_holds_th
     stub = TurnStub([ACT, FINAL], hold_at=1)
     workers("w1")
     workers("w2")
-    run = runs.start(settings(stub.url, review_queries=True), opener(stub.url))
+    run = runs.start(settings(stub.url, review_queries=True), opener(stub.url), who=ME)
     wait_for(lambda: status(run.run_id) == "paused")  # the query waits for approval, held by no worker
     record = runs.open_store().get(run.run_id, events=False)
     assert record.pause["kind"] == "query"
-    runs.resume(record, Review.approve(reviewer="ann"), opener(stub.url), pause_id=record.pause["id"])
+    runs.resume(record, Review.approve(), opener(stub.url), pause_id=record.pause["id"],
+                who=local_admin("ann"))
     assert stub.held.wait(60)  # on a worker again, waiting for the model's second reply
-    assert runs.stop(run.run_id, by="bob") in ("running", "stopped")
+    assert runs.stop(run.run_id, who=local_admin("bob")) in ("running", "stopped")
     wait_for(lambda: status(run.run_id) == "stopped")
     stub.release.set()
-    runs.proceed(runs.open_store().get(run.run_id, events=False), opener(stub.url))
+    runs.proceed(runs.open_store().get(run.run_id, events=False), opener(stub.url), who=ME)
     wait_for(lambda: status(run.run_id) == "finished")
     kinds = [e.kind for e in runs.open_store().events(run.run_id)]
     assert kinds.count("final") == 1 and kinds.count("observation") == 1
     branched = runs.branch(runs.open_store().get(run.run_id), 2, opener(stub.url), note="check the totals",
-                           reviewer="ann")
+                           who=local_admin("ann"))
     wait_for(lambda: status(branched.run_id) == "finished")
     child = runs.open_store().get(branched.run_id)
     assert child.parent_id == run.run_id and any(e.kind == "branch" for e in child.events)
@@ -359,7 +412,7 @@ def test_a_stopped_benchmark_cancels_its_waiting_items_and_a_rerun_runs_only_tho
     following.join(60)
     assert notes[0].stopped == "stopped" and notes[0].done == 0
     assert queue.counts()[queue.BENCH] == {"cancelled": 6}
-    workers("w1", concurrency=2)
+    workers("w1", concurrency=2, OPENAI_BASE_URL=stub.url)
     env = {**os.environ, "PLANRAG_HOME": str(tmp_path / "cli")}
     cli = subprocess.run([sys.executable, "-m", "core", "bench", "--source", "demo", "--technique", "iterrag",
                           "--llm", "m", "--base-url", stub.url, "--name", "stopped", "--no-cache"], cwd=ROOT,
@@ -368,3 +421,174 @@ def test_a_stopped_benchmark_cancels_its_waiting_items_and_a_rerun_runs_only_tho
     assert "6 to run, queued for the team's workers" in cli.stdout
     assert len(read_results(b.directory)) == 6 and sum(stub.calls.values()) == 12
     stub.close()
+
+
+def test_a_run_recorded_without_its_job_is_queued_by_the_sweep(team, workers):
+    """The app died between recording a run ``queued`` and queueing its job: a worker's sweep queues it (with the
+    model it was asked with) and drives it; a branch recorded so cannot be (its changes went with the job never
+    queued): it fails, saying to branch again."""
+    import psycopg
+
+    from core.agents.runtime import new_run_id
+
+    stub = TurnStub([ACT, FINAL])
+    orphan, branch = new_run_id(), new_run_id()
+    store = runs.open_store()
+    store.create(orphan, settings(stub.url).validate().to_dict(), queued=True)
+    store.create(branch, settings(stub.url).validate().to_dict(), parent_id=orphan, branch_step=1, queued=True)
+    with psycopg.connect(team, autocommit=True) as con:  # recorded a lease ago (a run just recorded is left alone)
+        con.execute("UPDATE runs SET updated = updated - %s", (queue.LEASE_S + 1,))
+    worker = workers("w1")
+    wait_for(lambda: status(orphan) == "finished" and status(branch) == "failed", timeout=90)
+    assert "branch the run again" in runs.open_store().get(branch).outcome["error"]
+    assert any(f"queued the runs ['{orphan}']" in line for line in worker.lines)
+    stub.close()
+
+
+def test_a_worker_without_the_dqa_data_leaves_dqa_items_to_others(team, workers, tmp_path):
+    """A DQA item waits in its own queue: a worker without the DQA data takes the demo items queued after it and
+    leaves it waiting (it took DQA items fast and failed them)."""
+    from core.benchmark.items import Item
+    from core.jobs import bench_items
+
+    stub = TurnStub([ACT, FINAL])
+    demo = bench(stub.url, name="demo-beside-dqa")
+    dqa_key = Item("locating", 1, "sqlite", "iterrag", "m").key
+    held = queue.enqueue_items(bench_items.config_dict(demo), [dqa_key], "dqa-elsewhere")
+    worker = workers("w1", DQA_DIR=str(tmp_path / "nowhere"))
+    assert "DQA benchmark items are left to other workers" in worker.lines[0]
+    progress = bench_items.drive(demo)
+    assert progress.done == 6 and not progress.errors
+    assert queue.job_states(list(held.values())) == {held[dqa_key]: "todo"}
+    stub.close()
+
+
+def cli(*args: str, **env) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "core", *args], cwd=ROOT, env={**os.environ, **env},
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_an_administrator_sees_each_worker_its_jobs_health_and_prunes_old_jobs(team, workers, monkeypatch):
+    """``worker --status`` lists each worker (name, host, pid, queues, since, jobs running, last heartbeat) and the
+    waiting and failed jobs; ``worker --health NAME`` and ``db check`` answer 0 or 1 for a supervisor; each job is
+    one line in its worker's log; ``db prune`` deletes the jobs finished before the retention."""
+    import psycopg
+
+    stub = TurnStub([ACT, FINAL])
+    w1 = workers("w1", concurrency=2)
+    done = runs.start(settings(stub.url), opener(stub.url))
+    wait_for(lambda: status(done.run_id) == "finished")
+    monkeypatch.setattr(queue, "code_version", lambda: "0ther0code000")
+    failed = runs.start(settings(stub.url), opener(stub.url))  # queued by other code: it fails on the worker
+    wait_for(lambda: status(failed.run_id) == "failed")
+    w1.stop()
+    waiting = runs.start(settings(stub.url), opener(stub.url))  # no worker up: it waits
+    w2 = workers("w2", queues="bench")  # the run waits: no worker takes runs
+    shown = cli("worker", "--status")
+    assert shown.returncode == 0, shown.stderr
+    line = next(x for x in shown.stdout.splitlines() if x.strip().startswith("worker w2:"))
+    assert f"pid {w2.process.pid}" in line and "queues bench" in line and "since " in line
+    assert "job(s) running" in line and "last heartbeat" in line and "host " in line
+    assert "workers up: 1" in shown.stdout and f"run {failed.run_id}" in shown.stdout
+    assert "worker w1" not in shown.stdout  # stopped: unregistered
+    assert "waiting: 1 job(s), the oldest queued" in shown.stdout and status(waiting.run_id) == "queued"
+    assert cli("worker", "--health", "w2").returncode == 0
+    unhealthy = cli("worker", "--health", "w1")
+    assert unhealthy.returncode == 1 and "not registered" in unhealthy.stdout
+    assert cli("db", "check").returncode == 0
+    away = cli("db", "check", PLANRAG_DATABASE_URL="postgresql://postgres@127.0.0.1:1/none")
+    assert away.returncode == 1 and away.stdout.startswith("unhealthy: ")
+    log = "".join(w1.lines)
+    assert f"drive_run run {done.run_id}: succeeded (finished) in " in log
+    assert f"drive_run run {failed.run_id}: failed (" in log and "0ther0code000" in log and "Traceback" not in log
+    with psycopg.connect(team, autocommit=True) as con:  # the two finished jobs, 40 days old
+        con.execute("UPDATE procrastinate_events SET at = at - interval '40 days' WHERE job_id IN (SELECT id FROM "
+                    "procrastinate_jobs WHERE status IN ('succeeded', 'failed'))")
+    pruned = cli("db", "prune")
+    assert pruned.returncode == 0 and "pruned 2 job(s)" in pruned.stdout, pruned.stdout + pruned.stderr
+    assert queue.counts()[queue.RUNS] == {"todo": 1}
+    stub.close()
+
+
+def test_the_settings_page_shows_the_admin_each_worker_and_the_failed_jobs(team, workers, monkeypatch, tmp_path):
+    from tests.page_app import isolate, open_page
+
+    stub = TurnStub([ACT, FINAL])
+    workers("w1", queues="runs")
+    monkeypatch.setattr(queue, "code_version", lambda: "0ther0code000")
+    failed = runs.start(settings(stub.url), opener(stub.url))  # queued by other code: it fails on the worker
+    wait_for(lambda: status(failed.run_id) == "failed")
+    isolate(monkeypatch, tmp_path / "page")
+    at = open_page("pages/settings.py", question_ref=None)
+    assert not at.exception
+    shown = next(d.value for d in at.dataframe if "jobs running" in d.value.columns)
+    assert list(shown["worker"]) == ["w1"] and list(shown["queues"]) == ["runs"] and list(shown["up"]) == [True]
+    assert list(next(d.value for d in at.dataframe if "run or item" in d.value.columns)["run or item"]) == [
+        f"run {failed.run_id}"]
+    stub.close()
+
+
+def test_supervised_processes_start_the_app_and_workers_and_a_worker_killed_comes_back(team, tmp_path):
+    """deploy/supervise.sh (supervisor, deploy/supervisord.conf): the app and two workers start; a worker killed
+    (SIGKILL) is started again under its name; the app answers its health check; all stop with supervisor."""
+    import socket
+    import urllib.request
+
+    pytest.importorskip("supervisor", reason="supervisor is not installed (pip install -r requirements.txt)")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "PLANRAG_RUN_DIR": str(tmp_path / "run"), "PLANRAG_WORKERS": "2",
+           "PLANRAG_PORT": str(port), "PLANRAG_PYTHON": sys.executable, "PLANRAG_HOME": str(tmp_path / "home")}
+    ctl = [sys.executable, "-m", "supervisor.supervisorctl", "-c", str(ROOT / "deploy" / "supervisord.conf")]
+    supervisor = subprocess.Popen(["sh", str(ROOT / "deploy" / "supervise.sh"), "-n"], env=env,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    last: set[int] = set()
+    try:
+        def up() -> dict[str, int]:
+            return {w["name"]: w["pid"] for w in queue.status()["workers"] if w["heartbeat_s"] <= queue.LEASE_S}
+
+        first = wait_for(lambda: len(found := up()) == 2 and found, timeout=120, every=0.5)
+        name, pid = sorted(first.items())[0]
+        os.kill(pid, signal.SIGKILL)
+        wait_for(lambda: up().get(name) not in (None, pid), timeout=120, every=0.5)
+        health = cli("worker", "--health", name)
+        assert health.returncode == 0 and f"worker {name}" in health.stdout, health.stdout
+        wait_for(lambda: _answers(f"http://127.0.0.1:{port}/_stcore/health", urllib.request), timeout=120, every=0.5)
+        last = set(up().values())  # the workers running now (the one killed may still beat within its lease)
+    finally:
+        subprocess.run([*ctl, "shutdown"], env=env, capture_output=True, timeout=120)
+        supervisor.wait(120)
+    for pid in last:  # stopped with supervisor, and unregistered on the way out
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    assert not last & {w["pid"] for w in queue.status()["workers"]}
+
+
+def _answers(url: str, request) -> bool:
+    try:
+        with request.urlopen(url, timeout=5) as reply:
+            return reply.read().decode() == "ok"
+    except OSError:
+        return False
+
+
+def test_rate_and_items_at_once_of_a_command_are_refused_with_the_queue(team):
+    for extra in (["--rpm", "30"], ["--concurrency", "4"]):
+        refused = cli("bench", "--source", "demo", "--technique", "iterrag", "--llm", "m", *extra)
+        assert refused.returncode == 2 and "each worker's" in refused.stderr, refused.stderr
+
+
+def test_a_replay_travels_by_name_to_a_worker_where_its_path_is_not(team, workers):
+    """A run on a replay named by a path of another machine (or checkout): the worker finds the transcript by its
+    name in its own replay folders (assets/replays, PLANRAG_REPLAYS) and drives the run to its end."""
+    from core.llm.client import REPLAY_DIR, replay_path
+
+    elsewhere = "replay:/on/another/machine/demo_locating_1_sql_iterrag.json"
+    assert replay_path(elsewhere) == REPLAY_DIR / "demo_locating_1_sql_iterrag.json"
+    assert str(replay_path("replay:/on/another/machine/none.json")) == "/on/another/machine/none.json"
+    run = runs.start(RunSettings("locating", 1, "sqlite", "iterrag", elsewhere, source="demo"), runs.Opener())
+    workers("w1")
+    wait_for(lambda: status(run.run_id) in ("finished", "failed"), timeout=90)
+    record = runs.open_store().get(run.run_id)
+    assert record.status == "finished", record.outcome

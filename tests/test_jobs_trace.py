@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from core.auth.roles import local_admin
 import core.jobs.runs as jobs
 from core.model.run_settings import Review, RunSettings
 from core.llm.replays import model_label, replays
@@ -83,7 +84,7 @@ def test_plan_steps_lose_the_models_markdown_bold():
 def test_a_job_reports_what_stopped_it_and_a_run_is_driven_once(monkeypatch, tmp_path):
     isolate(monkeypatch, tmp_path)
     settings = RunSettings("locating", 1, "sqlite", "iterrag", f"replay:{tmp_path / 'missing.json'}", source="demo")
-    failed = jobs.start(settings, jobs.open_runtime)
+    failed = jobs.start(settings, jobs.open_runtime, who=local_admin())
     assert failed.wait(0, timeout=10) == [] and failed.done and "not found" in str(failed.error)
 
     spec = replays("demo", "locating", 1, "sql", "iterrag")[0].spec
@@ -93,9 +94,9 @@ def test_a_job_reports_what_stopped_it_and_a_run_is_driven_once(monkeypatch, tmp
         time.sleep(0.3)
         return jobs.open_runtime()
 
-    job = jobs.start(settings, slow_runtime)
+    job = jobs.start(settings, slow_runtime, who=local_admin())
     with pytest.raises(jobs.RunBusy):  # a second review while the run goes on
-        jobs.resume(RunRecord(job.run_id, 0, 0, "paused", settings.to_dict()), Review.approve(), jobs.open_runtime)
+        jobs.resume(RunRecord(job.run_id, 0, 0, "paused", settings.to_dict()), Review.approve(), jobs.open_runtime, who=local_admin())
     seen = []
     while not (job.done and len(seen) == len(job.events())):
         seen += job.wait(len(seen), timeout=1)
@@ -131,11 +132,11 @@ def test_stop_right_after_start_stops_the_run_before_it_is_stored(monkeypatch, t
             hold()
         return AgentRuntime(tmp_path, workspace=workspace)
 
-    job = jobs.start(settings, make_runtime)
+    job = jobs.start(settings, make_runtime, who=local_admin())
     assert opening.wait(30)
     with pytest.raises(KeyError):
         jobs.open_store().get(job.run_id)  # not stored yet
-    assert jobs.stop(job.run_id) == "running"  # asked, no KeyError
+    assert jobs.stop(job.run_id, who=local_admin()) == "running"  # asked, no KeyError
     go_on.set()
     while not job.done:
         job.wait(len(job.events()), timeout=1)

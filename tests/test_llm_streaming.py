@@ -7,6 +7,7 @@ import threading
 
 from langchain_core.messages import HumanMessage
 
+from core.auth.roles import local_admin
 from core.llm.client import LLMSettings, open_llm
 from core.model.run_settings import RunSettings
 from tests.streaming_stub import StreamingStub
@@ -59,7 +60,7 @@ def test_a_run_job_shows_the_reply_being_written_and_stores_the_events_as_before
                                         llm_settings=LLMSettings(api_key=None))
 
         job = jobs.start(RunSettings("locating", 1, "sqlite", "iterrag", "stand-in", base_url=server.url),
-                         runtime_for(server.url))
+                         runtime_for(server.url), who=local_admin())
         deadline = threading.Event()
         while job.partial != ACT[:20] and not job.done:
             deadline.wait(0.02)
@@ -70,7 +71,7 @@ def test_a_run_job_shows_the_reply_being_written_and_stores_the_events_as_before
         job.join(120)
         streamed = job.store().get(job.run_id)
         quiet = jobs.start(RunSettings("locating", 1, "sqlite", "iterrag", "stand-in", base_url=plain.url),
-                           runtime_for(plain.url))
+                           runtime_for(plain.url), who=local_admin())
         quiet.join(120)
         unstreamed = quiet.store().get(quiet.run_id)
     finally:

@@ -140,3 +140,42 @@ def test_settings_takes_a_tokenizer_file_and_shows_a_bad_one(tokenizer_file, tmp
     at.button(key="llm_use").click().run()
     assert at.session_state["llm"].tokenizer == str(tokenizer_file) and not at.error
     assert any("tokens counted by tokenizer file tokenizer.json" in shown(c.value) for c in at.caption)
+
+
+def build_panicking_tokenizer(path):
+    """A tokenizer.json whose pre-tokenizer's regular expression backtracks past Oniguruma's retry limit on a
+    long run of one letter: the Rust library panics (pyo3's PanicException, a BaseException, not an Exception)."""
+    from tokenizers import Regex, Tokenizer, models, pre_tokenizers
+
+    tokenizer = Tokenizer(models.WordLevel({"[UNK]": 0}, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Split(Regex("((a+)+)+c"), "isolated")
+    tokenizer.save(str(path))
+
+
+def test_a_tokenizer_that_panics_ends_the_run_as_failed_with_its_reason(tmp_path):
+    """Issue 44 section B: the panic of the native library no longer escapes the run (a traceback on the command
+    line, a run left running then interrupted in the app): the run ends failed, its reason recorded."""
+    path = tmp_path / "tokenizer.json"
+    build_panicking_tokenizer(path)
+    count = open_tokenizer(path)
+    with pytest.raises(BaseException) as raised:
+        count("a" * 3000 + "x")
+    assert not isinstance(raised.value, Exception)  # what the library does, contained below
+    runtime = make_runtime(tmp_path / "home", llm_settings=LLMSettings(api_key=None, tokenizer=str(path)))
+    long_act = ACT.replace("Thought: ", "Thought: " + "a" * 3000 + "x ", 1)  # counted with the next request
+    result = runtime.start(RunSettings("locating", 1, "sqlite", "iterrag", replay(tmp_path, [long_act, FINAL, FINAL]),
+                                       limits=Limits(context_tokens=100_000)))
+    record = runtime.store.get(result.run_id)
+    assert record.status == "failed" and "retry-limit-in-match" in record.outcome["error"]
+    assert record.events[-1].kind == "error" and "PanicException" in record.events[-1].message
+
+
+def test_a_tokenizer_file_over_its_cap_is_refused_before_it_is_parsed(tmp_path):
+    from sims.files import MAX_BYTES, MB
+
+    big = tmp_path / "tokenizer.json"
+    with open(big, "wb") as f:
+        f.truncate(MAX_BYTES["tokenizer file"] + 1)
+    with pytest.raises(TokenizerFileError, match=rf"more than the {MAX_BYTES['tokenizer file'] // MB} MB"):
+        open_tokenizer(big)
+    assert MAX_BYTES["tokenizer file"] <= 24 * MB  # parsed at about 15 times its size: within 300 MB or so

@@ -5,6 +5,7 @@ The command lines run under an address-space limit, so a regression fails with M
 machine; their timings are printed by bench/bench_odd_files.py."""
 from __future__ import annotations
 
+import json
 import os
 import resource
 import shutil
@@ -166,3 +167,19 @@ def test_an_odd_scenario_folder_is_one_error_line(scenario, odd):
     lines = [line for line in out.stderr.strip().splitlines() if line.startswith("error")]
     assert out.returncode == 1 and len(lines) == 1 and str(scenario) in lines[0], out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_a_valid_question_file_over_its_memory_bound_is_refused(layout):
+    """Issue 44 section B: a valid 63 MB question file peaked at 955 MB; a question file is capped so that loading
+    one stays within about 300 MB (sims.files.MAX_BYTES), with a clear error naming the file and the cap."""
+    questions = layout / "building/questions/simulated_questions.json"
+    real = json.loads(questions.read_text())
+    questions.unlink()
+    copies, size = [], 0
+    while size <= 17 << 20:  # real questions, repeated past the cap: valid JSON a loader would otherwise take
+        copies.extend(real)
+        size += len(json.dumps(real))
+    questions.write_text(json.dumps(copies))
+    with pytest.raises(DQAError, match=r"more than the 16 MB a question file may have") as e:
+        DQA(layout)
+    assert str(questions) in str(e.value)

@@ -64,3 +64,49 @@ def test_the_settings_test_of_a_visitors_url_never_gets_the_environments_key(mon
         assert visitor.keys[-1] == f"Bearer {MY_KEY}" and not visitor.got(OPERATOR_KEY)
     finally:
         visitor.close()
+
+
+def test_a_malformed_secrets_file_stops_every_page_naming_its_file_and_line(monkeypatch, tmp_path, address):
+    """Finding 7 of issue 36: one missing quote turned sign-in off and made everyone admin on 127.0.0.1."""
+    import streamlit
+
+    isolate(monkeypatch, tmp_path)
+    address("127.0.0.1")
+    secrets = tmp_path / "secrets.toml"
+    secrets.write_text('[auth]\nredirect_uri = "http://127.0.0.1:8501/oauth2callback"\ncookie_secret = "abc\n')
+    read = streamlit.get_option
+    monkeypatch.setattr(streamlit, "get_option",
+                        lambda key: [str(secrets)] if key == "secrets.files" else read(key))
+    at = open_file("app.py")
+    said = at.error[0].value.replace("\\", "")  # as Markdown escapes it
+    assert str(secrets) in said and "line 3" in said and "serves nothing" in said
+    assert not at.title and not at.button
+
+
+def test_in_single_user_mode_the_identity_is_the_local_user(monkeypatch, tmp_path, address):
+    """Issue 36: without sign-in the identity is "local user", never the Unix account."""
+    import getpass
+
+    isolate(monkeypatch, tmp_path)
+    address("localhost")
+    at = open_page("pages/settings.py")
+    assert at.text_input(key="reviewer_input").value == "local user" != getpass.getuser()
+
+
+@pytest.mark.parametrize("public, secure", [("https://workbench.example.org", True), ("http://127.0.0.1:8501", False)])
+def test_the_sign_in_cookie_is_secure_when_the_public_url_is_https(public, secure, monkeypatch):
+    """Finding 5 of issue 36: the sign-in cookie was never ``Secure``."""
+    from starlette.responses import Response
+    from streamlit.web.server.starlette import starlette_auth_routes as routes
+
+    from ui import access
+
+    monkeypatch.setattr(routes, "_set_single_cookie", routes._set_single_cookie)  # put back after the test
+    monkeypatch.setattr(routes, "get_cookie_secret", lambda: "test-cookie-secret-0123456789abcdef")
+    monkeypatch.setattr("streamlit.auth_util.get_secrets_auth_section",
+                        lambda: {"redirect_uri": f"{public}/oauth2callback"})
+    access.secure_cookies()
+    response = Response()
+    routes._set_single_cookie(response, "_streamlit_user", "{}")
+    header = response.headers["set-cookie"].lower()
+    assert "httponly" in header and ("; secure" in header) == secure

@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from core.auth.roles import local_admin
 import core.jobs.runs as jobs
 from core.model.run_settings import RunSettings
 from core.llm.replays import replays
@@ -242,7 +243,7 @@ def test_a_run_ended_without_an_answer_reads_neither_wrong_nor_none(home):
     """A run stopped before its final answer is "not answered" (not wrong) on Run, History and Compare; the tables
     show "–" where there is nothing (never "None"), and the review mode names query approval too."""
     stopped, paused = paused_run(), paused_run(review_queries=True)
-    jobs.stop(stopped)
+    jobs.stop(stopped, who=local_admin())
     store = jobs.open_store()  # the outcome a run stopped mid-way gets: graded, with no answer
     store.update(stopped, "stopped", outcome={"decision": None, "correct": False, "label": "doab",
                                               "final_answer": "", "grade_status": "none"})

@@ -130,3 +130,36 @@ def test_a_plugins_hostile_question_text_is_shown_as_text(hostile_plugin, page):
     assert_text_only(at)
     if page.endswith("scenarios.py"):
         assert any("deliver parcels" in v and "login" in v for v in shown_markdown(at))  # shown, as text
+
+
+def test_the_benchmark_results_of_a_hostile_plugin_and_set_are_shown_as_text(hostile_plugin, home, tmp_path):
+    """Issue 44 section E: the Results tab drew a plugin's title (and, by the code, the benchmark's name) as
+    Markdown, so an outside image was fetched. A benchmark of the hostile plugin, named and answered with markup,
+    is shown as text on every tab of its results and in the comparison of sets."""
+    from core.benchmark.runner import Bench, BenchConfig
+
+    replay = tmp_path / "answer.json"
+    replay.write_text(json.dumps([f"Thought: I now know the answer. {PAYLOAD}\nFinal answer: {PAYLOAD}"]))
+    for name in (f"set {PAYLOAD.replace('/', ':')}", "other ![y](evil.test) [a](evil.test) <b>"):
+        bench = Bench(BenchConfig(["iterrag", "planrag"], f"replay:{replay}", scenario="hostile", source="scenario",
+                                  questions="1", name=name, cache=False))
+        bench.run()
+        assert bench.results()
+    at = linked("pages/benchmark.py")
+    assert_text_only(at)
+    assert any("evil" in v and "Depot" in v for v in shown_markdown(at))  # the plugin's title: shown, as text
+
+
+@pytest.mark.parametrize("page, params", [
+    ("pages/run.py", {"q": "dqa/locating/" + "9" * 30_000}), ("pages/run.py", {"q": "demo/locating/" + "9" * 50}),
+    ("pages/run.py", {"q": "demo/locating/²"}), ("pages/run.py", {"q": "demo/locating/0"}),
+    ("pages/decision.py", {"q": "demo/building/" + "1" * 5000}), ("pages/run.py", {"run": "a" * 30_000}),
+    ("pages/history.py", {"run": "f" * 30_000}), ("pages/compare.py", {"runs": ",".join(["abc"] * 10_000)})])
+def test_a_url_parameter_out_of_bounds_is_one_clear_line(home, page, params):
+    """Issue 44 section E: ``/run?q=dqa/locating/`` and 30,000 digits showed a ValueError traceback. Every URL
+    parameter is read with bounds: a clear message, no exception, the page goes on."""
+    at = linked(page, **params)
+    assert not at.exception, at.exception
+    said = " ".join(shown_markdown(at))
+    assert "cannot be opened here" in said or "characters long; at most" in said
+    assert all(len(v) < 2000 for v in shown_markdown(at))  # not echoed whole

@@ -4,6 +4,7 @@ with errors naming the file and line, and a scenario without a simulator."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -261,7 +262,7 @@ def test_check_reports_an_undeclared_parameter_and_a_bad_query(tmp_path):
     assert "question 2: parameter week is not declared" in only_problem(folder)
     edit(toml, 'season = "summer"\nweek = 3', 'season = "summer"')
     edit(toml, "FROM site WHERE status", "FROM sites WHERE status")
-    assert "candidates.query query failed: no such table: sites" in only_problem(folder)
+    assert "candidates.query query failed: SQLite: no such table: sites" in only_problem(folder)
 
 
 def test_check_reports_simulator_errors_with_their_line(tmp_path):
@@ -464,3 +465,55 @@ def test_autoplan_learns_a_depot_plan_and_runs_from_it(tmp_path, monkeypatch, ca
                  "--technique", "autoplan", "--llm",
                  f"replay:{REPLAY_DIR / 'scenario_depot_1_sql_planrag.json'}"]) == 0
     assert "finished: decision DC-ASH (correct, rank 1 of 6)" in capsys.readouterr().out
+
+
+# --- issue 44 section C: a plugin's files are bounded as an agent's queries and a person's inputs are ---------
+
+
+def test_a_template_field_wider_than_its_bound_is_refused_before_it_is_formatted(tmp_path):
+    """``{season:>1500000000}`` made ``scenario check`` reach 3 GB: a field's width is bounded."""
+    folder = copy_depot(tmp_path)
+    edit(folder / "scenario.toml", "in the {season} season", "in the {season:>1500000000} season")
+    assert re.search(r"scenario\.toml, line \d+: questions\.template: the format \{:>1500000000\} is wider than "
+                     r"100 characters$", only_problem(folder))
+    edit(folder / "scenario.toml", "{season:>1500000000}", "{season.__class__}")
+    assert "is not a parameter's name (no attribute, no index)" in only_problem(folder)
+    edit(folder / "scenario.toml", "{season.__class__}", "{season:>12}")
+    assert checks.check(folder)[0] == []  # a modest width is fine
+
+
+@pytest.mark.parametrize("query, says", [
+    ("WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT 'DC-KEL' FROM n",
+     "ran longer than 0.5 s and was stopped"),
+    ("WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 20000) SELECT 'DC-KEL' FROM n",
+     "gives more than 10,000 rows"),
+])
+def test_an_endless_or_huge_candidates_query_stops_at_an_agent_querys_caps(tmp_path, monkeypatch, query, says):
+    """An endless recursive CTE reached 3.7 GB with no time limit: a plugin's query runs as an agent's does."""
+    from core.scenarios.plugins import folder as plugin_folder
+
+    monkeypatch.setattr(plugin_folder, "QUERY_TIMEOUT_S", 0.5)
+    folder = copy_depot(tmp_path)
+    edit(folder / "scenario.toml", "SELECT site FROM site WHERE status = 'candidate' ORDER BY rowid", query)
+    problem = only_problem(folder)
+    assert "candidates.query" in problem and says in problem, problem
+
+
+def test_a_names_query_of_a_huge_text_is_refused(tmp_path):
+    """A 900 M-character ``names`` query reached 3.6 GB: SQLite's length limit of an agent's queries holds."""
+    folder = copy_depot(tmp_path)
+    edit(folder / "scenario.toml", "SELECT site, site || ' (' || town || ')' FROM site",
+         "SELECT site, printf('%.*c', 900000000, 'x') FROM site")
+    problems, _ = checks.check(folder)  # refused (too big), or cut by SQLite's heap limit to no value
+    assert all("candidates.names query failed" in p and "too big" in p for p in problems), problems
+    kind = FolderScenario(folder)
+    if not problems:
+        question = kind.questions()[0]
+        assert all(len(n) < 100 for n in kind.candidate_names(question, kind.database()).values())
+
+
+def test_too_many_questions_is_a_clear_error(tmp_path):
+    folder = copy_depot(tmp_path)
+    toml = folder / "scenario.toml"
+    toml.write_text(toml.read_text() + '\n[[questions.ask]]\nseason = "winter"\n' * 25_000)
+    assert re.search(r"25,003 questions: a scenario has at most 1,000", only_problem(folder))

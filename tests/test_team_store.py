@@ -116,7 +116,7 @@ def test_a_team_store_behind_the_code_stops_the_app_and_the_commands_with_what_t
         assert out.returncode == 1 and "has no schema yet" in out.stderr and "python -m core db upgrade" in out.stderr
         up = subprocess.run([sys.executable, "-m", "core", "db", "upgrade"], cwd=ROOT, env=env, capture_output=True,
                             text=True, timeout=300)
-        assert up.returncode == 0 and "schema none -> 0003" in up.stdout, up.stderr
+        assert up.returncode == 0 and "schema none -> 0004" in up.stdout, up.stderr
         again = subprocess.run([sys.executable, "-m", "core", "override", "--list"], cwd=ROOT, env=env,
                                capture_output=True, text=True, timeout=120)
         assert again.returncode == 0, again.stderr

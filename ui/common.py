@@ -8,8 +8,8 @@ Keys (set by the Scenarios and Settings pages, read by the others):
 - ``db_settings``: a core.config.settings.DatabaseSettings for this session (MySQL, Neo4j; passwords stay in the session);
 - ``limits``: a core.model.run_settings.Limits for this session's runs (set on Settings);
 - ``run_id``: the run last opened in the Run view (the Decision check marks its pick);
-- ``reviewer``: the name this session's actions are recorded under without sign-in (Settings; default the OS
-  user); with sign-in, the signed-in identity (ui/access.py).
+- ``reviewer``: the name this session's actions are recorded under without sign-in (Settings; default
+  ``local user``); with sign-in, the signed-in identity (ui/access.py).
 
 The URL carries the question (``?q=source/scenario/number``) and, on the pages that show one, the run (``&run=ID``),
 so a view can be bookmarked or sent: a link's question and run win over the session's.
@@ -22,6 +22,7 @@ import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
 
 from core.scenarios import catalog
+from core.model.bounds import NUMBERS
 from core.model.run_settings import Limits
 from core.scenarios.dqa.source import DQAError
 from core.model.question import Database, Question
@@ -102,7 +103,7 @@ def session_limits() -> Limits:
 
 def session_reviewer() -> str:
     """Who acts in this session, as reviews, overrides, stops and branches record it: the signed-in person, else
-    (single-user mode) the name set on Settings, else the OS user."""
+    (single-user mode) the name set on Settings, else ``local user``."""
     who = access.current()
     return who.name if who else ""
 
@@ -113,10 +114,29 @@ def select_question(question: Question) -> None:
     st.query_params["q"] = question.id
 
 
+MAX_PARAM_CHARS = 200  # the longest URL parameter a page reads (a question, a run id, a list of runs)
+
+
+def url_param(name: str, max_chars: int = MAX_PARAM_CHARS) -> str | None:
+    """The URL parameter ``name`` (None without one); one longer than ``max_chars`` is said so in one line, taken
+    out of the URL and read as none."""
+    value = st.query_params.get(name)
+    if value and len(value) > max_chars:
+        st.error(f"The link's {md_code(name)} parameter is {len(value):,} characters long; at most {max_chars:,} are "
+                 "read: it is left out.", icon=":material/link_off:")
+        del st.query_params[name]
+        return None
+    return value
+
+
 def _parse(linked: str) -> tuple[str, str, int] | None:
+    """(source, scenario, number) of ``source/scenario/number``, the number within its bounds; None otherwise."""
     source, _, rest = linked.partition("/")
     scenario, _, number = rest.partition("/")
-    return (source, scenario, int(number)) if source and scenario and number.isdigit() else None
+    if not (source and scenario and re.fullmatch(r"[0-9]{1,9}", number)):
+        return None
+    low, high = NUMBERS["question"]
+    return (source, scenario, int(number)) if low <= int(number) <= high else None
 
 
 def _load(ref: tuple) -> tuple[Question, Database]:
@@ -127,13 +147,15 @@ def _load(ref: tuple) -> tuple[Question, Database]:
 def linked_question(stop: bool = True) -> tuple[Question, Database] | None:
     """The question the link names (``?q=``) and its database, made the session's question; None without one. A
     link naming no question there is is said so, and stops the page (``stop``) or is taken out of the URL."""
-    linked = st.query_params.get("q")
+    linked = url_param("q")
     if not linked:
         return None
     ref = _parse(linked)
     try:
         if ref is None:
-            raise DQAError("a question is written source/scenario/number, e.g. demo/locating/1")
+            low, high = NUMBERS["question"]
+            raise DQAError(f"a question is written source/scenario/number, the number from {low} to {high:,}, e.g. "
+                           "demo/locating/1")
         question, database = _load(ref)
     except (DQAError, KeyError, ValueError) as e:
         st.error(f"The link names question {md_code(linked)}, which cannot be opened here: {md(e)}. Pick a question on the "
@@ -172,7 +194,7 @@ def current_question() -> tuple[Question, Database]:
 def linked_run() -> str | None:
     """The run of the link (``?run=``) made the session's run (and, when the link names no question, the run's
     question the current one), else the session's run."""
-    linked = st.query_params.get("run")
+    linked = url_param("run")
     if linked and linked != st.session_state.get("run_id"):
         st.session_state["run_id"] = linked
         if "q" not in st.query_params:

@@ -1,7 +1,8 @@
 """One inbox of everything waiting for review, across runs and analysts: every paused (and interrupted) run of the
 run store with what it waits for and who is looking at it now (the store's "viewing" marks), and approve, reject,
 open (to edit) or close from the list. Approving or rejecting here claims the pause like the review form does, so
-a race with another analyst is refused with who won."""
+a race with another analyst is refused with who won. Approve, reject and close are the gate's ``inbox_approve``,
+``inbox_reject`` and ``inbox_close``, asked by core.jobs.runs where they are carried out."""
 from __future__ import annotations
 
 import time
@@ -9,6 +10,7 @@ import time
 import streamlit as st
 
 import core.jobs.runs as jobs
+from core.auth.gate import Refused
 from core.model.run_settings import Pause, Review
 from core.store.runs import PauseTaken, RunRecord
 from ui import access
@@ -38,7 +40,10 @@ def _review(record: RunRecord, action: str) -> None:
     else:
         review = Review.reject(REJECT_NOTE, reviewer) if action == "reject" else Review.approve("", reviewer)
     try:
-        jobs.resume(record, review.validate(pause.kind), runtime_factory(), pause_id=pause.id)
+        jobs.resume(record, review.validate(pause.kind), runtime_factory(), pause_id=pause.id,
+                    who=access.current(), action=f"inbox_{action}")
+    except Refused as e:
+        st.session_state[ERROR] = f"Refused: {e}."
     except (PauseTaken, jobs.RunBusy):
         st.session_state[ERROR] = (f"Your review of run {record.id} was not applied: "
                                    f"{jobs.open_store().describe_state(record.id, pause.id)}.")
@@ -46,8 +51,17 @@ def _review(record: RunRecord, action: str) -> None:
         st.session_state[ERROR] = str(e)
 
 
-def show_inbox(waiting: list[RunRecord], *, allowed: bool = True) -> None:
-    """The list (see the module doc); ``allowed``: whether this session may review and close runs."""
+def _close(run_id: str) -> None:
+    """Close a run from the inbox (status stopped), recorded under this session's identity."""
+    st.session_state.pop(ERROR, None)
+    try:
+        jobs.stop(run_id, who=access.current(), action="inbox_close")
+    except Refused as e:
+        st.session_state[ERROR] = f"Refused: {e}."
+
+
+def show_inbox(waiting: list[RunRecord]) -> None:
+    """The list (see the module doc); what the gate would refuse this session is disabled."""
     if st.session_state.get(ERROR):
         st.error(md(st.session_state[ERROR]), icon=":material/block:")
     st.caption("Approve or reject a proposal here, open a run to edit it, or close a run you will not go on with "
@@ -66,10 +80,12 @@ def show_inbox(waiting: list[RunRecord], *, allowed: bool = True) -> None:
                       + (f"  \n:material/visibility: {md(others)} looking" if others else ""))
         if paused:
             approve.button("Approve", key=f"inbox-approve-{record.id}", icon=":material/check:", on_click=_review,
-                           args=(record, "approve"), disabled=not (allowed and named), help="Approve the proposal as it is")
+                           args=(record, "approve"), disabled=not (access.allowed("inbox_approve") and named),
+                           help="Approve the proposal as it is")
             reject.button("Reject", key=f"inbox-reject-{record.id}", icon=":material/undo:", on_click=_review,
-                          args=(record, "reject"), disabled=not (allowed and named), help=f"Send it back: {REJECT_NOTE}")
+                          args=(record, "reject"), disabled=not (access.allowed("inbox_reject") and named),
+                          help=f"Send it back: {REJECT_NOTE}")
         if opened.button("Open", key=f"open-{record.id}", help="Open it to read it or edit the proposal"):
             open_run(record, "pages/run.py")
-        closed.button("Close", key=f"close-{record.id}", icon=":material/close:", on_click=jobs.stop,
-                      args=(record.id, me), disabled=not allowed, help="End this run now (status stopped)")
+        closed.button("Close", key=f"close-{record.id}", icon=":material/close:", on_click=_close,
+                      args=(record.id,), **access.disabled("inbox_close"), help="End this run now (status stopped)")

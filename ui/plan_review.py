@@ -13,6 +13,7 @@ from functools import partial
 import streamlit as st
 
 import core.jobs.runs as jobs
+from core.auth.gate import Refused
 from core.model.run_settings import Pause, Review
 from core.llm.client import REPLAY_PREFIX
 from core.store.runs import PauseTaken, RunRecord
@@ -34,7 +35,7 @@ def _use_name() -> None:
 
 def ask_name() -> bool:
     """Before a session's first review, when no name was given on Settings: ask for one (a shared link opens a
-    new session, whose reviews would otherwise be recorded under the server's OS user). Whether there is one."""
+    new session, whose reviews would otherwise be recorded as ``local user``). Whether there is one."""
     if access.signin_on() or st.session_state.get("reviewer"):  # signed in: the identity names the reviewer
         return True
     st.text_input("Your name, recorded with your review", key=NAME, on_change=_use_name,
@@ -104,8 +105,6 @@ def _edits(record: RunRecord, prefix: str, pause: Pause) -> bool:
 def _review(record: RunRecord, pause: Pause, prefix: str, action: str, make_runtime) -> None:
     """Apply the review ``action``: approve (as proposed; asks first when the form holds edits), approve-edits,
     edit (the form's plan or query) or reject."""
-    if access.refused("review"):
-        return
     error = f"review-error-{record.id}"
     st.session_state.pop(error, None)
     st.session_state.pop(f"{prefix}-confirm", None)
@@ -125,8 +124,10 @@ def _review(record: RunRecord, pause: Pause, prefix: str, action: str, make_runt
     else:
         review = Review.reject(note, reviewer) if action == "reject" else Review.approve(note, reviewer)
     try:
-        jobs.resume(record, review.validate(pause.kind), make_runtime, pause_id=pause.id)
+        jobs.resume(record, review.validate(pause.kind), make_runtime, pause_id=pause.id, who=access.current())
         st.session_state.setdefault(MINE, set()).add((record.id, pause.id))
+    except Refused as e:
+        access.show_refusal(e)
     except PauseTaken as e:
         st.session_state[error] = f"Your review was not applied: {e}."
     except jobs.RunBusy:  # another review took the pause a moment before and its job drives the run now
@@ -175,7 +176,8 @@ def show_review(record: RunRecord) -> None:
     st.caption(f"Pause `{pause.id}` of run `{record.id}`{since}. Your review applies to this pause only"
                + (f"; you review as **{md(session_reviewer())}**" + ("." if access.signin_on() else
                                                                      " (change it on Settings).") if named else "."))
-    if not access.allowed("review"):
+    action = "query_decision" if query else "review"
+    if not access.allowed(action):
         st.info(f"You can read this pause; reviewing needs the analyst role (yours: {access.role()}).",
                 icon=":material/visibility:")
     if record.settings.get("llm", "").startswith(REPLAY_PREFIX):
@@ -205,13 +207,13 @@ def show_review(record: RunRecord) -> None:
     approve, edited, reject = st.columns(3)
     approve.button("Approve as proposed", type="primary", icon=":material/check:", key=f"{prefix}-approve",
                    on_click=_review, args=(record, pause, prefix, "approve", make_runtime), width="stretch",
-                   disabled=not named or not access.allowed("review"))
+                   disabled=not named or not access.allowed(action))
     edited.button("Run the edited query" if query else "Approve edited", icon=":material/edit:",
                   key=f"{prefix}-edit", on_click=_review, args=(record, pause, prefix, "edit", make_runtime),
-                  width="stretch", disabled=not named or not access.allowed("review"))
+                  width="stretch", disabled=not named or not access.allowed(action))
     reject.button("Reject with the note", icon=":material/undo:", key=f"{prefix}-reject",
                   on_click=_review, args=(record, pause, prefix, "reject", make_runtime), width="stretch",
-                  disabled=not named or not access.allowed("review"))
+                  disabled=not named or not access.allowed(action))
     show_review_error(record.id)
     with st.expander("The agent's reply"):
         st.text(pause.reply)

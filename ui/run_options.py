@@ -18,6 +18,8 @@ from core.llm.replays import Replay, model_label, replays
 from core.model.question import Question
 from core.config import settings as config
 from core.analysis.summary import HITL_LABELS, technique_label
+from core.auth.gate import Refused
+from ui import access
 from ui.common import dqa_root, kept, session_db, session_llm
 
 REPLAYS = "replays"  # the model choice "each technique's recorded replay"
@@ -128,13 +130,28 @@ def choose_models(question: Question, techniques: list[str], db: str, key: str) 
     return specs
 
 
-def start_run(settings: RunSettings) -> str:
-    """Start a run in the background with this session's settings (see ``runtime_factory``), recording the model
-    endpoint it uses; its id."""
+def _with_endpoint(settings: RunSettings) -> RunSettings:
     llm = session_llm()
-    if llm.endpoint and settings.llm == llm.model:
-        settings = replace(settings, endpoint=llm.endpoint)
-    return jobs.start(settings, runtime_factory()).run_id
+    return replace(settings, endpoint=llm.endpoint) if llm.endpoint and settings.llm == llm.model else settings
+
+
+def start_run(settings: RunSettings) -> str | None:
+    """Start a run in the background for this session's identity with its settings (see ``runtime_factory``),
+    recording the model endpoint it uses; its id, or None with the gate's refusal shown."""
+    try:
+        return jobs.start(_with_endpoint(settings), runtime_factory(), who=access.current()).run_id
+    except Refused as e:
+        access.show_refusal(e)
+        return None
+
+
+def start_samples(settings: RunSettings, n: int) -> list[str] | None:
+    """Start ``n`` samples of ``settings`` for this session's identity; their ids, or None with the refusal shown."""
+    try:
+        return jobs.samples(_with_endpoint(settings), n, runtime_factory(), who=access.current())
+    except Refused as e:
+        access.show_refusal(e)
+        return None
 
 
 def runtime_factory():

@@ -27,8 +27,8 @@ from core.store.runs import DRIVEN, PauseTaken, RunRecord
 from core.analysis.summary import answered, question_id, review_label, technique_label, window_note
 from core.analysis.trace import Trace, step_summary
 from core.analysis.format import GAP, duration, number
+from core.auth.gate import Refused
 from ui import access
-from ui.common import session_reviewer
 from ui.run_options import runtime_factory
 from core.analysis.evidence import of_run
 from ui.common import dqa_root
@@ -357,9 +357,11 @@ def _show_reply(reply: Callable[[], str], shown: dict) -> None:
 
 
 def stop_run(run_id: str) -> None:
-    """Stop a run, recorded under this session's identity, if its role may."""
-    if not access.refused("stop"):
-        jobs.stop(run_id, by=session_reviewer())
+    """Stop a run, recorded under this session's identity, if the gate lets it."""
+    try:
+        jobs.stop(run_id, who=access.current())
+    except Refused as e:
+        access.show_refusal(e)
 
 
 def stop_button(run_id: str, key: str) -> None:
@@ -444,7 +446,7 @@ def show_state(record: RunRecord | None, job: RunJob | None, key: str = "state")
                        "checkpoint, or close it.", icon=":material/warning:")
         resume, close = st.columns(2)
         resume.button("Resume from the last checkpoint", icon=":material/play_arrow:", key=f"{key}-go-{record.id}",
-                      on_click=_proceed, args=(record,), **access.disabled("run"))
+                      on_click=_proceed, args=(record,), **access.disabled("resume"))
         if record.status == "interrupted":
             close.button("Close the run", icon=":material/close:", key=f"{key}-close-{record.id}",
                          on_click=stop_run, args=(record.id,), **access.disabled("stop"))
@@ -453,11 +455,11 @@ def show_state(record: RunRecord | None, job: RunJob | None, key: str = "state")
 
 
 def _proceed(record: RunRecord) -> None:
-    if access.refused("run"):
-        return
     st.session_state.pop(f"proceed-error-{record.id}", None)
     try:
-        jobs.proceed(record, runtime_factory())
+        jobs.proceed(record, runtime_factory(), who=access.current())
+    except Refused as e:
+        access.show_refusal(e)
     except (PauseTaken, ValueError, jobs.RunBusy) as e:
         st.session_state[f"proceed-error-{record.id}"] = str(e)
 
@@ -497,10 +499,11 @@ def branch_form(record: RunRecord, key: str) -> None:
             fields["note"] = st.text_input("Note to the agent", key=f"{key}-branch-note-{record.id}")
         if st.button("Start the branch", icon=":material/call_split:", type="primary",
                      key=f"{key}-branch-go-{record.id}", **access.disabled("branch")):
-            if access.refused("branch"):
-                return
             try:
-                job = jobs.branch(record, step, runtime_factory(), reviewer=session_reviewer(), **fields)
+                job = jobs.branch(record, step, runtime_factory(), who=access.current(), **fields)
+            except Refused as e:
+                access.show_refusal(e)
+                return
             except (KeyError, ValueError, LookupError) as e:
                 st.error(md(e), icon=":material/error:")
             else:

@@ -4,6 +4,7 @@ itself)."""
 from __future__ import annotations
 
 import threading
+import time
 
 import streamlit as st
 
@@ -46,6 +47,22 @@ def warming() -> threading.Thread:
     thread.name, thread.daemon = "warm-up", True
     thread.start()
     return thread
+
+
+STORE_RETRY_S = 5  # how soon a page the team store's outage interrupted tries again
+
+
+def run(page) -> None:
+    """Run the page; the team store away mid-page is said, and the page tried again (core.store.database.is_lost)."""
+    try:
+        page.run()
+    except Exception as e:
+        if not database.is_lost(e):
+            raise
+        st.error(f"The team store cannot be reached ({database.lost_reason(e)}): the page tries again in "
+                 f"{STORE_RETRY_S} s.", icon=":material/cloud_off:")
+        time.sleep(STORE_RETRY_S)
+        st.rerun()
 
 
 def navigation():

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import re
 
-import pandas as pd
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from core import scenarios
@@ -290,6 +289,8 @@ def result_text(columns: list[str], rows: list[list], language: str) -> str:
     """A query's rows as the original tools returned them: a blank line, then the pandas DataFrame printed (at most
     200 rows shown in full, cells up to 1000 characters). The Graph DB tool built its frame from the records, so
     its columns are numbered."""
+    import pandas as pd  # heavy: only the paper setting prints rows as a DataFrame
+
     frame = pd.DataFrame(rows, columns=columns if language == "sql" else list(range(len(columns))))
     if not rows and language != "sql":
         frame = pd.DataFrame()

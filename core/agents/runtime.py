@@ -26,6 +26,7 @@ from typing import TypedDict
 from langgraph.types import Command
 
 from core.agents import guards, paper_prompts, prompts, reaper, reaper_examples
+from core.model.bounds import no_nul
 from core.model.run_settings import Pause, Review, RunSettings, default_reviewer
 from core.agents.control import RunControl, RunInterrupted, RunStopped
 from core.model.events import ActionEvent, BranchEvent, ErrorEvent, Event
@@ -33,6 +34,7 @@ from core.agents.graph import AgentContext, build_graph, initial_state
 from core.model.technique import technique
 from core.agents.workspace import Workspace, open_catalog_workspace
 from core.store.plans import PlanStore
+from core.store import database
 from core.store.checkpoints import open_checkpointer
 from core.analysis.grading import grade, place
 from core.analysis.trace import Trace
@@ -41,6 +43,7 @@ from core.llm.client import REPLAY_PREFIX, ChatLLM, LLMSettings, bound_key, open
 from core.store.runs import PauseTaken, RunStore
 from core.scenarios import ranking
 from core.config.secrets import scrub
+from core.telemetry.runs import traced
 from core.config import home as project_home
 from core.llm.server_info import detect_window
 from core.llm.prices import DEFAULT_PRICES, load_prices, price_of
@@ -69,6 +72,13 @@ class RunResult:
     status: str
     pause: Pause | None = None
     outcome: dict | None = None
+
+
+def native_panic(e: BaseException) -> bool:
+    """Whether ``e`` is a native library's panic (pyo3's PanicException, from the ``tokenizers`` library for one):
+    a BaseException that is the run's failure, not a request to stop the process."""
+    return (not isinstance(e, (Exception, KeyboardInterrupt, SystemExit, GeneratorExit))
+            and type(e).__name__ == "PanicException")
 
 
 def new_run_id() -> str:
@@ -356,6 +366,9 @@ class AgentRuntime:
         running ``query`` instead. The parent run is left as it was; the branch keeps the parent's events up to
         that point, then a ``branch`` event, and is driven until it pauses or ends. Raises ValueError (no such
         step, an edit the technique cannot take), KeyError for an unknown run, when called."""
+        for what, text in (("note", note), ("query", query or ""), ("reviewer's name", reviewer),
+                           *(("plan", step_text) for step_text in plan or ())):
+            no_nul(text, what)
         parent = self.store.get(run_id)
         settings = RunSettings.from_dict(parent.settings)
         tech = technique(settings.technique)
@@ -423,7 +436,8 @@ class AgentRuntime:
             if self._interrupting:
                 control.interrupt(self._interrupting)
         try:
-            yield from self._stream(run_id, graph, graph_input, ws, llm, control, price)
+            yield from traced(run_id, self.store, ws.question.text,
+                              self._stream(run_id, graph, graph_input, ws, llm, control, price))
         finally:
             control.close()
             with self._controls_lock:
@@ -454,7 +468,11 @@ class AgentRuntime:
             self.store.update(run_id, "stopped",
                               outcome=self._outcome(run_id, {**values, "error": "stopped by the analyst"}, ws, price))
             return
-        except Exception as e:  # a defect or an unexpected failure: keep the trace, end the run
+        except BaseException as e:  # a defect, an unexpected failure, a native library's panic: keep the trace, end
+            if database.is_lost(e):  # the store away: not the run's failure; it goes on from its checkpoint
+                raise
+            if not (isinstance(e, Exception) or native_panic(e)):  # the run (Ctrl-C, exit, close: not the run's)
+                raise
             event = ErrorEvent(message=scrub(f"internal error: {e!r}"), error_kind="internal")
             self.store.add_event(run_id, event)
             yield event

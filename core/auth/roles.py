@@ -1,12 +1,13 @@
-"""Roles and what each may do. A viewer reads runs, benchmarks and plans; an analyst also starts and stops runs,
-reviews, branches and overrides grades; an admin also sets what the server uses: model endpoints, database
-connections and the folders and files the server reads.
+"""Roles and identities. A viewer reads runs, benchmarks and plans; an analyst also starts, reviews, stops, resumes
+and branches runs, runs benchmarks and overrides grades; an admin also sets what the server uses (model endpoints,
+database connections, the folders and files the server reads). What each action needs: core.auth.gate.
 
-A signed-in person's role comes from the identity provider's claims: the claim named by ``role_claim`` (default
-``roles``) holding a role name, or the ``[planrag.roles]`` mapping of e-mail addresses, subjects and
-``group:NAME`` entries (from the ``groups`` claim) to roles; the highest role found wins, and anyone signed in with
-none gets ``default_role`` (default viewer: least privilege). Without sign-in (one person on this machine) and on
-the command line the user is the local admin."""
+A signed-in person is known by what the provider vouches for: the e-mail address of the ID token when
+``email_verified`` is true (or the operator lists the provider in ``[planrag] unverified_email_providers``), else
+the issuer and subject; never a display name. The role comes from the claim named by ``role_claim`` (default
+``roles``) or the ``[planrag.roles]`` mapping of verified e-mail addresses (compared case-blind), subjects (exact)
+and ``group:NAME`` entries (from the ``groups`` claim); the highest found wins, anyone else gets ``default_role``
+(default viewer). Without sign-in the one person on this machine is the admin ``local user``."""
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -15,52 +16,32 @@ from dataclasses import dataclass, field
 from core.auth.config import ConfigError
 
 ROLES = ("viewer", "analyst", "admin")  # each may do what the ones before it may
-
-#: The least role each action needs.
-ACTIONS = {
-    "read": "viewer",
-    "run": "analyst", "stop": "analyst", "review": "analyst", "branch": "analyst", "override": "analyst",
-    "benchmark": "analyst", "train": "analyst",
-    "endpoints": "admin", "databases": "admin", "server_paths": "admin",
-}
-
-#: What each action is, as a refusal names it.
-ACTION_NAMES = {
-    "read": "read runs", "run": "start runs", "stop": "stop runs", "review": "review paused runs",
-    "branch": "branch runs", "override": "override grades", "benchmark": "run benchmarks",
-    "train": "train plans", "endpoints": "change the model endpoint settings",
-    "databases": "change database connections", "server_paths": "change the files and folders the server reads",
-}
+LOCAL_USER = "local user"  # who acts without sign-in (never the Unix account)
+#: How long a sign-in's claims (its role) are trusted before the person signs in again, by default (seconds).
+CLAIMS_MAX_AGE_S = 15 * 60
 
 
 class PermissionDenied(PermissionError):
-    """An action the identity's role does not allow; the message names both."""
+    """An action the identity may not take; the message names who and why."""
 
 
 @dataclass(frozen=True)
 class Identity:
-    """Who acts: ``name`` as recorded with reviews, overrides, stops and branches (the e-mail address when the
-    provider gives one), and the role."""
+    """Who acts: ``name`` as recorded with every stored action (the verified e-mail, else ``SUBJECT at ISSUER``),
+    and the role. A signed-in identity has its ``session`` (issuer, subject and issue time of its ID token, for
+    sign-out) and ``valid_until``: the token's expiry or the claims' age limit, whichever comes first."""
 
     name: str
     role: str
     email: str | None = None
     groups: tuple[str, ...] = field(default=())
     signed_in: bool = False
-
-    def can(self, action: str) -> bool:
-        return ROLES.index(self.role) >= ROLES.index(ACTIONS[action])
-
-    def require(self, action: str) -> None:
-        """PermissionDenied unless the role allows ``action``."""
-        if not self.can(action):
-            raise PermissionDenied(f"{self.name} is signed in as {self.role}, and only "
-                                   f"{' or '.join(ROLES[ROLES.index(ACTIONS[action]):])} may "
-                                   f"{ACTION_NAMES[action]}")
+    session: str = ""
+    valid_until: float | None = None
 
 
-def local_admin(name: str) -> Identity:
-    """The user of single-user mode and of the command line."""
+def local_admin(name: str = LOCAL_USER) -> Identity:
+    """The user of single-user mode (``local user``) and of the command line."""
     return Identity(name, "admin")
 
 
@@ -71,27 +52,57 @@ def _strings(value) -> list[str]:
 
 
 def check_config(planrag: Mapping) -> None:
-    """ConfigError for a role mapping or default role that names no role."""
+    """ConfigError for a role mapping, default role or claims age that makes no sense."""
     for role in planrag.get("roles", {}):
         if role not in ROLES:
             raise ConfigError(f"[planrag.roles] names the role {role!r}; the roles are {', '.join(ROLES)}")
     if planrag.get("default_role", "viewer") not in (*ROLES, "none"):
         raise ConfigError(f"[planrag] default_role must be one of {', '.join(ROLES)} or none")
+    age = planrag.get("claims_max_age_s", CLAIMS_MAX_AGE_S)
+    if isinstance(age, bool) or not isinstance(age, (int, float)) or age <= 0:
+        raise ConfigError("[planrag] claims_max_age_s must be a positive number of seconds")
+    if not isinstance(planrag.get("unverified_email_providers", []), list):
+        raise ConfigError("[planrag] unverified_email_providers must be a list of provider names")
+
+
+def verified_email(claims: Mapping, planrag: Mapping) -> str | None:
+    """The claims' e-mail address, lower-cased, when the provider vouches for it; else None."""
+    email = claims.get("email")
+    if not isinstance(email, str) or "@" not in email:
+        return None
+    trusted = claims.get("email_verified") is True or str(claims.get("email_verified")).lower() == "true"
+    provider = str(claims.get("provider") or "default")
+    if trusted or provider in planrag.get("unverified_email_providers", []):
+        return email.strip().lower()
+    return None
 
 
 def identity_of(claims: Mapping, planrag: Mapping) -> Identity | None:
-    """The identity of a signed-in person's claims (as the provider's ID token gives them) under the ``[planrag]``
-    configuration; None when the configuration gives such a person no role (``default_role = "none"``)."""
+    """The identity of a signed-in person's ID-token claims under the ``[planrag]`` configuration; None when the
+    configuration gives such a person no role (``default_role = "none"``) or the claims name no one."""
     check_config(planrag)
-    email = claims.get("email") or None
-    subject = str(claims.get("sub") or "")
+    email = verified_email(claims, planrag)
+    subject, issuer = str(claims.get("sub") or ""), str(claims.get("iss") or "")
+    if not (email or subject):
+        return None
     groups = tuple(_strings(claims.get(planrag.get("groups_claim", "groups"))))
     found = [r for r in _strings(claims.get(planrag.get("role_claim", "roles"))) if r in ROLES]
-    keys = {k.lower() for k in (email, subject) if k} | {f"group:{g}".lower() for g in groups}
+    wanted_groups = {f"group:{g}".lower() for g in groups}
     for role, members in planrag.get("roles", {}).items():
-        if keys & {m.lower() for m in _strings(members)}:
-            found.append(role)
+        for member in _strings(members):
+            if (member == subject or (email and member.lower() == email)
+                    or (member.lower().startswith("group:") and member.lower() in wanted_groups)):
+                found.append(role)
     role = max(found, key=ROLES.index) if found else planrag.get("default_role", "viewer")
     if role == "none":
         return None
-    return Identity(email or claims.get("name") or subject, role, email, groups, signed_in=True)
+    issued = _number(claims.get("iat"))
+    limits = [t for t in (_number(claims.get("exp")),
+                          issued + planrag.get("claims_max_age_s", CLAIMS_MAX_AGE_S) if issued else None) if t]
+    name = email or (f"{subject} at {issuer}" if issuer else subject)
+    return Identity(name, role, email, groups, signed_in=True, session=f"{issuer}|{subject}|{claims.get('iat')}",
+                    valid_until=min(limits) if limits else None)
+
+
+def _number(value) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None

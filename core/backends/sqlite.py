@@ -34,8 +34,9 @@ def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def build_file(tables: Tables, path: Path) -> None:
-    """Write ``tables`` into a new SQLite file at ``path``, in one transaction."""
+def build_file(tables: Tables, path: Path, typed: bool = True) -> None:
+    """Write ``tables`` into a new SQLite file at ``path``, in one transaction (``typed``: columns with the
+    MySQL-like types above and the primary keys; else columns without a type, values kept as given)."""
     part = path.with_name(path.name + ".part")
     part.unlink(missing_ok=True)
     try:
@@ -44,8 +45,8 @@ def build_file(tables: Tables, path: Path) -> None:
             con.execute("PRAGMA synchronous = OFF")
             con.execute("BEGIN")
             for t in tables:
-                columns = [f"{_quote(c.name)} {_TYPES[c.type]}" for c in t.columns]
-                if t.primary_key:
+                columns = [f"{_quote(c.name)} {_TYPES[c.type]}" if typed else _quote(c.name) for c in t.columns]
+                if t.primary_key and typed:
                     columns.append(f"PRIMARY KEY ({', '.join(map(_quote, t.primary_key))})")
                 con.execute(f"CREATE TABLE {_quote(t.name)} ({', '.join(columns)})")
                 con.executemany(f"INSERT INTO {_quote(t.name)} VALUES ({', '.join('?' * len(t.columns))})",
@@ -56,19 +57,31 @@ def build_file(tables: Tables, path: Path) -> None:
         part.unlink(missing_ok=True)
 
 
-def database_file(database: Database) -> Path:
-    """The SQLite file holding ``database``, written on first use in this process and reused afterwards."""
+def database_file(database: Database, typed: bool = True) -> Path:
+    """The SQLite file holding ``database`` (``typed``: see build_file), written on first use in this process and
+    reused afterwards."""
     global _dir
+    key = database.key if typed else f"{database.key}.untyped"
     with _lock:
-        path = _files.get(database.key)
+        path = _files.get(key)
         if path is None:
             if _dir is None:
                 _dir = Path(tempfile.mkdtemp(prefix="planrag-sqlite-"))
                 atexit.register(shutil.rmtree, _dir, True)
-            path = _dir / f"{database.key}.sqlite"
-            build_file(database.tables, path)
-            _files[database.key] = path
+            path = _dir / f"{key}.sqlite"
+            build_file(database.tables, path, typed)
+            _files[key] = path
         return path
+
+
+def query_file(path: Path, sql: str, timeout_s: float, row_cap: int) -> QueryResult:
+    """Run SQLite ``sql`` on the file at ``path`` with an agent query's guards: in a worker process, read-only,
+    within ``timeout_s``, ``row_cap`` rows, SQLite's length and heap limits and the result's character caps."""
+    runner = worker.worker_for("sqlite", path)
+    try:
+        return runner.run(sql, timeout_s, row_cap)
+    finally:
+        worker.release(runner)
 
 
 def forget(key: str) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from core.config import settings as core_settings
 from core.llm.client import REPLAY_PREFIX, LLMSettings, replay_path
+from core.model.bounds import in_bounds
 from core.model.run_settings import Limits
 
 
@@ -15,6 +16,16 @@ def bench_home(home: str | Path | None = None) -> Path:
     """Where benchmarks keep their results, the LLM reply cache and the price table: ``home``/bench (default
     DATA_HOME/bench)."""
     return Path(home or core_settings.DATA_HOME) / "bench"
+
+
+def check_name(name: str) -> str:
+    """``name`` when it names a results set (letters, digits, spaces and ``-_.``, at most 64, not only dots, no
+    space at either end: a name kept under bench_home, never a path); ValueError saying why not."""
+    if (not 0 < len(name) <= 64 or not all(c.isalnum() or c in " -_." for c in name) or not name.strip(".")
+            or name != name.strip()):
+        raise ValueError(f"Results name {name[:80]!r} is not a name: use letters, digits, spaces and -_. (at most "
+                         "64, not only dots, no space at either end); results are kept under the project home")
+    return name
 
 
 def default_name(llm: str) -> str:
@@ -59,6 +70,21 @@ class BenchConfig:
     top_p: float | None = None  # nucleus sampling (None: the server's default)
     seed: int | None = None  # the sampling seed of epoch 1 (epoch e sends seed + e - 1); None: not sent
     vote: int = 0  # also record each technique's decision by majority over epochs 1..vote (0: no vote)
+    started_by: str = ""  # who started the benchmark (recorded as who started each of its runs)
+
+    def __post_init__(self):
+        if self.name is not None:
+            check_name(self.name)
+
+    def check_numbers(self) -> BenchConfig:
+        """Self, or ValueError naming a number out of its bounds (core.model.bounds; NaN and infinity refused)."""
+        for name in ("epochs", "vote", "concurrency", "temperature"):
+            in_bounds(name, getattr(self, name))
+        for name in ("rpm", "top_p", "seed", "budget_tokens", "budget_cost", "budget_calls"):
+            if getattr(self, name) is not None:
+                in_bounds(name, getattr(self, name))
+        self.limits.validate()
+        return self
 
     def settings_params(self) -> dict:
         """The faithfulness settings, for the stored parameters when not the defaults (so the results of earlier

@@ -5,7 +5,6 @@ were made with, so a rerun with other parameters does not mix with them."""
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 import time
 from pathlib import Path
@@ -29,8 +28,6 @@ CREATE TABLE IF NOT EXISTS budgets (id TEXT PRIMARY KEY, max_tokens INTEGER, max
     prompt_tokens INTEGER NOT NULL DEFAULT 0, completion_tokens INTEGER NOT NULL DEFAULT 0,
     in_flight INTEGER NOT NULL DEFAULT 0);
 """
-#: The epoch at the end of an item's key (core.benchmark.items.Item.key), from epoch 2 on.
-_EPOCH = re.compile(r"/e(\d+)$")
 #: The fields of an item that could not run (ResultStore.not_run, read_not_run).
 NOT_RUN_FIELDS = ("scenario", "question", "db", "technique", "model", "error_kind", "error", "attempts", "at")
 
@@ -153,6 +150,19 @@ def _rows(directory: str | Path, table: str, columns: str, condition: str = "1 =
         con.close()
 
 
+def stored_benchmarks(home: str | Path) -> list[Path]:
+    """The benchmarks that have a result store, as folders of ``home`` (core.benchmark.config.bench_home): with
+    the team store every benchmark it holds (whichever app or worker ran it), else the folders holding a
+    ``results.sqlite``."""
+    home = Path(home)
+    target = location(home / FILE)
+    if is_url(target):
+        rows = Database(target, "benchmark result store").rows(
+            "SELECT benchmark FROM bench_meta UNION SELECT benchmark FROM bench_results")
+        return sorted(home / name for (name,) in rows)
+    return sorted(p.parent for p in home.glob(f"*/{FILE}"))
+
+
 def read_results(directory: str | Path, keys: set[str] | None = None) -> list[dict]:
     """The stored results of a benchmark directory (all, or those of ``keys``), in scenario, question, database,
     technique order; [] when it has none."""
@@ -167,8 +177,8 @@ def read_not_run(directory: str | Path, keys: set[str] | None = None) -> list[di
     rows = _rows(directory, "not_run", "key, " + ", ".join(NOT_RUN_FIELDS),
                  "key NOT IN (SELECT key FROM {results} WHERE {scope})",
                  " ORDER BY scenario, question, db, technique, model")
-    found = [{"source": row[0].split(":", 1)[0] if ":" in row[0] else "dqa", **dict(zip(NOT_RUN_FIELDS, row[1:])),
-              "epoch": int(epoch[1]) if (epoch := _EPOCH.search(row[0])) else 1}
+    found = [{"source": (item := Item.from_key(row[0])).source, **dict(zip(NOT_RUN_FIELDS, row[1:])),
+              "epoch": item.epoch}
              for row in rows if keys is None or row[0] in keys]
     for item in found:
         item["attempts"] = json.loads(item["attempts"] or "[]")

@@ -40,6 +40,7 @@ from core.benchmark.lock import DirectoryLock
 from core.benchmark.items import BenchError, Item, WorkList, databases_of, parse_numbers, scenarios_of, work_list
 from core.llm.prices import load_prices, price_of
 from core.benchmark.results import ResultStore, read_not_run, read_results
+from core.store import database
 from core.benchmark.trace import read_trace
 from core.benchmark.vote import vote
 from core.scenarios.dqa.source import DQA_SET
@@ -49,6 +50,7 @@ from core.llm.client import REPLAY_PREFIX, TRANSIENT, LLMSettings, open_llm, rea
 from core.scenarios import ranking
 from sims.ranking import InputError
 from core.config.secrets import scrub
+from core.telemetry import grouped
 
 #: Fatal error kinds that are not the agent's doing: the item is not stored, and a rerun tries it again.
 RETRY = TRANSIENT | {"auth", "config", "model", "unavailable", "budget"}
@@ -196,6 +198,10 @@ class Bench:
     """A benchmark ready to run: its work list (``work``), its notes, its directory and result store."""
 
     def __init__(self, config: BenchConfig):
+        try:
+            config.check_numbers()
+        except ValueError as e:
+            raise BenchError(str(e)) from None
         for name in config.techniques:
             technique(name)  # ValueError naming the choices
         if config.concurrency < 1:
@@ -444,6 +450,8 @@ class Bench:
         try:
             result = self._run_item(item, runtime)
         except Exception as e:  # noqa: BLE001 - any failure to run is reported, and the item retried later
+            if database.is_lost(e):  # the infrastructure's failure, not the item's: never stored as its result
+                raise
             error, kind = scrub(str(e) or type(e).__name__), getattr(e, "kind", None)
             self.store.put_not_run(item, kind or "error", error, getattr(e, "attempts", []))
             with lock:
@@ -467,6 +475,12 @@ class Bench:
     def _opened(self, llm: CachingLLM) -> None:
         self._local.llm = llm  # the worker thread's current item
 
+    def _endpoint(self) -> str | None:
+        """The server's named model endpoint the benchmark's runs use (recorded with each run, so a later resume or
+        branch uses it); None for a model of one's own or a replay."""
+        endpoint = self.config.llm_settings.endpoint
+        return endpoint if endpoint and not self._replays and self.spec == self.config.llm_settings.model else None
+
     def _spec(self, item: Item) -> str:
         return self._replays[item.key] if self._replays else self.spec
 
@@ -476,12 +490,16 @@ class Bench:
         settings = RunSettings(item.scenario, item.question, item.db, item.technique, self._spec(item),
                                base_url=c.base_url, temperature=c.temperature, limits=c.limits, source=item.source,
                                prompts=c.prompts, **_planner(item.technique, c.reaper_planner), top_p=c.top_p,
-                               seed=None if c.seed is None else c.seed + item.epoch - 1).validate()
+                               seed=None if c.seed is None else c.seed + item.epoch - 1,
+                               endpoint=self._endpoint()).validate()
         run_id = new_run_id()
+        if c.started_by:
+            runtime.store.record_start(run_id, c.started_by)
         self._local.llm = None
         self._local.epoch = item.epoch
         start = time.perf_counter()
-        events = list(runtime.iter_start(settings, run_id))
+        with grouped(f"bench:{self.directory.name}"):  # the item's trace names its benchmark (core.telemetry)
+            events = list(runtime.iter_start(settings, run_id))
         wall = time.perf_counter() - start
         llm: CachingLLM = self._local.llm
         record = runtime.store.get(run_id, events=False)  # the events are in hand

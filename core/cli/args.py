@@ -4,11 +4,11 @@ reads on one line."""
 from __future__ import annotations
 
 import argparse
-import math
 from dataclasses import replace
 
 from core.backends.registry import BACKENDS
-from core.model.run_settings import QUERY_BOUNDS, Limits
+from core.model import bounds
+from core.model.run_settings import Limits
 from core.scenarios import catalog
 from core.config.settings import (
     INTERACTIVE_RETRIES, INTERACTIVE_TIMEOUT_S, UNATTENDED_RETRIES, UNATTENDED_TIMEOUT_S
@@ -23,17 +23,17 @@ def add_limit_arguments(p: argparse.ArgumentParser) -> None:
     """Per-run limits: at the call, token or cost limit the agent is asked for its final answer; repeats end the run
     as stuck; the context window keeps requests within the model's context."""
     g = p.add_argument_group("limits of each run")
-    g.add_argument("--max-llm-calls", type=int, default=_DEFAULTS.max_llm_calls, metavar="N",
+    g.add_argument("--max-llm-calls", type=bounded("max_llm_calls"), default=_DEFAULTS.max_llm_calls, metavar="N",
                    help=f"LLM calls per run, the last one for the final answer (default {_DEFAULTS.max_llm_calls})")
-    g.add_argument("--max-tokens", type=int, default=_DEFAULTS.max_tokens, metavar="N",
+    g.add_argument("--max-tokens", type=bounded("max_tokens"), default=_DEFAULTS.max_tokens, metavar="N",
                    help=f"prompt + completion tokens per run before the final answer is asked for "
                         f"(default {_DEFAULTS.max_tokens})")
-    g.add_argument("--max-cost", type=float, metavar="USD",
+    g.add_argument("--max-cost", type=bounded("max_cost_usd"), metavar="USD",
                    help="estimated cost per run (price table) before the final answer is asked for (default none)")
-    g.add_argument("--max-repeats", type=int, default=_DEFAULTS.max_repeats, metavar="N",
+    g.add_argument("--max-repeats", type=bounded("max_repeats"), default=_DEFAULTS.max_repeats, metavar="N",
                    help="repeated actions (the same query again) that end a run as stuck "
                         f"(default {_DEFAULTS.max_repeats})")
-    g.add_argument("--context-tokens", type=int, metavar="N",
+    g.add_argument("--context-tokens", type=bounded("context_tokens"), metavar="N",
                    help="the model's context window: older observations are shortened to fit, with room for "
                         "the reply cap (at most half the window; a larger cap is cut to that) (default: what the "
                         "server reports, llama.cpp or vLLM; else nothing shortened)")
@@ -43,19 +43,14 @@ def add_limit_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def bounded(name: str):
-    """An argparse type for the query limit ``name`` (see Limits.QUERY_BOUNDS): its value, or a clear error."""
-    low, high = QUERY_BOUNDS[name]
-    whole = isinstance(low, int)
+    """An argparse type for the setting ``name`` (core.model.bounds.NUMBERS): its value within its bounds, or a
+    clear one-line error (NaN and infinity refused)."""
 
     def parse(text: str):
         try:
-            value = int(text) if whole else float(text)
-        except ValueError:
-            value = None
-        if value is None or not math.isfinite(value) or not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"{text!r}: give {'a whole' if whole else 'a'} number from {low:g} to "
-                                             f"{high:g}")
-        return value
+            return bounds.parse(name, text)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
 
     return parse
 
@@ -90,12 +85,12 @@ def limits_from(args: argparse.Namespace) -> Limits:
 def add_budget_arguments(p: argparse.ArgumentParser) -> None:
     """A benchmark's budget, each LLM call reserved in it before it is made."""
     g = p.add_argument_group("budget of the benchmark (what this command spends on LLM calls; cached replies are free)")
-    g.add_argument("--budget-tokens", type=int, metavar="N",
+    g.add_argument("--budget-tokens", type=bounded("budget_tokens"), metavar="N",
                    help="stop before a call once this many tokens were spent; finished items are kept and a rerun "
                         "goes on")
-    g.add_argument("--budget-cost", type=float, metavar="USD",
+    g.add_argument("--budget-cost", type=bounded("budget_cost"), metavar="USD",
                    help="stop before a call once this much estimated cost was spent (price table)")
-    g.add_argument("--budget-calls", type=int, metavar="N",
+    g.add_argument("--budget-calls", type=bounded("budget_calls"), metavar="N",
                    help="make at most this many LLM calls (those in flight counted, so never more)")
 
 
@@ -121,14 +116,14 @@ def add_llm_arguments(p: argparse.ArgumentParser, unattended: bool = False) -> N
 
     timeout, retries = ((UNATTENDED_TIMEOUT_S, UNATTENDED_RETRIES) if unattended else
                         (INTERACTIVE_TIMEOUT_S, INTERACTIVE_RETRIES))
-    p.add_argument("--llm-timeout", type=float, metavar="S",
+    p.add_argument("--llm-timeout", type=bounded("timeout_s"), metavar="S",
                    help=f"an attempt's time limit T (default {timeout:g}): a streamed reply's first words within 3 "
                         "T, then cut only after T of silence; any reply within 10 T; a retry after a timeout waits "
                         "longer, up to twice that; env PLANRAG_LLM_TIMEOUT")
-    p.add_argument("--llm-retries", type=int, metavar="N",
+    p.add_argument("--llm-retries", type=bounded("max_retries"), metavar="N",
                    help="retries of a failed model call: timeouts, server errors, rate limits "
                         f"(default {retries}; env PLANRAG_LLM_RETRIES)")
-    p.add_argument("--max-reply-tokens", type=int, metavar="N",
+    p.add_argument("--max-reply-tokens", type=bounded("max_reply_tokens"), metavar="N",
                    help="the reply cap in tokens (default 2048; env PLANRAG_MAX_REPLY_TOKENS)")
     p.add_argument("--tokenizer", metavar="PATH",
                    help="the model's Hugging Face tokenizer.json, to count a request's tokens for the context "
@@ -165,6 +160,6 @@ def llm_settings(args, unattended: bool = False):
 def add_question_arguments(p: argparse.ArgumentParser) -> None:
     """--scenario, --question, --db and --source: which question's database a command works on."""
     p.add_argument("--scenario", required=True, help=SCENARIO_HELP)
-    p.add_argument("--question", type=int, required=True, help="question number N (1-based, file order)")
+    p.add_argument("--question", type=bounded("question"), required=True, help="question number N (1-based, file order)")
     p.add_argument("--db", choices=list(BACKENDS), required=True, help=DB_HELP)
     p.add_argument("--source", choices=list(catalog.SOURCES), help=SOURCE_HELP)

@@ -13,10 +13,9 @@ from pathlib import Path
 from core.model.technique import TECHNIQUES, parse_voted
 from core.backends.registry import BACKENDS
 from core.cli.args import (add_budget_arguments, add_fidelity_arguments, add_limit_arguments, add_llm_arguments,
-                           error_line, limits_from, llm_settings)
+                           bounded, error_line, limits_from, llm_settings)
 from core.analysis.format import duration, spent
 from core.scenarios.catalog import SOURCES
-from core.benchmark import fidelity, reports
 from core.benchmark.items import BenchError
 from core.llm.prices import load_prices
 from core.benchmark.results import read_all, read_not_run, read_results
@@ -27,6 +26,8 @@ if TYPE_CHECKING:  # the runner loads LangGraph: only ``bench`` itself needs it,
 from core.llm.client import LLMError
 from core.config.secrets import scrub
 from core.jobs import queue
+from core.store.runs import RunStore
+from core.config import home as project_home
 
 DESCRIPTION = """Run DQA questions with one or more techniques and a model. Each result is stored as its item
 finishes (results.sqlite in the output directory); rerunning the same command skips the finished items.
@@ -59,26 +60,28 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "--source scenario, question 1 of each plugin scenario")
     p.add_argument("--llm", help="a model name (default OPENAI_MODEL), replay:FILE or replay:DIR")
     p.add_argument("--questions", default="all", help="numbers and ranges, e.g. 1-10,15 (default all)")
-    p.add_argument("--concurrency", type=int, default=1,
+    p.add_argument("--concurrency", type=bounded("concurrency"), default=1,
                    help="items at once (default 1); fewer LLM calls at once, said in a note, when the server "
                         "times out under load")
-    p.add_argument("--rpm", type=float, help="at most this many LLM requests a minute")
+    p.add_argument("--rpm", type=bounded("rpm"), help="at most this many LLM requests a minute")
     p.add_argument("--dqa-dir", type=Path, metavar="DIR",
                    help="the question set: a DQA folder or one made by python -m sims generate (default DQA_DIR)")
     p.add_argument("--out", type=Path, help="results directory (default PLANRAG_HOME/bench/NAME)")
     p.add_argument("--name", help="the results directory's name under PLANRAG_HOME/bench (default: the model's)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the LLM reply cache")
     p.add_argument("--base-url", help="an OpenAI-compatible server (default OPENAI_BASE_URL)")
-    p.add_argument("--temperature", type=float, default=0.0, help="default 0")
-    p.add_argument("--top-p", type=float, help="nucleus sampling (default: not sent, the server's own)")
-    p.add_argument("--seed", type=int, help="the sampling seed of epoch 1, for servers that take one (epoch e sends "
+    p.add_argument("--temperature", type=bounded("temperature"), default=0.0, help="default 0")
+    p.add_argument("--top-p", type=bounded("top_p"), help="nucleus sampling (default: not sent, the server's own)")
+    p.add_argument("--seed", type=bounded("seed"), help="the sampling seed of epoch 1, for servers that take one (epoch e sends "
                                             "SEED + e - 1; default: not sent)")
-    p.add_argument("--epochs", type=int, default=1, metavar="K",
+    p.add_argument("--epochs", type=bounded("epochs"), default=1, metavar="K",
                    help="run every item K times, each a run stored as such (default 1); a rerun with a larger K runs "
                         "only the missing epochs; reports then give clustered intervals (docs/verdicts.md)")
-    p.add_argument("--vote", type=int, default=0, metavar="N",
+    p.add_argument("--vote", type=bounded("vote"), default=0, metavar="N",
                    help="also record each technique's decision by majority over N samples (epochs 1..N, run if "
                         "missing) as technique TECHNIQUE+voteN, costing the N samples' calls")
+    p.add_argument("--inspect-log", type=Path, metavar="FILE",
+                   help="also write the results as an Inspect AI eval log, FILE.eval or FILE.json (inspect view)")
     add_fidelity_arguments(p)
     add_llm_arguments(p, unattended=True)
     add_limit_arguments(p)
@@ -119,6 +122,11 @@ def main(args) -> int:
     from core.benchmark.runner import Bench  # heavy: LangGraph, see the imports
     from core.jobs import bench_items  # heavy: as above
 
+    if queue.enabled() and (args.rpm or args.concurrency != 1):
+        print("error: with the team's job queue the workers run the items: --concurrency is each worker's "
+              "(python -m core worker --concurrency N) and no --rpm is applied across workers; leave them out "
+              "(or PLANRAG_JOBS=threads to run here)", file=sys.stderr)
+        return 2
     try:
         config = _config(args)
         bench = Bench(config)
@@ -165,6 +173,8 @@ def main(args) -> int:
         print("interrupted: the finished items are stored; rerun the same command to go on", file=sys.stderr)
     _print_accuracy(bench, read_all(bench.directory, bench.keys(), config.home), prices)
     _write_reports(bench, config, prices)
+    if args.inspect_log:
+        _write_inspect_log(bench, config, args.inspect_log)
     if progress.errors:
         print(f"{len(progress.errors)} items could not run (a rerun tries them again):", file=sys.stderr)
         for error in progress.errors[:10]:
@@ -226,6 +236,7 @@ def _print_accuracy(bench: Bench, this_run: list[dict], prices) -> None:
     """This run's accuracy and optimal decisions per setting (beside the paper's), the paired comparisons, the
     votes' costs and how each setting compares with the paper's."""
     import pandas as pd  # heavy: loads pandas
+    from core.benchmark import fidelity, reports  # heavy: pandas (not for the command line's other commands)
 
     clustered = ", clustered by question over the epochs" if bench.epochs > 1 else ""
     print(f"accuracy on set {bench.set_name} (correct/n, items that could not run count as wrong; 95% Wilson "
@@ -254,7 +265,18 @@ def _print_accuracy(bench: Bench, this_run: list[dict], prices) -> None:
 
 def _write_reports(bench: Bench, config: BenchConfig, prices) -> None:
     """The reports of all the benchmark's results, in its ``report/`` folder."""
+    from core.benchmark import fidelity, reports  # heavy: pandas (not for the command line's other commands)
+
     written = reports.export(read_all(bench.directory, home=config.home), prices, bench.directory / "report",
                              not_run=read_not_run(bench.directory))
     written = [*written, *fidelity.export(read_results(bench.directory), bench.directory / "report")]
     print(f"reports of all results in {bench.directory}: {', '.join(p.name for p in written)} in report/")
+
+
+def _write_inspect_log(bench: Bench, config: BenchConfig, path: Path) -> None:
+    """The benchmark's results as an Inspect AI eval log at ``path``, with each run's transcript."""
+    from core.evals.bench_log import write_bench_log  # heavy: Inspect AI
+
+    store = RunStore(project_home.check(config.home or project_home.data_home()) / "runs.sqlite")
+    written = write_bench_log(read_results(bench.directory), store, bench.directory.name, path, bench.root)
+    print(f"Inspect log of the results: {written} (inspect view --log-dir {written.parent})")

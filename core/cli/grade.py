@@ -13,6 +13,7 @@ import argparse
 import json
 import sys
 
+from core.cli.args import bounded
 from core.scenarios.catalog import SOURCES
 from core.scenarios import catalog
 from core.analysis.grading import grade, place
@@ -26,7 +27,7 @@ DESCRIPTION = (__doc__.split("\n\n", 2)[0] + " Prints the decision the answer co
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scenario", required=True, help="locating, building or a plugin's name")
-    p.add_argument("--question", type=int, required=True, help="question number N (1-based, file order)")
+    p.add_argument("--question", type=bounded("question"), required=True, help="question number N (1-based, file order)")
     p.add_argument("--source", choices=list(SOURCES), help="default dqa (a plugin scenario: its own, scenario)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("answer", help="the final answer's text (- reads it from stdin)")

@@ -14,7 +14,7 @@ from core.analysis.grading import placement_text
 from core.analysis.trace import Trace
 from core.backends.registry import BACKENDS
 from core.cli.args import (DB_HELP, SCENARIO_HELP, SOURCE_HELP, add_fidelity_arguments, add_limit_arguments,
-                           add_llm_arguments, error_line, limits_from, llm_settings)
+                           add_llm_arguments, bounded, error_line, limits_from, llm_settings)
 from core.config import settings as core_settings
 from core.config.secrets import scrub
 from core.model.run_settings import HITL_MODES
@@ -261,7 +261,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                                    "context_exceeded), stopped or error, 3 paused.")
     p.add_argument("--scenario", help=SCENARIO_HELP)
     p.add_argument("--source", choices=list(SOURCES), help=SOURCE_HELP)
-    p.add_argument("--question", type=int, help="question number N (1-based, file order)")
+    p.add_argument("--question", type=bounded("question"), help="question number N (1-based, file order)")
     p.add_argument("--db", choices=list(BACKENDS), help=DB_HELP)
     p.add_argument("--technique", choices=list(TECHNIQUES),
                    help="singlerag, iterrag, planrag, planrag-norp (the paper's); reaper, autoplan")
@@ -272,7 +272,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--endpoint", help="a model endpoint of the server's secrets file ([planrag.endpoints.NAME]): its "
                                       "model, URL and key, also when the run is resumed (instead of --llm/--base-url)")
     p.add_argument("--hitl", choices=HITL_MODES, default="auto", help="when to pause for review (default auto)")
-    p.add_argument("--plan-version", type=int, metavar="N",
+    p.add_argument("--plan-version", type=bounded("plan_version"), metavar="N",
                    help="start from version N of the scenario's learned AutoPlan plan (loop techniques; technique "
                         "autoplan: default the latest); never on one of its training questions")
     p.add_argument("--no-replan", action="store_true", help="reaper: no re-plan call after failed steps")
@@ -299,7 +299,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("stop", help="stop a run (also one another process drives), or close a paused or "
                                     "interrupted one")
     p.add_argument("run_id", metavar="RUN_ID", help="the run to stop (or to close, when paused or interrupted)")
-    p.add_argument("--wait", type=float, default=10.0, help="seconds to wait for the run to stop (default 10)")
+    p.add_argument("--wait", type=bounded("wait_s"), default=10.0, help="seconds to wait for the run to stop (default 10)")
     p.set_defaults(func=cmd_stop)
 
     p = sub.add_parser("branch", help="start a new run from a run's state just before a step, with an edited plan, "
@@ -308,7 +308,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                                    "run starts from the state just before that step (with --query: just before "
                                    "its query), changed as given; the parent run is left as it was.")
     p.add_argument("run_id", metavar="RUN_ID", help="the run to branch from (it stays as it was)")
-    p.add_argument("--step", type=int, required=True, metavar="N",
+    p.add_argument("--step", type=bounded("step"), required=True, metavar="N",
                    help="the step (LLM call number, as the trace numbers it) the new run starts just before")
     p.add_argument("--plan", action="append", metavar="STEP", help="a step of the plan to follow from there")
     p.add_argument("--query", help="the query step N runs instead")

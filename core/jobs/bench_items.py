@@ -3,9 +3,9 @@
 store (a worker's side is core.jobs.tasks.bench_item). Two commands on one benchmark share its items (an item waits in the queue
 once); a rerun after a stop or a crash queues only what has no result.
 
-A job carries the benchmark as ``config_dict`` says it: never the key, nor a folder of the machine that queued it
-(a worker reads its own DQA folder and writes to the team store, where the benchmark is named by its folder's
-name)."""
+A job carries the benchmark as ``config_dict`` says it (core.jobs.payload.BenchSpec): never the key, a URL, nor a
+folder of the machine that queued it (a worker reads its own DQA folder, uses its own model server, and writes to
+the team store, where the benchmark is named by its folder's name)."""
 from __future__ import annotations
 
 import threading
@@ -20,12 +20,12 @@ from core.jobs import queue
 from core.store import database
 
 FOLLOW_S = 0.5  # how often the follower reads the store
-STORE_GRACE_S = 120.0  # how long the follower waits for a team store that cannot be reached
-_LOCAL = ("out", "dqa_root", "home", "llm_settings", "limits", "concurrency")  # not sent as they are
+STORE_GRACE_S = 600.0  # how long the follower waits for a team store that cannot be reached
+_LOCAL = ("out", "dqa_root", "home", "base_url", "llm_settings", "limits", "concurrency")  # not sent as they are
 
 def config_dict(bench: Bench) -> dict:
     """What a job says of the benchmark: its settings, named by its folder's name, the LLM settings without the
-    key."""
+    key or the server's URL."""
     c = bench.config
     values = {f.name: getattr(c, f.name) for f in fields(c) if f.name not in _LOCAL}
     return {**values, "name": bench.directory.name, "limits": asdict(c.limits),
@@ -102,11 +102,15 @@ def follow(bench: Bench, on_result, stop: threading.Event, on_note) -> Progress:
                 note(f"{time.strftime('%H:%M:%S')}: {queue.describe_worker_gap()}")
                 told = True
             lost = None
-        except database.connection_errors() as e:  # the server restarting: the pools reconnect once it is back
+        except Exception as e:  # the server restarting: the pools reconnect once it is back
+            if not database.is_lost(e):
+                raise
+            if lost is None:
+                note(f"{time.strftime('%H:%M:%S')}: the team store cannot be reached ({database.lost_reason(e)}); "
+                     "waiting for it")
             lost = lost or time.monotonic()
             if time.monotonic() - lost > STORE_GRACE_S:
                 raise
-            note(f"the team store cannot be reached ({str(e).strip()}); waiting for it")
         if waiting:
             time.sleep(FOLLOW_S)
     bench.record_votes()

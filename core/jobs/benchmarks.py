@@ -4,8 +4,11 @@ they finished; ``bench.progress`` tells how far it is."""
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from core.auth.gate import authorize
+from core.auth.roles import Identity
 from core.benchmark.config import BenchConfig
 from core.benchmark.items import BenchError
 from core.jobs import queue
@@ -36,16 +39,21 @@ class BenchJob(Job):
         return sorted(self.bench.results(), key=lambda r: r.get("finished") or 0)[after:]
 
     def stop(self, by: str = "") -> str:
-        """Start no more items; those in flight finish and are stored."""
+        """Start no more items; those in flight finish and are stored (asked by ``stop(job, who=...)``)."""
         self._stop.set()
         return self.status()
 
 
-def start(config: BenchConfig) -> BenchJob:
-    """Prepare the benchmark (raising its errors: BenchError, LLMError, ValueError, DQAError) and start it."""
+def start(config: BenchConfig, *, who: Identity) -> BenchJob:
+    """Prepare the benchmark (raising its errors: BenchError, LLMError, ValueError, DQAError) and start it for
+    ``who``: the gate's ``benchmark_start``, or ``benchmark_rerun`` into a results set that has results."""
     from core.benchmark.runner import Bench  # heavy: LangGraph, loaded when a benchmark starts
 
-    job = BenchJob(Bench(config))
+    authorize(who, "benchmark_start")
+    bench = Bench(replace(config, started_by=who.name))
+    if bench.results():
+        authorize(who, "benchmark_rerun")
+    job = BenchJob(bench)
     busy = BenchError(f"a benchmark is already running into {job.bench.directory}; wait for it or stop it")
     running = get(BenchJob.kind, job.key)
     if running is not None and not running.done:
@@ -58,6 +66,12 @@ def start(config: BenchConfig) -> BenchJob:
     except JobBusy:
         job.bench.lock.release()
         raise busy from None
+
+
+def stop(job: BenchJob, *, who: Identity) -> str:
+    """Stop the benchmark ``job`` for ``who``; its status after the request."""
+    authorize(who, "benchmark_stop")
+    return job.stop(who.name)
 
 
 def jobs() -> list[BenchJob]:

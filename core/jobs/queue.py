@@ -1,9 +1,10 @@
 """The team's job queue (issue 25, docs/deploy.md): agent runs and benchmark items as jobs of procrastinate on
 the team store's PostgreSQL, taken by ``python -m core worker`` processes on any machine that reaches it.
 
-The app (or ``core bench``) only enqueues and follows: a job names its run or item, never a key or a file of the
-machine that queued it; the worker drives it with its own model key (its environment or the server's endpoints),
-its own DQA folder, and writes everything to the team store, where every page follows it by cursor.
+The app (or ``core bench``) only enqueues and follows: a job names its run or item with a checked, versioned
+payload (core.jobs.payload), never a key, a URL or a file of the machine that queued it; the worker checks it
+again, drives it with its own model key (its environment or the server's endpoints by name), its own DQA folder
+and home, and writes everything to the team store, where every page follows it by cursor.
 
 - A run is recorded ``queued`` before its job is (core.store.runs); a worker claims it atomically (one conditional
   UPDATE), so no run is driven twice at once; a paused run has no job and holds no worker.
@@ -16,24 +17,31 @@ its own DQA folder, and writes everything to the team store, where every page fo
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 import os
 import signal
 import threading
-from dataclasses import asdict
+import time
 
 from core.config import settings as config
+from core.benchmark.items import Item
 from core.config.secrets import scrub
+from core.jobs import payload
 from core.jobs.code import code_version
+from core.model.events import ErrorEvent
 from core.store import database
 
 RUNS, BENCH = "runs", "bench"  # the queues
+#: DQA benchmark items wait in a queue of their own, taken only by workers that have the DQA data (DQA_DIR)
+BENCH_DQA = "bench-dqa"
 HEARTBEAT_S = 2.0  # how often a worker beats
 LEASE_S = 10.0  # a worker silent this long is gone; its jobs go back to the queue
 SWEEP_S = 2.5  # how often a worker looks for jobs of workers gone
+PRUNE_EVERY_S = 3600.0  # how often a worker prunes the jobs finished past the retention (retention_days)
+RETENTION_ENV = "PLANRAG_QUEUE_RETENTION_DAYS"
+RETRIES = 10  # how many times a job the store's loss interrupted is tried again
 READ_TIMEOUT_S = 3.0  # how long a page waits for a connection to read the queue (a store away: said at once)
-#: LLM settings a job carries: never the key (the worker has its own) nor the URL it is bound to
-_LLM_FIELDS = ("model", "base_url", "endpoint", "temperature", "top_p", "seed", "timeout_s", "max_retries",
-               "max_reply_tokens")
 
 _apps: dict[tuple[str, int], object] = {}
 _apps_lock = threading.Lock()
@@ -64,9 +72,10 @@ def new_app(url: str | None = None):
 
     app = procrastinate.App(connector=procrastinate.PsycopgConnector(
         conninfo=url or _url(), kwargs=database.connect_kwargs(), min_size=1, max_size=4))
-    app.task(name="drive_run", queue=RUNS)(tasks.drive_run)
-    app.task(name="bench_item", queue=BENCH,
-             retry=procrastinate.RetryStrategy(max_attempts=1, retry_exceptions={tasks.StoreLost}))(tasks.bench_item)
+    # a job the store's loss interrupted (infrastructure, not the work) is tried again once the store is back
+    again = procrastinate.RetryStrategy(max_attempts=RETRIES, wait=int(HEARTBEAT_S), retry_exceptions={tasks.StoreLost})
+    app.task(name="drive_run", queue=RUNS, retry=again)(tasks.drive_run)
+    app.task(name="bench_item", queue=BENCH, retry=again)(tasks.bench_item)
     return app
 
 
@@ -89,17 +98,30 @@ def close() -> None:
 
 
 def llm_fields(llm) -> dict:
-    """What a job carries of an LLMSettings: everything but the key."""
-    values = asdict(llm)
-    return {k: values[k] for k in _LLM_FIELDS}
+    """What a job carries of an LLMSettings: its endpoint's name or model, sampling and limits; never a key or a
+    URL (core.jobs.payload.Model)."""
+    return payload.model_of(llm)
+
+
+def run_job(action: str, run_id: str, llm=None, branch: dict | None = None) -> dict:
+    """The payload of a job driving run ``run_id`` (core.jobs.payload.RunPayload), checked: PayloadError (a
+    ValueError) saying what does not fit, before anything is stored or queued."""
+    values = {"v": payload.VERSION, "action": action, "run_id": run_id,
+              "llm": llm_fields(llm) if llm is not None else None, "branch": branch, "code": code_version()}
+    payload.run_payload(values)
+    return values
+
+
+def defer_run(job: dict) -> int:
+    """Queue a job made by ``run_job``; its job id."""
+    return app().configure_task("drive_run", lock=f"run:{job['run_id']}").defer(**job)
 
 
 def enqueue_run(action: str, run_id: str, llm=None, branch: dict | None = None) -> int:
     """Queue the driving of run ``run_id`` (recorded ``queued``): ``action`` start, continue or branch (``branch``:
-    parent, step and changes); ``llm`` the LLMSettings it was asked with (sent without the key). Its job id."""
-    return app().configure_task("drive_run", lock=f"run:{run_id}").defer(
-        action=action, run_id=run_id, llm=llm_fields(llm) if llm is not None else None, branch=branch,
-        code=code_version())
+    parent, step and changes); ``llm`` the LLMSettings it was asked with (sent without the key or a URL). Its job
+    id."""
+    return defer_run(run_job(action, run_id, llm, branch))
 
 
 def enqueue_items(config_dict: dict, keys: list[str], benchmark: str) -> dict[str, int]:
@@ -110,13 +132,32 @@ def enqueue_items(config_dict: dict, keys: list[str], benchmark: str) -> dict[st
 
     queued, code = {}, code_version()
     for key in keys:
+        payload.bench_payload({"v": payload.VERSION, "config": config_dict, "key": key, "code": code})
         lock = f"bench:{benchmark}:{key}"
         try:
-            queued[key] = app().configure_task("bench_item", lock=lock, queueing_lock=lock).defer(
-                config=config_dict, key=key, code=code)
+            queued[key] = app().configure_task("bench_item", lock=lock, queueing_lock=lock,
+                                               queue=item_queue(Item.from_key(key).source)).defer(
+                v=payload.VERSION, config=config_dict, key=key, code=code)
         except AlreadyEnqueued:
             pass
     return queued
+
+
+def item_queue(source: str) -> str:
+    """The queue a benchmark item of question source ``source`` waits in."""
+    return BENCH_DQA if source == "dqa" else BENCH
+
+
+def worker_queues(asked: list[str] | None) -> tuple[list[str], str | None]:
+    """The queues a worker asked for ``asked`` (RUNS, BENCH; None: both) takes jobs from: BENCH brings BENCH_DQA
+    when this machine has the DQA data. With why DQA items are left to other workers (None when they are not)."""
+    queues = list(asked or (RUNS, BENCH))
+    if BENCH not in queues:
+        return queues, None
+    folder = config.dqa_dir()
+    if folder is None or not folder.is_dir():
+        return queues, f"no DQA data here ({folder or 'DQA_DIR is not set'}): DQA benchmark items are left to other workers"
+    return [*queues, BENCH_DQA], None
 
 
 def _sql(query: str, params: tuple = ()) -> list[tuple]:
@@ -146,9 +187,106 @@ def counts() -> dict[str, dict[str, int]]:
     return found
 
 
+def status(failed: int = 10) -> dict:
+    """The queue as an administrator sees it: ``workers`` (each: name, host, pid, queues, since, running,
+    heartbeat_s: seconds since its last beat), ``counts`` (jobs per queue and status), ``failed`` (the last
+    ``failed`` failed jobs: id, queue, task, subject, at), ``waiting`` (jobs to do) and ``oldest_waiting_s``."""
+    rows = _sql("SELECT w.id, d.name, d.host, d.pid, d.queues, d.since, "
+                "extract(epoch FROM now() - w.last_heartbeat), "
+                "(SELECT count(*) FROM procrastinate_jobs j WHERE j.worker_id = w.id AND j.status = 'doing') "
+                "FROM procrastinate_workers w LEFT JOIN queue_workers d ON d.worker_id = w.id ORDER BY d.name, w.id")
+    workers_ = [{"id": i, "name": name, "host": host, "pid": pid, "queues": queues, "since": since,
+                 "heartbeat_s": float(beat), "running": running}
+                for i, name, host, pid, queues, since, beat, running in rows]
+    failed_rows = _sql("SELECT j.id, j.queue_name, j.task_name, j.args, "
+                       "(SELECT max(e.at) FROM procrastinate_events e WHERE e.job_id = j.id) AS at "
+                       "FROM procrastinate_jobs j WHERE j.status = 'failed' ORDER BY at DESC NULLS LAST LIMIT %s",
+                       (failed,))
+    waiting, oldest = _sql("SELECT count(*), extract(epoch FROM now() - min(e.at)) FROM procrastinate_jobs j "
+                           "LEFT JOIN procrastinate_events e ON e.job_id = j.id AND e.type = 'deferred' "
+                           "WHERE j.status = 'todo'")[0]
+    return {"workers": workers_, "counts": counts(),
+            "failed": [{"id": i, "queue": q, "task": t, "subject": _subject(args), "at": at}
+                       for i, q, t, args, at in failed_rows],
+            "waiting": waiting, "oldest_waiting_s": None if oldest is None else float(oldest)}
+
+
+def _subject(args: dict | None) -> str:
+    """The run or item a job names."""
+    args = args or {}
+    return f"run {args['run_id']}" if args.get("run_id") else f"item {args['key']}" if args.get("key") else ""
+
+
+def retention_days() -> float:
+    """How long the queue keeps finished jobs and their events (``PLANRAG_QUEUE_RETENTION_DAYS``, default 30)."""
+    value = os.environ.get(RETENTION_ENV, "30")
+    try:
+        days = float(value)
+    except ValueError:
+        raise QueueError(f"{RETENTION_ENV}={value!r} is not a number of days") from None
+    if days <= 0:
+        raise QueueError(f"{RETENTION_ENV} must be more than 0 days")
+    return days
+
+
+async def _prune(app_, days: float) -> int:
+    """Delete the jobs (with their events) finished more than ``days`` days ago; how many."""
+    before = (await app_.connector.execute_query_one_async("SELECT count(*) AS n FROM procrastinate_jobs"))["n"]
+    await app_.job_manager.delete_old_jobs(nb_hours=max(1, round(days * 24)), include_failed=True,
+                                           include_cancelled=True, include_aborted=True)
+    after = (await app_.connector.execute_query_one_async("SELECT count(*) AS n FROM procrastinate_jobs"))["n"]
+    return before - after
+
+
+def prune(days: float | None = None) -> int:
+    """``_prune`` from synchronous code (``python -m core db prune``); ``days`` default retention_days()."""
+    days = retention_days() if days is None else days
+
+    async def once():
+        async with new_app().open_async() as opened:
+            return await _prune(opened, days)
+    return asyncio.run(once())
+
+
 def cancel(ids: list[int]) -> int:
     """Cancel the jobs among ``ids`` still waiting in the queue; how many."""
     return sum(bool(app().job_manager.cancel_job_by_id(i)) for i in ids)
+
+
+#: Runs recorded ``queued`` LEASE_S seconds ago or more that no job waits for or drives (the app that recorded
+#: one died before it queued its job): whether each has a checkpoint, and whether it is a branch.
+_ORPHANS = """SELECT r.id, r.settings, r.branch_step IS NOT NULL AS branch,
+    EXISTS (SELECT 1 FROM checkpoints c WHERE c.thread_id = r.id) AS checkpointed
+  FROM runs r WHERE r.status = 'queued' AND r.updated < extract(epoch FROM now()) - %(lease)s
+   AND NOT EXISTS (SELECT 1 FROM procrastinate_jobs j WHERE j.lock = 'run:' || r.id AND j.status IN ('todo', 'doing'))"""
+
+
+async def _requeue_orphans(app_) -> list[str]:
+    """Queue a job for each run recorded ``queued`` without one (_ORPHANS); a branch never started cannot be (its
+    changes went with the job that was never queued): it is failed, saying so. The run ids queued."""
+    from core.jobs.opening import open_store  # heavy: the agent workspace (a worker has it loaded already)
+
+    queued = []
+    for row in await app_.connector.execute_query_all_async(_ORPHANS, lease=LEASE_S):
+        settings = json.loads(row["settings"] or "{}")
+        if row["branch"] and not row["checkpointed"]:
+            await asyncio.to_thread(open_store().fail_undriven, row["id"], ErrorEvent(
+                message="the app that branched this run stopped before it queued it: branch the run again",
+                error_kind="worker"))
+            continue
+        # what a job may carry of the run's model (never a key or a URL), checked as any job is
+        llm = {k: settings[k] for k in payload.Model.model_fields if settings.get(k) is not None} or None
+        job = {"v": payload.VERSION, "action": "start", "run_id": row["id"], "llm": llm, "branch": None,
+               "code": code_version()}
+        try:
+            payload.run_payload(job)
+        except ValueError as e:
+            await asyncio.to_thread(open_store().fail_undriven, row["id"], ErrorEvent(
+                message=scrub(f"the run's settings do not fit a job: {e}"), error_kind="worker"))
+            continue
+        await app_.configure_task("drive_run", lock=f"run:{row['id']}").defer_async(**job)
+        queued.append(row["id"])
+    return queued
 
 
 async def _sweep_once(app_) -> list[int]:
@@ -163,48 +301,75 @@ async def _sweep_once(app_) -> list[int]:
         except Exception:  # noqa: BLE001 - another worker swept it first
             continue
     await app_.job_manager.prune_stalled_workers(LEASE_S)
+    await app_.connector.execute_query_async(
+        "DELETE FROM queue_workers WHERE worker_id NOT IN (SELECT id FROM procrastinate_workers)")
     return back
 
 
-def sweep() -> list[int]:
-    """``_sweep_once`` from synchronous code (``python -m core worker --sweep``); the job ids put back."""
+def sweep() -> tuple[list[int], list[str]]:
+    """``_sweep_once`` and ``_requeue_orphans`` from synchronous code (``python -m core worker --sweep``): the job
+    ids put back, the run ids queued."""
     async def once():
         async with new_app().open_async() as opened:
-            return await _sweep_once(opened)
+            return await _sweep_once(opened), await _requeue_orphans(opened)
     return asyncio.run(once())
 
 
 def run_worker(concurrency: int = 1, queues: list[str] | None = None, name: str | None = None,
                on_ready=None) -> None:
     """Run a worker until SIGINT or SIGTERM: ``concurrency`` jobs at once from ``queues`` (default all), sweeping
-    the jobs of workers gone every SWEEP_S seconds. ``on_ready()`` once it is registered. On the signal it takes no
-    more jobs and its runs in hand end at once, ``interrupted`` (core.jobs.tasks.interrupt_runs)."""
+    the jobs of workers gone every SWEEP_S seconds. ``on_ready()`` once it is registered. A store outage is ridden
+    out (core.jobs.steady): said once, waited for; the sweep judges other workers only once this one has reached
+    the store for LEASE_S seconds without a break (right after an outage every heartbeat is old). On SIGINT or
+    SIGTERM it takes no more jobs and its runs in hand end at once, ``interrupted`` (core.jobs.tasks.interrupt_runs)."""
     the_app = new_app()
-    from core.jobs import tasks  # heavy: as new_app
+    from core.jobs import steady, tasks  # heavy: as new_app
 
     tasks.warm_up()
+    outage = steady.Outage(name or "")
+    # the pools' every failed attempt to reconnect, a warning each: the outage is said once instead
+    logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
+
+    days = retention_days()
 
     async def sweeper():
+        pruned = time.monotonic() - PRUNE_EVERY_S + LEASE_S  # the first prune once steady
         while True:
+            await asyncio.sleep(SWEEP_S)
+            if not outage.steady(LEASE_S):
+                continue
             try:
                 back = await _sweep_once(the_app)
                 if back:
                     print(f"worker {name}: put back in the queue the jobs {back} of workers gone", flush=True)
-            except Exception as e:  # noqa: BLE001 - the store away (restarting): the next round tries again
-                print(f"worker {name}: sweep failed: {scrub(str(e)).strip()}", flush=True)
-            await asyncio.sleep(SWEEP_S)
+                orphans = await _requeue_orphans(the_app)
+                if orphans:
+                    print(f"worker {name}: queued the runs {orphans} recorded without a job", flush=True)
+                if time.monotonic() - pruned >= PRUNE_EVERY_S:
+                    pruned = time.monotonic()
+                    gone = await _prune(the_app, days)
+                    if gone:
+                        print(f"worker {name}: pruned {gone} job(s) finished more than {days:g} days ago", flush=True)
+            except Exception as e:  # noqa: BLE001 - the store away: said once, the next round tries again
+                if not database.is_lost(e):
+                    print(f"worker {name}: sweep failed: {scrub(str(e)).strip()}", flush=True)
+                else:
+                    outage.lost(e)
 
     async def main():
         async with the_app.open_async():
+            the_app.perform_import_paths()
+            worker = steady.SteadyWorker(
+                app=the_app, outage=outage, concurrency=concurrency, queues=queues, name=name,
+                update_heartbeat_interval=HEARTBEAT_S, fetch_job_polling_interval=1.0,
+                abort_job_polling_interval=1.0, install_signal_handlers=False,
+                stalled_worker_timeout=24 * 3600)  # its start prunes none: the sweep does, once steady
             side = asyncio.create_task(sweeper())
-            worker = asyncio.create_task(the_app.run_worker_async(
-                concurrency=concurrency, queues=queues, name=name, update_heartbeat_interval=HEARTBEAT_S,
-                stalled_worker_timeout=LEASE_S, fetch_job_polling_interval=1.0, abort_job_polling_interval=1.0,
-                install_signal_handlers=False))
+            working = asyncio.create_task(worker.run())
 
             def stopping() -> None:  # take no more jobs; the runs in hand end interrupted, their jobs then end
                 tasks.interrupt_runs()
-                worker.cancel()
+                working.cancel()
 
             loop = asyncio.get_running_loop()
             for number in (signal.SIGINT, signal.SIGTERM):
@@ -212,7 +377,7 @@ def run_worker(concurrency: int = 1, queues: list[str] | None = None, name: str 
             if on_ready:
                 on_ready()
             try:
-                await worker
+                await working
             except asyncio.CancelledError:
                 pass
             finally:

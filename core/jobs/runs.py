@@ -1,9 +1,11 @@
 """Agent runs as jobs (core.jobs.job): a run goes on while the page that started it reruns or is left, and any
 page follows its events as they arrive, read from the run store by cursor (so a run driven by another process is
 followed the same way: ``follower``). The run store (under DATA_HOME) keeps every run; a job only lives as long as
-the process, and a paused run is resumed by a new job.
+the process, and a paused run is resumed by a new job. Every function that acts takes the acting identity
+(``who``) and asks the gate (core.auth.gate.authorize) first; the run store records who started, reviewed,
+stopped and branched.
 
-    job = start(settings, lambda: open_runtime(dqa_root, llm_settings))
+    job = start(settings, lambda: open_runtime(dqa_root, llm_settings), who=identity)
     seen = 0
     while not (job.done and not job.events(seen)):
         seen += len(job.wait(seen, timeout=0.25))   # the events as they come
@@ -12,9 +14,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from core.auth.gate import Action, authorize
+from core.auth.roles import Identity
 from core.config import settings as config
 from core.model.run_settings import Review, RunSettings
 from core.model.events import AnyEvent, Event
@@ -181,18 +185,32 @@ class RunFollower:
         return "This run is running in another process (a worker, a command line or another app server)."
 
 
-def start(settings: RunSettings, make_runtime: Callable) -> RunJob | RunFollower:
-    """Start a run in the background; ``make_runtime()`` gives the AgentRuntime to drive it (closed after). With the
-    team's job queue (core.jobs.queue), the run is recorded queued and a worker drives it (with the Opener's LLM
-    settings, sent without the key)."""
+def start(settings: RunSettings, make_runtime: Callable, *, who: Identity,
+          action: Action = "start") -> RunJob | RunFollower:
+    """Start a run in the background for ``who`` (recorded as who started it); ``make_runtime()`` gives the
+    AgentRuntime to drive it (closed after). With the team's job queue (core.jobs.queue), the run is recorded queued
+    and a worker drives it (with the Opener's LLM settings, sent without the key). ``action``: ``start`` or
+    ``samples`` (one of several samples), as the gate checks it."""
     from core.agents.runtime import new_run_id  # heavy: loads langgraph
 
+    if action not in ("start", "samples"):
+        raise ValueError(f"a run is started by the action start or samples, not {action!r}")
+    authorize(who, action)
     run_id = new_run_id()
+    store = open_store()
+    store.record_start(run_id, who.name)
     if queue.enabled():
-        open_store().create(run_id, settings.validate().to_dict(), queued=True)
-        queue.enqueue_run("start", run_id, _llm_of(make_runtime))
+        job = queue.run_job("start", run_id, _llm_of(make_runtime))  # checked before the run is recorded
+        store.create(run_id, settings.validate().to_dict(), queued=True)
+        queue.defer_run(job)
         return follower(run_id)
     return launch(RunJob(run_id, settings, make_runtime, lambda runtime: runtime.iter_start(settings, run_id)))
+
+
+def samples(settings: RunSettings, n: int, make_runtime: Callable, *, who: Identity) -> list[str]:
+    """Start ``n`` samples of ``settings`` (each a run of its own) for ``who``; their run ids."""
+    authorize(who, "samples")
+    return [start(settings, make_runtime, who=who, action="samples").run_id for _ in range(n)]
 
 
 def _not_running(run_id: str) -> None:
@@ -224,11 +242,21 @@ def _handed_over(run_id: str, runtime, events, make_runtime: Callable) -> RunFol
     return follower(run_id)
 
 
-def resume(record: RunRecord, review: Review, make_runtime: Callable,
-           pause_id: str | None = None) -> RunJob | RunFollower:
-    """Resume a paused run (its stored record) with the analyst's review of pause ``pause_id``, in the background
-    (with the job queue: by a worker). The pause is claimed now: RunNotPaused (core.agents.runtime)
-    when it is no longer current."""
+REVIEW_ACTIONS = ("review", "query_decision", "inbox_approve", "inbox_reject")
+
+
+def resume(record: RunRecord, review: Review, make_runtime: Callable, pause_id: str | None = None, *,
+           who: Identity, action: Action = "review") -> RunJob | RunFollower:
+    """Resume a paused run (its stored record) with ``who``'s review of pause ``pause_id`` (recorded under
+    ``who``), in the background (with the job queue: by a worker). ``action``: how the review came (the form:
+    ``review``, or ``query_decision`` for a query, which it becomes for a query pause; the inbox's approve or
+    reject). The pause is claimed now: RunNotPaused (core.agents.runtime) when it is no longer current."""
+    if action not in REVIEW_ACTIONS:
+        raise ValueError(f"a review is one of {', '.join(REVIEW_ACTIONS)}, not {action!r}")
+    if action == "review" and (record.pause or {}).get("kind") == "query":
+        action = "query_decision"
+    authorize(who, action)
+    review = replace(review, reviewer=who.name)
     _not_running(record.id)
     runtime, events = _prepared(make_runtime, lambda rt: rt.iter_resume(record.id, review, pause_id))
     if queue.enabled():
@@ -236,9 +264,10 @@ def resume(record: RunRecord, review: Review, make_runtime: Callable,
     return launch(RunJob(record.id, RunSettings.from_dict(record.settings), lambda: runtime, lambda _: events))
 
 
-def proceed(record: RunRecord, make_runtime: Callable) -> RunJob | RunFollower:
-    """Resume an interrupted or stopped run from its last checkpoint, in the background (claimed now; with the job
-    queue: by a worker)."""
+def proceed(record: RunRecord, make_runtime: Callable, *, who: Identity) -> RunJob | RunFollower:
+    """Resume an interrupted or stopped run from its last checkpoint for ``who``, in the background (claimed now;
+    with the job queue: by a worker)."""
+    authorize(who, "resume")
     _not_running(record.id)
     runtime, events = _prepared(make_runtime, lambda rt: rt.iter_continue(record.id))
     if queue.enabled():
@@ -246,33 +275,42 @@ def proceed(record: RunRecord, make_runtime: Callable) -> RunJob | RunFollower:
     return launch(RunJob(record.id, RunSettings.from_dict(record.settings), lambda: runtime, lambda _: events))
 
 
-def branch(record: RunRecord, step: int, make_runtime: Callable, **changes) -> RunJob | RunFollower:
-    """Start a branch of a run at ``step`` (``changes``: plan, query, note, reviewer) in the background (with the
+def branch(record: RunRecord, step: int, make_runtime: Callable, *, who: Identity,
+           **changes) -> RunJob | RunFollower:
+    """Start a branch of a run at ``step`` for ``who`` (``changes``: plan, query, note) in the background (with the
     job queue: by a worker); its job (``run_id``: the new run). ValueError now when the run has no
     such step or the change does not fit."""
     from core.agents.runtime import new_run_id  # heavy: loads langgraph
 
+    authorize(who, "branch")
+    changes["reviewer"] = who.name
     new_id = new_run_id()
     runtime, events = _prepared(make_runtime, lambda rt: rt.iter_branch(record.id, step, new_id=new_id, **changes))
+    runtime.store.record_start(new_id, who.name)
     if queue.enabled():
         try:
             getattr(events, "close", lambda: None)()  # checked, never started
+            job = queue.run_job("branch", new_id, _llm_of(make_runtime),
+                                branch={"parent": record.id, "step": step, "changes": changes})
             runtime.store.create(new_id, record.settings, parent_id=record.id, branch_step=step, queued=True)
         finally:
             runtime.close()
-        queue.enqueue_run("branch", new_id, _llm_of(make_runtime), branch={"parent": record.id, "step": step, "changes": changes})
+        queue.defer_run(job)
         return follower(new_id)
     return launch(RunJob(new_id, RunSettings.from_dict(record.settings), lambda: runtime, lambda _: events))
 
 
-def stop(run_id: str, by: str = "") -> str:
-    """Stop a run: at once when a job of this process drives it, else through the run store (another process's
-    run stops within a poll; a paused or interrupted run is closed); ``by``: who stopped it, as recorded. Its
-    status after the request."""
+def stop(run_id: str, *, who: Identity, action: Action = "stop") -> str:
+    """Stop a run for ``who`` (recorded as who stopped it): at once when a job of this process drives it, else
+    through the run store (another process's run stops within a poll; a paused or interrupted run is closed).
+    ``action``: ``stop``, or the inbox's ``inbox_close``. Its status after the request."""
+    if action not in ("stop", "inbox_close"):
+        raise ValueError(f"a run is stopped by the action stop or inbox_close, not {action!r}")
+    authorize(who, action)
     current = job(run_id)
     if current is not None and not current.done:
-        return current.stop(by)
-    return open_store().request_stop(run_id, by)
+        return current.stop(who.name)
+    return open_store().request_stop(run_id, who.name)
 
 
 def job(run_id: str) -> RunJob | None:

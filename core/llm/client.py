@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 
 
 from core.config import secrets
-from core.config.settings import LLMSettings
+from core.config.settings import PROJECT_ROOT, LLMSettings
 from core.llm import server_info, tokenizer_file
 from sims.files import FileRefused, read_text
 
@@ -156,10 +156,27 @@ def read_replay(path: str | Path) -> list[str]:
     return replies
 
 
+#: The replay transcripts shipped with the app (core.llm.replays); PLANRAG_REPLAYS adds folders.
+REPLAY_DIR = PROJECT_ROOT / "assets" / "replays"
+
+
+def replay_dirs() -> list[Path]:
+    """The folders replays are found in: assets/replays, then those in PLANRAG_REPLAYS (separated like PATH)."""
+    extra = [Path(p).expanduser() for p in os.environ.get("PLANRAG_REPLAYS", "").split(os.pathsep) if p]
+    return [REPLAY_DIR, *extra]
+
+
 def replay_path(spec: str) -> Path:
-    """The absolute file of a ``replay:FILE`` spec (so a run resumed from another directory finds it); links are
-    left as given, so a message names the file the analyst gave, and a link that loops is refused when read."""
-    return Path(os.path.abspath(Path(spec[len(REPLAY_PREFIX):]).expanduser()))
+    """The absolute file (or folder) of a ``replay:FILE`` spec (so a run resumed from another directory finds it);
+    links are left as given, so a message names the file the analyst gave, and a link that loops is refused when
+    read. A path that is not on this machine (a job queued on another, or a checkout elsewhere) is found by its
+    name in this machine's replay folders (replay_dirs): replays travel by name."""
+    path = Path(os.path.abspath(Path(spec[len(REPLAY_PREFIX):]).expanduser()))
+    if not os.path.lexists(path):
+        found = next((folder / path.name for folder in replay_dirs() if (folder / path.name).exists()), None)
+        if found is not None:
+            return Path(os.path.abspath(found))
+    return path
 
 
 #: Exceptions LangChain raises for an HTTP 200 that is no chat completion (an error body, an HTML page, null

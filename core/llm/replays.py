@@ -6,14 +6,11 @@ found by its name, ``{source}_{scenario}_{number}_{language}_{technique}.json`` 
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.llm.client import REPLAY_PREFIX
-from core.config.settings import PROJECT_ROOT
+from core.llm.client import REPLAY_DIR, REPLAY_PREFIX, replay_dirs  # noqa: F401 REPLAY_DIR: the shipped folder, named here too
 
-REPLAY_DIR = PROJECT_ROOT / "assets" / "replays"
 
 
 @dataclass(frozen=True)
@@ -29,12 +26,6 @@ class Replay:
     def spec(self) -> str:
         """The model spec a run is given: ``replay:/absolute/path.json``."""
         return f"{REPLAY_PREFIX}{self.path}"
-
-
-def replay_dirs() -> list[Path]:
-    """The folders searched: assets/replays, then those in PLANRAG_REPLAYS."""
-    extra = [Path(p).expanduser() for p in os.environ.get("PLANRAG_REPLAYS", "").split(os.pathsep) if p]
-    return [REPLAY_DIR, *extra]
 
 
 def _parse(path: Path) -> Replay | None:

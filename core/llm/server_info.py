@@ -16,17 +16,17 @@ Token counts: llama.cpp's and vLLM's ``POST /tokenize``, llama-cpp-python's ``PO
 
 A few short requests per server and model; what was found is remembered for the process. A server that did not
 say its window (or was down) is asked again next time; one without a tokenize endpoint after ``FORGET_S``
-seconds.
+seconds. The requests go through httpx, as the model's own do: no Authorization header follows a redirect to
+another origin.
 """
 from __future__ import annotations
 
-import json
 import re
 import threading
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
+
+import httpx
 
 TIMEOUT_S = 2.0
 FORGET_S = 30.0
@@ -45,14 +45,14 @@ class Window:
 
 
 def _request(url: str, api_key: str | None, body: dict | None = None) -> dict | None:
-    data = None if body is None else json.dumps(body).encode()
-    headers = {"Authorization": f"Bearer {api_key or 'unused'}", **({"Content-Type": "application/json"}
-                                                                     if data else {})}
-    request = urllib.request.Request(url, data=data, headers=headers)
+    """One probe through httpx, the HTTP client the model's own requests use (the OpenAI SDK's): the key goes to
+    ``url`` and a redirect to the same origin, never to another origin."""
+    headers = {"Authorization": f"Bearer {api_key or 'unused'}"}
     try:
-        with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
-            found = json.loads(response.read())
-    except (OSError, ValueError, urllib.error.URLError):
+        response = httpx.request("GET" if body is None else "POST", url, json=body, headers=headers,
+                                 timeout=TIMEOUT_S, follow_redirects=True)
+        found = response.json() if response.is_success else None
+    except (httpx.HTTPError, ValueError):
         return None
     return found if isinstance(found, dict) else None
 

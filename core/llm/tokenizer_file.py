@@ -50,7 +50,9 @@ def open_tokenizer(path: str | Path) -> Callable[[str], int]:
 
     try:
         tokenizer = Tokenizer.from_str(text)
-    except Exception as e:  # noqa: BLE001 - the library raises its own errors for a malformed file
+    except BaseException as e:  # noqa: BLE001 - the library's own errors for a malformed file, and its panics
+        if isinstance(e, (KeyboardInterrupt, SystemExit, GeneratorExit)):
+            raise
         detail = " ".join(str(e).split())[:200]
         raise TokenizerFileError(f"{KIND} {path} is not a Hugging Face tokenizer.json ({detail})") from None
 

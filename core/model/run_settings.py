@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import getpass
-import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
+from core.model.bounds import NUMBERS, in_bounds, no_nul
 from core.model.technique import technique
 
 #: ``auto`` never pauses; ``approve-replans`` pauses at each new plan from a Re-plan; ``approve-every-plan``
@@ -18,7 +18,7 @@ PROMPT_SETTINGS = ("improved", "paper")
 #: REAPER's planner prompt: with example retrieval plans for the scenario (core.agents.reaper_examples), or without.
 REAPER_PLANNERS = ("examples", "zero-shot")
 DEFAULT_CELL_CHARS = 4000  # a result cell is cut to this many characters for the agent (Limits.cell_chars)
-MAX_CELL_CHARS = 100_000  # the most Limits.cell_chars may be, and what a backend keeps of a cell at most
+MAX_CELL_CHARS = NUMBERS["cell_chars"][1]  # the most Limits.cell_chars may be, and what a backend keeps of a cell
 #: The question sources of a scenario by name (KeyError for an unknown one), for ``RunSettings.validate``: set by
 #: the scenario registry (core.scenarios) when it loads, so that this model imports nothing of core.
 scenario_sources: Callable[[str], list[str]] | None = None
@@ -36,12 +36,11 @@ def setting_label(technique_name: str, prompts: str | None, reaper_planner: str 
 
 
 #: Bounds of each query's limits (inclusive): what a run, the command line and the Settings page accept.
-QUERY_BOUNDS = {"query_timeout_s": (0.1, 3600.0), "row_cap": (1, 100_000), "observation_rows": (1, 10_000),
-                "observation_chars": (100, 1_000_000), "cell_chars": (10, MAX_CELL_CHARS)}
-_QUERY_BOUNDS = [(name, low, high) for name, (low, high) in QUERY_BOUNDS.items()]
-_QUERY_LIMIT_NAMES = {"query_timeout_s": "query timeout (seconds)", "row_cap": "row cap",
-                      "observation_rows": "number of rows shown to the model",
-                      "observation_chars": "observation size (characters)", "cell_chars": "cell size (characters)"}
+QUERY_BOUNDS = {name: NUMBERS[name] for name in ("query_timeout_s", "row_cap", "observation_rows",
+                                                 "observation_chars", "cell_chars")}
+#: The limits bounded by core.model.bounds (the optional ones when set)
+_BOUNDED = ("max_llm_calls", "max_tokens", "max_repeats", *QUERY_BOUNDS)
+_OPTIONAL = ("max_cost_usd", "context_tokens", "reply_tokens")
 
 
 @dataclass
@@ -71,28 +70,17 @@ from); the trace keeps up to ``row_cap`` rows of each
     context_source: str | None = None  # where context_tokens came from: the server's report, or set for the run
 
     def validate(self) -> Limits:
-        """Self, or ValueError naming the bad limit."""
-        for name, low, high in _QUERY_BOUNDS:
-            value = getattr(self, name)
-            whole = isinstance(low, int)
-            if (isinstance(value, bool) or not isinstance(value, int if whole else (int, float))
-                    or not low <= value <= high):
-                raise ValueError(f"the {_QUERY_LIMIT_NAMES[name]} must be {'a whole' if whole else 'a'} number "
-                                 f"from {low:g} to {high:g}, not {value!r}")
-        if self.max_cost_usd is not None and not math.isfinite(self.max_cost_usd):
-            raise ValueError("the cost limit must be a positive number of US dollars")
-        if self.max_llm_calls < 1:
-            raise ValueError("the LLM call limit must be at least 1")
-        if self.max_tokens < 1:
-            raise ValueError("the token limit must be at least 1")
+        """Self, or ValueError naming the bad limit (each within core.model.bounds, NaN and infinity refused)."""
+        for name in _BOUNDED:
+            in_bounds(name, getattr(self, name))
+        for name in _OPTIONAL:
+            if getattr(self, name) is not None:
+                in_bounds(name, getattr(self, name))
         if self.max_cost_usd is not None and self.max_cost_usd <= 0:
             raise ValueError("the cost limit must be a positive number of US dollars")
-        if self.max_repeats < 1:
-            raise ValueError("the repeat limit must be at least 1")
-        if self.context_tokens is not None and self.context_tokens < 256:
-            raise ValueError("the context window must be at least 256 tokens")
-        if self.reply_tokens is not None and self.reply_tokens < 1:
-            raise ValueError("the reply cap must be at least 1 token")
+        if self.context_source is not None and (not isinstance(self.context_source, str)
+                                                or len(self.context_source) > 200):
+            raise ValueError("the context window's source must be a short text")
         return self
 
     @classmethod
@@ -147,6 +135,8 @@ class RunSettings:
             raise ValueError(f"{tech.label} writes its own plan: an initial plan is for the loop techniques")
         if self.initial_plan is not None and not all(isinstance(s, str) and s.strip() for s in self.initial_plan):
             raise ValueError("an initial plan needs one non-empty text per step")
+        for step in self.initial_plan or ():
+            no_nul(step, "initial plan")
         if self.plan_version is not None and (not isinstance(self.plan_version, int) or self.plan_version < 1):
             raise ValueError(f"plan version {self.plan_version!r} is not a version number (1, 2, ...)")
         if scenario_sources is not None:
@@ -250,6 +240,9 @@ class Review:
         """Self, or ValueError (``kind``: of the pause reviewed, plan | replan | query)."""
         if self.action not in ("approve", "edit", "reject"):
             raise ValueError(f"unknown review {self.action!r}; use approve, edit or reject")
+        for what, text in (("note", self.note), ("query", self.query), ("reviewer's name", self.reviewer),
+                           *(("plan", step) for step in self.plan)):
+            no_nul(text, what)
         if self.action == "edit" and kind == "query" and not self.query.strip():
             raise ValueError("an edited query cannot be empty")
         if self.action == "edit" and kind != "query" and not [s for s in self.plan if s.strip()]:

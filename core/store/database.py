@@ -11,7 +11,9 @@ the server would hand a prepared statement's next use to another server connecti
 from __future__ import annotations
 
 import os
+import socket
 import sqlite3
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -20,10 +22,11 @@ from urllib.parse import urlsplit, urlunsplit
 
 from core.config import home
 from core.config import settings as core_settings
+from core.config.secrets import scrub
 from core.store.sqlite import open_sqlite
 
 #: The Alembic revision this code's team-store schema is at (core/store/migrations/versions; a test keeps them equal).
-SCHEMA_HEAD = "0003"
+SCHEMA_HEAD = "0004"
 _pools: dict[tuple, object] = {}
 _checked: set[str] = set()
 _pools_lock = threading.Lock()
@@ -54,9 +57,21 @@ def shown(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
+POOL_MAX_ENV = "PLANRAG_DB_POOL_MAX"
+
+
 def connect_kwargs() -> dict:
-    """psycopg connection options every team-store connection uses: no server-side prepared statements (PgBouncer)."""
-    return {"prepare_threshold": None}
+    """psycopg connection options every team-store connection uses: no server-side prepared statements (PgBouncer);
+    the process named (``planrag HOST:PID``) in the server's ``pg_stat_activity``, to count connections per process."""
+    return {"prepare_threshold": None, "application_name": f"planrag {socket.gethostname()}:{os.getpid()}"[:63]}
+
+
+def pool_max() -> int:
+    """The most connections one of a process's store pools opens (``PLANRAG_DB_POOL_MAX``, default 20)."""
+    value = os.environ.get(POOL_MAX_ENV, "20")
+    if not value.isdigit() or int(value) < 1:
+        raise home.HomeError(f"{POOL_MAX_ENV}={value!r} is not a number of connections (1 or more)")
+    return int(value)
 
 
 def pool(url: str, *, checkpoints: bool = False):
@@ -71,7 +86,7 @@ def pool(url: str, *, checkpoints: bool = False):
         if found is None:
             kwargs = {**connect_kwargs(), **({"autocommit": True, "row_factory": dict_row} if checkpoints else {})}
             # each connection is checked as it is handed out: after a server restart the pool reconnects
-            found = _pools[key] = ConnectionPool(url, kwargs=kwargs, min_size=1, max_size=20, open=True,
+            found = _pools[key] = ConnectionPool(url, kwargs=kwargs, min_size=1, max_size=pool_max(), open=True,
                                                  check=ConnectionPool.check_connection,
                                                  name="checkpoints" if checkpoints else "store")
     return found
@@ -83,6 +98,28 @@ def connection_errors() -> tuple[type[Exception], ...]:
     from psycopg_pool import PoolTimeout  # optional: as above
 
     return psycopg.OperationalError, PoolTimeout
+
+
+def is_lost(error: BaseException | None) -> bool:
+    """Whether ``error`` (or what caused it) says the team store cannot be reached: a failure of the
+    infrastructure, not of the work that met it (which is then retried, never ended by it)."""
+    if "psycopg" not in sys.modules:  # the embedded stores: never
+        return False
+    kinds = connection_errors()
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, kinds):
+            return True
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return False
+
+
+def lost_reason(error: BaseException) -> str:
+    """What the driver said of a store that cannot be reached (the first line of the first cause; no password)."""
+    while error.__cause__ is not None:  # a wrapper's message ("Database error.") says less than its cause
+        error = error.__cause__
+    return scrub((str(error).strip().splitlines() or [type(error).__name__])[0])
 
 
 def close_pools(url: str | None = None) -> None:

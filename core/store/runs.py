@@ -20,6 +20,7 @@ after the project's last change, so that a store emptied, replaced or deleted ou
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import socket
@@ -140,6 +141,13 @@ def store_notices(since: int = 0) -> list[str]:
         return list(_noticed[since:])
 
 
+
+def _insert_event(con, run_id: str, event: Event) -> None:
+    """Append one event to run ``run_id`` in the transaction ``con``."""
+    data = event.to_dict()
+    con.execute("INSERT INTO events (run_id, seq, kind, data) SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ? "
+                "FROM events WHERE run_id = ?", (run_id, data.get("kind"), _json(data), run_id))
+
 class RunStore:
     """The runs of the project home's ``runs.sqlite`` (``path``), or of the team store when
     ``PLANRAG_DATABASE_URL`` is set or ``path`` is a ``postgresql://`` URL (core.store.database)."""
@@ -250,6 +258,31 @@ class RunStore:
                         "heartbeat = NULL WHERE id = ? AND status = 'running' AND owner_pid = ? AND owner_host = ?",
                         (time.time(), run_id, os.getpid(), socket.gethostname()))
 
+    # ------------------------------------------------------------------------------------------ sign-outs
+
+    def end_session(self, session: str, until: float | None = None) -> None:
+        """Remember that sign-in session ``session`` (core.auth.roles.Identity.session) was signed out: refused
+        from now on, in every tab and replica; ``until``: when it would have expired anyway (kept until then)."""
+        with self.db.transaction() as con:
+            con.execute(upsert("store_meta", ("key", "value"), ("key",)),
+                        (_session_key(session), json.dumps({"at": time.time(), "until": until})))
+
+    def session_ended(self, session: str) -> bool:
+        """Whether sign-in session ``session`` was signed out."""
+        return bool(self.db.rows("SELECT value FROM store_meta WHERE key = ?", (_session_key(session),)))
+
+    def record_start(self, run_id: str, by: str) -> None:
+        """Record who started the run (shown with its reviews as the action ``start``)."""
+        with self.db.transaction() as con:
+            con.execute(upsert("reviews", ("run_id", "pause_id", "kind", "action", "reviewer", "at", "review"),
+                               ("run_id", "pause_id"), replace=False), (run_id, "start", "start", "start", by,
+                                                                        time.time(), None))
+
+    def started_by(self, run_id: str) -> str:
+        """Who started the run ("" for a run stored before starts were recorded)."""
+        rows = self.db.rows("SELECT reviewer FROM reviews WHERE run_id = ? AND pause_id = 'start'", (run_id,))
+        return rows[0][0] if rows else ""
+
     # ------------------------------------------------------------------------------------------ run control
 
     def viewing(self, run_id: str, viewer: str, at: float | None = None) -> None:
@@ -302,10 +335,10 @@ class RunStore:
         return next((r for r in self.reviews(run_id) if r["pause_id"] == pause_id), None)
 
     def reviews(self, run_id: str) -> list[dict]:
-        """The run's reviews (and stops, action ``stop``) in the order they were made."""
+        """The run's reviews (and stops, action ``stop``) in the order they were made (its start: ``started_by``)."""
         with self.db.transaction() as con:
             rows = con.execute("SELECT pause_id, kind, action, reviewer, at, review FROM reviews WHERE run_id = ? "
-                               "ORDER BY at", (run_id,)).fetchall()
+                               "AND (action IS NULL OR action <> 'start') ORDER BY at", (run_id,)).fetchall()
         return [{"pause_id": r[0], "kind": r[1], "action": r[2], "reviewer": r[3], "at": r[4],
                  "review": _load(r[5])} for r in rows]
 
@@ -357,13 +390,13 @@ class RunStore:
         """End as ``failed`` (with ``event``, an ErrorEvent saying why) a run that is queued or driven by this
         process, which cannot drive it (a worker without its data or its model); whether it did."""
         outcome = {"error": getattr(event, "message", "")}
-        with self.db.transaction() as con:
+        with self.db.transaction() as con:  # the status and its event at once: a reader never sees one alone
             failed = con.execute("UPDATE runs SET status = 'failed', updated = ?, outcome = ?, owner_pid = NULL, "
                                  "owner_host = NULL, heartbeat = NULL WHERE id = ? AND (status = 'queued' OR "
                                  "(status = 'running' AND owner_pid = ? AND owner_host = ?))",
                                  (time.time(), _json(outcome), run_id, os.getpid(), socket.gethostname())).rowcount
-        if failed:
-            self.add_event(run_id, event)
+            if failed:
+                _insert_event(con, run_id, event)
         return bool(failed)
 
     def beat(self, run_id: str) -> bool:
@@ -433,10 +466,8 @@ class RunStore:
 
     def add_event(self, run_id: str, event: Event) -> None:
         """Append one event (stored as its ``to_dict()``)."""
-        data = event.to_dict()
         with self.db.transaction() as con:
-            con.execute("INSERT INTO events (run_id, seq, kind, data) SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ? "
-                        "FROM events WHERE run_id = ?", (run_id, data.get("kind"), _json(data), run_id))
+            _insert_event(con, run_id, event)
 
     def events(self, run_id: str, after: int = 0) -> list[AnyEvent]:
         """The run's events after the first ``after`` (a cursor: how many the reader has), typed, in order; a page
@@ -515,6 +546,10 @@ class RunStore:
 
 
 _COLUMNS = "id, created, updated, status, settings, pause, outcome, parent_id, branch_step"
+
+
+def _session_key(session: str) -> str:
+    return "signed_out:" + hashlib.sha256(session.encode()).hexdigest()
 
 
 def _event(text: str) -> AnyEvent:

@@ -1,5 +1,6 @@
 // An OpenID Connect provider on 127.0.0.1 for the sign-in tests: oidc-provider with its development login form
-// (any password), one confidential client, and the test's users with their e-mail, name and groups claims, which
+// (any password), one confidential client, and the test's users with their e-mail (verified unless the user says
+// email_verified: false), name and groups claims, which
 // go into the ID token (st.user shows the ID token's claims). Consent is given at once (a first-party app).
 // Signing out (Streamlit's st.logout ends the provider's session too) asks the person to confirm, as providers do.
 // Usage: node provider.mjs PORT REDIRECT_URI USERS_JSON   (prints "ready" when it listens)
@@ -26,7 +27,8 @@ const provider = new Provider(`http://localhost:${port}`, {
     return {
       accountId: id,
       async claims() {
-        return { sub: id, email: user.email, email_verified: true, name: user.name, groups: user.groups };
+        return { sub: id, email: user.email, email_verified: user.email_verified ?? true, name: user.name,
+                 groups: user.groups };
       },
     };
   },

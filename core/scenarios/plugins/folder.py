@@ -7,7 +7,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
-import sqlite3
+import string
 import sys
 import tomllib
 import traceback
@@ -15,6 +15,8 @@ from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 
+from core.backends import sqlite as sqlite_backend
+from core.backends.base import DEFAULT_TIMEOUT_S, QueryError
 from core.scenarios.dqa.source import SCENARIOS as DQA_SCENARIOS
 from core.scenarios.dqa.source import DQAError
 from core.scenarios.base import Effect, ScenarioType, Source
@@ -31,6 +33,39 @@ MANIFEST = "scenario.toml"
 SOURCE = Source("scenario", "The scenario's own questions")
 NAME = re.compile(r"^[a-z][a-z0-9-]{0,40}$")
 DATA_KINDS = ("sqlite", "sql", "csv", "mysql", "neo4j")
+
+
+#: A plugin's bounds: questions, the characters of a question's text once formatted, the width or precision a
+#: template may give a parameter, and its queries' time and rows (an agent query's default time limit).
+MAX_QUESTIONS = 1000
+MAX_QUESTION_CHARS = 20_000
+MAX_FORMAT_WIDTH = 100
+QUERY_TIMEOUT_S = DEFAULT_TIMEOUT_S
+QUERY_ROW_CAP = 10_000
+
+
+class _BoundedFormatter(string.Formatter):
+    """``str.format`` on a plugin's parameters with bounded widths: a field names a parameter (no attribute or
+    index), its width and precision are at most MAX_FORMAT_WIDTH, and the text at most MAX_QUESTION_CHARS."""
+
+    def get_field(self, field_name, args, kwargs):
+        if not re.fullmatch(r"\w+", field_name):
+            raise ValueError(f"{{{field_name}}} is not a parameter's name (no attribute, no index)")
+        return super().get_field(field_name, args, kwargs)
+
+    def format_field(self, value, format_spec):
+        if any(int(n) > MAX_FORMAT_WIDTH for n in re.findall(r"\d+", format_spec)):
+            raise ValueError(f"the format {{:{format_spec[:40]}}} is wider than {MAX_FORMAT_WIDTH} characters")
+        return super().format_field(value, format_spec)
+
+
+def bounded_format(template: str, params: dict) -> str:
+    """``template`` with ``params`` (see _BoundedFormatter); ValueError, KeyError or IndexError when it cannot."""
+    text = _BoundedFormatter().vformat(template, (), params)
+    if len(text) > MAX_QUESTION_CHARS:
+        raise ValueError(f"the text is {len(text):,} characters long once formatted; at most "
+                         f"{MAX_QUESTION_CHARS:,}")
+    return text
 
 
 class ScenarioError(DQAError, ValueError):
@@ -51,16 +86,6 @@ def _line_of(path: Path, needle: str) -> int | None:
     except OSError:
         pass
     return None
-
-
-def _sqlite_of(tables) -> sqlite3.Connection:
-    """The tables in an in-memory SQLite database (to run a candidates or names query)."""
-    con = sqlite3.connect(":memory:")
-    for t in tables:
-        columns = ", ".join(f'"{c}"' for c in t.column_names)
-        con.execute(f'CREATE TABLE "{t.name}" ({columns})')
-        con.executemany(f'INSERT INTO "{t.name}" VALUES ({", ".join("?" * len(t.columns))})', t.rows)
-    return con
 
 
 class FolderScenario(ScenarioType):
@@ -129,6 +154,9 @@ class FolderScenario(ScenarioType):
         asks = q.get("ask")
         if not isinstance(asks, list) or not asks:
             self._fail("[[questions.ask]]", "no question: add [[questions.ask]] tables, one per question")
+        if len(asks) > MAX_QUESTIONS:
+            self._fail("[[questions.ask]]", f"{len(asks):,} questions: a scenario has at most {MAX_QUESTIONS:,} "
+                                            "(split it into several scenarios)")
         for i, ask in enumerate(asks, 1):
             unknown = sorted(set(ask) - set(params) - {"answer"})
             missing = sorted(set(params) - set(ask))
@@ -139,9 +167,11 @@ class FolderScenario(ScenarioType):
         for key in ("template", "goal", "target"):
             try:
                 for ask in asks:
-                    str(q.get(key, "")).format(**ask)
-            except (KeyError, IndexError, ValueError) as e:
+                    bounded_format(str(q.get(key, "")), ask)
+            except (KeyError, IndexError) as e:
                 self._fail(key, f"questions.{key} uses {e} which is not a parameter")
+            except ValueError as e:
+                self._fail(key, f"questions.{key}: {e}")
         c = s.get("candidates")
         if not isinstance(c, dict) or sum(k in c for k in ("query", "function")) != 1:
             self._fail("[candidates]", "[candidates] must give a query (SQL on the data) or a function "
@@ -244,8 +274,8 @@ class FolderScenario(ScenarioType):
             out = []
             for n, ask in enumerate(q["ask"], 1):
                 params = {k: v for k, v in ask.items() if k != "answer"}
-                question = Question(self.name, SOURCE.key, n, n, rules, q["template"].format(**params),
-                                    q.get("goal", "").format(**params), "", year=None,
+                question = Question(self.name, SOURCE.key, n, n, rules, bounded_format(q["template"], params),
+                                    bounded_format(q.get("goal", ""), params), "", year=None,
                                     answer=ask.get("answer"), database_ref=self._data_label(),
                                     params=tuple((k, tuple(v) if isinstance(v, list) else v)
                                                  for k, v in params.items()))
@@ -304,13 +334,19 @@ class FolderScenario(ScenarioType):
 
     # --- decisions ---
     def _query(self, database, sql: str, key: str) -> list[tuple]:
-        con = _sqlite_of(database.tables)
+        """The rows of a plugin's query (SQLite, on its tables as given), run as an agent's query is: read-only, in
+        a worker process, within QUERY_TIMEOUT_S, QUERY_ROW_CAP rows and the result's character caps; a query
+        past one of them fails, saying which."""
         try:
-            return con.execute(sql).fetchall()
-        except sqlite3.Error as e:
+            result = sqlite_backend.query_file(sqlite_backend.database_file(database, typed=False), sql,
+                                               QUERY_TIMEOUT_S, QUERY_ROW_CAP)
+        except QueryError as e:
             self._fail(key, f"candidates.{key} query failed: {e}")
-        finally:
-            con.close()
+        if result.truncated:
+            self._fail(key, f"candidates.{key} query gives more than {QUERY_ROW_CAP:,} rows")
+        if result.notes:
+            self._fail(key, f"candidates.{key} query gives more than it may: {'; '.join(result.notes)}")
+        return [tuple(r) for r in result.rows]
 
     def candidates(self, question, database) -> list:
         c = self.spec["candidates"]
@@ -335,12 +371,12 @@ class FolderScenario(ScenarioType):
     def target(self, question) -> str:
         template = self.spec["questions"].get("target")
         if template:
-            return template.format(**question.parameters)
+            return bounded_format(template, question.parameters)
         return ", ".join(f"{k} {v}" for k, v in question.parameters.items()) or self.title
 
     def score_name(self, question) -> str:
         sim = self.spec.get("simulator") or {}
-        return str(sim.get("score_name", "score")).format(**question.parameters)
+        return bounded_format(str(sim.get("score_name", "score")), question.parameters)
 
     def ranking(self, question, database, mode=None):
         if not self.can_check:

@@ -1,0 +1,198 @@
+"""Print, for each hostile input of issue 44 (sections A, B, C and E; D, hostile model servers, is
+bench/bench_streaming.py's), whether it did harm and the peak memory of the process that met it. Each case runs in a
+child process of its own (its peak from os.wait4): a queued job's payload (core.jobs.payload), a number on the
+command line, a tokenizer that panics or is huge, a huge question file, a hostile scenario plugin, hostile text on
+the Benchmark page and a hostile URL parameter (their page tests). Harmful: accepted, a traceback, or no answer
+within 120 s. Targets: 0 harmful of each class; no process over 300 MB.
+
+Usage: python bench/bench_trust.py [CLASS ...]     (A B C E; exit status 1 when a figure misses its target)
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PY = sys.executable
+PEAK_MB = 300
+TIMEOUT_S = 120
+misses: list[str] = []
+
+
+def child(argv: list[str], env: dict | None = None) -> tuple[int | None, str, float, float]:
+    """(exit status or None when killed at TIMEOUT_S, output, seconds, peak MB) of ``python ARGV``."""
+    started = time.monotonic()
+    with tempfile.TemporaryFile("w+") as out:
+        proc = subprocess.Popen([PY, *argv], cwd=ROOT, env={**os.environ, **(env or {})}, stdout=out,
+                                stderr=subprocess.STDOUT, text=True)
+        deadline, status, usage = started + TIMEOUT_S, None, None
+        while time.monotonic() < deadline:
+            pid, raw, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                status = os.waitstatus_to_exitcode(raw)
+                break
+            time.sleep(0.05)
+        if status is None:
+            proc.kill()
+            _, _, usage = os.wait4(proc.pid, 0)
+        proc.returncode = status if status is not None else -9
+        out.seek(0)
+        return status, out.read(), time.monotonic() - started, usage.ru_maxrss / 1024
+
+
+def case(klass: str, what: str, argv: list[str], harmful, env: dict | None = None) -> bool:
+    status, output, seconds, peak = child(argv, env)
+    bad = status is None or "Traceback (most recent call last)" in output or harmful(status, output)
+    last = (output.strip().splitlines() or [""])[-1][:110]
+    print(f"  {klass} {what}: {'HARMFUL' if bad else 'refused'} in {seconds:.1f} s, peak {peak:,.0f} MB"
+          f"{'  MISS' if peak > PEAK_MB else ''} | {last}")
+    if bad or peak > PEAK_MB:
+        misses.append(f"{klass} {what}")
+    return bad
+
+
+def summary(klass: str, results: list[bool]) -> None:
+    print(f"{klass}: harmful {sum(results)}/{len(results)}")
+
+
+def payload_case(what: str, kind: str, job: dict) -> bool:
+    code = (f"import json, sys; from core.jobs import payload\n"
+            f"try:\n    payload.{kind}_payload(json.loads(sys.argv[1]))\n"
+            f"except payload.PayloadError as e:\n    print(e); sys.exit(3)\nprint('accepted')")
+    return case("A", what, ["-c", code, json.dumps(job)], lambda status, out: status != 3)
+
+
+def class_a() -> None:
+    run = {"v": 1, "action": "start", "run_id": "0123456789ab", "llm": {"model": "m"}, "branch": None,
+           "code": "0123456789ab"}
+    bench = {"v": 1, "key": "demo:locating/1/sqlite/iterrag/m", "code": "0123456789ab",
+             "config": {"techniques": ["iterrag"], "llm": "m", "scenario": "all", "db": "sqlite", "questions": "all",
+                        "name": "b", "limits": {}, "source": "demo", "llm_settings": {"model": "m"}}}
+    results = [
+        payload_case("llm.base_url and key_url naming another server", "run",
+                     {**run, "llm": {"model": "m", "base_url": "http://evil:1/v1", "key_url": "http://evil:1/v1"}}),
+        payload_case("out, home and dqa_root of a benchmark", "bench",
+                     {**bench, "config": {**bench["config"], "out": "/tmp/x", "home": "/tmp/h", "dqa_root": "/"}}),
+        payload_case("epochs = 10^9", "bench", {**bench, "config": {**bench["config"], "epochs": 10**9}}),
+        payload_case("an empty code", "run", {**run, "code": ""}),
+        payload_case("a NUL in a branch note", "run", {**run, "action": "branch", "branch": {
+            "parent": "0123456789ab", "step": 1, "changes": {"note": "a\x00b"}}}),
+    ]
+    summary("A (the job queue's rows; the real worker: tests/test_jobs_payload.py)", results)
+
+
+def class_b(tmp: Path) -> None:
+    home = {"PLANRAG_HOME": str(tmp / "home")}
+    refused = lambda status, out: status == 0  # noqa: E731 - a refusal exits non-zero
+    results = [case("B", f"core bench {flag} {value}", ["-m", "core", "bench", "--smoke", flag, value], refused, home)
+               for flag, value in (("--epochs", "1e9"), ("--vote", "1e9"), ("--budget-calls", "1e23"),
+                                   ("--budget-cost", "nan"))]
+    panic = ("import sys; sys.path.insert(0, '.'); from pathlib import Path\n"
+             "from tests.test_llm_tokenizer_file import build_panicking_tokenizer\n"
+             "from tests.test_agents_runtime import ACT, FINAL, make_runtime, replay\n"
+             "from core.config.settings import LLMSettings\n"
+             "from core.model.run_settings import Limits, RunSettings\n"
+             f"tmp = Path({str(tmp / 'panic')!r}); tmp.mkdir()\n"
+             "build_panicking_tokenizer(tmp / 't.json')\n"
+             "rt = make_runtime(tmp / 'home', llm_settings=LLMSettings(api_key=None, tokenizer=str(tmp / 't.json')))\n"
+             "act = ACT.replace('Thought: ', 'Thought: ' + 'a' * 3000 + 'x ', 1)\n"
+             "r = rt.start(RunSettings('locating', 1, 'sqlite', 'iterrag', replay(tmp, [act, FINAL, FINAL]),"
+             " limits=Limits(context_tokens=100_000)))\n"
+             "record = rt.store.get(r.run_id); print(record.status, record.outcome['error'][:80])")
+    results.append(case("B", "a tokenizer whose regular expression panics", ["-c", panic],
+                        lambda status, out: status != 0 or "failed" not in out, {"DQA_DIR": ""}))
+    vocab = tmp / "tokenizer.json"
+    with open(vocab, "w") as f:  # a 65 MB vocabulary: valid JSON of a word-level tokenizer
+        f.write('{"version": "1.0", "model": {"type": "WordLevel", "unk_token": "u", "vocab": {"u": 0')
+        i = 1
+        while f.tell() < 65 << 20:
+            f.write("".join(f', "w{j:09d}{"z" * 40}": {j}' for j in range(i, i + 10_000)))
+            i += 10_000
+        f.write("}}}")
+    results.append(case("B", "a 65 MB tokenizer file",
+                        ["-c", "from core.llm.tokenizer_file import TokenizerFileError, open_tokenizer\n"
+                               f"try:\n    open_tokenizer({str(vocab)!r}); print('accepted')\n"
+                               "except TokenizerFileError as e:\n    print(e)"],
+                        lambda status, out: "accepted" in out or "more than the" not in out))
+    dqa = os.environ.get("DQA_DIR") or str(ROOT.parent / "shared" / "dqa")
+    if Path(dqa).is_dir():
+        data = tmp / "dqa"
+        shutil.copytree(dqa, data, symlinks=True)
+        questions = data / "locating/questions/simulated_question.json"
+        real = json.loads(questions.read_text())
+        questions.unlink()
+        with open(questions, "w") as f:  # valid JSON: the real questions repeated to 63 MB
+            f.write("[")
+            while f.tell() < 63 << 20:
+                f.write(json.dumps(real)[1:-1] + ", ")
+            f.write(json.dumps(real[0]) + "]")
+        results.append(case("B", "a valid 63 MB question file", ["-m", "core", "dqa", str(data)],
+                            lambda status, out: status == 0 or "more than the" not in out))
+    else:
+        print(f"  B a valid 63 MB question file: skipped (no DQA folder at {dqa})")
+    summary("B (numbers and files)", results)
+
+
+def class_c(tmp: Path) -> None:
+    base = ROOT / "assets" / "scenarios" / "depot"
+    query = "SELECT site FROM site WHERE status = 'candidate' ORDER BY rowid"
+    names = "SELECT site, site || ' (' || town || ')' FROM site"
+    hostile = {
+        "{season:>1500000000} in the template": [("in the {season} season", "in the {season:>1500000000} season")],
+        "an endless recursive CTE as the candidates query": [
+            (query, "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT max(x) FROM n")],
+        "a 900 M-character names query": [(names, "SELECT site, printf('%.*c', 900000000, 'x') FROM site")],
+        "25,000 questions": [],
+    }
+    results = []
+    for what, edits in hostile.items():
+        folder = tmp / "plugins" / f"case{len(results)}"
+        shutil.copytree(base, folder)
+        manifest = folder / "scenario.toml"
+        text = manifest.read_text()
+        for old, new in edits:
+            text = text.replace(old, new)
+        if what.startswith("25,000"):
+            text += '\n[[questions.ask]]\nseason = "winter"\n' * 25_000
+        manifest.write_text(text)
+        if what.startswith("a 900"):  # refused as too big, or cut by SQLite's limits to no value: never whole
+            names = ("from core.scenarios.plugins.folder import FolderScenario, ScenarioError\n"
+                     f"kind = FolderScenario({str(folder)!r}); q = kind.questions()[0]\n"
+                     "try:\n    names = kind.candidate_names(q, kind.database())\n"
+                     "    print('longest name', max(map(len, names.values())))\n"
+                     "except ScenarioError as e:\n    print(e)")
+            results.append(case("C", what, ["-c", names], lambda status, out: not (
+                "too big" in out or (out.split()[-1].isdigit() and int(out.split()[-1]) < 100_000))))
+            continue
+        results.append(case("C", what, ["-m", "core", "scenario", "check", str(folder)],
+                            lambda status, out: status == 0))
+    summary("C (scenario plugins)", results)
+
+
+def class_e() -> None:
+    tests = {"a plugin's title and set names on the Results tab": "benchmark_results",
+             "/run?q=dqa/locating/ and 30,000 digits (and other URL parameters)": "url_parameter_out"}
+    results = [case("E", what, ["-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_page_untrusted.py",
+                                "-k", selector], lambda status, out: status != 0)
+               for what, selector in tests.items()]
+    summary("E (pages)", results)
+
+
+def main(classes: list[str]) -> int:
+    chosen = [c.upper() for c in classes] or ["A", "B", "C", "E"]
+    with tempfile.TemporaryDirectory(prefix="bench-trust-") as tmp:
+        for klass in chosen:
+            print(f"class {klass}:", flush=True)
+            {"A": class_a, "B": lambda: class_b(Path(tmp)), "C": lambda: class_c(Path(tmp)), "E": class_e}[klass]()
+    print(f"misses: {', '.join(misses) if misses else 'none'}")
+    return 1 if misses else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

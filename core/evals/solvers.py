@@ -1,0 +1,68 @@
+"""The workbench's techniques (PlanRAG, IterRAG, ...) as Inspect solvers: each sample's question runs through the
+workbench's own agent (its prompts, parsing, guards and limits) on the sample's database, every LLM call made with
+Inspect's model API; the final answer is the sample's output and the run's steps its messages."""
+from __future__ import annotations
+
+import tempfile
+
+import anyio.to_thread
+from anyio.lowlevel import current_token
+from inspect_ai.model import ChatMessageAssistant, ChatMessageUser, ModelOutput, get_model
+from inspect_ai.solver import Generate, Solver, TaskState, solver
+
+from core.agents.runtime import AgentRuntime
+from core.agents.workspace import open_catalog_workspace
+from core.evals.model import opener
+from core.model.run_settings import RunSettings
+
+
+def run_sample(technique: str, meta: dict, model, loop, root=None) -> tuple[dict, list]:
+    """Run ``technique`` on the sample's question (``meta``: scenario, question, db, source) with Inspect model
+    ``model`` (called on event loop ``loop``) in a fresh project home: (outcome, events)."""
+    settings = RunSettings(meta["scenario"], meta["question"], meta.get("db", "sqlite"), technique,
+                           f"inspect:{model}", source=meta.get("source", "dqa")).validate()
+    with tempfile.TemporaryDirectory(prefix="planrag-inspect-") as home:
+        runtime = AgentRuntime(home, workspace=lambda s: open_catalog_workspace(s, root), llm_opener=opener(model, loop))
+        try:
+            result = runtime.start(settings)
+            return result.outcome or {}, runtime.store.get(result.run_id).events
+        finally:
+            runtime.close()
+
+
+def messages_of(events) -> list:
+    """A run's events as chat messages: the model's replies (as kept) and what came back from the database."""
+    out = []
+    for event in events:
+        if event.llm is not None:
+            out.append(ChatMessageAssistant(content=event.llm.reply or "(empty reply)"))
+        if event.kind == "observation":
+            out.append(ChatMessageUser(content=f"Observation: {event.text}"))
+    return out
+
+
+@solver
+def workbench_agent(technique: str = "planrag", root: str | None = None) -> Solver:
+    """The workbench's ``technique`` (planrag, iterrag, planrag-norp, singlerag, reaper) on each sample."""
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        model = get_model()
+        outcome, events = await anyio.to_thread.run_sync(run_sample, technique, state.metadata, model,
+                                                         current_token(), root)
+        state.messages.extend(messages_of(events))
+        answer = outcome.get("final_answer") or ""
+        state.output = ModelOutput.from_content(str(model), answer)
+        state.metadata["run"] = {k: outcome.get(k) for k in ("decision", "correct", "llm_calls", "error")}
+        return state
+
+    return solve
+
+
+def planrag(root: str | None = None) -> Solver:
+    """PlanRAG (plan, retrieve, re-plan) as an Inspect solver."""
+    return workbench_agent("planrag", root)
+
+
+def iterrag(root: str | None = None) -> Solver:
+    """IterRAG (retrieve step by step, no plan) as an Inspect solver."""
+    return workbench_agent("iterrag", root)

@@ -1,0 +1,126 @@
+"""The gate in the browser (issue 36), with the project's OpenID Connect provider (tests/oidc) and Chromium: the
+buttons of the gate's table (tests/gate_table.py) as a viewer and an analyst see them; a viewer's "Run N times"
+(finding 1); an analyst whose role is taken away while her inbox is open (2); an unverified e-mail in another case
+(3) and a display name that is an analyst's address (4) sign in as no one else; sign-out in one tab refuses the
+next action of another tab and of a cookie saved before it, and claims older than ``claims_max_age_s`` ask for a
+new sign-in (5)."""
+from __future__ import annotations
+
+import pytest
+
+from core.auth.roles import ROLES
+from tests.gate_table import TABLE
+from tests.test_e2e_browser import chromium  # noqa: F401 (a fixture)
+from tests.test_e2e_signin import USERS, _sign_in, shown, signin_server
+
+GATE_USERS = {
+    **USERS,
+    "mallory": {"email": "ADAM@example.test", "email_verified": False, "name": "Mallory", "groups": []},
+    "nemo": {"name": "anna@example.test", "groups": ["ops"]},  # no e-mail: the display name is an analyst's address
+}
+
+
+@pytest.fixture
+def gate_app(tmp_path):
+    with signin_server(tmp_path, GATE_USERS) as found:
+        yield found
+
+
+def _caption(page) -> str:
+    from playwright.sync_api import expect
+
+    signed = page.get_by_text("Signed in as")
+    expect(signed).to_be_visible()
+    return signed.inner_text()
+
+
+def test_the_gate_in_the_browser(chromium, gate_app):  # noqa: F811
+    from playwright.sync_api import expect
+
+    app, store, run_id, secrets = gate_app
+    paused = f"{app}/run?q=demo/locating/1&run={run_id}"
+
+    # 3, 4: neither an unverified e-mail nor a display name names anyone; both are viewers known by their subject.
+    for login in ("mallory", "nemo"):
+        page = _sign_in(chromium, app, login, shown_as=login)
+        said = _caption(page)
+        assert "viewer" in said and "adam" not in said.lower() and "anna" not in said
+        page.context.close()
+
+    # The table's buttons, as a viewer and as an analyst see them (the core test asks the gate for every row).
+    for login, role in (("vera", "viewer"), ("anna", "analyst")):
+        page = _sign_in(chromium, app, login)
+        for action, (least, where) in TABLE.items():
+            if where is None:
+                continue
+            path, name = where
+            page.goto(f"{app}/{path}")
+            button = page.get_by_role("button", name=name, exact=True)
+            if ROLES.index(role) >= ROLES.index(least):
+                expect(button, f"{action} as {role}").to_be_enabled()
+            else:
+                expect(button, f"{action} as {role}").to_be_disabled()
+        if role == "viewer":  # 1: "Run N times" was never disabled
+            page.goto(f"{app}/run?q=demo/locating/1")
+            samples = page.get_by_role("spinbutton", name="Samples")
+            samples.fill("2")
+            samples.press("Enter")
+            expect(page.get_by_role("button", name="Run 2 times")).to_be_disabled()
+        page.context.close()
+
+    # 2: an analyst's inbox is open when her role is taken away: approve and close are refused where they act.
+    page = _sign_in(chromium, app, "anna")
+    page.goto(paused)
+    page.get_by_text("Inbox: 1 waiting for review").click()
+    approve = page.get_by_role("button", name="Approve", exact=True)
+    expect(approve).to_be_enabled()
+    granted = secrets.read_text()
+    secrets.write_text(granted.replace('analyst = ["group:analysts"]', "analyst = []"))
+    try:
+        approve.click()
+        expect(page.get_by_text("anna@" + "\u2060" + "example.test is signed in as viewer").first).to_be_visible()
+        assert store.get(run_id, events=False).status == "paused" and not store.reviews(run_id)
+    finally:
+        secrets.write_text(granted)
+    page.context.close()
+
+    # 5: sign-out in one tab ends the session on the server: another tab's next action and a saved cookie are refused.
+    page = _sign_in(chromium, app, "anna")
+    saved = page.context.storage_state()
+    other = page.context.new_page()
+    other.goto(paused)
+    expect(other.get_by_role("button", name="Approve as proposed")).to_be_enabled()
+    page.get_by_role("button", name="Sign out").click()
+    page.get_by_role("button", name="Yes, sign me out").click()  # the provider's own confirmation
+    expect(page.get_by_role("button", name="Sign in")).to_be_visible()
+    other.get_by_role("button", name="Approve as proposed").click()
+    expect(other.get_by_text("signed out: sign in again").first).to_be_visible()
+    expect(other.get_by_role("button", name="Sign in")).to_be_visible()
+    assert store.get(run_id, events=False).status == "paused" and not store.reviews(run_id)
+    page.context.close()
+    copied = chromium.new_context(storage_state=saved)
+    revived = copied.new_page()
+    revived.goto(f"{app}/settings")
+    expect(revived.get_by_role("button", name="Sign in")).to_be_visible()
+    expect(revived.get_by_text(f"{shown('anna@example.test')} signed out")).to_be_visible()
+    expect(revived.get_by_role("heading", name="Settings")).to_have_count(0)
+    revived.get_by_role("button", name="Sign in").click()  # asked to sign in: a new sign-in is a new session
+    revived.locator("input[name=login]").fill("anna")
+    revived.locator("input[name=password]").fill("any")
+    revived.locator("button[type=submit]").click()
+    expect(revived.get_by_text(f"Signed in as {shown('anna@example.test')}")).to_be_visible()
+    revived.goto(f"{app}/settings")
+    expect(revived.get_by_role("heading", name="Settings")).to_be_visible()
+
+    # 5: claims are trusted only so long (claims_max_age_s; 15 minutes by default), then sign-in brings the
+    # provider's roles again.
+    granted = secrets.read_text()
+    secrets.write_text(granted.replace('default_role = "viewer"', 'default_role = "viewer"\nclaims_max_age_s = 1'))
+    try:
+        revived.wait_for_timeout(1100)  # the claims are now older than a second (a precondition, not a measure)
+        revived.goto(f"{app}/settings")
+        expect(revived.get_by_text("has expired: sign in again")).to_be_visible()
+        expect(revived.get_by_role("heading", name="Settings")).to_have_count(0)
+    finally:
+        secrets.write_text(granted)
+    copied.close()

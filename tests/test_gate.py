@@ -1,0 +1,292 @@
+"""The authorization gate (core.auth.gate) through core: every action by every role from one table
+(tests/gate_table.py), the job functions asking it where they act (issue 36 findings 1, 2, 9 of the run and
+benchmark paths), identities that cannot be borrowed (3, 4), sessions that end (5), names that are not paths (6)
+and no key on a redirect to another origin (8)."""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from core.auth import gate, sessions
+from core.auth.gate import ACTIONS, Refused, authorize
+from core.auth.roles import CLAIMS_MAX_AGE_S, LOCAL_USER, ROLES, Identity, identity_of, local_admin
+from core.model.run_settings import Review, RunSettings
+from tests.gate_table import TABLE
+
+NOW = int(time.time())
+ISS = "https://idp.example.test"
+MAPPING = {"roles": {"analyst": ["group:analysts", "bob@example.test"], "admin": ["adam@example.test"]}}
+
+
+def person(role: str, login: str | None = None, **claims) -> Identity:
+    """A signed-in identity of ``role`` from a verified token of ``login`` (default: the role's name)."""
+    base = {"iss": ISS, "sub": login or role, "iat": NOW, "exp": NOW + 3600, "email": f"{login or role}@example.test",
+            "email_verified": True, "roles": [role]}
+    return identity_of({**base, **claims}, {})
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    from core.config import settings
+
+    monkeypatch.setattr(settings, "DATA_HOME", tmp_path)
+    monkeypatch.setenv("PLANRAG_HOME", str(tmp_path))
+    return tmp_path
+
+
+def test_the_table_has_a_row_for_every_action_and_no_other():
+    assert set(TABLE) == set(ACTIONS) == set(gate.NEEDS)
+
+
+@pytest.mark.parametrize("action", ACTIONS)
+@pytest.mark.parametrize("role", ROLES)
+def test_every_action_by_every_role_as_the_table_says(action, role, home):
+    least, _ = TABLE[action]
+    who = person(role)
+    if ROLES.index(role) >= ROLES.index(least):
+        assert authorize(who, action, now=NOW + 1) is who
+    else:
+        with pytest.raises(Refused, match=f"{role}@example.test is signed in as {role}, and only"):
+            authorize(who, action, now=NOW + 1)
+    with pytest.raises(Refused, match="not signed in"):
+        authorize(None, action)
+    assert authorize(local_admin(), action).name == LOCAL_USER  # single-user mode: the local user, an admin
+
+
+def test_an_unknown_action_is_an_error():
+    with pytest.raises(ValueError, match="unknown action 'run'"):
+        authorize(local_admin(), "run")
+
+
+# ---------------------------------------------------------------------------------------------- identities (3, 4)
+
+def test_an_unverified_email_in_another_case_is_not_the_admin():
+    """Finding 3: email_verified false and the admin's address in capitals signed in as admin."""
+    forged = identity_of({"iss": ISS, "sub": "mallory", "email": "ADAM@example.test", "email_verified": False},
+                         MAPPING)
+    assert (forged.role, forged.name, forged.email) == ("viewer", f"mallory at {ISS}", None)
+    verified = identity_of({"iss": ISS, "sub": "adam", "email": "ADAM@example.test", "email_verified": True},
+                           MAPPING)
+    assert (verified.role, verified.name) == ("admin", "adam@example.test")  # case-blind once verified
+    # a provider without email_verified, trusted by the operator for it
+    trusted = {**MAPPING, "unverified_email_providers": ["corp"]}
+    assert identity_of({"iss": ISS, "sub": "a", "email": "adam@example.test", "provider": "corp"},
+                       trusted).role == "admin"
+    assert identity_of({"iss": ISS, "sub": "a", "email": "adam@example.test", "provider": "other"},
+                       trusted).role == "viewer"
+
+
+def test_a_display_name_never_names_the_identity():
+    """Finding 4: a user without e-mail whose name is an analyst's address was recorded as that analyst."""
+    who = identity_of({"iss": ISS, "sub": "u-77", "name": "bob@example.test"}, MAPPING)
+    assert (who.name, who.role) == (f"u-77 at {ISS}", "viewer")
+    assert identity_of({"iss": ISS, "sub": "BOB"}, {"roles": {"admin": ["bob"]}}).role == "viewer"
+
+
+# ---------------------------------------------------------------------------------------------- sessions (5)
+
+def test_a_session_ends_at_sign_out_at_the_tokens_expiry_and_when_its_claims_are_old(home):
+    analyst = person("analyst", iat=NOW, exp=NOW + 3600)
+    assert analyst.valid_until == NOW + CLAIMS_MAX_AGE_S  # claims re-read at most every 15 minutes
+    authorize(analyst, "review", now=NOW + 60)
+    with pytest.raises(Refused, match="has expired: sign in again"):
+        authorize(analyst, "review", now=NOW + CLAIMS_MAX_AGE_S)
+    short = person("analyst", iat=NOW, exp=NOW + 300)  # the ID token's own expiry comes first
+    with pytest.raises(Refused, match="has expired"):
+        authorize(short, "review", now=NOW + 300)
+    configured = identity_of({"iss": ISS, "sub": "a", "iat": NOW, "exp": NOW + 7200, "roles": ["analyst"]},
+                             {"claims_max_age_s": 3600})
+    assert configured.valid_until == NOW + 3600
+
+    sessions.end(analyst)  # signed out in one tab: every tab and every copy of the cookie is refused
+    with pytest.raises(Refused, match="signed out: sign in again"):
+        authorize(analyst, "review", now=NOW + 60)
+    again = person("analyst", iat=NOW + 120, exp=NOW + 3720)  # a new sign-in: a new token
+    assert authorize(again, "review", now=NOW + 130) is again
+
+
+# ---------------------------------------------------------------------------------------------- core.jobs (1, 2)
+
+def _paused(home) -> tuple:
+    """A run paused at its plan (the recorded replay), as the CLI leaves it; its record."""
+    import core.jobs.runs as jobs
+    from core.agents.runtime import AgentRuntime
+    from tests.test_e2e_signin import REPLAY
+
+    runtime = AgentRuntime(home)
+    runtime.start(RunSettings("locating", 1, "sqlite", "planrag", f"replay:{REPLAY}", source="demo",
+                              hitl="approve-every-plan"))
+    runtime.close()
+    store = jobs.open_store()
+    return store, store.list()[0]
+
+
+def test_a_viewer_starts_no_run_and_samples_none(home):
+    """Finding 1: a viewer's "Run 2 times" started two runs on the operator's key; no run said who started it."""
+    import core.jobs.runs as jobs
+
+    settings = RunSettings("locating", 1, "sqlite", "iterrag", "m", source="demo")
+    viewer = person("viewer")
+    with pytest.raises(Refused, match="only analyst or admin may start samples"):
+        jobs.samples(settings, 2, jobs.Opener(), who=viewer)
+    with pytest.raises(Refused, match="may start runs"):
+        jobs.start(settings, jobs.Opener(), who=viewer)
+    store = jobs.open_store()
+    assert store.list() == [] and not store.db.rows("SELECT * FROM reviews")
+
+    from tests.test_e2e_signin import REPLAY
+    analyst = person("analyst", "anna")
+    replay = RunSettings("locating", 1, "sqlite", "iterrag", f"replay:{REPLAY}", source="demo")
+    job = jobs.start(replay, jobs.Opener(), who=analyst)
+    job.join(60)
+    assert store.started_by(job.run_id) == "anna@example.test"
+    assert store.reviews(job.run_id) == []  # the start is not a review
+
+
+def test_the_inbox_and_every_run_action_ask_the_gate_where_they_act(home):
+    """Finding 2: an analyst whose role was removed approved a pause and closed a run from an open inbox."""
+    import core.jobs.runs as jobs
+
+    store, record = _paused(home)
+    demoted = person("viewer", "anna")
+    for action in ("inbox_approve", "inbox_reject", "review"):
+        with pytest.raises(Refused, match="anna@example.test is signed in as viewer"):
+            jobs.resume(record, Review.approve(), jobs.Opener(), pause_id="p1", who=demoted, action=action)
+    with pytest.raises(Refused, match="may close runs from the inbox"):
+        jobs.stop(record.id, who=demoted, action="inbox_close")
+    with pytest.raises(Refused, match="may stop runs"):
+        jobs.stop(record.id, who=demoted)
+    with pytest.raises(Refused, match="may resume runs"):
+        jobs.proceed(record, jobs.Opener(), who=demoted)
+    with pytest.raises(Refused, match="may branch runs"):
+        jobs.branch(record, 1, jobs.Opener(), who=demoted, note="x")
+    assert store.get(record.id, events=False).status == "paused" and store.reviews(record.id) == []
+    query = type(record)(**{**record.__dict__, "pause": {**record.pause, "kind": "query"}})
+    with pytest.raises(Refused, match="may approve or reject a query"):
+        jobs.resume(query, Review.approve(), jobs.Opener(), pause_id="p1", who=demoted)
+
+    analyst = person("analyst", "anna", name="Someone Else")
+    branched = jobs.branch(record, 1, jobs.Opener(), who=analyst, note="check the totals")
+    branched.join(60)
+    assert store.started_by(branched.run_id) == "anna@example.test"
+    jobs.stop(record.id, who=analyst, action="inbox_close")
+    assert [(r["action"], r["reviewer"]) for r in store.reviews(record.id)] == [("stop", "anna@example.test")]
+
+
+def test_benchmarks_ask_the_gate(home):
+    import core.jobs.benchmarks as benchmarks
+    from core.benchmark.smoke import smoke_config
+    from core.store.runs import RunStore
+
+    with pytest.raises(Refused, match="may start benchmarks"):
+        benchmarks.start(smoke_config(), who=person("viewer"))
+    assert not (home / "bench").exists() or not any((home / "bench").iterdir())
+    job = benchmarks.start(smoke_config(), who=person("analyst"))
+    with pytest.raises(Refused, match="may stop benchmarks"):
+        benchmarks.stop(job, who=person("viewer"))
+    job.join(120)
+    store = RunStore(home / "runs.sqlite")
+    assert {store.started_by(r.id) for r in store.list()} == {"analyst@example.test"}  # its runs say who
+
+
+# ---------------------------------------------------------------------------------------------- names (6)
+
+@pytest.mark.parametrize("name", ["/some/abs/folder", "../../x", "..", "a/b", "a\\b", "x" * 65, " lead", ""])
+def test_a_results_name_is_a_name_never_a_path(name, home):
+    """Finding 6: "Results name" /some/abs/folder or ../../x made the server write there."""
+    from core.benchmark.config import BenchConfig
+
+    with pytest.raises(ValueError, match="is not a name"):
+        BenchConfig(["planrag"], "m", name=name)
+    assert BenchConfig(["planrag"], "m", name="my set-1_2.b").name == "my set-1_2.b"
+
+
+# ---------------------------------------------------------------------------------------------- endpoint (9)
+
+def test_a_benchmarks_runs_record_their_endpoint(home, monkeypatch):
+    """Finding 9: a benchmark's runs did not record their endpoint, so a resume or branch did not use it."""
+    from core.auth import endpoints
+    from core.benchmark.runner import Bench, BenchConfig
+    from core.store.runs import RunStore
+    from tests.turn_stub import TurnStub
+
+    stub = TurnStub(["Thought: I now know the answer.\nFinal answer: You should allocate the merchant to krakow."])
+    secrets = home / "secrets.toml"
+    secrets.write_text(f'[planrag.endpoints.team]\nmodel = "m"\nbase_url = "{stub.url}/v1"\n'
+                       'key = "sk-team-0123456789abcdef"\n')
+    monkeypatch.setenv("PLANRAG_SECRETS", str(secrets))
+    try:
+        team = endpoints.get("team")
+        bench = Bench(BenchConfig(["iterrag"], "m", source="demo", scenario="locating", questions="1", name="team",
+                                  llm_settings=team.llm_settings(), home=home, cache=False))
+        bench.run()
+    finally:
+        stub.close()
+    runs = RunStore(home / "runs.sqlite").list()
+    assert [r.settings.get("endpoint") for r in runs] == ["team"]
+
+
+# ---------------------------------------------------------------------------------------------- redirects (8)
+
+class _Recorder(BaseHTTPRequestHandler):
+    seen: list = []
+    target = ""
+
+    def do_GET(self):  # noqa: N802 (http.server's name)
+        type(self).seen.append((self.server.server_port, self.path, self.headers.get("Authorization")))
+        if type(self).target and self.server.server_port != int(type(self).target.rsplit(":", 1)[1]):
+            self.send_response(307)
+            self.send_header("Location", type(self).target + self.path)
+            self.end_headers()
+            return
+        body = json.dumps({"default_generation_settings": {"n_ctx": 4096}}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_POST = do_GET  # noqa: N815
+
+    def log_message(self, *args):
+        pass
+
+
+def test_no_key_follows_a_redirect_to_another_origin():
+    """Finding 8: a model server answering 307 to another host made the probes carry the key there."""
+    from core.llm import server_info
+
+    servers = [ThreadingHTTPServer(("127.0.0.1", 0), _Recorder) for _ in range(2)]
+    for s in servers:
+        threading.Thread(target=s.serve_forever, daemon=True).start()
+    configured, foreign = servers
+    _Recorder.seen, _Recorder.target = [], f"http://localhost:{foreign.server_port}"
+    try:
+        key = "sk-operator-NEVER-ELSEWHERE-0123"
+        server_info.context_window(f"http://127.0.0.1:{configured.server_port}/v1", "m", key)
+    finally:
+        for s in servers:
+            s.shutdown()
+            s.server_close()
+    to_foreign = [auth for port, _, auth in _Recorder.seen if port == foreign.server_port]
+    assert to_foreign, "the redirect was followed"
+    assert all(key not in (auth or "") for auth in to_foreign)
+    assert any(key in (auth or "") for port, _, auth in _Recorder.seen if port == configured.server_port)
+
+
+def test_history_says_who_started_a_run(home, monkeypatch):
+    """Finding 1's other half: no run recorded who started it."""
+    import core.jobs.runs as jobs
+    from tests.page_app import isolate, open_file
+    from tests.test_e2e_signin import REPLAY
+
+    isolate(monkeypatch, home)
+    settings = RunSettings("locating", 1, "sqlite", "iterrag", f"replay:{REPLAY}", source="demo")
+    job = jobs.start(settings, jobs.Opener(), who=person("analyst", "anna"))
+    job.join(60)
+    at = open_file("pages/history.py")
+    assert any("anna" in c.value and "Started by" in c.value for c in at.caption)
