@@ -8,4 +8,7 @@ threads.guard()
 from ui import shell  # noqa: E402
 
 shell.prepare()
-shell.run(shell.navigation())
+try:
+    shell.run(shell.navigation())
+finally:  # after the first page: the warm-up's imports would hold the import lock the page's first imports take
+    shell.warming()

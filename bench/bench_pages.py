@@ -1,26 +1,29 @@
-"""How soon each page shows its main content after navigation (target: 1 s), measured in headless Chromium as a
-person navigates: a click on the page's link in the sidebar, then the time until the page's title and its main
-content (a page's chart, table or first control, below) are drawn. Once the page's script has run, the content
-it draws further down or in a hidden tab (``CONTENT``, e.g. the Benchmark's results tables) must be there and no
-exception box anywhere: a page that draws its first control and then fails is reported broken, not fast. Prints
-the first page of the fresh server (a new browser opening the app: the time to its title, question and controls,
-``FIRST_LOOK``, target 2 s; then to its network figure), each page's median (target 1 s) and worst (target 2 s)
-over ``--rounds`` rounds, with the load (``uptime``) before and after, and flags misses; exits 1 when a page misses
-or breaks. The first figure waits for Streamlit's Plotly bundle (4.7 MB of JavaScript, loaded when a page first
-draws a chart, then kept): the bench also times a Streamlit app that draws only a title and a three-point chart on a
-fresh server (``FLOOR_APP``), the least any first figure takes on this machine; the first page's figure is reported
-beside it, not counted as a miss. How soon an agent's event reaches the browser
-(target: 300 ms) is measured by tests/test_e2e_browser.py, which prints it.
+"""How soon each page shows its main content after navigation, measured in headless Chromium as a person
+navigates: a click on the page's link in the sidebar, then the time until the page's title and its main content (a
+page's chart, table or first control, below) are drawn. Once the page's script has run, the content it draws further
+down or in a hidden tab (``CONTENT``, e.g. the Benchmark's results tables) must be there and no exception box
+anywhere: a page that draws its first control and then fails is reported broken, not fast.
+
+The first page of a fresh server is set beside Streamlit's own floors on this machine, each timed on a fresh server in
+a new browser, interleaved with the app's ``--fresh`` times so that load falls on all alike: an app drawing only a
+title (``TITLE_APP``, the least a first look can take) and one drawing a title and a three-point chart
+(``CHART_APP``: the first figure waits for Streamlit's Plotly bundle, 4.7 MB of JavaScript). Prints the medians and
+their ratios: the first look (title, question and controls) ≤ 1.25× the title floor, the first figure (the network)
+≤ 1.2× the chart floor; then each page's median (target 0.6 s) and worst (target 1.5 s) over ``--rounds`` rounds.
+Every figure is printed with the load average and core count at its time; exits 1 when a figure misses or a page
+breaks. How soon an agent's event reaches the browser (target: 300 ms) is measured by tests/test_e2e_browser.py.
 
 Starts the app like bench/screenshots.py (a free localhost port, a temporary PLANRAG_HOME with three demo runs and
-the smoke benchmarks of the demo and of the plugin scenarios, no model, requests leaving localhost blocked). The figures rest on this machine's load: run it
-on a quiet machine with the core count you mean to state (e.g. ``taskset -c 0,1``).
+the smoke benchmarks of the demo and of the plugin scenarios, no model, requests leaving localhost blocked);
+``--app`` times another checkout's app.py (e.g. a ``git worktree`` of the commit before a change, for a side-by-side
+comparison in one sitting). The figures rest on this machine's load: compare only figures taken together.
 
-Usage: python bench/bench_pages.py [--rounds 3] [--target 1.0]
+Usage: python bench/bench_pages.py [--rounds 3] [--fresh 3] [--app PATH/app.py]
 """
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import statistics
 import subprocess
@@ -60,12 +63,18 @@ NOT_LOCAL = re.compile(r"^(?!(?:https?|wss?)://(?:127\.0\.0\.1|localhost)[:/])")
 #: What shows the first page's (Scenarios') own content: its title, the question picker and the question's facts.
 FIRST_LOOK = ("h1", "[data-testid=stSelectbox]", "[data-testid=stMetric]")
 FIGURE = "[data-testid=stPlotlyChart] .main-svg"
-FLOOR_APP = """
+TITLE_APP = """
+import streamlit as st
+st.title("Floor")
+"""
+CHART_APP = """
 import plotly.graph_objects as go
 import streamlit as st
 st.title("Floor")
 st.plotly_chart(go.Figure(go.Scatter(x=[1, 2, 3], y=[1, 3, 2])))
 """
+FIRST_LOOK_RATIO = 1.25  # the first look / the title floor
+FIRST_FIGURE_RATIO = 1.2  # the first figure / the chart floor
 
 
 class Broken(Exception):
@@ -130,7 +139,8 @@ def check_results(page: Page, names: list[str]) -> None:
             raise Broken(f"Benchmark results {name}: no table drawn") from None
 
 
-def first_look(browser, url: str, look: tuple[str, ...] = FIRST_LOOK) -> tuple[Page, float, float]:
+def first_look(browser, url: str, look: tuple[str, ...] = FIRST_LOOK,
+               figure: bool = True) -> tuple[Page, float, float | None]:
     """A new browser page opening ``url``, and the seconds to its first look (``look``) and to its first figure."""
     page = browser.new_page(viewport={"width": 1440, "height": 900})
     page.route(NOT_LOCAL, lambda route: route.abort())  # a pattern matched in the driver: local requests go straight
@@ -139,71 +149,100 @@ def first_look(browser, url: str, look: tuple[str, ...] = FIRST_LOOK) -> tuple[P
     for selector in look:
         page.locator(selector).first.wait_for(state="visible", timeout=60_000)
     seen = time.perf_counter() - start
+    if not figure:
+        return page, seen, None
     page.locator(FIGURE).first.wait_for(state="visible", timeout=60_000)
     return page, seen, time.perf_counter() - start
 
 
-def floor(p) -> float:
-    """Seconds to the figure of ``FLOOR_APP`` on a fresh server, in a new browser."""
-    with tempfile.TemporaryDirectory(prefix="planrag-floor-") as tmp:
-        script = Path(tmp) / "floor.py"
-        script.write_text(FLOOR_APP)
-        with streamlit_app(Path(tmp), script=script) as url:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            try:
-                return first_look(browser, url, ("h1",))[2]
-            finally:
-                browser.close()
+def fresh(p, script: Path, home: Path, look: tuple[str, ...], figure: bool) -> tuple[float, float | None, str]:
+    """The first look and first figure of ``script`` on a fresh server (data in ``home``) in a new browser, and the
+    load at the time."""
+    with streamlit_app(home, script=script) as url:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page, seen, drawn = first_look(browser, url, look, figure)
+            idle(page)
+            return seen, drawn, load()
+        finally:
+            browser.close()
 
 
-def uptime() -> str:
-    """The machine's load as ``uptime`` states it."""
-    try:
-        return subprocess.run(["uptime"], capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "load " + " ".join(Path("/proc/loadavg").read_text().split()[:3])
+def load() -> str:
+    """The load averages (1, 5, 15 min) and the cores this process may use."""
+    return f"load {' '.join(Path('/proc/loadavg').read_text().split()[:3])}, {len(os.sched_getaffinity(0))} cores"
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--target", type=float, default=1.0, help="median, seconds (default 1)")
-    parser.add_argument("--worst", type=float, default=2.0, help="worst and first page, seconds (default 2)")
+    parser.add_argument("--rounds", type=int, default=3, help="navigation rounds through every page")
+    parser.add_argument("--fresh", type=int, default=3, help="fresh servers for the first page and each floor")
+    parser.add_argument("--target", type=float, default=0.6, help="a page's median, seconds (default 0.6)")
+    parser.add_argument("--worst", type=float, default=1.5, help="a page's worst, seconds (default 1.5)")
+    parser.add_argument("--app", type=Path, default=ROOT / "app.py", help="the app to time (default: this one's)")
     args = parser.parse_args()
+    app = args.app.resolve()
     with tempfile.TemporaryDirectory(prefix="planrag-pages-") as tmp:
-        home = Path(tmp)
-        subprocess.run([sys.executable, "-c", SEED], cwd=ROOT, env=app_env(home), check=True, capture_output=True)
-        with streamlit_app(home) as url, sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            load_before = uptime()
-            page, first, first_figure = first_look(browser, url)
-            idle(page)
-            times: dict[str, list[float]] = {title: [] for title in MAIN_CONTENT}
-            try:
-                for _ in range(args.rounds):
-                    for title in [*list(MAIN_CONTENT)[1:], list(MAIN_CONTENT)[0]]:  # the first page is open
-                        times[title].append(navigate(page, title))
-                check_results(page, sorted(p.parent.name for p in (home / "bench").glob("*/results.sqlite")))
-            except Broken as e:
-                print(f"BROKEN page: {e}")
-                return 1
-            finally:
-                browser.close()
-            least = floor(p)
-    cores = len(__import__("os").sched_getaffinity(0))
-    print(f"{cores} cores; before: {load_before}; after: {uptime()}")
-    missed = [] if first <= args.worst else ["first page"]
-    print(f"first page of a fresh server -> its title, question and controls: {first:.2f} s"
-          + ("" if first <= args.worst else f"  MISS (target {args.worst:.1f} s)"))
-    print(f"  -> its network figure: {first_figure:.2f} s (a one-chart app's first figure here: {least:.2f} s)")
+        home, floors = Path(tmp) / "home", Path(tmp) / "floors"
+        home.mkdir()
+        floors.mkdir()
+        (floors / "title.py").write_text(TITLE_APP)
+        (floors / "chart.py").write_text(CHART_APP)
+        subprocess.run([sys.executable, "-c", SEED], cwd=app.parent, env=app_env(home), check=True,
+                       capture_output=True)
+        with sync_playwright() as p:
+            firsts: dict[str, list[tuple[float, float | None, str]]] = {"title": [], "chart": [], "app": []}
+            for _ in range(args.fresh):  # interleaved: load that comes and goes falls on all three alike
+                firsts["title"].append(fresh(p, floors / "title.py", floors, ("h1",), False))
+                firsts["chart"].append(fresh(p, floors / "chart.py", floors, ("h1",), True))
+                firsts["app"].append(fresh(p, app, home, FIRST_LOOK, True))
+            with streamlit_app(home, script=app) as url:
+                browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+                page = first_look(browser, url)[0]
+                idle(page)
+                times: dict[str, list[tuple[float, str]]] = {title: [] for title in MAIN_CONTENT}
+                try:
+                    for _ in range(args.rounds):
+                        for title in [*list(MAIN_CONTENT)[1:], list(MAIN_CONTENT)[0]]:  # the first page is open
+                            times[title].append((navigate(page, title), load()))
+                    check_results(page, sorted(p.parent.name for p in (home / "bench").glob("*/results.sqlite")))
+                except Broken as e:
+                    print(f"BROKEN page: {e}")
+                    return 1
+                finally:
+                    browser.close()
+    print(f"{app}: medians of {args.fresh} fresh servers")
+    missed = []
+
+    def median(values: list[float]) -> float:
+        return statistics.median(values)
+
+    title_floor = median([seen for seen, _, _ in firsts["title"]])
+    chart_floor = median([drawn for _, drawn, _ in firsts["chart"]])
+    look = median([seen for seen, _, _ in firsts["app"]])
+    figure = median([drawn for _, drawn, _ in firsts["app"]])
+    for name, seconds, index in (("title floor (an app drawing only a title)", title_floor, 0),
+                                 ("chart floor (an app drawing a title and a chart) -> chart", chart_floor, 1)):
+        runs = ", ".join(f"{run[index]:.2f}" for run in firsts["title" if index == 0 else "chart"])
+        print(f"  {name}: {seconds:.2f} s  [{runs}]")
+    for name, seconds, least, ratio, index in (
+            ("first look (title, question, controls)", look, title_floor, FIRST_LOOK_RATIO, 0),
+            ("first figure (the network)", figure, chart_floor, FIRST_FIGURE_RATIO, 1)):
+        over = seconds / least > ratio
+        missed += [name] if over else []
+        runs = "; ".join(f"{run[index]:.2f} ({run[2]})" for run in firsts["app"])
+        print(f"  {name}: {seconds:.2f} s = {seconds / least:.2f}x its floor"
+              + (f"  MISS (target {ratio:.2f}x)" if over else "") + f"  [{runs}]")
     print(f"navigation -> main content, {args.rounds} rounds:")
-    for title, seconds in times.items():
-        median = statistics.median(seconds)
+    for title, runs in times.items():
+        seconds = [s for s, _ in runs]
         flag = "".join(f"  MISS ({what} target {target:.1f} s)" for what, value, target in
-                       (("median", median, args.target), ("worst", max(seconds), args.worst)) if value > target)
+                       (("median", median(seconds), args.target), ("worst", max(seconds), args.worst))
+                       if value > target)
         missed += [title] if flag else []
-        print(f"  {title:<15} median {median:.2f} s · worst {max(seconds):.2f} s{flag}")
-    print(f"{len(missed)} of {len(times) + 1} figures miss the target" + (f": {', '.join(missed)}" if missed else ""))
+        print(f"  {title:<15} median {median(seconds):.2f} s · worst {max(seconds):.2f} s{flag}"
+              f"  [{'; '.join(f'{s:.2f} ({at})' for s, at in runs)}]")
+    print(f"{len(missed)} of {len(times) + 2} figures miss the target" + (f": {', '.join(missed)}" if missed else ""))
     return 1 if missed else 0
 
 

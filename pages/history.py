@@ -24,6 +24,7 @@ from ui.run_view import TIME_FORMAT, branch_form, open_run, run_label, show_outc
 from ui.untrusted import md, md_code
 
 ANY = "any"
+PAGE_ROWS = 100  # the table's rows at a time
 CORRECT = {True: "correct", False: "wrong"}
 #: The table's columns, what an analyst reads first (is it right, how good is the pick) to the left.
 COLUMNS = ["branch", "question", "technique", "correct", "rank", "decision", "status", "grade", "database", "model",
@@ -94,16 +95,24 @@ def branch_of(record, depth: int) -> str:
 
 
 ids = [r.id for r in shown]
+pages = range(0, max(1, len(tree)), PAGE_ROWS)
+if len(pages) > 1:  # a thousand runs: the table a page at a time (each drawn row is sent and laid out)
+    first = st.selectbox("Rows", pages, key=kept("history_rows"), format_func=lambda i: f"{i + 1}–"
+                         f"{min(i + PAGE_ROWS, len(tree))} of {len(tree)}")
+else:
+    first = 0
+on_page = tree[first:first + PAGE_ROWS]
 table = pd.DataFrame(gaps_as_text([{"branch": branch_of(r, depth), **outcome_row(r, overrides.get(r.id))}
-                                   for r, depth in tree]), columns=COLUMNS)
+                                   for r, depth in on_page]), columns=COLUMNS)
 picked = st.dataframe(table, hide_index=True, column_order=COLUMNS, on_select="rerun", selection_mode="single-row",
-                      key="history_table", height=min(400, 38 + 35 * max(1, len(table))),
+                      key=f"history_table_{first}", height=min(400, 38 + 35 * max(1, len(table))),
                       column_config={"correct": st.column_config.CheckboxColumn("correct", width="small"),
                                      "grade": st.column_config.TextColumn("grade", width="medium")})
 rows = picked.selection.rows
-if rows and rows[0] < len(ids) and st.session_state.get("_history_clicked") != ids[rows[0]]:
-    st.session_state["_history_clicked"] = ids[rows[0]]  # a click opens its run below (once: the list can follow)
-    st.session_state[kept("history_run")] = ids[rows[0]]
+if rows and rows[0] < len(on_page) and st.session_state.get("_history_clicked") != on_page[rows[0]][0].id:
+    clicked = on_page[rows[0]][0].id
+    st.session_state["_history_clicked"] = clicked  # a click opens its run below (once: the list can follow)
+    st.session_state[kept("history_run")] = clicked
 st.caption("Tick the box at a row's left to open its run below.")
 st.download_button(f"Export {len(ids)} run{'s' * (len(ids) != 1)} as JSON", icon=":material/download:",
                    file_name="planrag-runs.json", mime="application/json", disabled=not ids,

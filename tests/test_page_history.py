@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 
 import pytest
 from streamlit.runtime.media_file_manager import MediaFileManager
@@ -81,3 +82,24 @@ def test_an_override_shows_as_such_in_the_table(home):
         "ganges", False, "overridden by ana")
     assert rows[run.id]["rank"] == "–"  # the analyst's decision has no stored rank
     assert {r["grade"] for k, r in rows.items() if k != run.id} == {"decided"}
+
+
+def test_many_runs_show_a_page_of_rows_at_a_time(home):
+    con = sqlite3.connect(home / "runs.sqlite")  # the three runs copied to 230, each older than the last
+    columns = [c[1] for c in con.execute("PRAGMA table_info(runs)")]
+    seeded = con.execute("SELECT * FROM runs").fetchall()
+    for i in range(227):
+        row = dict(zip(columns, seeded[i % 3]))
+        row["id"], row["created"] = f"copy{i:04d}", row["created"] - 60 * (i + 1)
+        con.execute(f"INSERT INTO runs ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})", list(row.values()))
+    con.commit()
+    con.close()
+    at = open_page("pages/history.py", question_ref=None)
+    assert len(at.dataframe[0].value) == 100
+    assert at.selectbox(key="history_rows").options == ["1–100 of 230", "101–200 of 230", "201–230 of 230"]
+    assert at.get("download_button")[0].proto.label == "Export 230 runs as JSON"  # every run the filters keep
+    seen = list(at.dataframe[0].value["run"])
+    for first in (100, 200):
+        at.selectbox(key="history_rows").set_value(first).run()
+        seen += list(at.dataframe[0].value["run"])
+    assert len(seen) == len(set(seen)) == 230 and seen[-1] == "copy0226"  # each run once, the oldest last

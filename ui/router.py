@@ -23,13 +23,14 @@ def through_router() -> None:
 
         shell.prepare()
         shell.navigation()  # the app's menu; it switches Streamlit's running of pages by themselves off
+        shell.warming()  # it waits for this page to be drawn (ui.shell.WARM_UP_AFTER_S)
 
 
 def _by_itself() -> bool:
-    """Whether Streamlit runs this page by itself: its pages for this run are the ``pages/`` folder's, with the
-    entry script among them (app.py's menu never lists app.py). Asked of this session's run, not of Streamlit's
+    """Whether Streamlit runs this page by itself: its pages for this run are the ``pages/`` folder's, the entry
+    script among them (app.py's menu never lists app.py). Asked of this session's run, not of Streamlit's
     process-wide switch, which another session's router may turn off while this run is already under way."""
     ctx = get_script_run_ctx()
     entry = Path(ctx.main_script_path).resolve()
-    return any(Path(page.get("script_path") or "").resolve() == entry
-               for page in ctx.pages_manager.get_pages().values())
+    scripts = [Path(page.get("script_path") or "").resolve() for page in ctx.pages_manager.get_pages().values()]
+    return len(scripts) > 1 and entry in scripts  # one page only: a page script run as the entry (AppTest)

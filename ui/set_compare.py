@@ -28,6 +28,7 @@ def _side(column, title: str, names: list[str], default: int) -> tuple[list[dict
     return results, setting
 
 
+@st.fragment  # a pick here reruns this comparison alone, not the Benchmark page's results and forms
 def show_set_comparison(directories: list[Path]) -> None:
     names = [str(d) for d in directories]
     left, right = st.columns(2)

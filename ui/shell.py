@@ -31,13 +31,20 @@ def prepare() -> None:
     for notice in [moved, *home.notices()]:
         if notice:
             st.warning(notice, icon=":material/warning:")
-    warming()
+
+
+#: Seconds the warm-up lets the first page's browser draw (fetching Plotly's bundle from this process) before it
+#: imports: its imports hold the import lock and take a core of two, so a page drawn meanwhile waits for them.
+WARM_UP_AFTER_S = 4.0
 
 
 @st.cache_resource(show_spinner=False)
 def warming() -> threading.Thread:
-    """Once per server, in the background: load what its first run would wait for (core.jobs.opening.warm_up)."""
-    thread = threading.Thread(target=opening.warm_up, name="warm-up", daemon=True)
+    """Once per server, in the background, after the first page is out (app.py starts it once the page has run):
+    load what its first run would wait for (core.jobs.opening.warm_up). A run started before then imports what it
+    needs itself."""
+    thread = threading.Timer(WARM_UP_AFTER_S, opening.warm_up)
+    thread.name, thread.daemon = "warm-up", True
     thread.start()
     return thread
 

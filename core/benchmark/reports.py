@@ -56,8 +56,11 @@ def _order(name: str, known) -> tuple:
 
 def _frame(results: list[dict]) -> pd.DataFrame:
     """The results in the paper's order (scenario, database, technique as registered; then question)."""
-    df = pd.DataFrame(sorted(results, key=lambda r: (r.get("source", "dqa") != "dqa", _order(r["scenario"], scenarios.names()),
-                                                     _order(r["db"], BACKENDS), _order(r["technique"], TECHNIQUES),
+    registered = scenarios.names(), list(BACKENDS), list(TECHNIQUES)  # once, not per result (a registry look-up)
+    df = pd.DataFrame(sorted(results, key=lambda r: (r.get("source", "dqa") != "dqa",
+                                                     _order(r["scenario"], registered[0]),
+                                                     _order(r["db"], registered[1]),
+                                                     _order(r["technique"], registered[2]),
                                                      r["model"], r["question"])))
     if df.empty:
         return df
@@ -239,6 +242,12 @@ def accuracy_text(row) -> str:
     return text
 
 
+def _rates(df: pd.DataFrame) -> dict:
+    """Question -> (right samples, samples) in ``df`` (one aggregation: a group per question is slow)."""
+    per = df.groupby("question", sort=False)["right"].agg(["sum", "size"])
+    return dict(zip(per.index.tolist(), zip(per["sum"].astype(int).tolist(), per["size"].tolist())))
+
+
 def paired(results: list[dict]) -> pd.DataFrame:
     """Each pair of techniques (a, b, in the registered order) run on the same questions with the same source,
     scenario, database and model: the questions both got right, only a, only b, neither (an item that could not
@@ -250,8 +259,7 @@ def paired(results: list[dict]) -> pd.DataFrame:
     rows = []
     epoched = _epoched(df)
     for (source, scenario, db, model), g in df.groupby(["source", "scenario", "db", "model"], sort=False):
-        rates = {t: {q: (int(s["right"].sum()), len(s)) for q, s in by.groupby("question", sort=False)}
-                 for t, by in g.groupby("technique", sort=False)}
+        rates = {t: _rates(by) for t, by in g.groupby("technique", sort=False)}
         techniques = list(rates)
         for i, a in enumerate(techniques):
             for b in techniques[i + 1:]:
