@@ -1,12 +1,11 @@
 """Many sessions opening pages at once on a fresh server, in headless Chromium, offline: no session sees a script
 compilation error. CPython 3.11 fails ("AST constructor recursion depth mismatch") when two threads build syntax
 trees at once; the app compiles its pages under one lock with every other tree built in the process
-(core.config.ast_guard, ui.script_cache).
+(core.config.interpreter, ui.threads).
 
 Each round starts a fresh server and opens every page from 8 sessions at once (session k opens page k + round, so
 across the rounds each session opens each page first); the default suite runs 2 rounds, `.ci/run`'s long step 20.
-Each session also checks that its page ran through the app's router (app.py's navigation sections are drawn): on a
-fresh server Streamlit can run a ``pages/`` script by itself (ui/router.py)."""
+"""
 from __future__ import annotations
 
 import asyncio
@@ -26,7 +25,7 @@ LAUNCHER = "import sys\nfrom streamlit.web.cli import main\nsys.argv[0] = 'strea
 async def open_pages(url: str, paths: list[str]) -> list[str]:
     """Open ``url/path`` for each path at once, each in a browser context of its own (a session each); the text of
     each page's errors once its title shows (or an error does)."""
-    from playwright.async_api import TimeoutError as PlaywrightTimeout, async_playwright
+    from playwright.async_api import async_playwright
 
     async def open_one(browser, path):
         context = await browser.new_context()
@@ -37,11 +36,6 @@ async def open_pages(url: str, paths: list[str]) -> list[str]:
         shown = page.get_by_role("heading", name=PAGES[path], exact=True).or_(page.get_by_test_id("stException"))
         await shown.first.wait_for(timeout=WAIT_MS)
         texts = await page.get_by_test_id("stException").all_inner_texts()
-        if not texts:  # the router's navigation (its sections) is drawn when app.py runs, before the page
-            try:
-                await page.get_by_test_id("stNavSectionHeader").filter(has_text="Review").wait_for(timeout=WAIT_MS)
-            except PlaywrightTimeout:
-                texts = ["the page ran without the app's router: no 'Review' section in its navigation"]
         await context.close()
         return "\n".join(texts)
 

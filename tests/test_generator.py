@@ -326,7 +326,7 @@ def test_workbench_pages_on_a_generated_set(monkeypatch, tmp_path):
         clock.sleep(0.1)
     at.run()
     assert job.bench.progress.correct == 3 and job.bench.set_name == "my-set"
-    assert any("items of set **my-set**" in m.value for m in at.markdown)
+    assert any("items of set **my\\-set**" in m.value for m in at.markdown)  # the name as text (ui.untrusted.md)
     assert any("Question set: **my-set**" in c.value for c in at.caption)
 
 

@@ -134,13 +134,14 @@ def test_a_plugins_hostile_question_text_is_shown_as_text(hostile_plugin, page):
 
 def test_the_benchmark_results_of_a_hostile_plugin_and_set_are_shown_as_text(hostile_plugin, home, tmp_path):
     """Issue 44 section E: the Results tab drew a plugin's title (and, by the code, the benchmark's name) as
-    Markdown, so an outside image was fetched. A benchmark of the hostile plugin, named and answered with markup,
-    is shown as text on every tab of its results and in the comparison of sets."""
+    Markdown, so an outside image was fetched. A benchmark of the hostile plugin, named with emphasis and answered
+    with markup, is shown as text on every tab of its results and in the comparison of sets."""
     from core.benchmark.runner import Bench, BenchConfig
 
     replay = tmp_path / "answer.json"
     replay.write_text(json.dumps([f"Thought: I now know the answer. {PAYLOAD}\nFinal answer: {PAYLOAD}"]))
-    for name in (f"set {PAYLOAD.replace('/', ':')}", "other ![y](evil.test) [a](evil.test) <b>"):
+    # results names are names (letters, digits, space, -_.: issue 36), still Markdown-active with underscores
+    for name in ("set __bold__ _em_", "other ___x___ 1.2"):
         bench = Bench(BenchConfig(["iterrag", "planrag"], f"replay:{replay}", scenario="hostile", source="scenario",
                                   questions="1", name=name, cache=False))
         bench.run()

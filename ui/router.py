@@ -3,7 +3,8 @@
 Streamlit runs a script of the ``pages/`` folder by itself, without the entry script, for a session that opens the
 page's address before any session's run has called ``st.navigation`` (its multipage feature from before
 ``st.navigation``, switched off by the first call; ``AppTest`` switches it on again for each run): on a fresh
-server a bookmarked page would otherwise skip the thread guards, sign-in, the page's set-up and the app's menu.
+server a bookmarked page would otherwise skip the thread guards, sign-in and the page's set-up (its menu is the
+folder's until the session's next run, which goes through app.py).
 """
 from __future__ import annotations
 
@@ -15,14 +16,13 @@ from ui import threads
 
 
 def through_router() -> None:
-    """The first statement of every page: when Streamlit ran this page by itself, do first what app.py does (its
-    menu included), then let the page go on."""
+    """The first statement of every page: when Streamlit ran this page by itself, do first what app.py does before
+    it routes (the thread guards, the page's set-up, sign-in), then let the page go on."""
     threads.guard()  # before the page's first imports (a no-op once app.py has run in this process)
     if _by_itself():
         from ui import shell  # heavy: the stores, scenarios and sign-in, imported only once the guards hold
 
         shell.prepare()
-        shell.navigation()  # the app's menu; it switches Streamlit's running of pages by themselves off
         shell.warming()  # it waits for this page to be drawn (ui.shell.WARM_UP_AFTER_S)
 
 
@@ -31,6 +31,8 @@ def _by_itself() -> bool:
     script among them (app.py's menu never lists app.py). Asked of this session's run, not of Streamlit's
     process-wide switch, which another session's router may turn off while this run is already under way."""
     ctx = get_script_run_ctx()
+    if ctx is None:  # imported, not run (a test reading a page's helper)
+        return False
     entry = Path(ctx.main_script_path).resolve()
     scripts = [Path(page.get("script_path") or "").resolve() for page in ctx.pages_manager.get_pages().values()]
     return len(scripts) > 1 and entry in scripts  # one page only: a page script run as the entry (AppTest)
