@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from core.auth.roles import local_admin
 from core.jobs import payload, queue, runs
 from core.jobs.code import code_version
 from core.model.run_settings import RunSettings
@@ -131,5 +132,5 @@ def test_a_nul_in_a_branch_note_is_refused_before_anything_is_recorded_or_queued
     store.create(parent, RunSettings("locating", 1, "sqlite", "iterrag", "m", source="demo").to_dict())
     for changes in ({"note": "look again\x00"}, {"plan": ["one", "t\x00wo"]}, {"query": "SELECT '\x00'"}):
         with pytest.raises(ValueError, match=r"may hold any character but NUL"):
-            runs.branch(store.get(parent), 1, runs.Opener(), **changes)
+            runs.branch(store.get(parent), 1, runs.Opener(), who=local_admin(), **changes)
     assert [r.id for r in store.list()] == [parent] and queue.counts() == {}

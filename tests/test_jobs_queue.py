@@ -476,13 +476,13 @@ def test_an_administrator_sees_each_worker_its_jobs_health_and_prunes_old_jobs(t
 
     stub = TurnStub([ACT, FINAL])
     w1 = workers("w1", concurrency=2)
-    done = runs.start(settings(stub.url), opener(stub.url))
+    done = runs.start(settings(stub.url), opener(stub.url), who=ME)
     wait_for(lambda: status(done.run_id) == "finished")
     monkeypatch.setattr(queue, "code_version", lambda: "0ther0code000")
-    failed = runs.start(settings(stub.url), opener(stub.url))  # queued by other code: it fails on the worker
+    failed = runs.start(settings(stub.url), opener(stub.url), who=ME)  # queued by other code: it fails on the worker
     wait_for(lambda: status(failed.run_id) == "failed")
     w1.stop()
-    waiting = runs.start(settings(stub.url), opener(stub.url))  # no worker up: it waits
+    waiting = runs.start(settings(stub.url), opener(stub.url), who=ME)  # no worker up: it waits
     w2 = workers("w2", queues="bench")  # the run waits: no worker takes runs
     shown = cli("worker", "--status")
     assert shown.returncode == 0, shown.stderr
@@ -516,7 +516,7 @@ def test_the_settings_page_shows_the_admin_each_worker_and_the_failed_jobs(team,
     stub = TurnStub([ACT, FINAL])
     workers("w1", queues="runs")
     monkeypatch.setattr(queue, "code_version", lambda: "0ther0code000")
-    failed = runs.start(settings(stub.url), opener(stub.url))  # queued by other code: it fails on the worker
+    failed = runs.start(settings(stub.url), opener(stub.url), who=ME)  # queued by other code: it fails on the worker
     wait_for(lambda: status(failed.run_id) == "failed")
     isolate(monkeypatch, tmp_path / "page")
     at = open_page("pages/settings.py", question_ref=None)
@@ -587,7 +587,8 @@ def test_a_replay_travels_by_name_to_a_worker_where_its_path_is_not(team, worker
     elsewhere = "replay:/on/another/machine/demo_locating_1_sql_iterrag.json"
     assert replay_path(elsewhere) == REPLAY_DIR / "demo_locating_1_sql_iterrag.json"
     assert str(replay_path("replay:/on/another/machine/none.json")) == "/on/another/machine/none.json"
-    run = runs.start(RunSettings("locating", 1, "sqlite", "iterrag", elsewhere, source="demo"), runs.Opener())
+    run = runs.start(RunSettings("locating", 1, "sqlite", "iterrag", elsewhere, source="demo"), runs.Opener(),
+                     who=ME)
     workers("w1")
     wait_for(lambda: status(run.run_id) in ("finished", "failed"), timeout=90)
     record = runs.open_store().get(run.run_id)

@@ -16,19 +16,20 @@ from core.analysis.trace import Trace
 from core.jobs import runs
 from core.store.runs import RunStore
 from tests.test_e2e_browser import app_server, wait_healthy
-from tests.test_jobs_queue import ACT, FINAL, opener, settings, status, team, wait_for, workers  # noqa: F401
+from tests.test_jobs_queue import ACT, FINAL, ME, opener, settings, status, team, wait_for, workers  # noqa: F401
 from tests.turn_stub import TurnStub
 
 # `streamlit run app.py`, where the server process starts one run (threads mode) before it serves: the run is
 # driven by a thread of the app server, as one started from the Run page is.
 STARTING_STREAMLIT = """
 import os, sys
+from core.auth.roles import local_admin
 from core.jobs import runs
 from core.llm.client import LLMSettings
 from core.model.run_settings import RunSettings
 url = os.environ["TEST_MODEL_URL"]
 job = runs.start(RunSettings("locating", 1, "sqlite", "iterrag", "m", base_url=url, source="demo"),
-                 runs.Opener(llm=LLMSettings(model="m", base_url=url, api_key="sk-test-1234567890")))
+                 runs.Opener(llm=LLMSettings(model="m", base_url=url, api_key="sk-test-1234567890")), who=local_admin())
 print("started run", job.run_id, flush=True)
 from streamlit.web.cli import main
 sys.argv[0] = "streamlit"
@@ -91,7 +92,7 @@ def test_the_app_stopped_mid_run_leaves_it_interrupted_and_it_resumes_from_its_c
     assert record.status == "interrupted", (record.status, record.outcome, record.events[-1])
     assert record.events[-1].message == "the server stopped" and record.outcome is None
     stub.release.set()
-    job = runs.proceed(record, opener(stub.url))  # Resume, after the restart
+    job = runs.proceed(record, opener(stub.url), who=ME)  # Resume, after the restart
     assert job.join(60)
     finished_once(store, run_id)
     assert in_flight_asked_again(stub), stub.calls
@@ -105,7 +106,7 @@ def test_the_app_killed_mid_run_leaves_it_interrupted_at_the_next_start(app):
     store = RunStore(home / "runs.sqlite")
     assert store.detect_orphans() == [run_id]  # what the next start's pages see (the inbox lists it)
     stub.release.set()
-    job = runs.proceed(store.get(run_id), opener(stub.url))
+    job = runs.proceed(store.get(run_id), opener(stub.url), who=ME)
     assert job.join(60)
     record = store.get(run_id)
     assert record.status == "finished" and [e.kind for e in record.events] == KINDS
@@ -115,7 +116,7 @@ def test_the_app_killed_mid_run_leaves_it_interrupted_at_the_next_start(app):
 def test_a_worker_stopped_mid_run_leaves_it_interrupted_and_it_resumes_on_another(team, workers):  # noqa: F811
     stub = TurnStub([ACT, FINAL], hold_at=1)
     first = workers("w1")
-    run = runs.start(settings(stub.url), opener(stub.url))
+    run = runs.start(settings(stub.url), opener(stub.url), who=ME)
     assert stub.held.wait(60)
     sent = time.monotonic()
     first.process.send_signal(signal.SIGTERM)
@@ -127,7 +128,7 @@ def test_a_worker_stopped_mid_run_leaves_it_interrupted_and_it_resumes_on_anothe
     assert record.events[-1].message == "the server stopped"
     stub.release.set()
     workers("w2")
-    runs.proceed(record, opener(stub.url))  # Resume: queued for a worker
+    runs.proceed(record, opener(stub.url), who=ME)  # Resume: queued for a worker
     wait_for(lambda: status(run.run_id) == "finished", timeout=90)
     finished_once(store, run.run_id)
     assert in_flight_asked_again(stub), stub.calls
