@@ -148,6 +148,8 @@ class BenchSpec(_Strict):
     seed: _number("seed", int) | None = None
     vote: _number("vote", int) = 0
     llm_settings: Model
+    # who started the benchmark, as the app named them: a label recorded on its runs, granting nothing on a worker
+    started_by: Annotated[str, Field(max_length=400), AfterValidator(no_nul)] = ""
 
     @field_validator("llm")
     @classmethod
