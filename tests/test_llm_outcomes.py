@@ -99,11 +99,13 @@ def test_the_command_line_says_what_failed_and_never_prints_the_key(home, serve,
 @pytest.mark.parametrize("flag, value", [("--llm-timeout", "nan"), ("--llm-retries", "-1"),
                                          ("--max-reply-tokens", "0")])
 def test_bad_limits_on_the_command_line_get_a_clear_error(flag, value, capsys):
-    code = cli_module.main(["run", "--scenario", "locating", "--question", "1", "--db", "sqlite",
-                            "--technique", "iterrag", "--llm", "m", flag, value])
-    assert code == 2 and f"error (settings): {flag} must be" in capsys.readouterr().err
-    assert cli_module.main(["branch", "r1", "--step", "2", flag, value]) == 2  # a branch's model calls too
-    assert f"error (settings): {flag} must be" in capsys.readouterr().err
+    """Refused by the argument parser with one line naming the flag and its bounds (core.model.bounds), exit 2."""
+    for argv in (["run", "--scenario", "locating", "--question", "1", "--db", "sqlite", "--technique", "iterrag",
+                  "--llm", "m", flag, value], ["branch", "r1", "--step", "2", flag, value]):  # a branch's calls too
+        with pytest.raises(SystemExit) as refused:
+            cli_module.main(argv)
+        err = capsys.readouterr().err
+        assert refused.value.code == 2 and f"argument {flag}: " in err and "must be" in err and "Traceback" not in err
 
 
 def test_a_timed_out_call_under_load_lowers_the_gate_and_says_so():
