@@ -495,7 +495,8 @@ class AgentRuntime:
         return {**_outcome(values, ws), "llm_calls": trace.llm_calls,
                 "cost_usd": guards.call_cost(price, trace.prompt_tokens, trace.completion_tokens),
                 "tokens": {"prompt": trace.prompt_tokens, "completion": trace.completion_tokens,
-                           "total": trace.prompt_tokens + trace.completion_tokens, "estimated": trace.tokens_estimated}}
+                           "total": trace.prompt_tokens + trace.completion_tokens, "estimated": trace.tokens_estimated,
+                           "failed_attempts": trace.failed_tokens}}
 
     def start(self, settings: RunSettings, on_event: Callable[[Event], None] | None = None,
               run_id: str | None = None) -> RunResult:
