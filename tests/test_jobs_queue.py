@@ -455,7 +455,7 @@ def test_a_worker_without_the_dqa_data_leaves_dqa_items_to_others(team, workers,
     demo = bench(stub.url, name="demo-beside-dqa")
     dqa_key = Item("locating", 1, "sqlite", "iterrag", "m").key
     held = queue.enqueue_items(bench_items.config_dict(demo), [dqa_key], "dqa-elsewhere")
-    worker = workers("w1", DQA_DIR=str(tmp_path / "nowhere"))
+    worker = workers("w1", DQA_DIR=str(tmp_path / "nowhere"), OPENAI_BASE_URL=stub.url)  # a job names no server
     assert "DQA benchmark items are left to other workers" in worker.lines[0]
     progress = bench_items.drive(demo)
     assert progress.done == 6 and not progress.errors
