@@ -502,6 +502,9 @@ def test_an_administrator_sees_each_worker_its_jobs_health_and_prunes_old_jobs(t
     assert f"drive_run run {done.run_id}: succeeded (finished) in " in log
     assert f"drive_run run {failed.run_id}: failed (" in log and "0ther0code000" in log and "Traceback" not in log
     with psycopg.connect(team, autocommit=True) as con:  # the two finished jobs, 40 days old
+        finished = "SELECT count(*) FROM procrastinate_jobs WHERE status IN ('succeeded', 'failed')"
+        # the worker says a job's outcome before procrastinate stores it: wait for both to be stored
+        wait_for(lambda: con.execute(finished).fetchone()[0] == 2)
         con.execute("UPDATE procrastinate_events SET at = at - interval '40 days' WHERE job_id IN (SELECT id FROM "
                     "procrastinate_jobs WHERE status IN ('succeeded', 'failed'))")
     pruned = cli("db", "prune")
