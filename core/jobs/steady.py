@@ -12,6 +12,7 @@ import socket
 import time
 
 from procrastinate import worker as procrastinate_worker
+from psycopg.errors import RaiseException
 
 from core.store import database
 
@@ -132,6 +133,12 @@ class SteadyWorker(procrastinate_worker.Worker):
             try:
                 return await super()._persist_job_status(**kwargs)
             except Exception as e:
+                if _caused_by(e, RaiseException) and "invalid status" in str(e):
+                    # the job's status moved on while the store was away (an attempt lost on the way went through,
+                    # or a sweep took the job back): nothing is left to store, and a traceback would tell no one
+                    print(f"worker {self.outage.name}: job {getattr(kwargs.get('job'), 'id', '?')}: its outcome was "
+                          "stored already or the job was taken back", flush=True)
+                    return None
                 if not database.is_lost(e):
                     raise
                 self.outage.lost(e)
