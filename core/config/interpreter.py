@@ -10,7 +10,8 @@ each may be the first to import a library or build a syntax tree:
   threads building trees at once (Streamlit compiling a page; LangChain reading a graph node's source with
   ``ast.parse``) can fail with "AST constructor recursion depth mismatch" (CPython gh-106905). ``ast.parse`` takes
   ``LOCK``; ``ui.threads`` makes Streamlit's compilation of page scripts take it too.
-One reentrant lock serves both, so neither can wait for the other in the opposite order.
+One reentrant lock serves both, so neither can wait for the other in the opposite order. As under Python 2's lock,
+a module's body must not wait for another thread that imports (none of this project's does).
 """
 from __future__ import annotations
 
