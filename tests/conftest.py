@@ -133,3 +133,12 @@ def _embedded_by_default():
     with pytest.MonkeyPatch.context() as mp:
         mp.delenv("PLANRAG_DATABASE_URL", raising=False)
         yield
+
+
+@pytest.fixture(autouse=True)
+def _no_notices_of_other_tests(monkeypatch):
+    """What a test found set aside or cleaned up (core.config.home's notices, one list a process) is said on its own
+    pages, not on the pages of the tests after it."""
+    from core.config import home
+
+    monkeypatch.setattr(home, "_notices", [])

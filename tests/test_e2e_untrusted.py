@@ -1,7 +1,7 @@
 """Issue 27, section 2, as a person would meet it: headless Chromium (skipped without Debian's chromium unless
 REQUIRE_BROWSER=1) loads every page with hostile data (a run whose replies, cells and column names are Markdown
 images and links to an outside host, a plugin whose title, question and rules are, a benchmark of it in sets
-named with markup (the Results and Compare sets tabs), and links whose parameters are) while every request is intercepted: none leaves localhost, and no link or image from the data appears."""
+named after the host (the Results and Compare sets tabs), and links whose parameters are) while every request is intercepted: none leaves localhost, and no link or image from the data appears."""
 from __future__ import annotations
 
 import json
@@ -25,13 +25,15 @@ from core.model.run_settings import RunSettings
 runtime = jobs.open_runtime()
 result = runtime.start(RunSettings("locating", 1, "sqlite", "iterrag", "replay:" + sys.argv[1], source="demo"))
 runtime.close()
-from core.benchmark.runner import Bench, BenchConfig  # a benchmark of the hostile plugin, in sets named with markup
+from core.benchmark.runner import Bench, BenchConfig  # a benchmark of the hostile plugin, in sets named after the host
 for name in sys.argv[3:]:
     Bench(BenchConfig(["iterrag", "planrag"], "replay:" + sys.argv[2], scenario="hostile", source="scenario",
                       questions="1", name=name, cache=False)).run()
 print(result.run_id)
 """
-SET_NAMES = [f"set {PAYLOAD.replace('/', ':')}", "other ![y](evil.test) [a](evil.test) <b>"]
+# Results names are refused unless letters, digits, spaces and -_. (core.benchmark.config.check_name, issue 44):
+# the most hostile names that pass are bare hosts, which Markdown would turn into links.
+SET_NAMES = ["set www.evil.test", "other evil.test_phish"]
 
 
 @pytest.fixture
@@ -54,7 +56,8 @@ def server(tmp_path):
     answer = tmp_path / "answer.json"
     answer.write_text(json.dumps([f"Thought: I now know the answer. {PAYLOAD}\nFinal answer: {PAYLOAD}"]))
     out = subprocess.run([sys.executable, "-c", SEED, str(replay), str(answer), *SET_NAMES], cwd=ROOT, env=env,
-                         check=True, capture_output=True, text=True)
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
     run_id = out.stdout.strip().splitlines()[-1]
     with app_server(LAUNCHER, env, tmp_path / "server.log") as (url, process):
         wait_healthy(url, process)

@@ -295,7 +295,7 @@ def _create_reader(settings: DatabaseSettings, db: str) -> tuple[str, str]:
             _drop_readers(cur, orphans + stale)
             if orphans:
                 host = _address(settings.mysql_url)["host"]
-                home.notify(f"Removed {len(orphans)} MySQL/MariaDB reader account(s) left on {host} by runs whose "
+                home.add_notice(f"Removed {len(orphans)} MySQL/MariaDB reader account(s) left on {host} by runs whose "
                             f"process was killed: {', '.join(sorted(orphans))}.")
             cur.execute(f"INSERT INTO {META}.readers (name, db, owner) VALUES (%s, %s, %s)",
                         (user, db, _process_id()))

@@ -85,14 +85,8 @@ def use_fallback() -> str | None:
 
 
 def add_notice(text: str) -> None:
-    """Say ``text`` on every page (a store set aside, ...)."""
-    with _lock:
-        _notices.append(text)
-
-
-def notify(text: str) -> None:
-    """Add a notice: something this process found left behind and cleaned up, for the pages and the command
-    line to say."""
+    """Say ``text`` on every page and on the command line: a store set aside, something left behind and cleaned
+    up, ..."""
     with _lock:
         _notices.append(text)
 
