@@ -18,6 +18,20 @@ from ui import threads  # noqa: E402 (after the checkout is importable)
 threads.guard()
 
 
+#: Test files that share one outside resource no two of them may use at once: a Neo4j-protocol server in single-database
+#: mode holds one graph, which each of these files loads, checks and clears.
+_SHARED_RESOURCE = {"neo4j": ("test_backends_conformance.py", "test_backends_graph.py", "test_backends_neo4j.py")}
+
+
+def pytest_collection_modifyitems(items):
+    """Under pytest-xdist (``make test`` runs ``-n``, ``--dist loadgroup``): a file's tests stay on one worker (their
+    module fixtures, an app server for instance, are made once), and the files of one shared resource on the same."""
+    groups = {file: resource for resource, files in _SHARED_RESOURCE.items() for file in files}
+    for item in items:
+        if not item.get_closest_marker("xdist_group"):
+            item.add_marker(pytest.mark.xdist_group(groups.get(item.path.name, item.path.name)))
+
+
 def require(name: str, reason: str):
     """Skip (or fail, when REQUIRE_<NAME>=1) because resource ``name`` is missing."""
     if os.environ.get(f"REQUIRE_{name.upper()}") == "1":

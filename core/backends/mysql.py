@@ -295,8 +295,8 @@ def _create_reader(settings: DatabaseSettings, db: str) -> tuple[str, str]:
             _drop_readers(cur, orphans + stale)
             if orphans:
                 host = _address(settings.mysql_url)["host"]
-                home.add_notice(f"Removed {len(orphans)} MySQL/MariaDB reader account(s) left on {host} by runs whose "
-                            f"process was killed: {', '.join(sorted(orphans))}.")
+                home.add_notice(f"Removed {len(orphans)} MySQL/MariaDB reader account(s) left on {host} by runs "
+                                f"whose process was killed: {', '.join(sorted(orphans))}.")
             cur.execute(f"INSERT INTO {META}.readers (name, db, owner) VALUES (%s, %s, %s)",
                         (user, db, _process_id()))
             for host in ("%", "localhost"):  # localhost too: an anonymous ''@localhost would outrank user@%
