@@ -254,7 +254,8 @@ def _account(state: dict, c: Completion, step: int, price: list[float] | None = 
 def complete_call(state: dict, runtime: Runtime[AgentContext], prompt: str, emit: Emitter,
               messages: list[dict] | None = None, send: tuple | None = None) -> tuple[dict, Completion | None]:
     """LLM call ``emit.step`` on ``messages`` (default the transcript) under ``prompt``, kept within the context
-    window, sent as ``send`` says (how the messages are built, and the stop sequences; default ``_chat_of``): the state update counting it (its usage goes with the next event emitted) and the completion; on
+    window, sent as ``send`` says (how the messages are built, and the stop sequences; default ``_chat_of``): the state update counting it (its usage goes with the next event emitted) and the completion (in the
+    paper setting its text as the original received it: ``paper_prompts.received``); on
     LLMError, or a request that cannot fit the context window (by the estimate or by the server), the update
     ending the run and None."""
     messages = state["messages"] if messages is None else messages
@@ -288,6 +289,8 @@ def complete_call(state: dict, runtime: Runtime[AgentContext], prompt: str, emit
         if e.kind == "context":  # the server's count of the request's tokens is past the window
             return {**spent, **_end("context_exceeded", "context", str(e), emit, e.attempts)}, None
         return {**spent, **fail_run(e.kind, str(e), emit, e.attempts)}, None
+    if state.get("prompts") == paper_prompts.PAPER:  # the reply as the original received it, not the client's cut
+        c = replace(c, text=paper_prompts.received(c.text if c.raw is None else c.raw, stop))
     update, emit.usage = _account(state, c, emit.step, getattr(runtime.context, "price", None))
     update["shortened"] = shortened
     measured = None if c.estimated else guards.measured_chars_per_token(prompt, fitted, c.prompt_tokens)
