@@ -96,10 +96,12 @@ class TrainSettings:
 
 def _ask(llm: ChatLLM, message: str, before: list | None = None, paper: bool = False) -> tuple[str, int]:
     """One reflection or update call (after the exchange ``before``, if any): the reply and its tokens. The paper
-    setting sends no system message (equations 6-9 give the model nothing else)."""
+    setting sends no system message (equations 6-9 give the model nothing else) and takes the reply as the server
+    returned it (no stop sequence is sent: the client's cut at a line starting ``Observation:`` is the improved
+    setting's)."""
     system = [] if paper else [SystemMessage(prompts.SYSTEM)]
     c = llm.complete([*system, *(before or []), HumanMessage(message)], None)
-    return c.text, c.prompt_tokens + c.completion_tokens
+    return c.raw if paper and c.raw is not None else c.text, c.prompt_tokens + c.completion_tokens
 
 
 def _experience(runtime: AgentRuntime, settings: TrainSettings, question: int, plan: list[str]) -> dict:
