@@ -4,6 +4,7 @@ richer one; nucleus sampling sent to the model during training and not at evalua
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
@@ -230,14 +231,16 @@ def test_paper_setting_reflects_on_the_task_description_and_updates_with_the_pap
     assert observed.count("An exception occured: ") == 2 and "same error" not in observed
     assert all(not isinstance(m[0], SystemMessage) for m in recorded[12:16])  # equations 6-9: no system message
     summary, flaws, revision, update = (m[-1].content for m in recorded[12:16])
-    history = summary.removesuffix(prompts.SUMMARY_PROMPT)
+    history = summary.removesuffix("Summarize the interaction history in steps.")
     assert history.startswith(f"{run_system}\n\nQuestion: ")  # H: the task description, the history; no headings
     assert "Action: SQL" in history and history.endswith("Outcome: success (reward 1): the agent's decision is the "
                                                          "best one.\n\n")
-    assert flaws == history + prompts.PAPER_FLAW_PROMPT and revision == prompts.REVISION_PROMPT
+    table2 = json.loads((Path(__file__).parent / "data" / "autoplan_paper_prompts.json").read_text(encoding="utf-8"))
+    assert summary == history + table2["Summary-prompt"]  # Table 2's words, kept as test data
+    assert flaws == history + table2["Flaw-prompt"] and revision == table2["Rev-prompt"]
     assert [type(m) for m in recorded[14]] == [HumanMessage, AIMessage, HumanMessage]  # after the flaws' exchange
     question = recorded[0][1].content.split("\n\n" + "Identify which step")[0].removesuffix("\n\n")
-    assert update == "\n\n".join([question, SUMMARY, FLAWS, REVISION, prompts.PAPER_UPDATE_PROMPT,
+    assert update == "\n\n".join([question, SUMMARY, FLAWS, REVISION, table2["Upd-prompt"],
                                    prompts.PLAN_FORMAT])  # equation 9 with X_0 empty: the plan nowhere twice
     assert "rewrite the current game plan" in update and "Outcome" not in update
     runtime = AgentRuntime(tmp_path)
