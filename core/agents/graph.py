@@ -36,7 +36,7 @@ from core.model.events import (
 from core.agents.parsing import Reply, parse_reply, query_language, tool_kind
 from core.model.technique import Technique, technique
 from core.backends.base import Backend, BackendUnavailable, QueryError, cap_text
-from core.llm.client import SERVER_TOKENIZER, ChatLLM, Completion, LLMError
+from core.llm.client import ChatLLM, Completion, LLMError
 
 
 class AgentState(TypedDict):
@@ -387,12 +387,11 @@ def context_full(state: dict, limits: Limits) -> tuple[str, str] | None:
 def calibrate(state: dict, runtime: Runtime[AgentContext]) -> dict:
     """Before a call, with a context window to keep to: the characters per token of the transcript by the model's
     own tokenizer, where one is known (a tokenizer file, or the server's; else the estimate stays, calibrated by
-    each call's usage), and which counted it; in the paper setting, never the server's."""
+    each call's usage), and which counted it (in the paper setting never the server's: its model is opened without
+    it, AgentRuntime._open_llm)."""
     if Limits.from_dict(state["limits"]).context_tokens is None:
         return {}
     llm = runtime.context.llm
-    if state.get("prompts") == paper_prompts.PAPER and getattr(llm, "counted_by", None) == SERVER_TOKENIZER:
-        return {}  # the paper setting sends the server no request but the model's
     counted = guards.count_request(state["prompt"], state["messages"], getattr(llm, "count_tokens", None))
     cpt = guards.tokenized_chars_per_token(state["prompt"], state["messages"], counted, state.get("template_tokens"))
     return {"chars_per_token": cpt, "counted_by": getattr(llm, "counted_by", None),

@@ -667,7 +667,7 @@ def open_llm(spec: str | None = None, settings: LLMSettings | None = None, *, sk
                        timeout=settings.timeout_s, max_retries=0, stream_usage=True, http_client=client, **options)
     label = f"{spec} @ {settings.base_url}" if settings.base_url else spec
     counting = _tokenizer_file(settings)
-    if not counting and settings.base_url and not is_openai(settings.base_url):
+    if not counting and settings.server_tokenizer and settings.base_url and not is_openai(settings.base_url):
         counting = {"counter": partial(server_info.count_tokens, settings.base_url, spec, bound_key(settings)),
                     "counted_by": SERVER_TOKENIZER}
     learn = partial(server_info.window_from_error, settings.base_url, spec, bound_key(settings))
