@@ -281,3 +281,27 @@ def test_paper_setting_takes_a_reflection_whole_where_the_improved_one_cuts_it(t
     else:
         assert "1. The agent queried the flows." in update and "deccan's inflows" not in update
         assert "Step 2 does not say" not in update
+
+
+def test_paper_training_sends_the_server_no_request_but_the_models(tmp_path):
+    """Training in the paper setting, with a context window to keep to, against a server that reports no usage: no
+    tokenizer request before a run's call nor after any reply (its runs and its reflections share one model)."""
+    from core.model.run_settings import Limits
+    from tests.stub_server import StubServer, not_found, send_json
+
+    replies = iter(["Step 1.", "answer", "Final answer: Allocate the merchant to doab.",
+                    SUMMARY, FLAWS, REVISION, UPDATE])
+
+    def answer(handler, body):
+        send_json(handler, 200, {k: v for k, v in completion(next(replies)).items() if k != "usage"})
+
+    server = StubServer({"GET *": lambda handler, body: not_found(handler), "POST /v1/chat/completions": answer,
+                         "POST *": {"tokens": [1, 2, 3]}})
+    try:
+        settings = TrainSettings("locating", "sqlite", "stand-in", [1], batch_size=1, iterations=1, source="demo",
+                                 base_url=server.url, prompts="paper", limits=Limits(context_tokens=8192))
+        train(settings, tmp_path, llm_settings=LLMSettings(model="stand-in", base_url=server.url, api_key=None,
+                                                           retry_base_s=0.001))
+    finally:
+        server.close()
+    assert server.asked == [("POST", "/v1/chat/completions")] * 7
