@@ -262,25 +262,19 @@ def test_paper_setting_reflects_on_the_task_description_and_updates_with_the_pap
     assert "Step 2: Compare them by the value a merchant would steer to the home node" in plan_part
 
 
-@pytest.mark.parametrize("setting", ["paper", "improved"])
-def test_paper_setting_takes_a_reflection_whole_where_the_improved_one_cuts_it(tmp_path, recorded, setting):
+def test_paper_setting_takes_a_reflection_whole(tmp_path, recorded):
     """The reflection and update calls send no stop sequence: the paper setting keeps a reply as the server returned
     it, an ``Observation:`` line and trailing whitespace too (the flaws' reply goes back whole in the revision
-    call's exchange); the improved setting keeps the client's cut before such a line."""
+    call's exchange)."""
     summary = "1. The agent queried the flows.\nObservation: deccan's inflows.\n2. It chose doab.\n"
     flaws = "Observation: Step 2 does not say how to compare the nodes.\n\n"
-    run = (["Done.", "answer", "Final answer: Allocate the merchant to doab."] if setting == "paper"
-           else [PLAN_ACT, FINAL])
+    run = ["Done.", "answer", "Final answer: Allocate the merchant to doab."]
     settings = TrainSettings("locating", "sqlite", replay(tmp_path, run + [summary, flaws, REVISION, UPDATE]), [1],
-                             batch_size=1, iterations=1, source="demo", prompts=setting)
+                             batch_size=1, iterations=1, source="demo", prompts="paper")
     train(settings, tmp_path)
     update, exchange = recorded[-1][-1].content, recorded[-2]
-    if setting == "paper":
-        assert summary.strip() in update and flaws.strip() in update
-        assert [m.content for m in exchange[:2]][1] == flaws
-    else:
-        assert "1. The agent queried the flows." in update and "deccan's inflows" not in update
-        assert "Step 2 does not say" not in update
+    assert summary.strip() in update and flaws.strip() in update
+    assert exchange[1].content == flaws
 
 
 def test_paper_training_sends_the_server_no_request_but_the_models(tmp_path):
