@@ -4,6 +4,7 @@ richer one; nucleus sampling sent to the model during training and not at evalua
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
@@ -230,14 +231,16 @@ def test_paper_setting_reflects_on_the_task_description_and_updates_with_the_pap
     assert observed.count("An exception occured: ") == 2 and "same error" not in observed
     assert all(not isinstance(m[0], SystemMessage) for m in recorded[12:16])  # equations 6-9: no system message
     summary, flaws, revision, update = (m[-1].content for m in recorded[12:16])
-    history = summary.removesuffix(prompts.SUMMARY_PROMPT)
+    history = summary.removesuffix("Summarize the interaction history in steps.")
     assert history.startswith(f"{run_system}\n\nQuestion: ")  # H: the task description, the history; no headings
     assert "Action: SQL" in history and history.endswith("Outcome: success (reward 1): the agent's decision is the "
                                                          "best one.\n\n")
-    assert flaws == history + prompts.PAPER_FLAW_PROMPT and revision == prompts.REVISION_PROMPT
+    table2 = json.loads((Path(__file__).parent / "data" / "autoplan_paper_prompts.json").read_text(encoding="utf-8"))
+    assert summary == history + table2["Summary-prompt"]  # Table 2's words, kept as test data
+    assert flaws == history + table2["Flaw-prompt"] and revision == table2["Rev-prompt"]
     assert [type(m) for m in recorded[14]] == [HumanMessage, AIMessage, HumanMessage]  # after the flaws' exchange
     question = recorded[0][1].content.split("\n\n" + "Identify which step")[0].removesuffix("\n\n")
-    assert update == "\n\n".join([question, SUMMARY, FLAWS, REVISION, prompts.PAPER_UPDATE_PROMPT,
+    assert update == "\n\n".join([question, SUMMARY, FLAWS, REVISION, table2["Upd-prompt"],
                                    prompts.PLAN_FORMAT])  # equation 9 with X_0 empty: the plan nowhere twice
     assert "rewrite the current game plan" in update and "Outcome" not in update
     runtime = AgentRuntime(tmp_path)
@@ -257,3 +260,42 @@ def test_paper_setting_reflects_on_the_task_description_and_updates_with_the_pap
     plan_part = system.split("\n\n")[-2]  # before the suffix: the learned plan
     assert plan_part.startswith("A plan for questions of this kind:") and "adapting" not in system
     assert "Step 2: Compare them by the value a merchant would steer to the home node" in plan_part
+
+
+def test_paper_setting_takes_a_reflection_whole(tmp_path, recorded):
+    """The reflection and update calls send no stop sequence: the paper setting keeps a reply as the server returned
+    it, an ``Observation:`` line and trailing whitespace too (the flaws' reply goes back whole in the revision
+    call's exchange)."""
+    summary = "1. The agent queried the flows.\nObservation: deccan's inflows.\n2. It chose doab.\n"
+    flaws = "Observation: Step 2 does not say how to compare the nodes.\n\n"
+    run = ["Done.", "answer", "Final answer: Allocate the merchant to doab."]
+    settings = TrainSettings("locating", "sqlite", replay(tmp_path, run + [summary, flaws, REVISION, UPDATE]), [1],
+                             batch_size=1, iterations=1, source="demo", prompts="paper")
+    train(settings, tmp_path)
+    update, exchange = recorded[-1][-1].content, recorded[-2]
+    assert summary.strip() in update and flaws.strip() in update
+    assert exchange[1].content == flaws
+
+
+def test_paper_training_sends_the_server_no_request_but_the_models(tmp_path):
+    """Training in the paper setting, with a context window to keep to, against a server that reports no usage: no
+    tokenizer request before a run's call nor after any reply (its runs and its reflections share one model)."""
+    from core.model.run_settings import Limits
+    from tests.stub_server import StubServer, not_found, send_json
+
+    replies = iter(["Step 1.", "answer", "Final answer: Allocate the merchant to doab.",
+                    SUMMARY, FLAWS, REVISION, UPDATE])
+
+    def answer(handler, body):
+        send_json(handler, 200, {k: v for k, v in completion(next(replies)).items() if k != "usage"})
+
+    server = StubServer({"GET *": lambda handler, body: not_found(handler), "POST /v1/chat/completions": answer,
+                         "POST *": {"tokens": [1, 2, 3]}})
+    try:
+        settings = TrainSettings("locating", "sqlite", "stand-in", [1], batch_size=1, iterations=1, source="demo",
+                                 base_url=server.url, prompts="paper", limits=Limits(context_tokens=8192))
+        train(settings, tmp_path, llm_settings=LLMSettings(model="stand-in", base_url=server.url, api_key=None,
+                                                           retry_base_s=0.001))
+    finally:
+        server.close()
+    assert server.asked == [("POST", "/v1/chat/completions")] * 7

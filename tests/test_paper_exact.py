@@ -28,7 +28,6 @@ AGENT = AUTHORS["agent"]
 #: The differences from the authors' text that docs/paper-deviations.md lists, by the words it lists them with.
 LISTED = {
     "singlerag_tool_names": "SingleRAG's format line names its tools",
-    "client_cut": "A reply is cut at a line starting `Observation:`",
     "autoplan_plan": "A plan for questions of this kind:",
     "reaper_answer": "REAPER's answer call",
     "reaper_question": '"a question" for "a customer question"',
@@ -75,15 +74,20 @@ def authors_system(technique: str, scenario: str, db: str) -> str:
     return "\n\n".join([texts["PREFIX"], formatted, fmt, texts["SUFFIX"]]).format()
 
 
+def served(reply: str, stop: list[str]) -> str:
+    """A reply as an OpenAI-compatible server returns it given the stop sequences: up to the first one, which is left
+    out, nothing stripped."""
+    cuts = [reply.find(s) for s in stop if s in reply]
+    return reply[:min(cuts)] if cuts else reply
+
+
 def scratchpad(steps: list[tuple[str, str]]) -> str:
-    """The authors' agent's scratchpad: each reply as their parser logged it, the observation prefix, what the tool
-    returned (a reply's trailing whitespace cut by the client, a listed difference)."""
+    """The authors' agent's scratchpad: each reply as the server returned it at their stop sequence and their parser
+    logged it, the observation prefix, what the tool returned."""
     if not steps:
         return ""
-    if any(reply != reply.rstrip() for reply, _ in steps):
-        listed("client_cut")
-    text = "".join(f"{reply.rstrip().replace(AGENT['human_removed'], '')}\n{AGENT['observation_prefix']}{observed}"
-                   f"\n{AGENT['llm_prefix']}" for reply, observed in steps)
+    text = "".join(f"{served(reply, AGENT['stop']).replace(AGENT['human_removed'], '')}\n"
+                   f"{AGENT['observation_prefix']}{observed}\n{AGENT['llm_prefix']}" for reply, observed in steps)
     return AGENT["scratchpad_head"] + text
 
 
@@ -125,15 +129,15 @@ def observations(record) -> list[str]:
 
 
 def loop_replies(technique: str, scenario: str, db: str) -> list[str]:
-    """An invalid tool, a query (a ``Human: `` and a newline after ``Action input:`` in it), a refused query, a
-    Self thinking step, the answer."""
+    """An invalid tool, a query (a ``Human: `` and a newline after ``Action input:`` in it, an ``Observation:`` the
+    model wrote after it, where the server stops the reply), a refused query, a Self thinking step, the answer."""
     ok, bad = QUERIES[(scenario, db)]
     tool = AUTHORS["tools"][KINDS[db]]["name"]
     plan = "Plan: [Step 1: the data, Step 2: decide]\nCurrent step: Step 1\n" if technique.startswith("planrag") else ""
     again = "Re-plan: N\nCurrent step: Step 1\n" if technique == "planrag" else (
         "Current step: Step 1\n" if plan else "")
     return [f"{plan}Thought: look.\nAction: SQL\nAction input: {ok}",
-            f"Human: {again}Thought: query.\nAction: {tool}\nAction input:\n{ok}\n",
+            f"Human: {again}Thought: query.\nAction: {tool}\nAction input:\n{ok}\nObservation: made up\nThought: x",
             f"{again}Thought: again.\nAction: {tool}\nAction input: {bad}",
             f"{again}Thought: think.\nAction: Self thinking\nAction input: which is best?",
             ANSWER]
@@ -158,11 +162,25 @@ def test_the_loop_techniques_send_what_the_authors_agent_sent(runner, technique,
         assert stop == AGENT["stop"]
 
 
+SINGLE_REPLIES = {  # the reply after ``Action input:``, and what the authors' SingleRAG ran of it
+    "observation line": ("Action input: {ok}\nObservation: made up", " {ok}\n"),
+    "no observation": ("Action input: {ok}", " {ok}"),
+    "trailing spaces": ("Action input:  {ok}  \n\n", "  {ok}  \n\n"),
+    "newline first": ("Action input:\n{ok}\n  Observation: made up", "\n{ok}\n  "),
+    "two inputs": ("Action input: {ok}\nObservation: x\nAction input: SELECT 2", " {ok}\n"),
+}
+
+
+@pytest.mark.parametrize("form", SINGLE_REPLIES)
 @pytest.mark.parametrize("scenario, db", CASES)
-def test_singlerag_sends_what_the_authors_two_chains_sent(runner, scenario, db):
+def test_singlerag_sends_what_the_authors_two_chains_sent(runner, scenario, db, form):
+    """Their two chains: the retrieval call, then the answer call given ``Q\n\nRetrieved data`` when the reply wrote a
+    line break before its ``Observation`` (their query ran from the reply's first ``Action input:`` up to any
+    ``Observation``, whitespace and all: row 14 of issue 39)."""
     ok, _ = QUERIES[(scenario, db)]
     tool = AUTHORS["tools"][KINDS[db]]["name"]
-    reply = f"Thought: one query.\nAction: {tool}\nAction input: {ok}\nObservation: made up"
+    after, expected = (part.format(ok=ok) for part in SINGLE_REPLIES[form])
+    reply = f"Thought: one query.\nAction: {tool}\n{after}"
     result, record, calls, question = runner(scenario, db, "singlerag", [reply, "Final answer: the answer."])
     assert result.status == "finished" and len(calls) == 2
     texts, text = AUTHORS["techniques"]["singlerag"], authors_question(question)
@@ -171,10 +189,9 @@ def test_singlerag_sends_what_the_authors_two_chains_sent(runner, scenario, db):
     assert [m.content for m in retrieve] == [authors_system("singlerag", scenario, db),
                                              texts["HUMAN_MESSAGE_TEMPLATE"].format(input=text)]
     data = observations(record)[0]
-    query = reply.split("Action input:")[1].split("Observation")[0]  # their cut: " <query>\n"
+    query = reply.split("Action input:")[1].split("Observation")[0]  # their cut
+    assert query == expected and data.startswith("\n")  # the rows printed: the query ran
     chain_input = texts["CHAIN_INPUT"].format(question=text, query=query, retrieved_data=data)
-    listed("client_cut")  # the reply was cut before its Observation line, its trailing newline with it
-    chain_input = chain_input.replace(f"{query}\nRetrieved data:", f"{query.rstrip()}\nRetrieved data:")
     answering = "\n\n".join([texts["PREFIX_AFTER_RETRIEVE"], texts["FORMAT_INSTRUCTIONS_AFTER_RETRIEVE"],
                              texts["SUFFIX_AFTER_RETRIEVE"]]).format()
     assert [m.content for m in answer] == [answering, texts["HUMAN_MESSAGE_TEMPLATE"].format(input=chain_input)]

@@ -289,16 +289,19 @@ def test_comparison_with_the_paper_has_n_and_interval_and_only_dqas_questions_ge
     assert fidelity.summary_lines([]) == []
 
 
-def test_the_paper_setting_sends_the_server_no_request_but_the_models(tmp_path):
-    """No window probe before the first call, no tokenizer request before each (the improved setting makes both)."""
+@pytest.mark.parametrize("usage", [True, False])
+def test_the_paper_setting_sends_the_server_no_request_but_the_models(tmp_path, usage):
+    """No window probe before the first call, no tokenizer request before each, nor after a reply whose usage the
+    server did not report (the improved setting makes all three)."""
     from core.llm.client import LLMSettings
     from tests.stub_server import StubServer, completion, not_found, send_json
 
     pages = {"/props": {"default_generation_settings": {"n_ctx": 8192}}}
+    reply = completion(FINAL) if usage else {k: v for k, v in completion(FINAL).items() if k != "usage"}
     server = StubServer({
         "GET *": lambda handler, body: (send_json(handler, 200, pages[handler.path]) if handler.path in pages
                                         else not_found(handler)),
-        "POST /v1/chat/completions": lambda handler, body: send_json(handler, 200, completion(FINAL)),
+        "POST /v1/chat/completions": lambda handler, body: send_json(handler, 200, reply),
         "POST *": {"tokens": [1, 2, 3]}})
     runtime = AgentRuntime(tmp_path / "home", llm_settings=LLMSettings(api_key=None))
     try:

@@ -36,7 +36,7 @@ from core.model.events import (
 from core.agents.parsing import Reply, parse_reply, query_language, tool_kind
 from core.model.technique import Technique, technique
 from core.backends.base import Backend, BackendUnavailable, QueryError, cap_text
-from core.llm.client import SERVER_TOKENIZER, ChatLLM, Completion, LLMError
+from core.llm.client import ChatLLM, Completion, LLMError
 
 
 class AgentState(TypedDict):
@@ -254,7 +254,8 @@ def _account(state: dict, c: Completion, step: int, price: list[float] | None = 
 def complete_call(state: dict, runtime: Runtime[AgentContext], prompt: str, emit: Emitter,
               messages: list[dict] | None = None, send: tuple | None = None) -> tuple[dict, Completion | None]:
     """LLM call ``emit.step`` on ``messages`` (default the transcript) under ``prompt``, kept within the context
-    window, sent as ``send`` says (how the messages are built, and the stop sequences; default ``_chat_of``): the state update counting it (its usage goes with the next event emitted) and the completion; on
+    window, sent as ``send`` says (how the messages are built, and the stop sequences; default ``_chat_of``): the state update counting it (its usage goes with the next event emitted) and the completion (in the
+    paper setting its text as the original received it: ``paper_prompts.received``); on
     LLMError, or a request that cannot fit the context window (by the estimate or by the server), the update
     ending the run and None."""
     messages = state["messages"] if messages is None else messages
@@ -288,6 +289,8 @@ def complete_call(state: dict, runtime: Runtime[AgentContext], prompt: str, emit
         if e.kind == "context":  # the server's count of the request's tokens is past the window
             return {**spent, **_end("context_exceeded", "context", str(e), emit, e.attempts)}, None
         return {**spent, **fail_run(e.kind, str(e), emit, e.attempts)}, None
+    if state.get("prompts") == paper_prompts.PAPER:  # the reply as the original received it, not the client's cut
+        c = replace(c, text=paper_prompts.received(c.text if c.raw is None else c.raw, stop))
     update, emit.usage = _account(state, c, emit.step, getattr(runtime.context, "price", None))
     update["shortened"] = shortened
     measured = None if c.estimated else guards.measured_chars_per_token(prompt, fitted, c.prompt_tokens)
@@ -384,12 +387,11 @@ def context_full(state: dict, limits: Limits) -> tuple[str, str] | None:
 def calibrate(state: dict, runtime: Runtime[AgentContext]) -> dict:
     """Before a call, with a context window to keep to: the characters per token of the transcript by the model's
     own tokenizer, where one is known (a tokenizer file, or the server's; else the estimate stays, calibrated by
-    each call's usage), and which counted it; in the paper setting, never the server's."""
+    each call's usage), and which counted it (in the paper setting never the server's: its model is opened without
+    it, AgentRuntime._open_llm)."""
     if Limits.from_dict(state["limits"]).context_tokens is None:
         return {}
     llm = runtime.context.llm
-    if state.get("prompts") == paper_prompts.PAPER and getattr(llm, "counted_by", None) == SERVER_TOKENIZER:
-        return {}  # the paper setting sends the server no request but the model's
     counted = guards.count_request(state["prompt"], state["messages"], getattr(llm, "count_tokens", None))
     cpt = guards.tokenized_chars_per_token(state["prompt"], state["messages"], counted, state.get("template_tokens"))
     return {"chars_per_token": cpt, "counted_by": getattr(llm, "counted_by", None),

@@ -257,6 +257,15 @@ def single_query(text: str) -> str | None:
     return text.split("Action input:")[1].split("Observation")[0]
 
 
+def received(text: str, stop: list[str] | None) -> str:
+    """A reply as the original code received it from the server: cut only where a stop sequence it sent cuts it (at
+    the first one met, which is left out, as the server does), nothing stripped: a reply's trailing newline stays in
+    the scratchpad, and SingleRAG's query keeps the newline before the reply's ``Observation`` (the workbench client's
+    own cut, at a line starting ``Observation:``, and its stripping are the improved setting's)."""
+    cuts = [text.find(s) for s in stop or () if s in text]
+    return text[:min(cuts)] if cuts else text
+
+
 def logged(text: str) -> str:
     """A reply as the authors' parser kept it for the scratchpad: every ``Human: `` removed."""
     return text.replace("Human: ", "")

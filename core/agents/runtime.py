@@ -183,13 +183,14 @@ class AgentRuntime:
         return self._llm_settings
 
     def _open_llm(self, settings: RunSettings, skip: int) -> ChatLLM:
-        """The run's model, sending the reply cap its context window leaves room for (``guards.reply_cap``)."""
+        """The run's model, sending the reply cap its context window leaves room for (``guards.reply_cap``); in the paper
+        setting without the server's tokenizer (no request but the model's)."""
         llm_settings = self._llm_settings_of(settings)
         cap = guards.reply_cap(settings.limits) or llm_settings.max_reply_tokens
         llm_settings = dataclasses.replace(llm_settings, base_url=settings.base_url,
                                            temperature=settings.temperature, top_p=settings.top_p,
                                            seed=settings.seed,
-                                           max_reply_tokens=cap)
+                                           max_reply_tokens=cap, server_tokenizer=settings.prompts != paper_prompts.PAPER)
         return (self._llm_opener or open_llm)(settings.llm, llm_settings, skip=skip)
 
     def price(self, llm: str) -> list[float] | None:

@@ -96,10 +96,12 @@ class TrainSettings:
 
 def _ask(llm: ChatLLM, message: str, before: list | None = None, paper: bool = False) -> tuple[str, int]:
     """One reflection or update call (after the exchange ``before``, if any): the reply and its tokens. The paper
-    setting sends no system message (equations 6-9 give the model nothing else)."""
+    setting sends no system message (equations 6-9 give the model nothing else) and takes the reply as the server
+    returned it (no stop sequence is sent: the client's cut at a line starting ``Observation:`` is the improved
+    setting's)."""
     system = [] if paper else [SystemMessage(prompts.SYSTEM)]
     c = llm.complete([*system, *(before or []), HumanMessage(message)], None)
-    return c.text, c.prompt_tokens + c.completion_tokens
+    return c.raw if paper and c.raw is not None else c.text, c.prompt_tokens + c.completion_tokens
 
 
 def _experience(runtime: AgentRuntime, settings: TrainSettings, question: int, plan: list[str]) -> dict:
@@ -154,11 +156,13 @@ def train(settings: TrainSettings, home: str | Path | None = None, *,
           progress: Callable[[str], None] | None = None) -> list[LearnedPlan]:
     """Train the scenario's plan; return the versions saved, one per iteration. The runs go to the run store and
     the plans to the plan store of ``home`` (default DATA_HOME). One model serves every call (a replay is read
-    through in order). Raises ValueError (bad settings), LLMError or AutoPlanError."""
+    through in order; in the paper setting, no request to its server but the model's: no tokenizer's). Raises
+    ValueError (bad settings), LLMError or AutoPlanError."""
     settings.validate()
     say = progress or (lambda line: None)
     llm_settings = llm_settings or LLMSettings()
     llm = open_llm(settings.llm, dataclasses.replace(llm_settings, base_url=settings.base_url or llm_settings.base_url,
+                                                     server_tokenizer=settings.prompts != "paper",
                                                      **settings.sampling()))
     runtime = AgentRuntime(home, workspace=workspace, llm_settings=llm_settings, llm_opener=lambda *a, **kw: llm)
     training, plan, parent, history, saved = new_run_id(), [], None, [], []

@@ -105,6 +105,7 @@ class LLMSettings:
     max_reply_tokens: int | None = field(
         default_factory=lambda: env_number("PLANRAG_MAX_REPLY_TOKENS", int, DEFAULT_MAX_REPLY_TOKENS))
     tokenizer: str | None = field(default_factory=lambda: os.environ.get("PLANRAG_TOKENIZER") or None)
+    server_tokenizer: bool = True  # without a tokenizer file, the server's counts tokens (POST /tokenize) where it can
 
     @classmethod
     def unattended(cls, **values) -> LLMSettings:

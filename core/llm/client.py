@@ -74,7 +74,8 @@ class Completion:
     ``attempts``: each attempt as {attempt, start (epoch s), duration_s, timeout_s, error_kind, error} (error None
     for the one that answered); ``finish_reason`` and ``metadata``: the server's (LangChain's response_metadata),
     e.g. ``length`` for a reply cut by the reply cap; ``cached``: served from a reply cache (its latency is then the
-    original call's, not time waited now)."""
+    original call's, not time waited now); ``raw``: the reply as the server returned it (within the reply cap), before
+    the client's cut (None: a reply cached before it was kept)."""
 
     text: str
     prompt_tokens: int
@@ -89,6 +90,7 @@ class Completion:
     failed_prompt_tokens: int = 0  # what the attempts abandoned before it spent (estimated where not counted)
     failed_completion_tokens: int = 0
     counted_by: str | None = None  # what the token counts rest on: REPORTED, a tokenizer, or the characters
+    raw: str | None = None
 
 
 def estimate_tokens(text: str) -> int:
@@ -512,7 +514,7 @@ class ChatLLM:
         extra = {"wait_s": round(time.perf_counter() - first, 4), "attempts": attempts,
                  "finish_reason": metadata.get("finish_reason"), "metadata": _plain(metadata),
                  "failed_prompt_tokens": sum(a["prompt_tokens"] for a in failed),
-                 "failed_completion_tokens": sum(a["completion_tokens"] for a in failed)}
+                 "failed_completion_tokens": sum(a["completion_tokens"] for a in failed), "raw": content}
         if exact:
             return Completion(text, usage.get("input_tokens", 0), usage.get("output_tokens", 0), latency, False,
                               counted_by=REPORTED, **extra)
@@ -665,7 +667,7 @@ def open_llm(spec: str | None = None, settings: LLMSettings | None = None, *, sk
                        timeout=settings.timeout_s, max_retries=0, stream_usage=True, http_client=client, **options)
     label = f"{spec} @ {settings.base_url}" if settings.base_url else spec
     counting = _tokenizer_file(settings)
-    if not counting and settings.base_url and not is_openai(settings.base_url):
+    if not counting and settings.server_tokenizer and settings.base_url and not is_openai(settings.base_url):
         counting = {"counter": partial(server_info.count_tokens, settings.base_url, spec, bound_key(settings)),
                     "counted_by": SERVER_TOKENIZER}
     learn = partial(server_info.window_from_error, settings.base_url, spec, bound_key(settings))
