@@ -1,7 +1,7 @@
 """Print, for each hostile input of issue 44 (sections A, B, C and E; D, hostile model servers, is
 bench/bench_streaming.py's), whether it did harm and the peak memory of the process that met it. Each case runs in a
 child process of its own (its peak from os.wait4): a queued job's payload (core.jobs.payload), a number on the
-command line, a tokenizer that panics or is huge, a huge question file, a hostile scenario plugin, hostile text on
+command line, a tokenizer that panics, backtracks for hours or is huge, a huge question file, a hostile scenario plugin, hostile text on
 the Benchmark page and a hostile URL parameter (their page tests). Harmful: accepted, a traceback, or no answer
 within 120 s. Targets: 0 harmful of each class; no process over 300 MB.
 
@@ -49,6 +49,8 @@ def child(argv: list[str], env: dict | None = None) -> tuple[int | None, str, fl
 def case(klass: str, what: str, argv: list[str], harmful, env: dict | None = None) -> bool:
     status, output, seconds, peak = child(argv, env)
     bad = status is None or "Traceback (most recent call last)" in output or harmful(status, output)
+    if bad and os.environ.get("BENCH_TRUST_SHOW"):
+        print(output)
     last = (output.strip().splitlines() or [""])[-1][:110]
     print(f"  {klass} {what}: {'HARMFUL' if bad else 'refused'} in {seconds:.1f} s, peak {peak:,.0f} MB"
           f"{'  MISS' if peak > PEAK_MB else ''} | {last}")
@@ -93,20 +95,23 @@ def class_b(tmp: Path) -> None:
     results = [case("B", f"core bench {flag} {value}", ["-m", "core", "bench", "--smoke", flag, value], refused, home)
                for flag, value in (("--epochs", "1e9"), ("--vote", "1e9"), ("--budget-calls", "1e23"),
                                    ("--budget-cost", "nan"))]
-    panic = ("import sys; sys.path.insert(0, '.'); from pathlib import Path\n"
-             "from tests.test_llm_tokenizer_file import build_panicking_tokenizer\n"
-             "from tests.test_agents_runtime import ACT, FINAL, make_runtime, replay\n"
-             "from core.config.settings import LLMSettings\n"
-             "from core.model.run_settings import Limits, RunSettings\n"
-             f"tmp = Path({str(tmp / 'panic')!r}); tmp.mkdir()\n"
-             "build_panicking_tokenizer(tmp / 't.json')\n"
-             "rt = make_runtime(tmp / 'home', llm_settings=LLMSettings(api_key=None, tokenizer=str(tmp / 't.json')))\n"
-             "act = ACT.replace('Thought: ', 'Thought: ' + 'a' * 3000 + 'x ', 1)\n"
-             "r = rt.start(RunSettings('locating', 1, 'sqlite', 'iterrag', replay(tmp, [act, FINAL, FINAL]),"
-             " limits=Limits(context_tokens=100_000)))\n"
-             "record = rt.store.get(r.run_id); print(record.status, record.outcome['error'][:80])")
-    results.append(case("B", "a tokenizer whose regular expression panics", ["-c", panic],
-                        lambda status, out: status != 0 or "failed" not in out, {"DQA_DIR": ""}))
+    for what, pattern, letters in (("panics", "PANICS", 3000), ("backtracks for a minute", "SLOW", 3000)):
+        code = ("import sys; sys.path.insert(0, '.'); from pathlib import Path\n"
+                "from tests.test_llm_tokenizer_file import build_regex_tokenizer, PANICS, SLOW\n"
+                "from tests.test_agents_runtime import ACT, FINAL, make_runtime, replay\n"
+                "from core.config import home\n"
+                "from core.config.settings import LLMSettings\n"
+                "from core.model.run_settings import Limits, RunSettings\n"
+                f"tmp = Path({str(tmp / pattern)!r}); tmp.mkdir()\n"
+                f"build_regex_tokenizer(tmp / 't.json', {pattern})\n"
+                "rt = make_runtime(tmp / 'home', llm_settings=LLMSettings(api_key=None, tokenizer=str(tmp / 't.json')))\n"
+                f"act = ACT.replace('Thought: ', 'Thought: ' + 'a' * {letters} + 'x ', 1)\n"
+                "r = rt.start(RunSettings('locating', 1, 'sqlite', 'iterrag', replay(tmp, [act, FINAL, FINAL]),"
+                " limits=Limits(context_tokens=100_000)))\n"
+                "print(rt.store.get(r.run_id).status, '|', home.notices()[-1].split('t.json ')[-1])")
+        results.append(case("B", f"a tokenizer whose regular expression {what} ({letters:,} letters)",
+                            ["-c", code], lambda status, out: status != 0 or "finished |" not in out
+                            or "set aside" not in out, {"DQA_DIR": ""}))
     vocab = tmp / "tokenizer.json"
     with open(vocab, "w") as f:  # a 65 MB vocabulary: valid JSON of a word-level tokenizer
         f.write('{"version": "1.0", "model": {"type": "WordLevel", "unk_token": "u", "vocab": {"u": 0')
@@ -120,6 +125,13 @@ def class_b(tmp: Path) -> None:
                                f"try:\n    open_tokenizer({str(vocab)!r}); print('accepted')\n"
                                "except TokenizerFileError as e:\n    print(e)"],
                         lambda status, out: "accepted" in out or "more than the" not in out))
+    vocab.write_text(vocab.read_text()[:23 << 20].rsplit(", ", 1)[0] + "}}}")  # just under the cap: counts
+    results.append(case("B", "a 23 MB tokenizer file (its counting process's peak after the |)",
+                        ["-c", "from core.llm.tokenizer_file import open_tokenizer\n"
+                               f"count = open_tokenizer({str(vocab)!r}); count('w000000001 hello')\n"
+                               "peak = [x for x in open(f'/proc/{count._proc.pid}/status') if 'VmHWM' in x][0]\n"
+                               "print('counts |', int(peak.split()[1]) // 1024, 'MB')"],
+                        lambda status, out: "counts |" not in out or int(out.split()[-2]) > PEAK_MB))
     dqa = os.environ.get("DQA_DIR") or str(ROOT.parent / "shared" / "dqa")
     if Path(dqa).is_dir():
         data = tmp / "dqa"

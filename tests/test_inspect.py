@@ -206,3 +206,27 @@ def test_the_readme_inspect_eval_command_on_the_stand_in_server(benched, dqa_dir
     (sample,) = read_eval_log(str(path)).samples
     assert sample.scores["decision_scorer"].metadata["decision"] == results["locating-1"]["decision"]
     assert queue == []
+
+
+def acting(i: int) -> str:
+    return f"Thought: look again.\nAction: Query[SELECT {i} AS step]"
+
+
+@pytest.mark.parametrize("limits, kind", [({"message_limit": 4}, "message"), ({"token_limit": 40}, "token"),
+                                          ({"message_limit": 60}, "message")])
+def test_inspects_limits_end_a_sample_as_inspect_reports_limits(dqa_dir, tmp_path, limits, kind):
+    """Issue 42: a sample past Inspect's message or token limit was a failed run of the workbench's (the limit's
+    message as its error, no limit on the sample); the workbench's own call budget (20 calls) stopped a run first
+    under a larger limit. Now Inspect's limits govern, and the sample ends at one as Inspect reports limits, scored
+    on what it has."""
+    model = get_model("mockllm/model", custom_outputs=[scripted(acting(i)) for i in range(100)])
+    (log,) = inspect_eval(decision_qa(scenario="locating", questions="1", technique="iterrag", root=str(dqa_dir)),
+                          model=model, log_dir=str(tmp_path / "logs"), display="none", **limits)
+    assert log.status == "success", log.error
+    [sample] = log.samples
+    assert sample.error is None and sample.limit is not None and sample.limit.type == kind
+    assert sample.limit.limit == next(iter(limits.values()))
+    assert sample.scores["decision_scorer"].value["decision"] == "I"  # scored: no final answer
+    calls = [e for e in sample.events if e.event == "model"]
+    if limits == {"message_limit": 60}:
+        assert len(calls) > 20  # beyond the workbench's own budget of calls

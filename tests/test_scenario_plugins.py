@@ -353,6 +353,8 @@ def test_user_mysql_database_is_read_as_a_read_only_snapshot(tmp_path):
         cur.execute("CREATE TABLE planrag_plugin_test.supplier (supplier VARCHAR(20) PRIMARY KEY, "
                     "unit_price DECIMAL(6,2), delivery_charge INT)")
         cur.execute("INSERT INTO planrag_plugin_test.supplier VALUES ('Acme', 4.20, 150), ('Borealis', 3.90, 420)")
+        cur.execute("CREATE TABLE planrag_plugin_test.`odd``name` (a INT)")  # a backtick in a name is quoted
+        cur.execute("INSERT INTO planrag_plugin_test.`odd``name` VALUES (7)")
     try:
         folder = copy_depot(tmp_path)
         shutil.rmtree(folder / "data")
@@ -362,6 +364,7 @@ def test_user_mysql_database_is_read_as_a_read_only_snapshot(tmp_path):
         kind = FolderScenario(folder)
         table = kind.database().tables["supplier"]
         assert table.primary_key == ("supplier",) and table.rows == [("Acme", 4.2, 150), ("Borealis", 3.9, 420)]
+        assert kind.database().tables["odd`name"].rows == [(7,)]
         assert checks.check(folder)[0] == []
         assert kind.questions()[0].database_ref == "a MySQL database (read-only snapshot)"  # never its address
         (folder / "scenario.toml").write_text((folder / "scenario.toml").read_text().replace(
@@ -517,3 +520,40 @@ def test_too_many_questions_is_a_clear_error(tmp_path):
     toml = folder / "scenario.toml"
     toml.write_text(toml.read_text() + '\n[[questions.ask]]\nseason = "winter"\n' * 25_000)
     assert re.search(r"25,003 questions: a scenario has at most 1,000", only_problem(folder))
+
+
+#: Writes a plugin's query might attempt: every one refused by the read-only connection its queries run on.
+PLUGIN_WRITES = ["DELETE FROM site", "UPDATE site SET status = 'candidate' RETURNING site", "DROP TABLE site",
+                 "ATTACH DATABASE ':memory:' AS other", "PRAGMA writable_schema = 1",
+                 "INSERT INTO site (site) VALUES ('DC-NEW') RETURNING site"]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "mysql", "ladybug", "neo4j"])
+def test_a_plugins_writing_query_is_refused_whichever_backend_the_run_queries(backend, request, tmp_path):
+    """Issue 44 section C: a plugin's candidates and names queries run on the plugin's own data through an agent
+    query's path (core.backends.sqlite.query_file: a read-only SQLite worker, its timeout, rows and character
+    caps), whichever database the run's agent queries; every write is refused, and the data the agent queries on
+    its backend is unchanged."""
+    from core.backends.registry import open_backend, unavailable
+
+    if backend == "neo4j":
+        request.getfixturevalue("neo4j_server")
+    elif unavailable(backend):
+        pytest.skip(unavailable(backend))
+    kind = FolderScenario(copy_depot(tmp_path))
+    question, database = kind.questions()[0], kind.database()
+    original = dict(kind.spec["candidates"])
+    opened = open_backend(backend, database)
+    count = {"sql": "SELECT COUNT(*) FROM site", "cypher": "MATCH (s:Site) RETURN count(s)"}[opened.language]
+    try:
+        before = opened.query(count).rows
+        for write in PLUGIN_WRITES:
+            for key, ask in (("query", kind.candidates), ("names", kind.candidate_names)):
+                kind.spec["candidates"] = {**original, key: write}
+                with pytest.raises(ScenarioError, match=rf"candidates\.{key} query failed: refused by the read-only "
+                                                        "connection"):
+                    ask(question, database)
+        kind.spec["candidates"] = original
+        assert kind.candidates(question, database) and opened.query(count).rows == before
+    finally:
+        opened.close()

@@ -25,6 +25,7 @@ from tests.page_app import open_file, shown
 from tests.test_agents_runtime import ACT, FINAL, PLAN, home, make_runtime, replay, settings  # noqa: F401 (home: a fixture)
 from tests.test_llm import KEY
 from tests.stub_server import StubServer, send_json
+from tests.test_jobs_queue import team, workers  # noqa: F401 (fixtures: the PostgreSQL queue, its workers)
 
 #: the receiver: PHOENIX_BIN, else `phoenix` on PATH, else the venv `make phoenix` makes (.phoenix-venv)
 PHOENIX = os.environ.get("PHOENIX_BIN") or shutil.which("phoenix") or str(ROOT / ".phoenix-venv" / "bin" / "phoenix")
@@ -247,3 +248,50 @@ def test_settings_page_shows_spans_sent_and_dropped(monkeypatch):
     telemetry.tracing().status.dropped = 3
     at = open_file("pages/settings.py")
     assert any("3 dropped" in shown(c.value) for c in at.caption), [c.value for c in at.caption]
+
+
+def shape(spans: list[dict]) -> list[tuple[str, str | None, tuple]]:
+    """A trace's structure: each span's name, its parent's name and its events' names, sorted."""
+    names = {s["context"]["span_id"]: s["name"] for s in spans}
+    return sorted((s["name"], names.get(s["parent_id"]), tuple(sorted(e["name"] for e in s["events"])))
+                  for s in spans)
+
+
+def test_a_run_on_a_queue_worker_is_one_trace_shaped_as_an_in_process_run(phoenix, team, workers, tmp_path,
+                                                                          monkeypatch):
+    """Issue 42: runs on workers trace the same way. A run with a review, driven by a ``python -m core worker``
+    process on the real PostgreSQL queue (its pause and its resumed segment each a job), is one trace in Phoenix
+    with the spans, nesting and events of the same run driven in-process."""
+    from core.jobs import runs as job_runs
+    from tests.test_jobs_queue import ME, opener, settings as queued_settings, status, wait_for
+    from tests.turn_stub import TurnStub
+
+    monkeypatch.setenv("PLANRAG_OTLP_ENDPOINT", phoenix)
+    stub = TurnStub([PLAN, "Re-plan: N\n" + FINAL.replace("krakow", "doab")])  # a node of the demo's question
+    workers("w1", PLANRAG_OTLP_ENDPOINT=phoenix)
+    run = job_runs.start(queued_settings(stub.url, "planrag", hitl="approve-every-plan"), opener(stub.url), who=ME)
+    wait_for(lambda: status(run.run_id) == "paused")
+    record = job_runs.open_store().get(run.run_id, events=False)
+    job_runs.resume(record, Review.approve(note="fine"), opener(stub.url), pause_id="p1", who=ME)
+    wait_for(lambda: status(run.run_id) == "finished")
+    stub.close()
+    queued = spans_of(phoenix, run_ids(run.run_id)[0], {"agent run", "run segment"})
+    assert len({s["context"]["trace_id"] for s in queued}) == 1
+
+    runtime = make_runtime(tmp_path / "in-process", llm_settings=LLMSettings(api_key=KEY))
+    first = runtime.start(RunSettings("locating", 1, "sqlite", "planrag", replay(tmp_path, [PLAN, "Re-plan: N\n"
+                                                                                           + FINAL]),
+                                      source="demo", hitl="approve-every-plan"))
+    assert runtime.resume(first.run_id, Review.approve(note="fine")).status == "finished"
+    runtime.close()
+    in_process = spans_of(phoenix, run_ids(first.run_id)[0], {"agent run", "run segment"})
+    assert shape(queued) == shape(in_process)
+    assert [s["name"] for s in queued].count("agent run") == 1 and [s["name"] for s in queued].count(
+        "run segment") == 2
+    (root,) = [s for s in queued if s["name"] == "agent run"]
+    (alike,) = [s for s in in_process if s["name"] == "agent run"]
+    assert root["attributes"]["planrag.outcome"] == "finished" and root["parent_id"] is None
+    # every attribute of the in-process run's span, and the placement the demo question's simulator gives
+    assert set(alike["attributes"]) <= set(root["attributes"]) and root["attributes"]["planrag.decision"] == "doab"
+    assert {"planrag.rank", "planrag.of", "planrag.regret"} <= set(root["attributes"])
+    assert KEY not in json.dumps(queued)

@@ -141,9 +141,10 @@ def read_mysql(url: str, only: list[str] | None = None) -> Tables:
             names = [r[0] for r in cur.fetchall() if only is None or r[0] in only]
             tables = {}
             for name in names:
-                cur.execute(f"SHOW KEYS FROM `{name}` WHERE Key_name = 'PRIMARY'")
+                quoted = name.replace("`", "``")  # a name of the database's quoted as a name, never as code
+                cur.execute(f"SHOW KEYS FROM `{quoted}` WHERE Key_name = 'PRIMARY'")
                 key = [r[4] for r in cur.fetchall()]
-                cur.execute(f"SELECT * FROM `{name}` LIMIT {ROW_CAP}")
+                cur.execute(f"SELECT * FROM `{quoted}` LIMIT {ROW_CAP}")
                 cols = [d[0] for d in cur.description]
                 rows = [tuple(float(v) if type(v).__name__ == "Decimal" else v for v in r) for r in cur.fetchall()]
                 tables[name] = _table(name, cols, rows, key or None)
@@ -171,13 +172,13 @@ def read_neo4j(uri: str, user: str = "neo4j", password: str = "") -> Tables:
             tables = {}
             for label in [x for x in labels if x and x != MARKER]:  # PlanRAG's own bookkeeping node left out
                 recs = [(r[0], dict(r[1])) for r in session.run(
-                    f"MATCH (n:`{label}`) RETURN elementId(n), properties(n) LIMIT {ROW_CAP}", timeout=TIMEOUT_S)]
+                    f"MATCH (n:`{label.replace('`', '``')}`) RETURN elementId(n), properties(n) LIMIT {ROW_CAP}", timeout=TIMEOUT_S)]
                 names = ["node_id", *dict.fromkeys(k for _, p in recs for k in p)]
                 tables[label] = _table(label, names, [(i, *(p.get(k) for k in names[1:])) for i, p in recs],
                                        ["node_id"])
             for rtype in types:
                 recs = [(r[0], r[1], dict(r[2])) for r in session.run(
-                    f"MATCH (a)-[r:`{rtype}`]->(b) RETURN elementId(a), elementId(b), properties(r) LIMIT {ROW_CAP}",
+                    f"MATCH (a)-[r:`{rtype.replace('`', '``')}`]->(b) RETURN elementId(a), elementId(b), properties(r) LIMIT {ROW_CAP}",
                     timeout=TIMEOUT_S)]
                 names = ["source_id", "target_id", *dict.fromkeys(k for _, _, p in recs for k in p)]
                 tables[rtype] = _table(rtype, names, [(a, b, *(p.get(k) for k in names[2:])) for a, b, p in recs], [])
