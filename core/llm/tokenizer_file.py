@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from core.config import home
 from sims.files import FileRefused, read_text
 
 KIND = "tokenizer file"
@@ -80,8 +81,6 @@ class _Counter:
             return int(reply["tokens"])
 
     def _fail(self, why: str):
-        from core.config import home
-
         self._kill()
         self.set_aside = f"{KIND} {self.path} {why}: set aside, tokens are estimated from the characters"
         home.add_notice(f"The {self.set_aside}.")
