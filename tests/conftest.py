@@ -18,18 +18,19 @@ from ui import threads  # noqa: E402 (after the checkout is importable)
 threads.guard()
 
 
-#: Test files that share one outside resource no two of them may use at once: a Neo4j-protocol server in single-database
-#: mode holds one graph, which each of these files loads, checks and clears.
-_SHARED_RESOURCE = {"neo4j": ("test_backends_conformance.py", "test_backends_graph.py", "test_backends_neo4j.py")}
+def _uses_neo4j(item) -> bool:
+    """Whether ``item`` queries the Neo4j-protocol server: it asks for the server, or is a case of backend neo4j."""
+    spec = getattr(item, "callspec", None)
+    return "neo4j_server" in item.fixturenames or any(v == "neo4j" for v in (spec.params.values() if spec else ()))
 
 
 def pytest_collection_modifyitems(items):
     """Under pytest-xdist (``make test`` runs ``-n``, ``--dist loadgroup``): a file's tests stay on one worker (their
-    module fixtures, an app server for instance, are made once), and the files of one shared resource on the same."""
-    groups = {file: resource for resource, files in _SHARED_RESOURCE.items() for file in files}
+    module fixtures, an app server for instance, are made once), but every test on the Neo4j-protocol server runs on
+    one worker: in single-database mode the server holds one graph, which each such test loads, checks and clears."""
     for item in items:
         if not item.get_closest_marker("xdist_group"):
-            item.add_marker(pytest.mark.xdist_group(groups.get(item.path.name, item.path.name)))
+            item.add_marker(pytest.mark.xdist_group("neo4j" if _uses_neo4j(item) else item.path.name))
 
 
 def require(name: str, reason: str):

@@ -153,7 +153,7 @@ def app_server(launcher: str, env: dict, log_path: Path):
             yield f"http://127.0.0.1:{port}", process
         finally:
             process.terminate()
-            process.wait(10)
+            process.wait(120)  # a hang guard: a loaded machine may take a while to stop a server
 
 
 def test_run_with_an_edited_replan_in_the_browser(chromium, server, tmp_path):

@@ -72,7 +72,7 @@ def _provider(port: int, redirect: str, users: dict = USERS):
         yield f"http://localhost:{port}"
     finally:
         process.terminate()
-        process.wait(10)
+        process.wait(120)  # a hang guard: a loaded machine may take a while to stop a server
 
 
 def _paused_run(home: Path) -> str:
@@ -135,7 +135,7 @@ key_env = "TEAM_KEY"
                 yield app, RunStore(home / "runs.sqlite"), run_id, secrets
             finally:
                 process.terminate()
-                process.wait(10)
+                process.wait(120)  # a hang guard: a loaded machine may take a while to stop a server
 
 
 def _sign_in(browser, app: str, login: str, forge: dict | None = None, shown_as: str | None = None):
@@ -313,4 +313,4 @@ def test_a_host_not_configured_gets_no_websocket(tmp_path):
             assert " 101 " not in _upgrade(port, f"rebind.test:{port}") + " "
         finally:
             process.terminate()
-            process.wait(10)
+            process.wait(120)  # a hang guard: a loaded machine may take a while to stop a server

@@ -29,7 +29,8 @@ def test_requirements_are_pinned_and_split():
     assert {"openai", "pyarrow", "streamlit"} <= names  # imported directly
     assert not names & {"pytest", "playwright", "ruff"}  # development tools are not runtime needs
     assert dev[0] == "-r requirements.txt"
-    assert {r.split("==")[0] for r in dev[1:]} == {"pytest", "playwright", "ruff"} and all("==" in r for r in dev[1:])
+    assert ({r.split("==")[0] for r in dev[1:]} == {"pytest", "pytest-xdist", "execnet", "playwright", "ruff"}
+            and all("==" in r for r in dev[1:]))
 
 
 def test_make_sets_up_then_runs():
@@ -42,7 +43,7 @@ def test_make_sets_up_then_runs():
             for target in ("run", "test")}
     assert "-m venv .venv" in plan["run"] and "-r requirements.txt" in plan["run"]
     assert plan["run"].rstrip().endswith("streamlit run app.py")
-    assert "-r requirements-dev.txt" in plan["test"] and plan["test"].rstrip().endswith("-m pytest")
+    assert "-r requirements-dev.txt" in plan["test"] and plan["test"].rstrip().endswith("-m pytest -n 3 --dist loadgroup")
 
 
 def test_the_app_listens_on_localhost_and_sends_nothing_out():
