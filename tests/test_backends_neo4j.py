@@ -401,3 +401,24 @@ def test_a_scenario_reads_the_users_own_neo4j_database(server, tmp_path):
     (folder / "scenario.toml").write_text(manifest.replace(s.neo4j_password, "wrong-Secret-123"))
     problems, _ = check(folder)
     assert len(problems) == 1 and "neo4j" in problems[0] and "wrong-Secret-123" not in problems[0]
+
+
+def test_two_claims_of_the_marker_at_once_make_one_client_wait(server, dbs, monkeypatch):
+    """Two clients MERGE-ing the load marker at the same moment: a server may refuse one as a clash on the marker's
+    unique id (ArcadeDB did, with ``ConstraintValidationFailed``, as two test processes loaded at once). That client
+    waits and claims again, as after a transient error, instead of failing the load with the server's message."""
+    claim, clashes = nb._claim, []
+
+    async def clashing_once(tx, *args):
+        if not clashes:
+            clashes.append(1)
+            raise neo4j.exceptions.ConstraintError("Duplicated key [1] found on index 'PlanRAGGraph[id]'")
+        return await claim(tx, *args)
+
+    open_backend("neo4j", dbs["loc1"]).close()  # the server holds another graph: opening Building 1 loads it
+    monkeypatch.setattr(nb, "_claim", clashing_once)
+    backend = open_backend("neo4j", dbs["bld1"])
+    try:
+        assert clashes and _one(backend, "MATCH (n:Trade_node) RETURN count(n)") == 0
+    finally:
+        backend.close()

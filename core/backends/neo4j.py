@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 import neo4j
 import neo4j.graph
 import neo4j.time
-from neo4j.exceptions import DriverError, Neo4jError, TransientError
+from neo4j.exceptions import ConstraintError, DriverError, Neo4jError, TransientError
 
 from core.backends import arcadedb
 from core.backends.base import (DEFAULT_ROW_CAP, DEFAULT_TIMEOUT_S, MAX_CELL_CHARS, MAX_RESULT_CHARS,
@@ -235,8 +235,8 @@ async def _load_unless_held(driver: neo4j.AsyncDriver, database: str | None, dat
         while True:
             try:
                 verdict = await session.execute_write(_claim, data.key, token, force)
-            except TransientError:  # another client's claim at the same moment
-                verdict = "wait"
+            except (TransientError, ConstraintError):  # another client's claim at the same moment (a server may
+                verdict = "wait"  # report two MERGEs of the marker as a clash on its unique id)
             if verdict != "wait":
                 break
             if time.monotonic() > deadline:
