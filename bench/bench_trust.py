@@ -9,7 +9,7 @@ Harmful: accepted, a traceback, no clear line, Markdown that could draw a link o
 120 s. Targets: 0 harmful of each class; no process over 300 MB. The tests of each finding are named in each
 class's summary line.
 
-Measured on 2026-11-28 (2 cores, load 5-8 from other work), peak memory per class:
+Measured on 2026-11-28 (2 cores, load 10-15 from other work), peak memory per class:
 A 57-58 MB (every row refused by its schema); B 16-117 MB (the 23 MB tokenizer file's counting process 151 MB);
 C 48-90 MB; D 135-152 MB; E 228-289 MB (the page's own: an ordinary link to the same page takes 259-271 MB).
 
