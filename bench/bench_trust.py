@@ -1,16 +1,25 @@
-"""Print, for each hostile input of issue 44 (sections A, B, C and E; D, hostile model servers, is
-bench/bench_streaming.py's), whether it did harm and the peak memory of the process that met it. Each case runs in a
-child process of its own (its peak from os.wait4): a queued job's payload (core.jobs.payload), a number on the
-command line, a tokenizer that panics, backtracks for hours or is huge, a huge question file, a hostile scenario plugin, hostile text on
-the Benchmark page and a hostile URL parameter (their page tests). Harmful: accepted, a traceback, or no answer
-within 120 s. Targets: 0 harmful of each class; no process over 300 MB.
+"""Print, for each hostile input of issue 44 (sections A to E), whether it did harm and the peak memory of the
+process that met it. Each case runs in a child process of its own (its peak from os.wait4; this script holds no
+big file, so that its own memory, which a child's figure counts from its start, stays a small floor): a queued
+job's payload (core.jobs.payload), a number on the command line, a tokenizer that panics, backtracks for hours or
+is huge, a huge question file, a hostile scenario plugin, hostile model servers (D: bench/bench_observations.py
+``model``, run from here), and each page opened by Streamlit's AppTest with hostile text (a plugin's and sets'
+names on the Benchmark page's Results tab) or a hostile URL parameter, beside the same page from an ordinary link.
+Harmful: accepted, a traceback, no clear line, Markdown that could draw a link or an image, or no answer within
+120 s. Targets: 0 harmful of each class; no process over 300 MB. The tests of each finding are named in each
+class's summary line.
 
-Usage: python bench/bench_trust.py [CLASS ...]     (A B C E; exit status 1 when a figure misses its target)
+Measured on 2026-11-28 (2 cores, load 10-15 from other work), peak memory per class:
+A 57-58 MB (every row refused by its schema); B 16-117 MB (the 23 MB tokenizer file's counting process 151 MB);
+C 48-90 MB; D 135-152 MB; E 228-289 MB (the page's own: an ordinary link to the same page takes 259-271 MB).
+
+Usage: python bench/bench_trust.py [CLASS ...]     (A B C D E; exit status 1 when a figure misses its target)
 """
 from __future__ import annotations
 
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -51,9 +60,8 @@ def case(klass: str, what: str, argv: list[str], harmful, env: dict | None = Non
     bad = status is None or "Traceback (most recent call last)" in output or harmful(status, output)
     if bad and os.environ.get("BENCH_TRUST_SHOW"):
         print(output)
-    last = (output.strip().splitlines() or [""])[-1][:110]
     print(f"  {klass} {what}: {'HARMFUL' if bad else 'refused'} in {seconds:.1f} s, peak {peak:,.0f} MB"
-          f"{'  MISS' if peak > PEAK_MB else ''} | {last}")
+          f"{'  MISS' if peak > PEAK_MB else ''} | {last(output)[:110]}")
     if bad or peak > PEAK_MB:
         misses.append(f"{klass} {what}")
     return bad
@@ -86,7 +94,19 @@ def class_a() -> None:
         payload_case("a NUL in a branch note", "run", {**run, "action": "branch", "branch": {
             "parent": "0123456789ab", "step": 1, "changes": {"note": "a\x00b"}}}),
     ]
-    summary("A (the job queue's rows; the real worker: tests/test_jobs_payload.py)", results)
+    summary("A (the job queue's rows; the real worker and the form: tests/test_jobs_payload.py)", results)
+
+
+def write_vocabulary(path: Path, size: int) -> None:
+    """A word-level tokenizer.json of about ``size`` bytes (valid JSON), written piece by piece: this process never
+    holds it (a child's peak counts this process's memory when it was started)."""
+    with open(path, "w") as f:
+        f.write('{"version": "1.0", "model": {"type": "WordLevel", "unk_token": "u", "vocab": {"u": 0')
+        i = 1
+        while f.tell() < size - (1 << 20):
+            f.write("".join(f', "w{j:09d}{"z" * 40}": {j}' for j in range(i, i + 10_000)))
+            i += 10_000
+        f.write("}}}")
 
 
 def class_b(tmp: Path) -> None:
@@ -113,19 +133,13 @@ def class_b(tmp: Path) -> None:
                             ["-c", code], lambda status, out: status != 0 or "finished |" not in out
                             or "set aside" not in out, {"DQA_DIR": ""}))
     vocab = tmp / "tokenizer.json"
-    with open(vocab, "w") as f:  # a 65 MB vocabulary: valid JSON of a word-level tokenizer
-        f.write('{"version": "1.0", "model": {"type": "WordLevel", "unk_token": "u", "vocab": {"u": 0')
-        i = 1
-        while f.tell() < 65 << 20:
-            f.write("".join(f', "w{j:09d}{"z" * 40}": {j}' for j in range(i, i + 10_000)))
-            i += 10_000
-        f.write("}}}")
+    write_vocabulary(vocab, 65 << 20)
     results.append(case("B", "a 65 MB tokenizer file",
                         ["-c", "from core.llm.tokenizer_file import TokenizerFileError, open_tokenizer\n"
                                f"try:\n    open_tokenizer({str(vocab)!r}); print('accepted')\n"
                                "except TokenizerFileError as e:\n    print(e)"],
                         lambda status, out: "accepted" in out or "more than the" not in out))
-    vocab.write_text(vocab.read_text()[:23 << 20].rsplit(", ", 1)[0] + "}}}")  # just under the cap: counts
+    write_vocabulary(vocab, 23 << 20)  # just under the cap: counts
     results.append(case("B", "a 23 MB tokenizer file (its counting process's peak after the |)",
                         ["-c", "from core.llm.tokenizer_file import open_tokenizer\n"
                                f"count = open_tokenizer({str(vocab)!r}); count('w000000001 hello')\n"
@@ -148,7 +162,7 @@ def class_b(tmp: Path) -> None:
                             lambda status, out: status == 0 or "more than the" not in out))
     else:
         print(f"  B a valid 63 MB question file: skipped (no DQA folder at {dqa})")
-    summary("B (numbers and files)", results)
+    summary("B (numbers and files; tests/test_bounds.py, test_llm_tokenizer_file.py, test_odd_files.py)", results)
 
 
 def class_c(tmp: Path) -> None:
@@ -184,24 +198,93 @@ def class_c(tmp: Path) -> None:
             continue
         results.append(case("C", what, ["-m", "core", "scenario", "check", str(folder)],
                             lambda status, out: status == 0))
-    summary("C (scenario plugins)", results)
+    summary("C (scenario plugins; tests/test_scenario_plugins.py)", results)
 
 
-def class_e() -> None:
-    tests = {"a plugin's title and set names on the Results tab": "benchmark_results",
-             "/run?q=dqa/locating/ and 30,000 digits (and other URL parameters)": "url_parameter_out"}
-    results = [case("E", what, ["-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_page_untrusted.py",
-                                "-k", selector], lambda status, out: status != 0)
-               for what, selector in tests.items()]
-    summary("E (pages)", results)
+#: One page opened from a link by Streamlit's AppTest, in the child (no pytest): harmful if it raised, if a link
+#: out of bounds got no message saying so, or if any Markdown it renders could draw a link or an image.
+PAGE = """import json, os, shutil, sys
+from pathlib import Path
+tmp, page, params = Path(sys.argv[1]), sys.argv[2], json.loads(sys.argv[3])
+from tests.test_page_untrusted import PAYLOAD, live, shown_markdown
+if page.endswith("benchmark.py"):  # the hostile plugin of the page test, and two benchmarks of it in sets so named
+    folder = tmp / "scenarios" / "depot"
+    shutil.copytree("assets/scenarios/depot", folder)
+    text = (folder / "scenario.toml").read_text().replace('name = "depot"', 'name = "hostile"')
+    text = text.replace('title = "Distribution centre"', f'title = "Depot {PAYLOAD}"')
+    (folder / "scenario.toml").write_text(text.replace("We deliver parcels", f"We deliver parcels {PAYLOAD}"))
+    os.environ["PLANRAG_SCENARIOS"] = str(folder.parent)
+    from core.benchmark.runner import Bench, BenchConfig
+    (tmp / "answer.json").write_text(json.dumps([f"Thought: I now know the answer. {PAYLOAD}\\nFinal answer: {PAYLOAD}"]))
+    for name in ("set __bold__ _em_", "other ___x___ 1.2"):
+        Bench(BenchConfig(["iterrag", "planrag"], f"replay:{tmp / 'answer.json'}", scenario="hostile",
+                          source="scenario", questions="1", name=name, cache=False)).run()
+from streamlit.testing.v1 import AppTest
+at = AppTest.from_file("app.py", default_timeout=60)
+at.query_params.update(params)
+at.switch_page(page)
+at.run()
+if at.exception:
+    sys.exit(f"exception: {at.exception[0].message}")
+said = [e.value for e in list(at.error) + list(at.warning)]
+clear = any("cannot be opened here" in v or "characters long; at most" in v for v in said)
+hot = [v for v in shown_markdown(at) if live(v)]
+print(f"{len(hot)} live markup, {len(said)} message(s), {'clear' if clear else 'none clear'}, longest "
+      f"{max(map(len, said), default=0)} characters |", said[0][:60] if said else "")
+"""
+
+
+def class_d() -> None:
+    """bench/bench_observations.py's hostile model servers (each called once in a child process of its own), its
+    figures repeated here so that every class is in one place."""
+    status, output, _, _ = child(["bench/bench_observations.py", "model"])
+    lines = [line for line in output.splitlines() if line.strip()]
+    for line in lines:
+        print(f"  D {line.strip()}")
+    results = [": peak memory" in line and line.endswith("MISS") for line in lines if ": peak memory" in line]
+    if status != 0 or len(results) != 3:
+        misses.append("D (bench_observations.py model did not report its three servers)")
+    misses.extend(f"D {line.strip()}" for line in lines if line.endswith("MISS"))
+    summary("D (hostile model servers; tests/test_llm_limits.py)", results or [True])
+
+
+def last(output: str) -> str:
+    """The last line a child printed."""
+    return (output.strip().splitlines() or [""])[-1]
+
+
+def class_e(tmp: Path) -> None:
+    def page(what: str, name: str, params: dict, harmful) -> bool:
+        folder = tmp / "pages" / str(len(list((tmp / "pages").glob("*"))) if (tmp / "pages").exists() else "0")
+        folder.mkdir(parents=True)
+        env = {"PLANRAG_HOME": str(folder / "home"), "OPENAI_MODEL": "", "OPENAI_BASE_URL": "", "OPENAI_API_KEY": ""}
+        return case("E", what, ["-c", PAGE, str(folder), f"pages/{name}.py", json.dumps(params)],
+                    lambda status, out: status != 0 or not last(out).startswith("0 live") or harmful(last(out)), env)
+
+    def unclear(out: str) -> bool:
+        return " clear," not in out or int(out.split("longest ")[1].split()[0]) >= 2000
+
+    page("baseline: /run?q=demo/locating/1, an ordinary link (not counted)", "run", {"q": "demo/locating/1"},
+         lambda out: False)
+    results = [page("a plugin's title and set names on the Results tab", "benchmark", {}, lambda out: False)]
+    for name, params in [("run", {"q": "dqa/locating/" + "9" * 30_000}), ("run", {"q": "demo/locating/" + "9" * 50}),
+                         ("decision", {"q": "demo/building/" + "1" * 5000}), ("run", {"run": "a" * 30_000}),
+                         ("history", {"run": "f" * 30_000}), ("compare", {"runs": ",".join(["abc"] * 10_000)})]:
+        (key, value), = params.items()
+        results.append(page(f"/{name}?{key}={value[:14]}... ({len(value):,} characters)", name, params, unclear))
+    summary("E (pages; their page tests: tests/test_page_untrusted.py)", results)
 
 
 def main(classes: list[str]) -> int:
-    chosen = [c.upper() for c in classes] or ["A", "B", "C", "E"]
+    chosen = [c.upper() for c in classes] or ["A", "B", "C", "D", "E"]
     with tempfile.TemporaryDirectory(prefix="bench-trust-") as tmp:
         for klass in chosen:
             print(f"class {klass}:", flush=True)
-            {"A": class_a, "B": lambda: class_b(Path(tmp)), "C": lambda: class_c(Path(tmp)), "E": class_e}[klass]()
+            {"A": class_a, "B": lambda: class_b(Path(tmp)), "C": lambda: class_c(Path(tmp)), "D": class_d,
+             "E": lambda: class_e(Path(tmp))}[klass]()
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"this script's own peak: {own:,.0f} MB (a floor of every figure: a child's peak counts the memory of "
+          f"the process that started it)")
     print(f"misses: {', '.join(misses) if misses else 'none'}")
     return 1 if misses else 0
 

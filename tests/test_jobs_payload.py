@@ -134,3 +134,18 @@ def test_a_nul_in_a_branch_note_is_refused_before_anything_is_recorded_or_queued
         with pytest.raises(ValueError, match=r"may hold any character but NUL"):
             runs.branch(store.get(parent), 1, runs.Opener(), who=local_admin(), **changes)
     assert [r.id for r in store.list()] == [parent] and queue.counts() == {}
+
+
+def test_a_nul_in_a_branch_note_is_refused_at_the_run_pages_form_with_the_queue(team, monkeypatch, tmp_path):  # noqa: F811
+    """Issue 44 section A, on the page: with the team store and its queue, the Run page's branch form given a note
+    with a NUL left the branch queued with no job and showed the raw exception. It says why in one line; no run is
+    recorded, no job queued."""
+    from tests.test_page_run_control import branch_with_a_nul, finished_run
+    from tests.page_app import isolate, shown
+
+    isolate(monkeypatch, tmp_path / "app")
+    parent = finished_run()
+    at = branch_with_a_nul(parent)
+    assert not at.exception, at.exception
+    assert [shown(e.value) for e in at.error] == ["the note may hold any character but NUL (\\x00): remove it"]
+    assert [r.id for r in runs.open_store().list()] == [parent] and queue.counts() == {}

@@ -215,3 +215,29 @@ def test_a_tokenizer_file_over_its_cap_is_refused_before_it_is_parsed(tmp_path):
     with pytest.raises(TokenizerFileError, match=rf"more than the {MAX_BYTES['tokenizer file'] // MB} MB"):
         open_tokenizer(big)
     assert MAX_BYTES["tokenizer file"] <= 24 * MB  # parsed at about 15 times its size: within 300 MB or so
+
+
+def test_a_native_librarys_panic_within_a_run_ends_it_as_failed_with_its_reason(tmp_path):
+    """Issue 44 section B: a native library's panic (pyo3's PanicException, a BaseException, not an Exception)
+    escaped the run: a traceback on the command line, a run left running in the app. The tokenizer file now counts
+    in a process of its own (above); a panic raised anywhere else in a run ends it as failed with its reason."""
+    from tokenizers import Tokenizer
+
+    from tests.test_agents_runtime import FakeBackend
+
+    path = tmp_path / "tokenizer.json"
+    build_regex_tokenizer(path, PANICS)
+    native = Tokenizer.from_file(str(path))  # in this process: its panic is raised here
+
+    class PanickingBackend(FakeBackend):
+        def query(self, text, **kw):
+            native.encode(HOSTILE_TEXT)
+
+    with pytest.raises(BaseException) as raised:
+        native.encode(HOSTILE_TEXT)
+    assert not isinstance(raised.value, Exception)  # what the library raises: no Exception
+    runtime = make_runtime(tmp_path / "home", backend=PanickingBackend())
+    result = runtime.start(RunSettings("locating", 1, "sqlite", "iterrag", replay(tmp_path, [ACT, FINAL, FINAL])))
+    record = runtime.store.get(result.run_id)
+    assert record.status == "failed" and "retry-limit-in-match" in record.outcome["error"], record.outcome
+    assert record.events[-1].kind == "error" and "PanicException" in record.events[-1].message

@@ -317,3 +317,31 @@ def test_without_a_name_the_inbox_cannot_approve(home):
     at = open_page("pages/run.py")
     [approve] = [b for b in at.button if b.key == f"inbox-approve-{run_id}"]
     assert approve.disabled and any("Give your name" in c.value for c in at.caption)
+
+
+def finished_run() -> str:
+    runtime = jobs.open_runtime()
+    spec = replays("demo", "locating", 1, "sql", "planrag")[0].spec
+    done = runtime.start(RunSettings("locating", 1, "sqlite", "planrag", spec, source="demo"))
+    runtime.close()
+    return done.run_id
+
+
+def branch_with_a_nul(run_id: str):
+    """The Run page's branch form given a note with a NUL: the page after Start the branch."""
+    at = session(run_id, "ana")
+    at.selectbox(key="run-branch-step-" + run_id).set_value(2).run()
+    at.radio(key="run-branch-change-" + run_id).set_value("note").run()
+    at.text_input(key="run-branch-note-" + run_id).set_value("look at\x00 the totals")
+    return button(at, "Start the branch").click().run()
+
+
+def test_a_nul_in_a_branch_note_is_refused_at_the_form_with_a_message(home):
+    """Issue 44 section A: a note with a NUL left the branch queued with no job and the raw exception on the Run
+    page. It is refused at the form with one line, and no run is recorded (the team store's case:
+    tests/test_jobs_payload.py)."""
+    parent = finished_run()
+    at = branch_with_a_nul(parent)
+    assert not at.exception, at.exception
+    assert [shown(e.value) for e in at.error] == ["the note may hold any character but NUL (\\x00): remove it"]
+    assert at.session_state["run_id"] == parent and [r.id for r in jobs.open_store().list()] == [parent]
