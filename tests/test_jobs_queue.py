@@ -423,6 +423,44 @@ def test_a_stopped_benchmark_cancels_its_waiting_items_and_a_rerun_runs_only_tho
     stub.close()
 
 
+#: An app that records a run and queues its job, killed (SIGKILL) on the way: before the job's INSERT, or after it and
+#: before the transaction's commit.
+_DYING_APP = """
+import os, signal, sys
+from core.auth.roles import local_admin
+from core.jobs import queue, runs
+from core.model.run_settings import RunSettings
+real = queue.defer_run
+
+def dying(job, connection):
+    if sys.argv[1] == "after the job":
+        real(job, connection)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+queue.defer_run = dying
+runs.start(RunSettings("locating", 1, "sqlite", "iterrag", "m", source="demo"), runs.Opener(), who=local_admin())
+"""
+
+
+@pytest.mark.parametrize("killed", ["before the job", "after the job"])
+def test_an_app_killed_between_recording_a_run_and_queueing_its_job_leaves_neither(team, killed):
+    """The run and its job are stored in one transaction: an app killed between the two (or before the commit)
+    leaves no run ``queued`` for ever and no job; the next start stores both."""
+    import psycopg
+
+    dead = subprocess.run([sys.executable, "-c", _DYING_APP, killed], cwd=ROOT, env={**os.environ},
+                          capture_output=True, text=True, timeout=120)
+    assert dead.returncode == -signal.SIGKILL, dead.stdout + dead.stderr
+    with psycopg.connect(team, autocommit=True) as con:
+        # the server rolls back the dead connection's transaction as soon as it sees it closed
+        wait_for(lambda: not con.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                                         "AND state LIKE 'idle in transaction%'").fetchone()[0], timeout=30)
+        assert con.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
+        assert con.execute("SELECT count(*) FROM procrastinate_jobs").fetchone()[0] == 0
+    run = runs.start(settings("http://127.0.0.1:1"), opener("http://127.0.0.1:1"), who=ME)
+    assert status(run.run_id) == "queued" and queue.counts() == {queue.RUNS: {"todo": 1}}
+
+
 def test_a_run_recorded_without_its_job_is_queued_by_the_sweep(team, workers):
     """The app died between recording a run ``queued`` and queueing its job: a worker's sweep queues it (with the
     model it was asked with) and drives it; a branch recorded so cannot be (its changes went with the job never

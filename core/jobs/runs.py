@@ -201,8 +201,7 @@ def start(settings: RunSettings, make_runtime: Callable, *, who: Identity,
     store.record_start(run_id, who.name)
     if queue.enabled():
         job = queue.run_job("start", run_id, _llm_of(make_runtime))  # checked before the run is recorded
-        store.create(run_id, settings.validate().to_dict(), queued=True)
-        queue.defer_run(job)
+        store.create(run_id, settings.validate().to_dict(), queued=True, then=lambda con: queue.defer_run(job, con))
         return follower(run_id)
     return launch(RunJob(run_id, settings, make_runtime, lambda runtime: runtime.iter_start(settings, run_id)))
 
@@ -234,11 +233,11 @@ def _handed_over(run_id: str, runtime, events, make_runtime: Callable) -> RunFol
     """A run this process claimed (a review, a resume), given to the job queue's workers to drive."""
     try:
         getattr(events, "close", lambda: None)()  # never started: nothing of it ran here
-        runtime.store.hand_over(run_id)
+        job = queue.run_job("continue", run_id, _llm_of(make_runtime))
+        # queued with its job in one transaction, unless the claim settled (paused again, ended)
+        runtime.store.hand_over(run_id, then=lambda con: queue.defer_run(job, con))
     finally:
         runtime.close()
-    if open_store().get(run_id, events=False).status == "queued":  # not settled at the claim (paused again, ...)
-        queue.enqueue_run("continue", run_id, _llm_of(make_runtime))
     return follower(run_id)
 
 
@@ -292,10 +291,10 @@ def branch(record: RunRecord, step: int, make_runtime: Callable, *, who: Identit
             getattr(events, "close", lambda: None)()  # checked, never started
             job = queue.run_job("branch", new_id, _llm_of(make_runtime),
                                 branch={"parent": record.id, "step": step, "changes": changes})
-            runtime.store.create(new_id, record.settings, parent_id=record.id, branch_step=step, queued=True)
+            runtime.store.create(new_id, record.settings, parent_id=record.id, branch_step=step, queued=True,
+                                 then=lambda con: queue.defer_run(job, con))
         finally:
             runtime.close()
-        queue.defer_run(job)
         return follower(new_id)
     return launch(RunJob(new_id, RunSettings.from_dict(record.settings), lambda: runtime, lambda _: events))
 

@@ -183,6 +183,11 @@ class _Postgres:
     def __init__(self, con):
         self._con = con
 
+    @property
+    def connection(self):
+        """The psycopg connection itself (for another library's statements in the same transaction)."""
+        return self._con
+
     def execute(self, sql: str, params=()):
         return self._con.execute(sql.replace("%", "%%").replace("?", "%s"), tuple(params))
 
