@@ -26,7 +26,7 @@ from core.config.secrets import scrub
 from core.store.sqlite import open_sqlite
 
 #: The Alembic revision this code's team-store schema is at (core/store/migrations/versions; a test keeps them equal).
-SCHEMA_HEAD = "0004"
+SCHEMA_HEAD = "0005"
 _pools: dict[tuple, object] = {}
 _checked: set[str] = set()
 _pools_lock = threading.Lock()
@@ -147,22 +147,56 @@ def current_revision(url: str) -> str | None:
     return row[0] if row else None
 
 
-def has_queue(url: str) -> bool:
-    """Whether the team store at ``url`` has the job queue's tables (procrastinate's)."""
+#: procrastinate's migration files (``NN.NN.NN_NN_name.sql``, applied in the order of their names); None: those of
+#: the installed procrastinate (found without importing it).
+QUEUE_MIGRATIONS: Path | None = None
+#: The job queue's level in a store whose queue tables were made before the level was recorded (schema 0004): the
+#: earlier code created them once, from procrastinate 3.10.0's schema, whose last migration this is.
+QUEUE_BASELINE = "03.04.00_50_post_add_retry_failed_job_procedure"
+
+
+def queue_migrations() -> list[Path]:
+    """procrastinate's migration files, in the order they apply (QUEUE_MIGRATIONS)."""
+    import importlib.util
+
+    folder = QUEUE_MIGRATIONS
+    if folder is None:
+        spec = importlib.util.find_spec("procrastinate")
+        if spec is None or not spec.submodule_search_locations:
+            raise home.HomeError("procrastinate is not installed (pip install -r requirements.txt)")
+        folder = Path(next(iter(spec.submodule_search_locations))) / "sql" / "migrations"
+    return sorted(folder.glob("*.sql"), key=lambda p: p.name)
+
+
+def queue_head() -> str:
+    """The job queue's level this code needs: its last migration's name (without .sql)."""
+    return queue_migrations()[-1].stem
+
+
+def queue_level(url: str) -> str | None:
+    """The job queue's level of the team store at ``url`` (queue_schema; QUEUE_BASELINE for queue tables made before
+    it was recorded); None when it has no queue tables."""
     import psycopg  # optional: the team store's driver
 
     with psycopg.connect(url, **connect_kwargs()) as con:
-        return con.execute("SELECT to_regclass('procrastinate_jobs') IS NOT NULL").fetchone()[0]
+        if not con.execute("SELECT to_regclass('procrastinate_jobs') IS NOT NULL").fetchone()[0]:
+            return None
+        row = (con.execute("SELECT migration FROM queue_schema").fetchone()
+               if con.execute("SELECT to_regclass('queue_schema') IS NOT NULL").fetchone()[0] else None)
+    return row[0] if row else QUEUE_BASELINE
 
 
 def check_schema(url: str) -> None:
-    """SchemaBehind unless the team store at ``url`` has this code's schema and the job queue's tables (checked
-    once per process)."""
+    """SchemaBehind unless the team store at ``url`` has this code's schema and the job queue's tables at this code's
+    procrastinate level (checked once per process)."""
     if url in _checked:
         return
     at = current_revision(url)
-    if at == SCHEMA_HEAD and not has_queue(url):
-        at = f"{at} without the job queue's tables"
+    if at == SCHEMA_HEAD:
+        level, needed = queue_level(url), queue_head()
+        if level != needed:
+            at = (f"{at} without the job queue's tables" if level is None else
+                  f"{at} with the job queue at {level} (this code's procrastinate needs {needed})")
     if at != SCHEMA_HEAD:
         state = "has no schema yet" if at is None else f"is at schema revision {at}"
         raise SchemaBehind(f"The team store {shown(url)} {state}; this version of the workbench needs revision "
