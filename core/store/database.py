@@ -122,6 +122,17 @@ def lost_reason(error: BaseException) -> str:
     return scrub((str(error).strip().splitlines() or [type(error).__name__])[0])
 
 
+def answers(url: str, timeout: int = 3) -> bool:
+    """Whether the team store at ``url`` takes a connection within ``timeout`` seconds (a page waiting for it)."""
+    import psycopg  # optional: the team store's driver
+
+    try:
+        with psycopg.connect(url, connect_timeout=timeout, **connect_kwargs()):
+            return True
+    except psycopg.OperationalError:
+        return False
+
+
 def close_pools(url: str | None = None) -> None:
     """Close this process's pools (to ``url``, or all)."""
     with _pools_lock:
