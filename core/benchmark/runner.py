@@ -354,6 +354,7 @@ class Bench:
         it. Raises BenchBusy when another benchmark runs into the same directory (see ``claim``)."""
         self.claim()
         try:
+            self.store.mark_running(len(self.work.items), self.config.started_by)
             return self.run_items(self.pending, on_result, stop, on_note)
         finally:
             self.lock.release()

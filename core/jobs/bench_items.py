@@ -81,6 +81,7 @@ def follow(bench: Bench, on_result, stop: threading.Event, on_note) -> Progress:
                                          sum(bool(r.get("correct")) for r in stored),
                                          budget=bench.open_budget(bench.budget_id))
     started = time.time()
+    bench.store.mark_running(len(bench.work.items), bench.config.started_by)
     values = {**config_dict(bench), "budget_id": bench.budget_id}
     jobs = queue.enqueue_items(values, [i.key for i in bench.pending], bench.directory.name)
     waiting = {i.key: i for i in bench.pending}

@@ -173,6 +173,15 @@ def job_states(ids: list[int]) -> dict[int, str]:
     return dict(_sql("SELECT id, status::text FROM procrastinate_jobs WHERE id = ANY(%s)", (list(ids),)))
 
 
+def bench_in_queue() -> dict[str, dict[str, int]]:
+    """The benchmarks with items in the queue, by name (as their jobs carry it): ``waiting`` and ``in_flight``."""
+    found: dict[str, dict[str, int]] = {}
+    for name, state, n in _sql("SELECT args->'config'->>'name', status::text, count(*) FROM procrastinate_jobs "
+                               "WHERE task_name = 'bench_item' AND status IN ('todo', 'doing') GROUP BY 1, 2"):
+        found.setdefault(name, {"waiting": 0, "in_flight": 0})["waiting" if state == "todo" else "in_flight"] += n
+    return found
+
+
 def counts() -> dict[str, dict[str, int]]:
     """Jobs per queue and status."""
     found: dict[str, dict[str, int]] = {}
