@@ -63,3 +63,25 @@ def test_an_open_page_says_the_store_is_away_and_goes_on_once_it_is_back(own_sto
     page.run()
     assert not page.exception and not page.error
     assert any(run_id[:8] in str(d.value) for d in page.dataframe) or run_id[:8] in str(page.markdown)
+
+
+_LIVE_VIEW = """
+from psycopg_pool import PoolTimeout
+from ui.live import live
+
+def draw():
+    raise PoolTimeout("couldn't get a connection after 30.00 sec")
+
+live(draw, going=lambda: True)
+"""
+
+
+def test_a_live_view_that_meets_the_outage_says_so_in_its_place():
+    """A view following work (ui.live) whose read meets the store away says so in one line, not a traceback; its
+    timer tries again at the next tick."""
+    from streamlit.testing.v1 import AppTest
+
+    view = AppTest.from_string(_LIVE_VIEW, default_timeout=30).run()
+    assert not view.exception
+    assert [e.value for e in view.error] == ["The team store cannot be reached (couldn't get a connection after "
+                                             "30.00 sec): this view goes on once it is back."]
