@@ -368,6 +368,41 @@ def test_an_outage_of_the_store_mid_benchmark_is_ridden_out_by_workers_and_comma
     stub.close()
 
 
+def test_an_outage_of_the_store_mid_benchmark_is_ridden_out_by_a_process_running_it_in_its_threads(own_team,
+                                                                                                  monkeypatch):
+    """``PLANRAG_JOBS=threads`` (an app or ``core bench`` running the items itself): the server (the test's own
+    cluster) is away OUTAGE_S seconds with items in flight; the benchmark says once that the store is away and once
+    that it is back, holds its lock again, runs again the items the outage interrupted and ends with every item
+    finished, none keeping the outage as its result or its not-run record."""
+    from core.benchmark.lock import BenchBusy, DirectoryLock
+    from core.benchmark.results import read_not_run, read_results
+    from core.jobs import bench_items
+
+    monkeypatch.setenv("PLANRAG_JOBS", "threads")
+    stub = TurnStub([ACT, FINAL], latency=1.0)
+    b = bench(stub.url, name="threads-outage", concurrency=2)
+    notes: list[str] = []
+    ended = []
+    running = threading.Thread(target=lambda: ended.append(bench_items.drive(b, on_note=notes.append)))
+    running.start()
+    wait_for(lambda: len(read_results(b.directory)) >= 1, timeout=60, every=0.2)
+    own_team.stop()
+    time.sleep(OUTAGE_S)
+    own_team.start()
+    wait_for(lambda: any("the team store is back" in n for n in notes) or not running.is_alive(), timeout=300)
+    if running.is_alive():  # the lock is held again: no other process runs into the benchmark meanwhile
+        with pytest.raises(BenchBusy):
+            DirectoryLock(b.directory).acquire()
+    running.join(300)
+    assert ended, notes
+    results = read_results(b.directory)
+    assert len(results) == 6 and {r["status"] for r in results} == {"finished"}, notes
+    assert not read_not_run(b.directory) and not ended[0].errors
+    assert sum("the team store cannot be reached" in n for n in notes) == 1, notes
+    assert sum("the team store is back" in n for n in notes) == 1, notes
+    stub.close()
+
+
 def test_stop_resume_branch_and_query_approval_work_on_whichever_worker_holds_the_run(team, workers):
     stub = TurnStub([ACT, FINAL], hold_at=1)
     workers("w1")

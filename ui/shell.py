@@ -68,7 +68,7 @@ def run(page) -> None:
 def _when_back() -> None:
     """The whole page again once the team store answers."""
     url = core_settings.database_url()
-    if url and database.answers(url):
+    if url and database.back(url):
         st.rerun()
 
 

@@ -15,6 +15,7 @@ import socket
 import sqlite3
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -122,15 +123,39 @@ def lost_reason(error: BaseException) -> str:
     return scrub((str(error).strip().splitlines() or [type(error).__name__])[0])
 
 
-def answers(url: str, timeout: int = 3) -> bool:
-    """Whether the team store at ``url`` takes a connection within ``timeout`` seconds (a page waiting for it)."""
+GRACE_S = 600.0  # how long a process waits for a team store that cannot be reached before it gives up
+BACK_EVERY_S = 2.0  # how often it looks whether the store is back
+
+
+def back(url: str) -> bool:
+    """Whether the team store at ``url`` is back for this process: each of its pools to it hands out a connection
+    within BACK_EVERY_S seconds (a pool reconnects at its own pace after an outage), or, with none, the server
+    takes a connection."""
     import psycopg  # optional: the team store's driver
 
+    with _pools_lock:
+        mine = [p for (u, _, pid), p in _pools.items() if u == url and pid == os.getpid()]
     try:
-        with psycopg.connect(url, connect_timeout=timeout, **connect_kwargs()):
-            return True
-    except psycopg.OperationalError:
+        if not mine:
+            with psycopg.connect(url, connect_timeout=int(BACK_EVERY_S) + 1, **connect_kwargs()):
+                return True
+        for found in mine:
+            with found.connection(timeout=BACK_EVERY_S):
+                pass
+    except connection_errors():
         return False
+    return True
+
+
+def wait_until_back(url: str, grace_s: float = GRACE_S) -> bool:
+    """Wait until the team store at ``url`` is ``back`` (looked at every BACK_EVERY_S seconds); False when it was
+    not within ``grace_s`` seconds."""
+    deadline = time.monotonic() + grace_s
+    while not back(url):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(BACK_EVERY_S)
+    return True
 
 
 def close_pools(url: str | None = None) -> None:
