@@ -403,6 +403,28 @@ def test_an_outage_of_the_store_mid_benchmark_is_ridden_out_by_a_process_running
     stub.close()
 
 
+def test_an_outage_of_the_store_mid_run_is_ridden_out_by_an_app_driving_it_in_its_threads(own_team, monkeypatch):
+    """``PLANRAG_JOBS=threads``: the server (the test's own cluster) goes away while the app's run waits for the
+    model, the reply comes during the outage; once the store is back the run goes on from its last checkpoint (the
+    step the outage cut asked again) and finishes, its events neither lost nor doubled."""
+    monkeypatch.setenv("PLANRAG_JOBS", "threads")
+    stub = TurnStub([ACT, FINAL], hold_at=1)
+    run = runs.start(settings(stub.url), opener(stub.url), who=ME)
+    assert isinstance(run, runs.RunJob)
+    assert stub.held.wait(60)
+    own_team.stop()
+    stub.release.set()  # the reply comes while the store is away
+    time.sleep(OUTAGE_S)
+    own_team.start()
+    assert run.join(300) and run.error is None, run.error
+    record = runs.open_store().get(run.run_id)
+    assert record.status == "finished", record.outcome
+    kinds = [e.kind for e in record.events]
+    assert kinds.count("final") == 1 and kinds.count("observation") == 1, kinds
+    assert list(stub.repeated().values()) == [2]  # the step the outage cut, asked again once
+    stub.close()
+
+
 def test_stop_resume_branch_and_query_approval_work_on_whichever_worker_holds_the_run(team, workers):
     stub = TurnStub([ACT, FINAL], hold_at=1)
     workers("w1")

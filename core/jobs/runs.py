@@ -23,6 +23,7 @@ from core.config import settings as config
 from core.model.run_settings import Review, RunSettings
 from core.model.events import AnyEvent, Event
 from core.llm.client import LLMSettings
+from core.store import database
 from core.store.runs import DRIVEN, RunRecord, RunStore
 from core.jobs import queue
 from core.jobs.job import Job, JobBusy, get, launch
@@ -137,9 +138,21 @@ class RunJob(Job):
                 runtime.interrupt_all(interrupted)
             if asked:  # Stop came while the runtime opened
                 runtime.stop(self.run_id, starting=True, by=by)
-            for _ in self._iterate(runtime):  # each event is stored before it comes here
-                self._pieces = []
-                self.changed()
+            events = self._iterate(runtime)
+            while True:
+                try:
+                    for _ in events:  # each event is stored before it comes here
+                        self._pieces = []
+                        self.changed()
+                    break
+                except Exception as e:  # the team store away: not the run's end
+                    if not database.is_lost(e) or not database.wait_until_back(runtime.store.db.url):
+                        raise
+                    # back: the run goes on from its last checkpoint (the step the outage cut is run again)
+                    runtime.store.interrupt(self.run_id)
+                    if self._interrupted:  # the process stops meanwhile: kept interrupted, to be resumed
+                        break
+                    events = runtime.iter_continue(self.run_id, ("interrupted",))
         finally:
             if runtime is not None:
                 runtime.close()
