@@ -125,7 +125,7 @@ class ResultStore:
 
     def mark_running(self, total: int, by: str = "") -> None:
         """Record that this process runs the benchmark now (its ``total`` items, who started it, where), for the
-        other apps of the team store to follow (``running_elsewhere``)."""
+        other apps of the team store to follow (core.jobs.benchmarks.elsewhere)."""
         sc = self.scope
         value = json.dumps({"total": total, "by": by, "host": socket.gethostname(), "pid": os.getpid(),
                             "at": time.time()})
