@@ -297,6 +297,29 @@ def show_jobs() -> None:
         show_job(job)
 
 
+def show_elsewhere(running: list[dict]) -> None:
+    """The benchmarks another app, command or the queue's workers run into the team store now, as far as the store
+    has them (this app's own are above)."""
+    for b in running:
+        finished = b["stored"] + b["not_run"]
+        total = b["total"] or finished + b["waiting"] + b["in_flight"]
+        who = " ".join(x for x in (f"started by {md(b['by'])}" if b["by"] else "",
+                                   f"on {md(b['host'])}" if b["host"] else "") if x)
+        st.markdown(f"**{md(b['name'])}**: running in another app, command or worker" + (f" ({who})" if who else ""))
+        accuracy = f"{100 * b['correct'] / finished:.1f}% of n={finished} so far" if finished else "-"
+        queued = (f" · {b['in_flight']} in flight, {b['waiting']} waiting in the queue"
+                  if b["in_flight"] or b["waiting"] else "")
+        st.progress(min(1.0, finished / total) if total else 0.0,
+                    text=f"{finished}/{total} items stored ({b['not_run']} not run) · accuracy {accuracy}{queued}")
+
+
+def show_team_runs() -> None:
+    running = jobs.elsewhere()
+    if running:
+        st.subheader("Running elsewhere")
+        show_elsewhere(running)
+
+
 def bars_with_paper(acc: pd.DataFrame) -> None:
     """Label accuracy and optimal-decision rate per technique and database, each bar with its 95% interval and
     n, beside the paper's figures (their interval from the paper's n)."""
@@ -557,6 +580,7 @@ with run_tab:
     start_form()
     smoke_start()
     live(show_jobs, going=lambda: any(not j.done for j in jobs.jobs()), every=POLL_S)
+    live(show_team_runs, going=lambda: bool(jobs.elsewhere()), every=POLL_S)
 with results_tab:
     directories = stored_benchmarks(bench_home())
     if not directories:

@@ -89,7 +89,7 @@ def neo4j_server():
 #: The PostgreSQL server the team-store tests use (POSTGRES_URL: a URL of its maintenance database).
 POSTGRES_URL = os.environ.get("POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 #: Tables the team-store tests empty between tests (all but the schema's own records).
-_KEPT_TABLES = ("alembic_version", "checkpoint_migrations")
+_KEPT_TABLES = ("alembic_version", "checkpoint_migrations", "queue_schema")
 
 
 @pytest.fixture(scope="session")

@@ -136,3 +136,77 @@ def test_results_and_compare_sets_read_the_team_store_from_any_app(monkeypatch, 
     assert not at.exception
     assert not any("No benchmark results yet" in i.value for i in at.info)
     assert accuracy_table(at).set_index(["db", "technique"]).loc[("sqlite", "PlanRAG"), "n"] == 4
+
+
+def _progress_texts(at) -> list[str]:
+    return [p.proto.text for p in at.get("progress")]
+
+
+def test_a_benchmark_another_process_runs_is_followed_live_from_this_app(monkeypatch, tmp_path, team_database):
+    """Two apps on one team store: a ``core bench`` process (as another app's benchmark) runs into it, in its own
+    threads; this app, with a home of its own, shows it running with its progress from the store while it runs, and
+    its results once it ends."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import empty_team_store
+    from tests.page_app import APP
+    from tests.test_jobs_queue import ACT, FINAL
+    from tests.turn_stub import TurnStub
+
+    empty_team_store(team_database)
+    monkeypatch.setenv("PLANRAG_JOBS", "threads")  # each app runs its benchmarks in its own threads
+    isolate(monkeypatch, tmp_path / "this-app")
+    monkeypatch.setenv("PLANRAG_DATABASE_URL", team_database)
+    stub = TurnStub([ACT, FINAL], hold_at=1)  # every item waits at its second model call until released
+    other = subprocess.Popen(
+        [sys.executable, "-m", "core", "bench", "--source", "demo", "--technique", "iterrag", "--llm", "m",
+         "--base-url", stub.url, "--name", "elsewhere", "--no-cache", "--concurrency", "1"], cwd=APP.parent,
+        env={**os.environ, "PLANRAG_HOME": str(tmp_path / "other-app")}, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True)
+    try:
+        if not stub.held.wait(120):
+            other.kill()
+            raise AssertionError(other.stdout.read())
+        at = open_page("pages/benchmark.py", question_ref=None)
+        assert not at.exception
+        assert any(m.value.startswith("**elsewhere**: running in another app, command or worker")
+                   for m in at.markdown), [m.value for m in at.markdown]
+        assert "0/6 items stored (0 not run) · accuracy -" in _progress_texts(at)
+        stub.release.set()
+        assert other.wait(120) == 0, other.stdout.read()
+        at.run()
+        assert not at.exception and not any("running in another app" in m.value for m in at.markdown)
+        assert not any("No benchmark results yet" in i.value for i in at.info)
+        assert at.selectbox(key="bench_results").options == ["elsewhere"]
+    finally:
+        if other.poll() is None:
+            other.kill()
+        stub.close()
+
+
+def test_benchmark_items_waiting_for_the_teams_workers_are_shown_from_any_app(monkeypatch, tmp_path, team_database):
+    """With the job queue, a benchmark another app queued is shown with its items waiting for a worker."""
+    from core.benchmark.config import BenchConfig
+    from core.benchmark.runner import Bench
+    from core.jobs import bench_items, queue
+    from tests.conftest import empty_team_store
+
+    empty_team_store(team_database)
+    isolate(monkeypatch, tmp_path / "this-app")
+    monkeypatch.setenv("PLANRAG_DATABASE_URL", team_database)
+    monkeypatch.setenv("PLANRAG_JOBS", "queue")
+    try:
+        other = Bench(BenchConfig(["iterrag"], "m", source="demo", name="queued", cache=False,
+                                  base_url="http://127.0.0.1:1",
+                                  home=str(tmp_path / "other-app"), started_by="ann"))
+        other.store.mark_running(len(other.work.items), "ann")
+        queue.enqueue_items(bench_items.config_dict(other), [i.key for i in other.pending], "queued")
+        at = open_page("pages/benchmark.py", question_ref=None)
+        assert not at.exception
+        assert any(m.value.startswith("**queued**: running in another app, command or worker (started by "
+                                      "ann on ") for m in at.markdown), [m.value for m in at.markdown]
+        assert "0/6 items stored (0 not run) · accuracy - · 0 in flight, 6 waiting in the queue" in _progress_texts(at)
+    finally:
+        queue.close()

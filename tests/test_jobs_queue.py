@@ -368,6 +368,63 @@ def test_an_outage_of_the_store_mid_benchmark_is_ridden_out_by_workers_and_comma
     stub.close()
 
 
+def test_an_outage_of_the_store_mid_benchmark_is_ridden_out_by_a_process_running_it_in_its_threads(own_team,
+                                                                                                  monkeypatch):
+    """``PLANRAG_JOBS=threads`` (an app or ``core bench`` running the items itself): the server (the test's own
+    cluster) is away OUTAGE_S seconds with items in flight; the benchmark says once that the store is away and once
+    that it is back, holds its lock again, runs again the items the outage interrupted and ends with every item
+    finished, none keeping the outage as its result or its not-run record."""
+    from core.benchmark.lock import BenchBusy, DirectoryLock
+    from core.benchmark.results import read_not_run, read_results
+    from core.jobs import bench_items
+
+    monkeypatch.setenv("PLANRAG_JOBS", "threads")
+    stub = TurnStub([ACT, FINAL], latency=1.0)
+    b = bench(stub.url, name="threads-outage", concurrency=2)
+    notes: list[str] = []
+    ended = []
+    running = threading.Thread(target=lambda: ended.append(bench_items.drive(b, on_note=notes.append)))
+    running.start()
+    wait_for(lambda: len(read_results(b.directory)) >= 1, timeout=60, every=0.2)
+    own_team.stop()
+    time.sleep(OUTAGE_S)
+    own_team.start()
+    wait_for(lambda: any("the team store is back" in n for n in notes) or not running.is_alive(), timeout=300)
+    if running.is_alive():  # the lock is held again: no other process runs into the benchmark meanwhile
+        with pytest.raises(BenchBusy):
+            DirectoryLock(b.directory).acquire()
+    running.join(300)
+    assert ended, notes
+    results = read_results(b.directory)
+    assert len(results) == 6 and {r["status"] for r in results} == {"finished"}, notes
+    assert not read_not_run(b.directory) and not ended[0].errors
+    assert sum("the team store cannot be reached" in n for n in notes) == 1, notes
+    assert sum("the team store is back" in n for n in notes) == 1, notes
+    stub.close()
+
+
+def test_an_outage_of_the_store_mid_run_is_ridden_out_by_an_app_driving_it_in_its_threads(own_team, monkeypatch):
+    """``PLANRAG_JOBS=threads``: the server (the test's own cluster) goes away while the app's run waits for the
+    model, the reply comes during the outage; once the store is back the run goes on from its last checkpoint (the
+    step the outage cut asked again) and finishes, its events neither lost nor doubled."""
+    monkeypatch.setenv("PLANRAG_JOBS", "threads")
+    stub = TurnStub([ACT, FINAL], hold_at=1)
+    run = runs.start(settings(stub.url), opener(stub.url), who=ME)
+    assert isinstance(run, runs.RunJob)
+    assert stub.held.wait(60)
+    own_team.stop()
+    stub.release.set()  # the reply comes while the store is away
+    time.sleep(OUTAGE_S)
+    own_team.start()
+    assert run.join(300) and run.error is None, run.error
+    record = runs.open_store().get(run.run_id)
+    assert record.status == "finished", record.outcome
+    kinds = [e.kind for e in record.events]
+    assert kinds.count("final") == 1 and kinds.count("observation") == 1, kinds
+    assert list(stub.repeated().values()) == [2]  # the step the outage cut, asked again once
+    stub.close()
+
+
 def test_stop_resume_branch_and_query_approval_work_on_whichever_worker_holds_the_run(team, workers):
     stub = TurnStub([ACT, FINAL], hold_at=1)
     workers("w1")
@@ -421,6 +478,44 @@ def test_a_stopped_benchmark_cancels_its_waiting_items_and_a_rerun_runs_only_tho
     assert "6 to run, queued for the team's workers" in cli.stdout
     assert len(read_results(b.directory)) == 6 and sum(stub.calls.values()) == 12
     stub.close()
+
+
+#: An app that records a run and queues its job, killed (SIGKILL) on the way: before the job's INSERT, or after it and
+#: before the transaction's commit.
+_DYING_APP = """
+import os, signal, sys
+from core.auth.roles import local_admin
+from core.jobs import queue, runs
+from core.model.run_settings import RunSettings
+real = queue.defer_run
+
+def dying(job, connection):
+    if sys.argv[1] == "after the job":
+        real(job, connection)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+queue.defer_run = dying
+runs.start(RunSettings("locating", 1, "sqlite", "iterrag", "m", source="demo"), runs.Opener(), who=local_admin())
+"""
+
+
+@pytest.mark.parametrize("killed", ["before the job", "after the job"])
+def test_an_app_killed_between_recording_a_run_and_queueing_its_job_leaves_neither(team, killed):
+    """The run and its job are stored in one transaction: an app killed between the two (or before the commit)
+    leaves no run ``queued`` for ever and no job; the next start stores both."""
+    import psycopg
+
+    dead = subprocess.run([sys.executable, "-c", _DYING_APP, killed], cwd=ROOT, env={**os.environ},
+                          capture_output=True, text=True, timeout=120)
+    assert dead.returncode == -signal.SIGKILL, dead.stdout + dead.stderr
+    with psycopg.connect(team, autocommit=True) as con:
+        # the server rolls back the dead connection's transaction as soon as it sees it closed
+        wait_for(lambda: not con.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                                         "AND state LIKE 'idle in transaction%'").fetchone()[0], timeout=30)
+        assert con.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
+        assert con.execute("SELECT count(*) FROM procrastinate_jobs").fetchone()[0] == 0
+    run = runs.start(settings("http://127.0.0.1:1"), opener("http://127.0.0.1:1"), who=ME)
+    assert status(run.run_id) == "queued" and queue.counts() == {queue.RUNS: {"todo": 1}}
 
 
 def test_a_run_recorded_without_its_job_is_queued_by_the_sweep(team, workers):

@@ -116,7 +116,7 @@ def test_a_team_store_behind_the_code_stops_the_app_and_the_commands_with_what_t
         assert out.returncode == 1 and "has no schema yet" in out.stderr and "python -m core db upgrade" in out.stderr
         up = subprocess.run([sys.executable, "-m", "core", "db", "upgrade"], cwd=ROOT, env=env, capture_output=True,
                             text=True, timeout=300)
-        assert up.returncode == 0 and "schema none -> 0004" in up.stdout, up.stderr
+        assert up.returncode == 0 and f"schema none -> {database.SCHEMA_HEAD}" in up.stdout, up.stderr
         again = subprocess.run([sys.executable, "-m", "core", "override", "--list"], cwd=ROOT, env=env,
                                capture_output=True, text=True, timeout=120)
         assert again.returncode == 0, again.stderr
@@ -124,6 +124,71 @@ def test_a_team_store_behind_the_code_stops_the_app_and_the_commands_with_what_t
         database.close_pools(url)
         with psycopg.connect(team_database.rsplit("/", 1)[0] + "/postgres", autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1]}" WITH (FORCE)')
+
+
+def test_db_upgrade_makes_the_job_queues_tables_and_applies_procrastinates_later_migrations(team_database, tmp_path,
+                                                                                              monkeypatch):
+    """On a fresh database of the test's own: ``db upgrade`` makes the job queue's tables at this code's
+    procrastinate level; a store made before the level was recorded is at the baseline; a procrastinate with one
+    more migration (a migrations folder of the test's own) finds the store behind, ``db upgrade`` applies that one
+    only (once), a migration that fails changes nothing, and older code then refuses the store as not its own."""
+    import shutil
+
+    import psycopg
+
+    from core.store import schema
+
+    admin_url = team_database.rsplit("/", 1)[0] + "/postgres"
+    name = f"{team_database.rsplit('/', 1)[1]}_queue"
+    url = team_database.rsplit("/", 1)[0] + "/" + name
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        up = subprocess.run([sys.executable, "-m", "core", "db", "upgrade", "--url", url], cwd=ROOT,
+                            capture_output=True, text=True, timeout=300)
+        assert up.returncode == 0 and f"schema none -> {database.SCHEMA_HEAD}" in up.stdout, up.stderr
+        assert database.queue_level(url) == database.queue_head()
+        healthy = subprocess.run([sys.executable, "-m", "core", "db", "check", "--url", url], cwd=ROOT,
+                                 capture_output=True, text=True, timeout=120)
+        assert healthy.returncode == 0, healthy.stdout
+        with psycopg.connect(url, autocommit=True) as con:  # queue tables made by the earlier code: no level kept
+            con.execute("DELETE FROM queue_schema")
+        assert database.queue_level(url) == database.QUEUE_BASELINE
+        assert schema.upgrade_queue(url) == []  # the pinned procrastinate's: nothing to apply
+
+        newer = tmp_path / "migrations"
+        shutil.copytree(database.queue_migrations()[0].parent, newer, ignore=shutil.ignore_patterns("__*"))
+        (newer / "99.00.00_01_pre_note_jobs.sql").write_text(
+            "COMMENT ON TABLE procrastinate_jobs IS 'migrated';\n"
+            "CREATE FUNCTION procrastinate_test_marker() RETURNS int LANGUAGE sql AS $$ SELECT 1 $$;\n")
+        monkeypatch.setattr(database, "QUEUE_MIGRATIONS", newer)
+        database.close_pools(url)
+        with pytest.raises(database.SchemaBehind, match="with the job queue at 03.04.00_50.*needs 99.00.00_01_pre_note_"
+                                                        "jobs.*Run: python -m core db upgrade"):
+            database.check_schema(url)
+        assert schema.upgrade_queue(url) == ["99.00.00_01_pre_note_jobs"]
+        assert schema.upgrade_queue(url) == []  # applied once
+        database.check_schema(url)
+        with psycopg.connect(url) as con:
+            assert con.execute("SELECT obj_description('procrastinate_jobs'::regclass)").fetchone()[0] == "migrated"
+
+        (newer / "99.00.01_01_pre_broken.sql").write_text(
+            "COMMENT ON TABLE procrastinate_jobs IS 'half';\nSELECT no_such_column FROM procrastinate_jobs;\n")
+        with pytest.raises(psycopg.errors.UndefinedColumn):
+            schema.upgrade_queue(url)
+        assert database.queue_level(url) == "99.00.00_01_pre_note_jobs"
+        with psycopg.connect(url) as con:  # rolled back with the level
+            assert con.execute("SELECT obj_description('procrastinate_jobs'::regclass)").fetchone()[0] == "migrated"
+
+        monkeypatch.setattr(database, "QUEUE_MIGRATIONS", None)  # the code before: its procrastinate is older
+        database.close_pools(url)
+        with pytest.raises(database.SchemaBehind, match="with the job queue at 99.00.00_01_pre_note_jobs"):
+            database.check_schema(url)
+    finally:
+        database.close_pools(url)
+        with psycopg.connect(admin_url, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def test_copy_moves_a_home_into_the_team_store_once_and_its_paused_run_goes_on_there(team_database, tmp_path,

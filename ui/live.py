@@ -18,6 +18,8 @@ from collections.abc import Callable
 
 import streamlit as st
 
+from core.store import database
+
 EVERY_S = 0.5  # how often a page following work redraws it
 CLOSELY_S = 0.15  # how often a small part of it that changes fast is drawn again (a model's reply as it streams)
 
@@ -36,6 +38,17 @@ def live(draw: Callable[[], None], going: Callable[[], bool], every: float = EVE
 
 
 def _follow(draw: Callable[[], None], going: Callable[[], bool] | None, every: float) -> None:
+    try:
+        _draw(draw, going, every)
+    except Exception as e:
+        if going is None or not database.is_lost(e):
+            raise  # a draw within the page's run: the page says it (ui.shell.run)
+        # the timer's own run: said in the view's place, tried again at the next tick
+        st.error(f"The team store cannot be reached ({database.lost_reason(e)}): this view goes on once it is "
+                 "back.", icon=":material/cloud_off:")
+
+
+def _draw(draw: Callable[[], None], going: Callable[[], bool] | None, every: float) -> None:
     parts: list = []
     token = _closely.set(parts)
     try:

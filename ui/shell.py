@@ -4,12 +4,12 @@ itself)."""
 from __future__ import annotations
 
 import threading
-import time
 
 import streamlit as st
 
 from core import scenarios
 from core.config import home
+from core.config import settings as core_settings
 from core.jobs import opening
 from core.store import database
 from ui import access
@@ -49,19 +49,26 @@ def warming() -> threading.Thread:
     return thread
 
 
-STORE_RETRY_S = 5  # how soon a page the team store's outage interrupted tries again
+STORE_RETRY_S = 5  # how often a page the team store's outage interrupted looks whether it is back
 
 
 def run(page) -> None:
-    """Run the page; the team store away mid-page is said, and the page tried again (core.store.database.is_lost)."""
+    """Run the page; the team store away mid-page is said in one line, and the page runs again once the store
+    answers (looked at every STORE_RETRY_S seconds; core.store.database.is_lost)."""
     try:
         page.run()
     except Exception as e:
         if not database.is_lost(e):
             raise
-        st.error(f"The team store cannot be reached ({database.lost_reason(e)}): the page tries again in "
-                 f"{STORE_RETRY_S} s.", icon=":material/cloud_off:")
-        time.sleep(STORE_RETRY_S)
+        st.error(f"The team store cannot be reached ({database.lost_reason(e)}): the page goes on once it is back.",
+                 icon=":material/cloud_off:")
+        st.fragment(_when_back, run_every=STORE_RETRY_S)()
+
+
+def _when_back() -> None:
+    """The whole page again once the team store answers."""
+    url = core_settings.database_url()
+    if url and database.back(url):
         st.rerun()
 
 

@@ -73,6 +73,21 @@ class DirectoryLock:
         f.flush()
         self._file = f
 
+    def regain(self) -> None:
+        """After the team store was away: hold its lock again (it went with its session when the server stopped);
+        BenchBusy when another process took it meanwhile. Nothing for a lock file (the kernel's holds)."""
+        if self._team is None:
+            return
+        import psycopg  # optional: the team store's driver
+
+        try:
+            self._team.execute("SELECT 1")
+            return
+        except psycopg.OperationalError:
+            self._team.close()
+            self._team = None
+        self._acquire_team(database.location(self.path))
+
     def release(self) -> None:
         if self._team is not None:
             self._team.close()  # the advisory lock goes with its session

@@ -5,6 +5,8 @@ were made with, so a rerun with other parameters does not mix with them."""
 from __future__ import annotations
 
 import json
+import os
+import socket
 import sqlite3
 import time
 from pathlib import Path
@@ -28,6 +30,7 @@ CREATE TABLE IF NOT EXISTS budgets (id TEXT PRIMARY KEY, max_tokens INTEGER, max
     prompt_tokens INTEGER NOT NULL DEFAULT 0, completion_tokens INTEGER NOT NULL DEFAULT 0,
     in_flight INTEGER NOT NULL DEFAULT 0);
 """
+RUNNING = "running"  # the meta row of the process running the benchmark now (ResultStore.mark_running)
 #: The fields of an item that could not run (ResultStore.not_run, read_not_run).
 NOT_RUN_FIELDS = ("scenario", "question", "db", "technique", "model", "error_kind", "error", "attempts", "at")
 
@@ -120,6 +123,15 @@ class ResultStore:
                         (*sc.params, item.key, item.scenario, item.question, item.db, item.technique, item.model,
                          error_kind, scrub(error), scrub(json.dumps(attempts or [], default=str)), time.time()))
 
+    def mark_running(self, total: int, by: str = "") -> None:
+        """Record that this process runs the benchmark now (its ``total`` items, who started it, where), for the
+        other apps of the team store to follow (core.jobs.benchmarks.elsewhere)."""
+        sc = self.scope
+        value = json.dumps({"total": total, "by": by, "host": socket.gethostname(), "pid": os.getpid(),
+                            "at": time.time()})
+        with sc.db.transaction() as con:
+            con.execute(sc.upsert("meta", ("name", "value"), ("name",)), (*sc.params, RUNNING, value))
+
     def done(self) -> set[str]:
         """The keys of the stored items."""
         sc = self.scope
@@ -161,6 +173,42 @@ def stored_benchmarks(home: str | Path) -> list[Path]:
             "SELECT benchmark FROM bench_meta UNION SELECT benchmark FROM bench_results")
         return sorted(home / name for (name,) in rows)
     return sorted(p.parent for p in home.glob(f"*/{FILE}"))
+
+
+#: The benchmarks whose lock (core.benchmark.lock, the team store's advisory lock on ``bench:NAME``) a session of
+#: this database holds now: run by a process in its own threads.
+_HELD = """SELECT m.benchmark FROM bench_meta m WHERE m.name = 'lock' AND EXISTS (
+    SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+       AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+       AND ((l.classid::bigint << 32) | l.objid::bigint) = hashtextextended('bench:' || m.benchmark, 0))"""
+
+#: Per benchmark named in the list: its running row, results, correct results, and not-run items without a result.
+_STANDING = """SELECT b.name,
+    (SELECT value FROM bench_meta m WHERE m.benchmark = b.name AND m.name = 'running'),
+    (SELECT count(*) FROM bench_results r WHERE r.benchmark = b.name),
+    (SELECT count(*) FROM bench_results r WHERE r.benchmark = b.name AND r.correct = 1),
+    (SELECT count(*) FROM bench_not_run n WHERE n.benchmark = b.name
+        AND n.key NOT IN (SELECT key FROM bench_results r WHERE r.benchmark = b.name))
+  FROM unnest(?::text[]) AS b(name)"""
+
+
+def held_benchmarks(url: str) -> list[str]:
+    """The benchmarks of the team store at ``url`` a process runs in its own threads now (it holds their lock)."""
+    return sorted(name for (name,) in Database(url, "benchmark result store").rows(_HELD))
+
+
+def standing(url: str, names: list[str]) -> list[dict]:
+    """Where each benchmark of ``names`` stands in the team store at ``url``: ``name``, ``total`` items of the run
+    going on (None when it was not recorded), ``by``, ``host``, ``since``, ``stored`` results, ``correct`` among
+    them, ``not_run`` items without a result."""
+    found = []
+    for name, running, stored, correct, not_run in Database(url, "benchmark result store").rows(_STANDING,
+                                                                                                  (list(names),)):
+        mark = json.loads(running) if running else {}
+        found.append({"name": name, "total": mark.get("total"), "by": mark.get("by", ""),
+                      "host": mark.get("host", ""), "since": mark.get("at"), "stored": stored, "correct": correct,
+                      "not_run": not_run})
+    return found
 
 
 def read_results(directory: str | Path, keys: set[str] | None = None) -> list[dict]:

@@ -354,6 +354,7 @@ class Bench:
         it. Raises BenchBusy when another benchmark runs into the same directory (see ``claim``)."""
         self.claim()
         try:
+            self.store.mark_running(len(self.work.items), self.config.started_by)
             return self.run_items(self.pending, on_result, stop, on_note)
         finally:
             self.lock.release()
@@ -386,8 +387,25 @@ class Bench:
                 on_note(text)
 
         runtime, cache = self._items_runtime(budget, note)
+        away: dict[str, float | None] = {"since": None}  # the team store's outage going on, if any
 
-        def work(item: Item) -> None:
+        def wait_for_store(error: Exception) -> None:
+            """The team store away: said once, waited for (database.GRACE_S), the benchmark's lock held again."""
+            with lock:
+                first, away["since"] = away["since"] is None, away["since"] or time.monotonic()
+            if first:
+                note(f"{time.strftime('%H:%M:%S')}: the team store cannot be reached ({database.lost_reason(error)}); "
+                     "waiting for it")
+            if not database.wait_until_back(database.location(self.store.path)):
+                raise error
+            with lock:
+                since, away["since"] = away["since"], None
+                self.lock.regain()
+            if since is not None:
+                note(f"{time.strftime('%H:%M:%S')}: the team store is back after {time.monotonic() - since:.0f} s; "
+                     "going on")
+
+        def attempt(item: Item) -> None:
             if stop.is_set():
                 return
             reached = budget.reached()
@@ -399,6 +417,15 @@ class Bench:
             result, error = self._record_item(item, runtime, progress, lock, stop)
             if on_result:
                 on_result(item, result, error, progress)
+
+        def work(item: Item) -> None:
+            while True:
+                try:
+                    return attempt(item)
+                except Exception as e:  # the team store away: the item runs again once it is back
+                    if not database.is_lost(e):
+                        raise
+                    wait_for_store(e)
 
         try:
             with ThreadPoolExecutor(self.config.concurrency, thread_name_prefix="bench") as pool:

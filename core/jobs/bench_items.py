@@ -20,7 +20,6 @@ from core.jobs import queue
 from core.store import database
 
 FOLLOW_S = 0.5  # how often the follower reads the store
-STORE_GRACE_S = 600.0  # how long the follower waits for a team store that cannot be reached
 _LOCAL = ("out", "dqa_root", "home", "base_url", "llm_settings", "limits", "concurrency")  # not sent as they are
 
 def config_dict(bench: Bench) -> dict:
@@ -81,6 +80,7 @@ def follow(bench: Bench, on_result, stop: threading.Event, on_note) -> Progress:
                                          sum(bool(r.get("correct")) for r in stored),
                                          budget=bench.open_budget(bench.budget_id))
     started = time.time()
+    bench.store.mark_running(len(bench.work.items), bench.config.started_by)
     values = {**config_dict(bench), "budget_id": bench.budget_id}
     jobs = queue.enqueue_items(values, [i.key for i in bench.pending], bench.directory.name)
     waiting = {i.key: i for i in bench.pending}
@@ -109,7 +109,7 @@ def follow(bench: Bench, on_result, stop: threading.Event, on_note) -> Progress:
                 note(f"{time.strftime('%H:%M:%S')}: the team store cannot be reached ({database.lost_reason(e)}); "
                      "waiting for it")
             lost = lost or time.monotonic()
-            if time.monotonic() - lost > STORE_GRACE_S:
+            if time.monotonic() - lost > database.GRACE_S:
                 raise
         if waiting:
             time.sleep(FOLLOW_S)

@@ -11,6 +11,7 @@ from core.auth.gate import authorize
 from core.auth.roles import Identity
 from core.benchmark.config import BenchConfig
 from core.benchmark.items import BenchError
+from core.config import settings as config
 from core.jobs import queue
 from core.jobs.job import Job, JobBusy, all_jobs, get, launch
 
@@ -66,6 +67,21 @@ def start(config: BenchConfig, *, who: Identity) -> BenchJob:
     except JobBusy:
         job.bench.lock.release()
         raise busy from None
+
+
+def elsewhere() -> list[dict]:
+    """The benchmarks another process (another app, a ``core bench`` command, the queue's workers) runs into the
+    team store now, as ``core.benchmark.results.standing`` says each, with ``waiting`` and ``in_flight`` items of
+    the job queue (0 without it); [] without a team store. This process's own benchmarks are left out."""
+    from core.benchmark.results import held_benchmarks, standing  # heavy: the result store's imports
+
+    url = config.database_url()
+    if not url:
+        return []
+    mine = {job.bench.directory.name for job in jobs() if not job.done}
+    in_queue = queue.bench_in_queue() if queue.enabled() else {}
+    names = sorted((set(held_benchmarks(url)) | set(in_queue)) - mine)
+    return [{**row, **in_queue.get(row["name"], {"waiting": 0, "in_flight": 0})} for row in standing(url, names)]
 
 
 def stop(job: BenchJob, *, who: Identity) -> str:

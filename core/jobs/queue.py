@@ -6,8 +6,9 @@ payload (core.jobs.payload), never a key, a URL or a file of the machine that qu
 again, drives it with its own model key (its environment or the server's endpoints by name), its own DQA folder
 and home, and writes everything to the team store, where every page follows it by cursor.
 
-- A run is recorded ``queued`` before its job is (core.store.runs); a worker claims it atomically (one conditional
-  UPDATE), so no run is driven twice at once; a paused run has no job and holds no worker.
+- A run is recorded ``queued`` and its job queued in one transaction (``defer_run``'s connection; core.store.runs),
+  so an app that dies on the way leaves neither; a worker claims it atomically (one conditional UPDATE), so no run
+  is driven twice at once; a paused run has no job and holds no worker.
 - Workers beat every HEARTBEAT_S seconds (procrastinate's ``procrastinate_workers``); a job whose worker has been
   silent for LEASE_S seconds goes back to the queue (``sweep``, run by every worker every SWEEP_S seconds and by
   ``python -m core worker --sweep``), and the next worker goes on from the run's last checkpoint once the run
@@ -112,16 +113,10 @@ def run_job(action: str, run_id: str, llm=None, branch: dict | None = None) -> d
     return values
 
 
-def defer_run(job: dict) -> int:
-    """Queue a job made by ``run_job``; its job id."""
-    return app().configure_task("drive_run", lock=f"run:{job['run_id']}").defer(**job)
-
-
-def enqueue_run(action: str, run_id: str, llm=None, branch: dict | None = None) -> int:
-    """Queue the driving of run ``run_id`` (recorded ``queued``): ``action`` start, continue or branch (``branch``:
-    parent, step and changes); ``llm`` the LLMSettings it was asked with (sent without the key or a URL). Its job
-    id."""
-    return defer_run(run_job(action, run_id, llm, branch))
+def defer_run(job: dict, connection) -> int:
+    """Queue a job made by ``run_job`` in the transaction of ``connection`` (a psycopg connection of the team store,
+    committed by its owner with the run's record: both are stored or neither); its job id."""
+    return app().configure_task("drive_run", lock=f"run:{job['run_id']}", connection=connection).defer(**job)
 
 
 def enqueue_items(config_dict: dict, keys: list[str], benchmark: str) -> dict[str, int]:
@@ -176,6 +171,15 @@ def job_states(ids: list[int]) -> dict[int, str]:
     if not ids:
         return {}
     return dict(_sql("SELECT id, status::text FROM procrastinate_jobs WHERE id = ANY(%s)", (list(ids),)))
+
+
+def bench_in_queue() -> dict[str, dict[str, int]]:
+    """The benchmarks with items in the queue, by name (as their jobs carry it): ``waiting`` and ``in_flight``."""
+    found: dict[str, dict[str, int]] = {}
+    for name, state, n in _sql("SELECT args->'config'->>'name', status::text, count(*) FROM procrastinate_jobs "
+                               "WHERE task_name = 'bench_item' AND status IN ('todo', 'doing') GROUP BY 1, 2"):
+        found.setdefault(name, {"waiting": 0, "in_flight": 0})["waiting" if state == "todo" else "in_flight"] += n
+    return found
 
 
 def counts() -> dict[str, dict[str, int]]:

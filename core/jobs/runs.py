@@ -23,6 +23,7 @@ from core.config import settings as config
 from core.model.run_settings import Review, RunSettings
 from core.model.events import AnyEvent, Event
 from core.llm.client import LLMSettings
+from core.store import database
 from core.store.runs import DRIVEN, RunRecord, RunStore
 from core.jobs import queue
 from core.jobs.job import Job, JobBusy, get, launch
@@ -137,9 +138,21 @@ class RunJob(Job):
                 runtime.interrupt_all(interrupted)
             if asked:  # Stop came while the runtime opened
                 runtime.stop(self.run_id, starting=True, by=by)
-            for _ in self._iterate(runtime):  # each event is stored before it comes here
-                self._pieces = []
-                self.changed()
+            events = self._iterate(runtime)
+            while True:
+                try:
+                    for _ in events:  # each event is stored before it comes here
+                        self._pieces = []
+                        self.changed()
+                    break
+                except Exception as e:  # the team store away: not the run's end
+                    if not database.is_lost(e) or not database.wait_until_back(runtime.store.db.url):
+                        raise
+                    # back: the run goes on from its last checkpoint (the step the outage cut is run again)
+                    runtime.store.interrupt(self.run_id)
+                    if self._interrupted:  # the process stops meanwhile: kept interrupted, to be resumed
+                        break
+                    events = runtime.iter_continue(self.run_id, ("interrupted",))
         finally:
             if runtime is not None:
                 runtime.close()
@@ -201,8 +214,7 @@ def start(settings: RunSettings, make_runtime: Callable, *, who: Identity,
     store.record_start(run_id, who.name)
     if queue.enabled():
         job = queue.run_job("start", run_id, _llm_of(make_runtime))  # checked before the run is recorded
-        store.create(run_id, settings.validate().to_dict(), queued=True)
-        queue.defer_run(job)
+        store.create(run_id, settings.validate().to_dict(), queued=True, then=lambda con: queue.defer_run(job, con))
         return follower(run_id)
     return launch(RunJob(run_id, settings, make_runtime, lambda runtime: runtime.iter_start(settings, run_id)))
 
@@ -234,11 +246,11 @@ def _handed_over(run_id: str, runtime, events, make_runtime: Callable) -> RunFol
     """A run this process claimed (a review, a resume), given to the job queue's workers to drive."""
     try:
         getattr(events, "close", lambda: None)()  # never started: nothing of it ran here
-        runtime.store.hand_over(run_id)
+        job = queue.run_job("continue", run_id, _llm_of(make_runtime))
+        # queued with its job in one transaction, unless the claim settled (paused again, ended)
+        runtime.store.hand_over(run_id, then=lambda con: queue.defer_run(job, con))
     finally:
         runtime.close()
-    if open_store().get(run_id, events=False).status == "queued":  # not settled at the claim (paused again, ...)
-        queue.enqueue_run("continue", run_id, _llm_of(make_runtime))
     return follower(run_id)
 
 
@@ -292,10 +304,10 @@ def branch(record: RunRecord, step: int, make_runtime: Callable, *, who: Identit
             getattr(events, "close", lambda: None)()  # checked, never started
             job = queue.run_job("branch", new_id, _llm_of(make_runtime),
                                 branch={"parent": record.id, "step": step, "changes": changes})
-            runtime.store.create(new_id, record.settings, parent_id=record.id, branch_step=step, queued=True)
+            runtime.store.create(new_id, record.settings, parent_id=record.id, branch_step=step, queued=True,
+                                 then=lambda con: queue.defer_run(job, con))
         finally:
             runtime.close()
-        queue.defer_run(job)
         return follower(new_id)
     return launch(RunJob(new_id, RunSettings.from_dict(record.settings), lambda: runtime, lambda _: events))
 

@@ -15,6 +15,7 @@ import socket
 import sqlite3
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,7 +27,7 @@ from core.config.secrets import scrub
 from core.store.sqlite import open_sqlite
 
 #: The Alembic revision this code's team-store schema is at (core/store/migrations/versions; a test keeps them equal).
-SCHEMA_HEAD = "0004"
+SCHEMA_HEAD = "0005"
 _pools: dict[tuple, object] = {}
 _checked: set[str] = set()
 _pools_lock = threading.Lock()
@@ -122,6 +123,41 @@ def lost_reason(error: BaseException) -> str:
     return scrub((str(error).strip().splitlines() or [type(error).__name__])[0])
 
 
+GRACE_S = 600.0  # how long a process waits for a team store that cannot be reached before it gives up
+BACK_EVERY_S = 2.0  # how often it looks whether the store is back
+
+
+def back(url: str) -> bool:
+    """Whether the team store at ``url`` is back for this process: each of its pools to it hands out a connection
+    within BACK_EVERY_S seconds (a pool reconnects at its own pace after an outage), or, with none, the server
+    takes a connection."""
+    import psycopg  # optional: the team store's driver
+
+    with _pools_lock:
+        mine = [p for (u, _, pid), p in _pools.items() if u == url and pid == os.getpid()]
+    try:
+        if not mine:
+            with psycopg.connect(url, connect_timeout=int(BACK_EVERY_S) + 1, **connect_kwargs()):
+                return True
+        for found in mine:
+            with found.connection(timeout=BACK_EVERY_S):
+                pass
+    except connection_errors():
+        return False
+    return True
+
+
+def wait_until_back(url: str, grace_s: float = GRACE_S) -> bool:
+    """Wait until the team store at ``url`` is ``back`` (looked at every BACK_EVERY_S seconds); False when it was
+    not within ``grace_s`` seconds."""
+    deadline = time.monotonic() + grace_s
+    while not back(url):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(BACK_EVERY_S)
+    return True
+
+
 def close_pools(url: str | None = None) -> None:
     """Close this process's pools (to ``url``, or all)."""
     with _pools_lock:
@@ -147,22 +183,56 @@ def current_revision(url: str) -> str | None:
     return row[0] if row else None
 
 
-def has_queue(url: str) -> bool:
-    """Whether the team store at ``url`` has the job queue's tables (procrastinate's)."""
+#: procrastinate's migration files (``NN.NN.NN_NN_name.sql``, applied in the order of their names); None: those of
+#: the installed procrastinate (found without importing it).
+QUEUE_MIGRATIONS: Path | None = None
+#: The job queue's level in a store whose queue tables were made before the level was recorded (schema 0004): the
+#: earlier code created them once, from procrastinate 3.10.0's schema, whose last migration this is.
+QUEUE_BASELINE = "03.04.00_50_post_add_retry_failed_job_procedure"
+
+
+def queue_migrations() -> list[Path]:
+    """procrastinate's migration files, in the order they apply (QUEUE_MIGRATIONS)."""
+    import importlib.util
+
+    folder = QUEUE_MIGRATIONS
+    if folder is None:
+        spec = importlib.util.find_spec("procrastinate")
+        if spec is None or not spec.submodule_search_locations:
+            raise home.HomeError("procrastinate is not installed (pip install -r requirements.txt)")
+        folder = Path(next(iter(spec.submodule_search_locations))) / "sql" / "migrations"
+    return sorted(folder.glob("*.sql"), key=lambda p: p.name)
+
+
+def queue_head() -> str:
+    """The job queue's level this code needs: its last migration's name (without .sql)."""
+    return queue_migrations()[-1].stem
+
+
+def queue_level(url: str) -> str | None:
+    """The job queue's level of the team store at ``url`` (queue_schema; QUEUE_BASELINE for queue tables made before
+    it was recorded); None when it has no queue tables."""
     import psycopg  # optional: the team store's driver
 
     with psycopg.connect(url, **connect_kwargs()) as con:
-        return con.execute("SELECT to_regclass('procrastinate_jobs') IS NOT NULL").fetchone()[0]
+        if not con.execute("SELECT to_regclass('procrastinate_jobs') IS NOT NULL").fetchone()[0]:
+            return None
+        row = (con.execute("SELECT migration FROM queue_schema").fetchone()
+               if con.execute("SELECT to_regclass('queue_schema') IS NOT NULL").fetchone()[0] else None)
+    return row[0] if row else QUEUE_BASELINE
 
 
 def check_schema(url: str) -> None:
-    """SchemaBehind unless the team store at ``url`` has this code's schema and the job queue's tables (checked
-    once per process)."""
+    """SchemaBehind unless the team store at ``url`` has this code's schema and the job queue's tables at this code's
+    procrastinate level (checked once per process)."""
     if url in _checked:
         return
     at = current_revision(url)
-    if at == SCHEMA_HEAD and not has_queue(url):
-        at = f"{at} without the job queue's tables"
+    if at == SCHEMA_HEAD:
+        level, needed = queue_level(url), queue_head()
+        if level != needed:
+            at = (f"{at} without the job queue's tables" if level is None else
+                  f"{at} with the job queue at {level} (this code's procrastinate needs {needed})")
     if at != SCHEMA_HEAD:
         state = "has no schema yet" if at is None else f"is at schema revision {at}"
         raise SchemaBehind(f"The team store {shown(url)} {state}; this version of the workbench needs revision "
@@ -182,6 +252,11 @@ class _Postgres:
 
     def __init__(self, con):
         self._con = con
+
+    @property
+    def connection(self):
+        """The psycopg connection itself (for another library's statements in the same transaction)."""
+        return self._con
 
     def execute(self, sql: str, params=()):
         return self._con.execute(sql.replace("%", "%%").replace("?", "%s"), tuple(params))

@@ -28,6 +28,7 @@ import sqlite3
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -228,10 +229,13 @@ class RunStore:
                         raise
 
     def create(self, run_id: str, settings: dict, parent_id: str | None = None,
-               branch_step: int | None = None, queued: bool = False) -> None:
+               branch_step: int | None = None, queued: bool = False,
+               then: Callable[[object], None] | None = None) -> None:
         """Record a new run with its settings: ``running``, owned by this process, or with ``queued`` waiting for a
         worker (core.jobs.queue) and owned by none; a branch names its parent and the step it branched at. A run
-        recorded as queued and claimed by this process (``claim_run``) gets the settings it runs with."""
+        recorded as queued and claimed by this process (``claim_run``) gets the settings it runs with.
+        ``then(connection)``: called in the same transaction with the team store's psycopg connection (the job
+        queue's job is deferred there: the run and its job are stored both or neither)."""
         now = time.time()
         columns = ("id", "created", "updated", "status", "scenario", "question", "db", "technique", "llm", "hitl",
                    "settings", "owner_pid", "owner_host", "heartbeat", "parent_id", "branch_step")
@@ -247,16 +251,22 @@ class RunStore:
                                           socket.gethostname())).rowcount:
                 con.execute(f"INSERT INTO runs ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
                             values)
+            if then is not None:
+                then(con.connection)
             if self.notice is None:  # a store in question keeps its old marker until acknowledged
                 self._write_marker(con)
 
-    def hand_over(self, run_id: str) -> None:
+    def hand_over(self, run_id: str, then: Callable[[object], None] | None = None) -> bool:
         """Put a run this process claimed (a review, a resume) in the queue for a worker: ``queued``, owned by none,
-        its claimed review kept for the worker to go on with."""
+        its claimed review kept for the worker to go on with; whether it did (the claim may have settled: paused
+        again, ended). ``then(connection)``: called in the same transaction when it did (as ``create``'s)."""
         with self.db.transaction() as con:
-            con.execute("UPDATE runs SET status = 'queued', updated = ?, owner_pid = NULL, owner_host = NULL, "
+            handed = con.execute("UPDATE runs SET status = 'queued', updated = ?, owner_pid = NULL, owner_host = NULL, "
                         "heartbeat = NULL WHERE id = ? AND status = 'running' AND owner_pid = ? AND owner_host = ?",
-                        (time.time(), run_id, os.getpid(), socket.gethostname()))
+                        (time.time(), run_id, os.getpid(), socket.gethostname())).rowcount
+            if handed and then is not None:
+                then(con.connection)
+        return bool(handed)
 
     # ------------------------------------------------------------------------------------------ sign-outs
 

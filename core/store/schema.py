@@ -1,6 +1,7 @@
 """The team store's schema: ``upgrade`` applies the Alembic migrations (core/store/migrations), LangGraph's own
 checkpoint tables (``PostgresSaver.setup``, which keeps its own migration count) and the job queue's tables
-(procrastinate's schema, at the pinned version's) to a PostgreSQL database."""
+(procrastinate's schema, then its migration files past the store's level: ``upgrade_queue``) to a PostgreSQL
+database."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -27,8 +28,8 @@ def head() -> str:
 
 
 def upgrade(url: str) -> tuple[str | None, str]:
-    """Bring the team store at ``url`` to this code's schema (its tables and LangGraph's checkpoint tables);
-    returns the revisions it was and is at."""
+    """Bring the team store at ``url`` to this code's schema (its tables, LangGraph's checkpoint tables and the job
+    queue's, ``upgrade_queue``); returns the revisions it was and is at."""
     from alembic import command  # heavy: as above
     from langgraph.checkpoint.postgres import PostgresSaver  # heavy: LangGraph's Postgres checkpointer
 
@@ -36,9 +37,38 @@ def upgrade(url: str) -> tuple[str | None, str]:
     command.upgrade(_alembic_config(url), "head")
     with database.pool(url, checkpoints=True).connection() as con:
         PostgresSaver(con).setup()
-        if not database.has_queue(url):
-            from procrastinate.schema import SchemaManager  # heavy: the job queue's schema, only for a change
-
-            con.execute(SchemaManager.get_schema())
+    upgrade_queue(url)
     database.close_pools(url)  # the schema check runs again on the next open
     return was, database.current_revision(url)
+
+
+def upgrade_queue(url: str) -> list[str]:
+    """The job queue's tables at this code's procrastinate level: created from procrastinate's schema when absent,
+    else each of its migration files newer than the store's level applied in order, each in a transaction of its
+    own with the level it brings (a store ahead of the code is left as it is: check_schema refuses it). The
+    migrations applied."""
+    import psycopg  # optional: the team store's driver
+
+    files = database.queue_migrations()
+    with psycopg.connect(url, autocommit=True, **database.connect_kwargs()) as con:
+        con.execute("SELECT pg_advisory_lock(hashtextextended('planrag:queue_schema', 0))")  # one upgrade at a time
+        level = database.queue_level(url)
+        if level is None:
+            from procrastinate.schema import SchemaManager  # heavy: the job queue's schema, only for a change
+
+            with con.transaction():
+                con.execute(SchemaManager.get_schema())
+                _set_level(con, files[-1].stem)
+            return []
+        applied = []
+        for file in (f for f in files if f.stem > level):
+            with con.transaction():
+                con.execute(file.read_text(encoding="utf-8"))
+                _set_level(con, file.stem)
+            applied.append(file.stem)
+    return applied
+
+
+def _set_level(con, migration: str) -> None:
+    con.execute("DELETE FROM queue_schema")
+    con.execute("INSERT INTO queue_schema (migration) VALUES (%s)", (migration,))

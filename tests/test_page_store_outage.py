@@ -1,0 +1,87 @@
+"""An open page while the team store is away (issue 37 section 1): it says so in one line, not a PoolTimeout
+traceback, and goes on once the store is back. The store is a PostgreSQL cluster of the test's own
+(tests/pg_cluster.py), stopped and started; the machine's shared cluster is never touched."""
+from __future__ import annotations
+
+import pytest
+
+from core.agents.runtime import new_run_id
+from core.store import database
+from tests.conftest import require
+from tests.page_app import APP, isolate
+from tests.pg_cluster import PgCluster, available
+
+ROOT = APP.parent
+
+
+@pytest.fixture
+def own_store(monkeypatch, tmp_path):
+    """The team store on a cluster of the test's own, at this code's schema; its cluster."""
+    from core.store import schema
+
+    why = available()
+    if why:
+        require("postgres", f"no PostgreSQL cluster of the test's own: {why}")
+    cluster = PgCluster()
+    try:
+        schema.upgrade(cluster.url())
+        monkeypatch.setenv("PLANRAG_DATABASE_URL", cluster.url())
+        isolate(monkeypatch, tmp_path)
+        yield cluster
+    finally:
+        database.close_pools(cluster.url())
+        cluster.destroy()
+
+
+#: app.py routing to the History page (an AppTest given a page runs that page by itself, not through app.py)
+_APP_ON_HISTORY = f"""
+from ui import threads
+threads.guard()
+import streamlit as st
+from ui import shell
+shell.prepare()
+shell.run(st.navigation([st.Page({str(ROOT / "pages" / "history.py")!r}, title="History", default=True)]))
+"""
+
+
+def test_an_open_page_says_the_store_is_away_and_goes_on_once_it_is_back(own_store):
+    from streamlit.testing.v1 import AppTest
+
+    from core.jobs.opening import open_store
+
+    run_id = new_run_id()
+    open_store().create(run_id, {"scenario": "locating", "question": 1, "db": "sqlite", "technique": "iterrag",
+                                 "llm": "m"})
+    page = AppTest.from_string(_APP_ON_HISTORY, default_timeout=120).run()
+    assert not page.exception and not page.error
+    own_store.stop()
+    page.run()  # the page's reads wait for the pool's connection (30 s), then say why
+    assert not page.exception, [(e.value, e.stack_trace) for e in page.exception]
+    assert [e.value.split(" (")[0] for e in page.error] == ["The team store cannot be reached"]
+    assert "the page goes on once it is back" in page.error[0].value
+    own_store.start()
+    page.run()
+    assert not page.exception and not page.error
+    assert any(run_id[:8] in str(d.value) for d in page.dataframe) or run_id[:8] in str(page.markdown)
+
+
+_LIVE_VIEW = """
+from psycopg_pool import PoolTimeout
+from ui.live import live
+
+def draw():
+    raise PoolTimeout("couldn't get a connection after 30.00 sec")
+
+live(draw, going=lambda: True)
+"""
+
+
+def test_a_live_view_that_meets_the_outage_says_so_in_its_place():
+    """A view following work (ui.live) whose read meets the store away says so in one line, not a traceback; its
+    timer tries again at the next tick."""
+    from streamlit.testing.v1 import AppTest
+
+    view = AppTest.from_string(_LIVE_VIEW, default_timeout=30).run()
+    assert not view.exception
+    assert [e.value for e in view.error] == ["The team store cannot be reached (couldn't get a connection after "
+                                             "30.00 sec): this view goes on once it is back."]
