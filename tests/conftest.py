@@ -25,12 +25,12 @@ def _uses_neo4j(item) -> bool:
 
 
 def pytest_collection_modifyitems(items):
-    """Under pytest-xdist (``make test`` runs ``-n``, ``--dist loadgroup``): a file's tests stay on one worker (their
-    module fixtures, an app server for instance, are made once), but every test on the Neo4j-protocol server runs on
-    one worker: in single-database mode the server holds one graph, which each such test loads, checks and clears."""
+    """Under pytest-xdist (``make test`` runs ``-n``, ``--dist loadgroup``): every test on the Neo4j-protocol server
+    runs on one worker, one after another (in single-database mode the server holds one graph, which each such test
+    loads, checks and clears); the others go to whichever worker is free."""
     for item in items:
-        if not item.get_closest_marker("xdist_group"):
-            item.add_marker(pytest.mark.xdist_group("neo4j" if _uses_neo4j(item) else item.path.name))
+        if _uses_neo4j(item) and not item.get_closest_marker("xdist_group"):
+            item.add_marker(pytest.mark.xdist_group("neo4j"))
 
 
 def require(name: str, reason: str):
