@@ -19,15 +19,15 @@ BIN := $(VENV)/bin
 run: setup
 	$(BIN)/streamlit run app.py
 
-# The suite on TEST_JOBS processes (pytest-xdist), a test file on one of them (tests/conftest.py); most tests wait on
+# The suite on TEST_JOBS processes (pytest-xdist; the Neo4j tests on one of them, tests/conftest.py); most tests wait on
 # servers, browsers and subprocesses, so more processes than cores pay. TEST_JOBS=0: one process, no xdist.
 TEST_JOBS ?= 3
 
 test: setup-dev
-	$(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadgroup $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_JOBS) $(PYTEST_ARGS)
 
 test-long: setup-dev
-	$(BIN)/python -m pytest -m long -n $(TEST_JOBS) --dist loadgroup $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m long -n $(TEST_JOBS) $(PYTEST_ARGS)
 
 lint: setup-dev
 	$(BIN)/ruff check .

@@ -2,6 +2,7 @@
 unless REQUIRE_<NAME>=1 is set (as CI does), which turns the skip into a failure."""
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -24,13 +25,33 @@ def _uses_neo4j(item) -> bool:
     return "neo4j_server" in item.fixturenames or any(v == "neo4j" for v in (spec.params.values() if spec else ()))
 
 
+def _scope(nodeid: str) -> str:
+    """Under pytest-xdist, what goes to one worker as one unit: every test whose id names neo4j (the Neo4j-protocol
+    server holds one graph in single-database mode, which each such test loads, checks and clears: one after
+    another), else the test alone (to whichever worker is free)."""
+    return "neo4j" if "neo4j" in nodeid.lower() else nodeid
+
+
 def pytest_collection_modifyitems(items):
-    """Under pytest-xdist (``make test`` runs ``-n``, ``--dist loadgroup``): every test on the Neo4j-protocol server
-    runs on one worker, one after another (in single-database mode the server holds one graph, which each such test
-    loads, checks and clears); the others go to whichever worker is free."""
-    for item in items:
-        if _uses_neo4j(item) and not item.get_closest_marker("xdist_group"):
-            item.add_marker(pytest.mark.xdist_group("neo4j"))
+    """A test on the Neo4j-protocol server must say so in its id (its file's name, its name or a parameter), for
+    the scheduler, which sees only ids, to keep it with the others."""
+    hidden = [item.nodeid for item in items if _uses_neo4j(item) and _scope(item.nodeid) != "neo4j"]
+    if hidden:
+        raise pytest.UsageError(f"tests on the Neo4j-protocol server whose id does not say neo4j: {hidden[:5]}")
+
+
+if importlib.util.find_spec("xdist"):
+    from xdist.scheduler import LoadScopeScheduling
+
+    class _OneGraphAtATime(LoadScopeScheduling):
+        """pytest-xdist's load-by-scope scheduling with the scopes of ``_scope``."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            return _scope(nodeid)
+
+    def pytest_xdist_make_scheduler(config, log):
+        """``make test``'s ``-n``: tests to whichever worker is free, those on the Neo4j server one after another."""
+        return _OneGraphAtATime(config, log)
 
 
 def require(name: str, reason: str):

@@ -66,7 +66,7 @@ def test_pause_screen_then_stop_a_hanging_run(chromium, server, tmp_path):  # no
     banner.wait_for()
     form = page.get_by_text("The agent wants to change its plan")
     timeline = page.locator('[class*="st-key-timeline-"]')
-    timeline.wait_for()
+    expect(timeline).to_have_count(1)  # the timeline of the script run before may stand until this one ends
     proposed = page.get_by_text("Proposed plan — waiting for your review", exact=True)
     expect(proposed).to_be_visible()
     page.screenshot(path=shots / "run-pause-review-first.png", full_page=True)
@@ -97,7 +97,7 @@ def test_pause_screen_then_stop_a_hanging_run(chromium, server, tmp_path):  # no
     page.get_by_role("button", name="Stop").click()
     store = RunStore(home / "runs.sqlite")
     while store.get(run.id, events=False).status == "running":
-        assert time.time() - clicked < 30, "the run did not stop"
+        assert time.time() - clicked < 120, "the run did not stop"  # a hang guard, not a speed target
         time.sleep(0.05)
     stopped_after = time.time() - clicked
     page.get_by_text("stopped by the analyst").first.wait_for()
