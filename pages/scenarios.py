@@ -204,6 +204,7 @@ note, rescan = st.columns([5, 1], vertical_alignment="center")
 note.caption(f"Your own decision problems: scenario folders in {md_code(scenarios.scenarios_dir())} (`python -m core "
              "scenario new NAME` writes one; docs/scenarios.md).")
 if rescan.button("Rescan", icon=":material/refresh:", help="Look for new or changed scenario folders",
-                 **access.disabled("rescan")) and not access.refused("rescan"):
-    scenarios.reload()
-    st.rerun()
+                 **access.disabled("rescan")):
+    with access.asking():
+        scenarios.rescan(who=access.current())
+        st.rerun()

@@ -299,8 +299,11 @@ def test_many_workers_never_drive_one_run_twice(team, workers):
 def bench(url: str, name: str = "team-bench", **kw):
     from core.benchmark.runner import Bench, BenchConfig
 
+    from core.jobs.payload import asked_by
+
     return Bench(BenchConfig(["iterrag"], "m", source="demo", base_url=url, name=name, cache=False,
-                             llm_settings=LLMSettings.unattended(model="m", base_url=url), **kw))
+                             llm_settings=LLMSettings.unattended(model="m", base_url=url),
+                             asked=asked_by(ME, "benchmark_start"), **kw))
 
 
 def test_two_commands_on_one_benchmark_share_its_items_on_the_workers(team, workers):

@@ -103,11 +103,13 @@ def llm_fields(llm) -> dict:
     return payload.model_of(llm)
 
 
-def run_job(action: str, run_id: str, llm=None, branch: dict | None = None) -> dict:
-    """The payload of a job driving run ``run_id`` (core.jobs.payload.RunPayload), checked: PayloadError (a
-    ValueError) saying what does not fit, before anything is stored or queued."""
+def run_job(action: str, run_id: str, llm=None, branch: dict | None = None, *, asked: dict) -> dict:
+    """The payload of a job driving run ``run_id`` (core.jobs.payload.RunPayload) that ``asked`` says who asked
+    for (core.jobs.payload.asked_by), checked: PayloadError (a ValueError) saying what does not fit, before anything
+    is stored or queued."""
     values = {"v": payload.VERSION, "action": action, "run_id": run_id,
-              "llm": llm_fields(llm) if llm is not None else None, "branch": branch, "code": code_version()}
+              "llm": llm_fields(llm) if llm is not None else None, "branch": branch, "asked": asked,
+              "code": code_version()}
     payload.run_payload(values)
     return values
 
@@ -117,11 +119,11 @@ def defer_run(job: dict) -> int:
     return app().configure_task("drive_run", lock=f"run:{job['run_id']}").defer(**job)
 
 
-def enqueue_run(action: str, run_id: str, llm=None, branch: dict | None = None) -> int:
+def enqueue_run(action: str, run_id: str, llm=None, branch: dict | None = None, *, asked: dict) -> int:
     """Queue the driving of run ``run_id`` (recorded ``queued``): ``action`` start, continue or branch (``branch``:
-    parent, step and changes); ``llm`` the LLMSettings it was asked with (sent without the key or a URL). Its job
-    id."""
-    return defer_run(run_job(action, run_id, llm, branch))
+    parent, step and changes); ``llm`` the LLMSettings it was asked with (sent without the key or a URL); ``asked``
+    who asked for it (core.jobs.payload.asked_by). Its job id."""
+    return defer_run(run_job(action, run_id, llm, branch, asked=asked))
 
 
 def enqueue_items(config_dict: dict, keys: list[str], benchmark: str) -> dict[str, int]:

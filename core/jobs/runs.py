@@ -27,6 +27,7 @@ from core.store.runs import DRIVEN, RunRecord, RunStore
 from core.jobs import queue
 from core.jobs.job import Job, JobBusy, get, launch
 from core.jobs.opening import open_runtime, open_store
+from core.jobs.payload import asked_by
 
 RunBusy = JobBusy  # the run is already being driven by a job
 
@@ -200,7 +201,7 @@ def start(settings: RunSettings, make_runtime: Callable, *, who: Identity,
     store = open_store()
     store.record_start(run_id, who.name)
     if queue.enabled():
-        job = queue.run_job("start", run_id, _llm_of(make_runtime))  # checked before the run is recorded
+        job = queue.run_job("start", run_id, _llm_of(make_runtime), asked=asked_by(who, action))  # checked first
         store.create(run_id, settings.validate().to_dict(), queued=True)
         queue.defer_run(job)
         return follower(run_id)
@@ -230,15 +231,15 @@ def _prepared(make_runtime: Callable, begin: Callable) -> tuple[object, Iterator
         raise
 
 
-def _handed_over(run_id: str, runtime, events, make_runtime: Callable) -> RunFollower:
-    """A run this process claimed (a review, a resume), given to the job queue's workers to drive."""
+def _handed_over(run_id: str, runtime, events, make_runtime: Callable, asked: dict) -> RunFollower:
+    """A run this process claimed (a review, a resume: ``asked``), given to the job queue's workers to drive."""
     try:
         getattr(events, "close", lambda: None)()  # never started: nothing of it ran here
         runtime.store.hand_over(run_id)
     finally:
         runtime.close()
     if open_store().get(run_id, events=False).status == "queued":  # not settled at the claim (paused again, ...)
-        queue.enqueue_run("continue", run_id, _llm_of(make_runtime))
+        queue.enqueue_run("continue", run_id, _llm_of(make_runtime), asked=asked)
     return follower(run_id)
 
 
@@ -260,7 +261,7 @@ def resume(record: RunRecord, review: Review, make_runtime: Callable, pause_id: 
     _not_running(record.id)
     runtime, events = _prepared(make_runtime, lambda rt: rt.iter_resume(record.id, review, pause_id))
     if queue.enabled():
-        return _handed_over(record.id, runtime, events, make_runtime)
+        return _handed_over(record.id, runtime, events, make_runtime, asked_by(who, action))
     return launch(RunJob(record.id, RunSettings.from_dict(record.settings), lambda: runtime, lambda _: events))
 
 
@@ -271,7 +272,7 @@ def proceed(record: RunRecord, make_runtime: Callable, *, who: Identity) -> RunJ
     _not_running(record.id)
     runtime, events = _prepared(make_runtime, lambda rt: rt.iter_continue(record.id))
     if queue.enabled():
-        return _handed_over(record.id, runtime, events, make_runtime)
+        return _handed_over(record.id, runtime, events, make_runtime, asked_by(who, "resume"))
     return launch(RunJob(record.id, RunSettings.from_dict(record.settings), lambda: runtime, lambda _: events))
 
 
@@ -290,7 +291,7 @@ def branch(record: RunRecord, step: int, make_runtime: Callable, *, who: Identit
     if queue.enabled():
         try:
             getattr(events, "close", lambda: None)()  # checked, never started
-            job = queue.run_job("branch", new_id, _llm_of(make_runtime),
+            job = queue.run_job("branch", new_id, _llm_of(make_runtime), asked=asked_by(who, "branch"),
                                 branch={"parent": record.id, "step": step, "changes": changes})
             runtime.store.create(new_id, record.settings, parent_id=record.id, branch_step=step, queued=True)
         finally:
@@ -311,6 +312,13 @@ def stop(run_id: str, *, who: Identity, action: Action = "stop") -> str:
     if current is not None and not current.done:
         return current.stop(who.name)
     return open_store().request_stop(run_id, who.name)
+
+
+def go_on_with_store(store: RunStore, *, who: Identity) -> None:
+    """Take the run store as it is now (emptied, replaced or set aside outside the app: its ``notice``) for
+    ``who``, as the gate's ``store_switch`` lets them: the notice is not shown again."""
+    authorize(who, "store_switch")
+    store.acknowledge()
 
 
 def job(run_id: str) -> RunJob | None:

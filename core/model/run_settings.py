@@ -2,10 +2,10 @@
 (Pause, shown to the analyst; Review, the analyst's answer)."""
 from __future__ import annotations
 
-import getpass
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
+from core.auth.roles import LOCAL_OPERATOR
 from core.model.bounds import NUMBERS, in_bounds, no_nul
 from core.model.technique import technique
 
@@ -263,8 +263,6 @@ class Review:
 
 
 def default_reviewer() -> str:
-    """Who reviews when no name is given: the OS user."""
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):  # no user name in the environment or the password database
-        return "analyst"
+    """Who reviews when no name is given (on the command line: core.auth.roles.local_operator): ``local operator``,
+    never the Unix account's name."""
+    return LOCAL_OPERATOR
