@@ -199,9 +199,10 @@ def start(settings: RunSettings, make_runtime: Callable, *, who: Identity,
     authorize(who, action)
     run_id = new_run_id()
     store = open_store()
-    store.record_start(run_id, who.name)
+    asked = asked_by(who, action)
+    store.record_start(run_id, who.name, asked if queue.enabled() else None)
     if queue.enabled():
-        job = queue.run_job("start", run_id, _llm_of(make_runtime), asked=asked_by(who, action))  # checked first
+        job = queue.run_job("start", run_id, _llm_of(make_runtime), asked=asked)  # checked before it is recorded
         store.create(run_id, settings.validate().to_dict(), queued=True)
         queue.defer_run(job)
         return follower(run_id)
