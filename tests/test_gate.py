@@ -13,7 +13,8 @@ import pytest
 
 from core.auth import gate, sessions
 from core.auth.gate import ACTIONS, Refused, authorize
-from core.auth.roles import CLAIMS_MAX_AGE_S, LOCAL_USER, ROLES, Identity, identity_of, local_admin
+from core.auth.roles import (CLAIMS_MAX_AGE_S, LOCAL_USER, ROLES, Identity, identity_of, local_admin,
+                             local_operator)
 from core.model.run_settings import Review, RunSettings
 from core.backends.registry import BACKENDS
 from tests.gate_table import TABLE
@@ -274,6 +275,7 @@ def test_every_action_by_every_role_through_core_as_the_table_says(action, role,
     with pytest.raises(Refused, match="not signed in"):
         authorize(None, action)
     assert authorize(local_admin(), action).name == LOCAL_USER  # single-user mode: the local user, an admin
+    assert authorize(local_operator(), action).name == "local operator"  # the command line: the machine's operator
 
 
 def test_an_unknown_action_is_an_error():
