@@ -12,6 +12,7 @@ import json
 
 import pytest
 
+from core.auth.gate import ACTIONS
 from core.auth.roles import ROLES
 from tests.gate_table import TABLE
 from tests.test_e2e_browser import chromium  # noqa: F401 (a fixture)
@@ -40,6 +41,8 @@ def _caption(page) -> str:
 
 def test_the_gate_in_the_browser(chromium, gate_app, tmp_path):  # noqa: F811
     from playwright.sync_api import expect
+
+    assert set(TABLE) == set(ACTIONS)  # a new action without a row fails here too
 
     app, store, run_id, secrets = gate_app
     paused = f"{app}/run?q=demo/locating/1&run={run_id}"
@@ -136,7 +139,10 @@ def test_the_gate_in_the_browser(chromium, gate_app, tmp_path):  # noqa: F811
     expect(revived.get_by_role("heading", name="Settings")).to_be_visible()
 
     # 5: claims are trusted only so long (claims_max_age_s; 15 minutes by default), then sign-in brings the
-    # provider's roles again.
+    # provider's roles again: anna removed from the analysts group at the provider is a viewer from then on.
+    users = tmp_path / "users.json"
+    people = json.loads(users.read_text())
+    users.write_text(json.dumps({**people, "anna": {**people["anna"], "groups": []}}))
     granted = secrets.read_text()
     secrets.write_text(granted.replace('default_role = "viewer"', 'default_role = "viewer"\nclaims_max_age_s = 1'))
     try:
@@ -144,8 +150,16 @@ def test_the_gate_in_the_browser(chromium, gate_app, tmp_path):  # noqa: F811
         revived.goto(f"{app}/settings")
         expect(revived.get_by_text("has expired: sign in again")).to_be_visible()
         expect(revived.get_by_role("heading", name="Settings")).to_have_count(0)
+        revived.get_by_role("button", name="Sign in").click()  # a new sign-in: the provider's claims of now
+        revived.locator("input[name=login]").fill("anna")
+        revived.locator("input[name=password]").fill("any")
+        revived.locator("button[type=submit]").click()
+        revived.wait_for_url(f"{app}/**")
+        expect(revived.get_by_text("has expired").or_(revived.get_by_text("Signed in as")).first).to_be_visible()
     finally:
         secrets.write_text(granted)
+    revived.goto(f"{app}/settings")  # the new sign-in, within the default age: a viewer now
+    expect(revived.get_by_text(f"Signed in as {shown('anna@example.test')} · viewer")).to_be_visible()
     copied.close()
 
     # 7: a secrets file broken while the app runs (one missing quote) stops every page, naming its file and line;
