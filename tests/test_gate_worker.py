@@ -121,3 +121,25 @@ def test_a_worker_fails_the_queued_run_of_an_analyst_whose_role_was_taken_away(t
     assert sum(stub.calls.values()) == 0  # no model call was made for her
     wait_for(lambda: queue.counts().get(queue.RUNS) == {"failed": 1})
     stub.close()
+
+
+def test_a_benchmark_in_this_process_runs_no_item_once_its_analysts_role_was_taken_away(secrets, tmp_path,
+                                                                                         monkeypatch):
+    """Without the queue the app's own threads run the items: each asks the gate again before it runs."""
+    from dataclasses import replace
+
+    from core.benchmark.runner import Bench
+    from core.benchmark.smoke import smoke_config
+    from core.config import settings as config
+
+    monkeypatch.setattr(config, "DATA_HOME", tmp_path / "home")
+    monkeypatch.setenv("PLANRAG_HOME", str(tmp_path / "home"))
+    asked = payload.asked_by(anna(), "benchmark_start")  # as core.jobs.benchmarks.start gives it
+    bench = Bench(replace(smoke_config(techniques=["iterrag"]), started_by="anna@example.test", asked=asked))
+    secrets.write_text(TAKEN)
+    progress = bench.run()
+    assert "anna@example.test is signed in as viewer, and only analyst or admin may start benchmarks" in \
+        progress.stopped
+    assert bench.results() == [] and progress.done == 0
+    secrets.write_text(GRANTED)
+    assert Bench(bench.config).run().done == len(bench.work.items)  # her role back: it runs
