@@ -426,6 +426,30 @@ def test_a_results_name_is_a_name_never_a_path(name, home):
     assert BenchConfig(["planrag"], "m", name="my set-1_2.b").name == "my set-1_2.b"
 
 
+def test_a_benchmark_reads_no_path_an_analyst_typed(home, tmp_path):
+    """A question set or a replay named by path is a file of the server: the admin's (the gate's server_paths),
+    asked where the benchmark starts; the shipped transcripts (the smoke benchmark) are anyone's who may start."""
+    import core.jobs.benchmarks as benchmarks
+    from core.benchmark.config import BenchConfig
+    from core.benchmark.smoke import smoke_config
+    from tests.test_e2e_signin import REPLAY
+
+    analyst = person("analyst")
+    typed = tmp_path / "elsewhere"
+    typed.mkdir()
+    (typed / "replay.json").write_text(REPLAY.read_text())
+    for config in (BenchConfig(["iterrag"], "m", dqa_root=str(typed), name="set"),
+                   BenchConfig(["iterrag"], f"replay:{typed / 'replay.json'}", source="demo", name="set")):
+        with pytest.raises(Refused, match="may change the files and folders the server reads"):
+            benchmarks.start(config, who=analyst, usual_root=None)
+    assert not (home / "bench").exists()
+    own = BenchConfig(["iterrag"], f"replay:{REPLAY.parent}", source="demo", questions="1", scenario="locating",
+                      dqa_root=str(typed), name="own")
+    benchmarks.start(own, who=analyst, usual_root=typed).join(120)  # the session's own folder: past the gate
+    benchmarks.start(smoke_config(techniques=["iterrag"]), who=analyst).join(120)
+    assert (home / "bench" / "smoke").is_dir()
+
+
 # ---------------------------------------------------------------------------------------------- endpoint (9)
 
 def test_a_benchmarks_runs_record_their_endpoint(home, monkeypatch):
