@@ -6,6 +6,7 @@ through_router()  # first: a fresh server may run this page without app.py (ui/r
 
 import streamlit as st
 
+from core.actions import choices
 from core.scenarios import catalog
 from core import scenarios
 from core.scenarios.dqa.source import DQAError
@@ -206,5 +207,5 @@ note.caption(f"Your own decision problems: scenario folders in {md_code(scenario
 if rescan.button("Rescan", icon=":material/refresh:", help="Look for new or changed scenario folders",
                  **access.disabled("rescan")):
     with access.asking():
-        scenarios.rescan(who=access.current())
+        choices.rescan(who=access.current())
         st.rerun()

@@ -23,7 +23,7 @@ from core.scenarios.dqa.source import DQAError
 from core.llm.client import REPLAY_PREFIX, LLMError
 from core.llm.tokenizer_file import TokenizerFileError, counted_by
 from core.scenarios.plugins.checks import check_folder
-from core.config import choices
+from core.actions import choices
 from core.config import home as project_home
 from core.config.settings import DatabaseSettings, database_url
 from core.jobs import queue

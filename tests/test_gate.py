@@ -116,7 +116,7 @@ def _stop(action: str):
 
 
 def _override(who, _):
-    from core.analysis.grading import override, restore
+    from core.actions.grades import override, restore
 
     assert override(RUN, DEMO, None, who=who, note="none named").by == who.name
     assert restore(RUN, who=who)
@@ -150,7 +150,7 @@ def _bench_stop(who, job):
 
 
 def _test_connections(who, _):
-    from core.config import choices
+    from core.actions import choices
     from core.config.settings import DatabaseSettings
 
     db = DatabaseSettings(neo4j_uri=None)
@@ -158,7 +158,7 @@ def _test_connections(who, _):
 
 
 def _settings(who, _):
-    from core.config import choices
+    from core.actions import choices
     from core.model.run_settings import Limits
 
     assert choices.use_limits(Limits(), who=who) == Limits()
@@ -167,7 +167,7 @@ def _settings(who, _):
 def _endpoints(who, _):
     from dataclasses import replace
 
-    from core.config import choices
+    from core.actions import choices
     from core.config.settings import LLMSettings
 
     current = LLMSettings()
@@ -176,7 +176,7 @@ def _endpoints(who, _):
 
 
 def _databases(who, _):
-    from core.config import choices
+    from core.actions import choices
     from core.config.settings import DatabaseSettings
 
     choices.use_databases(DatabaseSettings(), who=who)
@@ -184,7 +184,7 @@ def _databases(who, _):
 
 def _server_paths(who, _):
     from core import scenarios
-    from core.config import choices
+    from core.actions import choices
 
     try:
         assert choices.use_scenarios_folder("/nonexistent-scenarios", who=who).name == "nonexistent-scenarios"
@@ -193,9 +193,9 @@ def _server_paths(who, _):
 
 
 def _rescan(who, _):
-    from core import scenarios
+    from core.actions import choices
 
-    scenarios.rescan(who=who)
+    choices.rescan(who=who)
 
 
 def replaced_store():

@@ -2,7 +2,7 @@
 table in the secrets file, Streamlit's st.login), the signed-in person and the role their provider's verified
 claims give them; without it, the admin ``local user`` (one person on this machine; a name given on Settings
 labels their actions). ``gate()`` runs first on every page: a secrets file that cannot be read stops the app
-naming the file and line. The actions themselves ask the gate where they are carried out (core.jobs, core.config.choices,
+naming the file and line. The actions themselves ask the gate where they are carried out (core.jobs, core.actions,
 ...) with ``current()``; ``asking`` shows such a refusal, ``allowed``/``disabled`` only hide what it would
 refuse."""
 from __future__ import annotations

@@ -7,7 +7,7 @@ from datetime import datetime
 import streamlit as st
 
 from core.scenarios.dqa.source import DQAError
-from core.analysis.grading import override, restore
+from core.actions.grades import override, restore
 from core.store.overrides import OverrideStore
 from core.scenarios.catalog import run_question
 from ui import access

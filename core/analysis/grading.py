@@ -30,10 +30,7 @@ import unicodedata
 from dataclasses import asdict, dataclass
 
 from core import scenarios
-from core.auth.gate import authorize
-from core.auth.roles import Identity
 from core.scenarios import DECISION_WORDS, catalog
-from core.store.overrides import OverrideStore
 from core.model.grade import Override
 from core.model.question import DecisionWords
 
@@ -533,20 +530,3 @@ def override_for(settings: dict, decision, by: str, note: str = "", root=None) -
             found = None
         placement = {**asdict(found), "relative_regret": ranked.relative_regret(decision)} if found else None
     return make_override(decision, question.answer, by, note, placement=placement)
-
-
-def override(run_id: str, settings: dict, decision, *, who: Identity, by: str = "", note: str = "", root=None,
-             store: OverrideStore | None = None) -> Override:
-    """Override the stored run ``run_id``'s grade (its ``settings``) to ``decision`` for ``who``, as the gate's
-    ``override`` lets them; recorded as ``who`` (a signed-in person always; ``by`` names the one person of
-    single-user mode or the command line when given). The override stored."""
-    authorize(who, "override")
-    made = override_for(settings, decision, (by.strip() if not who.signed_in else "") or who.name, note, root)
-    (store or OverrideStore()).put(run_id, made)
-    return made
-
-
-def restore(run_id: str, *, who: Identity, store: OverrideStore | None = None) -> bool:
-    """Restore the run's automatic grade for ``who`` (the gate's ``override``); whether it had an override."""
-    authorize(who, "override")
-    return (store or OverrideStore()).clear(run_id)

@@ -1,7 +1,7 @@
 """The one authorization gate: every action a person can take is named here (``Action``) with the least role it
 needs (``NEEDS``), and ``authorize(identity, action)`` is called where the action is carried out (core.jobs for
-runs and benchmarks, the job queue's worker (``authorize_job``), core.config.choices for a session's settings and
-tests, core.scenarios, core.analysis.grading); a page only hides what the gate would refuse. A signed-in identity is also refused once its sign-in has expired (ID token's ``exp``, or
+runs and benchmarks, the job queue's worker (``authorize_job``), core.actions for a session's settings, tests,
+rescans and grade overrides); a page only hides what the gate would refuse. A signed-in identity is also refused once its sign-in has expired (ID token's ``exp``, or
 its claims older than ``claims_max_age_s``) or was signed out (the run store's record, core.auth.sessions)."""
 from __future__ import annotations
 

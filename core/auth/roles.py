@@ -16,10 +16,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from core.auth.config import ConfigError
+from core.model.run_settings import LOCAL_OPERATOR
 
 ROLES = ("viewer", "analyst", "admin")  # each may do what the ones before it may
 LOCAL_USER = "local user"  # who acts without sign-in (never the Unix account)
-LOCAL_OPERATOR = "local operator"  # who acts on the command line (never the Unix account)
 #: How long a sign-in's claims (its role) are trusted before the person signs in again, by default (seconds).
 CLAIMS_MAX_AGE_S = 15 * 60
 

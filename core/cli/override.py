@@ -35,7 +35,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args) -> int:
-    from core.analysis.grading import override, restore  # heavy: loads numpy, pandas
+    from core.actions.grades import override, restore  # heavy: loads numpy, pandas
     from core.scenarios.catalog import run_question  # heavy: loads numpy, pandas
 
     check_home()  # a home that is a file or read-only: an error line, not a traceback

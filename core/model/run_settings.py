@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
-from core.auth.roles import LOCAL_OPERATOR
 from core.model.bounds import NUMBERS, in_bounds, no_nul
 from core.model.technique import technique
 
@@ -260,6 +259,9 @@ class Review:
     def from_dict(cls, data: dict) -> Review:
         return cls(data["action"], tuple(data.get("plan") or ()), data.get("note", ""), data.get("query", ""),
                    data.get("reviewer", ""), data.get("at", 0.0))
+
+
+LOCAL_OPERATOR = "local operator"  # who acts on the command line (core.auth.roles.local_operator), never the account
 
 
 def default_reviewer() -> str:

@@ -14,8 +14,6 @@ import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from core.auth.gate import authorize
-from core.auth.roles import Identity
 from core.config import settings
 from core.scenarios.base import Effect, Registry, ScenarioType, Source, ViewOption
 from core.scenarios.dqa.kinds import Building, Locating
@@ -84,12 +82,6 @@ def reload() -> None:
     """Forget the scenarios found so far (the next call scans the folders again)."""
     with _LOCK:
         _REGISTRIES.clear()
-
-
-def rescan(*, who: Identity) -> None:
-    """``reload`` for ``who``, as the gate's ``rescan`` lets them."""
-    authorize(who, "rescan")
-    reload()
 
 
 def names() -> list[str]:

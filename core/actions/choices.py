@@ -3,7 +3,8 @@ asks it with the acting identity (``who``) before it does anything, and gives wh
 keep it in the browser session; nothing here is stored). A named endpoint and the run limits are an analyst's
 choice (``settings``); a model of one's own (its URL and key: ``endpoints``), database connections (``databases``)
 and anything the server reads from a path (``server_paths``: a replay or tokenizer file, the DQA folder, the
-scenarios folder) are an admin's; testing the connections in use is an analyst's (``test_connections``)."""
+scenarios folder) are an admin's; testing the connections in use and rescanning the scenarios folder are an
+analyst's (``test_connections``, ``rescan``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -87,6 +88,12 @@ def use_dqa(folder: str | None, *, who: Identity) -> str:
     """The DQA folder ``folder`` (None: the configured one) checked: what it holds (DQAError saying why not)."""
     authorize(who, "server_paths")
     return check_dqa(folder or None)
+
+
+def rescan(*, who: Identity) -> None:
+    """Scan the scenarios folders again (new or changed scenario folders) for ``who``."""
+    authorize(who, "rescan")
+    scenarios.reload()
 
 
 def use_scenarios_folder(folder: str | None, *, who: Identity) -> Path:
