@@ -29,7 +29,7 @@ from core.benchmark.results import read_all, stored_benchmarks
 from core.benchmark.config import BenchConfig, bench_home
 from core.scenarios.catalog import SOURCES
 from core.scenarios.dqa.source import DQA_SET, DQAError
-from core.llm.client import REPLAY_PREFIX, LLMError
+from core.llm.client import LLMError
 from core.analysis.summary import technique_label
 from ui import access
 from ui.common import dqa_root, in_words, kept, session_limits, session_llm
@@ -222,10 +222,6 @@ def start_form() -> None:
         started = st.form_submit_button("Start", icon=":material/play_arrow:", **access.disabled("benchmark_start"))
     if not started:
         return
-    # A question set or replay named by path is a file or folder of the server: its admin's to choose.
-    if ((question_set.strip() != str(dqa_root() or "") or model.strip().startswith(REPLAY_PREFIX))
-            and access.refused("server_paths")):
-        return
     if not techniques:
         st.error("Choose at least one technique.")
         return
@@ -241,7 +237,8 @@ def start_form() -> None:
                              budget_cost=budget_cost, budget_calls=budget_calls, source=source,
                              prompts=prompt_setting, reaper_planner=planner,
                              epochs=int(epochs), vote=int(vote), top_p=top_p or None, seed=parse_seed(seed))
-        job = jobs.start(config, who=access.current())
+        # A question set or replay named by path is a file or folder of the server: the gate asks for an admin.
+        job = jobs.start(config, who=access.current(), usual_root=dqa_root())
     except Refused as e:
         access.show_refusal(e)
     except (BenchError, LLMError, ValueError, DQAError) as e:

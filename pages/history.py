@@ -51,10 +51,10 @@ st.title("History")
 store = jobs.open_store()
 if store.notice:  # emptied, replaced or set aside as damaged: not "no runs yet"
     st.warning(store.notice, icon=":material/warning:")
-    if st.button("Go on with this run store", key="history_acknowledge", **access.disabled("store_switch")) \
-            and not access.refused("store_switch"):
-        store.acknowledge()
-        st.rerun()
+    if st.button("Go on with this run store", key="history_acknowledge", **access.disabled("store_switch")):
+        with access.asking():
+            jobs.go_on_with_store(store, who=access.current())
+            st.rerun()
 runs = store.list(limit=None)
 linked = url_param("run")
 if linked and linked != st.session_state.get("history_linked"):  # a link (or a new one) opens its run

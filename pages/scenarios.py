@@ -6,6 +6,7 @@ through_router()  # first: a fresh server may run this page without app.py (ui/r
 
 import streamlit as st
 
+from core.actions import choices
 from core.scenarios import catalog
 from core import scenarios
 from core.scenarios.dqa.source import DQAError
@@ -204,6 +205,7 @@ note, rescan = st.columns([5, 1], vertical_alignment="center")
 note.caption(f"Your own decision problems: scenario folders in {md_code(scenarios.scenarios_dir())} (`python -m core "
              "scenario new NAME` writes one; docs/scenarios.md).")
 if rescan.button("Rescan", icon=":material/refresh:", help="Look for new or changed scenario folders",
-                 **access.disabled("rescan")) and not access.refused("rescan"):
-    scenarios.reload()
-    st.rerun()
+                 **access.disabled("rescan")):
+    with access.asking():
+        choices.rescan(who=access.current())
+        st.rerun()

@@ -18,14 +18,12 @@ import streamlit as st
 from core.auth import endpoints
 from core.model.bounds import NUMBERS
 from core.auth.config import ConfigError
-from core.backends.registry import BACKENDS, unavailable
 from core import scenarios
-from core.scenarios.dqa.source import check_dqa
-from core.llm.checks import check_llm
 from core.scenarios.dqa.source import DQAError
 from core.llm.client import REPLAY_PREFIX, LLMError
-from core.llm.tokenizer_file import TokenizerFileError, counted_by, open_tokenizer
+from core.llm.tokenizer_file import TokenizerFileError, counted_by
 from core.scenarios.plugins.checks import check_folder
+from core.actions import choices
 from core.config import home as project_home
 from core.config.settings import DatabaseSettings, database_url
 from core.jobs import queue
@@ -107,10 +105,10 @@ def endpoint_choice(llm) -> None:
 
     name = st.selectbox("Model endpoint", names, index=names.index(llm.endpoint) if llm.endpoint in names else 0,
                         key="llm_endpoint", format_func=label, **access.disabled("settings"))
-    if (st.button("Use this endpoint", key="llm_endpoint_use", **access.disabled("settings"))
-            and not access.refused("settings")):
-        st.session_state["llm"] = found[name].llm_settings(session_llm())
-        st.toast(f"This session's runs use the endpoint {name}.", icon=ICONS["success"])
+    if st.button("Use this endpoint", key="llm_endpoint_use", **access.disabled("settings")):
+        with access.asking():
+            st.session_state["llm"] = choices.use_endpoint(name, session_llm(), who=access.current())
+            st.toast(f"This session's runs use the endpoint {name}.", icon=ICONS["success"])
 
 
 st.title("Settings")
@@ -171,21 +169,18 @@ def own_model(llm) -> None:
                    "For a key that persists, set `OPENAI_API_KEY` (with `OPENAI_BASE_URL`) before starting the app.")
     use, test = st.columns([1, 5])
     tested = None
-    if use.button("Use for this session", key="llm_use") and not access.refused("endpoints") and not (
-            (provider == "replay" or chosen.tokenizer != llm.tokenizer) and access.refused("server_paths")):
-        try:
-            if chosen.tokenizer:
-                open_tokenizer(chosen.tokenizer)
-            st.session_state["llm"] = llm = chosen
-            st.toast(f"This session uses {chosen.model or 'no model'}.", icon=ICONS["success"])
-            tested = []  # what was said of another choice (a tokenizer file refused) no longer holds
-        except TokenizerFileError as e:
-            tested = [("error", md(str(e)))]
-    if test.button("Test", key="llm_test") and not access.refused("test_connections") \
-            and not access.refused("endpoints"):
-        with st.spinner("Asking the model for one token..."):
+    if use.button("Use for this session", key="llm_use"):
+        with access.asking():
             try:
-                tested = [("success", md(check_llm(chosen)))]
+                st.session_state["llm"] = llm = choices.use_model(chosen, llm, who=access.current())
+                st.toast(f"This session uses {chosen.model or 'no model'}.", icon=ICONS["success"])
+                tested = []  # what was said of another choice (a tokenizer file refused) no longer holds
+            except TokenizerFileError as e:
+                tested = [("error", md(str(e)))]
+    if test.button("Test", key="llm_test"):
+        with access.asking(), st.spinner("Asking the model for one token..."):
+            try:
+                tested = [("success", md(choices.test_model(chosen, llm, who=access.current())))]
             except LLMError as e:
                 tested = [("error", md(in_words(str(e), SETTINGS_WORDS)))]
     show_results("llm", tested)
@@ -234,12 +229,13 @@ st.caption("At the call, token or cost limit the agent is asked for its final an
            "database query is stopped at its timeout, keeps at most the row cap, and each value at most the cell "
            "size (longer ones are cut and marked).")
 chosen_limits = limit_inputs(session_limits(), key="limits")
-if st.button("Use for this session", key="limits_use", **access.disabled("settings")) and not access.refused("settings"):
-    try:
-        st.session_state["limits"] = chosen_limits.validate()
-        st.toast("This session's runs use these limits.", icon=ICONS["success"])
-    except ValueError as e:
-        st.error(md(e), icon=ICONS["error"])
+if st.button("Use for this session", key="limits_use", **access.disabled("settings")):
+    with access.asking():
+        try:
+            st.session_state["limits"] = choices.use_limits(chosen_limits, who=access.current())
+            st.toast("This session's runs use these limits.", icon=ICONS["success"])
+        except ValueError as e:
+            st.error(md(e), icon=ICONS["error"])
 
 admin = access.disabled("databases")  # what the server connects to and reads: the admin's
 st.subheader("Databases")
@@ -255,23 +251,18 @@ neo4j_user = user.text_input("Neo4j user", db.neo4j_user, key="db_neo4j_user", *
 neo4j_password = password.text_input("Neo4j password", type="password", key="db_neo4j_password",
                                      placeholder=KEPT if db.neo4j_password else "", **admin)
 use, test = st.columns([1, 5])
-if use.button("Use for this session", key="db_use", **admin) and not access.refused("databases"):
-    st.session_state["db_settings"] = DatabaseSettings(mysql_url=mysql_url, neo4j_uri=neo4j_uri or None,
-                                                       neo4j_user=neo4j_user,
-                                                       neo4j_password=neo4j_password or db.neo4j_password)
-    st.toast("This session uses these connections.", icon=ICONS["success"])
+typed_db = db if admin else DatabaseSettings(mysql_url=mysql_url, neo4j_uri=neo4j_uri or None, neo4j_user=neo4j_user,
+                                             neo4j_password=neo4j_password or db.neo4j_password)
+if use.button("Use for this session", key="db_use", **admin):
+    with access.asking():
+        st.session_state["db_settings"] = choices.use_databases(typed_db, who=access.current())
+        st.toast("This session uses these connections.", icon=ICONS["success"])
 tested = None
-if test.button("Test connections", key="db_test", **access.disabled("test_connections")) \
-        and not access.refused("test_connections"):
-    tested = []
-    chosen_db = session_db() if admin else DatabaseSettings(
-        mysql_url=mysql_url, neo4j_uri=neo4j_uri or None, neo4j_user=neo4j_user,
-        neo4j_password=neo4j_password or db.neo4j_password)
-    with st.spinner("Connecting..."):
-        for name, (language, _) in BACKENDS.items():
-            reason = unavailable(name, chosen_db)
-            tested.append(("warning", f"**{name}** ({language}) cannot be used: {md(reason)}") if reason
-                          else ("success", f"**{name}** ({language}) is available"))
+if test.button("Test connections", key="db_test", **access.disabled("test_connections")):
+    with access.asking(), st.spinner("Connecting..."):
+        tested = [("warning", f"**{a.backend}** ({a.language}) cannot be used: {md(a.problem)}") if a.problem
+                  else ("success", f"**{a.backend}** ({a.language}) is available")
+                  for a in choices.test_connections(typed_db, session_db(), who=access.current())]
 show_results("db", tested)
 
 st.subheader("Where runs are kept")
@@ -301,12 +292,13 @@ st.subheader("DQA benchmark")
 folder = st.text_input("DQA directory", str(dqa_root() or ""), key="dqa_dir_input", **paths,
                        help="The data/ folder of the public myeon9h/PlanRAG repository (default: DQA_DIR).")
 tested = None
-if st.button("Use and test", key="dqa_test", **paths) and not access.refused("server_paths"):
-    try:
-        tested = [("success", md(check_dqa(folder or None)))]
-        st.session_state["dqa_dir"] = folder
-    except DQAError as e:
-        tested = [("error", md(e))]
+if st.button("Use and test", key="dqa_test", **paths):
+    with access.asking():
+        try:
+            tested = [("success", md(choices.use_dqa(folder, who=access.current())))]
+            st.session_state["dqa_dir"] = folder
+        except DQAError as e:
+            tested = [("error", md(e))]
 show_results("dqa", tested)
 
 st.subheader("Scenarios folder")
@@ -314,13 +306,13 @@ folder = st.text_input("Your scenarios", str(scenarios.scenarios_dir()), key="sc
                        help="One folder per scenario, each with a scenario.toml (docs/scenarios.md); default: "
                             "PLANRAG_SCENARIOS, else scenarios/ in the project home.")
 tested = None
-if st.button("Use and check", key="scenarios_dir_use", **paths) and not access.refused("server_paths"):
-    chosen_folder = folder.strip() or None
-    st.session_state["scenarios_dir"] = chosen_folder
-    scenarios.use_folder(chosen_folder)
-    scenarios.reload()
-    with st.spinner("Checking every scenario: data, questions, candidates, simulator..."):
-        tested = [(kind, message) for kind, message in scenario_check(scenarios.scenarios_dir())]
+if st.button("Use and check", key="scenarios_dir_use", **paths):
+    with access.asking():
+        chosen_folder = folder.strip() or None
+        in_use = choices.use_scenarios_folder(chosen_folder, who=access.current())
+        st.session_state["scenarios_dir"] = chosen_folder
+        with st.spinner("Checking every scenario: data, questions, candidates, simulator..."):
+            tested = [(kind, message) for kind, message in scenario_check(in_use)]
 show_results("scenarios", tested)
 
 if not access.signin_on():  # signed in, the identity names whoever acts

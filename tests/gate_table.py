@@ -1,6 +1,7 @@
 """The one table of who may take each action of the gate (core.auth.gate), shared by the core test
 (tests/test_gate.py: every action by every role) and the browser test (tests/test_e2e_gate.py: the rows with a
-button, for a viewer and an analyst). A new action without a row here fails both."""
+button, for a viewer and an analyst; each test also carries every action out, through core or by its button). A
+new action without a row here fails both."""
 from __future__ import annotations
 
 #: action -> (the least role that may take it, (page path, button name) where a button takes it, or None)
@@ -21,7 +22,7 @@ TABLE = {
     "benchmark_rerun": ("analyst", None),
     "test_connections": ("analyst", ("settings", "Test connections")),
     "rescan": ("analyst", ("scenarios", "Rescan")),
-    "store_switch": ("admin", None),  # only shown when the run store was replaced outside the app
+    "store_switch": ("admin", ("history", "Go on with this run store")),  # shown when the store lost runs
     "settings": ("analyst", ("settings", "Use this endpoint")),
     "endpoints": ("admin", None),
     "databases": ("admin", None),

@@ -64,8 +64,10 @@ def _wait_line(process: subprocess.Popen, text: str) -> None:
 
 
 @contextlib.contextmanager
-def _provider(port: int, redirect: str, users: dict = USERS):
-    process = subprocess.Popen([_node(), str(OIDC / "provider.mjs"), str(port), redirect, json.dumps(users)],
+def _provider(port: int, redirect: str, users: dict | Path = USERS):
+    """The provider knowing ``users`` (a dict, or a JSON file it reads again at each sign-in)."""
+    given = str(users) if isinstance(users, Path) else json.dumps(users)
+    process = subprocess.Popen([_node(), str(OIDC / "provider.mjs"), str(port), redirect, given],
                                cwd=OIDC, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         _wait_line(process, "ready")
@@ -93,13 +95,15 @@ def signin_app(tmp_path):
 
 @contextlib.contextmanager
 def signin_server(tmp_path: Path, users: dict = USERS):
-    """The app with sign-in against a local provider knowing ``users``, a run paused at p1: (app URL, run store,
-    paused run id, secrets file)."""
+    """The app with sign-in against a local provider knowing ``users`` (kept in ``tmp_path/users.json``: a change
+    there is the provider's at the next sign-in), a run paused at p1: (app URL, run store, paused run id, secrets
+    file)."""
     app_port, op_port = free_port(), free_port()
     app = f"http://127.0.0.1:{app_port}"
     home = tmp_path / "home"
     run_id = _paused_run(home)
-    with _provider(op_port, f"{app}/oauth2callback", users) as issuer:
+    (tmp_path / "users.json").write_text(json.dumps(users))
+    with _provider(op_port, f"{app}/oauth2callback", tmp_path / "users.json") as issuer:
         secrets = tmp_path / "secrets.toml"
         secrets.write_text(f"""
 [auth]

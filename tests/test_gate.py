@@ -13,8 +13,10 @@ import pytest
 
 from core.auth import gate, sessions
 from core.auth.gate import ACTIONS, Refused, authorize
-from core.auth.roles import CLAIMS_MAX_AGE_S, LOCAL_USER, ROLES, Identity, identity_of, local_admin
+from core.auth.roles import (CLAIMS_MAX_AGE_S, LOCAL_USER, ROLES, Identity, identity_of, local_admin,
+                             local_operator)
 from core.model.run_settings import Review, RunSettings
+from core.backends.registry import BACKENDS
 from tests.gate_table import TABLE
 
 NOW = int(time.time())
@@ -38,23 +40,242 @@ def home(tmp_path, monkeypatch):
     return tmp_path
 
 
+class Opened(Exception):
+    """The action went past the gate and asked for its runtime (none is opened in these tests)."""
+
+
+def no_runtime():
+    raise Opened("past the gate")
+
+
+RUN = "0123456789ab"
+DEMO = {"source": "demo", "scenario": "locating", "question": 1, "db": "sqlite", "technique": "planrag",
+        "llm": "m", "hitl": "approve-every-plan"}
+DEMO_RUN = RunSettings("locating", 1, "sqlite", "iterrag", "m", source="demo")
+
+
+def paused(kind: str = "plan"):
+    """Set-up: a run stored as paused at a ``kind`` pause (p1), without running anything; its record."""
+    import core.jobs.runs as jobs
+
+    store = jobs.open_store()
+    store.create(RUN, DEMO)
+    store.update(RUN, "paused", pause={"id": "p1", "kind": kind, "plan": ["look"], "query": "SELECT 1"})
+    return store.get(RUN, events=False)
+
+
+def nothing():
+    return None
+
+
+def _start(who, _):
+    import core.jobs.runs as jobs
+
+    job = jobs.start(DEMO_RUN, no_runtime, who=who)
+    job.join(30)
+    assert jobs.open_store().started_by(job.run_id) == who.name
+
+
+def _samples(who, _):
+    import core.jobs.runs as jobs
+
+    for run_id in jobs.samples(DEMO_RUN, 2, no_runtime, who=who):
+        jobs.job(run_id).join(30)
+
+
+def _review(action: str):
+    def act(who, record):
+        import core.jobs.runs as jobs
+
+        with pytest.raises(Opened):  # past the gate: on to the runtime
+            jobs.resume(record, Review.approve(), no_runtime, pause_id="p1", who=who, action=action)
+    return act
+
+
+def _resume(who, record):
+    import core.jobs.runs as jobs
+
+    with pytest.raises(Opened):
+        jobs.proceed(record, no_runtime, who=who)
+
+
+def _branch(who, record):
+    import core.jobs.runs as jobs
+
+    with pytest.raises(Opened):
+        jobs.branch(record, 1, no_runtime, who=who, note="x")
+
+
+def _stop(action: str):
+    def act(who, record):
+        import core.jobs.runs as jobs
+
+        assert jobs.stop(record.id, who=who, action=action) == "stopped"
+        assert jobs.open_store().reviews(record.id)[-1]["reviewer"] == who.name
+    return act
+
+
+def _override(who, _):
+    from core.actions.grades import override, restore
+
+    assert override(RUN, DEMO, None, who=who, note="none named").by == who.name
+    assert restore(RUN, who=who)
+
+
+def _bench(who, _):
+    import core.jobs.benchmarks as benchmarks
+    from core.benchmark.smoke import smoke_config
+
+    benchmarks.start(smoke_config(techniques=["iterrag"]), who=who).join(120)
+
+
+def benchmarked():
+    """Set-up: a results set with results (starting into it again is a rerun)."""
+    _bench(local_admin(), None)
+
+
+def benchmark_job():
+    """Set-up: a benchmark's job (not started)."""
+    import core.jobs.benchmarks as benchmarks
+    from core.benchmark.runner import Bench
+    from core.benchmark.smoke import smoke_config
+
+    return benchmarks.BenchJob(Bench(smoke_config()))
+
+
+def _bench_stop(who, job):
+    import core.jobs.benchmarks as benchmarks
+
+    benchmarks.stop(job, who=who)
+
+
+def _test_connections(who, _):
+    from core.actions import choices
+    from core.config.settings import DatabaseSettings
+
+    db = DatabaseSettings(neo4j_uri=None)
+    assert {a.backend for a in choices.test_connections(db, db, who=who)} == set(BACKENDS)
+
+
+def _settings(who, _):
+    from core.actions import choices
+    from core.model.run_settings import Limits
+
+    assert choices.use_limits(Limits(), who=who) == Limits()
+
+
+def _endpoints(who, _):
+    from dataclasses import replace
+
+    from core.actions import choices
+    from core.config.settings import LLMSettings
+
+    current = LLMSettings()
+    chosen = replace(current, model="m", base_url="http://127.0.0.1:9/v1", api_key="sk-own-0123456789")
+    assert choices.use_model(chosen, current, who=who) is chosen
+
+
+def _databases(who, _):
+    from core.actions import choices
+    from core.config.settings import DatabaseSettings
+
+    choices.use_databases(DatabaseSettings(), who=who)
+
+
+def _server_paths(who, _):
+    from core import scenarios
+    from core.actions import choices
+
+    try:
+        assert choices.use_scenarios_folder("/nonexistent-scenarios", who=who).name == "nonexistent-scenarios"
+    finally:
+        scenarios.use_folder(None)
+
+
+def _rescan(who, _):
+    from core.actions import choices
+
+    choices.rescan(who=who)
+
+
+def replaced_store():
+    """Set-up: the run store as a page finds it after it was replaced outside the app (its notice)."""
+    import core.jobs.runs as jobs
+
+    store = jobs.open_store()
+    store.notice = "replaced outside the app"
+    return store
+
+
+def _store_switch(who, store):
+    import core.jobs.runs as jobs
+
+    jobs.go_on_with_store(store, who=who)
+    assert store.notice is None
+
+
+#: Every action of the gate: a set-up, and the action carried out as ``who`` by the core function that does it.
+THROUGH_CORE = {
+    "start": (nothing, _start),
+    "samples": (nothing, _samples),
+    "review": (paused, _review("review")),
+    "query_decision": (lambda: paused("query"), _review("review")),  # a review of a query pause decides the query
+    "inbox_approve": (paused, _review("inbox_approve")),
+    "inbox_reject": (paused, _review("inbox_reject")),
+    "inbox_close": (paused, _stop("inbox_close")),
+    "stop": (paused, _stop("stop")),
+    "resume": (paused, _resume),
+    "branch": (paused, _branch),
+    "override": (nothing, _override),
+    "benchmark_start": (nothing, _bench),
+    "benchmark_stop": (benchmark_job, _bench_stop),
+    "benchmark_rerun": (benchmarked, _bench),
+    "test_connections": (nothing, _test_connections),
+    "rescan": (nothing, _rescan),
+    "store_switch": (replaced_store, _store_switch),
+    "settings": (nothing, _settings),
+    "endpoints": (nothing, _endpoints),
+    "databases": (nothing, _databases),
+    "server_paths": (nothing, _server_paths),
+}
+
+
+def _traces(home) -> tuple:
+    """What an action leaves behind: runs, their starts, reviews and stops, overrides, benchmark results."""
+    import core.jobs.runs as jobs
+    from core.store.overrides import OverrideStore
+
+    store = jobs.open_store()
+    bench = sorted(str(p.relative_to(home)) for p in (home / "bench").rglob("*")) if (home / "bench").exists() else []
+    return ([(r.id, r.status) for r in store.list()], store.db.rows("SELECT run_id, action, reviewer FROM reviews"),
+            OverrideStore().all(), bench)
+
+
 def test_the_table_has_a_row_for_every_action_and_no_other():
-    assert set(TABLE) == set(ACTIONS) == set(gate.NEEDS)
+    assert set(TABLE) == set(ACTIONS) == set(gate.NEEDS) == set(THROUGH_CORE)
 
 
 @pytest.mark.parametrize("action", ACTIONS)
 @pytest.mark.parametrize("role", ROLES)
-def test_every_action_by_every_role_as_the_table_says(action, role, home):
+def test_every_action_by_every_role_through_core_as_the_table_says(action, role, home):
+    """Each action carried out by its core function as a signed-in ``role``: refused below the table's least
+    role, leaving nothing behind; past the gate from it on."""
     least, _ = TABLE[action]
+    assert gate.NEEDS[action][0] == least
     who = person(role)
+    setup, act = THROUGH_CORE[action]
+    ready = setup()
+    before = _traces(home)
     if ROLES.index(role) >= ROLES.index(least):
-        assert authorize(who, action, now=NOW + 1) is who
+        act(who, ready)
     else:
         with pytest.raises(Refused, match=f"{role}@example.test is signed in as {role}, and only"):
-            authorize(who, action, now=NOW + 1)
+            act(who, ready)
+        assert _traces(home) == before
     with pytest.raises(Refused, match="not signed in"):
         authorize(None, action)
     assert authorize(local_admin(), action).name == LOCAL_USER  # single-user mode: the local user, an admin
+    assert authorize(local_operator(), action).name == "local operator"  # the command line: the machine's operator
 
 
 def test_an_unknown_action_is_an_error():
@@ -203,6 +424,30 @@ def test_a_results_name_is_a_name_never_a_path(name, home):
     with pytest.raises(ValueError, match="is not a name"):
         BenchConfig(["planrag"], "m", name=name)
     assert BenchConfig(["planrag"], "m", name="my set-1_2.b").name == "my set-1_2.b"
+
+
+def test_a_benchmark_reads_no_path_an_analyst_typed(home, tmp_path):
+    """A question set or a replay named by path is a file of the server: the admin's (the gate's server_paths),
+    asked where the benchmark starts; the shipped transcripts (the smoke benchmark) are anyone's who may start."""
+    import core.jobs.benchmarks as benchmarks
+    from core.benchmark.config import BenchConfig
+    from core.benchmark.smoke import smoke_config
+    from tests.test_e2e_signin import REPLAY
+
+    analyst = person("analyst")
+    typed = tmp_path / "elsewhere"
+    typed.mkdir()
+    (typed / "replay.json").write_text(REPLAY.read_text())
+    for config in (BenchConfig(["iterrag"], "m", dqa_root=str(typed), name="set"),
+                   BenchConfig(["iterrag"], f"replay:{typed / 'replay.json'}", source="demo", name="set")):
+        with pytest.raises(Refused, match="may change the files and folders the server reads"):
+            benchmarks.start(config, who=analyst, usual_root=None)
+    assert not (home / "bench").exists()
+    own = BenchConfig(["iterrag"], f"replay:{REPLAY.parent}", source="demo", questions="1", scenario="locating",
+                      dqa_root=str(typed), name="own")
+    benchmarks.start(own, who=analyst, usual_root=typed).join(120)  # the session's own folder: past the gate
+    benchmarks.start(smoke_config(techniques=["iterrag"]), who=analyst).join(120)
+    assert (home / "bench" / "smoke").is_dir()
 
 
 # ---------------------------------------------------------------------------------------------- endpoint (9)

@@ -59,7 +59,9 @@ def test_override_from_the_command_line(tmp_path):
         return subprocess.run([sys.executable, "-m", "core", "override", *args], cwd=ROOT, capture_output=True,
                               text=True, timeout=120, env=env)
 
-    assert "--by" in override("r1", "--decision", "doab").stderr
+    unnamed = override("r1", "--decision", "doab")  # the command line's identity: the machine's operator
+    assert unnamed.returncode == 0 and "grade overridden by local operator" in unnamed.stdout
+    assert OverrideStore(tmp_path).get("r1").by == "local operator"
     missing = override("r9", "--decision", "doab", "--by", "ana")
     assert (missing.returncode, missing.stderr) == (1, "error: run r9 is not in the run store\n")  # no "(override)"
     assert "not a candidate" in override("r1", "--decision", "atlantis", "--by", "ana").stderr

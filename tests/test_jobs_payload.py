@@ -18,16 +18,18 @@ from tests.stub_server import StubServer
 from tests.test_jobs_queue import team, workers  # noqa: F401 - the fixtures: the team store, real workers
 
 RUN_ID, CODE = "0123456789ab", "0123456789ab"
+ASKED = {"who": {"name": "local user", "role": "admin"}, "action": "start", "at": 1.0}
 
 
 def run_job(**changes) -> dict:
-    return {"v": 1, "action": "start", "run_id": RUN_ID, "llm": {"model": "m"}, "branch": None, "code": CODE,
-            **changes}
+    return {"v": 1, "action": "start", "run_id": RUN_ID, "llm": {"model": "m"}, "branch": None, "asked": ASKED,
+            "code": CODE, **changes}
 
 
 def bench_job(**changes) -> dict:
     config = {"techniques": ["iterrag"], "llm": "m", "scenario": "all", "db": "sqlite", "questions": "all",
-              "name": "b", "limits": {}, "source": "demo", "llm_settings": {"model": "m"}, **changes}
+              "name": "b", "limits": {}, "source": "demo", "llm_settings": {"model": "m"},
+              "asked": {**ASKED, "action": "benchmark_start"}, **changes}
     return {"v": 1, "config": config, "key": "demo:locating/1/sqlite/iterrag/m", "code": CODE}
 
 
@@ -45,6 +47,10 @@ def bench_job(**changes) -> dict:
      "branch.changes.note"),
     (run_job(action="branch"), "the job"),
     (run_job(action="start", branch={"parent": RUN_ID, "step": 1, "changes": {"note": "n"}}), "the job"),
+    ({k: v for k, v in run_job().items() if k != "asked"}, "asked"),  # a job names who asked for it
+    (run_job(asked={**ASKED, "action": "settings"}), "asked.action"),
+    (run_job(asked={**ASKED, "action": "benchmark_start"}), "the job"),
+    (run_job(asked={**ASKED, "who": {"name": "", "role": "admin"}}), "asked.who.name"),
 ])
 def test_a_run_job_that_does_not_fit_its_schema_is_refused_naming_the_field(job, field):
     with pytest.raises(payload.PayloadError) as refused:
@@ -74,7 +80,8 @@ def test_what_the_app_queues_fits_the_schema():
 
     llm = LLMSettings(model="m", base_url="http://127.0.0.1:1/v1", api_key="sk-app-only-1234567890")
     checked = payload.run_payload({"v": 1, "action": "start", "run_id": RUN_ID, "llm": payload.model_of(llm),
-                                   "branch": None, "code": code_version()})
+                                   "branch": None, "code": code_version(),
+                                   "asked": payload.asked_by(local_admin(), "start")})
     assert "sk-app" not in checked.model_dump_json() and "127.0.0.1" not in checked.model_dump_json()
     payload.run_payload(run_job(llm={"model": "m", "endpoint": "team-llama"}))
     payload.run_payload(run_job(action="branch", branch={"parent": RUN_ID, "step": 2, "changes": {

@@ -299,8 +299,11 @@ def test_many_workers_never_drive_one_run_twice(team, workers):
 def bench(url: str, name: str = "team-bench", **kw):
     from core.benchmark.runner import Bench, BenchConfig
 
+    from core.jobs.payload import asked_by
+
     return Bench(BenchConfig(["iterrag"], "m", source="demo", base_url=url, name=name, cache=False,
-                             llm_settings=LLMSettings.unattended(model="m", base_url=url), **kw))
+                             llm_settings=LLMSettings.unattended(model="m", base_url=url),
+                             asked=asked_by(ME, "benchmark_start"), **kw))
 
 
 def test_two_commands_on_one_benchmark_share_its_items_on_the_workers(team, workers):
@@ -521,21 +524,28 @@ def test_an_app_killed_between_recording_a_run_and_queueing_its_job_leaves_neith
 def test_a_run_recorded_without_its_job_is_queued_by_the_sweep(team, workers):
     """The app died between recording a run ``queued`` and queueing its job: a worker's sweep queues it (with the
     model it was asked with) and drives it; a branch recorded so cannot be (its changes went with the job never
-    queued): it fails, saying to branch again."""
+    queued): it fails, saying to branch again; so does a run no one is recorded as having asked for (the worker asks
+    the gate again with who asked, issue 36)."""
     import psycopg
 
     from core.agents.runtime import new_run_id
 
     stub = TurnStub([ACT, FINAL])
     orphan, branch = new_run_id(), new_run_id()
+    from core.jobs.payload import asked_by
+
+    unasked = new_run_id()
     store = runs.open_store()
     store.create(orphan, settings(stub.url).validate().to_dict(), queued=True)
+    store.record_start(orphan, ME.name, asked_by(ME, "start"))  # as runs.start records it, before the job
     store.create(branch, settings(stub.url).validate().to_dict(), parent_id=orphan, branch_step=1, queued=True)
+    store.create(unasked, settings(stub.url).validate().to_dict(), queued=True)  # no one asked for it
     with psycopg.connect(team, autocommit=True) as con:  # recorded a lease ago (a run just recorded is left alone)
         con.execute("UPDATE runs SET updated = updated - %s", (queue.LEASE_S + 1,))
     worker = workers("w1")
-    wait_for(lambda: status(orphan) == "finished" and status(branch) == "failed", timeout=90)
+    wait_for(lambda: status(orphan) == "finished" and status(branch) == status(unasked) == "failed", timeout=90)
     assert "branch the run again" in runs.open_store().get(branch).outcome["error"]
+    assert "no one is recorded as having asked for it" in runs.open_store().get(unasked).outcome["error"]
     assert any(f"queued the runs ['{orphan}']" in line for line in worker.lines)
     stub.close()
 

@@ -47,7 +47,7 @@ def test_a_review_names_its_pause_and_a_stale_one_is_refused_with_the_state(home
     second = runtime.resume(first.run_id, Review.approve(), pause_id="p1")
     assert second.status == "paused" and second.pause.id == "p2" and second.pause.kind == "replan"
     # a second tab still showing p1 approves it: refused, the current pause named, the run unchanged
-    with pytest.raises(RunNotPaused, match=r"pause p1 of run \w+ is no longer current: \w+ reviewed it "
+    with pytest.raises(RunNotPaused, match=r"pause p1 of run \w+ is no longer current: local operator reviewed it "
                                            r"\(approve\) at .*; the run now waits at pause p2 \(replan\)"):
         runtime.resume(first.run_id, Review.reject("no"), pause_id="p1")
     assert runtime.result(first.run_id).pause.id == "p2"
@@ -58,7 +58,7 @@ def test_a_review_names_its_pause_and_a_stale_one_is_refused_with_the_state(home
     reviews = runtime.store.reviews(first.run_id)
     assert [(r["pause_id"], r["kind"], r["action"]) for r in reviews] == [("p1", "plan", "approve"),
                                                                           ("p2", "replan", "approve")]
-    assert reviews[1]["reviewer"] == "ana" and reviews[0]["reviewer"]  # the OS user by default
+    assert reviews[1]["reviewer"] == "ana" and reviews[0]["reviewer"] == "local operator"  # by default
     events = runtime.store.get(first.run_id).events
     assert [e.reviewer for e in events if e.kind == "plan" and e.origin == "analyst"][1] == "ana"
 

@@ -2,18 +2,20 @@
 table in the secrets file, Streamlit's st.login), the signed-in person and the role their provider's verified
 claims give them; without it, the admin ``local user`` (one person on this machine; a name given on Settings
 labels their actions). ``gate()`` runs first on every page: a secrets file that cannot be read stops the app
-naming the file and line. The actions themselves ask the gate where they are carried out (core.jobs, ...) with
-``current()``; ``refused`` shows such a refusal, ``allowed``/``disabled`` only hide what it would refuse."""
+naming the file and line. The actions themselves ask the gate where they are carried out (core.jobs, core.actions,
+...) with ``current()``; ``asking`` shows such a refusal, ``allowed``/``disabled`` only hide what it would
+refuse."""
 from __future__ import annotations
 
 import tomllib
+from contextlib import contextmanager
 from pathlib import Path
 
 import streamlit as st
 
 from core.auth import config, exposure, sessions
 from core.auth.config import ConfigError
-from core.auth.gate import Action, Refused, allows, authorize, check_session
+from core.auth.gate import Action, Refused, allows, check_session
 from core.auth.roles import LOCAL_USER, Identity, PermissionDenied, check_config, identity_of, local_admin
 from ui.untrusted import md
 
@@ -57,15 +59,14 @@ def allowed(action: Action) -> bool:
     return allows(current(), action)
 
 
-def refused(action: Action) -> bool:
-    """Ask the gate for ``action`` now: True, with the refusal shown, when it refuses (for the actions carried out
-    in this process by the page's own handler: settings, tests, rescans)."""
+@contextmanager
+def asking():
+    """Around a call of an action's core function (which asks the gate with ``current()``): a refusal is shown and
+    ends the block, the action not taken."""
     try:
-        authorize(current(), action)
+        yield
     except Refused as e:
         show_refusal(e)
-        return True
-    return False
 
 
 def show_refusal(error: PermissionDenied) -> None:

@@ -7,7 +7,7 @@ from datetime import datetime
 import streamlit as st
 
 from core.scenarios.dqa.source import DQAError
-from core.analysis.grading import override_for
+from core.actions.grades import override, restore
 from core.store.overrides import OverrideStore
 from core.scenarios.catalog import run_question
 from ui import access
@@ -51,11 +51,12 @@ def override_form(run_id: str, settings: dict, key: str, decision=None) -> None:
             if st.form_submit_button("Save override", **access.disabled("override")):
                 if not by.strip():
                     st.error("Say who overrides the grade.")
-                elif not access.refused("override"):
-                    chosen = None if decision == NO_DECISION else decision
-                    store.put(run_id, override_for(settings, chosen, by.strip(), note.strip(), dqa_root()))
-                    st.rerun()
+                else:
+                    with access.asking():
+                        override(run_id, settings, None if decision == NO_DECISION else decision,
+                                 who=access.current(), by=by, note=note.strip(), root=dqa_root(), store=store)
+                        st.rerun()
         if current and st.button("Restore the automatic grade", key=f"ov-clear-{key}", **access.disabled("override")):
-            if not access.refused("override"):
-                store.clear(run_id)
+            with access.asking():
+                restore(run_id, who=access.current(), store=store)
                 st.rerun()

@@ -1,15 +1,15 @@
 """The one authorization gate: every action a person can take is named here (``Action``) with the least role it
 needs (``NEEDS``), and ``authorize(identity, action)`` is called where the action is carried out (core.jobs for
-runs and benchmarks, the job queue's worker, the handlers of the settings-like actions); a page only hides what
-the gate would refuse. A signed-in identity is also refused once its sign-in has expired (ID token's ``exp``, or
+runs and benchmarks, the job queue's worker (``authorize_job``), core.actions for a session's settings, tests,
+rescans and grade overrides); a page only hides what the gate would refuse. A signed-in identity is also refused once its sign-in has expired (ID token's ``exp``, or
 its claims older than ``claims_max_age_s``) or was signed out (the run store's record, core.auth.sessions)."""
 from __future__ import annotations
 
 import time
 from typing import Literal, get_args
 
-from core.auth import sessions
-from core.auth.roles import ROLES, Identity, PermissionDenied
+from core.auth import config, sessions
+from core.auth.roles import ROLES, Identity, PermissionDenied, reassessed
 
 Action = Literal[
     "start", "samples", "review", "query_decision", "inbox_approve", "inbox_reject", "inbox_close", "stop",
@@ -77,7 +77,36 @@ def authorize(who: Identity | None, action: Action, now: float | None = None) ->
     if who is None:
         raise Refused(f"you are not signed in: sign in to {what}")
     check_session(who, now, what)
+    _role_allows(who, least, what)
+    return who
+
+
+def _role_allows(who: Identity, least: str, what: str) -> None:
     if who.role not in ROLES or ROLES.index(who.role) < ROLES.index(least):
         raise Refused(f"{who.name} is signed in as {who.role}, and only "
                       f"{' or '.join(ROLES[ROLES.index(least):])} may {what}")
-    return who
+
+
+def authorize_job(who: Identity | None, action: Action, asked_at: float) -> Identity:
+    """The gate asked again by a worker carrying out ``action`` that ``who`` asked for at ``asked_at`` (a job of
+    the queue): ``who``'s role as the server's configuration (its secrets file's ``[planrag]``) gives it now, so a
+    role taken away since the job was queued refuses it; the sign-in as it was when the job was asked (one that
+    expired or was signed out later does not undo what it asked). Refused saying why; ConfigError (a Refused's
+    cause) when the configuration cannot be read: fail closed."""
+    if action not in NEEDS:
+        raise ValueError(f"unknown action {action!r}; the actions are {', '.join(ACTIONS)}")
+    least, what = NEEDS[action]
+    if who is None:
+        raise Refused(f"the job names no one: no one may {what} through it")
+    try:
+        now = reassessed(who, config.planrag()) if who.signed_in else who
+    except config.ConfigError as e:
+        raise Refused(f"the server's sign-in configuration cannot be read ({e}), so no job acts for {who.name}") from e
+    if who.valid_until is not None and asked_at >= who.valid_until:
+        raise Refused(f"the sign-in of {who.name} had expired when the job was asked")
+    try:
+        _role_allows(now, least, what)
+    except Refused as e:
+        raise Refused(f"refused when a worker took the job up: {e} (roles as the server's configuration gives "
+                      "them now)") from None
+    return now

@@ -7,13 +7,16 @@ A signed-in person is known by what the provider vouches for: the e-mail address
 the issuer and subject; never a display name. The role comes from the claim named by ``role_claim`` (default
 ``roles``) or the ``[planrag.roles]`` mapping of verified e-mail addresses (compared case-blind), subjects (exact)
 and ``group:NAME`` entries (from the ``groups`` claim); the highest found wins, anyone else gets ``default_role``
-(default viewer). Without sign-in the one person on this machine is the admin ``local user``."""
+(default viewer). Without sign-in the one person on this machine is the admin ``local user``; the command line's
+is the admin ``local operator`` (whoever runs commands on the server's machine is its operator), never the Unix
+account's name."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from core.auth.config import ConfigError
+from core.model.run_settings import LOCAL_OPERATOR
 
 ROLES = ("viewer", "analyst", "admin")  # each may do what the ones before it may
 LOCAL_USER = "local user"  # who acts without sign-in (never the Unix account)
@@ -29,7 +32,9 @@ class PermissionDenied(PermissionError):
 class Identity:
     """Who acts: ``name`` as recorded with every stored action (the verified e-mail, else ``SUBJECT at ISSUER``),
     and the role. A signed-in identity has its ``session`` (issuer, subject and issue time of its ID token, for
-    sign-out) and ``valid_until``: the token's expiry or the claims' age limit, whichever comes first."""
+    sign-out), ``valid_until`` (the token's expiry or the claims' age limit, whichever comes first) and what its
+    role was found from (``subject``, ``issuer``, the role claim's roles ``claimed``), so that a worker can find
+    its role again under the configuration of when it acts (``reassessed``)."""
 
     name: str
     role: str
@@ -38,11 +43,19 @@ class Identity:
     signed_in: bool = False
     session: str = ""
     valid_until: float | None = None
+    subject: str = ""
+    issuer: str = ""
+    claimed: tuple[str, ...] = field(default=())
 
 
 def local_admin(name: str = LOCAL_USER) -> Identity:
-    """The user of single-user mode (``local user``) and of the command line."""
+    """The user of single-user mode (``local user``, or the name given on Settings)."""
     return Identity(name, "admin")
+
+
+def local_operator() -> Identity:
+    """Who acts on the command line: the operator of the machine (an admin), recorded as ``local operator``."""
+    return Identity(LOCAL_OPERATOR, "admin")
 
 
 def _strings(value) -> list[str]:
@@ -86,14 +99,8 @@ def identity_of(claims: Mapping, planrag: Mapping) -> Identity | None:
     if not (email or subject):
         return None
     groups = tuple(_strings(claims.get(planrag.get("groups_claim", "groups"))))
-    found = [r for r in _strings(claims.get(planrag.get("role_claim", "roles"))) if r in ROLES]
-    wanted_groups = {f"group:{g}".lower() for g in groups}
-    for role, members in planrag.get("roles", {}).items():
-        for member in _strings(members):
-            if (member == subject or (email and member.lower() == email)
-                    or (member.lower().startswith("group:") and member.lower() in wanted_groups)):
-                found.append(role)
-    role = max(found, key=ROLES.index) if found else planrag.get("default_role", "viewer")
+    claimed = tuple(r for r in _strings(claims.get(planrag.get("role_claim", "roles"))) if r in ROLES)
+    role = _role(email, subject, groups, claimed, planrag)
     if role == "none":
         return None
     issued = _number(claims.get("iat"))
@@ -101,8 +108,43 @@ def identity_of(claims: Mapping, planrag: Mapping) -> Identity | None:
                           issued + planrag.get("claims_max_age_s", CLAIMS_MAX_AGE_S) if issued else None) if t]
     name = email or (f"{subject} at {issuer}" if issuer else subject)
     return Identity(name, role, email, groups, signed_in=True, session=f"{issuer}|{subject}|{claims.get('iat')}",
-                    valid_until=min(limits) if limits else None)
+                    valid_until=min(limits) if limits else None, subject=subject, issuer=issuer, claimed=claimed)
+
+
+def _role(email: str | None, subject: str, groups: tuple[str, ...], claimed: tuple[str, ...],
+          planrag: Mapping) -> str:
+    """The highest role the role claim (``claimed``) and the mapping give; else the default role (maybe none)."""
+    found = list(claimed)
+    wanted_groups = {f"group:{g}".lower() for g in groups}
+    for role, members in planrag.get("roles", {}).items():
+        for member in _strings(members):
+            if (member == subject or (email and member.lower() == email)
+                    or (member.lower().startswith("group:") and member.lower() in wanted_groups)):
+                found.append(role)
+    return max(found, key=ROLES.index) if found else planrag.get("default_role", "viewer")
+
+
+def reassessed(who: Identity, planrag: Mapping) -> Identity:
+    """``who`` with the role the configuration ``planrag`` gives it now (a worker acting later for a signed-in
+    person: a role taken away since counts; ``none`` when it gives none). One not signed in keeps its role."""
+    if not who.signed_in:
+        return who
+    check_config(planrag)
+    return replace(who, role=_role(who.email, who.subject, who.groups, who.claimed, planrag))
 
 
 def _number(value) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def as_record(who: Identity) -> dict:
+    """``who`` as a job of the queue carries it (core.jobs.payload.Who): every field, the groups and roles as lists."""
+    return {"name": who.name, "role": who.role, "email": who.email, "groups": list(who.groups),
+            "signed_in": who.signed_in, "session": who.session, "valid_until": who.valid_until,
+            "subject": who.subject, "issuer": who.issuer, "claimed": list(who.claimed)}
+
+
+def from_record(record: Mapping) -> Identity:
+    """The identity a job carries (``as_record``)."""
+    return Identity(**{**record, "groups": tuple(record.get("groups") or ()),
+                       "claimed": tuple(record.get("claimed") or ())})

@@ -30,6 +30,8 @@ from core.agents.runtime import AgentRuntime, new_run_id
 from core.model.run_settings import Limits, RunSettings
 from core.model.technique import technique, voted_name
 from core.agents.workspace import open_catalog_workspace
+from core.auth.gate import Refused, authorize_job
+from core.auth.roles import from_record
 from core.backends.registry import language
 from core.benchmark.budget import Budget, check_caps
 from core.benchmark.config import BenchConfig, bench_home, default_name
@@ -408,6 +410,12 @@ class Bench:
         def attempt(item: Item) -> None:
             if stop.is_set():
                 return
+            refused = self._refused()
+            if refused:
+                with lock:
+                    progress.stopped = progress.stopped or refused
+                stop.set()
+                return
             reached = budget.reached()
             if reached:
                 with lock:
@@ -466,6 +474,18 @@ class Bench:
                                llm_opener=caching_opener(cache, self._throttle, on_open=self._opened, gate=gate,
                                                          budget=budget, sample=self._epoch))
         return runtime, cache
+
+    def _refused(self) -> str | None:
+        """Why the gate refuses the benchmark's next item to whoever asked for it (``config.asked``: the role the
+        configuration gives them now, core.auth.gate.authorize_job); None when it lets it run or no one is named."""
+        asked = self.config.asked
+        if not asked:
+            return None
+        try:
+            authorize_job(from_record(asked["who"]), asked["action"], asked["at"])
+        except Refused as e:
+            return str(e)
+        return None
 
     def _record_item(self, item: Item, runtime: AgentRuntime, progress: Progress, lock: threading.Lock,
                      stop: threading.Event) -> tuple[dict | None, str | None]:

@@ -10,6 +10,7 @@ import threading
 from functools import partial
 from pathlib import Path
 
+from core.auth.roles import local_operator
 from core.model.technique import TECHNIQUES, parse_voted
 from core.backends.registry import BACKENDS
 from core.cli.args import (add_budget_arguments, add_fidelity_arguments, add_limit_arguments, add_llm_arguments,
@@ -26,6 +27,7 @@ if TYPE_CHECKING:  # the runner loads LangGraph: only ``bench`` itself needs it,
 from core.llm.client import LLMError
 from core.config.secrets import scrub
 from core.jobs import queue
+from core.jobs.payload import asked_by
 from core.store.runs import RunStore
 from core.config import home as project_home
 
@@ -42,6 +44,8 @@ a 95% Wilson interval (items that could not run count as not correct), and paire
 --epochs K runs every item K times (a rerun with a larger K runs only the missing epochs); the reports then treat
 a question's samples as a cluster (docs/verdicts.md); --vote N adds each technique's majority decision over N
 samples as TECHNIQUE+voteN."""
+
+OPERATOR = local_operator()  # who acts on the command line: the machine's operator (README, Sign-in)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -221,7 +225,8 @@ def _config(args) -> BenchConfig:
         return smoke_config(args.technique, scenario=args.scenario, db=args.db, out=args.out, name=args.name,
                             source="scenario" if args.source == "scenario" else None, limits=limits_from(args),
                             budget_tokens=args.budget_tokens, budget_cost=args.budget_cost,
-                            budget_calls=args.budget_calls)
+                            budget_calls=args.budget_calls, started_by=OPERATOR.name,
+                            asked=asked_by(OPERATOR, "benchmark_start"))
     return BenchConfig(args.technique, args.llm or "", scenario=args.scenario, db=args.db,
                        questions=args.questions, concurrency=args.concurrency, rpm=args.rpm, out=args.out,
                        name=args.name, cache=not args.no_cache, base_url=args.base_url,
@@ -229,7 +234,8 @@ def _config(args) -> BenchConfig:
                        llm_settings=llm_settings(args, unattended=True), limits=limits_from(args),
                        budget_tokens=args.budget_tokens, budget_cost=args.budget_cost, budget_calls=args.budget_calls,
                        prompts=args.prompts, reaper_planner=args.reaper_planner, epochs=args.epochs,
-                       top_p=args.top_p, seed=args.seed, vote=args.vote)
+                       top_p=args.top_p, seed=args.seed, vote=args.vote, started_by=OPERATOR.name,
+                       asked=asked_by(OPERATOR, "benchmark_start"))
 
 
 def _print_accuracy(bench: Bench, this_run: list[dict], prices) -> None:

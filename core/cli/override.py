@@ -1,11 +1,12 @@
 """``python -m core override``: override the grade of a stored run (also a benchmark item's run), or restore it.
 
-    python -m core override RUN_ID --decision D --by NAME [--note TEXT]
-    python -m core override RUN_ID --no-decision --by NAME [--note TEXT]
+    python -m core override RUN_ID --decision D [--by NAME] [--note TEXT]
+    python -m core override RUN_ID --no-decision [--by NAME] [--note TEXT]
     python -m core override RUN_ID --clear
     python -m core override --list
 
-The override is stored with who and when (DATA_HOME/overrides.sqlite); Run, History and Benchmark views and the
+The override is stored with who (``--by``, default ``local operator``: whoever runs commands here is the machine's
+operator) and when (DATA_HOME/overrides.sqlite); Run, History and Benchmark views and the
 benchmark reports use it and say so.
 """
 from __future__ import annotations
@@ -14,6 +15,7 @@ import argparse
 import json
 import sys
 from datetime import datetime
+from core.auth.roles import local_operator
 from core.config.home import check as check_home
 from core.store.overrides import OverrideStore
 from core.store.runs import RunStore
@@ -28,12 +30,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     what.add_argument("--no-decision", action="store_true", help="the answer commits to no candidate")
     what.add_argument("--clear", action="store_true", help="restore the automatic grade")
     what.add_argument("--list", action="store_true", help="print every override as JSON lines")
-    p.add_argument("--by", help="who overrides (required to set one)")
+    p.add_argument("--by", default="", help="who overrides (default: local operator)")
     p.add_argument("--note", default="", help="why")
 
 
 def main(args) -> int:
-    from core.analysis.grading import override_for  # heavy: loads numpy, pandas
+    from core.actions.grades import override, restore  # heavy: loads numpy, pandas
     from core.scenarios.catalog import run_question  # heavy: loads numpy, pandas
 
     check_home()  # a home that is a file or read-only: an error line, not a traceback
@@ -46,14 +48,11 @@ def main(args) -> int:
         print("error: give a RUN_ID (or --list)", file=sys.stderr)
         return 2
     if args.clear:
-        print(f"{args.run_id}: automatic grade restored" if store.clear(args.run_id)
+        print(f"{args.run_id}: automatic grade restored" if restore(args.run_id, who=local_operator(), store=store)
               else f"{args.run_id} had no override")
         return 0
     if args.decision is None and not args.no_decision:
         print("error: give --decision D, --no-decision or --clear", file=sys.stderr)
-        return 2
-    if not args.by:
-        print("error: say who overrides the grade with --by NAME", file=sys.stderr)
         return 2
     try:
         record = RunStore().get(args.run_id, events=False)
@@ -68,8 +67,7 @@ def main(args) -> int:
         if decision is None:
             print(f"error: {args.decision!r} is not a candidate of this question", file=sys.stderr)
             return 1
-    o = override_for(record.settings, decision, args.by, args.note)
-    store.put(args.run_id, o)
+    o = override(args.run_id, record.settings, decision, who=local_operator(), by=args.by, note=args.note, store=store)
     verdict = {True: "correct", False: "wrong", None: "no label"}[o.correct]
     print(f"{args.run_id}: grade overridden by {o.by} at {datetime.fromtimestamp(o.at):%Y-%m-%d %H:%M}: "
           f"{'no decision' if decision is None else decision} ({verdict})")

@@ -11,6 +11,7 @@ import sys
 import time
 
 from core.analysis.grading import placement_text
+from core.auth.roles import local_operator
 from core.analysis.trace import Trace
 from core.backends.registry import BACKENDS
 from core.cli.args import (DB_HELP, SCENARIO_HELP, SOURCE_HELP, add_fidelity_arguments, add_limit_arguments,
@@ -24,6 +25,9 @@ from core.scenarios.catalog import SOURCES
 from core.model.run_settings import Review
 from core.model.run_settings import RunSettings, default_reviewer
 from core.store.runs import ENDED, RunStore
+
+
+OPERATOR = local_operator()  # who acts on the command line: the machine's operator (README, Sign-in)
 
 
 def _describe(event) -> str:
@@ -186,6 +190,7 @@ def cmd_run(args) -> int:
             if show:  # the id first: it resumes, branches or opens the run, also one this process does not finish
                 print(f"run {run_id}: {args.technique} on {source} {args.scenario} question {args.question} "
                       f"({args.db})", flush=True)
+            runtime.store.record_start(run_id, OPERATOR.name)
             result = runtime.start(settings, on_event=show, run_id=run_id)
     except (LLMError, RunNotPaused, ValueError, KeyError) as e:
         return _fail(e)
@@ -229,6 +234,7 @@ def cmd_branch(args) -> int:
         print(f"error (settings): {e}", file=sys.stderr)
         return 2
     new_id = new_run_id()
+    runtime.store.record_start(new_id, OPERATOR.name)
     announced = False
 
     def show(event) -> None:
@@ -293,7 +299,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     review.add_argument("--edit-query", metavar="QUERY", help="at a query pause: the query to run instead")
     review.add_argument("--reject", metavar="NOTE", help="reject the plan or query with a note to the agent")
     p.add_argument("--note", help="a note kept with an approval or an edit")
-    p.add_argument("--reviewer", help="who reviews (default: the OS user)")
+    p.add_argument("--reviewer", help="who reviews (default: local operator)")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("stop", help="stop a run (also one another process drives), or close a paused or "
@@ -313,7 +319,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--plan", action="append", metavar="STEP", help="a step of the plan to follow from there")
     p.add_argument("--query", help="the query step N runs instead")
     p.add_argument("--note", help="a note to the agent before step N")
-    p.add_argument("--reviewer", help="who branched it (default: the OS user)")
+    p.add_argument("--reviewer", help="who branched it (default: local operator)")
     p.add_argument("--json", action="store_true", help="print one JSON object, as run --json")
     add_llm_arguments(p)
     p.set_defaults(func=cmd_branch)

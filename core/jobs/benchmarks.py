@@ -4,6 +4,7 @@ they finished; ``bench.progress`` tells how far it is."""
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -14,6 +15,9 @@ from core.benchmark.items import BenchError
 from core.config import settings as config
 from core.jobs import queue
 from core.jobs.job import Job, JobBusy, all_jobs, get, launch
+from core.jobs.payload import asked_by
+from core.config.settings import PROJECT_ROOT
+from core.llm.client import REPLAY_PREFIX, replay_path
 
 if TYPE_CHECKING:
     from core.benchmark.runner import Bench
@@ -45,15 +49,20 @@ class BenchJob(Job):
         return self.status()
 
 
-def start(config: BenchConfig, *, who: Identity) -> BenchJob:
+def start(config: BenchConfig, *, who: Identity, usual_root: str | Path | None = None) -> BenchJob:
     """Prepare the benchmark (raising its errors: BenchError, LLMError, ValueError, DQAError) and start it for
-    ``who``: the gate's ``benchmark_start``, or ``benchmark_rerun`` into a results set that has results."""
+    ``who``: the gate's ``benchmark_start``, or ``benchmark_rerun`` into a results set that has results; a question
+    set other than ``usual_root`` (the session's DQA folder) or a replay other than the shipped transcripts
+    (assets/replays, the smoke benchmark's) is a path of the server, the gate's ``server_paths``."""
     from core.benchmark.runner import Bench  # heavy: LangGraph, loaded when a benchmark starts
 
     authorize(who, "benchmark_start")
-    bench = Bench(replace(config, started_by=who.name))
+    if (config.dqa_root and str(config.dqa_root) != str(usual_root or "")) or _named_replay(config.llm):
+        authorize(who, "server_paths")
+    bench = Bench(replace(config, started_by=who.name, asked=asked_by(who, "benchmark_start")))
     if bench.results():
         authorize(who, "benchmark_rerun")
+        bench.config = replace(bench.config, asked=asked_by(who, "benchmark_rerun"))
     job = BenchJob(bench)
     busy = BenchError(f"a benchmark is already running into {job.bench.directory}; wait for it or stop it")
     running = get(BenchJob.kind, job.key)
@@ -82,6 +91,14 @@ def elsewhere() -> list[dict]:
     in_queue = queue.bench_in_queue() if queue.enabled() else {}
     names = sorted((set(held_benchmarks(url)) | set(in_queue)) - mine)
     return [{**row, **in_queue.get(row["name"], {"waiting": 0, "in_flight": 0})} for row in standing(url, names)]
+
+
+def _named_replay(model: str) -> bool:
+    """Whether ``model`` is a replay of a file or folder a person named (not one of the shipped transcripts)."""
+    if not model.startswith(REPLAY_PREFIX):
+        return False
+    shipped = (PROJECT_ROOT / "assets" / "replays").resolve()
+    return not Path(replay_path(model)).resolve().is_relative_to(shipped)
 
 
 def stop(job: BenchJob, *, who: Identity) -> str:

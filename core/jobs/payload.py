@@ -3,18 +3,23 @@ worker before it touches anything (core.jobs.tasks): ids and a versioned payload
 within core.model.bounds, text without NUL), never a path, a URL, a key or a field it does not know. The worker
 resolves the model by its endpoint's name from its own configuration and derives every path from its own home.
 
-    drive_run:  {v, action, run_id, llm: Model | None, branch: Branch | None, code}
-    bench_item: {v, config: BenchSpec, key, code}
+    drive_run:  {v, action, run_id, llm: Model | None, branch: Branch | None, asked: Asked, code}
+    bench_item: {v, config: BenchSpec (with its asked: Asked), key, code}
+
+Every job says who asked for it, by which action of the gate and when (``Asked``): the worker asks the gate again
+before it acts (core.auth.gate.authorize_job), so a job that names no one does nothing.
 
 A payload that does not fit raises PayloadError (a ValueError), one line saying which field and why."""
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from core.auth.roles import Identity, as_record
 from core.config import settings as config
 from core.llm.client import REPLAY_PREFIX, replay_path
 from core.model.bounds import NUMBERS, no_nul
@@ -72,6 +77,35 @@ class Model(_Strict):
         return None if value is None else replay_here(value)
 
 
+Label = Annotated[str, Field(max_length=1000), AfterValidator(no_nul)]
+RUN_ACTIONS = ("start", "samples", "review", "query_decision", "inbox_approve", "inbox_reject", "resume", "branch")
+BENCH_ACTIONS = ("benchmark_start", "benchmark_rerun")
+
+
+class Who(_Strict):
+    """An identity as a job carries it (core.auth.roles.as_record): granting nothing by itself, the worker finds
+    its role again under its own configuration."""
+
+    name: Annotated[Label, Field(min_length=1)]
+    role: Label
+    email: Label | None = None
+    groups: Annotated[list[Label], Field(max_length=500)] = []
+    signed_in: bool = False
+    session: Label = ""
+    valid_until: float | None = None
+    subject: Label = ""
+    issuer: Label = ""
+    claimed: Annotated[list[Label], Field(max_length=10)] = []
+
+
+class Asked(_Strict):
+    """Who asked for a job (``who``), by which action of the gate (``action``), and when (``at``, epoch seconds)."""
+
+    who: Who
+    action: Literal[(*RUN_ACTIONS, *BENCH_ACTIONS)]
+    at: float
+
+
 class Changes(_Strict):
     """A branch's change (core.agents.runtime.AgentRuntime.iter_branch): a plan, a query, a note, who made it."""
 
@@ -95,12 +129,15 @@ class RunPayload(_Strict):
     run_id: RunId
     llm: Model | None = None
     branch: Branch | None = None
+    asked: Asked
     code: Code
 
     @model_validator(mode="after")
     def _branch_iff_branching(self):
         if (self.action == "branch") != (self.branch is not None):
             raise ValueError("a branch job, and only a branch job, carries its branch")
+        if self.asked.action not in RUN_ACTIONS:
+            raise ValueError(f"a run's job is asked by one of {', '.join(RUN_ACTIONS)}")
         return self
 
 
@@ -150,6 +187,14 @@ class BenchSpec(_Strict):
     llm_settings: Model
     # who started the benchmark, as the app named them: a label recorded on its runs, granting nothing on a worker
     started_by: Annotated[str, Field(max_length=400), AfterValidator(no_nul)] = ""
+    asked: Asked  # who asked for it: the worker asks the gate again with it
+
+    @field_validator("asked")
+    @classmethod
+    def _benchmark_action(cls, value):
+        if value.action not in BENCH_ACTIONS:
+            raise ValueError(f"a benchmark's job is asked by one of {', '.join(BENCH_ACTIONS)}")
+        return value
 
     @field_validator("llm")
     @classmethod
@@ -200,6 +245,11 @@ def run_payload(values: dict) -> RunPayload:
 def bench_payload(values: dict) -> BenchPayload:
     """A ``bench_item`` job's payload checked; PayloadError saying what does not fit."""
     return _parse(BenchPayload, "bench_item", values)
+
+
+def asked_by(who: Identity, action: str) -> dict:
+    """What a job says of who asks for it by the gate's ``action``, now (``Asked``)."""
+    return {"who": as_record(who), "action": action, "at": time.time()}
 
 
 def model_of(llm) -> dict:

@@ -104,11 +104,13 @@ def llm_fields(llm) -> dict:
     return payload.model_of(llm)
 
 
-def run_job(action: str, run_id: str, llm=None, branch: dict | None = None) -> dict:
-    """The payload of a job driving run ``run_id`` (core.jobs.payload.RunPayload), checked: PayloadError (a
-    ValueError) saying what does not fit, before anything is stored or queued."""
+def run_job(action: str, run_id: str, llm=None, branch: dict | None = None, *, asked: dict) -> dict:
+    """The payload of a job driving run ``run_id`` (core.jobs.payload.RunPayload) that ``asked`` says who asked
+    for (core.jobs.payload.asked_by), checked: PayloadError (a ValueError) saying what does not fit, before anything
+    is stored or queued."""
     values = {"v": payload.VERSION, "action": action, "run_id": run_id,
-              "llm": llm_fields(llm) if llm is not None else None, "branch": branch, "code": code_version()}
+              "llm": llm_fields(llm) if llm is not None else None, "branch": branch, "asked": asked,
+              "code": code_version()}
     payload.run_payload(values)
     return values
 
@@ -260,14 +262,16 @@ def cancel(ids: list[int]) -> int:
 #: Runs recorded ``queued`` LEASE_S seconds ago or more that no job waits for or drives (the app that recorded
 #: one died before it queued its job): whether each has a checkpoint, and whether it is a branch.
 _ORPHANS = """SELECT r.id, r.settings, r.branch_step IS NOT NULL AS branch,
-    EXISTS (SELECT 1 FROM checkpoints c WHERE c.thread_id = r.id) AS checkpointed
+    EXISTS (SELECT 1 FROM checkpoints c WHERE c.thread_id = r.id) AS checkpointed,
+    (SELECT v.review FROM reviews v WHERE v.run_id = r.id AND v.pause_id = 'start') AS asked
   FROM runs r WHERE r.status = 'queued' AND r.updated < extract(epoch FROM now()) - %(lease)s
    AND NOT EXISTS (SELECT 1 FROM procrastinate_jobs j WHERE j.lock = 'run:' || r.id AND j.status IN ('todo', 'doing'))"""
 
 
 async def _requeue_orphans(app_) -> list[str]:
-    """Queue a job for each run recorded ``queued`` without one (_ORPHANS); a branch never started cannot be (its
-    changes went with the job that was never queued): it is failed, saying so. The run ids queued."""
+    """Queue a job for each run recorded ``queued`` without one (_ORPHANS), carrying who asked for it as its start
+    recorded it (the worker asks the gate again); a branch never started cannot be (its changes went with the job
+    that was never queued), nor a run without that record: each is failed, saying so. The run ids queued."""
     from core.jobs.opening import open_store  # heavy: the agent workspace (a worker has it loaded already)
 
     queued = []
@@ -281,8 +285,10 @@ async def _requeue_orphans(app_) -> list[str]:
         # what a job may carry of the run's model (never a key or a URL), checked as any job is
         llm = {k: settings[k] for k in payload.Model.model_fields if settings.get(k) is not None} or None
         job = {"v": payload.VERSION, "action": "start", "run_id": row["id"], "llm": llm, "branch": None,
-               "code": code_version()}
+               "asked": json.loads(row["asked"]) if row["asked"] else None, "code": code_version()}
         try:
+            if job["asked"] is None:
+                raise ValueError("no one is recorded as having asked for it: start it again")
             payload.run_payload(job)
         except ValueError as e:
             await asyncio.to_thread(open_store().fail_undriven, row["id"], ErrorEvent(

@@ -28,6 +28,7 @@ from core.store.runs import DRIVEN, RunRecord, RunStore
 from core.jobs import queue
 from core.jobs.job import Job, JobBusy, get, launch
 from core.jobs.opening import open_runtime, open_store
+from core.jobs.payload import asked_by
 
 RunBusy = JobBusy  # the run is already being driven by a job
 
@@ -211,9 +212,10 @@ def start(settings: RunSettings, make_runtime: Callable, *, who: Identity,
     authorize(who, action)
     run_id = new_run_id()
     store = open_store()
-    store.record_start(run_id, who.name)
+    asked = asked_by(who, action)
+    store.record_start(run_id, who.name, asked if queue.enabled() else None)
     if queue.enabled():
-        job = queue.run_job("start", run_id, _llm_of(make_runtime))  # checked before the run is recorded
+        job = queue.run_job("start", run_id, _llm_of(make_runtime), asked=asked)  # checked before it is recorded
         store.create(run_id, settings.validate().to_dict(), queued=True, then=lambda con: queue.defer_run(job, con))
         return follower(run_id)
     return launch(RunJob(run_id, settings, make_runtime, lambda runtime: runtime.iter_start(settings, run_id)))
@@ -242,11 +244,11 @@ def _prepared(make_runtime: Callable, begin: Callable) -> tuple[object, Iterator
         raise
 
 
-def _handed_over(run_id: str, runtime, events, make_runtime: Callable) -> RunFollower:
-    """A run this process claimed (a review, a resume), given to the job queue's workers to drive."""
+def _handed_over(run_id: str, runtime, events, make_runtime: Callable, asked: dict) -> RunFollower:
+    """A run this process claimed (a review, a resume: ``asked``), given to the job queue's workers to drive."""
     try:
         getattr(events, "close", lambda: None)()  # never started: nothing of it ran here
-        job = queue.run_job("continue", run_id, _llm_of(make_runtime))
+        job = queue.run_job("continue", run_id, _llm_of(make_runtime), asked=asked)
         # queued with its job in one transaction, unless the claim settled (paused again, ended)
         runtime.store.hand_over(run_id, then=lambda con: queue.defer_run(job, con))
     finally:
@@ -272,7 +274,7 @@ def resume(record: RunRecord, review: Review, make_runtime: Callable, pause_id: 
     _not_running(record.id)
     runtime, events = _prepared(make_runtime, lambda rt: rt.iter_resume(record.id, review, pause_id))
     if queue.enabled():
-        return _handed_over(record.id, runtime, events, make_runtime)
+        return _handed_over(record.id, runtime, events, make_runtime, asked_by(who, action))
     return launch(RunJob(record.id, RunSettings.from_dict(record.settings), lambda: runtime, lambda _: events))
 
 
@@ -283,7 +285,7 @@ def proceed(record: RunRecord, make_runtime: Callable, *, who: Identity) -> RunJ
     _not_running(record.id)
     runtime, events = _prepared(make_runtime, lambda rt: rt.iter_continue(record.id))
     if queue.enabled():
-        return _handed_over(record.id, runtime, events, make_runtime)
+        return _handed_over(record.id, runtime, events, make_runtime, asked_by(who, "resume"))
     return launch(RunJob(record.id, RunSettings.from_dict(record.settings), lambda: runtime, lambda _: events))
 
 
@@ -302,7 +304,7 @@ def branch(record: RunRecord, step: int, make_runtime: Callable, *, who: Identit
     if queue.enabled():
         try:
             getattr(events, "close", lambda: None)()  # checked, never started
-            job = queue.run_job("branch", new_id, _llm_of(make_runtime),
+            job = queue.run_job("branch", new_id, _llm_of(make_runtime), asked=asked_by(who, "branch"),
                                 branch={"parent": record.id, "step": step, "changes": changes})
             runtime.store.create(new_id, record.settings, parent_id=record.id, branch_step=step, queued=True,
                                  then=lambda con: queue.defer_run(job, con))
@@ -323,6 +325,13 @@ def stop(run_id: str, *, who: Identity, action: Action = "stop") -> str:
     if current is not None and not current.done:
         return current.stop(who.name)
     return open_store().request_stop(run_id, who.name)
+
+
+def go_on_with_store(store: RunStore, *, who: Identity) -> None:
+    """Take the run store as it is now (emptied, replaced or set aside outside the app: its ``notice``) for
+    ``who``, as the gate's ``store_switch`` lets them: the notice is not shown again."""
+    authorize(who, "store_switch")
+    store.acknowledge()
 
 
 def job(run_id: str) -> RunJob | None:

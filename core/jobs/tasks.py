@@ -1,8 +1,10 @@
 """The job queue's tasks (core.jobs.queue), as a worker runs them: drive a run, run a benchmark item. Each is
 safe to run again (a job put back in the queue after its worker was lost): a run goes on from its last
 checkpoint, an item with a result is not run twice. A job's payload is checked first (core.jobs.payload): one that
-does not fit fails with the reason and touches nothing; the model comes from the worker's own configuration (its
-environment, or its endpoint of the job's name), every path from its own home."""
+does not fit fails with the reason and touches nothing; then the gate is asked again with the identity the job
+carries (core.auth.gate.authorize_job: the role the worker's configuration gives it now), and a refusal fails the
+job (a run: failed, saying why; an item: not run, saying why). The model comes from the worker's own configuration
+(its environment, or its endpoint of the job's name), every path from its own home."""
 from __future__ import annotations
 
 import json
@@ -12,6 +14,8 @@ from collections.abc import Callable, Iterator
 
 from core.agents.runtime import AgentRuntime, RunNotPaused, native_panic
 from core.auth import endpoints
+from core.auth.gate import Refused, authorize_job
+from core.auth.roles import from_record
 from core.benchmark.items import Item
 from core.benchmark.results import ResultStore
 from core.benchmark.runner import Bench, BenchConfig, bench_home
@@ -51,6 +55,11 @@ def _same_code(code: str) -> None:
     if code != code_version():
         raise OtherCode(f"this worker runs other code ({code_version()}) than the app that queued the job ({code}): "
                         "update the worker's checkout (or the app's) so they match, then resume")
+
+
+def _still_allowed(asked: payload.Asked) -> None:
+    """Refused (core.auth.gate) when the job's identity may no longer take the action it asked for."""
+    authorize_job(from_record(asked.who.model_dump()), asked.action, asked.at)
 
 
 def _llm_settings(model: payload.Model | None, unattended: bool = False) -> config.LLMSettings:
@@ -123,6 +132,7 @@ def drive_run(**job) -> str:
     runtime = None
     try:
         _same_code(checked.code)
+        _still_allowed(checked.asked)
         runtime = _runtime(checked.llm)
         runtime.store.hand_over(checked.run_id)  # held by this process when the store went away: a retried job's
         events = _begin(runtime, checked.action, checked.run_id, checked.branch)
@@ -214,6 +224,11 @@ def _run_item(values: payload.BenchSpec, key: str, check: Callable[[], None]) ->
 def bench_item(**job) -> str:
     """Run the benchmark item a ``bench_item`` job names (core.jobs.payload.BenchPayload), unless it has a result;
     what came of it. A payload that does not fit fails the job (PayloadError) and touches nothing; a failure is
-    kept as the item's not-run record, with the reason."""
+    kept as the item's not-run record, with the reason (a refusal of the gate also fails the job)."""
     checked = payload.bench_payload(job)
+    try:
+        _still_allowed(checked.config.asked)
+    except Refused as e:  # kept as the item's not-run record (the benchmark says why), and the job fails with it
+        _not_run_here(checked.config, checked.key, e)
+        raise
     return _run_item(checked.config, checked.key, check=lambda: _same_code(checked.code))

@@ -2,7 +2,6 @@
 (Pause, shown to the analyst; Review, the analyst's answer)."""
 from __future__ import annotations
 
-import getpass
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
@@ -262,9 +261,10 @@ class Review:
                    data.get("reviewer", ""), data.get("at", 0.0))
 
 
+LOCAL_OPERATOR = "local operator"  # who acts on the command line (core.auth.roles.local_operator), never the account
+
+
 def default_reviewer() -> str:
-    """Who reviews when no name is given: the OS user."""
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):  # no user name in the environment or the password database
-        return "analyst"
+    """Who reviews when no name is given (on the command line: core.auth.roles.local_operator): ``local operator``,
+    never the Unix account's name."""
+    return LOCAL_OPERATOR

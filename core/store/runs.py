@@ -281,12 +281,13 @@ class RunStore:
         """Whether sign-in session ``session`` was signed out."""
         return bool(self.db.rows("SELECT value FROM store_meta WHERE key = ?", (_session_key(session),)))
 
-    def record_start(self, run_id: str, by: str) -> None:
-        """Record who started the run (shown with its reviews as the action ``start``)."""
+    def record_start(self, run_id: str, by: str, asked: dict | None = None) -> None:
+        """Record who started the run (shown with its reviews as the action ``start``) and, for a run the job queue
+        drives, how they asked for it (core.jobs.payload.Asked: a job queued again for it carries it)."""
         with self.db.transaction() as con:
             con.execute(upsert("reviews", ("run_id", "pause_id", "kind", "action", "reviewer", "at", "review"),
                                ("run_id", "pause_id"), replace=False), (run_id, "start", "start", "start", by,
-                                                                        time.time(), None))
+                                                                        time.time(), _json(asked) if asked else None))
 
     def started_by(self, run_id: str) -> str:
         """Who started the run ("" for a run stored before starts were recorded)."""

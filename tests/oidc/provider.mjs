@@ -3,11 +3,13 @@
 // email_verified: false), name and groups claims, which
 // go into the ID token (st.user shows the ID token's claims). Consent is given at once (a first-party app).
 // Signing out (Streamlit's st.logout ends the provider's session too) asks the person to confirm, as providers do.
-// Usage: node provider.mjs PORT REDIRECT_URI USERS_JSON   (prints "ready" when it listens)
+// Usage: node provider.mjs PORT REDIRECT_URI USERS   (prints "ready" when it listens)
+// USERS: a JSON object, or a file holding one, read again at each sign-in (a test changes a user's groups there).
+import { readFileSync } from 'node:fs';
 import Provider from 'oidc-provider';
 
-const [port, redirectUri, usersJson] = process.argv.slice(2);
-const users = JSON.parse(usersJson);
+const [port, redirectUri, usersArg] = process.argv.slice(2);
+const users = () => JSON.parse(usersArg.trimStart().startsWith('{') ? usersArg : readFileSync(usersArg, 'utf8'));
 
 const provider = new Provider(`http://localhost:${port}`, {
   clients: [{
@@ -22,7 +24,7 @@ const provider = new Provider(`http://localhost:${port}`, {
   conformIdTokenClaims: false,
   pkce: { required: () => false },
   async findAccount(ctx, id) {
-    const user = users[id];
+    const user = users()[id];
     if (!user) return undefined;
     return {
       accountId: id,
