@@ -1,7 +1,7 @@
 """Run: start an agent on the current question, watch its plan and steps as they happen (Stop ends it), review its
 plans (and, if asked, each query), and read its outcome. At a pause, a banner and the review form come first.
-The inbox lists every paused and interrupted run (also from before a restart): approve, reject, open or close
-from it, with who is looking at each; any run can be branched from a step."""
+The inbox lists every paused and interrupted run (also from before a restart), each proposal shown, with who is
+looking at each: approve, edit, reject (with a note), open or close from it; any run can be branched from a step."""
 from ui.router import through_router
 
 through_router()  # first: a fresh server may run this page without app.py (ui/router.py)
@@ -19,7 +19,9 @@ from core.model.technique import TECHNIQUES
 from core.store.runs import ENDED
 from core.analysis.summary import technique_label
 from ui import access
-from ui.common import current_question, kept, linked_run, session_limits, session_reviewer, show_run_in_url
+from ui.common import (
+    current_question, kept, linked_run, review_name, session_limits, session_reviewer, show_run_in_url
+)
 from ui.plan_review import pause_taken, show_review, show_review_error
 from ui.run_options import (
     choose_database, choose_hitl, choose_model, choose_plan_version, choose_query_review, choose_setting, start_run,
@@ -102,7 +104,7 @@ top = st.empty()  # one slot, emptied when not reviewing: a review form shown be
 if reviewing:
     with top.container():
         st.warning(f"**Waiting for your review** — run {md_code(run_id)} proposes "
-                   f"{PAUSE_KINDS.get(record.pause['kind'], '')} (pause {md_code(record.pause.get('id'))}). The run goes on "
+                   f"{PAUSE_KINDS.get(record.pause['kind'], '')} ({review_name(record.pause.get('id'))}). The run goes on "
                    "when you approve, edit or reject it.", icon=":material/pending_actions:")
         with st.container(border=True):
             show_review(record)

@@ -83,7 +83,7 @@ def test_a_paused_run_from_before_a_restart_is_listed_and_resumed(home):
     at.session_state["reviewer"] = "ana"
     # the guard asks for a question below the list
     assert "Inbox: 1 waiting for review" in at.expander[0].label and at.info
-    button(at, "Open").click().run()
+    button(at, "Open the run").click().run()
     assert at.session_state["run_id"] == paused.run_id
     assert at.session_state["question_ref"] == ("demo", "building", 1)
     button(at, "Reject with the note").click().run()  # with no note

@@ -108,6 +108,12 @@ def session_reviewer() -> str:
     return who.name if who else ""
 
 
+def review_name(pause_id: str | None) -> str:
+    """A pause of a run in plain words, as the pages name it: ``p2`` is ``review 2``."""
+    pause_id = pause_id or ""
+    return f"review {pause_id[1:]}" if re.fullmatch(r"p[0-9]+", pause_id) else f"review {pause_id}".strip()
+
+
 def select_question(question: Question) -> None:
     """Make ``question`` the session's current question (and the URL's)."""
     st.session_state["question_ref"] = (question.source, question.scenario, question.number)
