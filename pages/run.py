@@ -20,14 +20,14 @@ from core.store.runs import ENDED
 from core.analysis.summary import technique_label
 from ui import access
 from ui.common import (
-    current_question, kept, linked_run, review_name, session_limits, session_reviewer, show_run_in_url
+    current_question, kept, linked_run, review_name, session_limits, show_run_in_url
 )
 from ui.plan_review import pause_taken, show_review, show_review_error
 from ui.run_options import (
     choose_database, choose_hitl, choose_model, choose_plan_version, choose_query_review, choose_setting, start_run,
     start_samples
 )
-from ui.inbox import show_inbox
+from ui.inbox import mark_viewing, show_inbox
 from ui.live import live
 from ui.run_view import branch_form, decision_spread, load, open_run, run_label, show_outcome, show_run
 from ui.untrusted import md, md_code
@@ -99,7 +99,7 @@ if run_id and record is None and job is None:
     show_run_in_url(run_id := None)
 reviewing = record is not None and record.status == "paused" and not jobs.running(run_id)
 if reviewing:  # the inbox says who is looking at a run waiting for review
-    jobs.open_store().viewing(run_id, session_reviewer())
+    mark_viewing(run_id)
 top = st.empty()  # one slot, emptied when not reviewing: a review form shown before must not linger as the run goes on
 if reviewing:
     with top.container():

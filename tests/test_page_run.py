@@ -158,8 +158,8 @@ def test_a_finished_run_shows_its_evidence_coverage_and_takes_an_override(home):
     assert coverage.startswith("The agent saw ") and " of 10 values" in coverage
     assert any("decided — doab" in c.value for c in at.caption)
     form = f"run-{run_id}"
+    at.text_input(key=f"ov-name-{form}").input("ana").run()  # asked once, for the session
     at.selectbox(key=f"ov-d-{form}").set_value("ganges")
-    at.text_input(key=f"ov-by-{form}").input("ana")
     at.text_input(key=f"ov-note-{form}").input("the answer hedges")
     next(b for b in at.get("form_submit_button") if b.label == "Save override").click().run()
     from core.store.overrides import OverrideStore
@@ -187,7 +187,7 @@ def test_an_override_changes_every_figure_derived_from_the_grade(home):
     at.run()
     assert {m.label: m.value for m in at.metric}["Rank"] == "2 of 6"
     form = f"run-{run_id}"
-    assert at.selectbox(key=f"ov-d-{form}").value == "DC-BRO" and at.text_input(key=f"ov-by-{form}").value == "ana"
+    assert at.selectbox(key=f"ov-d-{form}").value == "DC-BRO" and not keyed(at.text_input, f"ov-name-{form}")
     at.selectbox(key=f"ov-d-{form}").set_value("DC-ASH")
     next(b for b in at.get("form_submit_button") if b.label == "Save override").click().run()
     metrics = {m.label: m.value for m in at.metric}

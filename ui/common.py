@@ -8,8 +8,9 @@ Keys (set by the Scenarios and Settings pages, read by the others):
 - ``db_settings``: a core.config.settings.DatabaseSettings for this session (MySQL, Neo4j; passwords stay in the session);
 - ``limits``: a core.model.run_settings.Limits for this session's runs (set on Settings);
 - ``run_id``: the run last opened in the Run view (the Decision check marks its pick);
-- ``reviewer``: the name this session's actions are recorded under without sign-in (Settings; default
-  ``local user``); with sign-in, the signed-in identity (ui/access.py).
+- ``reviewer``: the name this session's actions and presence are recorded under without sign-in, given once (the
+  sidebar of every page, or where an action asks for it; until then ``local user``, never the Unix account); with
+  sign-in, the signed-in identity (ui/access.py).
 
 The URL carries the question (``?q=source/scenario/number``) and, on the pages that show one, the run (``&run=ID``),
 so a view can be bookmarked or sent: a link's question and run win over the session's.
@@ -103,7 +104,7 @@ def session_limits() -> Limits:
 
 def session_reviewer() -> str:
     """Who acts in this session, as reviews, overrides, stops and branches record it: the signed-in person, else
-    (single-user mode) the name set on Settings, else ``local user``."""
+    (single-user mode) the name given in this session, else ``local user``."""
     who = access.current()
     return who.name if who else ""
 

@@ -30,8 +30,8 @@ def override_note(run_id: str) -> str | None:
 
 def override_form(run_id: str, settings: dict, key: str, decision=None) -> None:
     """A form to override the run's grade with the decision the analyst reads, or to restore the automatic one;
-    it opens on the current override, else on the automatic ``decision``, with Who the session's reviewer (when
-    one was named on Settings)."""
+    it opens on the current override, else on the automatic ``decision``. Recorded under the session's identity
+    (asked once when it has none)."""
     try:
         candidates, _ = run_question(settings, dqa_root())
     except DQAError as e:
@@ -40,20 +40,17 @@ def override_form(run_id: str, settings: dict, key: str, decision=None) -> None:
     store = OverrideStore()
     current = store.get(run_id)
     with st.popover("Override the grade", icon=":material/gavel:"):
+        named = access.ask_name(f"ov-name-{key}")
         with st.form(f"override-{key}"):
             options = [NO_DECISION] + list(candidates)
             shown = current.decision if current else decision
             index = options.index(shown) if shown in options else 0
             decision = st.selectbox("The decision the answer commits to", options, index=index, key=f"ov-d-{key}")
-            by = (session_reviewer() if access.signin_on() else  # signed in: recorded as the signed-in person
-                  st.text_input("Who", value=current.by if current else session_reviewer(), key=f"ov-by-{key}"))
             note = st.text_input("Why", value=current.note if current else "", key=f"ov-note-{key}")
-            if st.form_submit_button("Save override", **access.disabled("override")):
-                if not by.strip():
-                    st.error("Say who overrides the grade.")
-                elif not access.refused("override"):
+            if st.form_submit_button("Save override", disabled=not (named and access.allowed("override"))):
+                if not access.refused("override"):
                     chosen = None if decision == NO_DECISION else decision
-                    store.put(run_id, override_for(settings, chosen, by.strip(), note.strip(), dqa_root()))
+                    store.put(run_id, override_for(settings, chosen, session_reviewer(), note.strip(), dqa_root()))
                     st.rerun()
         if current and st.button("Restore the automatic grade", key=f"ov-clear-{key}", **access.disabled("override")):
             if not access.refused("override"):

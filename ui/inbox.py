@@ -35,6 +35,17 @@ def looking(record: RunRecord, me: str) -> str:
     return ", ".join(f"{who} ({int(time.time() - at)} s ago)" for who, at in others.items())
 
 
+def mark_viewing(run_id: str) -> None:
+    """Record that this session looks at the run now, under its identity; a mark it made under a name it had before
+    is taken back (one browser, one line)."""
+    me, marks = session_reviewer(), st.session_state.setdefault("_viewing_as", {})
+    store = jobs.open_store()
+    if marks.get(run_id) not in (None, me):
+        store.unview(run_id, marks[run_id])
+    store.viewing(run_id, me)
+    marks[run_id] = me
+
+
 def _key(record: RunRecord, what: str) -> str:
     """A widget of the row for the run's current pause (a new pause, new widgets: nothing typed carries over)."""
     return f"inbox-{what}-{record.id}-{record.pause.get('id')}"
@@ -150,9 +161,7 @@ def show_inbox(waiting: list[RunRecord]) -> None:
                "open its run, or close a run you will not go on with (it ends as stopped, its trace kept; it can "
                "still be resumed or branched from History).")
     me = session_reviewer()
-    named = access.signin_on() or bool(st.session_state.get("reviewer"))
-    if not named:
-        st.caption("Give your name on a run's review form (Open the run) or on Settings to review from here.")
+    named = access.ask_name("inbox_name")
     for record in waiting:
         with st.container(border=True):
             _row(record, me, named)

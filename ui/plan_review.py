@@ -26,24 +26,8 @@ from ui.untrusted import md
 
 
 MINE = "_reviews_made"  # (run id, pause id) of the reviews this session applied
-NAME = "review_name"
 SEEN = "_pauses_seen"  # {(where, run id): pause id} the pause each review of this session last showed
 DONE = {"approve": "approved", "edit": "edited and approved", "reject": "rejected"}
-
-
-def _use_name() -> None:
-    st.session_state["reviewer"] = st.session_state.get(NAME, "").strip()
-
-
-def ask_name() -> bool:
-    """Before a session's first review, when no name was given on Settings: ask for one (a shared link opens a
-    new session, whose reviews would otherwise be recorded as ``local user``). Whether there is one."""
-    if access.signin_on() or st.session_state.get("reviewer"):  # signed in: the identity names the reviewer
-        return True
-    st.text_input("Your name, recorded with your review", key=NAME, on_change=_use_name,
-                  placeholder="e.g. Ana Costa (press Enter)", help="Kept for this session; also on Settings")
-    st.caption("Give your name to review: every review is recorded with who made it and when.")
-    return bool(st.session_state.get("reviewer"))
 
 
 def pause_taken(record: RunRecord) -> None:
@@ -205,11 +189,11 @@ def show_review(record: RunRecord) -> None:
         st.subheader(":material/edit_note: The agent proposes a plan")
     st.session_state[f"_pause_shown-{record.id}"] = pause.id
     live(lambda: None, going=partial(current, record.id, pause.id), every=2.0)  # the page again once it is not
-    named = ask_name()
+    named = access.ask_name("review_name", "Your name, recorded with your review")
     st.caption(f"{review_name(pause.id).capitalize()} of run `{record.id}`{since}. Your review applies to this "
                "proposal only"
                + (f"; you review as **{md(session_reviewer())}**" + ("." if access.signin_on() else
-                                                                     " (change it on Settings).") if named else "."))
+                                                                     " (change it in the sidebar).") if named else "."))
     action = "query_decision" if query else "review"
     if not access.allowed(action):
         st.info(f"You can read this pause; reviewing needs the analyst role (yours: {access.role()}).",

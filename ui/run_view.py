@@ -497,8 +497,9 @@ def branch_form(record: RunRecord, key: str) -> None:
             fields["query"] = st.text_area("Query to run instead", queries[0], key=f"{key}-branch-q-{record.id}-{step}")
         else:
             fields["note"] = st.text_input("Note to the agent", key=f"{key}-branch-note-{record.id}")
+        named = access.ask_name(f"{key}-branch-name-{record.id}")
         if st.button("Start the branch", icon=":material/call_split:", type="primary",
-                     key=f"{key}-branch-go-{record.id}", **access.disabled("branch")):
+                     key=f"{key}-branch-go-{record.id}", disabled=not (named and access.allowed("branch"))):
             try:
                 job = jobs.branch(record, step, runtime_factory(), who=access.current(), **fields)
             except Refused as e:
