@@ -46,7 +46,7 @@ def sample_inputs(settings: RunSettings, question_id: str, unavailable: bool) ->
         return
     temperature = st.number_input("Temperature of the samples", *NUMBERS["temperature"], 0.7, 0.1, key=kept("run_samples_t"),
                                   help="At 0 many servers still vary a little; a replay repeats itself exactly.")
-    if st.button(f"Run {n} times", icon=":material/stacks:", width="stretch",
+    if st.button(f"Run {n} times", icon=":material/stacks:", width="stretch", type="primary",
                  disabled=unavailable or not access.allowed("samples")):
         sampled = dataclasses.replace(settings, hitl="auto", review_queries=False, temperature=temperature)
         runs = start_samples(sampled, n)
@@ -80,11 +80,14 @@ def all_ended(runs: list[str]) -> bool:
 def start_button(slot, busy: bool, unavailable: bool, reviewing: bool = False) -> bool:
     """Start, in its slot: disabled while a run of this page goes on or waits for its review (under another key,
     so that once the run ends the slot can be drawn again with the usable button, without a rerun that would drop
-    the page's messages)."""
+    the page's messages); not the primary button when Samples asks for more than one (Run N times is)."""
+    samples = st.session_state.get(kept("run_samples_n"), 1)  # more than one: Run N times is the primary action
     why = ("Wait until the run below pauses or ends, or stop it." if busy else
            "The run above waits for your review: review it, or close it in the Inbox."
-           if reviewing else None)
-    return slot.button("Start", type="primary", icon=":material/play_arrow:", width="stretch",
+           if reviewing else f"Start one run, with review; Run {samples} times (below) runs all {samples} samples."
+           if samples > 1 else None)
+    return slot.button("Start", type="secondary" if samples > 1 else "primary", icon=":material/play_arrow:",
+                       width="stretch",
                        disabled=unavailable or busy or reviewing or not access.allowed("start"),
                        key="run_start_busy" if busy else "run_start", help=why)
 
@@ -123,6 +126,8 @@ if waiting:
         show_inbox(waiting)
 
 question, database = current_question()
+if notice := st.session_state.pop("run_notice", None):  # e.g. a learned plan opened on another question
+    st.info(md(notice), icon=":material/swap_horiz:")
 st.caption(f"Question {md_code(question.id)} · {md(scenarios.target(question))}")
 
 with st.container(border=True):
