@@ -19,7 +19,7 @@ from core.model.question import Question
 from core.analysis.summary import compare_row, gaps_as_text, technique_label
 from core.analysis.trace import ANSWER, BEFORE_PLAN, align_by
 from ui import access
-from ui.common import current_question, kept, session_limits, url_param
+from ui.common import current_question, kept, session_limits, shown_columns, url_param
 from ui.run_options import choose_database, choose_models, start_run
 from ui.live import live
 from ui.run_view import (RunPanel, decision_spread, load, run_label, show_live, show_outcome, show_state,
@@ -178,7 +178,7 @@ if not chosen:
 
 table = st.empty()
 records = side_by_side(chosen)
-table.dataframe(pd.DataFrame(gaps_as_text([compare_row(r) for r in records])), column_order=COLUMNS,
+table.dataframe(pd.DataFrame(gaps_as_text([compare_row(r) for r in records])), column_order=shown_columns(COLUMNS),
                 hide_index=True)
 decisions(records)
 step_by_step(records)

@@ -1,5 +1,6 @@
 """Decision check: the simulator's ranking of every candidate of the current question, the best decision, the
-agent's (or a chosen) pick with its rank and regret, and what any decision changes, drawn on the network."""
+agent's (or a chosen) pick with its rank and regret, and what any decision changes, drawn on the network; nothing of
+it while the session hides answers."""
 from ui.router import through_router
 
 through_router()  # first: a fresh server may run this page without app.py (ui/router.py)
@@ -11,7 +12,7 @@ from core.scenarios import drawing
 from core import scenarios
 from core.analysis.grading import place
 from core.scenarios import default_mode, ranking
-from ui.common import current_question, decision_metric, linked_run, show_run_in_url
+from ui.common import answers_hidden, current_question, decision_metric, linked_run, show_run_in_url
 from core.analysis.format import number
 from ui.untrusted import md, md_code
 from sims.ranking import InputError
@@ -20,6 +21,10 @@ st.title("Decision check")
 question, database = current_question()
 kind = scenarios.get(question.scenario)
 st.markdown(f"**{md(question.id)}**: {md(scenarios.target(question))}")
+if answers_hidden():
+    st.info("Answers are hidden in this session (demos, blind review): the check shows the best decision and how "
+            "every candidate ranks. Turn **Hide answers** off in the sidebar to see it.", icon=":material/visibility_off:")
+    st.stop()
 if not kind.can_check:
     st.info(f"{md(kind.title)} declares no simulator, so its decisions cannot be checked; runs still record their "
             "answers (Run, History).", icon=":material/block:")

@@ -28,11 +28,6 @@ def show(table, height: int, own=None) -> None:
     st.dataframe(data, hide_index=True, height=height)
 
 
-def keep_hidden() -> None:
-    st.session_state["hide_answers"] = st.session_state["scenarios_hide_answers"]
-    if "scenarios_question" in st.session_state:  # set again, so the picker shows its question as now labelled
-        st.session_state["scenarios_question"] = st.session_state["scenarios_question"]
-
 
 def explore_from(key: str, node_id: str, defaults: dict) -> None:
     st.session_state[key] = node_id
@@ -104,11 +99,7 @@ if not questions:
     st.stop()
 
 same_list = (source, scenario) == tuple(ref[:2]) and ref[2] <= len(questions)
-pick_column, hide_column = st.columns([5, 1], vertical_alignment="bottom")
-hide_column.toggle("Hide answers", value=answers_hidden(), key="scenarios_hide_answers", on_change=keep_hidden,
-                   help="Hide the labelled best decisions (question list, network, facts) for demos and blind "
-                        "review, for this session.")
-question = pick_column.selectbox("Question", questions, index=ref[2] - 1 if same_list else 0,
+question = st.selectbox("Question", questions, index=ref[2] - 1 if same_list else 0,
                                  format_func=question_label, key="scenarios_question",
                                  help="Type to search by number, country, home node or goods.")
 hidden = answers_hidden()

@@ -7,6 +7,7 @@ import pytest
 from core.autoplan.train import TrainSettings, train
 from tests.page_app import button, isolate, open_page, shown
 from tests.test_autoplan_paper import TRAINING, replay
+from tests.test_page_state import demo_run
 
 
 @pytest.fixture
@@ -39,3 +40,27 @@ def test_use_a_learned_plan_in_run_keeps_the_question_or_says_why_not(home, tmp_
     assert at.title[0].value == "Run" and at.session_state["question_ref"] == opened
     notes = [i.value for i in at.info if "Learned plan v1 opens on" in i.value]
     assert (notes == []) if said is None else (said in shown(notes[0]))
+
+
+def test_hide_answers_is_one_switch_for_the_session_on_every_page(home):
+    """Issue 40: "Hide answers" hid labels only on Scenarios; Run, Decision check, Compare and History still showed
+    correct, rank and label."""
+    run_id = demo_run()
+    at = open_page("pages/history.py")
+    at.sidebar.toggle(key="hide_answers_switch").set_value(True).run()  # the Scenarios page's test: its own file
+    at.session_state["run_id"] = run_id
+    at.switch_page("pages/run.py").run()
+    assert at.sidebar.toggle(key="hide_answers_switch").value
+    metrics = {m.label: m.value for m in at.metric}
+    assert (metrics["Correct"], metrics["Rank"]) == ("hidden", "hidden")
+    at.switch_page("pages/history.py").run()
+    order = list(at.dataframe[0].proto.column_order)
+    assert "correct" not in order and "rank" not in order and "decision" in order
+    at.switch_page("pages/compare.py").run()
+    at.multiselect(key="compare-demo/locating/1").set_value([run_id]).run()
+    order = list(at.dataframe[0].proto.column_order)
+    assert "correct" not in order and "rank" not in order and "decision" in order
+    at.switch_page("pages/decision.py").run()
+    assert any("Answers are hidden" in i.value for i in at.info) and not at.metric
+    at.sidebar.toggle(key="hide_answers_switch").set_value(False).run()  # off again, from any page
+    assert at.metric and not at.session_state["hide_answers"]

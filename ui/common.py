@@ -2,7 +2,8 @@
 
 Keys (set by the Scenarios and Settings pages, read by the others):
 - ``question_ref``: (source, scenario, number) of the selected question;
-- ``hide_answers``: hide the labelled answers (question pickers, network stars) for demos and blind review;
+- ``hide_answers``: hide the labelled answers (question pickers, network stars, correct and rank of runs, the
+  Decision check) for demos and blind review, on every page (the sidebar's switch);
 - ``dqa_dir``: the DQA directory chosen on Settings (else DQA_DIR / ../shared/dqa);
 - ``llm``: a core.llm.client.LLMSettings for this session (the key stays in the session only);
 - ``db_settings``: a core.config.settings.DatabaseSettings for this session (MySQL, Neo4j; passwords stay in the session);
@@ -57,6 +58,28 @@ def dqa_root():
 def answers_hidden() -> bool:
     """Whether this session hides the questions' labelled answers (for demos and blind review; Scenarios page)."""
     return bool(st.session_state.get("hide_answers"))
+
+
+ANSWER_COLUMNS = ("correct", "rank")  # what a table of runs shows of the labelled answer
+
+
+def shown_columns(columns: list[str]) -> list[str]:
+    """A table's columns as this session shows them: without correct and rank while answers are hidden."""
+    return [c for c in columns if not (answers_hidden() and c in ANSWER_COLUMNS)]
+
+
+def _switch_answers() -> None:
+    st.session_state["hide_answers"] = st.session_state["hide_answers_switch"]
+    if "scenarios_question" in st.session_state:  # set again, so the picker shows its question as now labelled
+        st.session_state["scenarios_question"] = st.session_state["scenarios_question"]
+
+
+def answers_switch() -> None:
+    """The session's one Hide answers switch, in the sidebar of every page."""
+    st.session_state["hide_answers_switch"] = answers_hidden()
+    st.sidebar.toggle("Hide answers", key="hide_answers_switch", on_change=_switch_answers,
+                      help="For demos and blind review, on every page of this session: the labelled best decisions, "
+                           "whether runs are correct and their ranks are not shown.")
 
 
 def question_label(q) -> str:

@@ -31,7 +31,7 @@ from core.auth.gate import Refused
 from ui import access
 from ui.run_options import runtime_factory
 from core.analysis.evidence import of_run
-from ui.common import dqa_root
+from ui.common import answers_hidden, dqa_root, shown_columns
 from ui.grading_view import override_form, override_note
 from ui.live import closely, live
 from ui.untrusted import md, md_code, md_table
@@ -65,7 +65,7 @@ def decision_spread(records: list[RunRecord]) -> None:
     spread["decision"] = [f"{GAP} no decision" if d is None else str(d) for d in spread["decision"]]
     spread["rank"] = spread["rank"].fillna(GAP)
     spread["correct"] = spread["correct"].map({True: "right", False: "wrong"}).fillna(GAP)
-    st.dataframe(spread, hide_index=True, column_config={"samples": "runs", "rank": "simulator's rank",
+    st.dataframe(spread, hide_index=True, column_order=shown_columns(list(spread.columns)), column_config={"samples": "runs", "rank": "simulator's rank",
                                                          "correct": "by the label"})
 
 
@@ -538,6 +538,8 @@ def show_outcome(record: RunRecord, compact: bool = False) -> None:
     rank = placement_text(placement) or "–"
     if override is not None and placement:
         rank += " (overridden)"
+    if answers_hidden():  # for demos and blind review (the sidebar's switch)
+        correct = rank = "hidden"
     tokens = o.get("tokens") or {}
     total = f"{'≈' if tokens.get('estimated') else ''}{tokens.get('total', 0):,}"
     seconds = duration(o.get("wall_s"))
@@ -550,9 +552,11 @@ def show_outcome(record: RunRecord, compact: bool = False) -> None:
     # weights: "not answered" and "wrong (overridden)" fit their column in a 1600 px window (issue 29)
     cols = st.columns([1.2, 1.7, 1.1, 1.1, 0.8, 0.9])
     cols[0].metric("Decision", decision)
-    cols[1].metric("Correct", correct, help=f"Labelled best decision: {o.get('label') or 'none'}")
-    cols[2].metric("Rank", rank, help=(f"Regret {number(placement['regret'])}, gain over doing nothing "
-                                       f"{number(placement['gain'])}") if placement else "Not a candidate decision")
+    cols[1].metric("Correct", correct, help="Answers are hidden (sidebar)" if answers_hidden() else
+                   f"Labelled best decision: {o.get('label') or 'none'}")
+    rank_help = (f"Regret {number(placement['regret'])}, gain over doing nothing {number(placement['gain'])}"
+                 if placement else "Not a candidate decision")
+    cols[2].metric("Rank", rank, help="Answers are hidden (sidebar)" if answers_hidden() else rank_help)
     estimated = " (estimated from characters)" if tokens.get("estimated") else ""
     failed = (f", of them {tokens['failed_attempts']:,} spent on attempts abandoned at a time limit"
               if tokens.get("failed_attempts") else "")
