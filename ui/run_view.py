@@ -532,31 +532,30 @@ def show_outcome(record: RunRecord, compact: bool = False) -> None:
     override = OverrideStore().get(record.id)
     if override is not None:  # the analyst's grade, and the rank and regret of the decision they read
         o = with_override(o, override)
-        decision = f"{'none' if override.decision is None else override.decision} (overridden)"
-        correct = {True: "correct", False: "wrong", None: "no label"}[override.correct] + " (overridden)"
+        decision = "none" if override.decision is None else str(override.decision)
+        correct = {True: "correct", False: "wrong", None: "no label"}[override.correct]
     placement = o.get("placement")
     rank = placement_text(placement) or "–"
-    if override is not None and placement:
-        rank += " (overridden)"
+    mark = " (overridden)" if override is not None else ""  # in the metrics' labels: their values stay whole
     if answers_hidden():  # for demos and blind review (the sidebar's switch)
         correct = rank = "hidden"
     tokens = o.get("tokens") or {}
     total = f"{'≈' if tokens.get('estimated') else ''}{tokens.get('total', 0):,}"
     seconds = duration(o.get("wall_s"))
     if compact:
-        st.markdown(f"**Decision:** {md(decision)} ({correct}) · **rank** {rank}  \n"
+        st.markdown(f"**Decision{mark}:** {md(decision)} ({correct}) · **rank** {rank}  \n"
                     f"{total} tokens · {o.get('llm_calls', 0)} LLM calls · {seconds}")
         return
     if o.get("final_answer") and not any(isinstance(e, FinalEvent) for e in record.events):  # else the timeline has it
         st.markdown(f"**Final answer:** {md(o['final_answer'])}")
     # weights: "not answered" and "wrong (overridden)" fit their column in a 1600 px window (issue 29)
     cols = st.columns([1.2, 1.7, 1.1, 1.1, 0.8, 0.9])
-    cols[0].metric("Decision", decision)
-    cols[1].metric("Correct", correct, help="Answers are hidden (sidebar)" if answers_hidden() else
+    cols[0].metric(f"Decision{mark}", decision)
+    cols[1].metric(f"Correct{mark}", correct, help="Answers are hidden (sidebar)" if answers_hidden() else
                    f"Labelled best decision: {o.get('label') or 'none'}")
     rank_help = (f"Regret {number(placement['regret'])}, gain over doing nothing {number(placement['gain'])}"
                  if placement else "Not a candidate decision")
-    cols[2].metric("Rank", rank, help="Answers are hidden (sidebar)" if answers_hidden() else rank_help)
+    cols[2].metric(f"Rank{mark if placement else ''}", rank, help="Answers are hidden (sidebar)" if answers_hidden() else rank_help)
     estimated = " (estimated from characters)" if tokens.get("estimated") else ""
     failed = (f", of them {tokens['failed_attempts']:,} spent on attempts abandoned at a time limit"
               if tokens.get("failed_attempts") else "")
@@ -568,19 +567,31 @@ def show_outcome(record: RunRecord, compact: bool = False) -> None:
     show_verdict_details(record, o)
 
 
+def reading(status: str | None, reason: str) -> str:
+    """How the grader read the final answer, in words (``reason``: ``krakow: named``, ``... the others negated``)."""
+    decision, _, how = reason.partition(": ")
+    if status == "decided":
+        return f"The answer decides {decision}" + ("" if how in ("", "named") else f" ({how})")
+    if status == "ambiguous":
+        return f"The answer names more than one candidate ({reason})"
+    return "The answer names no candidate" + (f" ({reason})" if reason else "")
+
+
 def show_verdict_details(record: RunRecord, o: dict) -> None:
     """How the grade was read (and any override), whether the pick ties, and the evidence coverage."""
 
     notes = []
+    override = override_note(record.id)
     if o.get("grade_reason"):
-        notes.append(f"Grade: {o.get('grade_status')} — {o['grade_reason']}.")
+        notes.append(("Read automatically before the override: " if override else "")
+                     + reading(o.get("grade_status"), o["grade_reason"]) + ".")
     placement = o.get("placement") or {}
     if placement and placement.get("tied", 1) == placement["of"] > 1:
         notes.append("Every candidate ties in the simulator: no decision is better than another here.")
     elif placement.get("tied", 1) > 1:
-        notes.append(f"The pick ties with {placement['tied'] - 1} other candidates"
+        pick = o.get("decision")  # the override's, when there is one
+        notes.append(f"{pick if pick is not None else 'The pick'} ties with {placement['tied'] - 1} other candidates"
                      + (" for the best score: a best decision (regret 0)." if placement.get("regret") == 0 else "."))
-    override = override_note(record.id)
     if override:
         notes.append(override + ".")
     if notes:
