@@ -1,10 +1,13 @@
 """Views that disagree with themselves (Streamlit AppTest), issue 40: Run N times is the primary action when Samples
-asks for more than one; "Use v1 in Run" keeps the analyst's question, or says why it cannot."""
+asks for more than one; "Use v1 in Run" keeps the analyst's question, or says why it cannot; Hide answers is one
+switch on every page; Compare's Step by step says when there is nothing to line up."""
 from __future__ import annotations
 
 import pytest
 
+import core.jobs.runs as jobs
 from core.autoplan.train import TrainSettings, train
+from core.model.run_settings import RunSettings
 from tests.page_app import button, isolate, open_page, shown
 from tests.test_autoplan_paper import TRAINING, replay
 from tests.test_page_state import demo_run
@@ -64,3 +67,17 @@ def test_hide_answers_is_one_switch_for_the_session_on_every_page(home):
     assert any("Answers are hidden" in i.value for i in at.info) and not at.metric
     at.sidebar.toggle(key="hide_answers_switch").set_value(False).run()  # off again, from any page
     assert at.metric and not at.session_state["hide_answers"]
+
+
+def test_step_by_step_says_when_there_is_nothing_to_line_up(home):
+    """Issue 40: "Step by step" said "The runs do the same at every row" over an empty table."""
+    store = jobs.open_store()
+    settings = RunSettings("locating", 1, "sqlite", "planrag", "replay:x", source="demo").to_dict()
+    for run_id in ("empty-a", "empty-b"):
+        store.create(run_id, settings)
+        store.update(run_id, "failed", outcome={"error": "no model"})
+    at = open_page("pages/compare.py")
+    at.multiselect(key="compare-demo/locating/1").set_value(["empty-a", "empty-b"]).run()
+    assert any("No steps recorded in these runs yet" in c.value for c in at.caption)
+    assert not any("do the same at every row" in c.value for c in at.caption)
+    assert not [d for d in at.dataframe if "step" in d.value.columns]  # no empty table of steps
