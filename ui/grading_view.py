@@ -39,7 +39,10 @@ def override_form(run_id: str, settings: dict, key: str, decision=None) -> None:
         return
     store = OverrideStore()
     current = store.get(run_id)
-    with st.popover("Override the grade", icon=":material/gavel:"):
+    popover = f"ov-popover-{key}"
+    if st.session_state.pop(f"{popover}-close", False):  # saved or restored: the popover closes
+        st.session_state[popover] = False
+    with st.popover("Override the grade", icon=":material/gavel:", key=popover, on_change="rerun"):
         named = access.ask_name(f"ov-name-{key}")
         with st.form(f"override-{key}"):
             options = [NO_DECISION] + list(candidates)
@@ -51,8 +54,10 @@ def override_form(run_id: str, settings: dict, key: str, decision=None) -> None:
                 if not access.refused("override"):
                     chosen = None if decision == NO_DECISION else decision
                     store.put(run_id, override_for(settings, chosen, session_reviewer(), note.strip(), dqa_root()))
+                    st.session_state[f"{popover}-close"] = True
                     st.rerun()
         if current and st.button("Restore the automatic grade", key=f"ov-clear-{key}", **access.disabled("override")):
             if not access.refused("override"):
                 store.clear(run_id)
+                st.session_state[f"{popover}-close"] = True
                 st.rerun()
