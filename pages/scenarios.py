@@ -9,6 +9,7 @@ import streamlit as st
 from core.scenarios import catalog
 from core import scenarios
 from core.scenarios.dqa.source import DQAError
+from core.analysis.trace import row_count
 from core.scenarios import candidates
 from ui.common import (
     DEFAULT_QUESTION, answers_hidden, decision_metric, dqa_root, linked_question, question_label, select_question
@@ -131,7 +132,7 @@ with facts:
             st.metric("Labelled best decision", "none")
         else:
             decision_metric(st, "Labelled best decision", kind, question, question.answer, database)
-    st.caption(f"{md_code(question.id)} · number {md(question.question_num)} in the benchmark's own files"
+    st.caption(f"{md_code(question.id)} · question {md(question.question_num)} as the benchmark's files number it"
                + (f" · database {md(question.database_ref)}" if question.database_ref else ""),
                help=f"Database content key {md_code(database.key)}.")
 
@@ -178,7 +179,7 @@ if network.open:
                     explore.button("Explore from here", icon=":material/center_focus_strong:", on_click=explore_from,
                                    args=(find_key, picked[0], defaults), help="Centre the view on this node")
                 for table in rows.values():
-                    st.caption(f"{md(table.name)}: {len(table.rows)} rows")
+                    st.caption(f"{md(table.name)}: {row_count(len(table.rows))}")
                     show(table, min(320, 38 + 35 * max(1, len(table.rows))),
                          lambda r, name=table.name: kind.own_row(question, name, r))
             else:

@@ -40,7 +40,7 @@ def test_clicked_node_shows_its_rows():
     at.run()
     assert f"**trade_node:{home}**" in [shown(m.value) for m in at.markdown]
     captions = [shown(c.value) for c in at.caption]
-    assert "trade_node: 1 rows" in captions and any(c.startswith("node_country:") for c in captions)
+    assert "trade_node: 1 row" in captions and any(c.startswith("node_country:") for c in captions)
 
 
 def test_dqa_question_with_repaired_defects(dqa_dir):

@@ -25,7 +25,7 @@ from core.store.overrides import OverrideStore, with_override
 from core.llm.replays import model_label
 from core.store.runs import DRIVEN, PauseTaken, RunRecord
 from core.analysis.summary import answered, question_id, review_label, technique_label, window_note
-from core.analysis.trace import Trace, step_summary
+from core.analysis.trace import Trace, row_count, step_summary
 from core.analysis.format import GAP, duration, number
 from core.auth.gate import Refused
 from ui import access
@@ -151,7 +151,7 @@ def _observation(e: ObservationEvent, trace: Trace) -> None:
             # Numbers as short as they read (24, not 24.0000): a wide result keeps its columns in view.
             st.table(table.style.format(partial(number, digits=6), subset=numbers, na_rep=GAP), hide_index=True,
                      border="horizontal")
-        st.caption(f"{e.total_rows} rows{kept} · {e.latency_s * 1000:.0f} ms")
+        st.caption(f"{row_count(e.total_rows)}{kept} · {e.latency_s * 1000:.0f} ms")
         _as_run(e, action)
     elif not (action and action.language == "self" and e.text == action.query):
         st.caption(md(e.text))
@@ -193,7 +193,8 @@ def _branch(e: BranchEvent, trace: Trace) -> None:
 
 def _error(e: ErrorEvent, trace: Trace) -> None:
     if e.error_kind == "stopped":
-        st.warning(f"**Stopped**: {md(e.message)}", icon=":material/stop_circle:")
+        st.warning("**Stopped by the analyst** here: the trace and the last checkpoint are kept (resume or branch it "
+                   "from History).", icon=":material/stop_circle:")
     elif e.fatal:
         st.error(f"**{e.error_kind}**: {md(e.message)}", icon=":material/error:")
     else:

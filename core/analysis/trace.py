@@ -161,6 +161,16 @@ class Trace:
         return [(step, state(i)) for i, step in enumerate(self.plan)]
 
 
+#: what a step's problem was, in words (others by their kind)
+PROBLEMS = {"repeat": "repeated an earlier query", "format": "a reply not in the expected format",
+            "unqueried": "no query ran yet"}
+
+
+def row_count(n: int) -> str:
+    """``1 row``, ``3 rows``."""
+    return f"{n:,} row" if n == 1 else f"{n:,} rows"
+
+
 def step_summary(events: list[Event]) -> str:
     """One step's events (those of one LLM call) in a line: its query, review, answer or error."""
     parts = []
@@ -177,11 +187,13 @@ def step_summary(events: list[Event]) -> str:
             case QueryReviewEvent():
                 parts.append(f"query {e.status}")
             case ObservationEvent() if e.error:
-                parts.append(f"error: {e.error_kind}")
+                parts.append(PROBLEMS.get(e.error_kind) or f"error: {e.error_kind}")
             case ObservationEvent() if e.columns:
-                parts.append(f"{e.total_rows} rows")
+                parts.append(row_count(e.total_rows))
             case FinalEvent():
                 parts.append(f"answer: {e.answer}")
+            case ErrorEvent(error_kind="stopped"):
+                parts.append("stopped by the analyst")
             case ErrorEvent():
                 parts.append(f"{e.error_kind}: {e.message}")
             case BranchEvent():
