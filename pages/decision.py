@@ -128,8 +128,11 @@ base = ranked.baseline if two else effect.before
 cells = st.columns(3 if two else 2)
 cells[0].metric(f"{md(effect.target)}, no decision", number(base),
                 help="The ranking's baseline (as Score above)" if two else None)
-cells[1].metric(f"{md(effect.target)}, with {md(names[chosen])}", number(effect.after), number(effect.after - base, sign=True),
-                delta_color="normal" if ranked.higher_is_better else "inverse")
+change = effect.after - base
+cells[1].metric(f"{md(effect.target)}, with {md(names[chosen])}", number(effect.after),
+                number(change, sign=True) if change else "no change",  # no green arrow for nothing changed
+                delta_color=("normal" if ranked.higher_is_better else "inverse") if change else "off",
+                delta_arrow="auto" if change else "off")
 if two:
     cells[2].metric("this simulation run without a decision", number(effect.before),
                     number(effect.after - effect.before, sign=True), delta_color="off", delta_arrow="off",
@@ -146,7 +149,7 @@ if figure is not None:
     caption = " ".join(c for c in (meta.get("caption"), kind.change_caption) if c)
     if caption:
         st.caption(md(caption))
-    st.plotly_chart(figure, config={"displaylogo": False, "scrollZoom": True})
+    st.plotly_chart(figure, config={"displaylogo": False, "scrollZoom": False})
 biggest = effect.biggest(10)
 if biggest.empty:
     st.info(f"{md(names[chosen])} changes nothing in the simulation.")

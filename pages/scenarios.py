@@ -169,7 +169,7 @@ if network.open:
             if meta.get("caption"):
                 st.caption(md(meta["caption"]))
             event = st.plotly_chart(figure, key=f"network-{question.id}", on_select="rerun", selection_mode="points",
-                                    config={"displaylogo": False, "scrollZoom": True})
+                                    config={"displaylogo": False, "scrollZoom": False})
             picked = [p["customdata"] for p in event["selection"]["points"] if p.get("customdata")]
             rows = kind.node_rows(database, picked[0]) if picked else {}
             if rows:
