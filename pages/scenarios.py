@@ -174,7 +174,7 @@ if network.open:
             rows = kind.node_rows(database, picked[0]) if picked else {}
             if rows:
                 title, explore = st.columns([4, 1], vertical_alignment="center")
-                title.markdown(f"**{md(picked[0])}**")
+                title.markdown(f"**{md((names or {}).get(picked[0], picked[0]))}**")  # its name, not its id
                 if names and picked[0] in names and picked[0] != around:
                     explore.button("Explore from here", icon=":material/center_focus_strong:", on_click=explore_from,
                                    args=(find_key, picked[0], defaults), help="Centre the view on this node")
@@ -183,8 +183,8 @@ if network.open:
                     show(table, min(320, 38 + 35 * max(1, len(table.rows))),
                          lambda r, name=table.name: kind.own_row(question, name, r))
             else:
-                st.caption("Click a node to see its rows (the question's own highlighted). Drag to pan, scroll to zoom, "
-                           "double-click to reset.")
+                st.caption("Click a node to see its rows (the question's own highlighted). Drag to pan, zoom with "
+                           "the chart's toolbar, double-click to reset.")
 if tables.open:
     with tables:  # one table at a time: a big database's every table would be sent to the browser at each rerun
         by_name = {t.name: t for t in database.tables}

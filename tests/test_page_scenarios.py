@@ -38,7 +38,7 @@ def test_clicked_node_shows_its_rows():
     at.session_state["network-demo/locating/1"] = {
         "selection": {"points": [{"customdata": f"trade_node:{home}"}], "point_indices": [0], "box": [], "lasso": []}}
     at.run()
-    assert f"**trade_node:{home}**" in [shown(m.value) for m in at.markdown]
+    assert f"**{home}**" in [shown(m.value) for m in at.markdown]  # issue 40: its name, not "trade_node:{home}"
     captions = [shown(c.value) for c in at.caption]
     assert "trade_node: 1 row" in captions and any(c.startswith("node_country:") for c in captions)
 
