@@ -219,7 +219,8 @@ def start_form() -> None:
         with st.expander("Limits of each run and the benchmark's budget"):
             limits = limit_inputs(session_limits(), key="bench_limits")
             budget_tokens, budget_cost, budget_calls = budget_inputs(key="bench")
-        started = st.form_submit_button("Start", icon=":material/play_arrow:", **access.disabled("benchmark_start"))
+        started = st.form_submit_button("Start", icon=":material/play_arrow:", type="primary",
+                                        **access.disabled("benchmark_start"))
     if not started:
         return
     # A question set or replay named by path is a file or folder of the server: its admin's to choose.

@@ -131,6 +131,8 @@ if notice := st.session_state.pop("run_notice", None):  # e.g. a learned plan op
 st.caption(f"Question {md_code(question.id)} · {md(scenarios.target(question))}")
 
 with st.container(border=True):
+    st.markdown("**A new run** of this question" + (": its settings, not those of the run opened below (in its "
+                                                    "header)" if run_id else ""))
     left, middle, right = st.columns(3)
     with left:
         technique = st.selectbox("Technique", list(TECHNIQUES), format_func=technique_label, key=kept("run_technique"),

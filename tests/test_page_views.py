@@ -81,3 +81,18 @@ def test_step_by_step_says_when_there_is_nothing_to_line_up(home):
     assert any("No steps recorded in these runs yet" in c.value for c in at.caption)
     assert not any("do the same at every row" in c.value for c in at.caption)
     assert not [d for d in at.dataframe if "step" in d.value.columns]  # no empty table of steps
+
+
+def test_the_new_run_form_says_it_is_not_the_opened_run(home):
+    """Issue 40: the form above an opened run showed its defaults right above a run reviewed otherwise."""
+    at = open_page("pages/run.py")
+    assert any(m.value == "**A new run** of this question" for m in at.markdown)
+    at.session_state["run_id"] = demo_run()
+    at.run()
+    assert any("not those of the run opened below" in m.value for m in at.markdown)
+
+
+def test_the_benchmark_start_is_the_primary_button(home):
+    at = open_page("pages/benchmark.py")
+    [start] = [b for b in at.get("form_submit_button") if b.label == "Start"]
+    assert start.proto.type == "primary"
