@@ -43,7 +43,7 @@ ENDED_BADLY = {"failed": ("The run failed", ":material/error:"),
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"  # every timestamp shown (the time of day alone within a run: its last part)
 SMALL_TABLE = 12  # rows shown in full; a longer table scrolls in a box
 _STATE_ICONS = {"done": ":material/check_circle:", "current": ":material/arrow_circle_right:",
-                "todo": ":material/radio_button_unchecked:"}
+                "todo": ":material/radio_button_unchecked:", "unreported": ":material/help:"}
 
 
 def steps_markdown(steps: list[str]) -> str:
@@ -251,7 +251,8 @@ def show_checklist(trace: Trace, technique: str) -> None:
     lines = []
     for i, (step, state) in enumerate(trace.step_states(), 1):
         text = f"{i}\\. {md(step)}"
-        text = {"current": f":blue-background[**{text}**]", "done": f":gray[{text}]"}.get(state, text)
+        text = {"current": f":blue-background[**{text}**]", "done": f":gray[{text}]",
+                "unreported": f"{text} :gray[(its state was not reported: the agent never named it)]"}.get(state, text)
         lines.append(f"{_STATE_ICONS[state]} {text}")
     st.markdown("  \n".join(lines))
 
