@@ -555,9 +555,11 @@ def show_items(items: pd.DataFrame) -> None:
 st.title("Benchmark")
 run_tab, results_tab, compare_tab = st.tabs(["Run", "Results", "Compare sets"])
 with run_tab:
+    progress = st.container()  # above the form: a benchmark started below shows here at once (issue 40)
     start_form()
     smoke_start()
-    live(show_jobs, going=lambda: any(not j.done for j in jobs.jobs()), every=POLL_S)
+    with progress:
+        live(show_jobs, going=lambda: any(not j.done for j in jobs.jobs()), every=POLL_S)
 with results_tab:
     directories = stored_benchmarks(bench_home())
     if not directories:
