@@ -219,7 +219,8 @@ def start_form() -> None:
         with st.expander("Limits of each run and the benchmark's budget"):
             limits = limit_inputs(session_limits(), key="bench_limits")
             budget_tokens, budget_cost, budget_calls = budget_inputs(key="bench")
-        started = st.form_submit_button("Start", icon=":material/play_arrow:", **access.disabled("benchmark_start"))
+        started = st.form_submit_button("Start", icon=":material/play_arrow:", type="primary",
+                                        **access.disabled("benchmark_start"))
     if not started:
         return
     if not techniques:
@@ -574,10 +575,12 @@ def show_items(items: pd.DataFrame) -> None:
 st.title("Benchmark")
 run_tab, results_tab, compare_tab = st.tabs(["Run", "Results", "Compare sets"])
 with run_tab:
+    progress = st.container()  # above the form: a benchmark started below shows here at once (issue 40)
     start_form()
     smoke_start()
-    live(show_jobs, going=lambda: any(not j.done for j in jobs.jobs()), every=POLL_S)
-    live(show_team_runs, going=lambda: bool(jobs.elsewhere()), every=POLL_S)
+    with progress:
+        live(show_jobs, going=lambda: any(not j.done for j in jobs.jobs()), every=POLL_S)
+        live(show_team_runs, going=lambda: bool(jobs.elsewhere()), every=POLL_S)
 with results_tab:
     directories = stored_benchmarks(bench_home())
     if not directories:

@@ -5,7 +5,6 @@ from ui.router import through_router
 
 through_router()  # first: a fresh server may run this page without app.py (ui/router.py)
 
-from functools import partial
 
 import pandas as pd
 import streamlit as st
@@ -19,7 +18,7 @@ from core.model.question import Question
 from core.analysis.summary import compare_row, gaps_as_text, technique_label
 from core.analysis.trace import ANSWER, BEFORE_PLAN, align_by
 from ui import access
-from ui.common import current_question, kept, session_limits, url_param
+from ui.common import current_question, kept, session_limits, shown_columns, url_param
 from ui.run_options import choose_database, choose_models, start_run
 from ui.live import live
 from ui.run_view import (RunPanel, decision_spread, load, run_label, show_live, show_outcome, show_state,
@@ -58,10 +57,23 @@ def columns(run_ids: list[str], key: str = "compare") -> None:
                     show_outcome(record, compact=True)
 
 
+def summary(run_ids: list[str]) -> None:
+    """The runs' summary table, drawn with their columns: a row and its run's panel always agree."""
+    records = [record for run_id in run_ids if (record := load(run_id)[0]) is not None]
+    st.dataframe(pd.DataFrame(gaps_as_text([compare_row(r) for r in records])), column_order=shown_columns(COLUMNS),
+                 hide_index=True)
+
+
 def side_by_side(run_ids: list[str]) -> list[RunRecord]:
-    """The runs in columns, followed live while they run (ui.live); their stored records after."""
+    """The summary table and the runs in columns, followed live while they run (ui.live); their stored records
+    after."""
     runs = [run for run_id in run_ids if (run := tracker(*load(run_id))) is not None]
-    live(partial(columns, run_ids), going=lambda: any(not run.done for run in runs))
+
+    def draw() -> None:
+        summary(run_ids)
+        columns(run_ids)
+
+    live(draw, going=lambda: any(not run.done for run in runs))
     return [record for run_id in run_ids if (record := load(run_id)[0]) is not None]
 
 
@@ -95,6 +107,9 @@ def step_by_step(records: list[RunRecord]) -> None:
                                    "of the plan, as each agent named its Current step (techniques without a plan "
                                    "have all their calls in the first row).") or "call"
     rows, summaries, diverges = align_by({r.id: r.events for r in records}, by)
+    if not rows:
+        st.caption("No steps recorded in these runs yet: nothing to line up.")
+        return
     label = str if by == "call" else lambda row: {BEFORE_PLAN: "before the plan's steps",
                                                   ANSWER: "final answer"}.get(row, f"plan step {row}")
     table = [{"step": label(row), **{names[run_id]: ("\u2260 " if diverges[run_id] == row else "")
@@ -176,10 +191,7 @@ if not chosen:
     st.info("Choose techniques and press **Run side by side**, or pick earlier runs of this question.")
     st.stop()
 
-table = st.empty()
 records = side_by_side(chosen)
-table.dataframe(pd.DataFrame(gaps_as_text([compare_row(r) for r in records])), column_order=COLUMNS,
-                hide_index=True)
 decisions(records)
 step_by_step(records)
 with_branches(records)

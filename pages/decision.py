@@ -1,5 +1,6 @@
 """Decision check: the simulator's ranking of every candidate of the current question, the best decision, the
-agent's (or a chosen) pick with its rank and regret, and what any decision changes, drawn on the network."""
+agent's (or a chosen) pick with its rank and regret, and what any decision changes, drawn on the network; nothing of
+it while the session hides answers."""
 from ui.router import through_router
 
 through_router()  # first: a fresh server may run this page without app.py (ui/router.py)
@@ -11,7 +12,7 @@ from core.scenarios import drawing
 from core import scenarios
 from core.analysis.grading import place
 from core.scenarios import default_mode, ranking
-from ui.common import current_question, decision_metric, linked_run, show_run_in_url
+from ui.common import answers_hidden, current_question, decision_metric, linked_run, show_run_in_url
 from core.analysis.format import number
 from ui.untrusted import md, md_code
 from sims.ranking import InputError
@@ -20,6 +21,10 @@ st.title("Decision check")
 question, database = current_question()
 kind = scenarios.get(question.scenario)
 st.markdown(f"**{md(question.id)}**: {md(scenarios.target(question))}")
+if answers_hidden():
+    st.info("Answers are hidden in this session (demos, blind review): the check shows the best decision and how "
+            "every candidate ranks. Turn **Hide answers** off in the sidebar to see it.", icon=":material/visibility_off:")
+    st.stop()
 if not kind.can_check:
     st.info(f"{md(kind.title)} declares no simulator, so its decisions cannot be checked; runs still record their "
             "answers (Run, History).", icon=":material/block:")
@@ -123,8 +128,11 @@ base = ranked.baseline if two else effect.before
 cells = st.columns(3 if two else 2)
 cells[0].metric(f"{md(effect.target)}, no decision", number(base),
                 help="The ranking's baseline (as Score above)" if two else None)
-cells[1].metric(f"{md(effect.target)}, with {md(names[chosen])}", number(effect.after), number(effect.after - base, sign=True),
-                delta_color="normal" if ranked.higher_is_better else "inverse")
+change = effect.after - base
+cells[1].metric(f"{md(effect.target)}, with {md(names[chosen])}", number(effect.after),
+                number(change, sign=True) if change else "no change",  # no green arrow for nothing changed
+                delta_color=("normal" if ranked.higher_is_better else "inverse") if change else "off",
+                delta_arrow="auto" if change else "off")
 if two:
     cells[2].metric("this simulation run without a decision", number(effect.before),
                     number(effect.after - effect.before, sign=True), delta_color="off", delta_arrow="off",
@@ -141,7 +149,7 @@ if figure is not None:
     caption = " ".join(c for c in (meta.get("caption"), kind.change_caption) if c)
     if caption:
         st.caption(md(caption))
-    st.plotly_chart(figure, config={"displaylogo": False, "scrollZoom": True})
+    st.plotly_chart(figure, config={"displaylogo": False, "scrollZoom": False})
 biggest = effect.biggest(10)
 if biggest.empty:
     st.info(f"{md(names[chosen])} changes nothing in the simulation.")

@@ -19,7 +19,7 @@ from core.store.runs import ENDED, as_tree
 from core.analysis.summary import gaps_as_text, outcome_row, technique_label
 from ui import access
 from ui.branch_tree import show_branch_tree
-from ui.common import kept, show_run_in_url, url_param
+from ui.common import kept, show_run_in_url, shown_columns, url_param
 from ui.run_view import TIME_FORMAT, branch_form, open_run, run_label, show_outcome, show_run
 from ui.untrusted import md, md_code
 
@@ -104,7 +104,7 @@ else:
 on_page = tree[first:first + PAGE_ROWS]
 table = pd.DataFrame(gaps_as_text([{"branch": branch_of(r, depth), **outcome_row(r, overrides.get(r.id))}
                                    for r, depth in on_page]), columns=COLUMNS)
-picked = st.dataframe(table, hide_index=True, column_order=COLUMNS, on_select="rerun", selection_mode="single-row",
+picked = st.dataframe(table, hide_index=True, column_order=shown_columns(COLUMNS), on_select="rerun", selection_mode="single-row",
                       key=f"history_table_{first}", height=min(400, 38 + 35 * max(1, len(table))),
                       column_config={"correct": st.column_config.CheckboxColumn("correct", width="small"),
                                      "grade": st.column_config.TextColumn("grade", width="medium")})

@@ -27,25 +27,44 @@ def batch_accuracy(iteration: dict) -> str:
     return f"{correct} of {total} ({100 * correct / total:.0f}%)"
 
 
+def run_question(plan: LearnedPlan) -> tuple[tuple | None, str]:
+    """The question ``plan`` opens the Run page on, and why when it is not the session's: the session's question
+    when it is of the plan's scenario and not one it was trained on, else the first of its scenario it was not
+    trained on (None: every one was)."""
+    ref = st.session_state.get("question_ref")
+    if ref and ref[1] == plan.scenario and not (ref[0] == plan.source and ref[2] in plan.train):
+        return ref, ""
+    try:
+        numbers = [q.number for q in catalog.questions(plan.source, plan.scenario, dqa_root())]
+    except DQAError:
+        numbers = []
+    number = next((n for n in numbers if n not in plan.train), None)
+    target = None if number is None else (plan.source, plan.scenario, number)
+    if not ref:
+        return target, ""
+    mine = "/".join(map(str, ref))
+    why = (f"your question {mine} is one v{plan.version} was trained on" if ref[1] == plan.scenario else
+           f"your question {mine} is of another scenario")
+    return target, why
+
+
 def use_in_run(plan: LearnedPlan) -> None:
-    """Open the Run page set to start from ``plan``: a technique that takes a learned plan, and a question of its
-    scenario it was not trained on (the current one when it fits)."""
+    """Open the Run page set to start from ``plan``: a technique that takes a learned plan, on ``run_question``
+    (saying there why it is not the session's question, when it is not)."""
+    target, why = run_question(plan)
+    if target is None:
+        st.session_state["plans_use_error"] = (f"Every {plan.source} {plan.scenario} question here is a training "
+                                               f"question of v{plan.version}: pick another on Scenarios.")
+        return
     if st.session_state.get(kept("run_technique")) not in EXPERIENCE_TECHNIQUES:
         st.session_state["run_technique"] = "planrag"
     st.session_state[kept("run_plan_version")] = plan.version
-    ref = st.session_state.get("question_ref")
-    if not ref or ref[1] != plan.scenario or (ref[0] == plan.source and ref[2] in plan.train):
-        try:
-            numbers = [q.number for q in catalog.questions(plan.source, plan.scenario, dqa_root())]
-        except DQAError:
-            numbers = []
-        number = next((n for n in numbers if n not in plan.train), None)
-        if number is None:
-            st.session_state["plans_use_error"] = (f"Every {plan.source} {plan.scenario} question here is a training "
-                                                   f"question of v{plan.version}: pick another on Scenarios.")
-            return
-        st.session_state["question_ref"] = (plan.source, plan.scenario, number)
+    if why:
+        st.session_state["run_notice"] = (f"Learned plan v{plan.version} opens on question {'/'.join(map(str, target))}: "
+                                          f"{why}.")
+    st.session_state["question_ref"] = target
     st.switch_page("pages/run.py")
+
 
 DIFF = {"same": "{}", "removed": ":red[~~{}~~]", "added": ":green[{}]"}
 VERDICT = {True: ":green[correct]", False: ":red[wrong]", None: "unlabelled"}
@@ -86,6 +105,9 @@ with steps_col:
                  help="Opens the Run page set to start PlanRAG (or the technique chosen there, when it takes a learned "
                       f"plan) from v{plan.version}, on a question it was not trained on."):
         use_in_run(plan)
+    target, why = run_question(plan)
+    if target:
+        st.caption(f"On question {md('/'.join(map(str, target)))}" + (f" ({md(why)})." if why else " (yours)."))
     if error := st.session_state.pop("plans_use_error", None):
         st.warning(md(error), icon=":material/block:")
     st.caption(f"From the command line: `python -m core run --technique autoplan` (the latest) or "

@@ -1,7 +1,7 @@
 """Run: start an agent on the current question, watch its plan and steps as they happen (Stop ends it), review its
 plans (and, if asked, each query), and read its outcome. At a pause, a banner and the review form come first.
-The inbox lists every paused and interrupted run (also from before a restart): approve, reject, open or close
-from it, with who is looking at each; any run can be branched from a step."""
+The inbox lists every paused and interrupted run (also from before a restart), each proposal shown, with who is
+looking at each: approve, edit, reject (with a note), open or close from it; any run can be branched from a step."""
 from ui.router import through_router
 
 through_router()  # first: a fresh server may run this page without app.py (ui/router.py)
@@ -19,13 +19,15 @@ from core.model.technique import TECHNIQUES
 from core.store.runs import ENDED
 from core.analysis.summary import technique_label
 from ui import access
-from ui.common import current_question, kept, linked_run, session_limits, session_reviewer, show_run_in_url
+from ui.common import (
+    current_question, kept, linked_run, review_name, session_limits, show_run_in_url
+)
 from ui.plan_review import pause_taken, show_review, show_review_error
 from ui.run_options import (
     choose_database, choose_hitl, choose_model, choose_plan_version, choose_query_review, choose_setting, start_run,
     start_samples
 )
-from ui.inbox import show_inbox
+from ui.inbox import mark_viewing, show_inbox
 from ui.live import live
 from ui.run_view import branch_form, decision_spread, load, open_run, run_label, show_outcome, show_run
 from ui.untrusted import md, md_code
@@ -44,7 +46,7 @@ def sample_inputs(settings: RunSettings, question_id: str, unavailable: bool) ->
         return
     temperature = st.number_input("Temperature of the samples", *NUMBERS["temperature"], 0.7, 0.1, key=kept("run_samples_t"),
                                   help="At 0 many servers still vary a little; a replay repeats itself exactly.")
-    if st.button(f"Run {n} times", icon=":material/stacks:", width="stretch",
+    if st.button(f"Run {n} times", icon=":material/stacks:", width="stretch", type="primary",
                  disabled=unavailable or not access.allowed("samples")):
         sampled = dataclasses.replace(settings, hitl="auto", review_queries=False, temperature=temperature)
         runs = start_samples(sampled, n)
@@ -78,11 +80,14 @@ def all_ended(runs: list[str]) -> bool:
 def start_button(slot, busy: bool, unavailable: bool, reviewing: bool = False) -> bool:
     """Start, in its slot: disabled while a run of this page goes on or waits for its review (under another key,
     so that once the run ends the slot can be drawn again with the usable button, without a rerun that would drop
-    the page's messages)."""
+    the page's messages); not the primary button when Samples asks for more than one (Run N times is)."""
+    samples = st.session_state.get(kept("run_samples_n"), 1)  # more than one: Run N times is the primary action
     why = ("Wait until the run below pauses or ends, or stop it." if busy else
            "The run above waits for your review: review it, or close it in the Inbox."
-           if reviewing else None)
-    return slot.button("Start", type="primary", icon=":material/play_arrow:", width="stretch",
+           if reviewing else f"Start one run, with review; Run {samples} times (below) runs all {samples} samples."
+           if samples > 1 else None)
+    return slot.button("Start", type="secondary" if samples > 1 else "primary", icon=":material/play_arrow:",
+                       width="stretch",
                        disabled=unavailable or busy or reviewing or not access.allowed("start"),
                        key="run_start_busy" if busy else "run_start", help=why)
 
@@ -97,12 +102,12 @@ if run_id and record is None and job is None:
     show_run_in_url(run_id := None)
 reviewing = record is not None and record.status == "paused" and not jobs.running(run_id)
 if reviewing:  # the inbox says who is looking at a run waiting for review
-    jobs.open_store().viewing(run_id, session_reviewer())
+    mark_viewing(run_id)
 top = st.empty()  # one slot, emptied when not reviewing: a review form shown before must not linger as the run goes on
 if reviewing:
     with top.container():
         st.warning(f"**Waiting for your review** — run {md_code(run_id)} proposes "
-                   f"{PAUSE_KINDS.get(record.pause['kind'], '')} (pause {md_code(record.pause.get('id'))}). The run goes on "
+                   f"{PAUSE_KINDS.get(record.pause['kind'], '')} ({review_name(record.pause.get('id'))}). The run goes on "
                    "when you approve, edit or reject it.", icon=":material/pending_actions:")
         with st.container(border=True):
             show_review(record)
@@ -121,9 +126,13 @@ if waiting:
         show_inbox(waiting)
 
 question, database = current_question()
+if notice := st.session_state.pop("run_notice", None):  # e.g. a learned plan opened on another question
+    st.info(md(notice), icon=":material/swap_horiz:")
 st.caption(f"Question {md_code(question.id)} · {md(scenarios.target(question))}")
 
 with st.container(border=True):
+    st.markdown("**A new run** of this question" + (": its settings, not those of the run opened below (in its "
+                                                    "header)" if run_id else ""))
     left, middle, right = st.columns(3)
     with left:
         technique = st.selectbox("Technique", list(TECHNIQUES), format_func=technique_label, key=kept("run_technique"),

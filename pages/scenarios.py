@@ -10,6 +10,7 @@ from core.actions import choices
 from core.scenarios import catalog
 from core import scenarios
 from core.scenarios.dqa.source import DQAError
+from core.analysis.trace import row_count
 from core.scenarios import candidates
 from ui.common import (
     DEFAULT_QUESTION, answers_hidden, decision_metric, dqa_root, linked_question, question_label, select_question
@@ -28,11 +29,6 @@ def show(table, height: int, own=None) -> None:
         data = data.style.apply(lambda row: [OWN_ROW if marks[row.name] else ""] * len(row), axis=1)
     st.dataframe(data, hide_index=True, height=height)
 
-
-def keep_hidden() -> None:
-    st.session_state["hide_answers"] = st.session_state["scenarios_hide_answers"]
-    if "scenarios_question" in st.session_state:  # set again, so the picker shows its question as now labelled
-        st.session_state["scenarios_question"] = st.session_state["scenarios_question"]
 
 
 def explore_from(key: str, node_id: str, defaults: dict) -> None:
@@ -105,11 +101,7 @@ if not questions:
     st.stop()
 
 same_list = (source, scenario) == tuple(ref[:2]) and ref[2] <= len(questions)
-pick_column, hide_column = st.columns([5, 1], vertical_alignment="bottom")
-hide_column.toggle("Hide answers", value=answers_hidden(), key="scenarios_hide_answers", on_change=keep_hidden,
-                   help="Hide the labelled best decisions (question list, network, facts) for demos and blind "
-                        "review, for this session.")
-question = pick_column.selectbox("Question", questions, index=ref[2] - 1 if same_list else 0,
+question = st.selectbox("Question", questions, index=ref[2] - 1 if same_list else 0,
                                  format_func=question_label, key="scenarios_question",
                                  help="Type to search by number, country, home node or goods.")
 hidden = answers_hidden()
@@ -141,7 +133,7 @@ with facts:
             st.metric("Labelled best decision", "none")
         else:
             decision_metric(st, "Labelled best decision", kind, question, question.answer, database)
-    st.caption(f"{md_code(question.id)} · number {md(question.question_num)} in the benchmark's own files"
+    st.caption(f"{md_code(question.id)} · question {md(question.question_num)} as the benchmark's files number it"
                + (f" · database {md(question.database_ref)}" if question.database_ref else ""),
                help=f"Database content key {md_code(database.key)}.")
 
@@ -178,22 +170,22 @@ if network.open:
             if meta.get("caption"):
                 st.caption(md(meta["caption"]))
             event = st.plotly_chart(figure, key=f"network-{question.id}", on_select="rerun", selection_mode="points",
-                                    config={"displaylogo": False, "scrollZoom": True})
+                                    config={"displaylogo": False, "scrollZoom": False})
             picked = [p["customdata"] for p in event["selection"]["points"] if p.get("customdata")]
             rows = kind.node_rows(database, picked[0]) if picked else {}
             if rows:
                 title, explore = st.columns([4, 1], vertical_alignment="center")
-                title.markdown(f"**{md(picked[0])}**")
+                title.markdown(f"**{md((names or {}).get(picked[0], picked[0]))}**")  # its name, not its id
                 if names and picked[0] in names and picked[0] != around:
                     explore.button("Explore from here", icon=":material/center_focus_strong:", on_click=explore_from,
                                    args=(find_key, picked[0], defaults), help="Centre the view on this node")
                 for table in rows.values():
-                    st.caption(f"{md(table.name)}: {len(table.rows)} rows")
+                    st.caption(f"{md(table.name)}: {row_count(len(table.rows))}")
                     show(table, min(320, 38 + 35 * max(1, len(table.rows))),
                          lambda r, name=table.name: kind.own_row(question, name, r))
             else:
-                st.caption("Click a node to see its rows (the question's own highlighted). Drag to pan, scroll to zoom, "
-                           "double-click to reset.")
+                st.caption("Click a node to see its rows (the question's own highlighted). Drag to pan, zoom with "
+                           "the chart's toolbar, double-click to reset.")
 if tables.open:
     with tables:  # one table at a time: a big database's every table would be sent to the browser at each rerun
         by_name = {t.name: t for t in database.tables}

@@ -30,7 +30,7 @@ from core.jobs import queue
 from core import telemetry
 from core.store.database import SCHEMA_HEAD, shown
 from ui import access
-from ui.common import dqa_root, in_words, session_db, session_limits, session_llm, session_reviewer
+from ui.common import dqa_root, in_words, session_db, session_limits, session_llm
 from ui.limit_inputs import limit_inputs
 from ui.untrusted import md, md_code
 
@@ -314,12 +314,3 @@ if st.button("Use and check", key="scenarios_dir_use", **paths):
         with st.spinner("Checking every scenario: data, questions, candidates, simulator..."):
             tested = [(kind, message) for kind, message in scenario_check(in_use)]
 show_results("scenarios", tested)
-
-if not access.signin_on():  # signed in, the identity names whoever acts
-    st.subheader("Reviewer")
-    name = st.text_input("Your name", session_reviewer(), key="reviewer_input",
-                         help="Recorded with each review, override, stop and branch you make (History shows who "
-                              "did what, and when).")
-    if st.button("Use for this session", key="reviewer_use"):
-        st.session_state["reviewer"] = name.strip()
-        st.toast(f"Your reviews are recorded as {session_reviewer()}.", icon=ICONS["success"])

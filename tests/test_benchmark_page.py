@@ -83,6 +83,8 @@ def test_smoke_benchmark_without_a_model(monkeypatch, tmp_path):
     job._thread.join(120)
     at.run()
     assert job.bench.progress.done == 4 and job.bench.progress.correct == 4
+    first = at.tabs[0].children[0]  # issue 40: the progress comes first in the Run tab, not below the whole form
+    assert any("ended" in s.value for s in first.success)
     acc = accuracy_table(at)
     assert set(acc["source"]) == {"demo"} and (acc["paper"] == "–").all() and (acc["n"] == 1).all()
 

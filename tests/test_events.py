@@ -48,3 +48,14 @@ def test_older_and_unknown_shapes_are_read_not_refused(tmp_path):
     assert step_summary(events) == "sql: SELECT 1 · answer: krakow"
     assert store.export(["r"])[0]["events"][1] == stored[1]  # exported as stored
     assert [e.kind for e in store.events("r", after=3)] == ["final", "unknown"]  # read on from a cursor
+
+
+def test_a_step_in_one_line_reads_in_words():
+    """Issue 40: "Step 4 · error: repeat", "1 rows"."""
+    from core.analysis.trace import row_count
+    from core.model.events import ErrorEvent
+
+    repeated = ObservationEvent(text="same query", error="repeated", error_kind="repeat")
+    assert step_summary([repeated]) == "repeated an earlier query"
+    assert step_summary([ErrorEvent(message="stopped by the analyst", error_kind="stopped")]) == "stopped by the analyst"
+    assert (row_count(1), row_count(1200)) == ("1 row", "1,200 rows")

@@ -189,3 +189,13 @@ def test_ranking_bars_top_n_and_a_lower_pick():
     assert bars.y[-1] == label(last) and len(bars.y) == 4
     assert bars.marker.color[0] == figures.BEST and bars.marker.color[-1] == figures.PICK
     assert list(bars.x) == [r.gain(c) for c in [e.candidate for e in r.entries[:3]] + [last]]
+
+
+def test_a_bar_of_no_gain_reads_no_gain():
+    """Issue 40: 13 of 15 ranking bars read "3 (tied) +0"."""
+    q, db = _demo("locating")
+    r = ranking(q, db)
+    fig = drawing.ranking_bars(r, {}, len(r.entries), number=number)
+    texts = dict(zip(fig.data[0].y, fig.data[0].text))
+    flat = [label for label, gain in zip(fig.data[0].y, fig.data[0].x) if gain == 0]
+    assert flat and all(texts[label] == "no gain" for label in flat) and "+0" not in texts.values()

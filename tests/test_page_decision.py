@@ -118,3 +118,16 @@ def test_depot_scores_read_as_numbers_with_separators():
     at = open_page(question_ref=("scenario", "depot", 1))
     bars = json.loads(at.get("plotly_chart")[0].proto.spec)["data"][0]
     assert all("e+" not in t and "," in t for t in bars["text"] if abs(float(t.replace(",", ""))) >= 1000)
+
+
+def test_a_pick_that_changes_nothing_reads_no_change():
+    """Issue 40: a green "↑ +0" for no change."""
+    q = catalog.question("demo", "locating", 1)
+    r = ranking(q, catalog.database(q), "rules")
+    same = next(e.candidate for e in r.entries if r.score_of(e.candidate) == r.baseline)
+    at = open_page(question_ref=("demo", "locating", 1))
+    at.selectbox[0].set_value(same).run()
+    value, delta = metrics(at)[f"{decision.score_name(q)}, with {same}"]
+    assert delta == "no change"
+    network = at.get("plotly_chart")[-1]  # the page scrolls over a chart: no zoom on the wheel
+    assert '"scrollZoom": false' in network.proto.config

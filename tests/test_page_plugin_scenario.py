@@ -37,7 +37,7 @@ def test_scenarios_page_shows_the_depot_network_and_tables():
         "selection": {"points": [{"customdata": "Ashford"}], "point_indices": [0], "box": [], "lasso": []}}
     at.run()
     captions = [c.value for c in at.caption]
-    assert "**Ashford**" in [m.value for m in at.markdown] and "site: 1 rows" in captions
+    assert "**Ashford**" in [m.value for m in at.markdown] and "site: 1 row" in captions
     at.session_state["scenarios_database_tab"] = "Tables"
     at.run()
     choice = at.segmented_control(key="scenarios_table_depot")

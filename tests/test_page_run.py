@@ -13,7 +13,7 @@ import core.jobs.runs as jobs
 from core.model.run_settings import RunSettings
 from core.llm.replays import replays
 from core.config.settings import DatabaseSettings
-from tests.page_app import button, isolate, keyed, open_page
+from tests.page_app import button, isolate, keyed, open_page, shown
 
 EXTRA_STEP = "Check that no other source of deccan is missed"
 EDITED_STEP_2 = "Get the traders of doab and ganges, with their home nodes and trading power"
@@ -83,7 +83,7 @@ def test_a_paused_run_from_before_a_restart_is_listed_and_resumed(home):
     at.session_state["reviewer"] = "ana"
     # the guard asks for a question below the list
     assert "Inbox: 1 waiting for review" in at.expander[0].label and at.info
-    button(at, "Open").click().run()
+    button(at, "Open the run").click().run()
     assert at.session_state["run_id"] == paused.run_id
     assert at.session_state["question_ref"] == ("demo", "building", 1)
     button(at, "Reject with the note").click().run()  # with no note
@@ -156,10 +156,10 @@ def test_a_finished_run_shows_its_evidence_coverage_and_takes_an_override(home):
     assert record.status == "finished" and not at.exception
     coverage = next(w.value for w in list(at.success) + list(at.warning) if "values that decide this question" in w.value)
     assert coverage.startswith("The agent saw ") and " of 10 values" in coverage
-    assert any("decided — doab" in c.value for c in at.caption)
+    assert any("The answer decides doab" in c.value for c in at.caption)  # issue 40: in words
     form = f"run-{run_id}"
+    at.text_input(key=f"ov-name-{form}").input("ana").run()  # asked once, for the session
     at.selectbox(key=f"ov-d-{form}").set_value("ganges")
-    at.text_input(key=f"ov-by-{form}").input("ana")
     at.text_input(key=f"ov-note-{form}").input("the answer hedges")
     next(b for b in at.get("form_submit_button") if b.label == "Save override").click().run()
     from core.store.overrides import OverrideStore
@@ -167,7 +167,9 @@ def test_a_finished_run_shows_its_evidence_coverage_and_takes_an_override(home):
     saved = OverrideStore(home).get(run_id)
     assert (saved.decision, saved.correct, saved.by) == ("ganges", False, "ana")
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Decision"] == "ganges (overridden)" and metrics["Correct"] == "wrong (overridden)"
+    # issue 40: "(overridden)" in the labels, the values whole ("kiev (ov…" was cut); the automatic reading named
+    assert metrics["Decision (overridden)"] == "ganges" and metrics["Correct (overridden)"] == "wrong"
+    assert any("Read automatically before the override: The answer decides doab" in shown(c.value) for c in at.caption)
     assert any("Grade overridden by ana" in c.value for c in at.caption)
 
 
@@ -187,12 +189,12 @@ def test_an_override_changes_every_figure_derived_from_the_grade(home):
     at.run()
     assert {m.label: m.value for m in at.metric}["Rank"] == "2 of 6"
     form = f"run-{run_id}"
-    assert at.selectbox(key=f"ov-d-{form}").value == "DC-BRO" and at.text_input(key=f"ov-by-{form}").value == "ana"
+    assert at.selectbox(key=f"ov-d-{form}").value == "DC-BRO" and not keyed(at.text_input, f"ov-name-{form}")
     at.selectbox(key=f"ov-d-{form}").set_value("DC-ASH")
     next(b for b in at.get("form_submit_button") if b.label == "Save override").click().run()
     metrics = {m.label: m.value for m in at.metric}
-    assert (metrics["Decision"], metrics["Correct"], metrics["Rank"]) == (
-        "DC-ASH (overridden)", "correct (overridden)", "1 of 6 (overridden)")
+    assert (metrics["Decision (overridden)"], metrics["Correct (overridden)"], metrics["Rank (overridden)"]) == (
+        "DC-ASH", "correct", "1 of 6")
 
     history = open_page("pages/history.py", question_ref=None)
     [row] = history.dataframe[0].value.to_dict("records")

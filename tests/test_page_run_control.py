@@ -23,11 +23,12 @@ def home(monkeypatch, tmp_path):
     return isolate(monkeypatch, tmp_path)
 
 
-def paused_run(**kw) -> str:
-    """A demo PlanRAG run paused at its re-plan, as another process would leave it."""
+def paused_run(hitl: str = "approve-replans", **kw) -> str:
+    """A demo PlanRAG run paused at its re-plan (``hitl``: or at its first plan), as another process would leave
+    it."""
     runtime = jobs.open_runtime()
     spec = replays("demo", "locating", 1, "sql", "planrag")[0].spec
-    paused = runtime.start(RunSettings("locating", 1, "sqlite", "planrag", spec, hitl="approve-replans",
+    paused = runtime.start(RunSettings("locating", 1, "sqlite", "planrag", spec, hitl=hitl,
                                        source="demo", **kw))
     runtime.close()
     assert paused.status == "paused"
@@ -48,7 +49,7 @@ def analyst_reviews(run_id: str) -> list[dict]:
 def test_the_pause_screen_banner_form_first_proposed_plan_and_replay_label(home):
     run_id = paused_run()
     at = session(run_id, "ana")
-    assert "Waiting for your review" in at.warning[0].value and "pause `p1`" in at.warning[0].value
+    assert "Waiting for your review" in at.warning[0].value and "(review 1)" in at.warning[0].value
     assert "The agent wants to change its plan" in at.subheader[0].value
     assert any("replays recorded replies" in i.value for i in at.info)
     assert any("**Proposed plan** — waiting for your review" in m.value for m in at.markdown)
@@ -194,6 +195,8 @@ def test_branch_from_a_step_in_history_opens_the_new_run(home):
     parent = runtime.start(RunSettings("locating", 1, "sqlite", "planrag", spec, source="demo"))
     runtime.close()
     at = open_page("pages/history.py")
+    assert button(at, "Start the branch").disabled  # issue 40: recorded under a name, asked once
+    at.text_input(key="history-branch-name-" + parent.run_id).input("ana").run()
     at.selectbox(key="history-branch-step-" + parent.run_id).set_value(2).run()
     at.radio(key="history-branch-change-" + parent.run_id).set_value("note").run()
     at.text_input(key="history-branch-note-" + parent.run_id).set_value("look at the totals")
@@ -304,6 +307,8 @@ def test_the_inbox_reviews_from_the_list_and_says_who_is_looking(home):
     approve.click().run()
     jobs.job(other).join(120)
     assert [(e.status, e.reviewer) for e in analyst_reviews(other)] == [("approved", "ana")]
+    [note] = [t for t in at.text_input if t.key == f"inbox-note-{looked_at}-p1"]
+    note.set_value("another plan").run()
     [reject] = [b for b in at.button if b.key == f"inbox-reject-{looked_at}"]
     reject.click().run()
     jobs.job(looked_at).join(120)
@@ -316,7 +321,7 @@ def test_without_a_name_the_inbox_cannot_approve(home):
     run_id = paused_run()
     at = open_page("pages/run.py")
     [approve] = [b for b in at.button if b.key == f"inbox-approve-{run_id}"]
-    assert approve.disabled and any("Give your name" in c.value for c in at.caption)
+    assert approve.disabled and at.text_input(key="inbox_name").label.startswith("Your name")
 
 
 def finished_run() -> str:

@@ -5,6 +5,7 @@ from streamlit.testing.v1 import AppTest
 
 from core.scenarios import catalog
 from core import scenarios
+from tests import page_app
 from tests.page_app import open_file
 from tests.page_app import shown
 
@@ -37,9 +38,9 @@ def test_clicked_node_shows_its_rows():
     at.session_state["network-demo/locating/1"] = {
         "selection": {"points": [{"customdata": f"trade_node:{home}"}], "point_indices": [0], "box": [], "lasso": []}}
     at.run()
-    assert f"**trade_node:{home}**" in [shown(m.value) for m in at.markdown]
+    assert f"**{home}**" in [shown(m.value) for m in at.markdown]  # issue 40: its name, not "trade_node:{home}"
     captions = [shown(c.value) for c in at.caption]
-    assert "trade_node: 1 rows" in captions and any(c.startswith("node_country:") for c in captions)
+    assert "trade_node: 1 row" in captions and any(c.startswith("node_country:") for c in captions)
 
 
 def test_dqa_question_with_repaired_defects(dqa_dir):
@@ -87,13 +88,13 @@ def _figure(at) -> dict:
 
 
 def test_hide_answers_hides_the_label_everywhere_before_a_run():
-    at = open_page(question_ref=("demo", "building", 1))
+    at = page_app.open_page("pages/scenarios.py", ("demo", "building", 1))  # the switch: in the app's sidebar
     question = at.selectbox(key="scenarios_question").value
     title = scenarios.get("building").decision_title(question, question.answer, catalog.database(question))
     assert at.selectbox(key="scenarios_question").options[0].endswith(f"label: {title}")  # never a bare id
     assert title != str(question.answer)
     assert "best decision" in {t.get("name") for t in _figure(at)["data"]}
-    at.toggle(key="scenarios_hide_answers").set_value(True).run()
+    at.sidebar.toggle(key="hide_answers_switch").set_value(True).run()
     assert at.session_state["hide_answers"] and not at.exception
     picker = at.selectbox(key="scenarios_question")
     assert not any("label" in o for o in picker.options)

@@ -7,6 +7,7 @@ from streamlit.testing.v1 import AppTest
 from core.llm.client import LLMSettings
 from core.config.settings import DatabaseSettings
 from tests.conftest import ROOT
+from tests import page_app
 from tests.page_app import open_file, shown
 from tests.stub_server import completion
 from tests.test_llm import StandIn
@@ -127,11 +128,13 @@ def test_database_settings_kept_in_the_session():
 
 
 def test_the_reviewer_name_is_kept_for_the_session():
-    at = open_page()
-    assert at.text_input(key="reviewer_input").value  # the OS user by default
-    at.text_input(key="reviewer_input").set_value("  Ana Lyst ")
-    at.button(key="reviewer_use").click().run()
+    """Issue 40: the name is given once, in the sidebar of every page (Settings has no field of its own)."""
+    at = page_app.open_page("pages/settings.py")
+    assert at.sidebar.text_input(key="reviewer_input").value == ""  # none until given
+    at.sidebar.text_input(key="reviewer_input").set_value("  Ana Lyst ").run()
     assert at.session_state["reviewer"] == "Ana Lyst"
+    at.switch_page("pages/history.py").run()
+    assert at.sidebar.text_input(key="reviewer_input").value == "Ana Lyst"
 
 
 def test_the_page_says_where_runs_are_kept(monkeypatch, tmp_path):

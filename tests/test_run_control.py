@@ -575,3 +575,13 @@ def test_core_stop_ends_a_run_another_process_drives_while_its_model_is_silent(t
     record = store.get("far")
     assert record.status == "stopped" and record.events[-1].error_kind == "stopped"
     server.close()
+
+
+def test_a_viewer_who_changed_name_is_listed_once(home):
+    """Issue 40: one browser was listed twice as looking, under its old and its new name."""
+    store = RunStore(home / "runs.sqlite")
+    store.create("r", {"scenario": "locating", "question": 1, "db": "sqlite", "technique": "planrag", "llm": "x"})
+    store.viewing("r", "local user")
+    store.viewing("r", "ana")
+    store.unview("r", "local user")
+    assert list(store.viewers("r")) == ["ana"]

@@ -54,6 +54,43 @@ def current() -> Identity | None:
     return identity_of(st.user.to_dict(), config.planrag())
 
 
+NAME = "reviewer"  # this session's name without sign-in, given once (the sidebar or where an action asks for it)
+
+
+def named() -> bool:
+    """Whether this session has an identity of its own: signed in, or (single-user mode) a name given."""
+    return signin_on() or bool(st.session_state.get(NAME))
+
+
+def _use_name(key: str) -> None:
+    st.session_state[NAME] = st.session_state.get(key, "").strip()
+
+
+def ask_name(key: str, label: str = "Your name, recorded with what you do here") -> bool:
+    """Where an action records who took it and this session has no identity yet (single-user mode, no name given):
+    ask for the name, once; every action and presence line of the session then use it. Whether there is one."""
+    if named():
+        return True
+    st.text_input(label, key=key, on_change=_use_name, args=(key,),
+                  placeholder="e.g. Ana Costa (press Enter)",
+                  help="Asked once for this session (change it in the sidebar): your reviews, stops, branches and "
+                       "grade overrides are recorded under it.")
+    return False
+
+
+def _name_in_sidebar() -> None:
+    """Single-user mode: the session's name in the sidebar of every page, given once (empty until then: never the
+    Unix account)."""
+    st.session_state["reviewer_input"] = st.session_state.get(NAME, "")
+    with st.sidebar:
+        st.text_input("Your name", key="reviewer_input", on_change=_use_name, args=("reviewer_input",),
+                      placeholder="e.g. Ana Costa (press Enter)",
+                      help="Kept for this session: your reviews, stops, branches and grade overrides are recorded "
+                           "under it, and the inbox shows it beside the runs you look at.")
+        if not st.session_state.get(NAME):
+            st.caption(f"No name given: what you do is recorded as {LOCAL_USER}; reviews ask for a name.")
+
+
 def allowed(action: Action) -> bool:
     """Whether the gate would let this session take ``action`` (to hide or disable what it would refuse)."""
     return allows(current(), action)
@@ -134,6 +171,7 @@ def gate() -> None:
         st.error(reason, icon=":material/gpp_bad:")
         st.stop()
     if not signin_on():
+        _name_in_sidebar()
         return
     secure_cookies()
     if not st.user.is_logged_in:

@@ -2,14 +2,16 @@
 
 Keys (set by the Scenarios and Settings pages, read by the others):
 - ``question_ref``: (source, scenario, number) of the selected question;
-- ``hide_answers``: hide the labelled answers (question pickers, network stars) for demos and blind review;
+- ``hide_answers``: hide the labelled answers (question pickers, network stars, correct and rank of runs, the
+  Decision check) for demos and blind review, on every page (the sidebar's switch);
 - ``dqa_dir``: the DQA directory chosen on Settings (else DQA_DIR / ../shared/dqa);
 - ``llm``: a core.llm.client.LLMSettings for this session (the key stays in the session only);
 - ``db_settings``: a core.config.settings.DatabaseSettings for this session (MySQL, Neo4j; passwords stay in the session);
 - ``limits``: a core.model.run_settings.Limits for this session's runs (set on Settings);
 - ``run_id``: the run last opened in the Run view (the Decision check marks its pick);
-- ``reviewer``: the name this session's actions are recorded under without sign-in (Settings; default
-  ``local user``); with sign-in, the signed-in identity (ui/access.py).
+- ``reviewer``: the name this session's actions and presence are recorded under without sign-in, given once (the
+  sidebar of every page, or where an action asks for it; until then ``local user``, never the Unix account); with
+  sign-in, the signed-in identity (ui/access.py).
 
 The URL carries the question (``?q=source/scenario/number``) and, on the pages that show one, the run (``&run=ID``),
 so a view can be bookmarked or sent: a link's question and run win over the session's.
@@ -58,6 +60,28 @@ def answers_hidden() -> bool:
     return bool(st.session_state.get("hide_answers"))
 
 
+ANSWER_COLUMNS = ("correct", "rank")  # what a table of runs shows of the labelled answer
+
+
+def shown_columns(columns: list[str]) -> list[str]:
+    """A table's columns as this session shows them: without correct and rank while answers are hidden."""
+    return [c for c in columns if not (answers_hidden() and c in ANSWER_COLUMNS)]
+
+
+def _switch_answers() -> None:
+    st.session_state["hide_answers"] = st.session_state["hide_answers_switch"]
+    if "scenarios_question" in st.session_state:  # set again, so the picker shows its question as now labelled
+        st.session_state["scenarios_question"] = st.session_state["scenarios_question"]
+
+
+def answers_switch() -> None:
+    """The session's one Hide answers switch, in the sidebar of every page."""
+    st.session_state["hide_answers_switch"] = answers_hidden()
+    st.sidebar.toggle("Hide answers", key="hide_answers_switch", on_change=_switch_answers,
+                      help="For demos and blind review, on every page of this session: the labelled best decisions, "
+                           "whether runs are correct and their ranks are not shown.")
+
+
 def question_label(q) -> str:
     """A question in a picker: its number and target, and its labelled answer (``1485 furniture manufactories``)
     unless the session hides them."""
@@ -103,9 +127,15 @@ def session_limits() -> Limits:
 
 def session_reviewer() -> str:
     """Who acts in this session, as reviews, overrides, stops and branches record it: the signed-in person, else
-    (single-user mode) the name set on Settings, else ``local user``."""
+    (single-user mode) the name given in this session, else ``local user``."""
     who = access.current()
     return who.name if who else ""
+
+
+def review_name(pause_id: str | None) -> str:
+    """A pause of a run in plain words, as the pages name it: ``p2`` is ``review 2``."""
+    pause_id = pause_id or ""
+    return f"review {pause_id[1:]}" if re.fullmatch(r"p[0-9]+", pause_id) else f"review {pause_id}".strip()
 
 
 def select_question(question: Question) -> None:

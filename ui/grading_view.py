@@ -30,8 +30,8 @@ def override_note(run_id: str) -> str | None:
 
 def override_form(run_id: str, settings: dict, key: str, decision=None) -> None:
     """A form to override the run's grade with the decision the analyst reads, or to restore the automatic one;
-    it opens on the current override, else on the automatic ``decision``, with Who the session's reviewer (when
-    one was named on Settings)."""
+    it opens on the current override, else on the automatic ``decision``. Recorded under the session's identity
+    (asked once when it has none)."""
     try:
         candidates, _ = run_question(settings, dqa_root())
     except DQAError as e:
@@ -39,24 +39,26 @@ def override_form(run_id: str, settings: dict, key: str, decision=None) -> None:
         return
     store = OverrideStore()
     current = store.get(run_id)
-    with st.popover("Override the grade", icon=":material/gavel:"):
+    popover = f"ov-popover-{key}"
+    if st.session_state.pop(f"{popover}-close", False):  # saved or restored: the popover closes
+        st.session_state[popover] = False
+    with st.popover("Override the grade", icon=":material/gavel:", key=popover, on_change="rerun"):
+        named = access.ask_name(f"ov-name-{key}")
         with st.form(f"override-{key}"):
             options = [NO_DECISION] + list(candidates)
             shown = current.decision if current else decision
             index = options.index(shown) if shown in options else 0
             decision = st.selectbox("The decision the answer commits to", options, index=index, key=f"ov-d-{key}")
-            by = (session_reviewer() if access.signin_on() else  # signed in: recorded as the signed-in person
-                  st.text_input("Who", value=current.by if current else session_reviewer(), key=f"ov-by-{key}"))
             note = st.text_input("Why", value=current.note if current else "", key=f"ov-note-{key}")
-            if st.form_submit_button("Save override", **access.disabled("override")):
-                if not by.strip():
-                    st.error("Say who overrides the grade.")
-                else:
-                    with access.asking():
-                        override(run_id, settings, None if decision == NO_DECISION else decision,
-                                 who=access.current(), by=by, note=note.strip(), root=dqa_root(), store=store)
-                        st.rerun()
+            if st.form_submit_button("Save override", disabled=not (named and access.allowed("override"))):
+                with access.asking():
+                    override(run_id, settings, None if decision == NO_DECISION else decision,
+                             who=access.current(), by=session_reviewer(), note=note.strip(), root=dqa_root(),
+                             store=store)
+                    st.session_state[f"{popover}-close"] = True
+                    st.rerun()
         if current and st.button("Restore the automatic grade", key=f"ov-clear-{key}", **access.disabled("override")):
             with access.asking():
                 restore(run_id, who=access.current(), store=store)
+                st.session_state[f"{popover}-close"] = True
                 st.rerun()

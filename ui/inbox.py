@@ -1,8 +1,11 @@
 """One inbox of everything waiting for review, across runs and analysts: every paused (and interrupted) run of the
-run store with what it waits for and who is looking at it now (the store's "viewing" marks), and approve, reject,
-open (to edit) or close from the list. Approving or rejecting here claims the pause like the review form does, so
-a race with another analyst is refused with who won. Approve, reject and close are the gate's ``inbox_approve``,
-``inbox_reject`` and ``inbox_close``, asked by core.jobs.runs where they are carried out."""
+run store with what it waits for and who is looking at it now (the store's "viewing" marks). A paused run's row
+shows the proposal itself (the plan, and for a re-plan what changed from the plan in force; or the query), with
+approve, edit, reject with a note (needed) and open the run; any run can be closed. A review here claims the pause
+like the run page's form does, so a race with another analyst is refused with who won, and a row never moves to
+another pause without a click (ui.plan_review.moved_on). Approve (and approve edited), reject and close are the
+gate's ``inbox_approve``, ``inbox_reject`` and ``inbox_close``, asked by core.jobs.runs where they are carried out,
+for this session's identity."""
 from __future__ import annotations
 
 import time
@@ -12,15 +15,17 @@ import streamlit as st
 import core.jobs.runs as jobs
 from core.auth.gate import Refused
 from core.model.run_settings import Pause, Review
+from core.store.plans import diff_steps
 from core.store.runs import PauseTaken, RunRecord
 from ui import access
-from ui.common import session_reviewer
+from ui.common import review_name, session_reviewer
+from ui.plan_review import made_here, moved_on
 from ui.run_options import runtime_factory
-from ui.run_view import open_run, run_label
+from ui.run_view import open_run, run_label, steps_markdown
 from ui.untrusted import md
 
 WAITS_FOR = {"plan": "approval of its plan", "replan": "approval of a new plan", "query": "approval of a query"}
-REJECT_NOTE = "Rejected from the inbox: propose another plan."
+CHANGE = {"same": "{}", "removed": ":red[~~{}~~] (removed)", "added": ":green[{}] (added)"}
 ERROR = "inbox_error"
 
 
@@ -30,25 +35,51 @@ def looking(record: RunRecord, me: str) -> str:
     return ", ".join(f"{who} ({int(time.time() - at)} s ago)" for who, at in others.items())
 
 
+def mark_viewing(run_id: str) -> None:
+    """Record that this session looks at the run now, under its identity; a mark it made under a name it had before
+    is taken back (one browser, one line)."""
+    me, marks = session_reviewer(), st.session_state.setdefault("_viewing_as", {})
+    store = jobs.open_store()
+    if marks.get(run_id) not in (None, me):
+        store.unview(run_id, marks[run_id])
+    store.viewing(run_id, me)
+    marks[run_id] = me
+
+
+def _key(record: RunRecord, what: str) -> str:
+    """A widget of the row for the run's current pause (a new pause, new widgets: nothing typed carries over)."""
+    return f"inbox-{what}-{record.id}-{record.pause.get('id')}"
+
+
 def _review(record: RunRecord, action: str) -> None:
-    """Approve or reject the run's current pause as shown in the inbox."""
+    """Apply the row's ``action`` to the pause it shows: approve, edit (the row's edited plan or query, approved)
+    or reject (with the row's note, needed)."""
     st.session_state.pop(ERROR, None)
     pause = Pause(**record.pause)
-    reviewer = session_reviewer()
-    if action == "reject" and pause.kind == "query":
-        review = Review.reject("Rejected from the inbox: write another query.", reviewer)
+    note = st.session_state.get(_key(record, "note"), "").strip()
+    if action == "reject" and not note:
+        what = "query" if pause.kind == "query" else "new plan"
+        st.session_state[ERROR] = (f"Run {record.id}: write a note for the agent to reject its proposal (what should "
+                                   f"its {what} do differently?).")
+        return
+    edited = st.session_state.get(_key(record, "edited"), "")
+    if action == "edit" and pause.kind == "query":
+        review = Review.edit_query(edited, note)
+    elif action == "edit":
+        review = Review.edit(edited.splitlines(), note)
     else:
-        review = Review.reject(REJECT_NOTE, reviewer) if action == "reject" else Review.approve("", reviewer)
+        review = Review.reject(note) if action == "reject" else Review.approve(note)
     try:
         jobs.resume(record, review.validate(pause.kind), runtime_factory(), pause_id=pause.id,
-                    who=access.current(), action=f"inbox_{action}")
+                    who=access.current(), action="inbox_reject" if action == "reject" else "inbox_approve")
+        made_here(record.id, pause.id)
     except Refused as e:
         st.session_state[ERROR] = f"Refused: {e}."
     except (PauseTaken, jobs.RunBusy):
         st.session_state[ERROR] = (f"Your review of run {record.id} was not applied: "
                                    f"{jobs.open_store().describe_state(record.id, pause.id)}.")
     except ValueError as e:
-        st.session_state[ERROR] = str(e)
+        st.session_state[ERROR] = f"Run {record.id}: {e}."
 
 
 def _close(run_id: str) -> None:
@@ -60,32 +91,77 @@ def _close(run_id: str) -> None:
         st.session_state[ERROR] = f"Refused: {e}."
 
 
+def proposal(pause: Pause) -> None:
+    """What the pause asks the analyst to approve: the query (with its plan step), the plan, or for a re-plan the
+    new plan against the plan in force."""
+    if pause.kind == "query":
+        if pause.current_step:
+            st.markdown(f"For the plan step: **{md(pause.current_step)}**")
+        st.code(pause.query, language=pause.language or None, wrap_lines=True)
+    elif pause.kind == "replan" and pause.old_plan:
+        changes = diff_steps(pause.old_plan, pause.plan)
+        st.markdown("\n".join(f"- {CHANGE[mark].format(md(step))}" for mark, step in changes))
+        if all(mark == "same" for mark, _ in changes):
+            st.caption("The same steps as the plan in force.")
+        else:
+            st.caption("The new plan against the plan in force: added steps in green, removed ones struck out.")
+    else:
+        st.markdown(steps_markdown(pause.plan))
+
+
+def _actions(record: RunRecord, named: bool) -> None:
+    """Approve, edit, reject with a note and open the run, for the pause the row shows."""
+    pause = Pause(**record.pause)
+    query = pause.kind == "query"
+    may_approve, may_reject = (named and access.allowed("inbox_approve"), named and access.allowed("inbox_reject"))
+    approve, edit, reject, opened = st.columns(4)
+    approve.button("Approve", key=f"inbox-approve-{record.id}", icon=":material/check:", on_click=_review,
+                   args=(record, "approve"), disabled=not may_approve, width="stretch",
+                   help="Approve the proposal as shown")
+    with edit.popover("Edit", icon=":material/edit:", disabled=not may_approve, width="stretch"):
+        st.text_area("The query" if query else "The plan, one step a line", key=_key(record, "edited"), height=160,
+                     value=pause.query if query else "\n".join(pause.plan))
+        st.button("Run this query" if query else "Approve this plan", key=f"inbox-edited-{record.id}",
+                  type="primary", on_click=_review, args=(record, "edit"))
+    with reject.popover("Reject", icon=":material/undo:", disabled=not may_reject, width="stretch"):
+        st.text_input("Note for the agent (needed)", key=_key(record, "note"),
+                      placeholder="What should it do differently?")
+        st.button("Reject with this note", key=f"inbox-reject-{record.id}", type="primary", on_click=_review,
+                  args=(record, "reject"))
+    if opened.button("Open the run", key=f"open-{record.id}", icon=":material/open_in_new:", width="stretch",
+                     help="Open it on the Run page: its steps so far and the full review form"):
+        open_run(record, "pages/run.py")
+
+
+def _row(record: RunRecord, me: str, named: bool) -> None:
+    paused = record.status == "paused" and bool(record.pause)
+    text, closed = st.columns([6, 1], vertical_alignment="center")
+    what = (f"waits for {WAITS_FOR.get(record.pause.get('kind'), 'a review')} ({review_name(record.pause.get('id'))})"
+            if paused else record.status)
+    others = looking(record, me)
+    text.markdown(md(f"{run_label(record.id, record.settings, record.created)} · {what}")
+                  + (f"  \n:material/visibility: {md(others)} looking" if others else ""))
+    closed.button("Close", key=f"close-{record.id}", icon=":material/close:", on_click=_close, args=(record.id,),
+                  **access.disabled("inbox_close"), help="End this run now (status stopped)")
+    if not paused:
+        if st.button("Open the run", key=f"open-{record.id}", icon=":material/open_in_new:"):
+            open_run(record, "pages/run.py")
+        return
+    if moved_on(record, "inbox"):
+        return
+    proposal(Pause(**record.pause))
+    _actions(record, named)
+
+
 def show_inbox(waiting: list[RunRecord]) -> None:
     """The list (see the module doc); what the gate would refuse this session is disabled."""
     if st.session_state.get(ERROR):
         st.error(md(st.session_state[ERROR]), icon=":material/block:")
-    st.caption("Approve or reject a proposal here, open a run to edit it, or close a run you will not go on with "
-               "(it ends as stopped, its trace kept; it can still be resumed or branched from History).")
+    st.caption("Read each proposal and approve, edit or reject it here (a rejection needs a note for the agent), "
+               "open its run, or close a run you will not go on with (it ends as stopped, its trace kept; it can "
+               "still be resumed or branched from History).")
     me = session_reviewer()
-    named = access.signin_on() or bool(st.session_state.get("reviewer"))
-    if not named:
-        st.caption("Give your name on a run's review form (Open) or on Settings to approve or reject from here.")
+    named = access.ask_name("inbox_name")
     for record in waiting:
-        text, approve, reject, opened, closed = st.columns([4, 1.5, 1.3, 1.1, 1.1], vertical_alignment="center")
-        paused = record.status == "paused" and bool(record.pause)
-        what = (f"waits for {WAITS_FOR.get(record.pause.get('kind'), 'a review')} (pause {record.pause.get('id')})"
-                if paused else record.status)
-        others = looking(record, me)
-        text.markdown(md(f"{run_label(record.id, record.settings, record.created)} · {what}")
-                      + (f"  \n:material/visibility: {md(others)} looking" if others else ""))
-        if paused:
-            approve.button("Approve", key=f"inbox-approve-{record.id}", icon=":material/check:", on_click=_review,
-                           args=(record, "approve"), disabled=not (access.allowed("inbox_approve") and named),
-                           help="Approve the proposal as it is")
-            reject.button("Reject", key=f"inbox-reject-{record.id}", icon=":material/undo:", on_click=_review,
-                          args=(record, "reject"), disabled=not (access.allowed("inbox_reject") and named),
-                          help=f"Send it back: {REJECT_NOTE}")
-        if opened.button("Open", key=f"open-{record.id}", help="Open it to read it or edit the proposal"):
-            open_run(record, "pages/run.py")
-        closed.button("Close", key=f"close-{record.id}", icon=":material/close:", on_click=_close,
-                      args=(record.id,), **access.disabled("inbox_close"), help="End this run now (status stopped)")
+        with st.container(border=True):
+            _row(record, me, named)

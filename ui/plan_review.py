@@ -18,7 +18,7 @@ from core.model.run_settings import Pause, Review
 from core.llm.client import REPLAY_PREFIX
 from core.store.runs import PauseTaken, RunRecord
 from ui import access
-from ui.common import session_reviewer
+from ui.common import review_name, session_reviewer
 from ui.run_options import runtime_factory
 from ui.live import live
 from ui.run_view import steps_markdown
@@ -26,22 +26,8 @@ from ui.untrusted import md
 
 
 MINE = "_reviews_made"  # (run id, pause id) of the reviews this session applied
-NAME = "review_name"
-
-
-def _use_name() -> None:
-    st.session_state["reviewer"] = st.session_state.get(NAME, "").strip()
-
-
-def ask_name() -> bool:
-    """Before a session's first review, when no name was given on Settings: ask for one (a shared link opens a
-    new session, whose reviews would otherwise be recorded as ``local user``). Whether there is one."""
-    if access.signin_on() or st.session_state.get("reviewer"):  # signed in: the identity names the reviewer
-        return True
-    st.text_input("Your name, recorded with your review", key=NAME, on_change=_use_name,
-                  placeholder="e.g. Ana Costa (press Enter)", help="Kept for this session; also on Settings")
-    st.caption("Give your name to review: every review is recorded with who made it and when.")
-    return bool(st.session_state.get("reviewer"))
+SEEN = "_pauses_seen"  # {(where, run id): pause id} the pause each review of this session last showed
+DONE = {"approve": "approved", "edit": "edited and approved", "reject": "rejected"}
 
 
 def pause_taken(record: RunRecord) -> None:
@@ -52,6 +38,34 @@ def pause_taken(record: RunRecord) -> None:
     if shown and shown != current and (record.id, shown) not in st.session_state.get(MINE, set()):
         st.warning(f"{md(jobs.open_store().describe_state(record.id, shown)).capitalize()}. Anything you "
                    "entered in its form was not applied.", icon=":material/group:")
+
+
+def made_here(run_id: str, pause_id: str) -> None:
+    """Note a review this session applied (the next pause of the run is then shown without asking)."""
+    st.session_state.setdefault(MINE, set()).add((run_id, pause_id))
+
+
+def _show_pause(where: str, run_id: str, pause_id: str) -> None:
+    st.session_state.setdefault(SEEN, {})[(where, run_id)] = pause_id
+
+
+def moved_on(record: RunRecord, where: str) -> bool:
+    """A review (``where``: the run page's form, the inbox's row) never moves to another pause without a click:
+    when it showed a pause of the run that someone else then reviewed, and the run now waits at a new one, say who
+    reviewed which and when ("Ana approved review 1 at 22:22; this is review 2") with a button to show the new one.
+    True until that click (the caller draws no review meanwhile)."""
+    seen = st.session_state.setdefault(SEEN, {})
+    now, shown = record.pause.get("id"), seen.get((where, record.id))
+    if shown is None or shown == now or (record.id, shown) in st.session_state.get(MINE, set()):
+        seen[(where, record.id)] = now
+        return False
+    taken = jobs.open_store().review_of(record.id, shown)
+    said = (f"{md(taken['reviewer'])} {DONE.get(taken['action'], 'reviewed')} {review_name(shown)} at "
+            f"{datetime.fromtimestamp(taken['at']):%H:%M}" if taken else f"{review_name(shown)} was reviewed elsewhere")
+    st.warning(f"{said}; this is {review_name(now)}, a new proposal you have not read yet.", icon=":material/group:")
+    st.button(f"Show {review_name(now)}", key=f"{where}-show-{record.id}-{now}", icon=":material/visibility:",
+              on_click=_show_pause, args=(where, record.id, now))
+    return True
 
 
 def current(run_id: str, pause_id: str) -> bool:
@@ -125,7 +139,7 @@ def _review(record: RunRecord, pause: Pause, prefix: str, action: str, make_runt
         review = Review.reject(note, reviewer) if action == "reject" else Review.approve(note, reviewer)
     try:
         jobs.resume(record, review.validate(pause.kind), make_runtime, pause_id=pause.id, who=access.current())
-        st.session_state.setdefault(MINE, set()).add((record.id, pause.id))
+        made_here(record.id, pause.id)
     except Refused as e:
         access.show_refusal(e)
     except PauseTaken as e:
@@ -155,7 +169,10 @@ def _plan_form(pause: Pause, prefix: str) -> None:
 
 
 def show_review(record: RunRecord) -> None:
-    """The review form of a paused run, for its current pause."""
+    """The review form of a paused run, for its current pause (once this session has seen it: ``moved_on``)."""
+    if moved_on(record, "form"):
+        live(lambda: None, going=partial(current, record.id, record.pause.get("id")), every=2.0)
+        return
     pause = Pause(**record.pause)
     prefix = f"review-{record.id}-{pause.id or len(record.events)}"  # one draft per pause
     since = f" · waiting since {datetime.fromtimestamp(pause.at):%H:%M:%S}" if pause.at else ""
@@ -172,10 +189,11 @@ def show_review(record: RunRecord) -> None:
         st.subheader(":material/edit_note: The agent proposes a plan")
     st.session_state[f"_pause_shown-{record.id}"] = pause.id
     live(lambda: None, going=partial(current, record.id, pause.id), every=2.0)  # the page again once it is not
-    named = ask_name()
-    st.caption(f"Pause `{pause.id}` of run `{record.id}`{since}. Your review applies to this pause only"
+    named = access.ask_name("review_name", "Your name, recorded with your review")
+    st.caption(f"{review_name(pause.id).capitalize()} of run `{record.id}`{since}. Your review applies to this "
+               "proposal only"
                + (f"; you review as **{md(session_reviewer())}**" + ("." if access.signin_on() else
-                                                                     " (change it on Settings).") if named else "."))
+                                                                     " (change it in the sidebar).") if named else "."))
     action = "query_decision" if query else "review"
     if not access.allowed(action):
         st.info(f"You can read this pause; reviewing needs the analyst role (yours: {access.role()}).",

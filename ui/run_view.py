@@ -25,13 +25,13 @@ from core.store.overrides import OverrideStore, with_override
 from core.llm.replays import model_label
 from core.store.runs import DRIVEN, PauseTaken, RunRecord
 from core.analysis.summary import answered, question_id, review_label, technique_label, window_note
-from core.analysis.trace import Trace, step_summary
+from core.analysis.trace import Trace, row_count, step_summary
 from core.analysis.format import GAP, duration, number
 from core.auth.gate import Refused
 from ui import access
 from ui.run_options import runtime_factory
 from core.analysis.evidence import of_run
-from ui.common import dqa_root
+from ui.common import answers_hidden, dqa_root, shown_columns
 from ui.grading_view import override_form, override_note
 from ui.live import closely, live
 from ui.untrusted import md, md_code, md_table
@@ -43,7 +43,7 @@ ENDED_BADLY = {"failed": ("The run failed", ":material/error:"),
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"  # every timestamp shown (the time of day alone within a run: its last part)
 SMALL_TABLE = 12  # rows shown in full; a longer table scrolls in a box
 _STATE_ICONS = {"done": ":material/check_circle:", "current": ":material/arrow_circle_right:",
-                "todo": ":material/radio_button_unchecked:"}
+                "todo": ":material/radio_button_unchecked:", "unreported": ":material/help:"}
 
 
 def steps_markdown(steps: list[str]) -> str:
@@ -65,7 +65,7 @@ def decision_spread(records: list[RunRecord]) -> None:
     spread["decision"] = [f"{GAP} no decision" if d is None else str(d) for d in spread["decision"]]
     spread["rank"] = spread["rank"].fillna(GAP)
     spread["correct"] = spread["correct"].map({True: "right", False: "wrong"}).fillna(GAP)
-    st.dataframe(spread, hide_index=True, column_config={"samples": "runs", "rank": "simulator's rank",
+    st.dataframe(spread, hide_index=True, column_order=shown_columns(list(spread.columns)), column_config={"samples": "runs", "rank": "simulator's rank",
                                                          "correct": "by the label"})
 
 
@@ -151,7 +151,7 @@ def _observation(e: ObservationEvent, trace: Trace) -> None:
             # Numbers as short as they read (24, not 24.0000): a wide result keeps its columns in view.
             st.table(table.style.format(partial(number, digits=6), subset=numbers, na_rep=GAP), hide_index=True,
                      border="horizontal")
-        st.caption(f"{e.total_rows} rows{kept} · {e.latency_s * 1000:.0f} ms")
+        st.caption(f"{row_count(e.total_rows)}{kept} · {e.latency_s * 1000:.0f} ms")
         _as_run(e, action)
     elif not (action and action.language == "self" and e.text == action.query):
         st.caption(md(e.text))
@@ -193,7 +193,8 @@ def _branch(e: BranchEvent, trace: Trace) -> None:
 
 def _error(e: ErrorEvent, trace: Trace) -> None:
     if e.error_kind == "stopped":
-        st.warning(f"**Stopped**: {md(e.message)}", icon=":material/stop_circle:")
+        st.warning("**Stopped by the analyst** here: the trace and the last checkpoint are kept (resume or branch it "
+                   "from History).", icon=":material/stop_circle:")
     elif e.fatal:
         st.error(f"**{e.error_kind}**: {md(e.message)}", icon=":material/error:")
     else:
@@ -250,7 +251,8 @@ def show_checklist(trace: Trace, technique: str) -> None:
     lines = []
     for i, (step, state) in enumerate(trace.step_states(), 1):
         text = f"{i}\\. {md(step)}"
-        text = {"current": f":blue-background[**{text}**]", "done": f":gray[{text}]"}.get(state, text)
+        text = {"current": f":blue-background[**{text}**]", "done": f":gray[{text}]",
+                "unreported": f"{text} :gray[(its state was not reported: the agent never named it)]"}.get(state, text)
         lines.append(f"{_STATE_ICONS[state]} {text}")
     st.markdown("  \n".join(lines))
 
@@ -497,8 +499,9 @@ def branch_form(record: RunRecord, key: str) -> None:
             fields["query"] = st.text_area("Query to run instead", queries[0], key=f"{key}-branch-q-{record.id}-{step}")
         else:
             fields["note"] = st.text_input("Note to the agent", key=f"{key}-branch-note-{record.id}")
+        named = access.ask_name(f"{key}-branch-name-{record.id}")
         if st.button("Start the branch", icon=":material/call_split:", type="primary",
-                     key=f"{key}-branch-go-{record.id}", **access.disabled("branch")):
+                     key=f"{key}-branch-go-{record.id}", disabled=not (named and access.allowed("branch"))):
             try:
                 job = jobs.branch(record, step, runtime_factory(), who=access.current(), **fields)
             except Refused as e:
@@ -531,27 +534,30 @@ def show_outcome(record: RunRecord, compact: bool = False) -> None:
     override = OverrideStore().get(record.id)
     if override is not None:  # the analyst's grade, and the rank and regret of the decision they read
         o = with_override(o, override)
-        decision = f"{'none' if override.decision is None else override.decision} (overridden)"
-        correct = {True: "correct", False: "wrong", None: "no label"}[override.correct] + " (overridden)"
+        decision = "none" if override.decision is None else str(override.decision)
+        correct = {True: "correct", False: "wrong", None: "no label"}[override.correct]
     placement = o.get("placement")
     rank = placement_text(placement) or "–"
-    if override is not None and placement:
-        rank += " (overridden)"
+    mark = " (overridden)" if override is not None else ""  # in the metrics' labels: their values stay whole
+    if answers_hidden():  # for demos and blind review (the sidebar's switch)
+        correct = rank = "hidden"
     tokens = o.get("tokens") or {}
     total = f"{'≈' if tokens.get('estimated') else ''}{tokens.get('total', 0):,}"
     seconds = duration(o.get("wall_s"))
     if compact:
-        st.markdown(f"**Decision:** {md(decision)} ({correct}) · **rank** {rank}  \n"
+        st.markdown(f"**Decision{mark}:** {md(decision)} ({correct}) · **rank** {rank}  \n"
                     f"{total} tokens · {o.get('llm_calls', 0)} LLM calls · {seconds}")
         return
     if o.get("final_answer") and not any(isinstance(e, FinalEvent) for e in record.events):  # else the timeline has it
         st.markdown(f"**Final answer:** {md(o['final_answer'])}")
     # weights: "not answered" and "wrong (overridden)" fit their column in a 1600 px window (issue 29)
     cols = st.columns([1.2, 1.7, 1.1, 1.1, 0.8, 0.9])
-    cols[0].metric("Decision", decision)
-    cols[1].metric("Correct", correct, help=f"Labelled best decision: {o.get('label') or 'none'}")
-    cols[2].metric("Rank", rank, help=(f"Regret {number(placement['regret'])}, gain over doing nothing "
-                                       f"{number(placement['gain'])}") if placement else "Not a candidate decision")
+    cols[0].metric(f"Decision{mark}", decision)
+    cols[1].metric(f"Correct{mark}", correct, help="Answers are hidden (sidebar)" if answers_hidden() else
+                   f"Labelled best decision: {o.get('label') or 'none'}")
+    rank_help = (f"Regret {number(placement['regret'])}, gain over doing nothing {number(placement['gain'])}"
+                 if placement else "Not a candidate decision")
+    cols[2].metric(f"Rank{mark if placement else ''}", rank, help="Answers are hidden (sidebar)" if answers_hidden() else rank_help)
     estimated = " (estimated from characters)" if tokens.get("estimated") else ""
     failed = (f", of them {tokens['failed_attempts']:,} spent on attempts abandoned at a time limit"
               if tokens.get("failed_attempts") else "")
@@ -563,19 +569,31 @@ def show_outcome(record: RunRecord, compact: bool = False) -> None:
     show_verdict_details(record, o)
 
 
+def reading(status: str | None, reason: str) -> str:
+    """How the grader read the final answer, in words (``reason``: ``krakow: named``, ``... the others negated``)."""
+    decision, _, how = reason.partition(": ")
+    if status == "decided":
+        return f"The answer decides {decision}" + ("" if how in ("", "named") else f" ({how})")
+    if status == "ambiguous":
+        return f"The answer names more than one candidate ({reason})"
+    return "The answer names no candidate" + (f" ({reason})" if reason else "")
+
+
 def show_verdict_details(record: RunRecord, o: dict) -> None:
     """How the grade was read (and any override), whether the pick ties, and the evidence coverage."""
 
     notes = []
+    override = override_note(record.id)
     if o.get("grade_reason"):
-        notes.append(f"Grade: {o.get('grade_status')} — {o['grade_reason']}.")
+        notes.append(("Read automatically before the override: " if override else "")
+                     + reading(o.get("grade_status"), o["grade_reason"]) + ".")
     placement = o.get("placement") or {}
     if placement and placement.get("tied", 1) == placement["of"] > 1:
         notes.append("Every candidate ties in the simulator: no decision is better than another here.")
     elif placement.get("tied", 1) > 1:
-        notes.append(f"The pick ties with {placement['tied'] - 1} other candidates"
+        pick = o.get("decision")  # the override's, when there is one
+        notes.append(f"{pick if pick is not None else 'The pick'} ties with {placement['tied'] - 1} other candidates"
                      + (" for the best score: a best decision (regret 0)." if placement.get("regret") == 0 else "."))
-    override = override_note(record.id)
     if override:
         notes.append(override + ".")
     if notes:

@@ -13,6 +13,7 @@ from core.config import settings as core_settings
 from core.jobs import opening
 from core.store import database
 from ui import access
+from ui.common import answers_switch
 
 
 def prepare() -> None:
@@ -22,6 +23,7 @@ def prepare() -> None:
     access.gate()  # sign-in, when configured; no serving a network without it (ui/access.py)
     # This session's scenarios folder (Settings), for every page.
     scenarios.use_folder(st.session_state.get("scenarios_dir"))
+    answers_switch()
     try:  # a project home that cannot be used: a fallback one, said on every page (core.config.home)
         moved = home.use_fallback()
         database.check()  # a team store whose schema is behind (or unreachable): said, and nothing else runs

@@ -145,20 +145,34 @@ class Trace:
         self.plan, self.current, self.worked, self.acted = list(steps), None, set(), 0
 
     def step_states(self) -> list[tuple[str, str]]:
-        """Each step of the plan in force with its state: ``done``, ``current`` or ``todo``, by what the agent did
-        under this plan: the steps it named as current (when it named none, one step per action), never a step
-        only because a later one was named, and none before an action ran under it (a run that ran no query has done
-        no step). A run that worked on the plan and gave its final answer has done the last step (the decision)."""
+        """Each step of the plan in force with its state: ``done``, ``current``, ``todo`` or ``unreported``, by what
+        the agent did under this plan: the steps it named as current (when it named none, one step per action),
+        never a step only because a later one was named, and none before an action ran under it (a run that ran no
+        query has done no step). A run that worked on the plan and gave its final answer has done the last step (the
+        decision). A step before one done that the agent never named (it may have worded its current step otherwise,
+        as real models do) is ``unreported``: neither done nor still to do."""
         worked = (self.worked or set(range(min(self.acted, len(self.plan))))) if self.acted else set()
         if self.finished and worked and self.plan:
             worked = worked | {len(self.plan) - 1}
 
+        last = max(worked, default=-1)
+
         def state(i: int) -> str:
             if not self.finished and i == self.current:
                 return "current"
-            return "done" if i in worked else "todo"
+            return "done" if i in worked else "unreported" if i < last else "todo"
 
         return [(step, state(i)) for i, step in enumerate(self.plan)]
+
+
+#: what a step's problem was, in words (others by their kind)
+PROBLEMS = {"repeat": "repeated an earlier query", "format": "a reply not in the expected format",
+            "unqueried": "no query ran yet"}
+
+
+def row_count(n: int) -> str:
+    """``1 row``, ``3 rows``."""
+    return f"{n:,} row" if n == 1 else f"{n:,} rows"
 
 
 def step_summary(events: list[Event]) -> str:
@@ -177,11 +191,13 @@ def step_summary(events: list[Event]) -> str:
             case QueryReviewEvent():
                 parts.append(f"query {e.status}")
             case ObservationEvent() if e.error:
-                parts.append(f"error: {e.error_kind}")
+                parts.append(PROBLEMS.get(e.error_kind) or f"error: {e.error_kind}")
             case ObservationEvent() if e.columns:
-                parts.append(f"{e.total_rows} rows")
+                parts.append(row_count(e.total_rows))
             case FinalEvent():
                 parts.append(f"answer: {e.answer}")
+            case ErrorEvent(error_kind="stopped"):
+                parts.append("stopped by the analyst")
             case ErrorEvent():
                 parts.append(f"{e.error_kind}: {e.message}")
             case BranchEvent():

@@ -36,7 +36,8 @@ def ranking_bars(ranking: Ranking, names: dict, top: int, pick=None, *, number) 
 
     fig = go.Figure(go.Bar(
         x=gains, y=labels, orientation="h", marker_color=[colour(e.candidate) for e in shown], showlegend=False,
-        text=[number(g, sign=True) for g in gains], textposition="outside", cliponaxis=False,
+        text=[number(g, sign=True) if abs(g) > TINY else "no gain" for g in gains], textposition="outside",
+        cliponaxis=False,
         hovertext=[f"<b>{label}</b><br>score {number(e.score)}<br>gain {number(g, sign=True)}"
                    for label, e, g in zip(labels, shown, gains)],
         hoverinfo="text"))

@@ -302,6 +302,11 @@ class RunStore:
             con.execute(upsert("viewers", ("run_id", "viewer", "at"), ("run_id", "viewer")),
                         (run_id, viewer, time.time() if at is None else at))
 
+    def unview(self, run_id: str, viewer: str) -> None:
+        """Take back ``viewer``'s mark on the run (a session that now goes by another name)."""
+        with self.db.transaction() as con:
+            con.execute("DELETE FROM viewers WHERE run_id = ? AND viewer = ?", (run_id, viewer))
+
     def viewers(self, run_id: str, within: float = VIEWING_S) -> dict[str, float]:
         """Who looked at the run within the last ``within`` seconds, with when (latest first)."""
         with self.db.transaction() as con:
