@@ -13,7 +13,8 @@ ROOTS = ("app.py", "pages", "ui", "core", "sims")
 
 #: Which layer may import which (besides itself). A layer is a top-level folder or a package of core/.
 ALL_CORE = {"core.model", "core.config", "core.backends", "core.scenarios", "core.llm", "core.auth", "core.store",
-            "core.analysis", "core.telemetry", "core.agents", "core.benchmark", "core.autoplan", "core.jobs"}
+            "core.analysis", "core.telemetry", "core.agents", "core.benchmark", "core.autoplan", "core.actions",
+            "core.jobs"}
 MAY_IMPORT = {
     "app": {"ui"} | ALL_CORE,
     "pages": {"ui", "sims"} | ALL_CORE,
@@ -34,7 +35,9 @@ MAY_IMPORT = {
                        "core.store", "core.analysis", "core.telemetry", "core.agents", "sims"},
     "core.autoplan": {"core.model", "core.config", "core.backends", "core.scenarios", "core.llm", "core.auth",
                       "core.store", "core.analysis", "core.telemetry", "core.agents", "sims"},
-    "core.evals": ALL_CORE - {"core.jobs"} | {"sims"},
+    "core.actions": {"core.model", "core.config", "core.backends", "core.scenarios", "core.llm", "core.auth",
+                     "core.store", "core.analysis", "sims"},
+    "core.evals": ALL_CORE - {"core.jobs", "core.actions"} | {"sims"},
     "core.jobs": ALL_CORE - {"core.jobs"} | {"sims"},
     "core.cli": ALL_CORE | {"core.evals", "sims"},
     "core.__main__": {"core.cli"},

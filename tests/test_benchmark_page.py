@@ -200,8 +200,10 @@ def test_benchmark_items_waiting_for_the_teams_workers_are_shown_from_any_app(mo
     monkeypatch.setenv("PLANRAG_DATABASE_URL", team_database)
     monkeypatch.setenv("PLANRAG_JOBS", "queue")
     try:
+        from core.jobs.payload import asked_by
+
         other = Bench(BenchConfig(["iterrag"], "m", source="demo", name="queued", cache=False,
-                                  base_url="http://127.0.0.1:1",
+                                  base_url="http://127.0.0.1:1", asked=asked_by(local_admin("ann"), "benchmark_start"),
                                   home=str(tmp_path / "other-app"), started_by="ann"))
         other.store.mark_running(len(other.work.items), "ann")
         queue.enqueue_items(bench_items.config_dict(other), [i.key for i in other.pending], "queued")
