@@ -20,8 +20,8 @@ run: setup
 	$(BIN)/streamlit run app.py
 
 # TEST_JOBS=3: the suite on 3 processes (pytest-xdist; the Neo4j tests on one of them, tests/conftest.py), about
-# 12 min instead of 20 on 2 cores; not the default while a race seen in whole runs (a fresh server's page failing to
-# import ui.shell, tests/test_e2e_compile.py) is not understood. TEST_JOBS=0: one process.
+# 12 min instead of 20 on 2 cores; not the default until a whole run is green on it since the fix of the ui.shell
+# import race (ui/router.py). TEST_JOBS=0: one process.
 TEST_JOBS ?= 0
 
 test: setup-dev

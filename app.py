@@ -5,7 +5,11 @@ from ui import threads
 # each first import must hold the interpreter's lock (ui/threads.py).
 threads.guard()
 
-from ui import shell  # noqa: E402
+import importlib  # noqa: E402
+
+# By import_module, not ``from ui import shell``: as in ui/router.py, another session's import of it stopped midway
+# must not fail this one.
+shell = importlib.import_module("ui.shell")
 
 shell.prepare()
 try:

@@ -8,6 +8,7 @@ folder's until the session's next run, which goes through app.py).
 """
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
@@ -20,8 +21,11 @@ def through_router() -> None:
     it routes (the thread guards, the page's set-up, sign-in), then let the page go on."""
     threads.guard()  # before the page's first imports (a no-op once app.py has run in this process)
     if _by_itself():
-        from ui import shell  # heavy: the stores, scenarios and sign-in, imported only once the guards hold
-
+        # heavy (the stores, scenarios and sign-in), imported only once the guards hold; by import_module, not
+        # ``from ui import shell``: Python's fast path for a module another thread is importing waits for that thread
+        # outside the interpreter's lock, and if that import ends in an exception (a session's run stopped mid-import)
+        # the statement fails with "cannot import name 'shell' from 'ui'"; import_module takes the lock and imports it
+        shell = importlib.import_module("ui.shell")
         shell.prepare()
         shell.warming()  # it waits for this page to be drawn (ui.shell.WARM_UP_AFTER_S)
 
