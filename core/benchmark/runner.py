@@ -410,16 +410,10 @@ class Bench:
         def attempt(item: Item) -> None:
             if stop.is_set():
                 return
-            refused = self._refused()
-            if refused:
+            why = self._refused() or budget.reached()  # the gate's refusal first, then the budget
+            if why:
                 with lock:
-                    progress.stopped = progress.stopped or refused
-                stop.set()
-                return
-            reached = budget.reached()
-            if reached:
-                with lock:
-                    progress.stopped = progress.stopped or reached
+                    progress.stopped = progress.stopped or why
                 stop.set()
                 return
             result, error = self._record_item(item, runtime, progress, lock, stop)
