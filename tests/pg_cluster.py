@@ -8,6 +8,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 BIN = Path(os.environ.get("PG_BIN", "/usr/lib/postgresql/15/bin"))
@@ -63,3 +64,22 @@ class PgCluster:
             self.stop()
         finally:
             shutil.rmtree(self.folder, ignore_errors=True)
+
+
+@contextmanager
+def upgraded():
+    """A cluster of the test's own at this code's schema (the test skips, or fails under REQUIRE_POSTGRES=1, when
+    none can be made here); its pools closed and the cluster removed after."""
+    from core.store import database, schema
+    from tests.conftest import require
+
+    why = available()
+    if why:
+        require("postgres", f"no PostgreSQL cluster of the test's own: {why}")
+    cluster = PgCluster()
+    try:
+        schema.upgrade(cluster.url())
+        yield cluster
+    finally:
+        database.close_pools(cluster.url())
+        cluster.destroy()

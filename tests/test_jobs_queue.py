@@ -20,8 +20,8 @@ from core.jobs import queue, runs
 from core.llm.client import LLMSettings
 from core.model.run_settings import Review, RunSettings
 from core.store.runs import PauseTaken
-from tests.conftest import empty_team_store, require
-from tests.pg_cluster import PgCluster, available
+from tests.conftest import empty_team_store
+from tests.pg_cluster import upgraded
 from tests.turn_stub import TurnStub
 
 ME = local_admin()  # who acts in these tests
@@ -49,18 +49,8 @@ def team(team_database, monkeypatch, tmp_path):
 def own_cluster():
     """A PostgreSQL cluster of this module's own (tests/pg_cluster.py), at this code's schema, for the tests that
     stop and start the server: the machine's shared cluster is never touched. Made once per module."""
-    from core.store import database, schema
-
-    why = available()
-    if why:
-        require("postgres", f"no PostgreSQL cluster of the test's own: {why}")
-    cluster = PgCluster()
-    try:
-        schema.upgrade(cluster.url())
+    with upgraded() as cluster:
         yield cluster
-    finally:
-        database.close_pools(cluster.url())
-        cluster.destroy()
 
 
 @pytest.fixture

@@ -6,10 +6,8 @@ from __future__ import annotations
 import pytest
 
 from core.agents.runtime import new_run_id
-from core.store import database
-from tests.conftest import require
 from tests.page_app import APP, isolate
-from tests.pg_cluster import PgCluster, available
+from tests.pg_cluster import upgraded
 
 ROOT = APP.parent
 
@@ -17,20 +15,10 @@ ROOT = APP.parent
 @pytest.fixture
 def own_store(monkeypatch, tmp_path):
     """The team store on a cluster of the test's own, at this code's schema; its cluster."""
-    from core.store import schema
-
-    why = available()
-    if why:
-        require("postgres", f"no PostgreSQL cluster of the test's own: {why}")
-    cluster = PgCluster()
-    try:
-        schema.upgrade(cluster.url())
+    with upgraded() as cluster:
         monkeypatch.setenv("PLANRAG_DATABASE_URL", cluster.url())
         isolate(monkeypatch, tmp_path)
         yield cluster
-    finally:
-        database.close_pools(cluster.url())
-        cluster.destroy()
 
 
 #: app.py routing to the History page (an AppTest given a page runs that page by itself, not through app.py)
