@@ -46,19 +46,33 @@ $(VENV)/bin/python:
 		exit 1; fi; \
 	echo "$$python -m venv $(VENV)"; $$python -m venv $(VENV)
 
-$(VENV)/.runtime: requirements.txt | $(VENV)/bin/python
-	$(BIN)/python -m pip install -q --disable-pip-version-check -r requirements.txt
+# The requirements are installed by uv (pinned here; pip installs it first), about ten times quicker than pip on
+# two cores (11 s against 150 s for requirements-dev.txt from an empty cache); the same pinned versions either way.
+# uv reads no pip configuration: a private index is given by UV_INDEX_URL. INSTALLER=pip: install with pip instead.
+UV_VERSION := 0.13.9
+INSTALLER ?= uv
+ifeq ($(INSTALLER),pip)
+install = $(1)/bin/python -m pip install -q --disable-pip-version-check -r $(2)
+else
+install = $(BIN)/uv pip install -q --python $(1)/bin/python -r $(2)
+endif
+
+$(BIN)/uv: | $(VENV)/bin/python
+	$(BIN)/python -m pip install -q --disable-pip-version-check uv==$(UV_VERSION)
+
+$(VENV)/.runtime: requirements.txt | $(VENV)/bin/python $(BIN)/uv
+	$(call install,$(VENV),requirements.txt)
 	@touch $@
 
-$(VENV)/.dev: requirements.txt requirements-dev.txt | $(VENV)/bin/python
-	$(BIN)/python -m pip install -q --disable-pip-version-check -r requirements-dev.txt
+$(VENV)/.dev: requirements.txt requirements-dev.txt | $(VENV)/bin/python $(BIN)/uv
+	$(call install,$(VENV),requirements-dev.txt)
 	@touch $@ $(VENV)/.runtime
 
 phoenix: .phoenix-venv/.installed
 
-.phoenix-venv/.installed: tests/phoenix-requirements.txt | $(VENV)/bin/python
+.phoenix-venv/.installed: tests/phoenix-requirements.txt | $(VENV)/bin/python $(BIN)/uv
 	$(BIN)/python -m venv .phoenix-venv
-	.phoenix-venv/bin/python -m pip install -q --disable-pip-version-check -r tests/phoenix-requirements.txt
+	$(call install,.phoenix-venv,tests/phoenix-requirements.txt)
 	@touch $@
 
 clean:
