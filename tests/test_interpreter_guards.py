@@ -32,7 +32,7 @@ print(log)
 def run(code: str) -> str:
     done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=120,
                           cwd=ROOT)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     return done.stdout.strip()
 
 
@@ -48,7 +48,7 @@ def test_first_imports_on_two_threads_run_one_after_the_other(tmp_path):
     assert guarded == str([f"{first} starts", f"{first} ends", f"{second} starts", f"{second} ends"])
 
 
-def test_a_thread_holding_the_lock_holds_back_parsing_importing_and_page_compilation(tmp_path):
+def test_a_thread_holding_the_locks_holds_back_parsing_importing_and_page_compilation(tmp_path):
     page = tmp_path / "page.py"
     page.write_text("import streamlit as st\nst.write('hello')\n")
     waited = run(f"""
@@ -61,7 +61,7 @@ def test_a_thread_holding_the_lock_holds_back_parsing_importing_and_page_compila
         done = []
         work = {{"parse": lambda: ast.parse("x = 1"), "import": lambda: __import__("colorsys"),
                  "compile": lambda: ScriptCache().get_bytecode({str(page)!r})}}
-        with interpreter.LOCK:
+        with interpreter.LOCK, interpreter.SYNTAX_LOCK:
             started = [threading.Thread(target=lambda name=name, w=w: (w(), done.append(name))) for name, w in work.items()]
             for t in started:
                 t.start()
@@ -94,3 +94,54 @@ def test_plotly_does_not_take_a_half_imported_module_for_an_imported_one():
         print(before, after, whole)
         """)
     assert looked == "True [None, None] True"
+
+
+def test_sessions_compiling_pages_around_the_guard_and_a_first_import_do_not_deadlock(tmp_path):
+    """On a fresh server the guard is installed by the first script a session runs, after Streamlit compiled it: a
+    session may be inside the server's script cache, holding its lock, when the guard comes in, and then parse its
+    page (which takes the interpreter's lock). Meanwhile a second session compiles another page and a first import
+    holds the interpreter's lock. When the guard took the interpreter's lock around the whole cache, the second
+    session held it while waiting for the cache, and the first waited for it for ever (seen with 8 sessions opening
+    pages at once). Both pages compile while the import is still under way, and the cache empties then too (the
+    server's event loop empties it when the last session leaves)."""
+    pages = {name: tmp_path / f"{name}.py" for name in ("slow_page", "other_page")}
+    for name, page in pages.items():
+        page.write_text(f"import streamlit as st\nst.write({name!r})\n")
+    finished = run(f"""
+        import sys, threading, time
+        sys.path.insert(0, {str(ROOT)!r})
+        from streamlit.runtime.scriptrunner import script_cache
+        server_cache = script_cache.ScriptCache()  # the server's, made at start-up, before any script ran
+        read, opened = threading.Event(), script_cache.open_python_file
+        script_cache.open_python_file = lambda path: (read.wait() if "slow" in path else None, opened(path))[1]
+        done = []
+        def compiling(name):
+            server_cache.get_bytecode({str(tmp_path)!r} + "/" + name + ".py")
+            done.append(name)
+        first = threading.Thread(target=compiling, args=("slow_page",))
+        first.start()
+        time.sleep(0.3)  # the first session inside the cache, reading its page
+        from ui import threads
+        from core.config import interpreter
+        threads.guard()  # the first script's first statement
+        second = threading.Thread(target=compiling, args=("other_page",))
+        second.start()
+        importing, imported = threading.Event(), threading.Event()
+        def first_import():
+            with interpreter.LOCK:
+                importing.set()
+                imported.wait(60)
+        third = threading.Thread(target=first_import)
+        third.start()
+        importing.wait()
+        time.sleep(0.3)  # the second session waiting for the cache
+        read.set()  # the first session's page read: it goes on to parse it, with an import under way
+        for t in (first, second):
+            t.join(60)
+        server_cache.clear()  # the event loop, the last session gone: not held up by the import
+        done.append("cleared")
+        imported.set()
+        third.join(60)
+        print(done)
+        """)
+    assert finished == "['slow_page', 'other_page', 'cleared']", finished

@@ -2,8 +2,12 @@
 other where a library is not thread-safe.
 
 - Page compilation: Streamlit compiles a page the first time a session opens it (an ``AppTest`` on every run, with a
-  cache of its own), building a syntax tree; it takes the interpreter's lock (``core.config.interpreter``), as
-  ``ast.parse`` and first imports do, so no two trees are built at once (CPython 3.11 fails then).
+  cache of its own), under its script cache's lock: it parses the page (``ast.parse``) and compiles the tree. Both
+  steps take the syntax-tree lock (``core.config.interpreter``), so no two trees are built at once (CPython 3.11
+  fails then), always after the cache's lock. Taking the import lock around the whole cache deadlocked 8 sessions
+  opening pages at once on a fresh server (one inside the cache when the guard came in, then parsing, another
+  holding the lock and waiting for the cache), and the server's event loop, which empties the cache when the last
+  session leaves, must not wait for another thread's imports.
 - Plotly's look at optional modules: plotly checks whether a value is a pandas Series by peeking at ``sys.modules``,
   where a module another thread is still importing already stands half-built ("partially initialized module 'pandas'
   has no attribute 'Series'" in a session drawing a figure while another imports pandas). The peek sees only modules
@@ -15,7 +19,7 @@ import functools
 import sys
 
 from _plotly_utils import optional_imports
-from streamlit.runtime.scriptrunner.script_cache import ScriptCache
+from streamlit.runtime.scriptrunner import script_cache
 
 from core.config import interpreter
 
@@ -23,7 +27,8 @@ from core.config import interpreter
 def guard() -> None:
     """Install the interpreter's guards and these two (once per process)."""
     interpreter.install()
-    ScriptCache.get_bytecode = interpreter.locked(ScriptCache.get_bytecode)
+    # the cache's compile of a parsed page (the module's name shadows the built-in; ast.parse is locked already)
+    script_cache.compile = interpreter.locked(getattr(script_cache, "compile", compile), interpreter.SYNTAX_LOCK)
     if not getattr(optional_imports.get_module, "finished_imports_only", False):
         _peek_finished_imports_only(optional_imports.get_module)
 

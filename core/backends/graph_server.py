@@ -61,19 +61,29 @@ def installed() -> bool:
     return _java().is_file() and (_package() / "jars").is_dir()
 
 
+def _installer() -> list[str]:
+    """The install command: the environment's uv when it has one (``make`` installs it; it caches the wheel, so a
+    second install takes about a second instead of pip's 40 s), else pip."""
+    uv = Path(sys.executable).with_name("uv")
+    if uv.is_file():
+        return [str(uv), "pip", "install", "-q", "--python", sys.executable]
+    return [sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+
+
 def install() -> Path:
-    """Install the pinned wheel (pip ``--no-deps --target``; about 97 MB) unless it is there; its folder."""
+    """Install the pinned wheel (``--no-deps --target``; about 97 MB) unless it is there; its folder."""
     if installed():
         return install_dir()
     target = install_dir()
     staging = target.with_name(target.name + f".part-{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)
     staging.parent.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps",
-                           "--target", str(staging), f"{PACKAGE}=={VERSION}"], capture_output=True, text=True)
+    installer = _installer()
+    done = subprocess.run([*installer, "--no-deps", "--target", str(staging), f"{PACKAGE}=={VERSION}"],
+                          capture_output=True, text=True)
     if done.returncode != 0:
         shutil.rmtree(staging, ignore_errors=True)
-        raise RuntimeError(f"pip could not install {PACKAGE}=={VERSION}:\n{done.stderr.strip()[-2000:]}")
+        raise RuntimeError(f"{installer[0]} could not install {PACKAGE}=={VERSION}:\n{done.stderr.strip()[-2000:]}")
     try:
         staging.rename(target)
     except OSError:  # another process installed it meanwhile

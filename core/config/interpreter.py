@@ -1,4 +1,4 @@
-"""Where the Python interpreter is not safe for threads, one lock makes it so (``install``, once per process).
+"""Where the Python interpreter is not safe for threads, a lock makes it so (``install``, once per process).
 
 The app server runs every session's page and every agent run on threads of one process (a worker, its jobs), and
 each may be the first to import a library or build a syntax tree:
@@ -9,9 +9,12 @@ each may be the first to import a library or build a syntax tree:
 - **Syntax trees.** CPython 3.11's AST constructor keeps its recursion depth in state every thread shares, so two
   threads building trees at once (Streamlit compiling a page; LangChain reading a graph node's source with
   ``ast.parse``) can fail with "AST constructor recursion depth mismatch" (CPython gh-106905). ``ast.parse`` takes
-  ``LOCK``; ``ui.threads`` makes Streamlit's compilation of page scripts take it too.
-One reentrant lock serves both, so neither can wait for the other in the opposite order. As under Python 2's lock,
-a module's body must not wait for another thread that imports (none of this project's does).
+  ``SYNTAX_LOCK``; ``ui.threads`` makes Streamlit's compilation of a parsed page take it too.
+``SYNTAX_LOCK`` is a leaf: nothing waits for another lock while holding it, so a thread may take it while it holds
+``LOCK`` (a module body parsing source) or a lock of its own (Streamlit's script cache) without any other thread
+waiting for those in the opposite order, and a tree waits only for other trees, never for another thread's imports.
+As under Python 2's lock, a module's body must not wait for another thread that imports (none of this project's
+does).
 """
 from __future__ import annotations
 
@@ -21,23 +24,24 @@ import importlib._bootstrap as bootstrap
 import threading
 
 LOCK = threading.RLock()
+SYNTAX_LOCK = threading.RLock()
 
 
 def install() -> None:
-    """Make first imports and ``ast.parse`` hold ``LOCK`` (once per process)."""
-    ast.parse = locked(ast.parse)
+    """Make first imports hold ``LOCK`` and ``ast.parse`` hold ``SYNTAX_LOCK`` (once per process)."""
+    ast.parse = locked(ast.parse, SYNTAX_LOCK)
     # The import statement and importlib.import_module both load a module not yet imported through this function.
-    bootstrap._find_and_load = locked(bootstrap._find_and_load)
+    bootstrap._find_and_load = locked(bootstrap._find_and_load, LOCK)
 
 
-def locked(function):
-    """``function`` holding ``LOCK`` while it runs (``function`` itself if it already does)."""
+def locked(function, lock):
+    """``function`` holding ``lock`` while it runs (``function`` itself if it already holds one of these locks)."""
     if getattr(function, "holds_interpreter_lock", False):
         return function
 
     @functools.wraps(function)
     def holding(*args, **kwargs):
-        with LOCK:
+        with lock:
             return function(*args, **kwargs)
 
     holding.holds_interpreter_lock = True
