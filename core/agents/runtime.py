@@ -36,12 +36,11 @@ from core.agents.workspace import Workspace, open_catalog_workspace
 from core.store.plans import PlanStore
 from core.store import database
 from core.store.checkpoints import open_checkpointer
-from core.analysis.grading import grade, place
+from core.analysis.grading import judge
 from core.analysis.trace import Trace
 from core.auth import endpoints
 from core.llm.client import REPLAY_PREFIX, ChatLLM, LLMSettings, bound_key, open_llm, replay_path
 from core.store.runs import PauseTaken, RunStore
-from core.scenarios import ranking
 from core.config.secrets import scrub
 from core.telemetry.runs import traced
 from core.config import home as project_home
@@ -593,30 +592,15 @@ class RunOutcome(TypedDict, total=False):
 def _outcome(values: dict, ws: Workspace) -> RunOutcome:
     """The graded outcome of an ended run, with the decision's place in the simulator's ranking when the
     workspace has the database."""
-    question = ws.question
-    g = grade(values.get("final_answer"), question.scenario, ws.candidates, question.answer)
-    placement, best_group = None, False
-    if ws.database is not None and (g.decision is not None or g.status == "ambiguous"):
-        try:
-            ranked = ranking(question, ws.database)
-        except ValueError:  # sims.ranking.InputError: a question the simulators cannot rank
-            ranked = None
-        if ranked is not None and g.decision is not None:
-            placement = place(g.decision, ranked)
-        elif ranked is not None and not ranked.all_tied:  # "either 2465 or 2467": the group tied for best?
-            best_group = set(g.mentions) == {e.candidate for e in ranked.entries if ranked.regret(e.candidate) == 0}
-    reason = g.reason + ("; they are exactly the candidates tied for the best score, so the answer is optimal, "
-                         "though not one decision" if best_group else "")
+    v = judge(ws.question, ws.database, values.get("final_answer"), candidates=ws.candidates)
     prompt, completion = values.get("prompt_tokens", 0), values.get("completion_tokens", 0)
-    answered = bool(values.get("final_answer"))  # no answer: not answered, neither right nor wrong (RunStore)
-    return {"decision": g.decision, "mentions": list(g.mentions), "correct": g.correct if answered else None,
-            "label": question.answer,
-            "grade_status": g.status, "grade_reason": reason, "best_group": best_group,
-            "placement": dataclasses.asdict(placement) if placement else None,
+    return {"decision": v.decision, "mentions": list(v.mentions), "correct": v.correct, "label": v.label,
+            "grade_status": v.status, "grade_reason": v.reason, "best_group": v.best_group,
+            "placement": dataclasses.asdict(v.placement) if v.placement else None,
             "final_answer": values.get("final_answer"), "error": values.get("error"),
             "llm_calls": values.get("llm_calls", 0), "actions": values.get("actions", 0),
             "plan": values.get("plan", []), "wall_s": round(values.get("wall_s", 0.0), 3),
-            "no_decision": bool(values.get("final_answer")) and g.decision is None,
+            "no_decision": bool(values.get("final_answer")) and v.decision is None,
             "unconsulted": unconsulted(values),
             "cost_usd": values.get("cost_usd"), "limit": values.get("limit"), "repeats": values.get("repeats", 0),
             "tokens": {"prompt": prompt, "completion": completion, "total": prompt + completion,

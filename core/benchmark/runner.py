@@ -47,6 +47,7 @@ from core.benchmark.trace import read_trace
 from core.benchmark.vote import vote
 from core.scenarios.dqa.source import DQA_SET
 from core.analysis.evidence import run_coverage
+from core.analysis.grading import stored_verdict
 from core.analysis.trace import Trace
 from core.llm.client import REPLAY_PREFIX, TRANSIENT, LLMSettings, open_llm, read_replay, replay_path
 from core.scenarios import ranking
@@ -556,11 +557,8 @@ class Bench:
                   else outcome.get("correct"))
         category, signs = classify(graded, facts, record.status, outcome.get("final_answer"),
                                    outcome.get("decision"), evidence)
-        placement = outcome.get("placement") or {}
-        relative = None
-        if placement:
-            relative = _ranking(self.root, item.scenario, item.question, item.source).relative_regret(
-                outcome["decision"])
+        verdict = stored_verdict(outcome, _ranking(self.root, item.scenario, item.question, item.source))
+        placement = verdict.placement
         tokens = outcome.get("tokens") or {}
         fresh, cached = [u for u in trace.usage if not u.cached], [u for u in trace.usage if u.cached]
         return {"set": self.set_name, "source": item.source, "scenario": item.scenario, "question": item.question,
@@ -584,11 +582,10 @@ class Bench:
                 **(evidence.to_dict() if evidence else {"evidence_total": None, "evidence_seen": None,
                                                         "evidence_missing": None}),
                 "grade_status": outcome.get("grade_status"), "grade_reason": outcome.get("grade_reason"),
-                "rank": placement.get("rank"), "candidates": placement.get("of"), "regret": placement.get("regret"),
-                "tied": placement.get("tied"), "optimal": placement.get("regret") == 0 if placement else bool(outcome.get("best_group")),
-                "all_tied": bool(getattr(_ranking(self.root, item.scenario, item.question, item.source), "all_tied",
-                                         False)),
-                "relative_regret": relative, "cost_usd": outcome.get("cost_usd"), "limit": outcome.get("limit"),
+                "rank": placement and placement.rank, "candidates": placement and placement.of,
+                "regret": placement and placement.regret, "tied": placement and placement.tied,
+                "optimal": bool(verdict.optimal), "all_tied": verdict.all_tied,
+                "relative_regret": verdict.relative_regret, "cost_usd": outcome.get("cost_usd"), "limit": outcome.get("limit"),
                 "repeats": outcome.get("repeats", 0), "unconsulted": bool(outcome.get("unconsulted")),
                 "finished": time.time(), "epoch": item.epoch,
                 **fidelity.result_fields(settings, trace.usage)}
