@@ -272,6 +272,30 @@ def test_a_run_whose_process_died_is_interrupted_then_resumed_or_closed(home, tm
         store.claim_run("b", ("interrupted", "stopped"))  # the second: told why, not "not waiting for a review"
 
 
+def test_reads_show_an_orphaned_run_interrupted_without_writing_it(home):
+    """get and list are pure reads (issue 38): an orphaned running run reads as interrupted, in every filter, while
+    its stored row is left as it was until the sweep (detect_orphans) stores it."""
+    store = RunStore(home / "runs.sqlite")
+    for run_id in ("a", "b"):
+        store.create(run_id, {"technique": "iterrag"})
+    with store.db.transaction() as con:
+        con.execute("UPDATE runs SET owner_pid = ? WHERE id = 'a'", (dead_pid(),))
+
+    def stored():
+        with store.db.transaction() as con:
+            return con.execute("SELECT id, status, updated FROM runs ORDER BY id").fetchall()
+
+    before = stored()
+    assert store.get("a").status == "interrupted" and store.get("b").status == "running"
+    assert {r.id: r.status for r in store.list()} == {"a": "interrupted", "b": "running"}
+    assert [r.id for r in store.list(status="interrupted")] == ["a"]
+    assert [r.id for r in store.list(status="running")] == ["b"]
+    assert [r.id for r in store.list(limit=1, status="interrupted")] == ["a"]
+    assert stored() == before  # nothing written
+    assert store.detect_orphans() == ["a"]
+    assert [tuple(r[:2]) for r in stored()] == [("a", "interrupted"), ("b", "running")]
+
+
 def test_a_run_killed_mid_resume_is_interrupted_and_goes_on_with_its_review(tmp_path):
     """A resume process dies in the LLM call after the review: the run is interrupted, and resuming it applies
     that review (not a second one), from its last checkpoint."""

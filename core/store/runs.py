@@ -10,7 +10,7 @@ wins it).
 Run control (issue 11): each pause has an id (``p1``, ``p2``, ... per run); a review claims its pause
 (``claim_pause``), which fails when the pause is no longer current. A driven run has an owner (process id and
 host) and a heartbeat; a ``running`` run whose owner is gone or whose heartbeat is stale is shown as
-``interrupted`` (``detect_orphans``) and can be resumed from its last checkpoint or closed. ``request_stop``
+``interrupted`` (reads show it so; ``detect_orphans``, the sweep, stores it) and can be resumed from its last checkpoint or closed. ``request_stop``
 asks the owner to stop the run; a branched run names its parent and the step it branched at.
 
 Bad state (issue 12): a store file that is damaged or not a database is set aside and a new one started
@@ -120,6 +120,12 @@ def _alive(pid: int | None, host: str | None) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except (OSError, IndexError):
         return True
+
+
+def _orphaned(pid: int | None, host: str | None, heartbeat: float | None, updated: float, now: float) -> bool:
+    """Whether a ``running`` run is orphaned: its owner process is gone or its heartbeat is stale."""
+    beat = heartbeat if heartbeat is not None else updated
+    return not _alive(pid, host) or now - beat >= STALE_S
 
 
 def _json(value) -> str | None:
@@ -457,15 +463,15 @@ class RunStore:
                                     (time.time(), run_id, os.getpid(), socket.gethostname())).rowcount)
 
     def detect_orphans(self, run_id: str | None = None) -> list[str]:
-        """Mark ``interrupted`` the running runs (all, or ``run_id``) whose owner process is gone or whose heartbeat
-        is stale; returns their ids."""
+        """The sweep: store as ``interrupted`` the running runs (all, or ``run_id``) whose owner process is gone or
+        whose heartbeat is stale (reads already show them so); returns their ids. Run before a run is taken or
+        stopped."""
         sql = "SELECT id, owner_pid, owner_host, heartbeat, updated FROM runs WHERE status = 'running'"
         with self.db.transaction() as con:
             rows = con.execute(sql + (" AND id = ?" if run_id else ""), (run_id,) if run_id else ()).fetchall()
         now, found = time.time(), []
         for rid, pid, host, heartbeat, updated in rows:
-            beat = heartbeat if heartbeat is not None else updated
-            if _alive(pid, host) and now - beat < STALE_S:
+            if not _orphaned(pid, host, heartbeat, updated, now):
                 continue
             with self.db.transaction() as con:  # conditional: an owner that just beat (or a resume that took it) wins
                 if con.execute("UPDATE runs SET status = 'interrupted', updated = ? WHERE id = ? AND "
@@ -514,8 +520,7 @@ class RunStore:
 
     def get(self, run_id: str, events: bool = True) -> RunRecord:
         """The run with its events (``events=False``: without them, for its settings, status or outcome);
-        KeyError if there is none."""
-        self.detect_orphans(run_id)
+        KeyError if there is none. A pure read: an orphaned running run reads as ``interrupted``, not stored so."""
         with self.db.transaction() as con:
             row = con.execute(f"SELECT {_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()
             if row is None:
@@ -531,14 +536,20 @@ class RunStore:
         if unknown:
             raise ValueError(f"cannot filter runs on {', '.join(sorted(unknown))}; use {', '.join(FILTERS)}")
         where = [(k, int(v) if isinstance(v, bool) else v) for k, v in filters.items() if v is not None]
-        self.detect_orphans()
+        status = dict(where).get("status")
+        derived = status in ("running", "interrupted")  # an orphaned running run reads as interrupted
+        clauses = [("status IN ('running', 'interrupted')", ()) if k == "status" and derived else (f"{k} = ?", (v,))
+                   for k, v in where]
         sql = f"SELECT {_COLUMNS} FROM runs"
-        if where:
-            sql += " WHERE " + " AND ".join(f"{k} = ?" for k, _ in where)
-        sql += " ORDER BY created DESC" + (f" LIMIT {int(limit)}" if limit else "")
+        if clauses:
+            sql += " WHERE " + " AND ".join(c for c, _ in clauses)
+        sql += " ORDER BY created DESC" + (f" LIMIT {int(limit)}" if limit and not derived else "")
         with self.db.transaction() as con:
-            rows = con.execute(sql, [v for _, v in where]).fetchall()
-        return [_record(r) for r in rows]
+            rows = con.execute(sql, [v for _, values in clauses for v in values]).fetchall()
+        records = [_record(r) for r in rows]
+        if derived:
+            records = [r for r in records if r.status == status][:limit or None]
+        return records
 
     def export(self, run_ids: list[str] | None = None, **filters) -> list[dict]:
         """Runs with their events as JSON-ready dicts: the given ids, or those ``list`` finds with ``filters``."""
@@ -561,7 +572,8 @@ class RunStore:
                 self._write_marker(con)
 
 
-_COLUMNS = "id, created, updated, status, settings, pause, outcome, parent_id, branch_step"
+_COLUMNS = ("id, created, updated, status, settings, pause, outcome, parent_id, branch_step, owner_pid, owner_host, "
+            "heartbeat")
 
 
 def _session_key(session: str) -> str:
@@ -577,7 +589,11 @@ def _event(text: str) -> AnyEvent:
 
 
 def _record(row, events: list[AnyEvent] | None = None) -> RunRecord:
-    return RunRecord(row[0], row[1], row[2], row[3], _load(row[4]), _load(row[5]), _load(row[6]), events or [],
+    """A stored run (``_COLUMNS``); a running one whose owner is gone or whose heartbeat is stale as ``interrupted``."""
+    status = row[3]
+    if status == "running" and _orphaned(row[9], row[10], row[11], row[2], time.time()):
+        status = "interrupted"
+    return RunRecord(row[0], row[1], row[2], status, _load(row[4]), _load(row[5]), _load(row[6]), events or [],
                      row[7], row[8])
 
 
