@@ -158,6 +158,6 @@ def test_an_answer_naming_the_group_tied_for_best_is_optimal_not_a_decision(monk
     ws = SimpleNamespace(question=SimpleNamespace(scenario="building", answer=2465), candidates=[2465, 2467, 100],
                          database=object())
     outcome = runtime._outcome({"final_answer": answer}, ws)
-    assert (outcome["decision"], outcome["grade_status"], outcome["correct"]) == (None, "ambiguous", False)
-    assert outcome["best_group"] is best_group
-    assert ("tied for the best score" in outcome["grade_reason"]) is best_group
+    assert (outcome.decision, outcome.grade_status, outcome.correct) == (None, "ambiguous", False)
+    assert outcome.best_group is best_group
+    assert ("tied for the best score" in outcome.grade_reason) is best_group

@@ -41,11 +41,11 @@ def _from_run(answer: str, runtime: AgentRuntime, tmp_path) -> dict:
     replay.write_text(json.dumps([_reply(answer)] * 2))  # the same answer after the "not queried yet" note
     result = runtime.start(RunSettings("building", 15, "sqlite", "singlerag", f"replay:{replay}"))
     o = result.outcome
-    assert result.status == "finished" and o["final_answer"] == answer
-    p = o["placement"] or {}
-    return {"decision": o["decision"], "status": o["grade_status"], "reason": o["grade_reason"],
-            "correct": o["correct"], "best_group": o["best_group"], "rank": p.get("rank"), "tied": p.get("tied"),
-            "regret": p.get("regret"), "optimal": p.get("regret") == 0 if p else o["best_group"]}
+    assert result.status == "finished" and o.final_answer == answer
+    p = o.placement or {}
+    return {"decision": o.decision, "status": o.grade_status, "reason": o.grade_reason, "correct": o.correct,
+            "best_group": o.best_group, "rank": p.get("rank"), "tied": p.get("tied"), "regret": p.get("regret"),
+            "optimal": p.get("regret") == 0 if p else o.best_group}
 
 
 def _from_bench(tmp_path, dqa_dir) -> list[dict]:

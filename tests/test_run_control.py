@@ -161,7 +161,7 @@ def test_stop_ends_a_run_waiting_for_the_model_and_it_can_be_resumed(home, tmp_p
     assert trace[-1].error_kind == "stopped"
     release.set()  # the server answers again: the stopped run goes on from its last checkpoint
     done = runtime.proceed("stopme")
-    assert done.status == "finished" and done.outcome["decision"] == "krakow"
+    assert done.status == "finished" and done.outcome.decision == "krakow"
 
 
 class TimingOut(GenericFakeChatModel):

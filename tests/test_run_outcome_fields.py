@@ -8,7 +8,7 @@ import json
 import pytest
 
 import core.cli.main as cli_module
-from core.agents.runtime import RunOutcome
+from core.model.outcome import RunOutcome
 from core.analysis.trace import Trace
 from core.llm.client import LLMSettings
 from tests.hostile_stub import PacedStream
@@ -36,7 +36,7 @@ def test_core_run_json_holds_every_field_of_the_run_outcome(home, tmp_path, monk
     """The issue's repro: two replies answering without a query. ``correct: true`` alone hid that it never
     queried; every outcome field is printed now, ``unconsulted`` among them."""
     report = _cli_run(home, monkeypatch, capsys, replay(tmp_path, [UNQUERIED] * 2))
-    assert set(RunOutcome.__annotations__) <= set(report)
+    assert set(RunOutcome().to_dict()) <= set(report)
     assert report["correct"] is True and report["unconsulted"] is True and report["actions"] == 0
     assert (report["repeats"], report["no_decision"]) == (0, False)
     assert report["tokens"]["failed_attempts"] == 0
@@ -53,8 +53,8 @@ def test_a_final_answer_repeated_after_the_note_counts_once_and_ends_the_run(hom
     events = runtime.store.get(result.run_id).events
     notes = [e for e in events if getattr(e, "error_kind", None) == "unqueried"]
     assert result.status == "finished" and len(notes) == 1
-    assert result.outcome["unconsulted"] and result.outcome["repeats"] == 0
-    assert [e.kind for e in events].count("final") == 1 and result.outcome["llm_calls"] == 2
+    assert result.outcome.unconsulted and result.outcome.repeats == 0
+    assert [e.kind for e in events].count("final") == 1 and result.outcome.llm_calls == 2
     runtime.close()
 
 
@@ -76,5 +76,5 @@ def test_an_abandoned_attempts_tokens_count_in_the_run_and_its_budget(home):
     assert first.failed_prompt_tokens == 100 and first.failed_completion_tokens == 4  # 14 characters read
     trace = Trace.of(events)
     assert trace.failed_tokens == 104 and trace.prompt_tokens == 100 * 3 and trace.completion_tokens == 10 * 2 + 4
-    tokens = result.outcome["tokens"]
-    assert tokens["failed_attempts"] == 104 and tokens["total"] == trace.prompt_tokens + trace.completion_tokens
+    tokens = result.outcome.tokens
+    assert tokens.failed_attempts == 104 and tokens.total == trace.prompt_tokens + trace.completion_tokens

@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass
 from core import scenarios
 from core.scenarios import DECISION_WORDS, catalog
 from core.model.grade import Override
+from core.model.outcome import RunOutcome
 from core.model.question import DecisionWords
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -558,10 +559,9 @@ def _ranked(question, database):
 
 
 def judge(question, database, answer: str | None = None, *, decision=_READ, candidates: list | None = None) -> Verdict:
-    """The verdict on ``answer`` to ``question`` (its ``candidates``, default the question's on ``database``), or,
-    given ``decision``, on an analyst's decision (None: no decision); placed in the simulator's ranking of the
-    question on ``database`` (None: not placed). An answer naming exactly the candidates tied for the best score
-    stays ambiguous and not correct, but is optimal (``best_group``)."""
+    """The verdict on ``answer`` to ``question`` (among ``candidates``, default the question's), or, given
+    ``decision``, on an analyst's decision (None: none), placed in the simulator's ranking of the question on
+    ``database`` (None: not placed). Naming exactly the candidates tied for best is ambiguous, yet optimal."""
     ranked, label = _ranked(question, database), question.answer
     if decision is _READ:
         if candidates is None:
@@ -582,16 +582,15 @@ def judge(question, database, answer: str | None = None, *, decision=_READ, cand
                    ranked.relative_regret(g.decision) if placement else None)
 
 
-def stored_verdict(outcome: dict, ranked) -> Verdict:
+def stored_verdict(outcome: RunOutcome, ranked) -> Verdict:
     """The verdict ``judge`` gave a run, from its stored outcome, with the ranking's facts from ``ranked`` (the
     question's ranking, None without one)."""
-    p = outcome.get("placement")
+    p = outcome.placement
     placement = Placement(p["rank"], p["of"], p["regret"], p["gain"], p.get("tied", 1)) if p else None
-    return Verdict(outcome.get("decision"), tuple(outcome.get("mentions") or ()), outcome.get("correct"),
-                   outcome.get("label"), outcome.get("grade_status") or "none", outcome.get("grade_reason") or "",
-                   bool(outcome.get("best_group")), placement, len(ranked.entries) if ranked is not None else None,
-                   bool(ranked is not None and ranked.all_tied),
-                   ranked.relative_regret(outcome["decision"]) if placement and ranked is not None else None)
+    return Verdict(outcome.decision, tuple(outcome.mentions), outcome.correct, outcome.label, outcome.grade_status or "none",
+                   outcome.grade_reason or "", outcome.best_group, placement,
+                   len(ranked.entries) if ranked is not None else None, bool(ranked is not None and ranked.all_tied),
+                   ranked.relative_regret(outcome.decision) if placement and ranked is not None else None)
 
 
 def override_for(settings: dict, decision, by: str, note: str = "", root=None) -> Override:

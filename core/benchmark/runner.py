@@ -27,6 +27,7 @@ from core.scenarios.dqa.source import dqa_benchmark
 from core import scenarios
 from core.config import home as project_home
 from core.agents.runtime import AgentRuntime, new_run_id
+from core.model.outcome import RunOutcome
 from core.model.run_settings import Limits, RunSettings
 from core.model.technique import technique, voted_name
 from core.agents.workspace import open_catalog_workspace
@@ -545,31 +546,29 @@ class Bench:
         wall = time.perf_counter() - start
         llm: CachingLLM = self._local.llm
         record = runtime.store.get(run_id, events=False)  # the events are in hand
-        outcome = record.outcome or {}
+        outcome = record.outcome or RunOutcome()
         trace = Trace.of(events)
-        facts = read_trace(trace, item.scenario, outcome.get("decision"))
+        facts = read_trace(trace, item.scenario, outcome.decision)
         failed_attempts = trace.fatal.attempts if trace.fatal else []
         if record.status == "failed" and facts.error_kind in RETRY:
-            raise _NotRun(facts.error_kind, outcome.get("error") or "the run failed", failed_attempts)
+            raise _NotRun(facts.error_kind, outcome.error or "the run failed", failed_attempts)
         evidence = _evidence(self.root, item, trace)
         # not answered (no final answer): neither right nor wrong, but a failure of a labelled question all the same
-        graded = (False if not outcome.get("final_answer") and outcome.get("label") is not None
-                  else outcome.get("correct"))
-        category, signs = classify(graded, facts, record.status, outcome.get("final_answer"),
-                                   outcome.get("decision"), evidence)
+        graded = False if not outcome.answered and outcome.label is not None else outcome.correct
+        category, signs = classify(graded, facts, record.status, outcome.final_answer, outcome.decision, evidence)
         verdict = stored_verdict(outcome, _ranking(self.root, item.scenario, item.question, item.source))
         placement = verdict.placement
-        tokens = outcome.get("tokens") or {}
+        tokens = outcome.tokens
         fresh, cached = [u for u in trace.usage if not u.cached], [u for u in trace.usage if u.cached]
         return {"set": self.set_name, "source": item.source, "scenario": item.scenario, "question": item.question,
                 "db": item.db,
                 "language": language(item.db),
                 "technique": item.technique, "model": item.model, "run_id": run_id, "status": record.status,
-                "decision": outcome.get("decision"), "label": outcome.get("label"), "correct": outcome.get("correct"),
-                "final_answer": outcome.get("final_answer"), "error": outcome.get("error"),
-                "llm_calls": outcome.get("llm_calls", 0), "cached_calls": llm.hits,
-                "prompt_tokens": tokens.get("prompt", 0), "completion_tokens": tokens.get("completion", 0),
-                "tokens_estimated": tokens.get("estimated", False),
+                "decision": outcome.decision, "label": outcome.label, "correct": outcome.correct,
+                "final_answer": outcome.final_answer, "error": outcome.error,
+                "llm_calls": outcome.llm_calls, "cached_calls": llm.hits,
+                "prompt_tokens": tokens.prompt, "completion_tokens": tokens.completion,
+                "tokens_estimated": tokens.estimated,
                 # time waited for the model now (retries, backoff and a failed last call included); cached replies
                 # apart, with their original latency
                 "llm_latency_s": sum(u.wait_s or u.latency_s for u in fresh)
@@ -581,12 +580,12 @@ class Bench:
                 **facts.to_dict(), "failure": category, "failure_signs": signs,
                 **(evidence.to_dict() if evidence else {"evidence_total": None, "evidence_seen": None,
                                                         "evidence_missing": None}),
-                "grade_status": outcome.get("grade_status"), "grade_reason": outcome.get("grade_reason"),
+                "grade_status": outcome.grade_status, "grade_reason": outcome.grade_reason,
                 "rank": placement and placement.rank, "candidates": placement and placement.of,
                 "regret": placement and placement.regret, "tied": placement and placement.tied,
                 "optimal": bool(verdict.optimal), "all_tied": verdict.all_tied,
-                "relative_regret": verdict.relative_regret, "cost_usd": outcome.get("cost_usd"), "limit": outcome.get("limit"),
-                "repeats": outcome.get("repeats", 0), "unconsulted": bool(outcome.get("unconsulted")),
+                "relative_regret": verdict.relative_regret, "cost_usd": outcome.cost_usd, "limit": outcome.limit,
+                "repeats": outcome.repeats, "unconsulted": outcome.unconsulted,
                 "finished": time.time(), "epoch": item.epoch,
                 **fidelity.result_fields(settings, trace.usage)}
 

@@ -37,6 +37,7 @@ from core.store.database import Database, is_url, location, upsert
 from core.config.files import write_atomic
 from core.config.secrets import scrub
 from core.model.events import AnyEvent, Event, event_from_dict
+from core.model.outcome import RunOutcome, RunStatus
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -74,9 +75,9 @@ NOT_ENDED = ("queued", "running", "paused")
 DRIVEN = ("queued", "running")
 
 
-def unanswered(status: str, outcome: dict | None) -> bool:
+def unanswered(status: str, outcome: RunOutcome | None) -> bool:
     """Whether a run of ``status`` with ``outcome`` ended without an answer to grade: neither correct nor wrong."""
-    return status not in NOT_ENDED and not (outcome or {}).get("final_answer")
+    return status not in NOT_ENDED and not (outcome and outcome.answered)
 
 
 @dataclass
@@ -87,17 +88,18 @@ class RunRecord:
     id: str
     created: float
     updated: float
-    status: str  # queued | running | paused | finished | failed | stopped | interrupted
+    status: RunStatus
     settings: dict
     pause: dict | None = None
-    outcome: dict | None = None
+    outcome: RunOutcome | None = None
     events: list[AnyEvent] = field(default_factory=list)
     parent_id: str | None = None  # the run this one branched from
     branch_step: int | None = None  # the step (LLM call) of the parent it branched at
 
     def to_dict(self) -> dict:
         return {"id": self.id, "created": self.created, "updated": self.updated, "status": self.status,
-                "settings": self.settings, "pause": self.pause, "outcome": self.outcome,
+                "settings": self.settings, "pause": self.pause,
+                "outcome": self.outcome.to_dict() if self.outcome else None,
                 "events": [e.to_dict() for e in self.events],
                 "parent_id": self.parent_id, "branch_step": self.branch_step}
 
@@ -411,7 +413,7 @@ class RunStore:
     def fail_undriven(self, run_id: str, event: Event) -> bool:
         """End as ``failed`` (with ``event``, an ErrorEvent saying why) a run that is queued or driven by this
         process, which cannot drive it (a worker without its data or its model); whether it did."""
-        outcome = {"error": getattr(event, "message", "")}
+        outcome = RunOutcome(error=getattr(event, "message", "")).to_dict()
         with self.db.transaction() as con:  # the status and its event at once: a reader never sees one alone
             failed = con.execute("UPDATE runs SET status = 'failed', updated = ?, outcome = ?, owner_pid = NULL, "
                                  "owner_host = NULL, heartbeat = NULL WHERE id = ? AND (status = 'queued' OR "
@@ -499,12 +501,13 @@ class RunStore:
                                (run_id, int(after))).fetchall()
         return [_event(d) for (d,) in rows]
 
-    def update(self, run_id: str, status: str, *, pause: dict | None = None, outcome: dict | None = None) -> None:
+    def update(self, run_id: str, status: RunStatus, *, pause: dict | None = None,
+               outcome: RunOutcome | None = None) -> None:
         """Set the run's status, its pause (None clears it, except for a running run) and, once it ended, its
-        outcome."""
-        decision = None if not outcome or outcome.get("decision") is None else str(outcome["decision"])
-        correct = (None if not outcome or outcome.get("correct") is None or unanswered(status, outcome)
-                   else int(outcome["correct"]))
+        outcome (stored as its ``to_dict()``)."""
+        decision = None if not outcome or outcome.decision is None else str(outcome.decision)
+        correct = (None if not outcome or outcome.correct is None or unanswered(status, outcome)
+                   else int(outcome.correct))
         # A running run has this process as owner, and keeps the pause it resumed from (the review of which
         # goes on if the run is interrupted before its next step); a run that stops running has no owner.
         owned = status == "running"
@@ -514,7 +517,8 @@ class RunStore:
                         "correct = COALESCE(?, correct), pause_id = CASE WHEN ? THEN pause_id ELSE ? END, "
                         "owner_pid = ?, owner_host = ?, heartbeat = ?, stop_requested = "
                         "CASE WHEN ? THEN stop_requested ELSE 0 END WHERE id = ?",
-                        (status, time.time(), owned and pause is None, _json(pause), _json(outcome), decision,
+                        (status, time.time(), owned and pause is None, _json(pause),
+                         _json(outcome.to_dict() if outcome else None), decision,
                          correct, owned and pause is None, (pause or {}).get("id"), os.getpid() if owned else None,
                          socket.gethostname() if owned else None, time.time() if owned else None, owned, run_id))
 
@@ -593,8 +597,8 @@ def _record(row, events: list[AnyEvent] | None = None) -> RunRecord:
     status = row[3]
     if status == "running" and _orphaned(row[9], row[10], row[11], row[2], time.time()):
         status = "interrupted"
-    return RunRecord(row[0], row[1], row[2], status, _load(row[4]), _load(row[5]), _load(row[6]), events or [],
-                     row[7], row[8])
+    return RunRecord(row[0], row[1], row[2], status, _load(row[4]), _load(row[5]), RunOutcome.from_dict(_load(row[6])),
+                     events or [], row[7], row[8])
 
 
 def as_tree(records: list[RunRecord]) -> list[tuple[RunRecord, int]]:
