@@ -350,12 +350,10 @@ class Bench:
 
     def run(self, on_result: Callable[[Item, dict | None, str | None, Progress], None] | None = None,
             stop: threading.Event | None = None, on_note: Callable[[str], None] | None = None) -> Progress:
-        """Run the pending items; ``on_result`` gets each item with its result, or None and why it could not run,
-        and the progress, from the worker's thread; ``on_note`` what the run changes on its own (concurrency
-        lowered after timeouts under load; also ``progress.notes``); ``stop`` ends the run once the items in
-        flight finish. The progress is also ``self.progress`` while the run goes on. An item that could not run
-        is kept in the result store (ResultStore.put_not_run; ``not_run()`` lists them) until a rerun finishes
-        it. Raises BenchBusy when another benchmark runs into the same directory (see ``claim``)."""
+        """Run the pending items (``self.progress`` meanwhile). ``on_result`` gets each item with its result, or None
+        and why it could not run (kept in the result store until a rerun finishes it), and the progress; ``on_note``
+        what the run changes on its own; ``stop`` ends it once the items in flight finish. BenchBusy: another
+        benchmark runs into the same directory."""
         self.claim()
         try:
             self.store.mark_running(len(self.work.items), self.config.started_by)

@@ -169,10 +169,8 @@ def replay_dirs() -> list[Path]:
 
 
 def replay_path(spec: str) -> Path:
-    """The absolute file (or folder) of a ``replay:FILE`` spec (so a run resumed from another directory finds it);
-    links are left as given, so a message names the file the analyst gave, and a link that loops is refused when
-    read. A path that is not on this machine (a job queued on another, or a checkout elsewhere) is found by its
-    name in this machine's replay folders (replay_dirs): replays travel by name."""
+    """The absolute file (or folder) of a ``replay:FILE`` spec, so a run resumed elsewhere finds it (links kept as
+    given); a path not on this machine is found by its name in this machine's replay folders (replay_dirs)."""
     path = Path(os.path.abspath(Path(spec[len(REPLAY_PREFIX):]).expanduser()))
     if not os.path.lexists(path):
         found = next((folder / path.name for folder in replay_dirs() if (folder / path.name).exists()), None)

@@ -239,11 +239,9 @@ class RunStore:
     def create(self, run_id: str, settings: dict, parent_id: str | None = None,
                branch_step: int | None = None, queued: bool = False,
                then: Callable[[object], None] | None = None) -> None:
-        """Record a new run with its settings: ``running``, owned by this process, or with ``queued`` waiting for a
-        worker (core.jobs.queue) and owned by none; a branch names its parent and the step it branched at. A run
-        recorded as queued and claimed by this process (``claim_run``) gets the settings it runs with.
-        ``then(connection)``: called in the same transaction with the team store's psycopg connection (the job
-        queue's job is deferred there: the run and its job are stored both or neither)."""
+        """Record a new run with its settings: ``running`` and owned by this process, or ``queued`` for a worker and
+        owned by none (a queued run this process claimed gets its settings); a branch names its parent and step.
+        ``then(connection)``: called in the same transaction with the team store's psycopg connection."""
         now = time.time()
         columns = ("id", "created", "updated", "status", "scenario", "question", "db", "technique", "llm", "hitl",
                    "settings", "owner_pid", "owner_host", "heartbeat", "parent_id", "branch_step")
