@@ -78,3 +78,22 @@ def test_an_abandoned_attempts_tokens_count_in_the_run_and_its_budget(home):
     assert trace.failed_tokens == 104 and trace.prompt_tokens == 100 * 3 and trace.completion_tokens == 10 * 2 + 4
     tokens = result.outcome.tokens
     assert tokens.failed_attempts == 104 and tokens.total == trace.prompt_tokens + trace.completion_tokens
+
+
+def test_the_outcome_keeps_its_json_shape_and_reads_older_rows():
+    """RunOutcome is stored as ``to_dict()``: the keys and JSON types of the dict it replaced, read back equal; a
+    row of an older version (only its error, or without the later fields) reads with defaults."""
+    stored = {"decision": 2677, "mentions": [2677], "correct": True, "label": 2677, "grade_status": "decided",
+              "grade_reason": "2677: named", "best_group": False,
+              "placement": {"rank": 1, "of": 91, "regret": 0.0, "gain": 1.5, "tied": 4},
+              "final_answer": "Raise building 2677.", "error": None, "llm_calls": 2, "actions": 1,
+              "plan": ["look", "decide"], "wall_s": 1.25, "no_decision": False, "unconsulted": False,
+              "cost_usd": None, "limit": None, "repeats": 0,
+              "tokens": {"prompt": 10, "completion": 5, "total": 15, "estimated": True, "failed_attempts": 0}}
+    outcome = RunOutcome.from_dict(json.loads(json.dumps(stored)))
+    assert outcome.to_dict() == stored and list(outcome.to_dict()) == list(stored)
+    assert (outcome.tokens.total, outcome.placement["tied"], outcome.answered) == (15, 4, True)
+    old = RunOutcome.from_dict({"error": "no model"})
+    assert (old.error, old.decision, old.llm_calls, old.tokens.total, old.answered) == ("no model", None, 0, 0, False)
+    assert RunOutcome.from_dict({"decision": "krakow", "correct": True}).grade_status is None
+    assert RunOutcome.from_dict(None) is None
