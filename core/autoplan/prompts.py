@@ -111,11 +111,9 @@ def parse_reflection(text: str) -> dict[str, str]:
 
 
 def update_message(plan: list[str], experiences: list[dict], reward: str = "rich", task: str | None = None) -> str:
-    """The plan update: the current plan and each run's question, outcome and reflection (``experiences``: dicts
-    with question, text, outcome and the reflection's parts). With ``task`` (the paper setting), equation 9's
-    inputs and nothing between them: the current plan X_i (none for the empty X_0), each task instance P_j (the
-    question as the agent was given it) with its summary, flaws and revision, and Table 2's Upd-prompt; then the
-    plan's format, so that the new plan can be read."""
+    """The plan update: the current plan and each run's question, outcome and reflection (``experiences``). With
+    ``task`` (the paper setting), equation 9's inputs alone: the current plan X_i (none for X_0), each task
+    instance P_j with its summary, flaws and revision, and Table 2's Upd-prompt; then the plan's format."""
     if task is not None:
         jobs = [part for e in experiences for part in (e["text"], e["summary"], e["flaws"], e["revision"]) if part]
         return "\n\n".join(([render_plan(plan)] if plan else []) + jobs + [PAPER_UPDATE_PROMPT, PLAN_FORMAT])

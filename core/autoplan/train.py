@@ -33,11 +33,10 @@ class AutoPlanError(Exception):
 
 @dataclass
 class TrainSettings:
-    """One training: the scenario's questions ``train`` (numbers of ``source``) on database ``db`` with model
-    ``llm`` (a name or ``replay:FILE``), B = ``batch_size`` questions per iteration, I = ``iterations``.
-    Sampling during training: ``temperature`` and ``top_p`` (paper: nucleus sampling p = 0.9; None: not sent);
-    ``reflection``: ``three-step`` (paper) or ``one-call``; ``reward``: ``success`` (paper: success or failure) or
-    ``rich`` (also the best decision, the rank and the regret)."""
+    """One training: the questions ``train`` of ``source`` on database ``db`` with model ``llm`` (a name or
+    ``replay:FILE``), ``batch_size`` questions per iteration, ``iterations`` iterations; sampling by ``temperature``
+    and ``top_p``; ``reflection`` ``three-step`` (paper) or ``one-call``; ``reward`` ``success`` (paper) or ``rich``
+    (also the best decision, the rank and the regret)."""
 
     scenario: str
     db: str
