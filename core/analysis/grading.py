@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass
 from core import scenarios
 from core.scenarios import DECISION_WORDS, catalog
 from core.model.grade import Override
-from core.model.outcome import RunOutcome
+from core.model.outcome import GradeStatus, RunOutcome
 from core.model.question import DecisionWords
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -529,7 +529,7 @@ class Verdict:
     mentions: tuple
     correct: bool | None  # None without a label or without an answer (not answered: neither right nor wrong)
     label: str | int | None
-    status: str
+    status: GradeStatus
     reason: str
     best_group: bool = False
     placement: Placement | None = None
@@ -587,8 +587,8 @@ def stored_verdict(outcome: RunOutcome, ranked) -> Verdict:
     question's ranking, None without one)."""
     p = outcome.placement
     placement = Placement(p["rank"], p["of"], p["regret"], p["gain"], p.get("tied", 1)) if p else None
-    return Verdict(outcome.decision, tuple(outcome.mentions), outcome.correct, outcome.label, outcome.grade_status or "none",
-                   outcome.grade_reason or "", outcome.best_group, placement,
+    return Verdict(outcome.decision, tuple(outcome.mentions), outcome.correct, outcome.label,
+                   outcome.grade_status or "none", outcome.grade_reason or "", outcome.best_group, placement,
                    len(ranked.entries) if ranked is not None else None, bool(ranked is not None and ranked.all_tied),
                    ranked.relative_regret(outcome.decision) if placement and ranked is not None else None)
 
