@@ -566,7 +566,7 @@ def show_items(items: pd.DataFrame) -> None:
                 open_run(record, "pages/run.py")
             with right:
                 override_form(record.id, record.settings, key=f"bench-{record.id}",
-                              decision=(record.outcome or {}).get("decision"))
+                              decision=record.outcome.decision if record.outcome else None)
             note = override_note(record.id)
             if note:
                 st.caption(note)

@@ -71,6 +71,14 @@ if not runs:
     st.stop()
 
 overrides = OverrideStore().all()
+
+
+def _correct(record) -> bool | None:
+    """Whether the run is correct, by the analyst's override when there is one."""
+    outcome = with_override(record.outcome, overrides.get(record.id))
+    return outcome.correct if outcome else None
+
+
 columns = st.columns(6)
 filters = {
     "scenario": choose(columns[0], "Scenario", (r.settings["scenario"] for r in runs), scenario_title),
@@ -78,12 +86,11 @@ filters = {
     "db": choose(columns[2], "Database", (r.settings["db"] for r in runs)),
     "llm": choose(columns[3], "Model", (r.settings["llm"] for r in runs), model_label),
     "status": choose(columns[4], "Status", (r.status for r in runs)),
-    "correct": choose(columns[5], "Correct", (with_override(r.outcome, overrides.get(r.id)).get("correct")
-                                              for r in runs), CORRECT.get),
+    "correct": choose(columns[5], "Correct", (_correct(r) for r in runs), CORRECT.get),
 }
 wanted = filters.pop("correct")  # an analyst's override decides it, not the stored automatic grade
 tree = as_tree([r for r in store.list(limit=None, **filters)
-                if wanted is None or with_override(r.outcome, overrides.get(r.id)).get("correct") == wanted])
+                if wanted is None or _correct(r) == wanted])
 shown = [r for r, _ in tree]
 
 

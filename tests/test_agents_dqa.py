@@ -67,10 +67,10 @@ def test_each_technique(runtime, transcript):
     events = events_of(runtime, result)
     assert result.status == "finished", events[-1]
     outcome = result.outcome
-    assert outcome["decision"] == EXPECTED[transcript]
-    assert outcome["correct"] is (outcome["decision"] == outcome["label"])
-    assert outcome["llm_calls"] == len(replies) and outcome["tokens"]["estimated"]
-    assert outcome["placement"]["rank"] >= 1 and (outcome["placement"]["regret"] == 0) is outcome["correct"]
+    assert outcome.decision == EXPECTED[transcript]
+    assert outcome.correct is (outcome.decision == outcome.label)
+    assert outcome.llm_calls == len(replies) and outcome.tokens.estimated
+    assert outcome.placement["rank"] >= 1 and (outcome.placement["regret"] == 0) is outcome.correct
     assert {e.kind for e in events} <= KINDS and events[-1].kind == "final"
     for action, observation in zip(*[[e for e in events if e.kind == k] for k in ("action", "observation")]):
         if action.language != "self" and "SET" not in action.query and "UPDATE" not in action.query:
@@ -88,7 +88,7 @@ def test_each_technique(runtime, transcript):
     if transcript.endswith("_planrag"):
         assert events[0].kind == "plan" and [e.replan for e in replans] == [False, True, False, False]
         changed = next(e for e in replans if e.replan)
-        assert changed.old_plan == events[0].steps and changed.new_plan == outcome["plan"]
+        assert changed.old_plan == events[0].steps and changed.new_plan == outcome.plan
     else:
         assert not replans
         assert (events[0].kind == "plan") is transcript.endswith("norp")
@@ -104,7 +104,7 @@ def test_malformed_replies_get_corrective_observations(runtime, language):
                 "'Trade Database' is not a valid tool" if language == "sql" else "looks like MySQL",
                 "after the Final answer"]
     assert len(corrections) == len(expected) and all(x in c for x, c in zip(expected, corrections)), corrections
-    assert result.status == "finished" and result.outcome["correct"] is True
+    assert result.status == "finished" and result.outcome.correct is True
 
 
 @pytest.mark.parametrize("language", ["sql", "cypher"])
@@ -113,7 +113,7 @@ def test_a_refused_write_is_an_observation_the_agent_corrects(runtime, language)
     observations = [e for e in events_of(runtime, result) if e.kind == "observation"]
     refused = [o for o in observations if o.error_kind == "refused"]
     assert len(refused) == 1 and refused[0].text.startswith("Query refused")
-    assert result.outcome["decision"] == 1485 and result.outcome["correct"] is True
+    assert result.outcome.decision == 1485 and result.outcome.correct is True
 
 
 @pytest.mark.parametrize("language", ["sql", "cypher"])
@@ -125,7 +125,7 @@ def test_approve_every_plan(runtime, language):
     result = runtime.resume(result.run_id, Review.approve())
     assert result.status == "paused" and result.pause.kind == "replan" and len(result.pause.old_plan) == 4
     result = runtime.resume(result.run_id, Review.approve())
-    assert result.status == "finished" and result.outcome["correct"] is True and result.outcome["llm_calls"] == 5
+    assert result.status == "finished" and result.outcome.correct is True and result.outcome.llm_calls == 5
     approvals = [e for e in events_of(runtime, result) if e.kind == "plan" and e.origin == "analyst"]
     assert [a.status for a in approvals] == ["approved", "approved"]
 
@@ -137,7 +137,7 @@ def test_edited_plan_is_followed_and_recorded(runtime):
               'Get the development of "SWE" for the inland merchant bonus',
               'Pick the source where a merchant steers the most value to "baltic_sea"']
     result = runtime.resume(result.run_id, Review.edit(edited, note="merge steps 1-2, add the inland bonus"))
-    assert result.status == "finished" and result.outcome["plan"] == edited and result.outcome["correct"] is True
+    assert result.status == "finished" and result.outcome.plan == edited and result.outcome.correct is True
     events = events_of(runtime, result)
     edit = next(e for e in events if e.kind == "plan" and e.origin == "analyst")
     assert (edit.status, edit.steps, edit.proposed_steps) == ("edited", edited, proposed)
@@ -158,7 +158,7 @@ def test_rejected_plan_makes_the_agent_replan_with_the_note(runtime):
     result = runtime.resume(result.run_id, Review.reject(note))
     assert result.status == "paused" and result.pause.kind == "plan" and result.pause.plan != first
     result = runtime.resume(result.run_id, Review.approve())
-    assert result.status == "finished" and result.outcome["correct"] is True
+    assert result.status == "finished" and result.outcome.correct is True
     events = events_of(runtime, result)
     rejection = next(e for e in events if e.kind == "plan" and e.status == "rejected")
     assert rejection.steps == first and rejection.note == note
@@ -174,7 +174,7 @@ def test_resume_from_a_fresh_runtime_after_a_restart(home):
     assert second.result(paused.run_id).pause == paused.pause
     done = second.resume(paused.run_id, Review.approve())
     second.close()
-    assert done.status == "finished" and done.outcome["decision"] == 1485 and done.outcome["llm_calls"] == 5
+    assert done.status == "finished" and done.outcome.decision == 1485 and done.outcome.llm_calls == 5
     calls = [e.llm.call for e in second.store.get(paused.run_id).events if e.llm]
     assert calls == [1, 2, 3, 4, 5]
 
@@ -237,4 +237,4 @@ def test_demo_questions_run_the_same_way(tmp_path, scenario):
     runtime = AgentRuntime(tmp_path)
     result = runtime.start(RunSettings(scenario, 1, "sqlite", "iterrag", f"replay:{replay}", source="demo"))
     runtime.close()
-    assert result.outcome["correct"] is True and result.outcome["placement"]["rank"] == 1
+    assert result.outcome.correct is True and result.outcome.placement["rank"] == 1

@@ -84,7 +84,7 @@ def test_the_same_failing_query_is_not_run_again_and_the_run_ends_stuck(home, tm
     events = events_of(runtime, result)
     assert result.status == "stuck" and len(backend.queries) == 1
     # not 20 calls: 4, then the one request for the final answer (issue 29), which the loop answers with its query
-    assert result.outcome["llm_calls"] == 5 and result.outcome["repeats"] == 3
+    assert result.outcome.llm_calls == 5 and result.outcome.repeats == 3
     repeats = [e for e in events if e.kind == "observation" and e.error_kind == "repeat"]
     assert len(repeats) == 2
     assert "Not run: you already took this action (LLM call 1)" in repeats[0].text
@@ -92,8 +92,8 @@ def test_the_same_failing_query_is_not_run_again_and_the_run_ends_stuck(home, tm
     asked = next(e for e in events if e.kind == "error" and e.error_kind == "stuck")
     assert not asked.fatal and asked.message.endswith("asking the agent for its final answer now")
     assert events[-1].kind == "error" and events[-1].error_kind == "stuck" and events[-1].fatal
-    assert "repeated itself 3 times" in result.outcome["error"]
-    assert "asked once for its final answer, it gave none" in result.outcome["error"]
+    assert "repeated itself 3 times" in result.outcome.error
+    assert "asked once for its final answer, it gave none" in result.outcome.error
     assert runtime.store.get(result.run_id, events=False).status == "stuck"
     assert runtime.store.list(status="stuck")[0].id == result.run_id
 
@@ -104,13 +104,13 @@ def test_a_stuck_run_asks_once_for_the_final_answer_from_what_it_observed(home, 
     runtime = scripted_runtime(home, model, backend)
     result = runtime.start(RunSettings("locating", 1, "sqlite", "iterrag", "scripted", limits=Limits(max_repeats=2)))
     events = events_of(runtime, result)
-    assert result.status == "stuck" and result.outcome["llm_calls"] == 4 and len(backend.queries) == 1
+    assert result.status == "stuck" and result.outcome.llm_calls == 4 and len(backend.queries) == 1
     asked = model.requests[-1][-1].content  # the answer request: the question and the rows the query got
     assert "The data collected to answer it" in asked and "krakow" in asked and "Final answer" in asked
     stuck = next(e for e in events if e.kind == "error")
     assert stuck.error_kind == "stuck" and not stuck.fatal and events[-1].kind == "final"
-    assert result.outcome["decision"] == "krakow" and result.outcome["correct"] is True
-    assert result.outcome["error"] == ("the agent repeated itself 2 times (last: the same action as at LLM call 1: "
+    assert result.outcome.decision == "krakow" and result.outcome.correct is True
+    assert result.outcome.error == ("the agent repeated itself 2 times (last: the same action as at LLM call 1: "
                                        "SELECT trade_node FROM trade_node); it then gave its final answer from what "
                                        "it had observed")
     assert runtime.store.list(status="stuck")[0].id == result.run_id
@@ -121,8 +121,8 @@ def test_a_stuck_run_with_no_call_left_ends_without_asking(home, tmp_path):
     runtime = scripted_runtime(home, model)
     result = runtime.start(RunSettings("locating", 1, "sqlite", "iterrag", "scripted",
                                        limits=Limits(max_repeats=2, max_tokens=3000)))
-    assert result.status == "stuck" and result.outcome["llm_calls"] == 3 and len(model.replies) == 1
-    assert result.outcome["error"].endswith("; the run ends here") and result.outcome["final_answer"] is None
+    assert result.status == "stuck" and result.outcome.llm_calls == 3 and len(model.replies) == 1
+    assert result.outcome.error.endswith("; the run ends here") and result.outcome.final_answer is None
 
 
 def test_a_repeated_good_query_gets_its_earlier_result_and_the_agent_goes_on(home, tmp_path):
@@ -130,7 +130,7 @@ def test_a_repeated_good_query_gets_its_earlier_result_and_the_agent_goes_on(hom
     runtime = make_runtime(home, backend)
     result = runtime.start(settings(replay(tmp_path, [ACT, ACT + "  ", FINAL])))
     events = events_of(runtime, result)
-    assert result.status == "finished" and result.outcome["decision"] == "krakow" and len(backend.queries) == 1
+    assert result.status == "finished" and result.outcome.decision == "krakow" and len(backend.queries) == 1
     repeat = next(e for e in events if getattr(e, "error_kind", None) == "repeat")
     assert "it gave:" in repeat.text and "krakow" in repeat.text and "Do something different" in repeat.text
     # a repeat is not a retrieval: no action event for it
@@ -154,7 +154,7 @@ def test_the_same_invalid_reply_again_counts_as_a_repeat(home, tmp_path):
     bad = "Thought: I will look\nAction: Trade Database\nAction input: SELECT trade_node FROM trade_node"
     result = runtime.start(settings(replay(tmp_path, [bad] * 5), limits=Limits(max_repeats=2)))
     events = events_of(runtime, result)
-    assert result.status == "stuck" and result.outcome["llm_calls"] == 4  # and the request for the final answer
+    assert result.status == "stuck" and result.outcome.llm_calls == 4  # and the request for the final answer
     assert "you sent this same reply before (LLM call 1)" in [e for e in events if e.kind == "observation"][1].text
 
 
@@ -173,8 +173,8 @@ def test_each_limit_sends_the_run_to_its_answer_and_the_trace_says_which(home, l
     events = events_of(runtime, result)
     notice = next(e for e in events if e.kind == "error")
     assert notice.error_kind == "limit" and not notice.fatal and said in notice.message
-    assert result.status == "finished" and result.outcome["limit"] == limit
-    assert result.outcome["decision"] == "krakow" and result.outcome["cost_usd"] > 0
+    assert result.status == "finished" and result.outcome.limit == limit
+    assert result.outcome.decision == "krakow" and result.outcome.cost_usd > 0
 
 
 def test_a_cost_limit_needs_a_price(home, tmp_path):
@@ -208,22 +208,22 @@ def test_replan_y_at_the_answer_step_is_not_an_answer(home):
     events = events_of(runtime, result)
     correction = [e for e in events if e.kind == "observation" and e.error_kind == "format"]
     assert "not a final answer (it has replan)" in correction[0].text
-    assert result.status == "finished" and result.outcome["final_answer"] == "lubeck"
+    assert result.status == "finished" and result.outcome.final_answer == "lubeck"
     assert [m.type for m in model.requests[2]] == ["system", "human", "ai", "human"]  # the retry shows the miss
 
 
 def test_an_answer_step_that_never_answers_fails_saying_why(home):
     runtime = scripted_runtime(home, Scripted([ACT, ACT, ACT]))
     result = runtime.start(RunSettings("locating", 1, "sqlite", "singlerag", "scripted"))
-    assert result.status == "failed" and result.outcome["llm_calls"] == 3
-    assert "no final answer when asked for it: your reply is not a final answer" in result.outcome["error"]
+    assert result.status == "failed" and result.outcome.llm_calls == 3
+    assert "no final answer when asked for it: your reply is not a final answer" in result.outcome.error
 
 
 def test_empty_replies_end_the_run_instead_of_using_every_call(home):
     runtime = scripted_runtime(home, Scripted(["", "  ", ""]))
     result = runtime.start(RunSettings("locating", 1, "sqlite", "iterrag", "scripted"))
     events = events_of(runtime, result)
-    assert result.status == "failed" and result.outcome["llm_calls"] == 3
+    assert result.status == "failed" and result.outcome.llm_calls == 3
     assert events[-1].error_kind == "empty_reply" and "3 empty replies in a row" in events[-1].message
     assert "your reply was empty" in events[0].text
 
@@ -239,7 +239,7 @@ def test_replies_cut_by_the_length_limit_are_not_taken_as_complete(home):
     assert backend.queries == ["SELECT trade_node FROM trade_node"]  # the cut query never ran
     assert "cut off at the reply length limit" in events[0].text
     notes = [e for e in events if e.kind == "error" and e.error_kind == "truncated"]
-    assert notes and not notes[0].fatal and result.status == "finished" and result.outcome["decision"] == "krakow"
+    assert notes and not notes[0].fatal and result.status == "finished" and result.outcome.decision == "krakow"
 
 
 def test_replies_cut_off_every_time_end_the_run_naming_the_reply_cap(home):
@@ -247,8 +247,8 @@ def test_replies_cut_off_every_time_end_the_run_naming_the_reply_cap(home):
     runtime = scripted_runtime(home, Scripted([cut] * 6))
     result = runtime.start(RunSettings("locating", 1, "sqlite", "iterrag", "scripted"))
     assert result.status == "stuck"
-    assert result.outcome["error"].startswith("the model's replies were cut off at the reply length limit")
-    assert "--max-reply-tokens" in result.outcome["error"] and "repeated itself" not in result.outcome["error"]
+    assert result.outcome.error.startswith("the model's replies were cut off at the reply length limit")
+    assert "--max-reply-tokens" in result.outcome.error and "repeated itself" not in result.outcome.error
 
 
 def test_the_client_reports_the_servers_finish_reason():
@@ -267,8 +267,8 @@ def test_the_client_reports_the_servers_finish_reason():
 def test_a_final_answer_naming_no_decision_is_kept_as_such(home, tmp_path):
     runtime = make_runtime(home)
     result = runtime.start(settings(replay(tmp_path, [ACT, "Final answer: I cannot tell from this data."])))
-    assert result.status == "finished" and result.outcome["decision"] is None
-    assert result.outcome["no_decision"] is True and result.outcome["final_answer"].startswith("I cannot tell")
+    assert result.status == "finished" and result.outcome.decision is None
+    assert result.outcome.no_decision is True and result.outcome.final_answer.startswith("I cannot tell")
 
 
 def test_what_is_and_is_not_an_answer():
@@ -308,7 +308,7 @@ def test_a_request_that_cannot_fit_ends_with_its_own_status(home):
     assert events[-2].error_kind == "limit" and "context window full" in events[-2].message
     # the message says what is kept for the reply, and where the window came from (issue 29)
     assert events[-1].error_kind == "context" and ("1,024 available: a 2,048-token window less 1,024 kept for "
-                                                   "the reply; the window set for the run") in result.outcome["error"]
+                                                   "the reply; the window set for the run") in result.outcome.error
 
 
 def test_fit_keeps_the_question_the_replies_and_the_latest_observation():
@@ -382,7 +382,7 @@ def test_replan_y_without_a_plan_asks_for_the_new_plan(home, tmp_path):
     result = runtime.start(settings(replay(tmp_path, replies), "planrag"))
     said = [e.text for e in events_of(runtime, result) if e.kind == "observation"]
     assert "you answered Re-plan: Y but wrote no new Plan" in said[1] and "Write your Plan" in said[1]
-    assert result.status == "finished" and result.outcome["plan"] == ["compare", "choose"]
+    assert result.status == "finished" and result.outcome.plan == ["compare", "choose"]
 
 
 def test_a_query_in_the_action_line_is_run_when_unambiguous(home, tmp_path):
@@ -426,7 +426,7 @@ def test_reaper_answer_step_refuses_a_plan_as_the_final_answer(home, tmp_path):
     plan = "Step 1: the nodes - #E1 = Relational DB[SELECT trade_node FROM trade_node]"
     result = runtime.start(settings(replay(tmp_path, [plan, plan, "Final answer: krakow"]), "reaper"))
     events = events_of(runtime, result)
-    assert result.status == "finished" and result.outcome["final_answer"] == "krakow"
+    assert result.status == "finished" and result.outcome.final_answer == "krakow"
     assert any("not a final answer (it has plan steps)" in e.text for e in events if e.kind == "observation")
 
 
@@ -453,7 +453,7 @@ def test_a_full_context_sends_the_run_to_its_answer_with_older_data_shortened(ho
     result = runtime.start(RunSettings("locating", 1, "sqlite", "iterrag", "scripted",
                                        limits=Limits(context_tokens=4608, observation_chars=5000, cell_chars=5000,
                                                      reply_tokens=1024)))
-    assert result.status == "finished" and result.outcome["limit"] == "context"
+    assert result.status == "finished" and result.outcome.limit == "context"
     data = model.requests[-1][1].content
     assert data.count("[shortened to fit the model's context window") >= 1 and data.count("x" * 4100) == 1
     notice = next(e for e in events_of(runtime, result) if e.kind == "error" and e.error_kind == "limit")
@@ -507,7 +507,7 @@ def test_reaper_answers_from_what_it_has_when_the_replan_cannot_fit(home):
     events = events_of(runtime, result)
     notice = next(e for e in events if e.kind == "error")
     assert notice.error_kind == "limit" and "context window full" in notice.message
-    assert result.status == "finished" and result.outcome["limit"] == "context" and len(model.requests) == 2
+    assert result.status == "finished" and result.outcome.limit == "context" and len(model.requests) == 2
 
 
 def test_a_reaper_plan_cut_off_runs_its_whole_steps_and_says_so(home):
@@ -526,7 +526,7 @@ def test_timeouts_of_different_queries_are_not_repeats(home, tmp_path):
     runtime = make_runtime(home)
     slow = [ACT.replace("trade_node FROM", f"SLEEP({i}) FROM") for i in range(4)]
     result = runtime.start(settings(replay(tmp_path, slow + [FINAL]), limits=Limits(max_repeats=2)))
-    assert result.status == "finished" and result.outcome["repeats"] == 0
+    assert result.status == "finished" and result.outcome.repeats == 0
 
 
 def test_a_server_refusing_a_request_past_its_context_ends_the_run_as_context_exceeded(home):
@@ -541,7 +541,7 @@ def test_a_server_refusing_a_request_past_its_context_ends_the_run_as_context_ex
     events = events_of(runtime, result)
     assert result.status == "context_exceeded" and len(server.requests) == 2
     assert events[-1].kind == "error" and events[-1].error_kind == "context"
-    assert "exceeds the available context size" in result.outcome["error"] and "--context-tokens" in result.outcome["error"]
+    assert "exceeds the available context size" in result.outcome.error and "--context-tokens" in result.outcome.error
 
 
 def test_a_server_that_did_not_report_its_context_at_first_is_asked_again():
@@ -569,17 +569,17 @@ def test_an_answer_before_any_query_is_noted_once_and_recorded(home, tmp_path):
     events = events_of(runtime, result)
     note = [e for e in events if e.kind == "observation"]
     assert len(note) == 1 and note[0].error_kind == "unqueried" and "not queried the Relational DB yet" in note[0].text
-    assert result.status == "finished" and result.outcome["llm_calls"] == 2 and backend.queries == []
-    assert result.outcome["unconsulted"] is True and result.outcome["decision"] == "krakow"
+    assert result.status == "finished" and result.outcome.llm_calls == 2 and backend.queries == []
+    assert result.outcome.unconsulted is True and result.outcome.decision == "krakow"
     told = Scripted([FINAL, ACT, FINAL])
     result = scripted_runtime(home, told, backend).start(RunSettings("locating", 1, "sqlite", "iterrag", "scripted"))
-    assert result.outcome["unconsulted"] is False and result.outcome["llm_calls"] == 3
+    assert result.outcome.unconsulted is False and result.outcome.llm_calls == 3
 
 
 def test_the_paper_setting_is_not_told_and_records_the_unconsulted_answer(home, tmp_path):
     model = Scripted(["Thought: I know.\nFinal answer: krakow"])
     runtime = scripted_runtime(home, model)
     result = runtime.start(RunSettings("locating", 1, "sqlite", "iterrag", "scripted", prompts="paper"))
-    assert result.status == "finished" and result.outcome["llm_calls"] == 1
-    assert result.outcome["unconsulted"] is True
+    assert result.status == "finished" and result.outcome.llm_calls == 1
+    assert result.outcome.unconsulted is True
     assert not [e for e in events_of(runtime, result) if e.kind == "observation"]

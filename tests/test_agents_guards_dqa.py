@@ -34,23 +34,23 @@ def test_iterrag_sending_the_same_failing_query_ends_stuck_after_three_repeats(r
     result, events = run(runtime, "sqlite", "iterrag", "locating_sql_iterrag_loop.json")
     # of the 20 the loop used in the issue: 4, and the one request for the final answer (the loop answers it with
     # its query again, so the run ends stuck with no answer)
-    assert result.status == "stuck" and result.outcome["llm_calls"] == 5
+    assert result.status == "stuck" and result.outcome.llm_calls == 5
     assert sum(e.kind == "action" for e in events) == 1  # the query ran once
     first = next(e for e in events if e.kind == "observation")
     assert "no such column: T1.local_value" in first.error
     repeat = next(e for e in events if getattr(e, "error_kind", None) == "repeat")
     assert "no such column: T1.local_value" in repeat.text and "LLM call 1" in repeat.text
-    assert result.outcome["error"].startswith("the agent repeated itself 3 times")
+    assert result.outcome.error.startswith("the agent repeated itself 3 times")
 
 
 def test_a_higher_repeat_limit_lets_the_loop_go_on_longer(runtime):
     result, _ = run(runtime, "sqlite", "iterrag", "locating_sql_iterrag_loop.json", limits=Limits(max_repeats=5))
-    assert result.status == "stuck" and result.outcome["llm_calls"] == 7
+    assert result.status == "stuck" and result.outcome.llm_calls == 7
 
 
 def test_ladybug_queries_in_the_action_line_and_a_bare_replan_y_recover(runtime):
     result, events = run(runtime, "ladybug", "planrag", "locating_cypher_planrag_recover.json")
-    assert result.status == "finished" and result.outcome["decision"] == "krakow"
+    assert result.status == "finished" and result.outcome.decision == "krakow"
     actions = [e for e in events if e.kind == "action"]
     assert [a.tool for a in actions] == ["Graph DB", "Graph DB"]
     assert "calculated_trading_power" in actions[1].query
@@ -69,7 +69,7 @@ def test_reaper_bare_steps_multiline_queries_and_a_renumbered_replan_run(runtime
     assert len(queries) == 4 and 'WHERE dest = "baltic_sea"' in queries[1]
     said = [e.text for e in events if e.kind == "observation" and e.error_kind == "format"]
     assert any("not a final answer (it has replan)" in t for t in said)  # Re-plan: Y is not the final answer
-    assert result.status == "finished" and result.outcome["decision"] == "krakow"
+    assert result.status == "finished" and result.outcome.decision == "krakow"
 
 
 def test_core_run_takes_the_limits_and_says_the_run_was_stuck(tmp_path, dqa_dir):

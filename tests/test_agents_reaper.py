@@ -100,7 +100,7 @@ def test_review_edit_is_checked_reject_asks_again_and_an_edit_runs(home, tmp_pat
     assert again.status == "paused" and again.pause.plan[0].startswith("the values - #E1")
     edited = ["the values - #E1 = Relational DB[SELECT trade_node, local_value FROM trade_node WHERE local_value > 0]"]
     done = runtime.resume(first.run_id, Review.edit(edited, note="only valued nodes"))
-    assert done.status == "finished" and done.outcome["correct"] is True and done.outcome["llm_calls"] == 3
+    assert done.status == "finished" and done.outcome.correct is True and done.outcome.llm_calls == 3
     assert fake.queries == ["SELECT trade_node, local_value FROM trade_node WHERE local_value > 0"]
     events = events_of(runtime, done)
     reviews = [(e.status, e.note) for e in events if e.kind == "plan" and e.origin == "analyst"]
@@ -116,7 +116,7 @@ def test_a_paused_plan_resumes_after_a_restart(home, tmp_path):
     first.close()
     second = make_runtime(home, fake)
     done = second.resume(paused.run_id, Review.approve())
-    assert done.status == "finished" and done.outcome["llm_calls"] == 2 and fake.queries == [
+    assert done.status == "finished" and done.outcome.llm_calls == 2 and fake.queries == [
         "SELECT trade_node FROM trade_node"]
     assert [e.llm.call for e in events_of(second, done) if e.llm] == [1, 2]
 
@@ -129,7 +129,7 @@ def test_approve_replans_pauses_only_at_the_replan(home, tmp_path):
     assert paused.status == "paused" and paused.pause.kind == "replan"
     assert paused.pause.old_plan == [failing[len("Step 1: "):]] and paused.pause.plan == [replan[len("Step 2: "):]]
     done = runtime.resume(paused.run_id, Review.approve())
-    assert done.status == "finished" and done.outcome["plan"] == paused.pause.old_plan + paused.pause.plan
+    assert done.status == "finished" and done.outcome.plan == paused.pause.old_plan + paused.pause.plan
     observations = [e for e in events_of(runtime, done) if e.kind == "observation"]
     assert [o.error_kind for o in observations] == ["syntax", None]
 
@@ -140,7 +140,7 @@ def test_a_result_a_step_cannot_use_is_an_error_observation(home, tmp_path):
     result_ = runtime.start(settings(replay(tmp_path, [plan, ANSWER]), "reaper", replan_on_failure=False))
     observations = [e for e in events_of(runtime, result_) if e.kind == "observation"]
     assert observations[1].error_kind == "reference" and "#E1 has 2 columns" in observations[1].text
-    assert result_.outcome["llm_calls"] == 2 and result_.outcome["actions"] == 1
+    assert result_.outcome.llm_calls == 2 and result_.outcome.actions == 1
 
 
 def test_at_the_call_limit_it_answers_without_replanning(home, tmp_path):
@@ -149,7 +149,7 @@ def test_at_the_call_limit_it_answers_without_replanning(home, tmp_path):
     result_ = runtime.start(settings(replay(tmp_path, [failing, ANSWER]), "reaper", limits=Limits(max_llm_calls=2)))
     events = events_of(runtime, result_)
     assert [e.error_kind for e in events if e.kind == "error"] == ["limit"]
-    assert result_.status == "finished" and result_.outcome["llm_calls"] == 2
+    assert result_.status == "finished" and result_.outcome.llm_calls == 2
 
 
 def test_initial_plans_are_for_the_loop_techniques(home, tmp_path):
@@ -176,9 +176,9 @@ def run(runtime, scenario: str, language: str, transcript: str, **kw):
 def test_one_call_plans_and_one_answers(dqa_runtime, language):
     result_, events = run(dqa_runtime, "locating", language, f"locating_{language}")
     outcome = result_.outcome
-    assert result_.status == "finished" and outcome["decision"] == "krakow" and outcome["correct"] is True
-    assert outcome["llm_calls"] == 2 and outcome["actions"] == 4 and outcome["placement"]["rank"] == 1
-    assert outcome["wall_s"] > 0 and len(outcome["plan"]) == 4
+    assert result_.status == "finished" and outcome.decision == "krakow" and outcome.correct is True
+    assert outcome.llm_calls == 2 and outcome.actions == 4 and outcome.placement["rank"] == 1
+    assert outcome.wall_s > 0 and len(outcome.plan) == 4
     assert {e.kind for e in events} <= KINDS and [e.llm.call for e in events if e.llm] == [1, 2]
     assert events[0].kind == "plan" and events[0].status == "adopted" and events[-1].kind == "final"
     actions = [e.query for e in events if e.kind == "action"]
@@ -197,8 +197,8 @@ def test_one_call_plans_and_one_answers(dqa_runtime, language):
 
 def test_a_failed_step_is_replanned_once(dqa_runtime):
     result_, events = run(dqa_runtime, "building", "sql", "building_sql_failing")
-    assert result_.outcome["decision"] == 1485 and result_.outcome["correct"] is True
-    assert result_.outcome["llm_calls"] == 3 and result_.outcome["actions"] == 3
+    assert result_.outcome.decision == 1485 and result_.outcome.correct is True
+    assert result_.outcome.llm_calls == 3 and result_.outcome.actions == 3
     observations = [(e.text.split(" ")[0], e.error_kind) for e in events if e.kind == "observation"]
     assert observations == [("#E1", None), ("#E2", "error"), ("#E3", "skipped"), ("#E4", None)]
     replan = next(e for e in events if e.kind == "replan")
@@ -209,7 +209,7 @@ def test_a_failed_step_is_replanned_once(dqa_runtime):
 
 def test_without_replan_the_answer_comes_from_what_ran(dqa_runtime):
     result_, events = run(dqa_runtime, "building", "sql", "building_sql_failing_noreplan", replan_on_failure=False)
-    assert result_.status == "finished" and result_.outcome["llm_calls"] == 2 and result_.outcome["decision"] is None
+    assert result_.status == "finished" and result_.outcome.llm_calls == 2 and result_.outcome.decision is None
     assert "replan" not in {e.kind for e in events}
     assert [e.error_kind for e in events if e.kind == "observation"] == [None, "error", "skipped"]
 
@@ -220,7 +220,7 @@ def test_a_malformed_plan_is_a_clear_error_observation(dqa_runtime):
     assert events[1].kind == "observation" and events[1].error_kind == "format"
     assert events[1].text.startswith("Your plan has no steps. Write each step as 'Step N: what it retrieves - #EN = "
                                         "Graph DB[Cypher query]'")
-    assert result_.outcome["correct"] is True and result_.outcome["llm_calls"] == 3
+    assert result_.outcome.correct is True and result_.outcome.llm_calls == 3
 
 
 def test_cli_runs_reaper(tmp_path, dqa_dir, monkeypatch, capsys):
@@ -251,5 +251,5 @@ def test_a_step_identical_to_an_earlier_one_is_not_run_again(home, tmp_path):
     assert "not run: the same query as #E1, which gave: " in observations[2].text
     assert "not run: the same query as #E2" in observations[3].text and "krakow" in observations[3].text
     actions = [e for e in events_of(runtime, done) if e.kind == "action"]
-    assert len(actions) == 2 and done.outcome["repeats"] == 2 and done.outcome["actions"] == 2
-    assert done.status == "finished" and done.outcome["unconsulted"] is False
+    assert len(actions) == 2 and done.outcome.repeats == 2 and done.outcome.actions == 2
+    assert done.status == "finished" and done.outcome.unconsulted is False

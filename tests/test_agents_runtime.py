@@ -121,7 +121,7 @@ def test_single_rag_makes_one_query_then_answers_with_the_answer_prompt(home, tm
     rt_open_llm = rt.open_llm
     monkeypatch.setattr(rt, "open_llm", recording)
     result = make_runtime(home).start(settings(replay(tmp_path, [ACT, "Final answer: krakow"]), "singlerag"))
-    assert result.outcome["correct"] is True and result.outcome["actions"] == 1
+    assert result.outcome.correct is True and result.outcome.actions == 1
     assert "collect the data to answer the question:" in prompts_seen[0]
     assert "make your Final answer immediately" in prompts_seen[1]
 
@@ -134,7 +134,7 @@ def test_usage_is_on_the_first_event_of_each_call(home, tmp_path):
     assert [e.llm.call for e in with_usage] == [1, 2] and all(e.llm.estimated for e in with_usage)
     assert with_usage[0].llm.reply == ACT
     total = sum(e.llm.prompt_tokens + e.llm.completion_tokens for e in with_usage)
-    assert result.outcome["tokens"]["total"] == total and result.outcome["tokens"]["estimated"] is True
+    assert result.outcome.tokens.total == total and result.outcome.tokens.estimated is True
     assert [event_from_dict(e.to_dict()) for e in events] == events
 
 
@@ -145,7 +145,7 @@ def test_step_limit_asks_for_the_final_answer(home, tmp_path):
     events = runtime.store.get(result.run_id).events
     limit = [e for e in events if e.kind == "error"]
     assert limit[0].error_kind == "limit" and not limit[0].fatal
-    assert result.status == "finished" and result.outcome["decision"] == "lubeck" and result.outcome["correct"] is False
+    assert result.status == "finished" and result.outcome.decision == "lubeck" and result.outcome.correct is False
 
 
 def test_token_limit_and_no_answer_at_the_limit_fails(home, tmp_path):
@@ -172,14 +172,14 @@ def test_query_errors_come_back_as_observations(home, tmp_path, query, kind):
     result = runtime.start(settings(replay(tmp_path, [bad, ACT, FINAL])))
     observations = [e for e in runtime.store.get(result.run_id).events if e.kind == "observation"]
     assert observations[0].error_kind == kind and observations[0].text.startswith("Query")
-    assert observations[1].error is None and result.outcome["correct"] is True
+    assert observations[1].error is None and result.outcome.correct is True
 
 
 def test_an_unreachable_database_ends_the_run(home, tmp_path):
     runtime = make_runtime(home)
     bad = "Thought: try\nAction: Relational DB\nAction input: SELECT * FROM OFFLINE"
     result = runtime.start(settings(replay(tmp_path, [bad, FINAL])))
-    assert result.status == "failed" and result.outcome["error"] == "offline failure"
+    assert result.status == "failed" and result.outcome.error == "offline failure"
     assert kinds(runtime.store.get(result.run_id).events)[-1] == "error"
 
 
@@ -189,7 +189,7 @@ def test_replay_running_out_is_an_error_event_keeping_the_trace(home, tmp_path):
     events = runtime.store.get(result.run_id).events
     assert result.status == "failed" and kinds(events) == ["thought", "action", "observation", "error"]
     assert events[-1].error_kind == "replay" and "ran out of replies" in events[-1].message
-    assert result.outcome["llm_calls"] == 1 and result.outcome["decision"] is None
+    assert result.outcome.llm_calls == 1 and result.outcome.decision is None
 
 
 def test_llm_auth_error_ends_the_run_and_the_key_is_stored_nowhere(home, tmp_path):
@@ -243,7 +243,7 @@ def test_pause_approve_edit_reject_on_one_run(home, tmp_path):
     third = runtime.resume(first.run_id, Review.reject("keep the plan"))
     assert third.status == "paused" and third.pause.plan == ["compare again", "answer"]
     done = runtime.resume(first.run_id, Review.approve())
-    assert done.status == "finished" and done.outcome["plan"] == ["compare again", "answer"]
+    assert done.status == "finished" and done.outcome.plan == ["compare again", "answer"]
     events = runtime.store.get(first.run_id).events
     reviews = [(e.status, e.steps, e.proposed_steps, e.note) for e in events
                if e.kind == "plan" and e.origin == "analyst"]
@@ -253,7 +253,7 @@ def test_pause_approve_edit_reject_on_one_run(home, tmp_path):
     told = [e.text for e in events if e.kind == "observation" and "analyst" in e.text]
     assert "Step 1: list the nodes and their value" in told[0] and "keep the plan" in told[1]
     # the edit and the rejection dropped the actions of the replies proposing those plans
-    assert done.outcome["actions"] == 2
+    assert done.outcome.actions == 2
 
 
 def test_run_store_lists_filters_exports(home, tmp_path):
@@ -269,7 +269,7 @@ def test_run_store_lists_filters_exports(home, tmp_path):
         store.list(colour="red")
     record = store.get(a.run_id)
     assert record.settings["technique"] == "iterrag" and record.settings["llm"].startswith("replay:/")
-    assert record.outcome["final_answer"].endswith("krakow.") and kinds(record.events)[-1] == "final"
+    assert record.outcome.final_answer.endswith("krakow.") and kinds(record.events)[-1] == "final"
     out = tmp_path / "runs.json"
     assert store.export_json(out, technique="iterrag") == 1
     assert json.loads(out.read_text())[0]["id"] == a.run_id

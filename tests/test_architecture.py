@@ -167,3 +167,21 @@ def test_a_function_local_import_says_why():
 
 def test_the_cycle_finder_finds_a_cycle():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+#: Where a database connection may be opened: the store opener (docs/architecture.md, "opening a store") and the
+#: engines of the databases the agents query (a question's database, a plugin scenario's data).
+CONNECTS = {"core.store.database", "core.store.sqlite", "core.backends.engines", "core.backends.sqlite",
+            "core.scenarios.plugins.data"}
+
+
+def test_only_the_store_opener_connects():
+    """No ``psycopg.connect`` or ``sqlite3.connect`` outside the store opener and the query engines."""
+    found = []
+    for m, path in modules().items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "connect"
+                    and isinstance(node.func.value, ast.Name) and node.func.value.id in ("psycopg", "sqlite3")
+                    and m not in CONNECTS):
+                found.append(f"{m}:{node.lineno}")
+    assert found == []

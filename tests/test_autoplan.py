@@ -88,7 +88,7 @@ def test_autoplan_starts_from_the_learned_plan_never_on_training_questions(train
     replay = f"replay:{TRANSCRIPTS / 'locating_sql_planrag.json'}"
     try:
         result = runtime.start(RunSettings("locating", 1, backend("sql"), "autoplan", replay))
-        assert result.status == "finished" and result.outcome["correct"] is True
+        assert result.status == "finished" and result.outcome.correct is True
         stored = runtime.store.get(result.run_id).settings
         v2 = runtime.plans.load("locating", 2)
         assert stored["plan_version"] == 2 and stored["initial_plan"] == v2.steps

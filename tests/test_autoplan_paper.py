@@ -20,6 +20,7 @@ from core.autoplan.train import TrainSettings, train
 from core.llm.client import LLMSettings
 from tests.stub_server import completion
 from tests.test_llm import KEY, serve  # noqa: F401 - serve is a fixture
+from core.model.outcome import RunOutcome
 
 PLAN_ACT = ("Plan: [Step 1: find the nodes flowing into deccan, Step 2: choose the best]\nCurrent step: Step 1\n"
             "Thought: I need the nodes flowing into the home node.\nAction: Relational DB\n"
@@ -96,8 +97,8 @@ def test_one_call_reflection_and_the_rich_reward_are_options(tmp_path, recorded)
 
 
 def test_the_success_reward_says_failure_without_naming_the_best_decision():
-    outcome = {"decision": "saxony", "label": "rheinland", "correct": False,
-               "placement": {"rank": 2, "of": 5, "regret": 0.3}}
+    outcome = RunOutcome(decision="saxony", label="rheinland", correct=False,
+                         placement={"rank": 2, "of": 5, "regret": 0.3})
     paper = prompts.reflection_steps(["a step"], "the run", outcome)
     assert "Outcome: failure (reward 0)" in paper["summary"] and "rheinland" not in paper["summary"]
     rich = prompts.reflection_steps(["a step"], "the run", outcome, reward="rich")

@@ -365,7 +365,7 @@ def test_replayed_cypher_runs_decide_as_on_ladybug(server, runtime, name, source
     on_ladybug, seen_ladybug = _run(runtime, source, path, "ladybug")
     on_neo4j, seen_neo4j = _run(runtime, source, path, "neo4j")
     assert on_neo4j.status == on_ladybug.status == "finished"
-    assert on_neo4j.outcome["decision"] == on_ladybug.outcome["decision"]
+    assert on_neo4j.outcome.decision == on_ladybug.outcome.decision
     assert [o.error is None for o in seen_neo4j] == [o.error is None for o in seen_ladybug]
 
 

@@ -6,6 +6,7 @@ from core.analysis import decision
 from core.store.runs import RunStore
 from core.scenarios import candidates, ranking
 from sims.ranking import MODES
+from core.model.outcome import RunOutcome
 
 
 def _demo(scenario, number=1):
@@ -53,12 +54,12 @@ def test_run_pick(store):
     settings = {"source": "demo", "scenario": "locating", "question": 1}
     store.create("r1", settings)
     assert "no outcome yet (status running)" in decision.run_pick("r1", q, store).note
-    store.update("r1", "finished", outcome={"decision": "ceylon"})
+    store.update("r1", "finished", outcome=RunOutcome.from_dict({"decision": "ceylon"}))
     assert decision.run_pick("r1", q, store) == decision.RunPick("r1", "ceylon")
     store.create("r2", {**settings, "question": 2})
     assert "answered demo/locating/2, not demo/locating/1" in decision.run_pick("r2", q, store).note
     store.create("r3", settings)
-    store.update("r3", "finished", outcome={"decision": None})
+    store.update("r3", "finished", outcome=RunOutcome.from_dict({"decision": None}))
     assert "named no candidate" in decision.run_pick("r3", q, store).note
     assert "not in the run store" in decision.run_pick("nope", q, store).note
 

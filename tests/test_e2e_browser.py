@@ -331,7 +331,7 @@ def test_the_correct_metric_of_a_run_with_no_answer_is_not_cut_at_1600_px(chromi
     loop = ROOT / "tests" / "transcripts" / "guards" / "locating_sql_iterrag_loop.json"
     result = runtime.start(RunSettings("locating", 1, "sqlite", "iterrag", f"replay:{loop}"))
     runtime.close()
-    assert result.status == "stuck" and result.outcome["correct"] is None
+    assert result.status == "stuck" and result.outcome.correct is None
     wait_healthy(url, process)
     page = chromium.new_page(viewport={"width": 1600, "height": 1200})
     page.goto(f"{url}/run?run={result.run_id}")

@@ -82,7 +82,7 @@ def test_the_job_code_fails_a_run_whose_analyst_lost_her_role(secrets, tmp_path,
     with pytest.raises(Refused, match="anna@example.test is signed in as viewer"):
         tasks.drive_run(**jobs["ba9876543210"])
     record = store.get("ba9876543210")
-    assert record.status == "failed" and "refused when a worker took the job up" in record.outcome["error"]
+    assert record.status == "failed" and "refused when a worker took the job up" in record.outcome.error
     assert [e.kind for e in record.events] == ["error"]  # nothing of the run ran
 
 
@@ -116,7 +116,7 @@ def test_a_worker_fails_the_queued_run_of_an_analyst_whose_role_was_taken_away(t
     wait_for(lambda: run.status() == "failed")
     record = runs.open_store().get(run.run_id)
     assert "anna@example.test is signed in as viewer, and only analyst or admin may start runs" in \
-        record.outcome["error"]
+        record.outcome.error
     assert runs.open_store().started_by(run.run_id) == "anna@example.test"
     assert sum(stub.calls.values()) == 0  # no model call was made for her
     wait_for(lambda: queue.counts().get(queue.RUNS) == {"failed": 1})

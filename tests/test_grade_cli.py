@@ -5,6 +5,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from core.model.outcome import RunOutcome
 
 ROOT = Path(__file__).resolve().parents[1]
 FIELDS = {"decision", "status", "reason", "mentions", "correct", "rank", "tied", "regret"}
@@ -52,7 +53,7 @@ def test_override_from_the_command_line(tmp_path):
     store = RunStore(tmp_path / "runs.sqlite")
     store.create("r1", {"source": "demo", "scenario": "locating", "question": 1, "db": "sqlite",
                         "technique": "planrag", "llm": "x", "hitl": "auto"})
-    store.update("r1", "finished", outcome={"decision": None, "correct": False})
+    store.update("r1", "finished", outcome=RunOutcome.from_dict({"decision": None, "correct": False}))
     env = {**os.environ, "PLANRAG_HOME": str(tmp_path)}
 
     def override(*args):

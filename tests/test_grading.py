@@ -150,13 +150,14 @@ def test_an_answer_naming_the_group_tied_for_best_is_optimal_not_a_decision(monk
     from types import SimpleNamespace
 
     from core.agents import runtime
+    from core.analysis import grading
 
     ranked = make_ranking("building", "dqa", [2465, 2467, 100], [1.0, 1.0, 3.0], baseline=3.0, threshold=3.0,
                           higher_is_better=False)
-    monkeypatch.setattr(runtime, "ranking", lambda question, database: ranked)
+    monkeypatch.setattr(grading.scenarios, "ranking", lambda question, database: ranked)
     ws = SimpleNamespace(question=SimpleNamespace(scenario="building", answer=2465), candidates=[2465, 2467, 100],
                          database=object())
     outcome = runtime._outcome({"final_answer": answer}, ws)
-    assert (outcome["decision"], outcome["grade_status"], outcome["correct"]) == (None, "ambiguous", False)
-    assert outcome["best_group"] is best_group
-    assert ("tied for the best score" in outcome["grade_reason"]) is best_group
+    assert (outcome.decision, outcome.grade_status, outcome.correct) == (None, "ambiguous", False)
+    assert outcome.best_group is best_group
+    assert ("tied for the best score" in outcome.grade_reason) is best_group

@@ -148,7 +148,7 @@ def test_a_run_is_queued_then_driven_by_a_worker_and_followed_by_cursor(team, wo
         time.sleep(0.1)
     seen += run.events(len(seen))
     record = runs.open_store().get(run.run_id)
-    assert record.status == "finished" and record.outcome["final_answer"].endswith("krakow.")
+    assert record.status == "finished" and record.outcome.final_answer.endswith("krakow.")
     assert [e.kind for e in seen] == [e.kind for e in record.events] == ["thought", "action", "observation",
                                                                        "thought", "final"]
     assert "sk-app-only" not in str(record.to_dict())  # the key never left the app (the worker had none)
@@ -240,7 +240,7 @@ def test_a_worker_that_cannot_run_a_job_fails_it_with_the_reason_in_the_run(team
     workers("w1", **env)
     wait_for(lambda: status(run.run_id) == "failed")
     record = runs.open_store().get(run.run_id)
-    message = record.outcome["error"]
+    message = record.outcome.error
     assert message.startswith("worker ") and "could not drive the run" in message
     expected = {"no data": "nowhere", "other code": "0ther0code000", "broken model": "no-such-endpoint"}[fault]
     assert expected in message and record.events[-1].kind == "error"
@@ -534,8 +534,8 @@ def test_a_run_recorded_without_its_job_is_queued_by_the_sweep(team, workers):
         con.execute("UPDATE runs SET updated = updated - %s", (queue.LEASE_S + 1,))
     worker = workers("w1")
     wait_for(lambda: status(orphan) == "finished" and status(branch) == status(unasked) == "failed", timeout=90)
-    assert "branch the run again" in runs.open_store().get(branch).outcome["error"]
-    assert "no one is recorded as having asked for it" in runs.open_store().get(unasked).outcome["error"]
+    assert "branch the run again" in runs.open_store().get(branch).outcome.error
+    assert "no one is recorded as having asked for it" in runs.open_store().get(unasked).outcome.error
     assert any(f"queued the runs ['{orphan}']" in line for line in worker.lines)
     stub.close()
 

@@ -59,7 +59,7 @@ def test_a_run_past_the_unknown_window_learns_it_from_the_error_and_goes_on(llam
     # a window the third request passes (its first observation, shortened, makes room): the run does not know it
     server = llama([ACT, ACT2, FINAL] * 2, n_ctx=third - 20)
     result, record, _ = _run(tmp_path / "b", server)
-    assert result.status == "finished" and result.outcome["decision"] == "krakow"
+    assert result.status == "finished" and result.outcome.decision == "krakow"
     learned = [e for e in record.events if e.kind == "error" and "did not know" in e.message]
     assert len(learned) == 1 and f"{third - 20:,} tokens (from {server_info.FROM_ERROR})" in learned[0].message
     assert server.prompt_tokens[2] >= third - 20 > server.prompt_tokens[3]  # refused, then within the window

@@ -48,7 +48,7 @@ def test_a_retried_call_leaves_an_event_and_records_every_attempt(home, serve):
     usage = events[1].llm
     assert [a["error_kind"] for a in usage.attempts] == ["server", None]
     assert usage.wait_s >= usage.latency_s and not usage.cached
-    assert result.outcome["decision"] == "krakow"
+    assert result.outcome.decision == "krakow"
     runtime.close()
 
 
@@ -59,7 +59,7 @@ def test_an_error_body_echoing_the_key_is_a_server_error_and_no_secret_is_stored
     events = runtime.store.get(result.run_id).events
     assert result.status == "failed" and len(server.requests) == 4
     assert [e.error_kind for e in events if e.kind == "error"] == ["retry", "retry", "server"]
-    assert result.outcome["error"].startswith("server error after 3 attempts")
+    assert result.outcome.error.startswith("server error after 3 attempts")
     assert "internal error" not in json.dumps([e.to_dict() for e in events]) and len(events[-1].attempts) == 3
     runtime.close()
     for path in home.iterdir():  # run store and checkpoints
@@ -72,7 +72,7 @@ def test_an_html_page_with_status_200_is_retried_as_a_server_error(home, serve):
                    (200, completion(FINAL)))  # a query before the answer (else the agent is told it has none)
     runtime = make_runtime(home, llm_settings=llm_settings())
     result = runtime.start(settings("stand-in", base_url=server.url))
-    assert result.status == "finished" and result.outcome["decision"] == "krakow"
+    assert result.status == "finished" and result.outcome.decision == "krakow"
     runtime.close()
 
 
@@ -286,7 +286,7 @@ def test_a_hung_server_fails_the_run_as_a_timeout_with_every_attempt_kept(home, 
     runtime = make_runtime(home, llm_settings=llm_settings(timeout_s=0.2, max_retries=1))
     result = runtime.start(settings("stand-in", base_url=server.url))
     events = runtime.store.get(result.run_id).events
-    assert result.status == "failed" and result.outcome["error"].startswith("timeout error after 2 attempts")
+    assert result.status == "failed" and result.outcome.error.startswith("timeout error after 2 attempts")
     assert [(e.error_kind, e.fatal) for e in events] == [("retry", False), ("timeout", True)]
     attempts = events[-1].attempts
     assert [a["timeout_s"] for a in attempts] == [0.2, pytest.approx(0.3)]

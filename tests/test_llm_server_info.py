@@ -115,7 +115,7 @@ def test_a_small_window_is_kept_by_the_servers_count_and_the_run_says_which_wind
     record = runtime.store.get(result.run_id)
     limits = record.settings["limits"]
     assert (limits["context_tokens"], limits["context_source"]) == (3000, "llama.cpp GET /props (n_ctx)")
-    assert result.status == "finished" and result.outcome["decision"] == "krakow"
+    assert result.status == "finished" and result.outcome.decision == "krakow"
     assert not [e for e in record.events if e.kind == "error" and e.error_kind in ("limit", "context")]
     assert ("POST", "/tokenize") in server.asked
     # the same first request by the character estimate alone: more than the 1,500 tokens the window leaves it

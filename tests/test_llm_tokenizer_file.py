@@ -239,5 +239,5 @@ def test_a_native_librarys_panic_within_a_run_ends_it_as_failed_with_its_reason(
     runtime = make_runtime(tmp_path / "home", backend=PanickingBackend())
     result = runtime.start(RunSettings("locating", 1, "sqlite", "iterrag", replay(tmp_path, [ACT, FINAL, FINAL])))
     record = runtime.store.get(result.run_id)
-    assert record.status == "failed" and "retry-limit-in-match" in record.outcome["error"], record.outcome
+    assert record.status == "failed" and "retry-limit-in-match" in record.outcome.error, record.outcome
     assert record.events[-1].kind == "error" and "PanicException" in record.events[-1].message

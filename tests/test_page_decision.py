@@ -10,6 +10,7 @@ from core.store.runs import RunStore
 from core.scenarios import ranking
 from tests.page_app import open_file
 from tests.page_app import shown
+from core.model.outcome import RunOutcome
 
 
 
@@ -56,7 +57,7 @@ def test_run_pick_is_marked(tmp_path, monkeypatch):
     q = catalog.question("demo", "building", 1)
     r = ranking(q, catalog.database(q))
     second = r.entries[1].candidate
-    store.update("run1", "finished", outcome={"decision": second})
+    store.update("run1", "finished", outcome=RunOutcome.from_dict({"decision": second}))
     at = open_page(question_ref=("demo", "building", 1), run_id="run1")
     assert not at.selectbox or at.selectbox[0].label != "Pick a candidate"
     title = scenarios.get("building").decision_title(q, second, catalog.database(q))

@@ -34,10 +34,10 @@ def test_a_run_uses_the_session_limits_and_shows_its_counter(monkeypatch, tmp_pa
     at.selectbox(key="run_technique").set_value("iterrag").run()
     button(at, "Start").click().run()
     record = jobs.open_store().get(at.session_state["run_id"])
-    assert record.settings["limits"]["max_llm_calls"] == 2 and record.outcome["limit"] == "llm_calls"
-    assert record.outcome["llm_calls"] == 2 and not at.exception
+    assert record.settings["limits"]["max_llm_calls"] == 2 and record.outcome.limit == "llm_calls"
+    assert record.outcome.llm_calls == 2 and not at.exception
     counter = next(c.value for c in at.caption if "toll" in c.value)
-    tokens = record.outcome["tokens"]["total"]
+    tokens = record.outcome.tokens.total
     assert f"2 LLM calls · ≈{tokens:,} tokens · no cost (recorded replies, or cached)" in counter  # a replay costs nothing
 
 
@@ -96,7 +96,7 @@ def test_a_stuck_run_says_so_on_the_run_page(monkeypatch, tmp_path):
     assert sum("you already took this action" in w.value for w in at.warning) == 2
     # asked for its final answer, it gave none: graded by the one rule of a run with no answer (issue 29)
     assert [m.value for m in at.metric if m.label == "Correct"] == ["not answered"]
-    assert result.outcome["correct"] is None and runtime.store.list(correct=False) == []
+    assert result.outcome.correct is None and runtime.store.list(correct=False) == []
 
 
 def test_the_benchmark_results_count_stuck_runs_apart(monkeypatch, tmp_path):

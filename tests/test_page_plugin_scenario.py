@@ -70,7 +70,7 @@ def test_run_compare_and_history_on_depot(home):
     assert "scenario_depot_1_sql_planrag.json" in at.selectbox(key="run_llm").value
     button(at, "Start").click().run()
     record = jobs.open_store().get(at.session_state["run_id"])
-    assert record.status == "finished" and record.outcome["decision"] == "DC-ASH"
+    assert record.status == "finished" and record.outcome.decision == "DC-ASH"
     assert metrics(at)["Decision"] == "DC-ASH" and metrics(at)["Correct"] == "correct"
     history = open_page("pages/history.py", REF)
     assert not history.exception and any("DC-ASH" in str(df.value.to_dict()) for df in history.dataframe)

@@ -91,7 +91,7 @@ def test_a_paused_run_from_before_a_restart_is_listed_and_resumed(home):
     assert jobs.open_store().get(paused.run_id).status == "paused"
     button(at, "Approve as proposed").click().run()
     record = jobs.open_store().get(paused.run_id)
-    assert record.status == "finished" and record.outcome["decision"] == 107
+    assert record.status == "finished" and record.outcome.decision == 107
     assert {m.label: m.value for m in at.metric}["Correct"] == "correct"
 
 

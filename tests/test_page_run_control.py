@@ -16,6 +16,7 @@ from core.model.run_settings import RunSettings
 from core.llm.replays import replays
 from tests.page_app import button, isolate, keyed, open_page
 from tests.page_app import shown
+from core.model.outcome import RunOutcome
 
 
 @pytest.fixture
@@ -248,8 +249,8 @@ def test_a_run_ended_without_an_answer_reads_neither_wrong_nor_none(home):
     stopped, paused = paused_run(), paused_run(review_queries=True)
     jobs.stop(stopped, who=local_admin())
     store = jobs.open_store()  # the outcome a run stopped mid-way gets: graded, with no answer
-    store.update(stopped, "stopped", outcome={"decision": None, "correct": False, "label": "doab",
-                                              "final_answer": "", "grade_status": "none"})
+    store.update(stopped, "stopped", outcome=RunOutcome.from_dict({"decision": None, "correct": False, "label": "doab",
+                                              "final_answer": "", "grade_status": "none"}))
     assert stopped not in {r.id for r in store.list(correct=False)}  # "wrong answers" does not list it
     run = session(stopped, "ana")
     assert not run.exception
@@ -285,7 +286,7 @@ def test_a_run_driven_by_another_process_is_followed_live(home):
     at.run()  # the fragment's next rerun, in the browser
     assert [c.value for c in at.code] == ["SELECT source FROM flow"]
     store.add_event("far", FinalEvent(answer="doab", step=2))
-    store.update("far", "finished", outcome={"final_answer": "doab", "decision": "doab"})
+    store.update("far", "finished", outcome=RunOutcome.from_dict({"final_answer": "doab", "decision": "doab"}))
     at.run()
     assert not [b for b in at.button if b.label == "Stop"] and not any("another process" in i.value for i in at.info)
     assert any("Final answer" in s.value for s in at.success)

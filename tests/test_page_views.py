@@ -11,6 +11,7 @@ from core.model.run_settings import RunSettings
 from tests.page_app import button, isolate, open_page, shown
 from tests.test_autoplan_paper import TRAINING, replay
 from tests.test_page_state import demo_run
+from core.model.outcome import RunOutcome
 
 
 @pytest.fixture
@@ -75,7 +76,7 @@ def test_step_by_step_says_when_there_is_nothing_to_line_up(home):
     settings = RunSettings("locating", 1, "sqlite", "planrag", "replay:x", source="demo").to_dict()
     for run_id in ("empty-a", "empty-b"):
         store.create(run_id, settings)
-        store.update(run_id, "failed", outcome={"error": "no model"})
+        store.update(run_id, "failed", outcome=RunOutcome.from_dict({"error": "no model"}))
     at = open_page("pages/compare.py")
     at.multiselect(key="compare-demo/locating/1").set_value(["empty-a", "empty-b"]).run()
     assert any("No steps recorded in these runs yet" in c.value for c in at.caption)

@@ -148,7 +148,7 @@ def loop_replies(technique: str, scenario: str, db: str) -> list[str]:
 def test_the_loop_techniques_send_what_the_authors_agent_sent(runner, technique, scenario, db):
     replies = loop_replies(technique, scenario, db)
     result, record, calls, question = runner(scenario, db, technique, replies)
-    assert result.status == "finished" and result.outcome["final_answer"] == "the answer."
+    assert result.status == "finished" and result.outcome.final_answer == "the answer."
     observed = observations(record)
     assert observed[0] == invalid_tool("SQL", scenario, db)  # the executor's words for a tool it does not have
     assert observed[1].startswith("\n") and observed[3] == ""  # a printed frame; Self thinking returned nothing
@@ -267,7 +267,7 @@ def test_the_original_executors_iteration_limit_ends_the_run_without_an_answer(r
     query = f"Thought: again.\nAction: Relational DB\nAction input: {ok}"
     result, record, calls, _ = runner("locating", "sqlite", "iterrag", [query] * 20)
     assert len(calls) == paper_prompts.MAX_ITERATIONS == AGENT["max_iterations"]  # no loop guard either
-    assert result.status == "failed" and result.outcome["limit"] == "iterations"
+    assert result.status == "failed" and result.outcome.limit == "iterations"
     error = [e for e in record.events if e.kind == "error"][-1]
     assert error.message.startswith(paper_prompts.STOPPED) and "original agent executor" in error.message
 
@@ -276,7 +276,7 @@ def test_a_workbench_safety_limit_ends_the_run_and_says_it_is_not_the_papers(run
     ok, _ = QUERIES[("locating", "sqlite")]
     query = f"Thought: again.\nAction: Relational DB\nAction input: {ok}"
     result, record, calls, _ = runner("locating", "sqlite", "iterrag", [query] * 5, limits=Limits(max_llm_calls=3))
-    assert len(calls) == 3 and result.status == "failed" and result.outcome["limit"] == "llm_calls"
+    assert len(calls) == 3 and result.status == "failed" and result.outcome.limit == "llm_calls"
     message = [e for e in record.events if e.kind == "error"][-1].message
     assert "a workbench safety limit, not the paper's" in message and "no final answer is asked for" in message
 

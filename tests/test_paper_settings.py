@@ -61,7 +61,7 @@ def run(tmp_path, replies, technique="planrag", db="sqlite", scenario="locating"
 
 def test_paper_setting_sends_the_question_and_the_scratchpad_in_one_message(tmp_path):
     result, record, calls = run(tmp_path, [PLAN_ACT, FINAL], prompts="paper")
-    assert result.status == "finished" and result.outcome["decision"] == "doab" and result.outcome["correct"]
+    assert result.status == "finished" and result.outcome.decision == "doab" and result.outcome.correct
     assert record.settings["prompts"] == "paper"
     assert [(e.kind, getattr(e, "replan", None)) for e in record.events if e.kind in ("plan", "replan")] == [
         ("plan", None), ("replan", False)]  # the trace counts plans and re-plans as in the improved setting

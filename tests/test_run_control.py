@@ -161,7 +161,7 @@ def test_stop_ends_a_run_waiting_for_the_model_and_it_can_be_resumed(home, tmp_p
     assert trace[-1].error_kind == "stopped"
     release.set()  # the server answers again: the stopped run goes on from its last checkpoint
     done = runtime.proceed("stopme")
-    assert done.status == "finished" and done.outcome["decision"] == "krakow"
+    assert done.status == "finished" and done.outcome.decision == "krakow"
 
 
 class TimingOut(GenericFakeChatModel):
@@ -270,6 +270,30 @@ def test_a_run_whose_process_died_is_interrupted_then_resumed_or_closed(home, tm
     assert store.claim_run("b", ("interrupted", "stopped")) == "interrupted"  # the first of two racers
     with pytest.raises(PauseTaken, match=r"cannot be resumed: it is running \(another process drives it\)"):
         store.claim_run("b", ("interrupted", "stopped"))  # the second: told why, not "not waiting for a review"
+
+
+def test_reads_show_an_orphaned_run_interrupted_without_writing_it(home):
+    """get and list are pure reads (issue 38): an orphaned running run reads as interrupted, in every filter, while
+    its stored row is left as it was until the sweep (detect_orphans) stores it."""
+    store = RunStore(home / "runs.sqlite")
+    for run_id in ("a", "b"):
+        store.create(run_id, {"technique": "iterrag"})
+    with store.db.transaction() as con:
+        con.execute("UPDATE runs SET owner_pid = ? WHERE id = 'a'", (dead_pid(),))
+
+    def stored():
+        with store.db.transaction() as con:
+            return con.execute("SELECT id, status, updated FROM runs ORDER BY id").fetchall()
+
+    before = stored()
+    assert store.get("a").status == "interrupted" and store.get("b").status == "running"
+    assert {r.id: r.status for r in store.list()} == {"a": "interrupted", "b": "running"}
+    assert [r.id for r in store.list(status="interrupted")] == ["a"]
+    assert [r.id for r in store.list(status="running")] == ["b"]
+    assert [r.id for r in store.list(limit=1, status="interrupted")] == ["a"]
+    assert stored() == before  # nothing written
+    assert store.detect_orphans() == ["a"]
+    assert [tuple(r[:2]) for r in stored()] == [("a", "interrupted"), ("b", "running")]
 
 
 def test_a_run_killed_mid_resume_is_interrupted_and_goes_on_with_its_review(tmp_path):

@@ -26,13 +26,13 @@ def agree(record: RunRecord) -> None:
     o = record.outcome
     counter = (trace.llm_calls, trace.prompt_tokens + trace.completion_tokens,
                call_cost(PRICE, trace.prompt_tokens, trace.completion_tokens))  # the live counter, the plan box
-    metrics = (o["llm_calls"], o["tokens"]["total"], o["cost_usd"])  # the outcome's metrics
+    metrics = (o.llm_calls, o.tokens.total, o.cost_usd)  # the outcome's metrics
     history = outcome_row(record)
     compare = compare_row(record)
     assert counter[:2] == metrics[:2] == (history["LLM calls"], history["tokens"]) == (compare["LLM calls"],
                                                                                       compare["tokens"])
     assert counter[2] == pytest.approx(metrics[2])
-    assert (o["tokens"]["prompt"], o["tokens"]["completion"]) == (trace.prompt_tokens, trace.completion_tokens)
+    assert (o.tokens.prompt, o.tokens.completion) == (trace.prompt_tokens, trace.completion_tokens)
     assert trace.llm_calls == len({u.call for u in trace.usage})  # no call counted twice
 
 

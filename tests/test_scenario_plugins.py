@@ -173,8 +173,8 @@ def test_replayed_run_on_depot_is_graded(tmp_path, monkeypatch):
     finally:
         runtime.close()
     assert result.status == "finished"
-    assert result.outcome["decision"] == "DC-ASH" and result.outcome["correct"] is True
-    assert result.outcome["placement"]["rank"] == 1
+    assert result.outcome.decision == "DC-ASH" and result.outcome.correct is True
+    assert result.outcome.placement["rank"] == 1
 
 
 def test_benchmark_over_depot_questions(tmp_path):
@@ -330,8 +330,8 @@ def test_scenario_without_simulator_runs_and_records_answers(user_scenarios, tmp
                                            source="scenario"))
     finally:
         runtime.close()
-    assert result.status == "finished" and result.outcome["decision"] == "coffee"
-    assert result.outcome["correct"] is None and result.outcome["placement"] is None
+    assert result.status == "finished" and result.outcome.decision == "coffee"
+    assert result.outcome.correct is None and result.outcome.placement is None
 
 
 def test_user_mysql_database_is_read_as_a_read_only_snapshot(tmp_path):
@@ -446,8 +446,8 @@ def test_every_technique_runs_on_depot_from_its_shipped_transcript(tmp_path, tec
         events = runtime.store.get(result.run_id).events
     finally:
         runtime.close()
-    assert result.status == "finished" and result.outcome["decision"] == decision
-    assert result.outcome["correct"] is (decision == "DC-ASH")
+    assert result.status == "finished" and result.outcome.decision == decision
+    assert result.outcome.correct is (decision == "DC-ASH")
     assert not [e for e in events if e.kind == "observation" and e.error]
 
 

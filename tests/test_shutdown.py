@@ -55,8 +55,8 @@ def finished_once(store: RunStore, run_id: str) -> None:
     [error] = [e for e in record.events if e.kind == "error"]
     assert (error.error_kind, error.message) == ("interrupted", "the server stopped")
     trace = Trace.of(record.events)
-    assert trace.llm_calls == record.outcome["llm_calls"] == 2
-    assert trace.prompt_tokens + trace.completion_tokens == record.outcome["tokens"]["total"]
+    assert trace.llm_calls == record.outcome.llm_calls == 2
+    assert trace.prompt_tokens + trace.completion_tokens == record.outcome.tokens.total
 
 
 @pytest.fixture

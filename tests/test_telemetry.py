@@ -91,7 +91,7 @@ def test_a_run_with_a_review_and_a_failed_query_is_one_trace(phoenix, home, tmp_
                                    hitl="approve-every-plan"))
     assert first.status == "paused"
     done = runtime.resume(first.run_id, Review.approve(note="fine", reviewer="ana@example.org"))
-    assert done.status == "finished" and done.outcome["decision"] == "krakow"
+    assert done.status == "finished" and done.outcome.decision == "krakow"
 
     trace_id, root_id = run_ids(first.run_id)
     spans = spans_of(phoenix, trace_id, {"agent run"})
@@ -162,12 +162,12 @@ def test_the_run_span_places_the_decision_in_the_simulator_ranking(phoenix, tmp_
                                        f"replay:{ROOT / 'assets' / 'replays' / 'demo_locating_1_sql_planrag.json'}",
                                        source="demo"))
     runtime.close()
-    placement = result.outcome["placement"]
+    placement = result.outcome.placement
     spans = spans_of(phoenix, run_ids(result.run_id)[0], {"agent run"})
     (run,) = [s["attributes"] for s in spans if s["name"] == "agent run"]
     assert (run["planrag.rank"], run["planrag.of"], run["planrag.regret"], run["planrag.optimal"]) == (
         placement["rank"], placement["of"], placement["regret"], placement["regret"] == 0)
-    assert run["planrag.decision"] == str(result.outcome["decision"]) and run["planrag.database"] == "sqlite"
+    assert run["planrag.decision"] == str(result.outcome.decision) and run["planrag.database"] == "sqlite"
 
 
 def test_a_benchmark_groups_its_items_traces(phoenix, tmp_path, monkeypatch):
@@ -190,7 +190,7 @@ def test_a_dead_receiver_neither_fails_nor_holds_a_run(home, tmp_path, monkeypat
     monkeypatch.setattr(telemetry, "EXPORT_TIMEOUT_S", 0.5)
     runtime = make_runtime(home)
     result = runtime.start(settings(replay(tmp_path, [ACT, FINAL])))
-    assert result.status == "finished" and result.outcome["correct"] is True
+    assert result.status == "finished" and result.outcome.correct is True
     telemetry.flush()
     status = telemetry.status()
     assert status.sent == 0 and status.dropped == 5  # the run, its segment, two LLM calls and one query: 5
@@ -233,7 +233,7 @@ def test_a_failure_to_trace_never_fails_a_run(home, tmp_path, monkeypatch):
     monkeypatch.setattr(runs._Segment, "_llm", broken)
     monkeypatch.setattr(runs._Segment, "_close", broken)
     result = make_runtime(home).start(settings(replay(tmp_path, [ACT, FINAL])))
-    assert result.status == "finished" and result.outcome["correct"] is True
+    assert result.status == "finished" and result.outcome.correct is True
 
 
 def test_no_endpoint_no_tracing(home, tmp_path, monkeypatch):

@@ -37,9 +37,9 @@ def dot(runs: list[RunRecord], shown: str) -> str:
              'fontsize=11, fillcolor="#edf2f7", color="#a0aec0"];', 'edge [fontname="sans-serif", fontsize=10];']
     ids = {r.id for r in runs}
     for r in runs:
-        o = r.outcome or {}
-        verdict = {True: "right", False: "wrong"}.get(o.get("correct"), "")
-        decision = f"{o.get('decision')} · {verdict}" if o.get("decision") is not None else r.status
+        o = r.outcome
+        verdict = {True: "right", False: "wrong"}.get(o.correct if o else None, "")
+        decision = f"{o.decision} · {verdict}" if o and o.decision is not None else r.status
         attrs = ', fillcolor="#fefcbf", color="#d69e2e", penwidth=2' if r.id == shown else ""
         label = _quote(r.id[:12] + "\n" + decision)
         lines.append(f"{_quote(r.id)} [label={label}{attrs}];")

@@ -70,10 +70,9 @@ def _draw(draw: Callable[[], None], going: Callable[[], bool] | None, every: flo
 
 
 def closely(draw: Callable[[], None]) -> None:
-    """Within a ``live`` view's draw: ``draw()`` a small, quickly drawn part of it (the reply a model is writing)
-    where it stands, and again about every CLOSELY_S seconds until the view is drawn again (which calls this again
-    for as long as the part changes fast). The view itself keeps its slower pace: drawing all of it that often would
-    load the server. Outside a ``live`` view's draw, drawn once."""
+    """Within a ``live`` view's draw: ``draw()`` a small part that changes fast (the reply a model is writing) where it
+    stands, and again about every CLOSELY_S seconds until the view is drawn again; the rest keeps its slower pace.
+    Outside a ``live`` view's draw, drawn once."""
     slot = st.empty()
     with slot.container():
         draw()

@@ -50,10 +50,9 @@ def _show_pause(where: str, run_id: str, pause_id: str) -> None:
 
 
 def moved_on(record: RunRecord, where: str) -> bool:
-    """A review (``where``: the run page's form, the inbox's row) never moves to another pause without a click:
-    when it showed a pause of the run that someone else then reviewed, and the run now waits at a new one, say who
-    reviewed which and when ("Ana approved review 1 at 22:22; this is review 2") with a button to show the new one.
-    True until that click (the caller draws no review meanwhile)."""
+    """Whether a review (``where``: the run page's form, the inbox's row) waits for a click before it shows the run's
+    new pause: when the pause it showed was reviewed by someone else, it says who reviewed which and when, with a
+    button to show the new one (the caller draws no review meanwhile)."""
     seen = st.session_state.setdefault(SEEN, {})
     now, shown = record.pause.get("id"), seen.get((where, record.id))
     if shown is None or shown == now or (record.id, shown) in st.session_state.get(MINE, set()):

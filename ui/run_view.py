@@ -18,6 +18,7 @@ from core.llm.prices import model_price
 from core.benchmark.vote import outcome_spread
 from core.model.events import (ActionEvent, BranchEvent, ErrorEvent, Event, FinalEvent, LLMUsage, ObservationEvent,
                                PlanEvent, QueryReviewEvent, ReplanEvent, ThoughtEvent, UnknownEvent)
+from core.model.outcome import RunOutcome
 from core.model.technique import TECHNIQUES
 from core.analysis.grading import placement_text
 from core.jobs.runs import RunFollower, RunJob
@@ -61,7 +62,7 @@ def open_run(record: RunRecord, page: str) -> None:
 def decision_spread(records: list[RunRecord]) -> None:
     """The ended runs' decisions: each with the runs that picked it, its share and the simulator's rank; undecided
     runs as "no decision"."""
-    spread = pd.DataFrame(outcome_spread([r.outcome or {} for r in records]))
+    spread = pd.DataFrame(outcome_spread([r.outcome or RunOutcome() for r in records]))
     spread["decision"] = [f"{GAP} no decision" if d is None else str(d) for d in spread["decision"]]
     spread["rank"] = spread["rank"].fillna(GAP)
     spread["correct"] = spread["correct"].map({True: "right", False: "wrong"}).fillna(GAP)
@@ -516,55 +517,55 @@ def branch_form(record: RunRecord, key: str) -> None:
 
 def show_outcome(record: RunRecord, compact: bool = False) -> None:
     """The outcome of an ended run: its decision, whether it is right, its rank, tokens, LLM calls and time."""
-    o = record.outcome or {}
+    o = record.outcome or RunOutcome()
     if record.status in ENDED_BADLY:
         lead, icon = ENDED_BADLY[record.status]
-        st.error(f"{lead}: {md(o.get('error') or 'see its last event')}", icon=icon)
-    if o.get("no_decision"):
+        st.error(f"{lead}: {md(o.error or 'see its last event')}", icon=icon)
+    if o.no_decision:
         st.warning("The final answer names no decision.", icon=":material/help:")
-    if o.get("unconsulted"):
+    if o.unconsulted:
         st.warning("Answered without consulting the database: no query ran before the final answer.",
                    icon=":material/database_off:")
-    decision = "none" if o.get("decision") is None else str(o["decision"])
-    correct = {True: "correct", False: "wrong", None: "no label"}[o.get("correct")]
+    decision = "none" if o.decision is None else str(o.decision)
+    correct = {True: "correct", False: "wrong", None: "no label"}[o.correct]
     if not answered(record):  # ended without a final answer (any status): not a wrong answer, no answer at all
         correct = "not answered"
-    if o.get("grade_status") in ("ambiguous", "none") and o.get("decision") is None:
-        decision = "ambiguous" if o["grade_status"] == "ambiguous" else "none"
+    if o.grade_status in ("ambiguous", "none") and o.decision is None:
+        decision = "ambiguous" if o.grade_status == "ambiguous" else "none"
     override = OverrideStore().get(record.id)
     if override is not None:  # the analyst's grade, and the rank and regret of the decision they read
         o = with_override(o, override)
         decision = "none" if override.decision is None else str(override.decision)
         correct = {True: "correct", False: "wrong", None: "no label"}[override.correct]
-    placement = o.get("placement")
+    placement = o.placement
     rank = placement_text(placement) or "–"
     mark = " (overridden)" if override is not None else ""  # in the metrics' labels: their values stay whole
     if answers_hidden():  # for demos and blind review (the sidebar's switch)
         correct = rank = "hidden"
-    tokens = o.get("tokens") or {}
-    total = f"{'≈' if tokens.get('estimated') else ''}{tokens.get('total', 0):,}"
-    seconds = duration(o.get("wall_s"))
+    tokens = o.tokens
+    total = f"{'≈' if tokens.estimated else ''}{tokens.total:,}"
+    seconds = duration(o.wall_s)
     if compact:
         st.markdown(f"**Decision{mark}:** {md(decision)} ({correct}) · **rank** {rank}  \n"
-                    f"{total} tokens · {o.get('llm_calls', 0)} LLM calls · {seconds}")
+                    f"{total} tokens · {o.llm_calls} LLM calls · {seconds}")
         return
-    if o.get("final_answer") and not any(isinstance(e, FinalEvent) for e in record.events):  # else the timeline has it
-        st.markdown(f"**Final answer:** {md(o['final_answer'])}")
+    if o.answered and not any(isinstance(e, FinalEvent) for e in record.events):  # else the timeline has it
+        st.markdown(f"**Final answer:** {md(o.final_answer)}")
     # weights: "not answered" and "wrong (overridden)" fit their column in a 1600 px window (issue 29)
     cols = st.columns([1.2, 1.7, 1.1, 1.1, 0.8, 0.9])
     cols[0].metric(f"Decision{mark}", decision)
     cols[1].metric(f"Correct{mark}", correct, help="Answers are hidden (sidebar)" if answers_hidden() else
-                   f"Labelled best decision: {o.get('label') or 'none'}")
+                   f"Labelled best decision: {o.label or 'none'}")
     rank_help = (f"Regret {number(placement['regret'])}, gain over doing nothing {number(placement['gain'])}"
                  if placement else "Not a candidate decision")
     cols[2].metric(f"Rank{mark if placement else ''}", rank, help="Answers are hidden (sidebar)" if answers_hidden() else rank_help)
-    estimated = " (estimated from characters)" if tokens.get("estimated") else ""
-    failed = (f", of them {tokens['failed_attempts']:,} spent on attempts abandoned at a time limit"
-              if tokens.get("failed_attempts") else "")
-    cols[3].metric("Tokens", total, help=f"prompt {tokens.get('prompt', 0):,}, completion "
-                                         f"{tokens.get('completion', 0):,}{estimated}{failed}; "
-                                         f"{cost_text(o.get('cost_usd'))}")
-    cols[4].metric("LLM calls", o.get("llm_calls", 0))
+    estimated = " (estimated from characters)" if tokens.estimated else ""
+    failed = (f", of them {tokens.failed_attempts:,} spent on attempts abandoned at a time limit"
+              if tokens.failed_attempts else "")
+    cols[3].metric("Tokens", total, help=f"prompt {tokens.prompt:,}, completion "
+                                         f"{tokens.completion:,}{estimated}{failed}; "
+                                         f"{cost_text(o.cost_usd)}")
+    cols[4].metric("LLM calls", o.llm_calls)
     cols[5].metric("Time", seconds, help="Time the run worked, without the analyst's reviews")
     show_verdict_details(record, o)
 
@@ -579,19 +580,19 @@ def reading(status: str | None, reason: str) -> str:
     return "The answer names no candidate" + (f" ({reason})" if reason else "")
 
 
-def show_verdict_details(record: RunRecord, o: dict) -> None:
+def show_verdict_details(record: RunRecord, o: RunOutcome) -> None:
     """How the grade was read (and any override), whether the pick ties, and the evidence coverage."""
 
     notes = []
     override = override_note(record.id)
-    if o.get("grade_reason"):
+    if o.grade_reason:
         notes.append(("Read automatically before the override: " if override else "")
-                     + reading(o.get("grade_status"), o["grade_reason"]) + ".")
-    placement = o.get("placement") or {}
+                     + reading(o.grade_status, o.grade_reason) + ".")
+    placement = o.placement or {}
     if placement and placement.get("tied", 1) == placement["of"] > 1:
         notes.append("Every candidate ties in the simulator: no decision is better than another here.")
     elif placement.get("tied", 1) > 1:
-        pick = o.get("decision")  # the override's, when there is one
+        pick = o.decision  # the override's, when there is one
         notes.append(f"{pick if pick is not None else 'The pick'} ties with {placement['tied'] - 1} other candidates"
                      + (" for the best score: a best decision (regret 0)." if placement.get("regret") == 0 else "."))
     if override:
@@ -607,7 +608,7 @@ def show_verdict_details(record: RunRecord, o: dict) -> None:
             st.warning(f"{text}; missing: {', '.join(md(m) for m in coverage.missing)}.", icon=":material/search_off:")
         st.caption("Deciding values: those whose change moves the simulator's score of the best decision or its "
                    "rival; seen: a row the run got back holds the value with its keys (docs/evidence.md).")
-    override_form(record.id, record.settings, key=f"run-{record.id}", decision=o.get("decision"))
+    override_form(record.id, record.settings, key=f"run-{record.id}", decision=o.decision)
 
 
 def cost_text(cost: float | None) -> str:

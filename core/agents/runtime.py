@@ -5,7 +5,7 @@ a review, also from another process after a restart (the graph's state is checkp
     result = runtime.start(settings, on_event=show)
     while result.status == "paused":              # result.pause.plan: the proposed steps
         result = runtime.resume(result.run_id, Review.approve(), on_event=show)
-    result.outcome                                # decision, correct, tokens, ...
+    result.outcome                                # a RunOutcome: decision, correct, tokens, ...
 
 ``iter_start`` / ``iter_resume`` are the same as generators of events. Run control (issue 11): a review names the
 pause it is for (``resume(run_id, review, pause_id)``) and claims it atomically in the run store; ``stop`` ends a run
@@ -21,12 +21,12 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypedDict
 
 from langgraph.types import Command
 
 from core.agents import guards, paper_prompts, prompts, reaper, reaper_examples
 from core.model.bounds import no_nul
+from core.model.outcome import RunOutcome, RunStatus, Tokens
 from core.model.run_settings import Pause, Review, RunSettings, default_reviewer
 from core.agents.control import RunControl, RunInterrupted, RunStopped
 from core.model.events import ActionEvent, BranchEvent, ErrorEvent, Event
@@ -36,12 +36,11 @@ from core.agents.workspace import Workspace, open_catalog_workspace
 from core.store.plans import PlanStore
 from core.store import database
 from core.store.checkpoints import open_checkpointer
-from core.analysis.grading import grade, place
+from core.analysis.grading import judge
 from core.analysis.trace import Trace
 from core.auth import endpoints
 from core.llm.client import REPLAY_PREFIX, ChatLLM, LLMSettings, bound_key, open_llm, replay_path
 from core.store.runs import PauseTaken, RunStore
-from core.scenarios import ranking
 from core.config.secrets import scrub
 from core.telemetry.runs import traced
 from core.config import home as project_home
@@ -64,14 +63,14 @@ LLM_NODES = ("call_llm", "write_plan", "answer")
 
 @dataclass
 class RunResult:
-    """Where a run stands after ``start`` or ``resume``: ``paused`` (see ``pause``), or ended (see ``outcome``:
-    decision, correct, final_answer, error, llm_calls, tokens, cost_usd, limit, ...) as ``finished``, ``failed``,
-    ``stuck`` (the loop guard ended it) or ``context_exceeded`` (a request could not fit the context window)."""
+    """Where a run stands after ``start`` or ``resume``: ``paused`` (see ``pause``), or ended (see ``outcome``) as
+    ``finished``, ``failed``, ``stuck`` (the loop guard ended it) or ``context_exceeded`` (a request could not fit
+    the context window)."""
 
     run_id: str
-    status: str
+    status: RunStatus
     pause: Pause | None = None
-    outcome: dict | None = None
+    outcome: RunOutcome | None = None
 
 
 def native_panic(e: BaseException) -> bool:
@@ -312,8 +311,8 @@ class AgentRuntime:
         snapshot = graph.get_state(self._config(run_id))
         pause = record.pause or {}
         if not snapshot.values:
-            self.store.update(run_id, "failed", outcome={"error": "the run was interrupted before its first step; "
-                                                                  "start it again"})
+            self.store.update(run_id, "failed", outcome=RunOutcome(error="the run was interrupted before its first "
+                                                                         "step; start it again"))
             return iter(())
         if snapshot.interrupts:
             taken = (self.store.review_of(run_id, pause["id"])
@@ -487,17 +486,17 @@ class AgentRuntime:
         else:
             self.store.update(run_id, snapshot.values["status"], outcome=self._outcome(run_id, snapshot.values, ws, price))
 
-    def _outcome(self, run_id: str, values: dict, ws: Workspace, price: list[float] | None) -> dict:
+    def _outcome(self, run_id: str, values: dict, ws: Workspace, price: list[float] | None) -> RunOutcome:
         """The graded outcome of an ended run (``values``: its last checkpoint's), its LLM calls, tokens and cost
         counted from its stored events by the one fold every view reads them with (core.analysis.trace.Trace): a
         call whose reply was stored but not checkpointed (its process stopped) is counted once, as the trace
         shows it. ``price``: the model's."""
         trace = Trace.of(self.store.events(run_id))
-        return {**_outcome(values, ws), "llm_calls": trace.llm_calls,
-                "cost_usd": guards.call_cost(price, trace.prompt_tokens, trace.completion_tokens),
-                "tokens": {"prompt": trace.prompt_tokens, "completion": trace.completion_tokens,
-                           "total": trace.prompt_tokens + trace.completion_tokens, "estimated": trace.tokens_estimated,
-                           "failed_attempts": trace.failed_tokens}}
+        return dataclasses.replace(
+            _outcome(values, ws), llm_calls=trace.llm_calls,
+            cost_usd=guards.call_cost(price, trace.prompt_tokens, trace.completion_tokens),
+            tokens=Tokens(trace.prompt_tokens, trace.completion_tokens, trace.prompt_tokens + trace.completion_tokens,
+                          trace.tokens_estimated, trace.failed_tokens))
 
     def start(self, settings: RunSettings, on_event: Callable[[Event], None] | None = None,
               run_id: str | None = None) -> RunResult:
@@ -564,61 +563,16 @@ def unconsulted(values: dict) -> bool:
     return bool(values.get("final_answer")) and not values.get("queries", values.get("actions", 0))
 
 
-class RunOutcome(TypedDict, total=False):
-    """What an ended run's record keeps as its outcome (``_outcome``; a run that failed before its first step keeps
-    only its ``error``). ``core run --json`` prints every field."""
-
-    decision: str | None
-    mentions: list[str]
-    correct: bool | None
-    label: str | None
-    grade_status: str
-    grade_reason: str
-    best_group: bool
-    placement: dict | None
-    final_answer: str | None
-    error: str | None
-    llm_calls: int
-    actions: int
-    plan: list[str]
-    wall_s: float
-    no_decision: bool
-    unconsulted: bool
-    cost_usd: float | None
-    limit: str | None
-    repeats: int
-    tokens: dict  # prompt, completion, total, estimated, failed_attempts (of the total: abandoned attempts')
-
-
 def _outcome(values: dict, ws: Workspace) -> RunOutcome:
     """The graded outcome of an ended run, with the decision's place in the simulator's ranking when the
     workspace has the database."""
-    question = ws.question
-    g = grade(values.get("final_answer"), question.scenario, ws.candidates, question.answer)
-    placement, best_group = None, False
-    if ws.database is not None and (g.decision is not None or g.status == "ambiguous"):
-        try:
-            ranked = ranking(question, ws.database)
-        except ValueError:  # sims.ranking.InputError: a question the simulators cannot rank
-            ranked = None
-        if ranked is not None and g.decision is not None:
-            placement = place(g.decision, ranked)
-        elif ranked is not None and not ranked.all_tied:  # "either 2465 or 2467": the group tied for best?
-            best_group = set(g.mentions) == {e.candidate for e in ranked.entries if ranked.regret(e.candidate) == 0}
-    reason = g.reason + ("; they are exactly the candidates tied for the best score, so the answer is optimal, "
-                         "though not one decision" if best_group else "")
+    v = judge(ws.question, ws.database, values.get("final_answer"), candidates=ws.candidates)
     prompt, completion = values.get("prompt_tokens", 0), values.get("completion_tokens", 0)
-    answered = bool(values.get("final_answer"))  # no answer: not answered, neither right nor wrong (RunStore)
-    return {"decision": g.decision, "mentions": list(g.mentions), "correct": g.correct if answered else None,
-            "label": question.answer,
-            "grade_status": g.status, "grade_reason": reason, "best_group": best_group,
-            "placement": dataclasses.asdict(placement) if placement else None,
-            "final_answer": values.get("final_answer"), "error": values.get("error"),
-            "llm_calls": values.get("llm_calls", 0), "actions": values.get("actions", 0),
-            "plan": values.get("plan", []), "wall_s": round(values.get("wall_s", 0.0), 3),
-            "no_decision": bool(values.get("final_answer")) and g.decision is None,
-            "unconsulted": unconsulted(values),
-            "cost_usd": values.get("cost_usd"), "limit": values.get("limit"), "repeats": values.get("repeats", 0),
-            "tokens": {"prompt": prompt, "completion": completion, "total": prompt + completion,
-                       "estimated": values.get("tokens_estimated", False),
-                       "failed_attempts": values.get("failed_tokens", 0)}}
+    return RunOutcome(v.decision, list(v.mentions), v.correct, v.label, v.status, v.reason, v.best_group,
+                      dataclasses.asdict(v.placement) if v.placement else None, values.get("final_answer"),
+                      values.get("error"), values.get("llm_calls", 0), values.get("actions", 0),
+                      list(values.get("plan", [])), round(values.get("wall_s", 0.0), 3),
+                      bool(values.get("final_answer")) and v.decision is None, unconsulted(values),
+                      values.get("cost_usd"), values.get("limit"), values.get("repeats", 0),
+                      Tokens(prompt, completion, prompt + completion, values.get("tokens_estimated", False),
+                             values.get("failed_tokens", 0)))

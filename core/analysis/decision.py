@@ -73,7 +73,8 @@ def run_pick(run_id: str, question: Question, store: RunStore | None = None) -> 
     if ref != (question.source, question.scenario, question.number):
         return RunPick(run_id, None, f"run {run_id} answered {'/'.join(map(str, ref))}, not {question.id}")
     override = OverrideStore(Path((store or RunStore()).path).parent).get(run_id)
-    decision = with_override(record.outcome, override).get("decision")
+    outcome = with_override(record.outcome, override)
+    decision = outcome.decision if outcome else None
     by = override.by if override else None
     if decision is None:
         why = ("named no candidate" if record.outcome else f"has no outcome yet (status {record.status})") + (

@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass
 from core import scenarios
 from core.scenarios import DECISION_WORDS, catalog
 from core.model.grade import Override
+from core.model.outcome import GradeStatus, RunOutcome
 from core.model.question import DecisionWords
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -517,16 +518,85 @@ def make_override(decision, label, by: str, note: str = "", correct: bool | None
     return Override(decision, correct, by or "analyst", time.time(), note, placement)
 
 
+@dataclass(frozen=True)
+class Verdict:
+    """The workbench's one verdict (``judge``) on a final answer or an analyst's decision, as ``core grade``, runs,
+    benchmarks and overrides give it: the graded reading (decision, mentions, correct, status, reason), the label,
+    whether the candidates named are exactly those tied for the best score (``best_group``), and the decision's
+    place in the simulator's ranking of ``of`` candidates."""
+
+    decision: str | int | None
+    mentions: tuple
+    correct: bool | None  # None without a label or without an answer (not answered: neither right nor wrong)
+    label: str | int | None
+    status: GradeStatus
+    reason: str
+    best_group: bool = False
+    placement: Placement | None = None
+    of: int | None = None  # candidates in the ranking (None: no ranking)
+    all_tied: bool = False
+    relative_regret: float | None = None  # the placed decision's regret in % of the best score
+
+    @property
+    def optimal(self) -> bool | None:
+        """A best decision by the simulator (regret 0), or exactly the group tied for best; None when not placed."""
+        if self.placement is not None:
+            return self.placement.optimal
+        return True if self.best_group else None
+
+
+_READ = object()  # judge's ``decision`` when the decision is read from the answer
+
+
+def _ranked(question, database):
+    """The simulator's ranking of the question, None without a database or a simulator that can rank it."""
+    if database is None:
+        return None
+    try:
+        return scenarios.ranking(question, database)
+    except ValueError:  # sims.ranking.InputError: a question the simulators cannot rank
+        return None
+
+
+def judge(question, database, answer: str | None = None, *, decision=_READ, candidates: list | None = None) -> Verdict:
+    """The verdict on ``answer`` to ``question`` (among ``candidates``, default the question's), or, given
+    ``decision``, on an analyst's decision (None: none), placed in the simulator's ranking of the question on
+    ``database`` (None: not placed). Naming exactly the candidates tied for best is ambiguous, yet optimal."""
+    ranked, label = _ranked(question, database), question.answer
+    if decision is _READ:
+        if candidates is None:
+            candidates = scenarios.candidates(question, database)
+        g = grade(answer, question.scenario, candidates, label)
+        correct = g.correct if answer else None
+    else:
+        correct = None if label is None else decision is not None and same_decision(decision, label)
+        g = Grade(decision, () if decision is None else (decision,), correct,
+                  "none" if decision is None else "decided", "the analyst's decision")
+    placement = place(g.decision, ranked) if ranked is not None else None
+    best_group = (ranked is not None and g.decision is None and g.status == "ambiguous" and not ranked.all_tied
+                  and set(g.mentions) == {e.candidate for e in ranked.entries if ranked.regret(e.candidate) == 0})
+    reason = g.reason + ("; they are exactly the candidates tied for the best score, so the answer is optimal, "
+                         "though not one decision" if best_group else "")
+    return Verdict(g.decision, tuple(g.mentions), correct, label, g.status, reason, best_group, placement,
+                   len(ranked.entries) if ranked is not None else None, bool(ranked is not None and ranked.all_tied),
+                   ranked.relative_regret(g.decision) if placement else None)
+
+
+def stored_verdict(outcome: RunOutcome, ranked) -> Verdict:
+    """The verdict ``judge`` gave a run, from its stored outcome, with the ranking's facts from ``ranked`` (the
+    question's ranking, None without one)."""
+    p = outcome.placement
+    placement = Placement(p["rank"], p["of"], p["regret"], p["gain"], p.get("tied", 1)) if p else None
+    return Verdict(outcome.decision, tuple(outcome.mentions), outcome.correct, outcome.label,
+                   outcome.grade_status or "none", outcome.grade_reason or "", outcome.best_group, placement,
+                   len(ranked.entries) if ranked is not None else None, bool(ranked is not None and ranked.all_tied),
+                   ranked.relative_regret(outcome.decision) if placement and ranked is not None else None)
+
+
 def override_for(settings: dict, decision, by: str, note: str = "", root=None) -> Override:
-    """An override of a stored run's grade (its settings) to ``decision`` (None: no decision), graded against the
+    """An override of a stored run's grade (its settings) to ``decision`` (None: no decision), judged against the
     question's label and placed in the simulator's ranking, so that rank, regret and the optimal rate follow it."""
     question = catalog.question(settings.get("source", "dqa"), settings["scenario"], settings["question"], root)
-    placement = None
-    if decision is not None:
-        try:
-            ranked = scenarios.ranking(question, catalog.database(question, root))
-            found = place(decision, ranked)
-        except ValueError:  # a question the simulators cannot rank
-            found = None
-        placement = {**asdict(found), "relative_regret": ranked.relative_regret(decision)} if found else None
-    return make_override(decision, question.answer, by, note, placement=placement)
+    v = judge(question, catalog.database(question, root), decision=decision)
+    placement = {**asdict(v.placement), "relative_regret": v.relative_regret} if v.placement else None
+    return make_override(v.decision, v.label, by, note, correct=v.correct, placement=placement)

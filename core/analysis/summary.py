@@ -61,18 +61,18 @@ def outcome_row(record: RunRecord, override=None) -> dict:
     decision and correctness, marked in the ``grade`` column. Text cells with nothing to show read ``–``; a run
     that ended without an answer (stopped, failed) is neither correct nor wrong (``correct`` None)."""
     s, o = record.settings, with_override(record.outcome, override)
-    placement = o.get("placement")
-    grade = "overridden by " + override.by if override else o.get("grade_status")
+    ended = record.outcome is not None
+    grade = "overridden by " + override.by if override else o and o.grade_status
     return {"run": record.id, "started": datetime.fromtimestamp(record.created).strftime("%Y-%m-%d %H:%M:%S"),
             "question": question_id(s), "technique": technique_label(s["technique"]), "database": s["db"],
             "model": model_label(s["llm"]), "setting": setting_label(s["technique"], s.get("prompts"),
                                                                      s.get("reaper_planner")),
             "review": review_label(s), "status": record.status,
-            "decision": GAP if o.get("decision") is None else str(o["decision"]),
-            "correct": o.get("correct") if override or answered(record) else None,
-            "grade": grade or GAP, "rank": placement_text(placement) or GAP,
-            "LLM calls": o.get("llm_calls"), "tokens": (o.get("tokens") or {}).get("total"),
-            "time (s)": None if o.get("wall_s") is None else round(o["wall_s"], 1)}
+            "decision": GAP if o is None or o.decision is None else str(o.decision),
+            "correct": o.correct if o and (override or answered(record)) else None,
+            "grade": grade or GAP, "rank": (o and placement_text(o.placement)) or GAP,
+            "LLM calls": o.llm_calls if ended else None, "tokens": o.tokens.total if ended else None,
+            "time (s)": round(o.wall_s, 1) if ended else None}
 
 
 #: The number columns of the History and Compare tables, with the decimals a number shows in them as text.

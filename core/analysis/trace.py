@@ -145,12 +145,10 @@ class Trace:
         self.plan, self.current, self.worked, self.acted = list(steps), None, set(), 0
 
     def step_states(self) -> list[tuple[str, str]]:
-        """Each step of the plan in force with its state: ``done``, ``current``, ``todo`` or ``unreported``, by what
-        the agent did under this plan: the steps it named as current (when it named none, one step per action),
-        never a step only because a later one was named, and none before an action ran under it (a run that ran no
-        query has done no step). A run that worked on the plan and gave its final answer has done the last step (the
-        decision). A step before one done that the agent never named (it may have worded its current step otherwise,
-        as real models do) is ``unreported``: neither done nor still to do."""
+        """Each step of the plan in force with its state, ``done``, ``current``, ``todo`` or ``unreported``, by what
+        the agent did under this plan: the steps it named as current (else one step per action), none before an action
+        ran under it; a final answer does the last step. A step before a done one that was never named is
+        ``unreported``: neither done nor still to do."""
         worked = (self.worked or set(range(min(self.acted, len(self.plan))))) if self.acted else set()
         if self.finished and worked and self.plan:
             worked = worked | {len(self.plan) - 1}

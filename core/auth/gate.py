@@ -88,11 +88,9 @@ def _role_allows(who: Identity, least: str, what: str) -> None:
 
 
 def authorize_job(who: Identity | None, action: Action, asked_at: float) -> Identity:
-    """The gate asked again by a worker carrying out ``action`` that ``who`` asked for at ``asked_at`` (a job of
-    the queue): ``who``'s role as the server's configuration (its secrets file's ``[planrag]``) gives it now, so a
-    role taken away since the job was queued refuses it; the sign-in as it was when the job was asked (one that
-    expired or was signed out later does not undo what it asked). Refused saying why; ConfigError (a Refused's
-    cause) when the configuration cannot be read: fail closed."""
+    """The gate asked again by a worker carrying out ``action`` that ``who`` asked for at ``asked_at`` (a queued job):
+    ``who``'s role as the server's configuration gives it now, with the sign-in as it was when the job was asked.
+    Refused saying why; ConfigError (a Refused's cause) when the configuration cannot be read: fail closed."""
     if action not in NEEDS:
         raise ValueError(f"unknown action {action!r}; the actions are {', '.join(ACTIONS)}")
     least, what = NEEDS[action]

@@ -10,6 +10,7 @@ import re
 
 from core.agents.parsing import render_plan
 from core.analysis.grading import placement_text
+from core.model.outcome import RunOutcome
 
 SYSTEM = ("You review the work of a decision-making agent that answers questions by querying a database, following "
           "a plan written for every question of the same kind.")
@@ -39,34 +40,34 @@ def _plan(steps: list[str]) -> str:
     return render_plan(steps) if steps else "(none yet: the agent made its own plan)"
 
 
-def success_text(outcome: dict) -> str:
+def success_text(outcome: RunOutcome) -> str:
     """The paper's reward: 1 when the agent's decision is the best one, else 0 (no label: unknown)."""
-    if outcome.get("correct") is None and outcome.get("label") is None:
+    if outcome.correct is None and outcome.label is None:
         return "Outcome: unknown (the question has no labelled best decision)."
-    if outcome.get("correct"):
+    if outcome.correct:
         return "Outcome: success (reward 1): the agent's decision is the best one."
     return "Outcome: failure (reward 0): the agent did not find the best decision."
 
 
-def outcome_text(outcome: dict, reward: str = "rich") -> str:
+def outcome_text(outcome: RunOutcome, reward: str = "rich") -> str:
     """A run's reward as the reflection reads it: ``success`` (the paper's success or failure), or ``rich``: right
     or wrong, the best decision, and where the agent's decision ranks."""
     if reward == "success":
         return success_text(outcome)
-    decision, label, placement = outcome.get("decision"), outcome.get("label"), outcome.get("placement")
+    decision, label, placement = outcome.decision, outcome.label, outcome.placement
     best = f"The best decision is {label}." if label is not None else "The question has no labelled best decision."
     if decision is None:
-        failed = f" (the run failed: {outcome['error']})" if outcome.get("error") else ""
+        failed = f" (the run failed: {outcome.error})" if outcome.error else ""
         return f"Outcome: wrong. The agent named no candidate decision{failed}. {best}"
     where = (f" (rank {placement_text(placement)} in the simulator's ranking, regret "
              f"{placement['regret']:.4g})" if placement else "")
-    if outcome.get("correct"):
+    if outcome.correct:
         return f"Outcome: correct. The agent chose {decision}, the best decision{where}."
-    verdict = "wrong" if outcome.get("correct") is False else "unknown"
+    verdict = "wrong" if outcome.correct is False else "unknown"
     return f"Outcome: {verdict}. The agent chose {decision}{where}. {best}"
 
 
-def experience(plan: list[str], run: str, outcome: dict, reward: str = "rich", task: str | None = None) -> str:
+def experience(plan: list[str], run: str, outcome: RunOutcome, reward: str = "rich", task: str | None = None) -> str:
     """H and R of equations 6-8: the plan, the agent's run and its reward. With ``task`` (the paper setting), H ⊕ R
     as the paper has it, with no headings: the task description the agent was given (its system prompt: the schema,
     the valid actions and the plan), the interaction history, the reward."""
@@ -76,7 +77,7 @@ def experience(plan: list[str], run: str, outcome: dict, reward: str = "rich", t
                         outcome_text(outcome, reward)])
 
 
-def reflection_steps(plan: list[str], run: str, outcome: dict, reward: str = "success",
+def reflection_steps(plan: list[str], run: str, outcome: RunOutcome, reward: str = "success",
                      task: str | None = None) -> dict[str, str]:
     """The three-step SIR reflection's user messages: the summary and the flaws each on the experience; the
     revision follows the flaws' call and its reply (equation 8). With ``task``: the paper setting's H and
@@ -86,7 +87,7 @@ def reflection_steps(plan: list[str], run: str, outcome: dict, reward: str = "su
     return {"summary": f"{h}\n\n{SUMMARY_PROMPT}", "flaws": f"{h}\n\n{flaw}", "revision": REVISION_PROMPT}
 
 
-def reflection_message(plan: list[str], run: str, outcome: dict, reward: str = "rich",
+def reflection_message(plan: list[str], run: str, outcome: RunOutcome, reward: str = "rich",
                        task: str | None = None) -> str:
     """SIR reflection on one run, in one call: summary, flaws of the plan, revision (``task``: as
     ``reflection_steps``)."""
@@ -110,11 +111,9 @@ def parse_reflection(text: str) -> dict[str, str]:
 
 
 def update_message(plan: list[str], experiences: list[dict], reward: str = "rich", task: str | None = None) -> str:
-    """The plan update: the current plan and each run's question, outcome and reflection (``experiences``: dicts
-    with question, text, outcome and the reflection's parts). With ``task`` (the paper setting), equation 9's
-    inputs and nothing between them: the current plan X_i (none for the empty X_0), each task instance P_j (the
-    question as the agent was given it) with its summary, flaws and revision, and Table 2's Upd-prompt; then the
-    plan's format, so that the new plan can be read."""
+    """The plan update: the current plan and each run's question, outcome and reflection (``experiences``). With
+    ``task`` (the paper setting), equation 9's inputs alone: the current plan X_i (none for X_0), each task
+    instance P_j with its summary, flaws and revision, and Table 2's Upd-prompt; then the plan's format."""
     if task is not None:
         jobs = [part for e in experiences for part in (e["text"], e["summary"], e["flaws"], e["revision"]) if part]
         return "\n\n".join(([render_plan(plan)] if plan else []) + jobs + [PAPER_UPDATE_PROMPT, PLAN_FORMAT])

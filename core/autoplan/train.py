@@ -33,11 +33,10 @@ class AutoPlanError(Exception):
 
 @dataclass
 class TrainSettings:
-    """One training: the scenario's questions ``train`` (numbers of ``source``) on database ``db`` with model
-    ``llm`` (a name or ``replay:FILE``), B = ``batch_size`` questions per iteration, I = ``iterations``.
-    Sampling during training: ``temperature`` and ``top_p`` (paper: nucleus sampling p = 0.9; None: not sent);
-    ``reflection``: ``three-step`` (paper) or ``one-call``; ``reward``: ``success`` (paper: success or failure) or
-    ``rich`` (also the best decision, the rank and the regret)."""
+    """One training: the questions ``train`` of ``source`` on database ``db`` with model ``llm`` (a name or
+    ``replay:FILE``), ``batch_size`` questions per iteration, ``iterations`` iterations; sampling by ``temperature``
+    and ``top_p``; ``reflection`` ``three-step`` (paper) or ``one-call``; ``reward`` ``success`` (paper) or ``rich``
+    (also the best decision, the rank and the regret)."""
 
     scenario: str
     db: str
@@ -130,7 +129,7 @@ def _reflect(llm: ChatLLM, plan: list[str], experience: dict, settings: TrainSet
                  "reply": "\n\n".join(f"{n.title()}: {t.strip()}" for n, t in
                                        (("summary", summary), ("flaws", flaws), ("revision", revision)))}
         tokens, calls = used_s + used_f + used_r, 3
-    kept = {k: outcome.get(k) for k in ("decision", "label", "correct", "placement", "error")}
+    kept = {k: getattr(outcome, k) for k in ("decision", "label", "correct", "placement", "error")}
     return {"question": experience["question"], "run_id": experience["run_id"], **kept, **parts,
             "reflection_calls": calls}, tokens
 
@@ -140,14 +139,14 @@ def _record(iteration: int, parent: int | None, experiences: list[dict], tokens:
     """The accuracy of an iteration's batch (the plan in force: version ``parent``; None: the empty plan): the
     success rate (the paper's reward) and, apart, the mean regret (the richer reward's)."""
     outcomes = [e["outcome"] for e in experiences]
-    correct = sum(bool(o["correct"]) for o in outcomes)
-    regrets = [o["placement"]["regret"] for o in outcomes if o["placement"]]
-    calls = sum(o["llm_calls"] for o in outcomes) + reflection_calls + 1  # runs, reflections, update
+    correct = sum(bool(o.correct) for o in outcomes)
+    regrets = [o.placement["regret"] for o in outcomes if o.placement]
+    calls = sum(o.llm_calls for o in outcomes) + reflection_calls + 1  # runs, reflections, update
     return {"iteration": iteration, "plan_version": parent, "questions": [e["question"] for e in experiences],
             "runs": [e["run_id"] for e in experiences], "correct": correct, "total": len(outcomes),
             "accuracy": round(correct / len(outcomes), 4),
             "mean_regret": round(sum(regrets) / len(regrets), 6) if regrets else None,
-            "llm_calls": calls, "tokens": tokens + sum(o["tokens"]["total"] for o in outcomes)}
+            "llm_calls": calls, "tokens": tokens + sum(o.tokens.total for o in outcomes)}
 
 
 def train(settings: TrainSettings, home: str | Path | None = None, *,

@@ -122,10 +122,9 @@ class QueryResult:
         return self.total_rows > len(self.rows)
 
     def capped(self, cell_chars: int = DEFAULT_CELL_CHARS, result_chars: int = MAX_RESULT_CHARS) -> QueryResult:
-        """This result with each column name cut to MAX_NAME_CHARS characters (less for a very wide result: the
-        names hold a quarter of ``result_chars``), each cell to ``cell_chars``, the rows kept within
-        ``result_chars`` characters in all (rows past it left out, as past the row cap), each note to
-        MAX_NOTE_CHARS and the executed query to twice MAX_QUERY_CHARS; each cut is marked and noted."""
+        """This result cut to its limits, each cut marked and noted: column names to MAX_NAME_CHARS (less for a
+        very wide result), cells to ``cell_chars``, the rows to ``result_chars`` characters in all, notes to
+        MAX_NOTE_CHARS and the executed query to twice MAX_QUERY_CHARS."""
         name_chars = min(MAX_NAME_CHARS, cell_chars, max(result_chars // (4 * len(self.columns) or 1), 40))
         columns = [cap_text(str(c), name_chars) for c in self.columns]
         rows, size, cut = [], 0, 0

@@ -76,13 +76,10 @@ def cache_key(identity: dict, stop: list[str], messages: list[BaseMessage]) -> s
 
 
 class CachingLLM:
-    """A ChatLLM stand-in with a reply cache (None: no cache), a wait before each model call (``throttle``,
-    e.g. a rate limiter), a gate each model call passes (``gate``, a core.benchmark.runner.CallGate: how many
-    calls at once, told of timeouts) and a benchmark budget each model call is reserved in before it is made, then
-    settled (answered) or released (failed).
-    ``calls`` counts model calls, ``hits`` cached replies, ``wait_s`` the time spent in ``complete`` (model,
-    throttle and cache). It counts tokens with the tokenizer file of ``settings`` when one is set (the model,
-    opened only for a call that is not cached, is not asked)."""
+    """A ChatLLM stand-in for benchmarks: a reply cache (None: none), a wait before each model call (``throttle``),
+    a gate each call passes (``gate``: calls at once, told of timeouts) and a budget each call is reserved in.
+    ``calls``, ``hits`` and ``wait_s`` count model calls, cached replies and time in ``complete``; tokens are
+    counted with the tokenizer file of ``settings`` when set."""
 
     def __init__(self, opener: Callable[[int], ChatLLM], identity: dict, cache: ReplyCache | None,
                  throttle: Callable[[], None] | None = None, gate=None, budget: Budget | None = None,
@@ -153,11 +150,9 @@ class CachingLLM:
 def caching_opener(cache: ReplyCache | None, throttle: Callable[[], None] | None = None,
                    on_open: Callable[[CachingLLM], None] | None = None, gate=None, budget: Budget | None = None,
                    sample: Callable[[], int] | None = None):
-    """An ``llm_opener`` for AgentRuntime (same signature as core.llm.client.open_llm) giving CachingLLMs (passing
-    ``gate``, reserving each model call in ``budget``); ``on_open`` sees each one (to read its counters after the
-    run). ``sample`` gives the number of the repeated sample (benchmark epoch) the opening thread runs: samples
-    after the first are keyed apart (``sample`` in the key), so each epoch asks the model anew instead of being
-    served epoch 1's reply, and a rerun of epoch e is served epoch e's own."""
+    """An ``llm_opener`` for AgentRuntime (open_llm's signature) giving CachingLLMs with ``gate`` and ``budget``;
+    ``on_open`` sees each. ``sample`` gives the opening thread's epoch: epochs after the first are keyed apart, so
+    each asks the model anew and a rerun of epoch e is served epoch e's own reply."""
 
     def opener(spec: str, settings: LLMSettings, *, skip: int = 0) -> CachingLLM:
         replay = spec.startswith(REPLAY_PREFIX)

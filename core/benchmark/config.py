@@ -37,11 +37,9 @@ def default_name(llm: str) -> str:
 
 @dataclass
 class BenchConfig:
-    """A benchmark as the command line states it. ``llm``: a model name, ``replay:FILE`` (one transcript for
-    every item) or ``replay:DIR`` (``{scenario}-{question}-{db}-{technique}.json`` per item, else
-    ``{scenario}-{question}-{technique}.json``). Results go to ``out``, default bench_home(home)/``name``, default
-    the model's name; the runs themselves (traces, for the Run and History pages) to the run store under
-    ``home`` (default DATA_HOME), beside the learned plans AutoPlan starts from."""
+    """A benchmark as the command line states it. ``llm``: a model name, ``replay:FILE`` (one transcript for every
+    item) or ``replay:DIR`` (``{scenario}-{question}-{db}-{technique}.json`` per item). Results go to ``out``
+    (default bench_home(home)/``name``, default the model's name), the runs to the run store under ``home``."""
 
     techniques: list[str]
     llm: str

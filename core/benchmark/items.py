@@ -120,11 +120,9 @@ class WorkList:
 def work_list(scenarios: list[str], dbs: list[str], techniques: list[str], model: str, numbers: list[int],
               counts: dict[str, int], notes: list[str] | None = None, source: str = "dqa",
               epochs: int = 1) -> WorkList:
-    """Every item, ``epochs`` times (epoch 1 of every item first, then epoch 2...: a benchmark stopped early has
-    whole epochs), each epoch ordered by scenario, question, database, technique. ``numbers`` empty means all
-    questions;
-    ``counts`` is each scenario's number of questions. Numbers past a scenario's count are left out with a
-    note when several scenarios run, and are an error for a single one."""
+    """Every item, ``epochs`` times (epoch 1 of every item first, so a benchmark stopped early has whole epochs),
+    ordered by scenario, question, database and technique. ``numbers`` empty: all questions; ``counts``: each
+    scenario's number of questions (numbers past it: a note with several scenarios, an error with one)."""
     if epochs < 1:
         raise BenchError("--epochs must be at least 1")
     notes = list(notes or [])

@@ -36,18 +36,16 @@ class DirectoryLock:
                 f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}")
 
     def _acquire_team(self, url: str) -> None:
-        import psycopg  # optional: the team store's driver
-
         name = self.path.parent.name
-        con = psycopg.connect(url, autocommit=True, **database.connect_kwargs())
-        if not con.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", ("bench:" + name,)).fetchone()[0]:
-            row = con.execute("SELECT value FROM bench_meta WHERE benchmark = %s AND name = 'lock'", (name,)).fetchone()
+        con = database.session(url)
+        if not con.execute("SELECT pg_try_advisory_lock(hashtextextended(?, 0))", ("bench:" + name,)).fetchone()[0]:
+            row = con.execute("SELECT value FROM bench_meta WHERE benchmark = ? AND name = 'lock'", (name,)).fetchone()
             con.close()
             raise BenchBusy(f"a benchmark is already running into {name} in the team store "
                             f"({row[0] if row else 'another process'}); wait for it to end or stop it, then rerun: "
                             "the items it finished are skipped")
-        con.execute(database.upsert("bench_meta", ("benchmark", "name", "value"), ("benchmark", "name")
-                                    ).replace("?", "%s"), (name, "lock", self._owner()))
+        con.execute(database.upsert("bench_meta", ("benchmark", "name", "value"), ("benchmark", "name")),
+                    (name, "lock", self._owner()))
         self._team = con
 
     def acquire(self) -> None:
@@ -78,12 +76,10 @@ class DirectoryLock:
         BenchBusy when another process took it meanwhile. Nothing for a lock file (the kernel's holds)."""
         if self._team is None:
             return
-        import psycopg  # optional: the team store's driver
-
         try:
             self._team.execute("SELECT 1")
             return
-        except psycopg.OperationalError:
+        except database.connection_errors():
             self._team.close()
             self._team = None
         self._acquire_team(database.location(self.path))

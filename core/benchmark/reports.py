@@ -135,13 +135,10 @@ REGRET_COLUMNS = ["source", "scenario", "technique", "model", "wrong", "ranked",
 
 
 def accuracy(results: list[dict]) -> pd.DataFrame:
-    """Per question set, source, scenario, database, technique and model: n (every item, those that could not run
-    included), correct, errors, label accuracy % with its 95% Wilson interval (ci95_low, ci95_high), the
-    answered-only accuracy, the optimal-decision rate % (regret 0 by the simulator) with its interval, answers graded
-    ambiguous or deciding nothing, grades overridden by an analyst, questions where every candidate ties, the mean
-    regret of the ranked decisions, runs the loop guard ended (stuck, counted apart from other failures), answers
-    given without a single query of the database (unconsulted: "answered without consulting the database"); the
-    paper's figure beside (the DQA set only: a generated set's questions are others)."""
+    """The accuracy table, per question set, source, scenario, database, technique and model: n (items that could not
+    run included), correct, errors, label accuracy and optimal-decision rate with 95% Wilson intervals, answered-only
+    accuracy, undecided, overridden and all-tied answers, mean regret, stuck and unconsulted runs; and the paper's
+    figure (DQA only)."""
     df = _frame(results)
     if df.empty:
         return pd.DataFrame(columns=ACCURACY_COLUMNS)
@@ -487,11 +484,9 @@ def _round(value, digits: int = 3):
 
 
 def costs(results: list[dict], prices: dict[str, list[float]]) -> pd.DataFrame:
-    """Per scenario, database, technique and model, per question on average: LLM calls (and the share served
-    from the cache), tokens, cost (USD at list price for all the tokens, cached replies included; None without a
-    price), the time waited for the model (retries and backoff included, cached replies not: their original
-    latency is shown apart), attempts per model call, wall time, framework overhead per agent step and the time to
-    get a question ready."""
+    """The cost table, per scenario, database, technique and model, per question on average: LLM calls (and the
+    share cached), tokens, cost in USD at list price (None without a price), time waited for the model (cached
+    replies apart), attempts per call, wall time, overhead per agent step and time to get a question ready."""
     df = _ran(_frame(results))
     if df.empty:
         return pd.DataFrame()

@@ -27,6 +27,7 @@ from core.scenarios.dqa.source import dqa_benchmark
 from core import scenarios
 from core.config import home as project_home
 from core.agents.runtime import AgentRuntime, new_run_id
+from core.model.outcome import RunOutcome
 from core.model.run_settings import Limits, RunSettings
 from core.model.technique import technique, voted_name
 from core.agents.workspace import open_catalog_workspace
@@ -47,6 +48,7 @@ from core.benchmark.trace import read_trace
 from core.benchmark.vote import vote
 from core.scenarios.dqa.source import DQA_SET
 from core.analysis.evidence import run_coverage
+from core.analysis.grading import stored_verdict
 from core.analysis.trace import Trace
 from core.llm.client import REPLAY_PREFIX, TRANSIENT, LLMSettings, open_llm, read_replay, replay_path
 from core.scenarios import ranking
@@ -348,12 +350,10 @@ class Bench:
 
     def run(self, on_result: Callable[[Item, dict | None, str | None, Progress], None] | None = None,
             stop: threading.Event | None = None, on_note: Callable[[str], None] | None = None) -> Progress:
-        """Run the pending items; ``on_result`` gets each item with its result, or None and why it could not run,
-        and the progress, from the worker's thread; ``on_note`` what the run changes on its own (concurrency
-        lowered after timeouts under load; also ``progress.notes``); ``stop`` ends the run once the items in
-        flight finish. The progress is also ``self.progress`` while the run goes on. An item that could not run
-        is kept in the result store (ResultStore.put_not_run; ``not_run()`` lists them) until a rerun finishes
-        it. Raises BenchBusy when another benchmark runs into the same directory (see ``claim``)."""
+        """Run the pending items (``self.progress`` meanwhile). ``on_result`` gets each item with its result, or None
+        and why it could not run (kept in the result store until a rerun finishes it), and the progress; ``on_note``
+        what the run changes on its own; ``stop`` ends it once the items in flight finish. BenchBusy: another
+        benchmark runs into the same directory."""
         self.claim()
         try:
             self.store.mark_running(len(self.work.items), self.config.started_by)
@@ -544,34 +544,29 @@ class Bench:
         wall = time.perf_counter() - start
         llm: CachingLLM = self._local.llm
         record = runtime.store.get(run_id, events=False)  # the events are in hand
-        outcome = record.outcome or {}
+        outcome = record.outcome or RunOutcome()
         trace = Trace.of(events)
-        facts = read_trace(trace, item.scenario, outcome.get("decision"))
+        facts = read_trace(trace, item.scenario, outcome.decision)
         failed_attempts = trace.fatal.attempts if trace.fatal else []
         if record.status == "failed" and facts.error_kind in RETRY:
-            raise _NotRun(facts.error_kind, outcome.get("error") or "the run failed", failed_attempts)
+            raise _NotRun(facts.error_kind, outcome.error or "the run failed", failed_attempts)
         evidence = _evidence(self.root, item, trace)
         # not answered (no final answer): neither right nor wrong, but a failure of a labelled question all the same
-        graded = (False if not outcome.get("final_answer") and outcome.get("label") is not None
-                  else outcome.get("correct"))
-        category, signs = classify(graded, facts, record.status, outcome.get("final_answer"),
-                                   outcome.get("decision"), evidence)
-        placement = outcome.get("placement") or {}
-        relative = None
-        if placement:
-            relative = _ranking(self.root, item.scenario, item.question, item.source).relative_regret(
-                outcome["decision"])
-        tokens = outcome.get("tokens") or {}
+        graded = False if not outcome.answered and outcome.label is not None else outcome.correct
+        category, signs = classify(graded, facts, record.status, outcome.final_answer, outcome.decision, evidence)
+        verdict = stored_verdict(outcome, _ranking(self.root, item.scenario, item.question, item.source))
+        placement = verdict.placement
+        tokens = outcome.tokens
         fresh, cached = [u for u in trace.usage if not u.cached], [u for u in trace.usage if u.cached]
         return {"set": self.set_name, "source": item.source, "scenario": item.scenario, "question": item.question,
                 "db": item.db,
                 "language": language(item.db),
                 "technique": item.technique, "model": item.model, "run_id": run_id, "status": record.status,
-                "decision": outcome.get("decision"), "label": outcome.get("label"), "correct": outcome.get("correct"),
-                "final_answer": outcome.get("final_answer"), "error": outcome.get("error"),
-                "llm_calls": outcome.get("llm_calls", 0), "cached_calls": llm.hits,
-                "prompt_tokens": tokens.get("prompt", 0), "completion_tokens": tokens.get("completion", 0),
-                "tokens_estimated": tokens.get("estimated", False),
+                "decision": outcome.decision, "label": outcome.label, "correct": outcome.correct,
+                "final_answer": outcome.final_answer, "error": outcome.error,
+                "llm_calls": outcome.llm_calls, "cached_calls": llm.hits,
+                "prompt_tokens": tokens.prompt, "completion_tokens": tokens.completion,
+                "tokens_estimated": tokens.estimated,
                 # time waited for the model now (retries, backoff and a failed last call included); cached replies
                 # apart, with their original latency
                 "llm_latency_s": sum(u.wait_s or u.latency_s for u in fresh)
@@ -583,13 +578,12 @@ class Bench:
                 **facts.to_dict(), "failure": category, "failure_signs": signs,
                 **(evidence.to_dict() if evidence else {"evidence_total": None, "evidence_seen": None,
                                                         "evidence_missing": None}),
-                "grade_status": outcome.get("grade_status"), "grade_reason": outcome.get("grade_reason"),
-                "rank": placement.get("rank"), "candidates": placement.get("of"), "regret": placement.get("regret"),
-                "tied": placement.get("tied"), "optimal": placement.get("regret") == 0 if placement else bool(outcome.get("best_group")),
-                "all_tied": bool(getattr(_ranking(self.root, item.scenario, item.question, item.source), "all_tied",
-                                         False)),
-                "relative_regret": relative, "cost_usd": outcome.get("cost_usd"), "limit": outcome.get("limit"),
-                "repeats": outcome.get("repeats", 0), "unconsulted": bool(outcome.get("unconsulted")),
+                "grade_status": outcome.grade_status, "grade_reason": outcome.grade_reason,
+                "rank": placement and placement.rank, "candidates": placement and placement.of,
+                "regret": placement and placement.regret, "tied": placement and placement.tied,
+                "optimal": bool(verdict.optimal), "all_tied": verdict.all_tied,
+                "relative_regret": verdict.relative_regret, "cost_usd": outcome.cost_usd, "limit": outcome.limit,
+                "repeats": outcome.repeats, "unconsulted": outcome.unconsulted,
                 "finished": time.time(), "epoch": item.epoch,
                 **fidelity.result_fields(settings, trace.usage)}
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from core.model.outcome import RunOutcome
 from core.model.technique import voted_name
 from core.analysis.grading import placement_text
 
@@ -69,17 +70,17 @@ def vote(samples: list[dict]) -> dict:
     return result
 
 
-def outcome_spread(outcomes: list[dict]) -> list[dict]:
+def outcome_spread(outcomes: list[RunOutcome]) -> list[dict]:
     """The spread of the decisions of ended runs (their stored outcomes): each decision with the samples that
     picked it, its share, the simulator's rank (``tied 3rd–79th of 79``) and whether it is the label; undecided
     runs as decision None. The first decided row is the vote's pick (``majority``: a tie to the first picked)."""
-    decisions = [votes_for({"decision": o.get("decision"), "grade_status": o.get("grade_status")}) for o in outcomes]
+    decisions = [votes_for({"decision": o.decision, "grade_status": o.grade_status}) for o in outcomes]
     first = {}
     for decision, outcome in zip(decisions, outcomes):
         first.setdefault(decision, outcome)
-    rows = spread(decisions, lambda d: placement_text(first[d].get("placement")))
+    rows = spread(decisions, lambda d: placement_text(first[d].placement))
     for row in rows:
-        row["correct"] = first[row["decision"]].get("correct") if row["decision"] is not None else None
+        row["correct"] = first[row["decision"]].correct if row["decision"] is not None else None
     return rows
 
 

@@ -3,8 +3,9 @@
     python -m core grade --scenario {locating,building} --question N [--source dqa|demo] [--json] ANSWER
 
 ``--json`` prints one object: ``decision`` (candidate or null), ``status`` (decided / ambiguous / none),
-``reason``, ``mentions``, ``correct`` (true / false / null without a label), ``label``, ``rank``, ``tied``, ``of``,
-``regret``, ``optimal`` (regret 0 by the simulator) and ``all_tied``. ANSWER ``-`` reads the answer from stdin.
+``reason``, ``mentions``, ``correct`` (true / false / null without a label or an answer), ``label``, ``rank``,
+``tied``, ``of``, ``regret``, ``optimal`` (regret 0 by the simulator, or exactly the group tied for best),
+``best_group`` and ``all_tied``. ANSWER ``-`` reads the answer from stdin.
 Exit status: 0 graded, 1 bad input (unknown question, no DQA directory).
 """
 from __future__ import annotations
@@ -16,9 +17,7 @@ import sys
 from core.cli.args import bounded
 from core.scenarios.catalog import SOURCES
 from core.scenarios import catalog
-from core.analysis.grading import grade, place
-from core.scenarios import candidates, ranking
-from sims.ranking import InputError
+from core.analysis.grading import judge
 
 DESCRIPTION = (__doc__.split("\n\n", 2)[0] + " Prints the decision the answer concludes with, whether it is the "
                "label, and its rank and regret in the simulator's ranking. " + __doc__.split("\n\n")[2].strip()
@@ -34,22 +33,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def grade_answer(source: str, scenario: str, number: int, answer: str) -> dict:
-    """The grade of ``answer`` on a catalog question, with its place in the simulator's ranking."""
+    """The verdict on ``answer`` to a catalog question (core.analysis.grading.judge), as ``--json`` prints it."""
 
     question = catalog.question(source or catalog.default_source(scenario), scenario, number)
-    database = catalog.database(question)
-    g = grade(answer, scenario, candidates(question, database), question.answer)
-    try:
-        ranked = ranking(question, database)
-    except InputError:  # a scenario without a simulator: graded against its label only
-        ranked = None
-    p = place(g.decision, ranked) if ranked is not None else None
-    return {"question": question.id, "decision": g.decision, "status": g.status, "reason": g.reason,
-            "mentions": list(g.mentions), "correct": g.correct, "label": question.answer,
-            "rank": p.rank if p else None, "tied": p.tied if p else None,
-            "of": len(ranked.entries) if ranked else None, "regret": p.regret if p else None,
-            "optimal": p.optimal if p else None, "all_tied": bool(ranked and ranked.all_tied),
-            "rank_text": p.text() if p else None}
+    v = judge(question, catalog.database(question), answer)
+    p = v.placement
+    return {"question": question.id, "decision": v.decision, "status": v.status, "reason": v.reason,
+            "mentions": list(v.mentions), "correct": v.correct, "label": v.label,
+            "rank": p.rank if p else None, "tied": p.tied if p else None, "of": v.of,
+            "regret": p.regret if p else None, "optimal": v.optimal, "best_group": v.best_group,
+            "all_tied": v.all_tied, "rank_text": p.text() if p else None}
 
 
 def main(args) -> int:
@@ -58,7 +51,8 @@ def main(args) -> int:
     if args.json:
         print(json.dumps(report))
         return 0
-    verdict = {True: "correct", False: "wrong", None: "no label"}[report["correct"]]
+    verdict = {True: "correct", False: "wrong", None: "no label" if report["label"] is None else "not answered"}[
+        report["correct"]]
     print(f"{report['question']}: {report['status']}: {report['decision'] if report['decision'] is not None else '-'}"
           f" ({verdict}; label {report['label']})")
     print(f"  why: {report['reason']}")

@@ -18,6 +18,7 @@ from core.cli.args import (DB_HELP, SCENARIO_HELP, SOURCE_HELP, add_fidelity_arg
                            add_llm_arguments, bounded, error_line, limits_from, llm_settings)
 from core.config import settings as core_settings
 from core.config.secrets import scrub
+from core.model.outcome import RunOutcome
 from core.model.run_settings import HITL_MODES
 from core.model.technique import TECHNIQUES
 from core.scenarios import catalog
@@ -89,15 +90,14 @@ def _hint(result) -> str:
 def _report(runtime, result, args) -> int:
     """Print a run's outcome (or its pause and how to resume it); the exit code: 0 finished, 1 failed or
     stopped, 3 paused for review."""
-    from core.agents.runtime import RunOutcome  # heavy: LangGraph (loaded already by the run printed)
-
     events = runtime.store.get(result.run_id).events
-    outcome = result.outcome or {}
+    outcome = result.outcome or RunOutcome()
     trace = Trace.of(events)
     usage = trace.usage
     prompt, completion = trace.prompt_tokens, trace.completion_tokens
     report = {"run_id": result.run_id, "status": result.status,
-              **{name: outcome.get(name) for name in RunOutcome.__annotations__},  # every field of the outcome
+              # every field of the outcome (all None while paused)
+              **(result.outcome.to_dict() if result.outcome else dict.fromkeys(RunOutcome().to_dict())),
               "llm_calls": len(usage),
               "tokens": {"prompt": prompt, "completion": completion, "total": prompt + completion,
                          "estimated": trace.tokens_estimated, "failed_attempts": trace.failed_tokens},
@@ -120,13 +120,13 @@ def _report(runtime, result, args) -> int:
     else:
         verdict = {True: "correct", False: "wrong", None: "no label"}[report["correct"]]
         rank = placement_text(report["placement"])
-        decision = ("the final answer names no decision" if outcome.get("no_decision")
+        decision = ("the final answer names no decision" if outcome.no_decision
                     else f"decision {report['decision']}")
         said = f"{decision} ({verdict}{', rank ' + rank if rank else ''})"
         if result.status in ("stuck", "context_exceeded"):  # what ended it, and the answer it gave then
-            said = outcome["error"] + (f"; {said}" if outcome.get("final_answer") else "")
+            said = outcome.error + (f"; {said}" if outcome.answered else "")
         print(f"{result.status}: {said}; {len(usage)} LLM calls, {report['tokens']['total']} tokens{_failed(report)}")
-        if outcome.get("unconsulted"):
+        if outcome.unconsulted:
             print("  answered without consulting the database (no query ran before the final answer)")
         if report["grade_reason"] and result.status not in ("stuck", "context_exceeded"):  # those say what ended them
             print(f"  grade: {report['grade_status']}: {report['grade_reason']}")

@@ -82,14 +82,10 @@ def check_llm_number(name: str, value, kind=float):
 
 @dataclass
 class LLMSettings:
-    """Which model and server, from explicit values or the environment (OPENAI_MODEL, OPENAI_BASE_URL,
-    OPENAI_API_KEY; PLANRAG_LLM_TIMEOUT seconds per attempt, PLANRAG_LLM_RETRIES, PLANRAG_MAX_REPLY_TOKENS the reply
-    cap; PLANRAG_TOKENIZER a Hugging Face ``tokenizer.json`` counting the model's tokens, core.llm.tokenizer_file).
-    The defaults suit interactive runs; ``unattended()`` gives the benchmark's.
-
-    ``key_url`` is the base URL the key was given for (None: OpenAI's API); the key is sent to that server only
-    (core.llm.client.bound_key), so OPENAI_API_KEY goes to OPENAI_BASE_URL and nowhere else. ``endpoint``: the name of the
-    server's model endpoint these settings come from (core.auth.endpoints), recorded with each run."""
+    """Which model and server, from explicit values or the environment (OPENAI_MODEL, OPENAI_BASE_URL, OPENAI_API_KEY,
+    PLANRAG_LLM_TIMEOUT, PLANRAG_LLM_RETRIES, PLANRAG_MAX_REPLY_TOKENS, PLANRAG_TOKENIZER); ``unattended()`` gives
+    the benchmark's defaults. The key goes only to ``key_url`` (None: OpenAI's API); ``endpoint``: the server's
+    named endpoint these settings come from."""
 
     model: str | None = field(default_factory=lambda: os.environ.get("OPENAI_MODEL") or None)
     base_url: str | None = field(default_factory=lambda: os.environ.get("OPENAI_BASE_URL") or None)

@@ -8,8 +8,8 @@ from dataclasses import asdict, dataclass
 from inspect_ai.scorer import CORRECT, INCORRECT, Score, Target, mean, scorer
 from inspect_ai.solver import TaskState
 
-from core.analysis.grading import grade, paper_rule, place
-from core.scenarios import candidates, catalog, ranking
+from core.analysis.grading import judge, paper_rule
+from core.scenarios import catalog
 
 
 @dataclass
@@ -32,19 +32,11 @@ def verdict(answer: str | None, scenario: str, number: int, source: str = "dqa",
     """The verdict on ``answer`` to question ``number`` of ``scenario`` (DQA under ``root``, default DQA_DIR)."""
     question = catalog.question(source, scenario, number, root)
     database = catalog.database(question, root)
-    g = grade(answer, question.scenario, candidates(question, database), question.answer)
-    placement = None
-    if g.decision is not None:
-        try:
-            placement = place(g.decision, ranking(question, database))
-        except ValueError:  # sims.ranking.InputError: a question the simulators cannot rank
-            placement = None
-    answered = bool(answer)
-    return Verdict(g.decision, g.correct if answered else (None if question.answer is None else False),
-                   paper_rule(answer, question.answer) if answered else False,
-                   placement.rank if placement else None, placement.of if placement else None,
-                   placement.regret if placement else None, placement.optimal if placement else None,
-                   g.status, g.reason)
+    v = judge(question, database, answer)
+    p = v.placement
+    return Verdict(v.decision, False if not answer and v.label is not None else v.correct,
+                   paper_rule(answer, question.answer) if answer else False,
+                   p.rank if p else None, p.of if p else None, p.regret if p else None, v.optimal, v.status, v.reason)
 
 
 def _mark(value: bool | None) -> str:

@@ -19,6 +19,7 @@ from core.agents.runtime import AgentRuntime
 from core.agents.workspace import open_catalog_workspace
 from core.evals.model import opener
 from core.model.bounds import NUMBERS
+from core.model.outcome import RunOutcome
 from core.model.run_settings import Limits, RunSettings
 
 
@@ -43,7 +44,7 @@ def run_sample(technique: str, meta: dict, model, loop, root=None, limits: list 
                                llm_opener=opener(model, loop, limits))
         try:
             result = runtime.start(settings)
-            return result.outcome or {}, runtime.store.get(result.run_id).events
+            return result.outcome or RunOutcome(), runtime.store.get(result.run_id).events
         finally:
             runtime.close()
 
@@ -68,9 +69,9 @@ def workbench_agent(technique: str = "planrag", root: str | None = None) -> Solv
         outcome, events = await anyio.to_thread.run_sync(run_sample, technique, state.metadata, model,
                                                          current_token(), root, limits, inspect_limited())
         state.messages.extend(messages_of(events))
-        answer = outcome.get("final_answer") or ""
+        answer = outcome.final_answer or ""
         state.output = ModelOutput.from_content(str(model), answer)
-        state.metadata["run"] = {k: outcome.get(k) for k in ("decision", "correct", "llm_calls", "error")}
+        state.metadata["run"] = {k: getattr(outcome, k) for k in ("decision", "correct", "llm_calls", "error")}
         if limits:
             raise limits[0]  # the sample ends at Inspect's limit, as Inspect reports it
         return state

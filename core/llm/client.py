@@ -69,28 +69,23 @@ class LLMNotConfigured(LLMError):
 
 @dataclass
 class Completion:
-    """One reply, cut before any ``Observation:``, with its token usage and latency. ``latency_s``: the attempt
-    that answered; ``wait_s``: the whole wait, from the first attempt's start (retries and backoff included);
-    ``attempts``: each attempt as {attempt, start (epoch s), duration_s, timeout_s, error_kind, error} (error None
-    for the one that answered); ``finish_reason`` and ``metadata``: the server's (LangChain's response_metadata),
-    e.g. ``length`` for a reply cut by the reply cap; ``cached``: served from a reply cache (its latency is then the
-    original call's, not time waited now); ``raw``: the reply as the server returned it (within the reply cap), before
-    the client's cut (None: a reply cached before it was kept)."""
+    """One reply, cut before any ``Observation:``, with its token usage, latency and attempts."""
 
     text: str
     prompt_tokens: int
     completion_tokens: int
-    latency_s: float
+    latency_s: float  # of the attempt that answered
     estimated: bool  # token counts estimated from characters (the model reported none)
-    wait_s: float | None = None
+    wait_s: float | None = None  # the whole wait from the first attempt's start (retries and backoff included)
+    #: each attempt: {attempt, start (epoch s), duration_s, timeout_s, error_kind, error (None: it answered)}
     attempts: list[dict] = field(default_factory=list)
-    finish_reason: str | None = None
-    metadata: dict = field(default_factory=dict)
-    cached: bool = False
+    finish_reason: str | None = None  # the server's, e.g. ``length`` for a reply cut by the reply cap
+    metadata: dict = field(default_factory=dict)  # the server's (LangChain's response_metadata)
+    cached: bool = False  # served from a reply cache (its latency is the original call's)
     failed_prompt_tokens: int = 0  # what the attempts abandoned before it spent (estimated where not counted)
     failed_completion_tokens: int = 0
     counted_by: str | None = None  # what the token counts rest on: REPORTED, a tokenizer, or the characters
-    raw: str | None = None
+    raw: str | None = None  # the reply as the server returned it, before the cut (None: cached before it was kept)
 
 
 def estimate_tokens(text: str) -> int:
@@ -169,10 +164,8 @@ def replay_dirs() -> list[Path]:
 
 
 def replay_path(spec: str) -> Path:
-    """The absolute file (or folder) of a ``replay:FILE`` spec (so a run resumed from another directory finds it);
-    links are left as given, so a message names the file the analyst gave, and a link that loops is refused when
-    read. A path that is not on this machine (a job queued on another, or a checkout elsewhere) is found by its
-    name in this machine's replay folders (replay_dirs): replays travel by name."""
+    """The absolute file (or folder) of a ``replay:FILE`` spec, so a run resumed elsewhere finds it (links kept as
+    given); a path not on this machine is found by its name in this machine's replay folders (replay_dirs)."""
     path = Path(os.path.abspath(Path(spec[len(REPLAY_PREFIX):]).expanduser()))
     if not os.path.lexists(path):
         found = next((folder / path.name for folder in replay_dirs() if (folder / path.name).exists()), None)
@@ -447,13 +440,10 @@ class ChatLLM:
                  on_retry: Callable[[dict], None] | None = None,
                  on_text: Callable[[str], None] | None = None,
                  on_attempt: Callable[[dict], None] | None = None) -> Completion:
-        """One reply to ``messages``. ``on_retry`` gets each failed attempt that is retried (its record, with
-        ``retry_in_s``) as it happens; ``on_text``, when the model streams, each new piece of the reply as it is
-        written (a view: the Completion is the reply); ``on_attempt`` each attempt as it starts (``attempt``, of
-        ``of``, its limits as AttemptLimits.as_dict gives them, whether it ``streams``). An abandoned attempt (a
-        timeout) is recorded with the tokens it spent (``prompt_tokens``, ``completion_tokens``: the request as the
-        server counted it when it answered, else estimated; the reply read before it was abandoned), summed in the
-        Completion's ``failed_*_tokens``. Raises LLMError when the call fails for good."""
+        """One reply to ``messages``; LLMError when the call fails for good. ``on_retry`` gets each failed attempt
+        that is retried (with ``retry_in_s``), ``on_text`` each piece of a streamed reply as it is written (a view),
+        ``on_attempt`` each attempt as it starts. The tokens an abandoned attempt spent are summed in the
+        Completion's ``failed_*_tokens``."""
         from core.llm import transport  # heavy: httpx, loaded with the model
 
         attempts: list[dict] = []

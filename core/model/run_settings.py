@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from typing import Literal, get_args
 
 from core.model.bounds import NUMBERS, in_bounds, no_nul
 from core.model.technique import technique
 
 #: ``auto`` never pauses; ``approve-replans`` pauses at each new plan from a Re-plan; ``approve-every-plan``
 #: also at the initial plan. Only the planning techniques pause.
-HITL_MODES = ("auto", "approve-replans", "approve-every-plan")
+ReviewMode = Literal["auto", "approve-replans", "approve-every-plan"]
+HITL_MODES: tuple[ReviewMode, ...] = get_args(ReviewMode)
 DATABASES = ("sqlite", "mysql", "ladybug", "neo4j")
 #: The prompt settings of the loop techniques (core.agents.paper_prompts): the project's and the paper's.
 PROMPT_SETTINGS = ("improved", "paper")
@@ -113,7 +115,7 @@ class RunSettings:
     technique: str
     llm: str
     base_url: str | None = None
-    hitl: str = "auto"
+    hitl: ReviewMode = "auto"
     temperature: float = 0.0
     source: str = "dqa"
     limits: Limits = field(default_factory=Limits)

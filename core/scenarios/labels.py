@@ -184,11 +184,9 @@ def overlapping(fig, width: float = VIEW_WIDTH) -> list[tuple[str, str]]:
 
 
 def declutter(fig, first=(), width: float = VIEW_WIDTH):
-    """Place the labels of ``fig`` so that none overlaps another at ``width``: the labels of the nodes whose
-    customdata is in ``first`` are placed first, then the others, biggest marker first; each keeps its position if
-    clear (of the labels placed and of other nodes' markers), else takes the first clear one of POSITIONS, else the
-    first clear of labels only, else is hidden (its hover text remains). Sets the axis ranges (fit_ranges) when not
-    set. Returns the figure."""
+    """Place the labels of ``fig`` so that none overlaps another at ``width`` (those of the nodes in ``first`` first,
+    then the biggest markers): each keeps its position if clear, else takes the first clear one of POSITIONS, else
+    is hidden (its hover text remains). Sets the axis ranges when not set; returns the figure."""
     fit_ranges(fig, width)
     to_px, (pw, ph) = transform(fig, width)
     found = visible(fig, width)

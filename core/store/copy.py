@@ -11,6 +11,7 @@ from pathlib import Path
 
 from core.store.checkpoints import open_checkpointer
 from core.store.database import Database, upsert
+from core.store.sqlite import open_read_only
 
 RUN_COLUMNS = ("id", "created", "updated", "status", "scenario", "question", "db", "technique", "llm", "hitl",
                "settings", "pause", "outcome", "decision", "correct", "pause_id", "pauses", "owner_pid",
@@ -38,7 +39,7 @@ def _read(path: Path, sql: str) -> list[tuple]:
     """The rows of ``sql`` in the SQLite file at ``path`` ([] without the file or its table), read as it is."""
     if not path.is_file():
         return []
-    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    con = open_read_only(path)
     try:
         return con.execute(sql).fetchall()
     except sqlite3.OperationalError as e:
@@ -117,7 +118,7 @@ def _copy_checkpoints(home: Path, url: str, counts: Counts) -> None:
         return
     from langgraph.checkpoint.sqlite import SqliteSaver  # heavy: LangGraph's savers
 
-    source = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+    source = open_read_only(path, check_same_thread=False)
     target, close = open_checkpointer(url)
     try:
         have = {r[0] for r in Database(url, "checkpoint store").rows("SELECT checkpoint_id FROM checkpoints")}

@@ -261,6 +261,17 @@ class _Postgres:
     def execute(self, sql: str, params=()):
         return self._con.execute(sql.replace("%", "%%").replace("?", "%s"), tuple(params))
 
+    def close(self) -> None:
+        self._con.close()
+
+
+def session(url: str) -> _Postgres:
+    """A team-store connection of its own, outside the pools, in autocommit, taking the stores' SQL: for what lasts
+    as long as its session, such as an advisory lock (``close()`` ends it)."""
+    import psycopg  # optional: the team store's driver, loaded only in team mode
+
+    return _Postgres(psycopg.connect(url, autocommit=True, **connect_kwargs()))
+
 
 class Database:
     """A store's database: ``target`` is a SQLite file's path or a ``postgresql://`` URL; ``what`` names it in

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 
 from core.config import settings as core_settings
 from core.model.grade import Override
+from core.model.outcome import RunOutcome
 from core.store.database import Database, is_url, location, upsert
 
 FILE = "overrides.sqlite"
@@ -62,17 +64,15 @@ class OverrideStore:
                 for r, d, c, by, at, note, p in rows if wanted is None or r in wanted}
 
 
-def with_override(outcome: dict | None, override: Override | None) -> dict:
+def with_override(outcome: RunOutcome | None, override: Override | None) -> RunOutcome | None:
     """A run's outcome as every view reads it: with the analyst's override (if any) as its decision, correctness
-    and place in the simulator's ranking, ``overridden`` True and the automatic ones kept as ``auto_decision``,
-    ``auto_correct``."""
-    o = dict(outcome or {})
+    and place in the simulator's ranking (the automatic grade stays in the stored outcome)."""
     if override is None:
-        return o
-    changed = override.decision != o.get("decision")
-    return {**o, "auto_decision": o.get("decision"), "auto_correct": o.get("correct"), "overridden": True,
-            "decision": override.decision, "correct": override.correct,
-            "placement": override.placement if changed else o.get("placement")}
+        return outcome
+    o = outcome or RunOutcome()
+    changed = override.decision != o.decision
+    return replace(o, decision=override.decision, correct=override.correct,
+                   placement=override.placement if changed else o.placement)
 
 
 def apply(results: list[dict], overrides: dict[str, Override]) -> list[dict]:

@@ -9,9 +9,9 @@ wins it).
 
 Run control (issue 11): each pause has an id (``p1``, ``p2``, ... per run); a review claims its pause
 (``claim_pause``), which fails when the pause is no longer current. A driven run has an owner (process id and
-host) and a heartbeat; a ``running`` run whose owner is gone or whose heartbeat is stale is shown as
-``interrupted`` (``detect_orphans``) and can be resumed from its last checkpoint or closed. ``request_stop``
-asks the owner to stop the run; a branched run names its parent and the step it branched at.
+host) and a heartbeat; a ``running`` run whose owner is gone or whose heartbeat is stale reads as ``interrupted``
+(``detect_orphans``, the sweep, stores it so) and can be resumed from its last checkpoint or closed.
+``request_stop`` asks the owner to stop the run; a branched run names its parent and the step it branched at.
 
 Bad state (issue 12): a store file that is damaged or not a database is set aside and a new one started
 (core.store.sqlite.open_sqlite). Beside the store, ``runs.sqlite.marker`` records the store's id and how many runs it held
@@ -37,6 +37,7 @@ from core.store.database import Database, is_url, location, upsert
 from core.config.files import write_atomic
 from core.config.secrets import scrub
 from core.model.events import AnyEvent, Event, event_from_dict
+from core.model.outcome import RunOutcome, RunStatus
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -74,9 +75,9 @@ NOT_ENDED = ("queued", "running", "paused")
 DRIVEN = ("queued", "running")
 
 
-def unanswered(status: str, outcome: dict | None) -> bool:
+def unanswered(status: str, outcome: RunOutcome | None) -> bool:
     """Whether a run of ``status`` with ``outcome`` ended without an answer to grade: neither correct nor wrong."""
-    return status not in NOT_ENDED and not (outcome or {}).get("final_answer")
+    return status not in NOT_ENDED and not (outcome and outcome.answered)
 
 
 @dataclass
@@ -87,17 +88,18 @@ class RunRecord:
     id: str
     created: float
     updated: float
-    status: str  # queued | running | paused | finished | failed | stopped | interrupted
+    status: RunStatus
     settings: dict
     pause: dict | None = None
-    outcome: dict | None = None
+    outcome: RunOutcome | None = None
     events: list[AnyEvent] = field(default_factory=list)
     parent_id: str | None = None  # the run this one branched from
     branch_step: int | None = None  # the step (LLM call) of the parent it branched at
 
     def to_dict(self) -> dict:
         return {"id": self.id, "created": self.created, "updated": self.updated, "status": self.status,
-                "settings": self.settings, "pause": self.pause, "outcome": self.outcome,
+                "settings": self.settings, "pause": self.pause,
+                "outcome": self.outcome.to_dict() if self.outcome else None,
                 "events": [e.to_dict() for e in self.events],
                 "parent_id": self.parent_id, "branch_step": self.branch_step}
 
@@ -120,6 +122,12 @@ def _alive(pid: int | None, host: str | None) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except (OSError, IndexError):
         return True
+
+
+def _orphaned(pid: int | None, host: str | None, heartbeat: float | None, updated: float, now: float) -> bool:
+    """Whether a ``running`` run is orphaned: its owner process is gone or its heartbeat is stale."""
+    beat = heartbeat if heartbeat is not None else updated
+    return not _alive(pid, host) or now - beat >= STALE_S
 
 
 def _json(value) -> str | None:
@@ -231,11 +239,9 @@ class RunStore:
     def create(self, run_id: str, settings: dict, parent_id: str | None = None,
                branch_step: int | None = None, queued: bool = False,
                then: Callable[[object], None] | None = None) -> None:
-        """Record a new run with its settings: ``running``, owned by this process, or with ``queued`` waiting for a
-        worker (core.jobs.queue) and owned by none; a branch names its parent and the step it branched at. A run
-        recorded as queued and claimed by this process (``claim_run``) gets the settings it runs with.
-        ``then(connection)``: called in the same transaction with the team store's psycopg connection (the job
-        queue's job is deferred there: the run and its job are stored both or neither)."""
+        """Record a new run with its settings: ``running`` and owned by this process, or ``queued`` for a worker and
+        owned by none (a queued run this process claimed gets its settings); a branch names its parent and step.
+        ``then(connection)``: called in the same transaction with the team store's psycopg connection."""
         now = time.time()
         columns = ("id", "created", "updated", "status", "scenario", "question", "db", "technique", "llm", "hitl",
                    "settings", "owner_pid", "owner_host", "heartbeat", "parent_id", "branch_step")
@@ -405,7 +411,7 @@ class RunStore:
     def fail_undriven(self, run_id: str, event: Event) -> bool:
         """End as ``failed`` (with ``event``, an ErrorEvent saying why) a run that is queued or driven by this
         process, which cannot drive it (a worker without its data or its model); whether it did."""
-        outcome = {"error": getattr(event, "message", "")}
+        outcome = RunOutcome(error=getattr(event, "message", "")).to_dict()
         with self.db.transaction() as con:  # the status and its event at once: a reader never sees one alone
             failed = con.execute("UPDATE runs SET status = 'failed', updated = ?, outcome = ?, owner_pid = NULL, "
                                  "owner_host = NULL, heartbeat = NULL WHERE id = ? AND (status = 'queued' OR "
@@ -457,15 +463,15 @@ class RunStore:
                                     (time.time(), run_id, os.getpid(), socket.gethostname())).rowcount)
 
     def detect_orphans(self, run_id: str | None = None) -> list[str]:
-        """Mark ``interrupted`` the running runs (all, or ``run_id``) whose owner process is gone or whose heartbeat
-        is stale; returns their ids."""
+        """The sweep: store as ``interrupted`` the running runs (all, or ``run_id``) whose owner process is gone or
+        whose heartbeat is stale (reads already show them so); returns their ids. Run before a run is taken or
+        stopped."""
         sql = "SELECT id, owner_pid, owner_host, heartbeat, updated FROM runs WHERE status = 'running'"
         with self.db.transaction() as con:
             rows = con.execute(sql + (" AND id = ?" if run_id else ""), (run_id,) if run_id else ()).fetchall()
         now, found = time.time(), []
         for rid, pid, host, heartbeat, updated in rows:
-            beat = heartbeat if heartbeat is not None else updated
-            if _alive(pid, host) and now - beat < STALE_S:
+            if not _orphaned(pid, host, heartbeat, updated, now):
                 continue
             with self.db.transaction() as con:  # conditional: an owner that just beat (or a resume that took it) wins
                 if con.execute("UPDATE runs SET status = 'interrupted', updated = ? WHERE id = ? AND "
@@ -493,12 +499,13 @@ class RunStore:
                                (run_id, int(after))).fetchall()
         return [_event(d) for (d,) in rows]
 
-    def update(self, run_id: str, status: str, *, pause: dict | None = None, outcome: dict | None = None) -> None:
+    def update(self, run_id: str, status: RunStatus, *, pause: dict | None = None,
+               outcome: RunOutcome | None = None) -> None:
         """Set the run's status, its pause (None clears it, except for a running run) and, once it ended, its
-        outcome."""
-        decision = None if not outcome or outcome.get("decision") is None else str(outcome["decision"])
-        correct = (None if not outcome or outcome.get("correct") is None or unanswered(status, outcome)
-                   else int(outcome["correct"]))
+        outcome (stored as its ``to_dict()``)."""
+        decision = None if not outcome or outcome.decision is None else str(outcome.decision)
+        correct = (None if not outcome or outcome.correct is None or unanswered(status, outcome)
+                   else int(outcome.correct))
         # A running run has this process as owner, and keeps the pause it resumed from (the review of which
         # goes on if the run is interrupted before its next step); a run that stops running has no owner.
         owned = status == "running"
@@ -508,14 +515,14 @@ class RunStore:
                         "correct = COALESCE(?, correct), pause_id = CASE WHEN ? THEN pause_id ELSE ? END, "
                         "owner_pid = ?, owner_host = ?, heartbeat = ?, stop_requested = "
                         "CASE WHEN ? THEN stop_requested ELSE 0 END WHERE id = ?",
-                        (status, time.time(), owned and pause is None, _json(pause), _json(outcome), decision,
+                        (status, time.time(), owned and pause is None, _json(pause),
+                         _json(outcome.to_dict() if outcome else None), decision,
                          correct, owned and pause is None, (pause or {}).get("id"), os.getpid() if owned else None,
                          socket.gethostname() if owned else None, time.time() if owned else None, owned, run_id))
 
     def get(self, run_id: str, events: bool = True) -> RunRecord:
         """The run with its events (``events=False``: without them, for its settings, status or outcome);
-        KeyError if there is none."""
-        self.detect_orphans(run_id)
+        KeyError if there is none. A pure read: an orphaned running run reads as ``interrupted``, not stored so."""
         with self.db.transaction() as con:
             row = con.execute(f"SELECT {_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()
             if row is None:
@@ -531,14 +538,20 @@ class RunStore:
         if unknown:
             raise ValueError(f"cannot filter runs on {', '.join(sorted(unknown))}; use {', '.join(FILTERS)}")
         where = [(k, int(v) if isinstance(v, bool) else v) for k, v in filters.items() if v is not None]
-        self.detect_orphans()
+        status = dict(where).get("status")
+        derived = status in ("running", "interrupted")  # an orphaned running run reads as interrupted
+        clauses = [("status IN ('running', 'interrupted')", ()) if k == "status" and derived else (f"{k} = ?", (v,))
+                   for k, v in where]
         sql = f"SELECT {_COLUMNS} FROM runs"
-        if where:
-            sql += " WHERE " + " AND ".join(f"{k} = ?" for k, _ in where)
-        sql += " ORDER BY created DESC" + (f" LIMIT {int(limit)}" if limit else "")
+        if clauses:
+            sql += " WHERE " + " AND ".join(c for c, _ in clauses)
+        sql += " ORDER BY created DESC" + (f" LIMIT {int(limit)}" if limit and not derived else "")
         with self.db.transaction() as con:
-            rows = con.execute(sql, [v for _, v in where]).fetchall()
-        return [_record(r) for r in rows]
+            rows = con.execute(sql, [v for _, values in clauses for v in values]).fetchall()
+        records = [_record(r) for r in rows]
+        if derived:
+            records = [r for r in records if r.status == status][:limit or None]
+        return records
 
     def export(self, run_ids: list[str] | None = None, **filters) -> list[dict]:
         """Runs with their events as JSON-ready dicts: the given ids, or those ``list`` finds with ``filters``."""
@@ -561,7 +574,8 @@ class RunStore:
                 self._write_marker(con)
 
 
-_COLUMNS = "id, created, updated, status, settings, pause, outcome, parent_id, branch_step"
+_COLUMNS = ("id, created, updated, status, settings, pause, outcome, parent_id, branch_step, owner_pid, owner_host, "
+            "heartbeat")
 
 
 def _session_key(session: str) -> str:
@@ -577,8 +591,12 @@ def _event(text: str) -> AnyEvent:
 
 
 def _record(row, events: list[AnyEvent] | None = None) -> RunRecord:
-    return RunRecord(row[0], row[1], row[2], row[3], _load(row[4]), _load(row[5]), _load(row[6]), events or [],
-                     row[7], row[8])
+    """A stored run (``_COLUMNS``); a running one whose owner is gone or whose heartbeat is stale as ``interrupted``."""
+    status = row[3]
+    if status == "running" and _orphaned(row[9], row[10], row[11], row[2], time.time()):
+        status = "interrupted"
+    return RunRecord(row[0], row[1], row[2], status, _load(row[4]), _load(row[5]), RunOutcome.from_dict(_load(row[6])),
+                     events or [], row[7], row[8])
 
 
 def as_tree(records: list[RunRecord]) -> list[tuple[RunRecord, int]]:

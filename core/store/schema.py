@@ -4,6 +4,7 @@ checkpoint tables (``PostgresSaver.setup``, which keeps its own migration count)
 database."""
 from __future__ import annotations
 
+from contextlib import closing
 from pathlib import Path
 
 from core.store import database
@@ -47,10 +48,9 @@ def upgrade_queue(url: str) -> list[str]:
     else each of its migration files newer than the store's level applied in order, each in a transaction of its
     own with the level it brings (a store ahead of the code is left as it is: check_schema refuses it). The
     migrations applied."""
-    import psycopg  # optional: the team store's driver
-
     files = database.queue_migrations()
-    with psycopg.connect(url, autocommit=True, **database.connect_kwargs()) as con:
+    with closing(database.session(url)) as session:
+        con = session.connection
         con.execute("SELECT pg_advisory_lock(hashtextextended('planrag:queue_schema', 0))")  # one upgrade at a time
         level = database.queue_level(url)
         if level is None:

@@ -42,13 +42,15 @@ def set_aside(path: Path) -> Path:
     return kept
 
 
+def open_read_only(path: Path, **connect) -> sqlite3.Connection:
+    """A connection that only reads the SQLite file at ``path`` as it is (another home's store, copied from)."""
+    return sqlite3.connect(f"file:{path}?mode=ro", uri=True, **connect)
+
+
 def open_sqlite(path: Path, what: str, setup=None, *, reader: bool = False, **connect) -> sqlite3.Connection:
     """A connection to the SQLite store at ``path`` (``what`` names it in messages; ``connect``: sqlite3.connect's
-    options), after ``setup(connection)`` (its schema) when given. A file that is not a database or is damaged is
-    set aside (never deleted) and a new store started, with a notice; SQLite's ``quick_check`` runs at the first
-    open in a process, later opens rely on the schema read and ``setup``. HomeError when its folder cannot be used.
-    ``reader``: the existing file as it is (a reader of a store another process may be writing: nothing checked,
-    set aside or set up)."""
+    options), set up by ``setup(connection)`` when given. A damaged file or not a database is set aside (never
+    deleted) and a new store started, with a notice. ``reader``: the file as it is (nothing checked or set up)."""
     if reader:
         return sqlite3.connect(path, **connect)
     home.check(path.parent)

@@ -14,6 +14,7 @@ from langchain_core.tracers.context import register_configure_hook
 
 from core.config.secrets import scrub
 from core.model.events import ActionEvent, ErrorEvent, Event, ObservationEvent
+from core.model.outcome import RunOutcome
 from core.telemetry import group, tracing
 
 #: characters of a message, query or answer kept in a span (the rest is cut, as the store's transcript does)
@@ -163,8 +164,8 @@ class _Segment:
             self._run_span(record)
 
     def _run_span(self, record) -> None:
-        settings, outcome = record.settings or {}, record.outcome or {}
-        placement = outcome.get("placement") or {}
+        settings, outcome = record.settings or {}, record.outcome or RunOutcome()
+        placement = outcome.placement or {}
         attributes = {
             "openinference.span.kind": "AGENT", "planrag.run_id": self.run_id,
             "input.value": _text(self.question), "planrag.question": _text(self.question),
@@ -173,9 +174,9 @@ class _Segment:
             "planrag.database": str(settings.get("db", "")), "planrag.review_mode": str(settings.get("hitl", "")),
             "planrag.review_queries": bool(settings.get("review_queries")), "llm.model_name":
                 str(settings.get("llm", "")), "planrag.outcome": record.status,
-            "output.value": _text(outcome.get("final_answer")), "planrag.llm_calls": outcome.get("llm_calls", 0)}
-        for name, value in (("planrag.decision", outcome.get("decision")), ("planrag.correct", outcome.get("correct")),
-                            ("planrag.error", outcome.get("error")), ("planrag.rank", placement.get("rank")),
+            "output.value": _text(outcome.final_answer), "planrag.llm_calls": outcome.llm_calls}
+        for name, value in (("planrag.decision", outcome.decision), ("planrag.correct", outcome.correct),
+                            ("planrag.error", outcome.error), ("planrag.rank", placement.get("rank")),
                             ("planrag.of", placement.get("of")), ("planrag.regret", placement.get("regret")),
                             ("planrag.optimal", placement["regret"] == 0 if "regret" in placement else None)):
             if value is not None:
@@ -190,5 +191,5 @@ class _Segment:
                 "planrag.review.action": str(review["action"] or ""),
                 "planrag.review.note": _text((review["review"] or {}).get("note"))}, timestamp=_ns(review["at"]))
         if record.status != "finished":
-            span.set_status(self.trace.Status(self.trace.StatusCode.ERROR, _text(outcome.get("error"))))
+            span.set_status(self.trace.Status(self.trace.StatusCode.ERROR, _text(outcome.error)))
         span.end()

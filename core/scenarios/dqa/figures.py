@@ -418,11 +418,9 @@ def _market_view(question: Question, links: _MarketLinks, names: dict[int, str],
 
 def _what_if_view(question: Question, links: _MarketLinks, names: dict[int, str], decision: int,
                   max_per_column: int | None, keep: set) -> _MarketView:
-    """A what-if around the simulated ``decision`` as a tree, left to right: the decision (column -1), the goods
-    it produces and consumes and the asked goods (column 0), and the markets of those goods (column 1): each other
-    building trading them is drawn once, linked to the goods it trades most here (the asked goods first; its other
-    trades are in ``notes``, its hover text), so no two edges cross. Each goods' market shows its biggest traders,
-    at most ``max_per_column`` in all shared between the goods (the ones in ``keep`` always)."""
+    """A what-if around the simulated ``decision`` as a tree, left to right: the decision, the goods it produces and
+    consumes and the asked goods, and their markets, each other building drawn once beside the goods it trades most
+    here (so no edges cross), at most ``max_per_column`` in all (those in ``keep`` always)."""
     me = f"building:{decision}"
     goods = {g for b, g, _ in links.supply if b == decision} | {g for g, b, _ in links.demand if b == decision}
     goods.add(question.goods)
