@@ -19,6 +19,7 @@ ANSWERS = {  # answer: (decision, status, correct, optimal)
     "Raise building 2668.": (2668, "decided", False, True),  # tied with the label for best: wrong, yet optimal
     "Raise building 2616.": (2616, "decided", False, False),  # plain wrong
     "Any of buildings 2677, 2668, 2655 or 2623.": (None, "ambiguous", False, True),  # exactly the best group
+    "any of 2677, 2668, 2655 or 2623": (None, "ambiguous", False, True),  # the same, as the issue quotes it
     "Either building 2677 or 2616.": (None, "ambiguous", False, False),  # ambiguous, not the best group
     "I cannot determine which building to raise.": (None, "none", False, False),  # no decision
 }

@@ -141,7 +141,8 @@ def _last_words(text: str, n: int) -> list[str]:
 
 def _id_mentions(answer: str, candidates: list[int], words: DecisionWords) -> list[_Mention]:
     """Candidate ids in the answer with their spans: whole numbers (not decimals) that are candidates, unless they
-    read as a quantity (``by 5 levels``, ``price 40``) and no id cue (``building``, ``id``, ``#``) stands before."""
+    read as a quantity (``by 5 levels``, ``price 40``) and no id cue (``building``, ``id``, ``#``) stands before, nor
+    another candidate after it in a list."""
     ids, found = set(candidates), []
     for m in _TOKEN.finditer(answer):
         text = m.group()
@@ -156,7 +157,10 @@ def _id_mentions(answer: str, candidates: list[int], words: DecisionWords) -> li
             following = [t.lower() for t in _TOKEN.findall(after)][:2]
             if following[:1] and following[0] in ("more", "extra", "additional", "new"):
                 following = following[1:]  # "5 more levels"
-            if (near and near[-1] in words.quantity_before) or (following and following[0] in words.quantity_after):
+            listed = re.match(r"\s*(?:,|\bor\b|\band\b)\s*(?:or\s+|and\s+)?(\d+)\b", after)
+            if listed and int(listed.group(1)) in ids:
+                pass  # the first of a list of candidates ("any of 2677, 2668 or 2655"), not a quantity
+            elif (near and near[-1] in words.quantity_before) or (following and following[0] in words.quantity_after):
                 continue
         found.append(_Mention(int(text), m.start(), m.end()))
     return found
