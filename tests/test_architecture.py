@@ -13,7 +13,7 @@ ROOTS = ("app.py", "pages", "ui", "core", "sims")
 
 #: Which layer may import which (besides itself). A layer is a top-level folder or a package of core/.
 ALL_CORE = {"core.model", "core.config", "core.backends", "core.scenarios", "core.llm", "core.auth", "core.store",
-            "core.analysis", "core.telemetry", "core.agents", "core.benchmark", "core.autoplan", "core.actions",
+            "core.analysis", "core.telemetry", "core.agents", "core.benchmark", "core.techniques", "core.actions",
             "core.jobs"}
 MAY_IMPORT = {
     "app": {"ui"} | ALL_CORE,
@@ -33,8 +33,8 @@ MAY_IMPORT = {
                     "core.store", "core.analysis", "core.telemetry", "sims"},
     "core.benchmark": {"core.model", "core.config", "core.backends", "core.scenarios", "core.llm", "core.auth",
                        "core.store", "core.analysis", "core.telemetry", "core.agents", "sims"},
-    "core.autoplan": {"core.model", "core.config", "core.backends", "core.scenarios", "core.llm", "core.auth",
-                      "core.store", "core.analysis", "core.telemetry", "core.agents", "sims"},
+    "core.techniques": {"core.model", "core.config", "core.backends", "core.scenarios", "core.llm", "core.auth",
+                        "core.store", "core.analysis", "core.telemetry", "core.agents", "sims"},
     "core.actions": {"core.model", "core.config", "core.backends", "core.scenarios", "core.llm", "core.auth",
                      "core.store", "core.analysis", "sims"},
     "core.evals": ALL_CORE - {"core.jobs", "core.actions"} | {"sims"},

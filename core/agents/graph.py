@@ -27,14 +27,16 @@ from langgraph.types import interrupt
 
 from core.agents import control as run_control
 from core.agents import guards, paper_prompts, prompts
-from core.model.run_settings import Limits, Review
+from core.agents.engine import Engine
+from core.agents.workspace import Workspace
+from core.model.run_settings import Limits, Review, RunSettings
 from core.agents.control import RunControl
 from core.model.events import (
     ActionEvent, ErrorEvent, Event, FinalEvent, LLMUsage, ObservationEvent, PlanEvent, QueryReviewEvent, ReplanEvent,
     ThoughtEvent
 )
 from core.agents.parsing import Reply, parse_reply, query_language, tool_kind
-from core.model.technique import Technique, technique
+from core.model.technique import Technique
 from core.backends.base import Backend, BackendUnavailable, QueryError, cap_text
 from core.llm.client import ChatLLM, Completion, LLMError
 
@@ -96,22 +98,44 @@ class AgentContext:
     control: RunControl | None = None
     on_text: Callable[[str], None] | None = None  # the reply in flight so far, where the model streams (a view)
     on_attempt: Callable[[dict], None] | None = None  # each LLM attempt as it starts: call, attempt, of, timeout_s, streams
+    technique: Technique | None = None  # the run's technique, resolved once when the run is driven
+
+
+@dataclass(frozen=True)
+class PromptSet:
+    """What a loop technique's run is told in one prompt setting, chosen once when the run starts: its system
+    prompt (``system(tech, language, schema, note, initial_plan)``), the prompt asking for the final answer at once
+    (``answer(language, schema, note)``), the question's message (``question(text)``) and, where the setting sends
+    the schema and the question otherwise than the workspace gives them, ``inputs(question, language, schema)``
+    (their texts as sent)."""
+
+    system: Callable[..., str]
+    answer: Callable[[str, str, str | None], str]
+    question: Callable[[str], str]
+    inputs: Callable[..., tuple[str, str]] | None = None
+
+
+#: The improved setting's prompts (prompts.py), composed from the technique's attributes.
+IMPROVED = PromptSet(prompts.agent_prompt, prompts.answer_prompt, prompts.question_message)
+#: The paper setting's (paper_prompts.py): the PlanRAG authors' texts, no dialect note, their schema and question.
+PAPER = PromptSet(lambda tech, language, schema, note, plan: paper_prompts.agent_prompt(tech, language, schema, plan),
+                  lambda language, schema, note: paper_prompts.ANSWER_PROMPT, lambda text: f"Question: {text}",
+                  paper_prompts.inputs)
+#: The prompt sets of the paper's loop techniques, by setting.
+LOOP_PROMPTS = {paper_prompts.IMPROVED: IMPROVED, paper_prompts.PAPER: PAPER}
 
 
 def initial_state(tech: Technique, hitl: str, limits: Limits, language: str, schema: str, question_text: str,
                   note: str | None = None, initial_plan: list[str] | None = None,
-                  prompt_setting: str = paper_prompts.IMPROVED, review_queries: bool = False) -> AgentState:
+                  prompt_setting: str = paper_prompts.IMPROVED, review_queries: bool = False,
+                  prompt_set: PromptSet | None = None) -> AgentState:
     """The state a run starts in; ``initial_plan``: the plan its system prompt gives it to start from (in the paper
     setting, any plan, even AutoPlan's empty one, makes the run act as AutoPlan's agent);
-    ``prompt_setting``: improved (prompts.py) or paper (paper_prompts.py, which gives no dialect ``note``, and takes
-    ``schema`` and ``question_text`` as sent: ``paper_prompts.inputs``);
+    ``prompt_setting``: improved or paper, whose prompts are ``prompt_set`` (default ``LOOP_PROMPTS``'s);
     ``review_queries``: each query waits for the analyst's approval."""
-    if paper_prompts.check(prompt_setting) == paper_prompts.PAPER:
-        prompt = paper_prompts.agent_prompt(tech, language, schema, initial_plan)
-        answer_prompt, question = paper_prompts.ANSWER_PROMPT, f"Question: {question_text}"
-    else:
-        prompt = prompts.agent_prompt(tech, language, schema, note, initial_plan)
-        answer_prompt, question = prompts.answer_prompt(language, schema, note), prompts.question_message(question_text)
+    chosen = prompt_set or LOOP_PROMPTS[paper_prompts.check(prompt_setting)]
+    prompt = chosen.system(tech, language, schema, note, initial_plan)
+    answer_prompt, question = chosen.answer(language, schema, note), chosen.question(question_text)
     return AgentState(technique=tech.name, hitl=hitl, limits=limits.__dict__.copy(), language=language,
                       prompt=prompt, answer_prompt=answer_prompt, prompts=prompt_setting,
                       messages=[{"role": "human", "content": question}],
@@ -130,12 +154,14 @@ def guard_state() -> dict:
 
 
 class Emitter:
-    """Writes events to the run's stream as they happen; the first one after an LLM call carries its usage."""
+    """Writes events to the run's stream as they happen; the first one after an LLM call carries its usage.
+    ``technique``: the run's technique, as its context holds it, for the node helpers that emit."""
 
     def __init__(self, runtime: Runtime, step: int):
         self._write = runtime.stream_writer
         self.step = step
         self.usage: LLMUsage | None = None
+        self.technique: Technique = runtime.context.technique
 
     def __call__(self, event: Event) -> None:
         event.step = self.step
@@ -160,7 +186,7 @@ def observe(state: dict, reply_text: str, event: ObservationEvent, emit: Emitter
 def _correct(state: dict, reply: Reply, problem: str, emit: Emitter, hint: str | None = None) -> dict:
     """A corrective observation (``hint``: how to go on, default the format's). The same reply corrected
     before counts as a repeat."""
-    text = prompts.correction(problem, technique(state["technique"]), state["language"], hint)
+    text = prompts.correction(problem, emit.technique, state["language"], hint)
     key, seen = guards.reply_key(reply.text), state.get("seen") or {}
     if key in seen:
         return _repeat(state, reply, prompts.same_reply(seen[key]["call"]) + " " + text, problem, emit)
@@ -270,7 +296,7 @@ def complete_call(state: dict, runtime: Runtime[AgentContext], prompt: str, emit
         emit(ErrorEvent(message=prompts.context_shortened(shortened, limits.context_tokens), error_kind="context",
                         fatal=False))
     try:
-        chat, stop = send or _chat_of(state)
+        chat, stop = send or _chat_of(state, emit.technique)
         llm = runtime.context.llm
         follow = _followers(runtime.context, emit.step)
         c = run_control.call(getattr(runtime.context, "control", None), llm.complete, chat(prompt, fitted), stop,
@@ -313,7 +339,7 @@ def _abandoned(state: dict, attempts: list[dict]) -> dict:
             "failed_tokens": state.get("failed_tokens", 0) + prompt + reply, "tokens_estimated": True}
 
 
-def _chat_of(state: dict) -> tuple:
+def _chat_of(state: dict, tech: Technique) -> tuple:
     """How a request is sent, and its stop sequences: the improved setting's chat turns (and REAPER's, whose paper
     gives no conversation form, nor, in its paper setting, a stop sequence); the PlanRAG paper setting's two
     messages (SingleRAG's calls with no stop sequence, as the original sent them)."""
@@ -322,7 +348,7 @@ def _chat_of(state: dict) -> tuple:
         return _chat, None if paper else prompts.STOP
     if not paper:
         return _chat, prompts.STOP
-    if technique(state["technique"]).max_actions == 1 or state["answer_only"]:
+    if tech.max_actions == 1 or state["answer_only"]:
         return (lambda prompt, messages: paper_prompts.chat_single(prompt, messages[0]["content"])), None
     return paper_prompts.chat, paper_prompts.STOP
 
@@ -436,7 +462,7 @@ def _proceed(state: dict, reply: Reply, emit: Emitter) -> dict:
 
 def _settle_plan(state: dict, reply: Reply, emit: Emitter) -> dict:
     """For the planning techniques: take the reply's (new) plan, or send it for review; then proceed."""
-    tech, plan = technique(state["technique"]), state["plan"]
+    tech, plan = emit.technique, state["plan"]
     if not plan:
         if not reply.plan:
             return _correct(state, reply, "your reply has no Plan, and no Plan is in force; begin with the Plan",
@@ -491,7 +517,7 @@ def call_llm(state: AgentState, runtime: Runtime[AgentContext]) -> dict:
         return {**update, **_correct(state, reply, prompts.CUT_OFF, emit)}
     if finish_reason == "length":
         emit(ErrorEvent(message=prompts.cut_off_answer(), error_kind="truncated", fatal=False))
-    if technique(state["technique"]).plans:
+    if emit.technique.plans:
         return {**update, **_settle_plan(state, reply, emit)}
     return {**update, **_proceed(state, reply, emit)}
 
@@ -502,7 +528,7 @@ def _empty_reply(state: dict, reply: Reply, emit: Emitter) -> dict:
     if empty >= guards.MAX_EMPTY_REPLIES:
         return {"empty_replies": empty, **fail_run("empty_reply", prompts.empty_replies(empty), emit)}
     problem = "your reply was empty"
-    text = prompts.correction(problem, technique(state["technique"]), state["language"])
+    text = prompts.correction(problem, emit.technique, state["language"])
     return {"empty_replies": empty,
             **observe(state, reply.text, ObservationEvent(text=text, error=problem, error_kind="format"), emit)}
 
@@ -542,7 +568,7 @@ def _call_paper(state: dict, runtime: Runtime[AgentContext]) -> dict:
     """One LLM call in the paper setting, and what its reply leads to, with nothing the original did not send: no
     correction, no second request for an answer, no note on a repeat. The run ends unanswered at the original
     executor's iteration limit, or at a workbench safety limit, which it names as such."""
-    limits, tech = Limits.from_dict(state["limits"]), technique(state["technique"])
+    limits, tech = Limits.from_dict(state["limits"]), runtime.context.technique
     emit = Emitter(runtime, state["llm_calls"] + 1)
     reached = _paper_limit(state, limits)
     if reached:
@@ -649,7 +675,7 @@ def _single_paper(state: dict, reply: Reply, emit: Emitter) -> dict:
 def _settle_paper(state: dict, reply: Reply, emit: Emitter) -> dict:
     """The ``paper`` setting: a plan the reply writes is taken (or sent for review) as in the improved setting, but
     a reply without one is not corrected; then the reply is acted on as the original implementation did."""
-    tech, plan = technique(state["technique"]), state["plan"]
+    tech, plan = emit.technique, state["plan"]
     new = (tech.plans and reply.plan and reply.plan != plan
            and (not plan or (tech.replans and reply.replan is not False)))
     if not new:
@@ -764,7 +790,7 @@ def run_action(state: AgentState, runtime: Runtime[AgentContext]) -> dict:
             event.text = (paper_prompts.error_text(event.error, state["language"]) if event.error else
                           paper_prompts.result_text(event.columns, event.rows, state["language"]))
     actions = state["actions"] + 1
-    max_actions = technique(state["technique"]).max_actions
+    max_actions = runtime.context.technique.max_actions
     answer_only = state["answer_only"] or bool(max_actions and actions >= max_actions)
     remembered = {} if paper else _remember(state, action, event)  # no loop guard in the paper setting
     queries = state.get("queries", state["actions"]) + (action["tool"] != "self")
@@ -821,3 +847,22 @@ def build_graph() -> StateGraph:
     for node in ("call_llm", "review_plan", "run_action", "review_query"):
         graph.add_conditional_edges(node, route, ["call_llm", "review_plan", "run_action", "review_query", END])
     return graph
+
+
+class LoopEngine(Engine):
+    """The engine of the techniques that run on this loop, with their prompt sets by setting (``prompt_sets``,
+    default ``LOOP_PROMPTS``)."""
+
+    builder = staticmethod(build_graph)
+
+    def __init__(self, prompt_sets: dict[str, PromptSet] | None = None):
+        self.prompt_sets = prompt_sets or LOOP_PROMPTS
+
+    def initial_state(self, tech: Technique, settings: RunSettings, ws: Workspace, hitl: str,
+                      note: str | None) -> dict:
+        chosen, backend = self.prompt_sets[settings.prompts], ws.backend
+        schema, text = backend.schema_text(), ws.question.text
+        if chosen.inputs is not None:
+            schema, text = chosen.inputs(ws.question, backend.language, schema)
+        return initial_state(tech, hitl, settings.limits, backend.language, schema, text, note,
+                             settings.initial_plan, settings.prompts, settings.review_queries, chosen)

@@ -20,6 +20,7 @@ from core.agents.workspace import open_catalog_workspace
 from core.evals.model import opener
 from core.model.bounds import NUMBERS
 from core.model.run_settings import Limits, RunSettings
+from core.model.technique import DEFAULT
 
 
 def inspect_limited() -> bool:
@@ -60,8 +61,8 @@ def messages_of(events) -> list:
 
 
 @solver
-def workbench_agent(technique: str = "planrag", root: str | None = None) -> Solver:
-    """The workbench's ``technique`` (planrag, iterrag, planrag-norp, singlerag, reaper) on each sample."""
+def workbench_agent(technique: str = DEFAULT, root: str | None = None) -> Solver:
+    """The workbench's ``technique`` (any registered: core.model.technique) on each sample."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         model, limits = get_model(), []
