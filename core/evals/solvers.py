@@ -77,13 +77,3 @@ def workbench_agent(technique: str = DEFAULT, root: str | None = None) -> Solver
         return state
 
     return solve
-
-
-def planrag(root: str | None = None) -> Solver:
-    """PlanRAG (plan, retrieve, re-plan) as an Inspect solver."""
-    return workbench_agent("planrag", root)
-
-
-def iterrag(root: str | None = None) -> Solver:
-    """IterRAG (retrieve step by step, no plan) as an Inspect solver."""
-    return workbench_agent("iterrag", root)
