@@ -19,6 +19,11 @@ class Engine:
     one compiled graph), the state a run starts in, and its own checks of a review."""
 
     builder: Callable[[], StateGraph]
+    #: its graph's nodes that make an LLM call: a step (``Event.step``) starts when one of them is next; a branch's
+    #: edited state enters its graph as written by the first
+    llm_nodes: tuple[str, ...]
+    #: its graph's nodes that run or review a query: a branch at a query starts before them (none: it takes none)
+    query_nodes: tuple[str, ...] = ()
 
     def initial_state(self, tech: Technique, settings: RunSettings, ws: Workspace, hitl: str,
                       note: str | None) -> dict:

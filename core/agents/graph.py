@@ -854,6 +854,8 @@ class LoopEngine(Engine):
     default ``LOOP_PROMPTS``)."""
 
     builder = staticmethod(build_graph)
+    llm_nodes = ("call_llm",)
+    query_nodes = ("run_action", "review_query")
 
     def __init__(self, prompt_sets: dict[str, PromptSet] | None = None):
         self.prompt_sets = prompt_sets or LOOP_PROMPTS

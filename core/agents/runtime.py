@@ -59,10 +59,6 @@ class RunNotPaused(PauseTaken):
     message says the run's state now)."""
 
 
-#: the graph nodes that make an LLM call: a step (``Event.step``) starts when one of them is next
-LLM_NODES = ("call_llm", "write_plan", "answer")
-
-
 @dataclass
 class RunResult:
     """Where a run stands after ``start`` or ``resume``: ``paused`` (see ``pause``), or ended (see ``outcome``:
@@ -339,14 +335,15 @@ class AgentRuntime:
         """The checkpoint (a LangGraph StateSnapshot) of ``run_id`` just before its step ``step`` (LLM call number,
         as in ``Event.step``), or with ``at_query`` just before that step's query runs. ValueError if the run has
         no such point."""
-        graph = self._graph_of(technique(self.store.get(run_id, events=False).settings["technique"]))
-        for snapshot in graph.get_state_history(self._config(run_id)):
+        tech = technique(self.store.get(run_id, events=False).settings["technique"])
+        nodes = engine(tech)
+        for snapshot in self._graph_of(tech).get_state_history(self._config(run_id)):
             values, nxt = snapshot.values, snapshot.next
             if not values or not nxt:
                 continue
-            if at_query and nxt[0] in ("run_action", "review_query") and values["llm_calls"] == step:
+            if at_query and nxt[0] in nodes.query_nodes and values["llm_calls"] == step:
                 return snapshot
-            if not at_query and nxt[0] in LLM_NODES and values["llm_calls"] == step - 1:
+            if not at_query and nxt[0] in nodes.llm_nodes and values["llm_calls"] == step - 1:
                 return snapshot
         where = f"query at step {step}" if at_query else f"step {step}"
         raise ValueError(f"run {run_id} has no {where} to branch from")
@@ -401,8 +398,9 @@ class AgentRuntime:
         llm = self._open_llm(settings, skip=values["llm_calls"])
         ws = self._workspace(settings)
         try:
+            llm_nodes = engine(tech).llm_nodes
             graph.update_state(self._config(new_id), values, as_node=snapshot.next[0] if snapshot.next[0] in
-                               LLM_NODES else "call_llm")
+                               llm_nodes else llm_nodes[0])
             self.store.create(new_id, settings.to_dict(), parent_id=run_id, branch_step=step)
             for event in _events_before(parent.events, step, at_query=query is not None):
                 self.store.add_event(new_id, event)

@@ -10,6 +10,7 @@ from core.techniques.reaper import examples, graph
 
 class ReaperEngine(Engine):
     builder = staticmethod(graph.build_graph)
+    llm_nodes = ("write_plan", "answer")
 
     def initial_state(self, tech: Technique, settings: RunSettings, ws: Workspace, hitl: str,
                       note: str | None) -> dict:
