@@ -15,10 +15,11 @@ from core.model.technique import Technique
 
 
 class Engine:
-    """What a technique gives the runtime: the graph it runs on (``builder``: techniques with the same builder share
-    one compiled graph), the state a run starts in, and its own checks of a review."""
+    """What a technique gives the runtime: the graph it runs on (``builder(prompt_setting)``, the uncompiled graph of
+    a run in that setting: techniques with the same builder share one compiled graph per setting), the state a run
+    starts in, and its own checks of a review."""
 
-    builder: Callable[[], StateGraph]
+    builder: Callable[[str], StateGraph]
     #: its graph's nodes that make an LLM call: a step (``Event.step``) starts when one of them is next; a branch's
     #: edited state enters its graph as written by the first
     llm_nodes: tuple[str, ...]

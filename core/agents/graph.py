@@ -18,6 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import TypedDict
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
@@ -425,9 +426,8 @@ def calibrate(state: dict, runtime: Runtime[AgentContext]) -> dict:
 
 
 def _proceed(state: dict, reply: Reply, emit: Emitter) -> dict:
-    """Act on a reply once its plan, if any, is settled: final answer, action, or a corrective observation."""
-    if state.get("prompts") == paper_prompts.PAPER:
-        return _act_paper(state, reply, emit)
+    """Act on a reply once its plan, if any, is settled (the improved setting): final answer, action, or a corrective
+    observation."""
     if reply.thought or reply.current_step:
         emit(ThoughtEvent(text=reply.thought or "", current_step=reply.current_step))
     if reply.problems:
@@ -484,9 +484,7 @@ def _settle_plan(state: dict, reply: Reply, emit: Emitter) -> dict:
 
 
 def call_llm(state: AgentState, runtime: Runtime[AgentContext]) -> dict:
-    """One LLM call, and what its reply leads to."""
-    if state.get("prompts") == paper_prompts.PAPER:
-        return _call_paper(state, runtime)
+    """One LLM call in the improved setting, and what its reply leads to."""
     limits = Limits.from_dict(state["limits"])
     step = state["llm_calls"] + 1
     emit = Emitter(runtime, step)
@@ -545,14 +543,15 @@ def await_review(state: dict, runtime: Runtime[AgentContext]) -> tuple[Review, s
     return review, verdict, Emitter(runtime, state["llm_calls"])
 
 
-def review_plan(state: AgentState, runtime: Runtime[AgentContext]) -> dict:
-    """Pause until the analyst approves, edits or rejects the proposed plan; then go on accordingly."""
+def review_plan(state: AgentState, runtime: Runtime[AgentContext], proceed: Callable = _proceed) -> dict:
+    """Pause until the analyst approves, edits or rejects the proposed plan; then go on accordingly (an approved
+    plan's reply is acted on by ``proceed``, the setting's)."""
     review, verdict, emit = await_review(state, runtime)
     reply, proposed = parse_reply(state["reply"]), state["proposal"]["plan"]
     if verdict == "approved":
         emit(PlanEvent(steps=proposed, origin="analyst", status="approved", note=review.note,
                        reviewer=review.reviewer))
-        return {"plan": proposed, "proposal": None, **_proceed({**state, "plan": proposed}, reply, emit)}
+        return {"plan": proposed, "proposal": None, **proceed({**state, "plan": proposed}, reply, emit)}
     if verdict == "edited":
         steps = list(review.plan)
         emit(PlanEvent(steps=steps, origin="analyst", status="edited", proposed_steps=proposed,
@@ -773,26 +772,42 @@ def run_query(backend: Backend, query: str, limits: Limits, control: RunControl 
     return event
 
 
-def run_action(state: AgentState, runtime: Runtime[AgentContext]) -> dict:
-    """Run the action's query (or echo a Self-thinking input) and observe the result or the error."""
+def _observe(state: dict, runtime: Runtime[AgentContext], limits: Limits) -> ObservationEvent:
+    """The improved setting's observation of the action: its query's rows or error, a Self-thinking input echoed.
+    Raises BackendUnavailable."""
+    action = state["action"]
+    if action["tool"] == "self":
+        return ObservationEvent(text=cap_text(action["query"], limits.observation_chars))
+    return run_query(runtime.context.backend, action["query"], limits, getattr(runtime.context, "control", None))
+
+
+def _observe_paper(state: dict, runtime: Runtime[AgentContext], limits: Limits) -> ObservationEvent:
+    """The paper setting's: the rows or the engine's error as the original's tool printed them; its Self thinking
+    tool returned nothing. Raises BackendUnavailable."""
+    action = state["action"]
+    if action["tool"] == "self":
+        return ObservationEvent(text="")
+    event = run_query(runtime.context.backend, action["query"], limits, getattr(runtime.context, "control", None),
+                      engine_words=True)
+    event.text = (paper_prompts.error_text(event.error, state["language"]) if event.error else
+                  paper_prompts.result_text(event.columns, event.rows, state["language"]))
+    return event
+
+
+def run_action(state: AgentState, runtime: Runtime[AgentContext], observe_action: Callable = _observe,
+               guarded: bool = True) -> dict:
+    """Run the action's query (or echo a Self-thinking input) and observe the result or the error, as
+    ``observe_action`` says (the setting's); ``guarded``: the loop guard keeps what the action gave."""
     limits, action = Limits.from_dict(state["limits"]), state["action"]
     emit = Emitter(runtime, state["llm_calls"])
-    paper = state.get("prompts") == paper_prompts.PAPER
-    if action["tool"] == "self":  # the original's Self thinking tool returned nothing
-        event = ObservationEvent(text="" if paper else cap_text(action["query"], limits.observation_chars))
-    else:
-        try:
-            event = run_query(runtime.context.backend, action["query"], limits,
-                              getattr(runtime.context, "control", None), engine_words=paper)
-        except BackendUnavailable as e:
-            return fail_run(e.kind, str(e), emit)
-        if paper:
-            event.text = (paper_prompts.error_text(event.error, state["language"]) if event.error else
-                          paper_prompts.result_text(event.columns, event.rows, state["language"]))
+    try:
+        event = observe_action(state, runtime, limits)
+    except BackendUnavailable as e:
+        return fail_run(e.kind, str(e), emit)
     actions = state["actions"] + 1
     max_actions = runtime.context.technique.max_actions
     answer_only = state["answer_only"] or bool(max_actions and actions >= max_actions)
-    remembered = {} if paper else _remember(state, action, event)  # no loop guard in the paper setting
+    remembered = _remember(state, action, event) if guarded else {}
     queries = state.get("queries", state["actions"]) + (action["tool"] != "self")
     update = {"actions": actions, "queries": queries, "action": None, "answer_only": answer_only, **remembered}
     if update.get("repeats", 0) >= limits.max_repeats:
@@ -836,12 +851,33 @@ def timed(node):
     return run
 
 
-def build_graph() -> StateGraph:
-    """The uncompiled graph; compile it with a checkpointer."""
+@dataclass(frozen=True)
+class LoopSetting:
+    """How the loop acts in one prompt setting, chosen once, when its graph is built: the node making the LLM call,
+    how a reply is acted on once its plan is settled, how an action is observed, and whether the loop guard keeps
+    what actions gave."""
+
+    call_llm: Callable
+    proceed: Callable
+    observe_action: Callable
+    guarded: bool
+
+
+#: The loop's behaviour by prompt setting: the workbench's (corrections, the loop guard, a final answer asked for at a
+#: limit), and the paper's (what the authors' code did: paper_prompts.py).
+LOOP_SETTINGS = {paper_prompts.IMPROVED: LoopSetting(call_llm, _proceed, _observe, guarded=True),
+                 paper_prompts.PAPER: LoopSetting(_call_paper, _act_paper, _observe_paper, guarded=False)}
+
+
+def build_graph(prompt_setting: str = paper_prompts.IMPROVED) -> StateGraph:
+    """The uncompiled graph of the loop in ``prompt_setting``; compile it with a checkpointer. Every setting's graph
+    has the same nodes, so a run's checkpoints read in either."""
+    setting = LOOP_SETTINGS[paper_prompts.check(prompt_setting)]
     graph = StateGraph(AgentState, context_schema=AgentContext)
-    graph.add_node("call_llm", timed(call_llm))
-    graph.add_node("review_plan", timed(review_plan))
-    graph.add_node("run_action", timed(run_action))
+    graph.add_node("call_llm", timed(setting.call_llm))
+    graph.add_node("review_plan", timed(partial(review_plan, proceed=setting.proceed)))
+    graph.add_node("run_action", timed(partial(run_action, observe_action=setting.observe_action,
+                                               guarded=setting.guarded)))
     graph.add_node("review_query", timed(review_query))
     graph.add_edge(START, "call_llm")
     for node in ("call_llm", "review_plan", "run_action", "review_query"):

@@ -207,12 +207,12 @@ class AgentRuntime:
                              f"({self._home / 'bench' / 'prices.json'}): add it there, or drop the cost limit")
         return price
 
-    def _graph_of(self, tech: Technique):
-        """The compiled graph that runs the technique (its engine's), compiled on first use."""
-        builder = engine(tech).builder
-        if builder not in self._graphs:
-            self._graphs[builder] = builder().compile(checkpointer=self._saver)
-        return self._graphs[builder]
+    def _graph_of(self, tech: Technique, prompt_setting: str):
+        """The compiled graph that runs the technique (its engine's) in a prompt setting, compiled on first use."""
+        key = (engine(tech).builder, prompt_setting)
+        if key not in self._graphs:
+            self._graphs.setdefault(key, key[0](prompt_setting).compile(checkpointer=self._saver))
+        return self._graphs[key]
 
     def _config(self, run_id: str) -> dict:
         return {"configurable": {"thread_id": run_id}, "recursion_limit": 10_000}
@@ -231,7 +231,7 @@ class AgentRuntime:
             hitl, note = settings.hitl if tech.plans else "auto", prompts.dialect_note(ws.backend.name)
             state = engine(tech).initial_state(tech, settings, ws, hitl, note)
             self.store.create(run_id, settings.to_dict())
-            yield from self._drive(run_id, tech, self._graph_of(tech), state, ws, llm, price)
+            yield from self._drive(run_id, tech, self._graph_of(tech, settings.prompts), state, ws, llm, price)
         finally:
             ws.backend.close()
 
@@ -249,7 +249,7 @@ class AgentRuntime:
             raise RunNotPaused(self.store.describe_state(run_id, pause_id))
         settings = RunSettings.from_dict(record.settings)
         tech = technique(settings.technique)
-        graph = self._graph_of(tech)
+        graph = self._graph_of(tech, settings.prompts)
         snapshot = graph.get_state(self._config(run_id))
         if not snapshot.interrupts:
             raise RunNotPaused(f"run {run_id} is not waiting for a review")
@@ -292,7 +292,7 @@ class AgentRuntime:
         record = self.store.get(run_id, events=False)
         settings = RunSettings.from_dict(record.settings)
         tech = technique(settings.technique)
-        graph = self._graph_of(tech)
+        graph = self._graph_of(tech, settings.prompts)
         try:
             was = self.store.claim_run(run_id, statuses)
         except PauseTaken as e:
@@ -329,15 +329,17 @@ class AgentRuntime:
     def checkpointed(self, run_id: str) -> bool:
         """Whether the run has a checkpoint (it got past its start: resuming it goes on from there)."""
         settings = RunSettings.from_dict(self.store.get(run_id, events=False).settings)
-        return bool(self._graph_of(technique(settings.technique)).get_state(self._config(run_id)).values)
+        graph = self._graph_of(technique(settings.technique), settings.prompts)
+        return bool(graph.get_state(self._config(run_id)).values)
 
     def branch_point(self, run_id: str, step: int, at_query: bool = False):
         """The checkpoint (a LangGraph StateSnapshot) of ``run_id`` just before its step ``step`` (LLM call number,
         as in ``Event.step``), or with ``at_query`` just before that step's query runs. ValueError if the run has
         no such point."""
-        tech = technique(self.store.get(run_id, events=False).settings["technique"])
+        settings = RunSettings.from_dict(self.store.get(run_id, events=False).settings)
+        tech = technique(settings.technique)
         nodes = engine(tech)
-        for snapshot in self._graph_of(tech).get_state_history(self._config(run_id)):
+        for snapshot in self._graph_of(tech, settings.prompts).get_state_history(self._config(run_id)):
             values, nxt = snapshot.values, snapshot.next
             if not values or not nxt:
                 continue
@@ -393,7 +395,7 @@ class AgentRuntime:
     def _branched(self, parent, tech: Technique, snapshot, values: dict, step: int, *, plan, query, note: str,
                   reviewer: str, new_id: str) -> Iterator[Event]:
         run_id, settings = parent.id, RunSettings.from_dict(parent.settings)
-        graph = self._graph_of(tech)
+        graph = self._graph_of(tech, settings.prompts)
         price = self._price_for(settings)
         llm = self._open_llm(settings, skip=values["llm_calls"])
         ws = self._workspace(settings)
@@ -523,7 +525,8 @@ class AgentRuntime:
 
     def transcript(self, run_id: str) -> list[dict]:
         """The conversation as the LLM sees it: the system prompt, the question, each reply and observation."""
-        graph = self._graph_of(technique(self.store.get(run_id, events=False).settings["technique"]))
+        settings = RunSettings.from_dict(self.store.get(run_id, events=False).settings)
+        graph = self._graph_of(technique(settings.technique), settings.prompts)
         values = graph.get_state(self._config(run_id)).values
         return [{"role": "system", "content": values["prompt"]}] + values["messages"]
 

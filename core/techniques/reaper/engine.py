@@ -8,8 +8,13 @@ from core.model.technique import Technique
 from core.techniques.reaper import examples, graph
 
 
+def _graph(prompt_setting: str):
+    """Its graph, the same in both settings (its nodes read the run's setting from its state)."""
+    return graph.build_graph()
+
+
 class ReaperEngine(Engine):
-    builder = staticmethod(graph.build_graph)
+    builder = staticmethod(_graph)
     llm_nodes = ("write_plan", "answer")
 
     def initial_state(self, tech: Technique, settings: RunSettings, ws: Workspace, hitl: str,
