@@ -1,4 +1,6 @@
-"""The agent loop as a LangGraph state machine, one loop for the paper's four techniques and AutoPlan:
+"""The agent loop as a LangGraph state machine, shared by the techniques whose engine is a ``LoopEngine``
+(core/techniques: a technique's attributes and prompt set shape the run, the prompt setting's ``LoopSetting`` its
+graph's nodes):
 
     call_llm --> review_plan (pauses for the analyst) --> run_action --> call_llm ... --> END
 
@@ -8,8 +10,8 @@ answer, an action for ``run_action``, or a corrective observation. ``review_plan
 the interrupt, while the LLM call that proposed the plan sits in the node before. The state is plain JSON so the SQLite
 checkpointer can keep it; the model and the database come from the run's context.
 
-Every user message of the transcript after the question is an ``observation`` event. The node helpers REAPER's
-graph (reaper.py) shares are public: ``Emitter``, ``complete_call``, ``settle_answer``, ``announce_plan``,
+Every user message of the transcript after the question is an ``observation`` event. The node helpers other
+engines' graphs share (REAPER's, core/techniques/reaper/graph.py) are public: ``Emitter``, ``complete_call``, ``settle_answer``, ``announce_plan``,
 ``await_review``, ``observe``, ``to_answer``, ``context_full``, ``calibrate``, ``fail_run``, ``route``,
 ``run_query``.
 """
