@@ -120,23 +120,24 @@ class PromptSet:
 
 #: The improved setting's prompts (prompts.py), composed from the technique's attributes.
 IMPROVED = PromptSet(prompts.agent_prompt, prompts.answer_prompt, prompts.question_message)
-#: The paper setting's (paper_prompts.py): the PlanRAG authors' texts, no dialect note, their schema and question.
-PAPER = PromptSet(lambda tech, language, schema, note, plan: paper_prompts.agent_prompt(tech, language, schema, plan),
-                  lambda language, schema, note: paper_prompts.ANSWER_PROMPT, lambda text: f"Question: {text}",
-                  paper_prompts.inputs)
-#: The prompt sets of the paper's loop techniques, by setting.
-LOOP_PROMPTS = {paper_prompts.IMPROVED: IMPROVED, paper_prompts.PAPER: PAPER}
+
+
+def paper_prompt_set(prefix: str, format_text: str) -> PromptSet:
+    """The paper setting's prompts (paper_prompts.py) of a technique whose authors' template had this ``prefix``
+    and ``format_text`` (its folder's): the authors' texts, no dialect note, their schema and question."""
+    return PromptSet(lambda tech, language, schema, note, plan: paper_prompts.agent_prompt(prefix, format_text,
+                                                                                            language, schema, plan),
+                     lambda language, schema, note: paper_prompts.ANSWER_PROMPT, lambda text: f"Question: {text}",
+                     paper_prompts.inputs)
 
 
 def initial_state(tech: Technique, hitl: str, limits: Limits, language: str, schema: str, question_text: str,
-                  note: str | None = None, initial_plan: list[str] | None = None,
-                  prompt_setting: str = paper_prompts.IMPROVED, review_queries: bool = False,
-                  prompt_set: PromptSet | None = None) -> AgentState:
+                  note: str | None, initial_plan: list[str] | None, prompt_setting: str, review_queries: bool,
+                  chosen: PromptSet) -> AgentState:
     """The state a run starts in; ``initial_plan``: the plan its system prompt gives it to start from (in the paper
     setting, any plan, even AutoPlan's empty one, makes the run act as AutoPlan's agent);
-    ``prompt_setting``: improved or paper, whose prompts are ``prompt_set`` (default ``LOOP_PROMPTS``'s);
+    ``prompt_setting``: improved or paper, whose prompts are ``chosen``;
     ``review_queries``: each query waits for the analyst's approval."""
-    chosen = prompt_set or LOOP_PROMPTS[paper_prompts.check(prompt_setting)]
     prompt = chosen.system(tech, language, schema, note, initial_plan)
     answer_prompt, question = chosen.answer(language, schema, note), chosen.question(question_text)
     return AgentState(technique=tech.name, hitl=hitl, limits=limits.__dict__.copy(), language=language,
@@ -888,15 +889,15 @@ def build_graph(prompt_setting: str = paper_prompts.IMPROVED) -> StateGraph:
 
 
 class LoopEngine(Engine):
-    """The engine of the techniques that run on this loop, with their prompt sets by setting (``prompt_sets``,
-    default ``LOOP_PROMPTS``)."""
+    """The engine of a technique that runs on this loop, with its prompt sets by setting (``prompt_sets``: the
+    settings it has)."""
 
     builder = staticmethod(build_graph)
     llm_nodes = ("call_llm",)
     query_nodes = ("run_action", "review_query")
 
-    def __init__(self, prompt_sets: dict[str, PromptSet] | None = None):
-        self.prompt_sets = prompt_sets or LOOP_PROMPTS
+    def __init__(self, prompt_sets: dict[str, PromptSet]):
+        self.prompt_sets = prompt_sets
 
     def initial_state(self, tech: Technique, settings: RunSettings, ws: Workspace, hitl: str,
                       note: str | None) -> dict:
