@@ -106,11 +106,10 @@ class AgentContext:
 
 @dataclass(frozen=True)
 class PromptSet:
-    """What a loop technique's run is told in one prompt setting, chosen once when the run starts: its system
-    prompt (``system(tech, language, schema, note, initial_plan)``), the prompt asking for the final answer at once
-    (``answer(language, schema, note)``), the question's message (``question(text)``) and, where the setting sends
-    the schema and the question otherwise than the workspace gives them, ``inputs(question, language, schema)``
-    (their texts as sent)."""
+    """What a loop technique's run is told in one prompt setting, chosen once when the run starts: its system prompt
+    (``system(tech, language, schema, note, initial_plan)``), the answer-at-once prompt (``answer(language, schema,
+    note)``), the question's message (``question(text)``), and ``inputs(question, language, schema)`` where the
+    setting sends the schema and question texts otherwise."""
 
     system: Callable[..., str]
     answer: Callable[[str, str, str | None], str]
