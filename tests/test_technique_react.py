@@ -69,7 +69,7 @@ def test_react_is_told_the_format_when_it_strays(tmp_path):
 
 @pytest.mark.parametrize("changes, message", [
     ({"prompts": "paper"}, "ReAct has no paper prompt setting"),
-    ({"initial_plan": ["look"]}, "ReAct writes its own plan"),
+    ({"initial_plan": ["look"]}, "ReAct starts from no plan"),
     ({"reaper_planner": "zero-shot"}, "ReAct has no REAPER planner")])
 def test_settings_react_does_not_have_are_refused(changes, message):
     with pytest.raises(ValueError, match=message):

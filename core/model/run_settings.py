@@ -131,7 +131,8 @@ class RunSettings:
         """Self, or ValueError naming the bad field."""
         tech = technique(self.technique)
         if (self.initial_plan or self.plan_version is not None) and not tech.takes_initial_plan:
-            raise ValueError(f"{tech.label} writes its own plan: an initial plan is for the loop techniques")
+            why = "writes its own plan" if tech.plans else "starts from no plan"
+            raise ValueError(f"{tech.label} {why}: an initial plan is for the loop techniques that take one")
         if self.initial_plan is not None and not all(isinstance(s, str) and s.strip() for s in self.initial_plan):
             raise ValueError("an initial plan needs one non-empty text per step")
         for step in self.initial_plan or ():
