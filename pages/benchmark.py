@@ -16,7 +16,7 @@ from core.analysis.format import GAP, duration, number, spent
 from core.auth.gate import Refused
 from core import scenarios
 from core.model.bounds import NUMBERS
-from core.model.technique import TECHNIQUES, parse_voted
+from core.model.technique import DEFAULT, TECHNIQUES, parse_voted
 from core.backends.registry import BACKENDS
 from core.benchmark import fidelity, reports
 import core.jobs.benchmarks as jobs
@@ -185,7 +185,7 @@ def start_form() -> None:
                                        "questions are its own: choose “The scenario's own questions”)")
         db = middle.selectbox("Database", [*BACKENDS, "all"], help="all: every backend available here",
                               key=kept("bench_db"))
-        techniques = right.multiselect("Techniques", list(TECHNIQUES), default=["planrag"],
+        techniques = right.multiselect("Techniques", list(TECHNIQUES), default=[DEFAULT],
                                        format_func=technique_label, key=kept("bench_techniques"))
         left, right = st.columns([2, 1])
         model = left.text_input("Model", value=llm.model or "",

@@ -12,7 +12,7 @@ import streamlit as st
 import core.jobs.runs as jobs
 from core import scenarios
 from core.model.run_settings import RunSettings
-from core.model.technique import TECHNIQUES
+from core.model.technique import FEATURED, TECHNIQUES
 from core.store.runs import ENDED, RunRecord
 from core.model.question import Question
 from core.analysis.summary import compare_row, gaps_as_text, technique_label
@@ -158,7 +158,7 @@ compared = f"compare-{question.id}"  # the runs compared on this question (widge
 
 with st.container(border=True):
     # Across the page: in a column the pills ran out of room (three hidden at 1440 px).
-    techniques = st.pills("Techniques", list(TECHNIQUES), selection_mode="multi", default=["iterrag", "planrag"],
+    techniques = st.pills("Techniques", list(TECHNIQUES), selection_mode="multi", default=list(FEATURED),
                           format_func=technique_label, key=kept("compare_techniques"))
     middle, right = st.columns(2)
     with middle:

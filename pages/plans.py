@@ -11,7 +11,7 @@ import streamlit as st
 
 from core.scenarios import catalog
 from core import scenarios
-from core.autoplan import EXPERIENCE_TECHNIQUES
+from core.model.technique import DEFAULT, TECHNIQUES
 from core.store.plans import training_setting
 from core.store.plans import LearnedPlan, PlanStore, diff_steps
 from core.scenarios.dqa.source import DQAError
@@ -56,8 +56,9 @@ def use_in_run(plan: LearnedPlan) -> None:
         st.session_state["plans_use_error"] = (f"Every {plan.source} {plan.scenario} question here is a training "
                                                f"question of v{plan.version}: pick another on Scenarios.")
         return
-    if st.session_state.get(kept("run_technique")) not in EXPERIENCE_TECHNIQUES:
-        st.session_state["run_technique"] = "planrag"
+    chosen = TECHNIQUES.get(st.session_state.get(kept("run_technique")))
+    if chosen is None or not chosen.trains_plans:
+        st.session_state["run_technique"] = DEFAULT
     st.session_state[kept("run_plan_version")] = plan.version
     if why:
         st.session_state["run_notice"] = (f"Learned plan v{plan.version} opens on question {'/'.join(map(str, target))}: "

@@ -15,7 +15,7 @@ import core.jobs.runs as jobs
 from core import scenarios
 from core.model.bounds import NUMBERS
 from core.model.run_settings import RunSettings
-from core.model.technique import TECHNIQUES
+from core.model.technique import DEFAULT, TECHNIQUES
 from core.store.runs import ENDED
 from core.analysis.summary import technique_label
 from ui import access
@@ -136,7 +136,7 @@ with st.container(border=True):
     left, middle, right = st.columns(3)
     with left:
         technique = st.selectbox("Technique", list(TECHNIQUES), format_func=technique_label, key=kept("run_technique"),
-                                 index=list(TECHNIQUES).index("planrag"))
+                                 index=list(TECHNIQUES).index(DEFAULT))
         hitl = choose_hitl(technique, key="run_hitl")
         review_queries = choose_query_review(key="run_review_queries")
         plan_version = choose_plan_version(question.scenario, technique, key="run_plan_version")

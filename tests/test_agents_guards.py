@@ -12,7 +12,7 @@ from core.model.run_settings import Limits, Review
 from core.model.run_settings import RunSettings
 from core.agents.guards import answer_messages, collected_data, fit, not_an_answer, reply_cap, reply_room
 from core.agents.parsing import parse_reply
-from core.agents.reaper_plan import parse_plan
+from core.techniques.reaper.plan import parse_plan
 from core.backends.base import QueryResult, QuerySyntaxError
 from core.llm.client import Completion, LLMSettings, open_llm
 from tests.test_agents_runtime import home  # noqa: F401 - a fixture

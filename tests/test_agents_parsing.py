@@ -116,6 +116,7 @@ def test_dialect_note_only_for_ladybug():
 
 
 def test_every_technique_is_listed():
-    assert set(TECHNIQUES) == {"singlerag", "iterrag", "planrag", "planrag-norp", "reaper", "autoplan"}
+    # the papers' six keep their ids; a technique added as a folder joins them with no edit here
+    assert {"singlerag", "iterrag", "planrag", "planrag-norp", "reaper", "autoplan"} <= set(TECHNIQUES)
     with pytest.raises(ValueError, match="choose one of"):
         technique("react")

@@ -10,7 +10,7 @@ import pytest
 
 from core.agents.runtime import AgentRuntime
 from core.model.run_settings import Limits, Review, RunSettings
-from core.agents.reaper_plan import UnusableResult, parse_plan, parse_steps, substitute
+from core.techniques.reaper.plan import UnusableResult, parse_plan, parse_steps, substitute
 from tests.test_agents_dqa import backend
 from tests.test_agents_runtime import FakeBackend, make_runtime, replay, settings
 

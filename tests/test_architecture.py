@@ -13,7 +13,7 @@ ROOTS = ("app.py", "pages", "ui", "core", "sims")
 
 #: Which layer may import which (besides itself). A layer is a top-level folder or a package of core/.
 ALL_CORE = {"core.model", "core.config", "core.backends", "core.scenarios", "core.llm", "core.auth", "core.store",
-            "core.analysis", "core.telemetry", "core.agents", "core.benchmark", "core.autoplan", "core.actions",
+            "core.analysis", "core.telemetry", "core.agents", "core.benchmark", "core.techniques", "core.actions",
             "core.jobs"}
 MAY_IMPORT = {
     "app": {"ui"} | ALL_CORE,
@@ -33,8 +33,8 @@ MAY_IMPORT = {
                     "core.store", "core.analysis", "core.telemetry", "sims"},
     "core.benchmark": {"core.model", "core.config", "core.backends", "core.scenarios", "core.llm", "core.auth",
                        "core.store", "core.analysis", "core.telemetry", "core.agents", "sims"},
-    "core.autoplan": {"core.model", "core.config", "core.backends", "core.scenarios", "core.llm", "core.auth",
-                      "core.store", "core.analysis", "core.telemetry", "core.agents", "sims"},
+    "core.techniques": {"core.model", "core.config", "core.backends", "core.scenarios", "core.llm", "core.auth",
+                        "core.store", "core.analysis", "core.telemetry", "core.agents", "sims"},
     "core.actions": {"core.model", "core.config", "core.backends", "core.scenarios", "core.llm", "core.auth",
                      "core.store", "core.analysis", "sims"},
     "core.evals": ALL_CORE - {"core.jobs", "core.actions"} | {"sims"},
@@ -185,3 +185,38 @@ def test_only_the_store_opener_connects():
                     and m not in CONNECTS):
                 found.append(f"{m}:{node.lineno}")
     assert found == []
+
+
+#: Where a technique's id may appear as text outside the technique folders, each for a reason that is not the
+#: technique: (module, the text) -> why.
+NOT_A_TECHNIQUE = {
+    ("core.auth.config", "planrag"): "the secrets file's [planrag] table: the project's name",
+    ("core.cli.main", "autoplan"): "the `core autoplan` command's name (AutoPlan's training, in its folder)",
+}
+
+
+def technique_ids() -> set[str]:
+    import tomllib
+
+    return {tomllib.loads(f.read_text(encoding="utf-8"))["id"]
+            for f in (ROOT / "core" / "techniques").glob("*/technique.toml")}
+
+
+def test_no_module_outside_a_technique_folder_names_a_technique():
+    """Every string constant equal to a technique's id, outside core/techniques/: what the workbench knows of a
+    technique comes from the registry (core.model.technique), never from a check on its name."""
+    ids, named = technique_ids(), []
+    for m, path in modules().items():
+        if m.startswith("core.techniques."):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.Constant) and node.value in ids and (m, node.value) not in NOT_A_TECHNIQUE:
+                named.append(f"{m}:{node.lineno} {node.value!r}")
+    assert named == []
+
+
+def test_every_technique_folder_registers_one_technique():
+    from core.model.technique import TECHNIQUES
+
+    folders = sorted(f.parent.name for f in (ROOT / "core" / "techniques").glob("*/technique.toml"))
+    assert sorted(t.folder for t in TECHNIQUES.values()) == folders and set(TECHNIQUES) == technique_ids()

@@ -15,9 +15,9 @@ from core.config import settings as core_settings
 from core.agents.runtime import AgentRuntime
 from core.model.run_settings import RunSettings
 import core.cli.autoplan as command
-from core.autoplan.prompts import parse_reflection
+from core.techniques.autoplan.prompts import parse_reflection
 from core.store.plans import LearnedPlan, PlanStore, TrainingQuestionError, diff_steps
-from core.autoplan.train import AutoPlanError, TrainSettings, train
+from core.techniques.autoplan.train import AutoPlanError, TrainSettings, train
 from tests.test_agents_dqa import backend
 
 TRANSCRIPTS = Path(__file__).parent / "transcripts"

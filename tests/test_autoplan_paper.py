@@ -12,11 +12,11 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from core.config import settings as core_settings
 from core.agents.runtime import AgentRuntime
 from core.model.run_settings import RunSettings
-from core.autoplan import prompts
-from core.autoplan import train as train_module
+from core.techniques.autoplan import prompts
+from core.techniques.autoplan import train as train_module
 from core.cli.autoplan import describe
 from core.store.plans import PlanStore
-from core.autoplan.train import TrainSettings, train
+from core.techniques.autoplan.train import TrainSettings, train
 from core.llm.client import LLMSettings
 from tests.stub_server import completion
 from tests.test_llm import KEY, serve  # noqa: F401 - serve is a fixture

@@ -8,7 +8,7 @@ from streamlit.testing.v1 import AppTest
 
 import core.jobs.runs as jobs
 from core.model.run_settings import RunSettings
-from core.autoplan.train import TrainSettings, train
+from core.techniques.autoplan.train import TrainSettings, train
 from core.llm.replays import replays
 from tests.page_app import APP, button, isolate, open_page
 from tests.test_autoplan_paper import TRAINING, replay

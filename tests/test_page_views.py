@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import core.jobs.runs as jobs
-from core.autoplan.train import TrainSettings, train
+from core.techniques.autoplan.train import TrainSettings, train
 from core.model.run_settings import RunSettings
 from tests.page_app import button, isolate, open_page, shown
 from tests.test_autoplan_paper import TRAINING, replay

@@ -12,8 +12,8 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from core.agents.runtime import AgentRuntime
 from core.model.run_settings import Limits, RunSettings
 from core.agents import paper_prompts
-from core.agents.reaper_examples import all_examples
-from core.agents.reaper_plan import parse_plan
+from core.techniques.reaper.examples import all_examples
+from core.techniques.reaper.plan import parse_plan
 from core.backends.cypher_dialect import LADYBUG_DIALECT_NOTE
 from core.llm.client import open_llm
 

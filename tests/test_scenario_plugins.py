@@ -409,7 +409,7 @@ def cheap_sites(tables, question):
 def test_planner_examples_come_from_the_declaration(user_scenarios):
     """REAPER's planner examples are the scenario's own ([planner]), never looked up by scenario name."""
     from core.model.run_settings import RunSettings
-    from core.agents.reaper_examples import examples
+    from core.techniques.reaper.examples import examples
     from core.benchmark import fidelity
 
     folder = copy_depot(user_scenarios)

@@ -11,7 +11,6 @@ from core.backends import availability
 import core.jobs.runs as jobs
 from core.model.run_settings import HITL_MODES, RunSettings
 from core.model.technique import TECHNIQUES
-from core.autoplan import EXPERIENCE_TECHNIQUES
 from core.store.plans import PlanStore
 from core.backends.registry import BACKENDS, language
 from core.llm.replays import Replay, model_label, replays
@@ -65,7 +64,7 @@ def choose_query_review(key: str) -> bool:
 def choose_plan_version(scenario: str, technique: str, key: str) -> int | None:
     """For the techniques AutoPlan trains with, a learned plan of the scenario to start from (None: the paper's
     prompt alone). Shown only when the scenario has learned plans."""
-    versions = PlanStore(config.DATA_HOME / "plans").versions(scenario) if technique in EXPERIENCE_TECHNIQUES else []
+    versions = PlanStore(config.DATA_HOME / "plans").versions(scenario) if TECHNIQUES[technique].trains_plans else []
     if not versions:
         return None
     return st.selectbox("Start from a learned plan", [None, *reversed(versions)], key=kept(key),
@@ -80,8 +79,13 @@ PLANNER_LABELS = {"examples": "With example plans", "zero-shot": "Zero-shot"}
 
 def choose_setting(technique: str, key: str) -> tuple[str, str]:
     """The faithfulness switch of a run (docs/paper-deviations.md): the prompt setting of the loop techniques, or
-    REAPER's planner prompt; returns (prompts, reaper_planner)."""
-    if TECHNIQUES[technique].engine == "reaper":
+    REAPER's planner prompt; returns (prompts, reaper_planner). A technique with one prompt setting shows it."""
+    tech = TECHNIQUES[technique]
+    if len(tech.prompt_settings) == 1:
+        st.caption(f"Prompts: {PROMPT_LABELS.get(tech.prompt_settings[0], tech.prompt_settings[0])} "
+                   f"({tech.label} has no other setting)")
+        return tech.prompt_settings[0], "examples"
+    if tech.planner:
         planner = st.radio("REAPER planner", list(PLANNER_LABELS), format_func=PLANNER_LABELS.get, key=kept(f"{key}_planner"),
                            horizontal=True, help="The paper's planner is a fine-tuned model; example retrieval "
                                                  "plans for the scenario are as close as a prompt gets.")

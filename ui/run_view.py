@@ -473,7 +473,7 @@ def branch_form(record: RunRecord, key: str) -> None:
     steps = sorted({e.step for e in record.events if e.step >= 1})
     if not steps or record.status == "running":
         return
-    loop = record.settings["technique"] not in TECHNIQUES or TECHNIQUES[record.settings["technique"]].engine == "loop"
+    loop = record.settings["technique"] not in TECHNIQUES or TECHNIQUES[record.settings["technique"]].branch_edits
     with st.expander(":material/call_split: Branch from a step"):
         st.caption("A new run starts from the state just before the step you pick, with your change; this run stays "
                    "as it is. History shows branches under their run; Compare lines them up by step.")

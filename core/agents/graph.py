@@ -1,4 +1,6 @@
-"""The agent loop as a LangGraph state machine, one loop for the paper's four techniques and AutoPlan:
+"""The agent loop as a LangGraph state machine, shared by the techniques whose engine is a ``LoopEngine``
+(core/techniques: a technique's attributes and prompt set shape the run, the prompt setting's ``LoopSetting`` its
+graph's nodes):
 
     call_llm --> review_plan (pauses for the analyst) --> run_action --> call_llm ... --> END
 
@@ -8,8 +10,8 @@ answer, an action for ``run_action``, or a corrective observation. ``review_plan
 the interrupt, while the LLM call that proposed the plan sits in the node before. The state is plain JSON so the SQLite
 checkpointer can keep it; the model and the database come from the run's context.
 
-Every user message of the transcript after the question is an ``observation`` event. The node helpers REAPER's
-graph (reaper.py) shares are public: ``Emitter``, ``complete_call``, ``settle_answer``, ``announce_plan``,
+Every user message of the transcript after the question is an ``observation`` event. The node helpers other
+engines' graphs share (REAPER's, core/techniques/reaper/graph.py) are public: ``Emitter``, ``complete_call``, ``settle_answer``, ``announce_plan``,
 ``await_review``, ``observe``, ``to_answer``, ``context_full``, ``calibrate``, ``fail_run``, ``route``,
 ``run_query``.
 """
@@ -18,6 +20,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import TypedDict
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
@@ -27,14 +30,16 @@ from langgraph.types import interrupt
 
 from core.agents import control as run_control
 from core.agents import guards, paper_prompts, prompts
-from core.model.run_settings import Limits, Review
+from core.agents.engine import Engine
+from core.agents.workspace import Workspace
+from core.model.run_settings import Limits, Review, RunSettings
 from core.agents.control import RunControl
 from core.model.events import (
     ActionEvent, ErrorEvent, Event, FinalEvent, LLMUsage, ObservationEvent, PlanEvent, QueryReviewEvent, ReplanEvent,
     ThoughtEvent
 )
 from core.agents.parsing import Reply, parse_reply, query_language, tool_kind
-from core.model.technique import Technique, technique
+from core.model.technique import Technique
 from core.backends.base import Backend, BackendUnavailable, QueryError, cap_text
 from core.llm.client import ChatLLM, Completion, LLMError
 
@@ -96,22 +101,44 @@ class AgentContext:
     control: RunControl | None = None
     on_text: Callable[[str], None] | None = None  # the reply in flight so far, where the model streams (a view)
     on_attempt: Callable[[dict], None] | None = None  # each LLM attempt as it starts: call, attempt, of, timeout_s, streams
+    technique: Technique | None = None  # the run's technique, resolved once when the run is driven
+
+
+@dataclass(frozen=True)
+class PromptSet:
+    """What a loop technique's run is told in one prompt setting, chosen once when the run starts: its system prompt
+    (``system(tech, language, schema, note, initial_plan)``), the answer-at-once prompt (``answer(language, schema,
+    note)``), the question's message (``question(text)``), and ``inputs(question, language, schema)`` where the
+    setting sends the schema and question texts otherwise."""
+
+    system: Callable[..., str]
+    answer: Callable[[str, str, str | None], str]
+    question: Callable[[str], str]
+    inputs: Callable[..., tuple[str, str]] | None = None
+
+
+#: The improved setting's prompts (prompts.py), composed from the technique's attributes.
+IMPROVED = PromptSet(prompts.agent_prompt, prompts.answer_prompt, prompts.question_message)
+
+
+def paper_prompt_set(prefix: str, format_text: str) -> PromptSet:
+    """The paper setting's prompts (paper_prompts.py) of a technique whose authors' template had this ``prefix``
+    and ``format_text`` (its folder's): the authors' texts, no dialect note, their schema and question."""
+    return PromptSet(lambda tech, language, schema, note, plan: paper_prompts.agent_prompt(prefix, format_text,
+                                                                                            language, schema, plan),
+                     lambda language, schema, note: paper_prompts.ANSWER_PROMPT, lambda text: f"Question: {text}",
+                     paper_prompts.inputs)
 
 
 def initial_state(tech: Technique, hitl: str, limits: Limits, language: str, schema: str, question_text: str,
-                  note: str | None = None, initial_plan: list[str] | None = None,
-                  prompt_setting: str = paper_prompts.IMPROVED, review_queries: bool = False) -> AgentState:
+                  note: str | None, initial_plan: list[str] | None, prompt_setting: str, review_queries: bool,
+                  chosen: PromptSet) -> AgentState:
     """The state a run starts in; ``initial_plan``: the plan its system prompt gives it to start from (in the paper
     setting, any plan, even AutoPlan's empty one, makes the run act as AutoPlan's agent);
-    ``prompt_setting``: improved (prompts.py) or paper (paper_prompts.py, which gives no dialect ``note``, and takes
-    ``schema`` and ``question_text`` as sent: ``paper_prompts.inputs``);
+    ``prompt_setting``: improved or paper, whose prompts are ``chosen``;
     ``review_queries``: each query waits for the analyst's approval."""
-    if paper_prompts.check(prompt_setting) == paper_prompts.PAPER:
-        prompt = paper_prompts.agent_prompt(tech, language, schema, initial_plan)
-        answer_prompt, question = paper_prompts.ANSWER_PROMPT, f"Question: {question_text}"
-    else:
-        prompt = prompts.agent_prompt(tech, language, schema, note, initial_plan)
-        answer_prompt, question = prompts.answer_prompt(language, schema, note), prompts.question_message(question_text)
+    prompt = chosen.system(tech, language, schema, note, initial_plan)
+    answer_prompt, question = chosen.answer(language, schema, note), chosen.question(question_text)
     return AgentState(technique=tech.name, hitl=hitl, limits=limits.__dict__.copy(), language=language,
                       prompt=prompt, answer_prompt=answer_prompt, prompts=prompt_setting,
                       messages=[{"role": "human", "content": question}],
@@ -130,12 +157,14 @@ def guard_state() -> dict:
 
 
 class Emitter:
-    """Writes events to the run's stream as they happen; the first one after an LLM call carries its usage."""
+    """Writes events to the run's stream as they happen; the first one after an LLM call carries its usage.
+    ``technique``: the run's technique, as its context holds it, for the node helpers that emit."""
 
     def __init__(self, runtime: Runtime, step: int):
         self._write = runtime.stream_writer
         self.step = step
         self.usage: LLMUsage | None = None
+        self.technique: Technique = runtime.context.technique
 
     def __call__(self, event: Event) -> None:
         event.step = self.step
@@ -160,7 +189,7 @@ def observe(state: dict, reply_text: str, event: ObservationEvent, emit: Emitter
 def _correct(state: dict, reply: Reply, problem: str, emit: Emitter, hint: str | None = None) -> dict:
     """A corrective observation (``hint``: how to go on, default the format's). The same reply corrected
     before counts as a repeat."""
-    text = prompts.correction(problem, technique(state["technique"]), state["language"], hint)
+    text = prompts.correction(problem, emit.technique, state["language"], hint)
     key, seen = guards.reply_key(reply.text), state.get("seen") or {}
     if key in seen:
         return _repeat(state, reply, prompts.same_reply(seen[key]["call"]) + " " + text, problem, emit)
@@ -270,7 +299,7 @@ def complete_call(state: dict, runtime: Runtime[AgentContext], prompt: str, emit
         emit(ErrorEvent(message=prompts.context_shortened(shortened, limits.context_tokens), error_kind="context",
                         fatal=False))
     try:
-        chat, stop = send or _chat_of(state)
+        chat, stop = send or _chat_of(state, emit.technique)
         llm = runtime.context.llm
         follow = _followers(runtime.context, emit.step)
         c = run_control.call(getattr(runtime.context, "control", None), llm.complete, chat(prompt, fitted), stop,
@@ -313,7 +342,7 @@ def _abandoned(state: dict, attempts: list[dict]) -> dict:
             "failed_tokens": state.get("failed_tokens", 0) + prompt + reply, "tokens_estimated": True}
 
 
-def _chat_of(state: dict) -> tuple:
+def _chat_of(state: dict, tech: Technique) -> tuple:
     """How a request is sent, and its stop sequences: the improved setting's chat turns (and REAPER's, whose paper
     gives no conversation form, nor, in its paper setting, a stop sequence); the PlanRAG paper setting's two
     messages (SingleRAG's calls with no stop sequence, as the original sent them)."""
@@ -322,7 +351,7 @@ def _chat_of(state: dict) -> tuple:
         return _chat, None if paper else prompts.STOP
     if not paper:
         return _chat, prompts.STOP
-    if technique(state["technique"]).max_actions == 1 or state["answer_only"]:
+    if tech.max_actions == 1 or state["answer_only"]:
         return (lambda prompt, messages: paper_prompts.chat_single(prompt, messages[0]["content"])), None
     return paper_prompts.chat, paper_prompts.STOP
 
@@ -399,9 +428,8 @@ def calibrate(state: dict, runtime: Runtime[AgentContext]) -> dict:
 
 
 def _proceed(state: dict, reply: Reply, emit: Emitter) -> dict:
-    """Act on a reply once its plan, if any, is settled: final answer, action, or a corrective observation."""
-    if state.get("prompts") == paper_prompts.PAPER:
-        return _act_paper(state, reply, emit)
+    """Act on a reply once its plan, if any, is settled (the improved setting): final answer, action, or a corrective
+    observation."""
     if reply.thought or reply.current_step:
         emit(ThoughtEvent(text=reply.thought or "", current_step=reply.current_step))
     if reply.problems:
@@ -436,7 +464,7 @@ def _proceed(state: dict, reply: Reply, emit: Emitter) -> dict:
 
 def _settle_plan(state: dict, reply: Reply, emit: Emitter) -> dict:
     """For the planning techniques: take the reply's (new) plan, or send it for review; then proceed."""
-    tech, plan = technique(state["technique"]), state["plan"]
+    tech, plan = emit.technique, state["plan"]
     if not plan:
         if not reply.plan:
             return _correct(state, reply, "your reply has no Plan, and no Plan is in force; begin with the Plan",
@@ -458,9 +486,7 @@ def _settle_plan(state: dict, reply: Reply, emit: Emitter) -> dict:
 
 
 def call_llm(state: AgentState, runtime: Runtime[AgentContext]) -> dict:
-    """One LLM call, and what its reply leads to."""
-    if state.get("prompts") == paper_prompts.PAPER:
-        return _call_paper(state, runtime)
+    """One LLM call in the improved setting, and what its reply leads to."""
     limits = Limits.from_dict(state["limits"])
     step = state["llm_calls"] + 1
     emit = Emitter(runtime, step)
@@ -491,7 +517,7 @@ def call_llm(state: AgentState, runtime: Runtime[AgentContext]) -> dict:
         return {**update, **_correct(state, reply, prompts.CUT_OFF, emit)}
     if finish_reason == "length":
         emit(ErrorEvent(message=prompts.cut_off_answer(), error_kind="truncated", fatal=False))
-    if technique(state["technique"]).plans:
+    if emit.technique.plans:
         return {**update, **_settle_plan(state, reply, emit)}
     return {**update, **_proceed(state, reply, emit)}
 
@@ -502,7 +528,7 @@ def _empty_reply(state: dict, reply: Reply, emit: Emitter) -> dict:
     if empty >= guards.MAX_EMPTY_REPLIES:
         return {"empty_replies": empty, **fail_run("empty_reply", prompts.empty_replies(empty), emit)}
     problem = "your reply was empty"
-    text = prompts.correction(problem, technique(state["technique"]), state["language"])
+    text = prompts.correction(problem, emit.technique, state["language"])
     return {"empty_replies": empty,
             **observe(state, reply.text, ObservationEvent(text=text, error=problem, error_kind="format"), emit)}
 
@@ -519,14 +545,15 @@ def await_review(state: dict, runtime: Runtime[AgentContext]) -> tuple[Review, s
     return review, verdict, Emitter(runtime, state["llm_calls"])
 
 
-def review_plan(state: AgentState, runtime: Runtime[AgentContext]) -> dict:
-    """Pause until the analyst approves, edits or rejects the proposed plan; then go on accordingly."""
+def review_plan(state: AgentState, runtime: Runtime[AgentContext], proceed: Callable = _proceed) -> dict:
+    """Pause until the analyst approves, edits or rejects the proposed plan; then go on accordingly (an approved
+    plan's reply is acted on by ``proceed``, the setting's)."""
     review, verdict, emit = await_review(state, runtime)
     reply, proposed = parse_reply(state["reply"]), state["proposal"]["plan"]
     if verdict == "approved":
         emit(PlanEvent(steps=proposed, origin="analyst", status="approved", note=review.note,
                        reviewer=review.reviewer))
-        return {"plan": proposed, "proposal": None, **_proceed({**state, "plan": proposed}, reply, emit)}
+        return {"plan": proposed, "proposal": None, **proceed({**state, "plan": proposed}, reply, emit)}
     if verdict == "edited":
         steps = list(review.plan)
         emit(PlanEvent(steps=steps, origin="analyst", status="edited", proposed_steps=proposed,
@@ -542,7 +569,7 @@ def _call_paper(state: dict, runtime: Runtime[AgentContext]) -> dict:
     """One LLM call in the paper setting, and what its reply leads to, with nothing the original did not send: no
     correction, no second request for an answer, no note on a repeat. The run ends unanswered at the original
     executor's iteration limit, or at a workbench safety limit, which it names as such."""
-    limits, tech = Limits.from_dict(state["limits"]), technique(state["technique"])
+    limits, tech = Limits.from_dict(state["limits"]), runtime.context.technique
     emit = Emitter(runtime, state["llm_calls"] + 1)
     reached = _paper_limit(state, limits)
     if reached:
@@ -649,7 +676,7 @@ def _single_paper(state: dict, reply: Reply, emit: Emitter) -> dict:
 def _settle_paper(state: dict, reply: Reply, emit: Emitter) -> dict:
     """The ``paper`` setting: a plan the reply writes is taken (or sent for review) as in the improved setting, but
     a reply without one is not corrected; then the reply is acted on as the original implementation did."""
-    tech, plan = technique(state["technique"]), state["plan"]
+    tech, plan = emit.technique, state["plan"]
     new = (tech.plans and reply.plan and reply.plan != plan
            and (not plan or (tech.replans and reply.replan is not False)))
     if not new:
@@ -747,26 +774,42 @@ def run_query(backend: Backend, query: str, limits: Limits, control: RunControl 
     return event
 
 
-def run_action(state: AgentState, runtime: Runtime[AgentContext]) -> dict:
-    """Run the action's query (or echo a Self-thinking input) and observe the result or the error."""
+def _observe(state: dict, runtime: Runtime[AgentContext], limits: Limits) -> ObservationEvent:
+    """The improved setting's observation of the action: its query's rows or error, a Self-thinking input echoed.
+    Raises BackendUnavailable."""
+    action = state["action"]
+    if action["tool"] == "self":
+        return ObservationEvent(text=cap_text(action["query"], limits.observation_chars))
+    return run_query(runtime.context.backend, action["query"], limits, getattr(runtime.context, "control", None))
+
+
+def _observe_paper(state: dict, runtime: Runtime[AgentContext], limits: Limits) -> ObservationEvent:
+    """The paper setting's: the rows or the engine's error as the original's tool printed them; its Self thinking
+    tool returned nothing. Raises BackendUnavailable."""
+    action = state["action"]
+    if action["tool"] == "self":
+        return ObservationEvent(text="")
+    event = run_query(runtime.context.backend, action["query"], limits, getattr(runtime.context, "control", None),
+                      engine_words=True)
+    event.text = (paper_prompts.error_text(event.error, state["language"]) if event.error else
+                  paper_prompts.result_text(event.columns, event.rows, state["language"]))
+    return event
+
+
+def run_action(state: AgentState, runtime: Runtime[AgentContext], observe_action: Callable = _observe,
+               guarded: bool = True) -> dict:
+    """Run the action's query (or echo a Self-thinking input) and observe the result or the error, as
+    ``observe_action`` says (the setting's); ``guarded``: the loop guard keeps what the action gave."""
     limits, action = Limits.from_dict(state["limits"]), state["action"]
     emit = Emitter(runtime, state["llm_calls"])
-    paper = state.get("prompts") == paper_prompts.PAPER
-    if action["tool"] == "self":  # the original's Self thinking tool returned nothing
-        event = ObservationEvent(text="" if paper else cap_text(action["query"], limits.observation_chars))
-    else:
-        try:
-            event = run_query(runtime.context.backend, action["query"], limits,
-                              getattr(runtime.context, "control", None), engine_words=paper)
-        except BackendUnavailable as e:
-            return fail_run(e.kind, str(e), emit)
-        if paper:
-            event.text = (paper_prompts.error_text(event.error, state["language"]) if event.error else
-                          paper_prompts.result_text(event.columns, event.rows, state["language"]))
+    try:
+        event = observe_action(state, runtime, limits)
+    except BackendUnavailable as e:
+        return fail_run(e.kind, str(e), emit)
     actions = state["actions"] + 1
-    max_actions = technique(state["technique"]).max_actions
+    max_actions = runtime.context.technique.max_actions
     answer_only = state["answer_only"] or bool(max_actions and actions >= max_actions)
-    remembered = {} if paper else _remember(state, action, event)  # no loop guard in the paper setting
+    remembered = _remember(state, action, event) if guarded else {}
     queries = state.get("queries", state["actions"]) + (action["tool"] != "self")
     update = {"actions": actions, "queries": queries, "action": None, "answer_only": answer_only, **remembered}
     if update.get("repeats", 0) >= limits.max_repeats:
@@ -810,14 +853,56 @@ def timed(node):
     return run
 
 
-def build_graph() -> StateGraph:
-    """The uncompiled graph; compile it with a checkpointer."""
+@dataclass(frozen=True)
+class LoopSetting:
+    """How the loop acts in one prompt setting, chosen once, when its graph is built: the node making the LLM call,
+    how a reply is acted on once its plan is settled, how an action is observed, and whether the loop guard keeps
+    what actions gave."""
+
+    call_llm: Callable
+    proceed: Callable
+    observe_action: Callable
+    guarded: bool
+
+
+#: The loop's behaviour by prompt setting: the workbench's (corrections, the loop guard, a final answer asked for at a
+#: limit), and the paper's (what the authors' code did: paper_prompts.py).
+LOOP_SETTINGS = {paper_prompts.IMPROVED: LoopSetting(call_llm, _proceed, _observe, guarded=True),
+                 paper_prompts.PAPER: LoopSetting(_call_paper, _act_paper, _observe_paper, guarded=False)}
+
+
+def build_graph(prompt_setting: str = paper_prompts.IMPROVED) -> StateGraph:
+    """The uncompiled graph of the loop in ``prompt_setting``; compile it with a checkpointer. Every setting's graph
+    has the same nodes, so a run's checkpoints read in either."""
+    setting = LOOP_SETTINGS[paper_prompts.check(prompt_setting)]
     graph = StateGraph(AgentState, context_schema=AgentContext)
-    graph.add_node("call_llm", timed(call_llm))
-    graph.add_node("review_plan", timed(review_plan))
-    graph.add_node("run_action", timed(run_action))
+    graph.add_node("call_llm", timed(setting.call_llm))
+    graph.add_node("review_plan", timed(partial(review_plan, proceed=setting.proceed)))
+    graph.add_node("run_action", timed(partial(run_action, observe_action=setting.observe_action,
+                                               guarded=setting.guarded)))
     graph.add_node("review_query", timed(review_query))
     graph.add_edge(START, "call_llm")
     for node in ("call_llm", "review_plan", "run_action", "review_query"):
         graph.add_conditional_edges(node, route, ["call_llm", "review_plan", "run_action", "review_query", END])
     return graph
+
+
+class LoopEngine(Engine):
+    """The engine of a technique that runs on this loop, with its prompt sets by setting (``prompt_sets``: the
+    settings it has)."""
+
+    builder = staticmethod(build_graph)
+    llm_nodes = ("call_llm",)
+    query_nodes = ("run_action", "review_query")
+
+    def __init__(self, prompt_sets: dict[str, PromptSet]):
+        self.prompt_sets = prompt_sets
+
+    def initial_state(self, tech: Technique, settings: RunSettings, ws: Workspace, hitl: str,
+                      note: str | None) -> dict:
+        chosen, backend = self.prompt_sets[settings.prompts], ws.backend
+        schema, text = backend.schema_text(), ws.question.text
+        if chosen.inputs is not None:
+            schema, text = chosen.inputs(ws.question, backend.language, schema)
+        return initial_state(tech, hitl, settings.limits, backend.language, schema, text, note,
+                             settings.initial_plan, settings.prompts, settings.review_queries, chosen)

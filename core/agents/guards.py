@@ -1,4 +1,4 @@
-"""What keeps a run from burning tokens for nothing, shared by the agent graphs (graph.py, reaper.py):
+"""What keeps a run from burning tokens for nothing, shared by the agent graphs (graph.py, REAPER's):
 
 - the loop guard: an action the agent already took (the same tool and query, whitespace and case aside) is not
   run again, and repeats are counted (``Limits.max_repeats`` of them end the run as ``stuck``);

@@ -2,7 +2,7 @@
 the text is theirs, and nothing it did not send. The ``improved`` setting (prompts.py, the default) differs from it in
 the ways docs/paper-deviations.md lists; this module holds only what the ``paper`` setting does otherwise.
 
-- The system prompt as their template assembled it (``agent_prompt``): each technique's own prefix, the tools (the
+- The system prompt as their template assembled it (``agent_prompt``): each technique's own prefix (its folder's), the tools (the
   database tool's description ending with the scenario's schema text, ``Self thinking``'s with its line breaks, each
   with its ``args`` as the template rendered them), the technique's format instructions, the suffix, joined by blank
   lines. The schema is the scenario's ``paper_schemas`` text (their fixed text), else rendered from the database
@@ -29,7 +29,6 @@ from core import scenarios
 from core.agents import prompts
 from core.model.run_settings import PROMPT_SETTINGS
 from core.agents.parsing import render_plan
-from core.model.technique import Technique
 
 IMPROVED, PAPER = PROMPT_SETTINGS
 #: The original agent's stop sequence.
@@ -64,38 +63,21 @@ THOUGHT_STOP = ["\nAction:", "Observation:"]
 #: AutoPlan's Thought-prompt (its Table 2, word for word), for a run given a learned plan in the paper setting.
 THOUGHT_PROMPT = ("Identify which step of plan you are at. Show your thought about the one next action. Your thought "
                   "should be faithful the plan step.")
-_HEAD = "You are a decision-making agent answering a given question."
-_COLLECT = "You should collect the data to answer the question."
-_MULTIPLE = "Keep in mind that the question can require to access following databases multiple times: "
-#: Each technique's prefix at the authors' head (the trailing spaces theirs): SingleRAG, IterRAG, PlanRAG, PlanRAG
-#: without re-planning ("firstly" there, "first" in PlanRAG's).
-_PREFIXES = {
-    "single": f"{_HEAD} \nTo answer the question, you should collect the data from the following databases: ",
-    "iter": f"{_HEAD} \n{_COLLECT}\n{_MULTIPLE}",
-    "plan": f"{_HEAD}\n{_COLLECT}\nTo this end, first, you need to plan which data would be needed in what order.\n{_MULTIPLE}",
-    "norp": f"{_HEAD}\n{_COLLECT}\nTo this end, firstly, you need to plan which data would be needed in what order.\n"
-            f"{_MULTIPLE}",
-}
-_ACT = ("Action: a suitable database name, MUST be one of [{tools}].\n"
-        "Action input: a syntactically correct query statement only, MUST be written by one of [MySQL, Cypher query "
-        "language].\n")
-_THOUGHT = "Question: the input question you must answer.\nThought: you should always think about what to do.\n"
-_PLANNED = ("Question: the input question you must answer.\nPlan: [Step 1: requirement 1, Step 2: requirement 2, ..., "
-            "Step N: requirement N].\nCurrent step: the current Step in the Plan.\nThought: you should always think "
-            "about the Current step.\n")
-_ANSWER = "Thought: I now know the answer.\nFinal answer: the final answer to the question based on the observed data."
-_REPLAN = ("Re-plan: respond with 'Y' and change your Plan if you think a current Plan is not helpful, otherwise "
-           "respond with 'N' and continue a process based on the current Plan.\n")
-#: Each technique's format instructions at the authors' head (``{tools}``: their tool names).
-_FORMATS = {
-    "single": f"{_THOUGHT}{_ACT}Observation: the result of the action.\n{_ANSWER}\n",
-    "iter": f"{_THOUGHT}{_ACT}Observation: the result of the action.\n... (a process of Thought, Action, Action input, "
-            f"and Observation can repeat together N times)\n{_ANSWER}",
-    "plan": f"{_PLANNED}{_ACT}Observation: the data from the database.\n{_REPLAN}... (a process of Plan, Current step, "
-            f"Thought, Action, Action input, Observation, and Re-plan can repeat N times)\n{_ANSWER}",
-    "norp": f"{_PLANNED}{_ACT}Observation: the data from the database.\n... (a process of Current step, Thought, "
-            f"Action, Action input, and Observation can repeat N times)\n{_ANSWER}",
-}
+HEAD = "You are a decision-making agent answering a given question."
+COLLECT = "You should collect the data to answer the question."
+MULTIPLE = "Keep in mind that the question can require to access following databases multiple times: "
+#: The pieces of the authors' format instructions their techniques share (``{tools}``: their tool names); each
+#: technique's own prefix and format are its folder's (``prompts.PAPER_PREFIX``, ``prompts.PAPER_FORMAT``).
+ACT = ("Action: a suitable database name, MUST be one of [{tools}].\n"
+       "Action input: a syntactically correct query statement only, MUST be written by one of [MySQL, Cypher query "
+       "language].\n")
+THOUGHT = "Question: the input question you must answer.\nThought: you should always think about what to do.\n"
+PLANNED = ("Question: the input question you must answer.\nPlan: [Step 1: requirement 1, Step 2: requirement 2, ..., "
+           "Step N: requirement N].\nCurrent step: the current Step in the Plan.\nThought: you should always think "
+           "about the Current step.\n")
+ANSWER = "Thought: I now know the answer.\nFinal answer: the final answer to the question based on the observed data."
+REPLAN = ("Re-plan: respond with 'Y' and change your Plan if you think a current Plan is not helpful, otherwise "
+          "respond with 'N' and continue a process based on the current Plan.\n")
 SUFFIX = "Begin! Keep in mind that Your response MUST follow the valid format above."
 #: SingleRAG's answer call's system prompt as the authors' code assembled it (no tools: their answering template left
 #: them out).
@@ -155,22 +137,14 @@ def _tools(language: str, schema_block: str) -> str:
     return f"{prompts.TOOL_NAMES[language]}: {db}, {ARGS}\n{SELF_TOOL}: {SELF_DESCRIPTION}, {ARGS}"
 
 
-def _kind(tech: Technique) -> str:
-    if tech.max_actions == 1:
-        return "single"
-    if tech.plans:
-        return "plan" if tech.replans else "norp"
-    return "iter"
-
-
-def agent_prompt(tech: Technique, language: str, schema_block: str, initial_plan: list[str] | None = None) -> str:
-    """The system prompt of SingleRAG's retrieval call, IterRAG, PlanRAG or PlanRAG w/o RP as the authors' template
-    assembled it (``schema_block``: the text after the database tool's description, ``inputs``); with
-    ``initial_plan``, the plan to start from (AutoPlan) before the suffix."""
-    kind = _kind(tech)
-    fmt = "Use the following Strict format:\n\n" + _FORMATS[kind].format(
+def agent_prompt(prefix: str, format_text: str, language: str, schema_block: str,
+                 initial_plan: list[str] | None = None) -> str:
+    """A technique's system prompt as the authors' template assembled it from the technique's ``prefix`` and
+    ``format_text`` (its folder's), the tools and the suffix (``schema_block``: the text after the database tool's
+    description, ``inputs``); with ``initial_plan``, the plan to start from (AutoPlan) before the suffix."""
+    fmt = "Use the following Strict format:\n\n" + format_text.format(
         tools=f"{prompts.TOOL_NAMES[language]}, {SELF_TOOL}")
-    parts = [_PREFIXES[kind], _tools(language, schema_block), fmt]
+    parts = [prefix, _tools(language, schema_block), fmt]
     if initial_plan:
         parts.append(follow_plan(initial_plan))
     parts.append(SUFFIX)

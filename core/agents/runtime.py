@@ -24,14 +24,15 @@ from pathlib import Path
 
 from langgraph.types import Command
 
-from core.agents import guards, paper_prompts, prompts, reaper, reaper_examples
+from core.agents import guards, paper_prompts, prompts
+from core.agents.engine import engine
 from core.model.bounds import no_nul
 from core.model.outcome import RunOutcome, RunStatus, Tokens
 from core.model.run_settings import Pause, Review, RunSettings, default_reviewer
 from core.agents.control import RunControl, RunInterrupted, RunStopped
 from core.model.events import ActionEvent, BranchEvent, ErrorEvent, Event
-from core.agents.graph import AgentContext, build_graph, initial_state
-from core.model.technique import technique
+from core.agents.graph import AgentContext
+from core.model.technique import Technique, technique
 from core.agents.workspace import Workspace, open_catalog_workspace
 from core.store.plans import PlanStore
 from core.store import database
@@ -55,10 +56,6 @@ SET_FOR_THE_RUN = "set for the run"
 class RunNotPaused(PauseTaken):
     """A review was given for a run that is not waiting for one, or for a pause that is no longer current (the
     message says the run's state now)."""
-
-
-#: the graph nodes that make an LLM call: a step (``Event.step``) starts when one of them is next
-LLM_NODES = ("call_llm", "write_plan", "answer")
 
 
 @dataclass
@@ -86,7 +83,7 @@ def new_run_id() -> str:
 
 class AgentRuntime:
     """Runs agents with a checkpointer (SQLite, or the team store's PostgreSQL), a run store and the learned plans (``plans``), all under ``home``
-    (default DATA_HOME). Each technique runs on its engine's graph (the loop, or REAPER's).
+    (default DATA_HOME). Each technique runs on its engine's graph (core.agents.engine), compiled once.
     ``workspace`` opens a run's question and database (default: from the question catalog); ``llm_settings``
     holds the API key and the defaults (default: from the environment); ``llm_opener`` opens the model, with
     core.llm.client.open_llm's signature (default open_llm; the benchmark passes one adding a reply cache)."""
@@ -97,8 +94,8 @@ class AgentRuntime:
         home = project_home.check(home or project_home.data_home())  # HomeError when it cannot be used
         self.store = store or RunStore(home / "runs.sqlite")
         saver, self._close_checkpoints = open_checkpointer(home / "checkpoints.sqlite")
-        self._graphs = {"loop": build_graph().compile(checkpointer=saver),
-                        "reaper": reaper.build_graph().compile(checkpointer=saver)}
+        self._saver = saver
+        self._graphs: dict = {}  # compiled graphs by their builder (core.agents.engine.Engine.builder)
         self.plans = PlanStore(home / "plans")  # AutoPlan's learned plans, the runs' initial plans
         self._workspace = workspace
         self._llm_settings = llm_settings or LLMSettings()
@@ -209,9 +206,12 @@ class AgentRuntime:
                              f"({self._home / 'bench' / 'prices.json'}): add it there, or drop the cost limit")
         return price
 
-    def _graph_of(self, technique_name: str):
-        """The compiled graph that runs the technique (its ``engine``)."""
-        return self._graphs[technique(technique_name).engine]
+    def _graph_of(self, tech: Technique, prompt_setting: str):
+        """The compiled graph that runs the technique (its engine's) in a prompt setting, compiled on first use."""
+        key = (engine(tech).builder, prompt_setting)
+        if key not in self._graphs:
+            self._graphs.setdefault(key, key[0](prompt_setting).compile(checkpointer=self._saver))
+        return self._graphs[key]
 
     def _config(self, run_id: str) -> dict:
         return {"configurable": {"thread_id": run_id}, "recursion_limit": 10_000}
@@ -220,30 +220,17 @@ class AgentRuntime:
         """Start a run and yield its events until it pauses or ends (``result(run_id)`` then tells which).
         Raises LLMError (no model configured), ValueError (bad settings, no learned plan, a plan's training
         question) or the workspace's errors before any event."""
-        settings = self.plans.resolve(self._resolve(settings))
+        tech = technique(settings.technique)
+        settings = self.plans.resolve(self._resolve(settings), tech)
         run_id = run_id or new_run_id()
         price = self._price_for(settings)
         llm = self._open_llm(settings, skip=0)
         ws = self._workspace(settings)
         try:
-            tech, backend = technique(settings.technique), ws.backend
-            hitl, note = settings.hitl if tech.plans else "auto", prompts.dialect_note(backend.name)
-            if tech.engine == "reaper":
-                state = reaper.initial_state(hitl, settings.limits, backend.language, backend.schema_text(),
-                                             ws.question.text, note, settings.replan_on_failure is not False,
-                                             settings.review_queries,
-                                             examples=reaper_examples.for_planner(settings, backend.language),
-                                             setting=settings.prompts,
-                                             paper_examples=reaper_examples.for_paper_planner(settings,
-                                                                                              backend.language))
-            else:
-                schema, text = backend.schema_text(), ws.question.text
-                if settings.prompts == paper_prompts.PAPER:
-                    schema, text = paper_prompts.inputs(ws.question, backend.language, schema)
-                state = initial_state(tech, hitl, settings.limits, backend.language, schema, text, note,
-                                      settings.initial_plan, settings.prompts, settings.review_queries)
+            hitl, note = settings.hitl if tech.plans else "auto", prompts.dialect_note(ws.backend.name)
+            state = engine(tech).initial_state(tech, settings, ws, hitl, note)
             self.store.create(run_id, settings.to_dict())
-            yield from self._drive(run_id, self._graph_of(tech.name), state, ws, llm, price)
+            yield from self._drive(run_id, tech, self._graph_of(tech, settings.prompts), state, ws, llm, price)
         finally:
             ws.backend.close()
 
@@ -260,15 +247,15 @@ class AgentRuntime:
         if record.status != "paused" or not record.pause:
             raise RunNotPaused(self.store.describe_state(run_id, pause_id))
         settings = RunSettings.from_dict(record.settings)
-        graph = self._graph_of(settings.technique)
+        tech = technique(settings.technique)
+        graph = self._graph_of(tech, settings.prompts)
         snapshot = graph.get_state(self._config(run_id))
         if not snapshot.interrupts:
             raise RunNotPaused(f"run {run_id} is not waiting for a review")
         pause = record.pause if record.pause.get("id") else self.store.set_pause(  # paused before pauses had ids
             run_id, record.pause, snapshot.interrupts[0].id)
         review.validate(pause["kind"])
-        if technique(settings.technique).engine == "reaper":
-            reaper.check_review(review, snapshot.values)
+        engine(tech).check_review(review, snapshot.values)
         pause_id = pause_id or pause["id"]
         review = dataclasses.replace(review, reviewer=review.reviewer or default_reviewer())
         try:
@@ -276,10 +263,10 @@ class AgentRuntime:
         except PauseTaken as e:
             raise RunNotPaused(str(e)) from None
         review = dataclasses.replace(review, at=at)
-        return self._opened(run_id, settings, graph, Command(resume=review.to_dict()), snapshot.values["llm_calls"],
+        return self._opened(run_id, settings, tech, graph, Command(resume=review.to_dict()), snapshot.values["llm_calls"],
                             undo=lambda: self.store.release_pause(run_id, pause_id))
 
-    def _opened(self, run_id: str, settings: RunSettings, graph, graph_input, llm_calls: int,
+    def _opened(self, run_id: str, settings: RunSettings, tech: Technique, graph, graph_input, llm_calls: int,
                 undo: Callable[[], None]) -> Iterator[Event]:
         """Open the run's model and workspace, then drive it; ``undo()`` gives back what was claimed when they
         cannot be opened."""
@@ -291,7 +278,7 @@ class AgentRuntime:
             undo()
             raise
         try:
-            yield from self._drive(run_id, graph, graph_input, ws, llm, price)
+            yield from self._drive(run_id, tech, graph, graph_input, ws, llm, price)
         finally:
             ws.backend.close()
 
@@ -303,7 +290,8 @@ class AgentRuntime:
         KeyError for an unknown run, when called."""
         record = self.store.get(run_id, events=False)
         settings = RunSettings.from_dict(record.settings)
-        graph = self._graph_of(settings.technique)
+        tech = technique(settings.technique)
+        graph = self._graph_of(tech, settings.prompts)
         try:
             was = self.store.claim_run(run_id, statuses)
         except PauseTaken as e:
@@ -334,27 +322,29 @@ class AgentRuntime:
             return iter(())
         else:
             graph_input = None
-        return self._opened(run_id, settings, graph, graph_input, snapshot.values["llm_calls"],
+        return self._opened(run_id, settings, tech, graph, graph_input, snapshot.values["llm_calls"],
                             undo=lambda: self.store.update(run_id, was))
 
     def checkpointed(self, run_id: str) -> bool:
         """Whether the run has a checkpoint (it got past its start: resuming it goes on from there)."""
         settings = RunSettings.from_dict(self.store.get(run_id, events=False).settings)
-        return bool(self._graph_of(settings.technique).get_state(self._config(run_id)).values)
+        graph = self._graph_of(technique(settings.technique), settings.prompts)
+        return bool(graph.get_state(self._config(run_id)).values)
 
     def branch_point(self, run_id: str, step: int, at_query: bool = False):
         """The checkpoint (a LangGraph StateSnapshot) of ``run_id`` just before its step ``step`` (LLM call number,
         as in ``Event.step``), or with ``at_query`` just before that step's query runs. ValueError if the run has
         no such point."""
-        technique_name = self.store.get(run_id, events=False).settings["technique"]
-        graph = self._graph_of(technique_name)
-        for snapshot in graph.get_state_history(self._config(run_id)):
+        settings = RunSettings.from_dict(self.store.get(run_id, events=False).settings)
+        tech = technique(settings.technique)
+        nodes = engine(tech)
+        for snapshot in self._graph_of(tech, settings.prompts).get_state_history(self._config(run_id)):
             values, nxt = snapshot.values, snapshot.next
             if not values or not nxt:
                 continue
-            if at_query and nxt[0] in ("run_action", "review_query") and values["llm_calls"] == step:
+            if at_query and nxt[0] in nodes.query_nodes and values["llm_calls"] == step:
                 return snapshot
-            if not at_query and nxt[0] in LLM_NODES and values["llm_calls"] == step - 1:
+            if not at_query and nxt[0] in nodes.llm_nodes and values["llm_calls"] == step - 1:
                 return snapshot
         where = f"query at step {step}" if at_query else f"step {step}"
         raise ValueError(f"run {run_id} has no {where} to branch from")
@@ -377,7 +367,7 @@ class AgentRuntime:
         if query is not None and (plan or note.strip()):
             raise ValueError("a branch at a query changes the query only (branch before the step for a plan or "
                              "a note)")
-        if (plan or query) and tech.engine != "loop":
+        if (plan or query) and not tech.branch_edits:
             raise ValueError(f"{tech.label} runs its written plan: a branch of it takes a note only")
         if plan is not None and not [s for s in plan if s.strip()]:
             raise ValueError("an edited plan needs at least one step")
@@ -398,19 +388,20 @@ class AgentRuntime:
             messages = list(values["messages"])
             messages[-1] = {**messages[-1], "content": "\n\n".join([messages[-1]["content"], *added])}
             values["messages"] = messages
-        return self._branched(parent, snapshot, values, step, plan=plan, query=query, note=note.strip(),
+        return self._branched(parent, tech, snapshot, values, step, plan=plan, query=query, note=note.strip(),
                               reviewer=reviewer or default_reviewer(), new_id=new_id or new_run_id())
 
-    def _branched(self, parent, snapshot, values: dict, step: int, *, plan, query, note: str, reviewer: str,
-                  new_id: str) -> Iterator[Event]:
+    def _branched(self, parent, tech: Technique, snapshot, values: dict, step: int, *, plan, query, note: str,
+                  reviewer: str, new_id: str) -> Iterator[Event]:
         run_id, settings = parent.id, RunSettings.from_dict(parent.settings)
-        graph = self._graph_of(settings.technique)
+        graph = self._graph_of(tech, settings.prompts)
         price = self._price_for(settings)
         llm = self._open_llm(settings, skip=values["llm_calls"])
         ws = self._workspace(settings)
         try:
+            llm_nodes = engine(tech).llm_nodes
             graph.update_state(self._config(new_id), values, as_node=snapshot.next[0] if snapshot.next[0] in
-                               LLM_NODES else "call_llm")
+                               llm_nodes else llm_nodes[0])
             self.store.create(new_id, settings.to_dict(), parent_id=run_id, branch_step=step)
             for event in _events_before(parent.events, step, at_query=query is not None):
                 self.store.add_event(new_id, event)
@@ -420,11 +411,11 @@ class AgentRuntime:
             mark.step = step  # shown with the step it changes
             self.store.add_event(new_id, mark)
             yield mark
-            yield from self._drive(new_id, graph, None, ws, llm, price)
+            yield from self._drive(new_id, tech, graph, None, ws, llm, price)
         finally:
             ws.backend.close()
 
-    def _drive(self, run_id: str, graph, graph_input, ws: Workspace, llm: ChatLLM,
+    def _drive(self, run_id: str, tech: Technique, graph, graph_input, ws: Workspace, llm: ChatLLM,
                price: list[float] | None = None) -> Iterator[Event]:
         self.store.update(run_id, "running")
         control = RunControl(self.store, run_id)
@@ -437,18 +428,18 @@ class AgentRuntime:
                 control.interrupt(self._interrupting)
         try:
             yield from traced(run_id, self.store, ws.question.text,
-                              self._stream(run_id, graph, graph_input, ws, llm, control, price))
+                              self._stream(run_id, tech, graph, graph_input, ws, llm, control, price))
         finally:
             control.close()
             with self._controls_lock:
                 self._controls.pop(run_id, None)
 
-    def _stream(self, run_id: str, graph, graph_input, ws: Workspace, llm: ChatLLM, control: RunControl,
+    def _stream(self, run_id: str, tech: Technique, graph, graph_input, ws: Workspace, llm: ChatLLM, control: RunControl,
                 price: list[float] | None) -> Iterator[Event]:
         try:
             for event in graph.stream(graph_input, self._config(run_id),
                                       context=AgentContext(llm, ws.backend, price, control, self.on_text,
-                                                           self.on_attempt),
+                                                           self.on_attempt, tech),
                                       stream_mode="custom", durability="sync"):
                 self.store.add_event(run_id, event)
                 yield event
@@ -533,7 +524,8 @@ class AgentRuntime:
 
     def transcript(self, run_id: str) -> list[dict]:
         """The conversation as the LLM sees it: the system prompt, the question, each reply and observation."""
-        graph = self._graph_of(self.store.get(run_id, events=False).settings["technique"])
+        settings = RunSettings.from_dict(self.store.get(run_id, events=False).settings)
+        graph = self._graph_of(technique(settings.technique), settings.prompts)
         values = graph.get_state(self._config(run_id)).values
         return [{"role": "system", "content": values["prompt"]}] + values["messages"]
 

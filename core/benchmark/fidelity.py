@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from core.agents import reaper_examples
+from core.agents.engine import engine
 from core.model.run_settings import PROMPT_SETTINGS, REAPER_PLANNERS, RunSettings, setting_label
-from core.model.technique import technique
+from core.model.technique import TECHNIQUES, technique
 from core.model.events import LLMUsage
 from core.backends import registry
 from core.benchmark import paper
@@ -43,9 +43,9 @@ COST_COLUMNS = ["set", "scenario", "db", "technique", "model", "setting", "quest
                 "plan_call_latency_s", "latency_per_call_s", "llm_time_per_question_s", "paper_latency_s",
                 "paper_setting"]
 #: REAPER's paper (section 5.1): the whole plan in 207 ms (fine-tuned Mistral-7B), against about 2 s per step for an
-#: agent (Claude3-Sonnet) calling the model once per retrieval step.
-REAPER_PAPER = {"reaper": (0.207, "REAPER 5.1: whole plan, fine-tuned Mistral-7B-Instruct-v0.2"),
-                "iterrag": (2.0, "REAPER 5.1: about 2 s per step, Claude3-Sonnet agent")}
+#: agent (Claude3-Sonnet) calling the model once per retrieval step: (seconds, setting) by technique
+#: (``paper_latency`` in its technique.toml).
+REAPER_PAPER = {t.name: t.paper_latency for t in TECHNIQUES.values() if t.paper_latency}
 
 
 def check(prompts: str, reaper_planner: str) -> None:
@@ -59,9 +59,9 @@ def check(prompts: str, reaper_planner: str) -> None:
 def result_fields(settings: RunSettings, usage: list[LLMUsage]) -> dict:
     """What a benchmark result records of its setting and of its calls' latencies (``usage``: the runs' LLM usage
     records, in call order)."""
-    reaper = technique(settings.technique).engine == "reaper"
-    prompts = None if reaper and settings.prompts != "paper" else settings.prompts  # as REAPER recorded it before
-    planner = reaper_examples.planner_used(settings, registry.language(settings.db)) if reaper else None
+    tech = technique(settings.technique)
+    prompts = None if tech.planner and settings.prompts != "paper" else settings.prompts  # as REAPER recorded it before
+    planner = engine(tech).planner_used(settings, registry.language(settings.db))
     return {"prompts": prompts, "reaper_planner": planner,
             "setting": setting_label(settings.technique, prompts, planner),
             "call_latencies_s": [round(u.latency_s or 0.0, 4) for u in usage]}
@@ -125,7 +125,7 @@ def planner_cost(results: list[dict]) -> pd.DataFrame:
     """REAPER beside IterRAG: calls per question, the plan call's latency (REAPER's first call; IterRAG's first
     call for comparison), the mean latency of a call and the LLM time per question."""
     rows = []
-    chosen = [r for r in results if r["technique"] in ("reaper", "iterrag")]
+    chosen = [r for r in results if r["technique"] in REAPER_PAPER]
     groups: dict[tuple, list[dict]] = {}
     for r in chosen:
         groups.setdefault((_set(r), r["scenario"], r["db"], r["technique"], r["model"], _setting(r)), []).append(r)
@@ -155,7 +155,7 @@ def summary_lines(results: list[dict]) -> list[str]:
         lines.append(f"  {r.scenario:<9} {r.db:<8} {r.technique:<13} {r.setting:<17} {r.accuracy:.1f}% "
                      f"[{r.ci95_low:.1f}–{r.ci95_high:.1f}], n={r.n}  vs {versus}")
     cost = planner_cost(results)
-    if not cost.empty and (cost["technique"] == "reaper").any():
+    if not cost.empty and any(TECHNIQUES[t].planner for t in cost["technique"] if t in TECHNIQUES):
         lines.append("REAPER's plan call beside IterRAG (per question):")
         for r in cost.itertuples():
             plan = "-" if pd.isna(r.plan_call_latency_s) else f"{r.plan_call_latency_s:.2f} s"

@@ -44,6 +44,9 @@ from core.scenarios.dqa.source import DQA_SET
 from core.config.secrets import scrub
 from core.analysis.spreadsheet import csv_text
 
+#: The technique whose queries split the others' questions in the paper's Figure 5 (``retrieval_baseline``).
+BASELINE = next(t.name for t in TECHNIQUES.values() if t.retrieval_baseline)
+
 KIND = {"sql": "RDB", "cypher": "GDB"}
 GROUP = ["source", "scenario", "technique", "model"]
 REPLAN_BUCKETS = ("0", "1", "2", "3", "4+")
@@ -362,12 +365,14 @@ def retrieval_split(results: list[dict]) -> pd.DataFrame:
     df = _ran(_frame(results))
     if df.empty:
         return pd.DataFrame()
-    iterrag = {(r.source, r.model, r.scenario, r.question, r.db): r.retrievals
-               for r in df[df["technique"] == "iterrag"].itertuples()}
-    theirs = df[df["technique"] != "iterrag"]
-    theirs = theirs.assign(n=[iterrag.get((r.source, r.model, r.scenario, r.question, r.db))
+    baseline = TECHNIQUES[BASELINE]
+    base = {(r.source, r.model, r.scenario, r.question, r.db): r.retrievals
+            for r in df[df["technique"] == baseline.name].itertuples()}
+    theirs = df[df["technique"] != baseline.name]
+    theirs = theirs.assign(n=[base.get((r.source, r.model, r.scenario, r.question, r.db))
                               for r in theirs.itertuples()])
-    data = pd.concat([df.assign(basis="own", n=df["retrievals"]), theirs.dropna(subset=["n"]).assign(basis="IterRAG")])
+    data = pd.concat([df.assign(basis="own", n=df["retrievals"]),
+                      theirs.dropna(subset=["n"]).assign(basis=baseline.label)])
     data["split"] = ["none" if n == 0 else "SR" if n == 1 else "MR" for n in data["n"]]
     rows = []
     for (source, scenario, tech, model, basis), g in data.groupby(GROUP + ["basis"], sort=False):
@@ -397,13 +402,12 @@ def replans(results: list[dict]) -> pd.DataFrame:
     for (source, scenario, tech, model), g in df.groupby(GROUP, sort=False):
         for bucket in REPLAN_BUCKETS:
             s = g[g["bucket"] == bucket]
-            published = paper.REPLANS.get(scenario, {}) if source == "dqa" else {}
+            published = paper.REPLANS.get(tech, {}).get(scenario, {}) if source == "dqa" else {}
             pairs, acc = published.get(bucket, (None, None))
             rows.append({"source": source, "scenario": scenario, "technique": tech, "model": model, "replans": bucket,
                          "pairs": len(s), "share": _pct(len(s), len(g)), "accuracy": _pct(s["right"].sum(), len(s)),
                          **dict(zip(("ci95_low", "ci95_high"), _interval(s["right"].sum(), len(s)))),
-                         "paper pairs": pairs if tech == "planrag" else None,
-                         "paper accuracy": acc if tech == "planrag" else None})
+                         "paper pairs": pairs, "paper accuracy": acc})
     return pd.DataFrame(rows)
 
 

@@ -603,4 +603,4 @@ class _NotRun(Exception):
 
 def _planner(technique_name: str, reaper_planner: str) -> dict:
     """The REAPER planner setting, for REAPER's runs only (the other techniques have none)."""
-    return {"reaper_planner": reaper_planner} if technique(technique_name).engine == "reaper" else {}
+    return {"reaper_planner": reaper_planner} if technique(technique_name).planner else {}

@@ -5,8 +5,10 @@ from __future__ import annotations
 from core import scenarios
 from core.benchmark.config import BenchConfig
 from core.config.settings import PROJECT_ROOT
+from core.model.technique import FEATURED
 
-SMOKE_TECHNIQUES = ("planrag", "iterrag")
+#: The techniques it runs: those with shipped transcripts (``featured``).
+SMOKE_TECHNIQUES = FEATURED
 
 
 def smoke_config(techniques: list[str] | None = None, **kw):

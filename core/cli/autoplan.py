@@ -7,8 +7,8 @@ import sys
 
 from core.config import settings as core_settings
 from core import scenarios
-from core.autoplan import EXPERIENCE_TECHNIQUES
-from core.autoplan.prompts import REFLECTIONS, REWARDS
+from core.model.technique import DEFAULT, TECHNIQUES
+from core.techniques.autoplan.prompts import REFLECTIONS, REWARDS
 from core.store.plans import training_setting
 from core.backends.registry import BACKENDS
 from core.cli.args import add_llm_arguments, error_line, llm_settings
@@ -52,8 +52,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="the training questions, e.g. 1-20 or 1-5,9; the learned plan is never run on them")
     p.add_argument("--batch", type=int, default=4, metavar="B", help="questions per iteration (default 4)")
     p.add_argument("--iterations", type=int, default=3, metavar="I", help="plan updates (default 3)")
-    p.add_argument("--technique", choices=EXPERIENCE_TECHNIQUES, default="planrag",
-                   help="the agent collecting experience (default planrag)")
+    p.add_argument("--technique", choices=[t.name for t in TECHNIQUES.values() if t.trains_plans], default=DEFAULT,
+                   help=f"the agent collecting experience (default {DEFAULT})")
     p.add_argument("--source", choices=list(SOURCES), default="dqa", help="question source (default dqa; a plugin: "
                                                                          "scenario)")
     p.add_argument("--seed", type=int, default=0, help="seeds the random batches (default 0)")
@@ -95,7 +95,7 @@ def _check_questions(source: str, scenario: str, numbers: list[int]) -> None:
 
 def cmd_train(args) -> int:
     """Train and print each iteration's accuracy and the versions saved."""
-    from core.autoplan.train import AutoPlanError, TrainSettings, train  # heavy: loads langchain_core, langgraph
+    from core.techniques.autoplan.train import AutoPlanError, TrainSettings, train  # heavy: loads langchain_core, langgraph
     from core.llm.client import LLMError  # heavy: loads langchain_core
 
     out = sys.stderr if args.json else sys.stdout

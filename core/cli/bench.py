@@ -11,7 +11,7 @@ from functools import partial
 from pathlib import Path
 
 from core.auth.roles import local_operator
-from core.model.technique import TECHNIQUES, parse_voted
+from core.model.technique import FEATURED, TECHNIQUES, parse_voted
 from core.backends.registry import BACKENDS
 from core.cli.args import (add_budget_arguments, add_fidelity_arguments, add_limit_arguments, add_llm_arguments,
                            bounded, error_line, limits_from, llm_settings)
@@ -55,7 +55,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", choices=[*BACKENDS, "all"], default="sqlite",
                    help="a backend, or all available ones (default sqlite)")
     p.add_argument("--technique", action="append", choices=list(TECHNIQUES),
-                   help="repeat for several (required, but for --smoke: planrag and iterrag)")
+                   help=f"repeat for several (required, but for --smoke: {' and '.join(FEATURED)})")
     p.add_argument("--source", choices=list(SOURCES), default="dqa",
                    help="the questions: DQA (default), the built-in demo scenarios, or a plugin scenario's own "
                         "(scenario)")

@@ -270,7 +270,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--question", type=bounded("question"), help="question number N (1-based, file order)")
     p.add_argument("--db", choices=list(BACKENDS), help=DB_HELP)
     p.add_argument("--technique", choices=list(TECHNIQUES),
-                   help="singlerag, iterrag, planrag, planrag-norp (the paper's); reaper, autoplan")
+                   help=", ".join(f"{t.name} ({t.label})" for t in TECHNIQUES.values()))
     p.add_argument("--llm", help="a model name (OpenAI or the --base-url server; default OPENAI_MODEL), "
                                  "or replay:FILE")
     p.add_argument("--base-url", help="an OpenAI-compatible server (default: OPENAI_BASE_URL; OPENAI_API_KEY is sent "

@@ -21,6 +21,7 @@ from core.evals.model import opener
 from core.model.bounds import NUMBERS
 from core.model.outcome import RunOutcome
 from core.model.run_settings import Limits, RunSettings
+from core.model.technique import DEFAULT
 
 
 def inspect_limited() -> bool:
@@ -61,8 +62,8 @@ def messages_of(events) -> list:
 
 
 @solver
-def workbench_agent(technique: str = "planrag", root: str | None = None) -> Solver:
-    """The workbench's ``technique`` (planrag, iterrag, planrag-norp, singlerag, reaper) on each sample."""
+def workbench_agent(technique: str = DEFAULT, root: str | None = None) -> Solver:
+    """The workbench's ``technique`` (any registered: core.model.technique) on each sample."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         model, limits = get_model(), []
@@ -77,13 +78,3 @@ def workbench_agent(technique: str = "planrag", root: str | None = None) -> Solv
         return state
 
     return solve
-
-
-def planrag(root: str | None = None) -> Solver:
-    """PlanRAG (plan, retrieve, re-plan) as an Inspect solver."""
-    return workbench_agent("planrag", root)
-
-
-def iterrag(root: str | None = None) -> Solver:
-    """IterRAG (retrieve step by step, no plan) as an Inspect solver."""
-    return workbench_agent("iterrag", root)

@@ -12,6 +12,7 @@ from core.evals.scoring import decision_scorer
 from core.evals.solvers import workbench_agent
 from core.evals.tools import database_query, remember_sample, schema_of
 from core.model.numbers import parse_numbers
+from core.model.technique import DEFAULT
 from core.scenarios import catalog
 
 
@@ -44,7 +45,7 @@ def with_database(root: str | None = None) -> Solver:
 
 
 @task
-def decision_qa(scenario: str = "all", questions: str | int | None = None, db: str = "sqlite", technique: str = "planrag",
+def decision_qa(scenario: str = "all", questions: str | int | None = None, db: str = "sqlite", technique: str = DEFAULT,
                 source: str = "dqa", root: str | None = None) -> Task:
     """DQA's decision questions, solved by the workbench's ``technique`` (or Inspect's ``react`` agent with the
     database tool), scored by the simulators."""

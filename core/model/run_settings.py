@@ -16,7 +16,7 @@ HITL_MODES: tuple[ReviewMode, ...] = get_args(ReviewMode)
 DATABASES = ("sqlite", "mysql", "ladybug", "neo4j")
 #: The prompt settings of the loop techniques (core.agents.paper_prompts): the project's and the paper's.
 PROMPT_SETTINGS = ("improved", "paper")
-#: REAPER's planner prompt: with example retrieval plans for the scenario (core.agents.reaper_examples), or without.
+#: REAPER's planner prompt: with example retrieval plans for the scenario (core.techniques.reaper.examples), or without.
 REAPER_PLANNERS = ("examples", "zero-shot")
 DEFAULT_CELL_CHARS = 4000  # a result cell is cut to this many characters for the agent (Limits.cell_chars)
 MAX_CELL_CHARS = NUMBERS["cell_chars"][1]  # the most Limits.cell_chars may be, and what a backend keeps of a cell
@@ -30,7 +30,7 @@ def setting_label(technique_name: str, prompts: str | None, reaper_planner: str 
     loop techniques), ``planner examples`` / ``planner zero-shot`` (REAPER). Records from before the settings
     existed read as the defaults then: improved prompts, a zero-shot REAPER planner. REAPER's paper setting reads
     ``prompts paper, planner ...``."""
-    if technique(technique_name).engine == "reaper":
+    if technique(technique_name).planner:
         planner = f"planner {reaper_planner or 'zero-shot'}"
         return f"prompts paper, {planner}" if prompts == "paper" else planner
     return f"prompts {prompts or 'improved'}"
@@ -132,8 +132,9 @@ class RunSettings:
     def validate(self) -> RunSettings:
         """Self, or ValueError naming the bad field."""
         tech = technique(self.technique)
-        if (self.initial_plan or self.plan_version is not None) and tech.engine != "loop":
-            raise ValueError(f"{tech.label} writes its own plan: an initial plan is for the loop techniques")
+        if (self.initial_plan or self.plan_version is not None) and not tech.takes_initial_plan:
+            why = "writes its own plan" if tech.plans else "starts from no plan"
+            raise ValueError(f"{tech.label} {why}: an initial plan is for the loop techniques that take one")
         if self.initial_plan is not None and not all(isinstance(s, str) and s.strip() for s in self.initial_plan):
             raise ValueError("an initial plan needs one non-empty text per step")
         for step in self.initial_plan or ():
@@ -165,16 +166,18 @@ class RunSettings:
 
     def _check_technique_has_its_settings(self, tech) -> None:
         """ValueError for a setting the technique does not have (rather than ignoring it)."""
-        reaper = tech.engine == "reaper"
-        if not reaper and self.reaper_planner != REAPER_PLANNERS[0]:
+        if self.prompts not in tech.prompt_settings:
+            raise ValueError(f"{tech.label} has no {self.prompts} prompt setting; choose "
+                             f"{' or '.join(tech.prompt_settings)}")
+        if not tech.planner and self.reaper_planner != REAPER_PLANNERS[0]:
             raise ValueError(f"{tech.label} has no REAPER planner: the planner setting {self.reaper_planner!r} is "
                              "REAPER's")
-        if not reaper and self.replan_on_failure is False:
+        if not tech.replan_on_failure and self.replan_on_failure is False:
             raise ValueError(f"{tech.label} has no re-planning after failed steps to turn off: that switch is "
                              "REAPER's (PlanRAG w/o RP is the PlanRAG without re-planning)")
-        if reaper and self.prompts == "paper" and self.replan_on_failure:
-            raise ValueError("REAPER's paper setting plans once, as the paper; its re-plan after failed steps is a "
-                             "workbench addition of the improved setting")
+        if tech.replan_on_failure and self.prompts == "paper" and self.replan_on_failure:
+            raise ValueError(f"{tech.label}'s paper setting plans once, as the paper; its re-plan after failed steps "
+                             "is a workbench addition of the improved setting")
 
     def to_dict(self) -> dict:
         return asdict(self)

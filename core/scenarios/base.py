@@ -90,7 +90,7 @@ class ScenarioType:
     origin: str = "built-in"  # where it was found: built-in, or its folder
     change_caption: str = ""  # shown under the what-if figure
     graph_mapping = None  # a core.model.graph.GraphMapping: how its SQL tables read as a property graph (DQA kinds)
-    planner_examples: dict = {}  # language -> (question, plan): REAPER's planner examples (core.agents.reaper_examples)
+    planner_examples: dict = {}  # language -> (question, plan): REAPER's planner examples (core.techniques.reaper.examples)
     more_planner_examples: dict = {}  # language -> [(question, plan)]: more of them, for REAPER's paper setting
     #: language -> the schema text the PlanRAG authors' code gave its database tool (the ``paper`` prompt setting;
     #: none: the schema rendered from the database)

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from core.model.run_settings import RunSettings
-from core.model.technique import technique
+from core.model.technique import Technique, technique
 from core.model.numbers import spans
 from core.config import settings as core_settings
 from core.store.database import Database, is_url, location, upsert
@@ -145,11 +145,12 @@ class PlanStore:
             if taken:
                 return plan
 
-    def resolve(self, settings: RunSettings) -> RunSettings:
+    def resolve(self, settings: RunSettings, tech: Technique | None = None) -> RunSettings:
         """The settings with the learned plan they ask for as their initial plan (``plan_version``, or the latest
-        for technique ``autoplan``). Raises ValueError when there is none or an initial plan given differs from it,
+        for a technique that starts from a ``learned_plan``; ``tech``: the settings' technique, resolved by the
+        caller, else here). Raises ValueError when there is none or an initial plan given differs from it,
         TrainingQuestionError when the question is one the plan was trained on."""
-        if settings.plan_version is None and not technique(settings.technique).learned_plan:
+        if settings.plan_version is None and not (tech or technique(settings.technique)).learned_plan:
             return settings
         plan = self.load(settings.scenario, settings.plan_version)
         if settings.source == plan.source and settings.question in plan.train:

@@ -1,5 +1,5 @@
 """Example retrieval plans for REAPER's planner prompt, one per DQA scenario and query language, given by the
-scenario types as ``planner_examples`` (core.agents.reaper_examples chooses them for a run).
+scenario types as ``planner_examples`` (core.techniques.reaper.examples chooses them for a run).
 
 REAPER's planner is a small model fine-tuned on good retrieval plans; in-context examples of such plans are as
 close as prompting gets to it. The examples are written for this project: each answers an invented question (a

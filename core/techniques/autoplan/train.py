@@ -21,10 +21,14 @@ from core.agents.runtime import AgentRuntime, new_run_id
 from core.model.run_settings import Limits, RunSettings
 from core.agents.parsing import parse_reply
 from core.agents.workspace import Workspace, open_catalog_workspace
-from core.autoplan import EXPERIENCE_TECHNIQUES, prompts
-from core.autoplan.prompts import REFLECTIONS, REWARDS
+from core.model.technique import DEFAULT, TECHNIQUES
+from core.techniques.autoplan import prompts
+from core.techniques.autoplan.prompts import REFLECTIONS, REWARDS
 from core.store.plans import LearnedPlan
 from core.llm.client import ChatLLM, LLMSettings, open_llm
+
+#: the techniques that collect experience: the loop techniques that act over several steps (``trains_plans``)
+EXPERIENCE_TECHNIQUES = tuple(t.name for t in TECHNIQUES.values() if t.trains_plans)
 
 
 class AutoPlanError(Exception):
@@ -44,7 +48,7 @@ class TrainSettings:
     train: list[int]
     batch_size: int = 4
     iterations: int = 3
-    technique: str = "planrag"
+    technique: str = DEFAULT
     source: str = "dqa"
     seed: int = 0
     base_url: str | None = None

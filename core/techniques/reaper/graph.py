@@ -1,5 +1,5 @@
 """REAPER (Joshi et al., CIKM 2024) as a LangGraph graph: one LLM call writes the whole retrieval plan
-(reaper_plan.py), the plan runs with no LLM call, and one call answers from everything it observed; when steps
+(plan.py), the plan runs with no LLM call, and one call answers from everything it observed; when steps
 failed, one re-plan call (``RunSettings.replan_on_failure``, at most once) writes the steps to run instead.
 
     write_plan --> review_plan (pauses for the analyst) --> run_step ... --> answer --> END
@@ -23,14 +23,14 @@ from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
 from core.agents import guards, paper_prompts, prompts
-from core.agents import reaper_prompts as texts
+from core.techniques.reaper import prompts as texts
 from core.model.run_settings import Limits, Review
 from core.model.events import ActionEvent, ErrorEvent, ObservationEvent, PlanEvent, QueryReviewEvent
 from core.agents.graph import (AgentContext, Emitter, announce_plan, await_review, calibrate, complete_call,
                                context_full, fail_run, guard_state, observe, route, run_query, settle_answer, timed,
                                to_answer)
 from core.agents.parsing import parse_reply
-from core.agents.reaper_plan import Step, UnusableResult, parse_plan, parse_steps, substitute
+from core.techniques.reaper.plan import Step, UnusableResult, parse_plan, parse_steps, substitute
 from core.backends.base import BackendUnavailable
 
 
@@ -88,7 +88,7 @@ def initial_state(hitl: str, limits: Limits, language: str, schema: str, questio
                   note: str | None = None, replan_on_failure: bool = True, review_queries: bool = False, *,
                   examples: str = "", setting: str = paper_prompts.IMPROVED,
                   paper_examples: list[tuple[str, str]] = ()) -> ReaperState:
-    """The state a run starts in; ``examples``: example plans for the planner prompt (reaper_examples.py; "" for
+    """The state a run starts in; ``examples``: example plans for the planner prompt (examples.py; "" for
     the zero-shot planner). The ``paper`` ``setting``: the planner prompt in the paper's structure with
     ``paper_examples`` as its in-context examples, the question as its ``# Input:``, no dialect note, one planning
     call (no re-plan) and one answer call (not asked again)."""

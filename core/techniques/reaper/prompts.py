@@ -8,7 +8,7 @@ import re
 from core.agents import prompts
 from core.agents.parsing import render_plan
 from core.agents.prompts import LANGUAGE_NAMES, TOOL_NAMES
-from core.agents.reaper_plan import Step, parse_plan
+from core.techniques.reaper.plan import Step, parse_plan
 
 #: The note on a plan cut off by the reply length limit.
 CUT_OFF = "the plan was cut off at the reply length limit: its last step may be incomplete and is not run if so"
