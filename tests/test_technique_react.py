@@ -44,7 +44,7 @@ def test_react_runs_thought_action_observation_with_no_plan(tmp_path):
                "Thought: I now know the answer.\nFinal answer: krakow"]
     result = runtime.start(settings(replay(tmp_path, replies), REACT, hitl="approve-every-plan"))
     record = runtime.store.get(result.run_id)
-    assert result.status == "finished" and record.outcome["final_answer"] == "krakow"
+    assert result.status == "finished" and record.outcome.final_answer == "krakow"
     assert [e.kind for e in record.events] == ["thought", "action", "observation", "thought", "final"]
     assert record.settings["technique"] == REACT and record.settings["hitl"] == "approve-every-plan"
     assert backend.queries == ["SELECT trade_node, local_value FROM trade_node"]
