@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import os
 import signal
 import threading
@@ -72,7 +71,8 @@ def new_app(url: str | None = None):
     from core.jobs import tasks  # heavy: the tasks load the agent runtime (langgraph), needed by workers
 
     app = procrastinate.App(connector=procrastinate.PsycopgConnector(
-        conninfo=url or _url(), kwargs=database.connect_kwargs(), min_size=1, max_size=4))
+        conninfo=url or _url(), kwargs=database.connect_kwargs(), min_size=1, max_size=4,
+        **database.pool_options()))
     # a job the store's loss interrupted (infrastructure, not the work) is tried again once the store is back
     again = procrastinate.RetryStrategy(max_attempts=RETRIES, wait=int(HEARTBEAT_S), retry_exceptions={tasks.StoreLost})
     app.task(name="drive_run", queue=RUNS, retry=again)(tasks.drive_run)
@@ -337,8 +337,6 @@ def run_worker(concurrency: int = 1, queues: list[str] | None = None, name: str 
 
     tasks.warm_up()
     outage = steady.Outage(name or "")
-    # the pools' every failed attempt to reconnect, a warning each: the outage is said once instead
-    logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
 
     days = retention_days()
 
