@@ -75,22 +75,33 @@ def pool_max() -> int:
     return int(value)
 
 
-#: How long a pool tries on its own to reconnect to a store that went away before it waits to be asked again.
-#: psycopg_pool backs its attempts off (1, 2, 4 s ...) within this span (its default, 300 s, spaces them up to 128 s
-#: apart: a store back after a long outage would be reconnected to minutes late); past it the next request for a
-#: connection starts again at once. So a store that is back is reconnected to within a few seconds of a request,
-#: whatever the outage's length.
+#: How long one round of a pool's attempts to reconnect to a store that went away lasts: psycopg_pool backs its
+#: attempts off (1, 2, 4 s ...) within a round and then gives up (its default round, 300 s, spaces them up to 128 s
+#: apart: a store back after a long outage was reconnected to minutes late, and after 300 s not at all until asked).
+#: Here a round that gave up starts the next at once (pool_options), so attempts stay at most a few seconds apart
+#: and a store that is back is reconnected to within seconds, whatever the outage's length.
 RECONNECT_S = 10.0
+#: How long a store's request waits for a connection before it counts the store as away (is_lost: said, waited for
+#: and tried again by whoever made it; psycopg_pool's default is 30 s, all that time without a word). A connection is
+#: free or opened within milliseconds otherwise: the stores' transactions are short.
+WAIT_S = 5.0
+
+
+def _next_round(found):
+    """A new round of attempts to reconnect (psycopg_pool's own way to let a pool with no connection grow); for an
+    asyncio pool, the coroutine its caller awaits."""
+    return found.check()
 
 
 def pool_options() -> dict:
-    """What every pool to the team store is given (this module's and the job queue's): RECONNECT_S; and the pools'
-    every failed attempt to reconnect, a warning each, kept out of the log (the outage is said once instead, by
-    whoever waits for the store)."""
+    """What every pool to the team store is given (this module's and the job queue's, threaded or asyncio): rounds
+    of reconnection of RECONNECT_S, one after the other for as long as the store is away; and the pools' every
+    failed attempt to reconnect, a warning each, kept out of the log (the outage is said once instead, by whoever
+    waits for the store)."""
     import logging
 
     logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
-    return {"reconnect_timeout": RECONNECT_S}
+    return {"reconnect_timeout": RECONNECT_S, "reconnect_failed": _next_round}
 
 
 def pool(url: str, *, checkpoints: bool = False):
@@ -107,7 +118,8 @@ def pool(url: str, *, checkpoints: bool = False):
             # each connection is checked as it is handed out: after a server restart the pool reconnects
             found = _pools[key] = ConnectionPool(url, kwargs=kwargs, min_size=1, max_size=pool_max(), open=True,
                                                  check=ConnectionPool.check_connection,
-                                                 name="checkpoints" if checkpoints else "store", **pool_options())
+                                                 name="checkpoints" if checkpoints else "store", timeout=WAIT_S,
+                                                 **pool_options())
     return found
 
 
