@@ -108,6 +108,7 @@ def workers(tmp_path):
         started.append(Worker(tmp_path, name, **kw))
         return started[-1]
 
+    start.started = started
     yield start
     for worker in started:
         worker.stop()
@@ -291,9 +292,9 @@ def bench(url: str, name: str = "team-bench", **kw):
 
     from core.jobs.payload import asked_by
 
-    return Bench(BenchConfig(["iterrag"], "m", source="demo", base_url=url, name=name, cache=False,
+    return Bench(BenchConfig(["iterrag"], "m", base_url=url, name=name, cache=False,
                              llm_settings=LLMSettings.unattended(model="m", base_url=url),
-                             asked=asked_by(ME, "benchmark_start"), **kw))
+                             asked=asked_by(ME, "benchmark_start"), **{"source": "demo", **kw}))
 
 
 def test_two_commands_on_one_benchmark_share_its_items_on_the_workers(team, workers):
@@ -556,6 +557,49 @@ def test_a_worker_without_the_dqa_data_leaves_dqa_items_to_others(team, workers,
     assert progress.done == 6 and not progress.errors
     assert queue.job_states(list(held.values())) == {held[dqa_key]: "todo"}
     stub.close()
+
+
+def test_a_generated_question_set_is_run_only_by_workers_that_hold_it(team, workers, tmp_path):
+    """A generated question set's items wait in its own queue (core.jobs.routing): a worker whose DQA folder holds
+    another set runs the demo items queued beside them and leaves them waiting, neither failed nor kept as not run
+    (it took them and failed them); a worker that holds the set runs them. A job of that set found in another
+    set's queue is handed back to its own, not failed, and run there."""
+    from core.benchmark.results import read_not_run, read_results
+    from core.jobs import bench_items, routing
+    from sims.generator import Knobs, generate
+
+    for name in ("alpha", "beta"):
+        generate(Knobs("locating", 2, seed=1), tmp_path / name, name=name)
+    stub = TurnStub([ACT, FINAL])
+    alpha = bench(stub.url, name="on-alpha", source="dqa", scenario="locating", db="sqlite", questions="1-2",
+                  dqa_root=tmp_path / "alpha")
+    assert alpha.set_name == "alpha"
+    held = queue.enqueue_items(bench_items.config_dict(alpha), [i.key for i in alpha.pending], "on-alpha")
+    assert queue.counts() == {routing.set_queue("alpha"): {"todo": 2}}
+    on_beta = workers("w-beta", DQA_DIR=str(tmp_path / "beta"), OPENAI_BASE_URL=stub.url)  # a job names no server
+    assert f"from runs, bench, {routing.set_queue('beta')} " in on_beta.lines[-1]
+    assert bench_items.drive(bench(stub.url, name="demo-beside-alpha")).done == 6  # the demo items ran on w-beta
+    assert set(queue.job_states(list(held.values())).values()) == {"todo"}  # the set's items left waiting
+    assert not read_not_run(alpha.directory) and not read_results(alpha.directory)
+    workers("w-alpha", DQA_DIR=str(tmp_path / "alpha"), OPENAI_BASE_URL=stub.url)
+    progress = bench_items.drive(alpha)
+    assert progress.done == 2 and not progress.errors and not read_not_run(alpha.directory)
+    assert {r["set"] for r in read_results(alpha.directory)} == {"alpha"}
+    # a job of beta in alpha's queue (queued by hand, as no app routes it so): handed back to beta's, run by w-beta
+    beta = bench(stub.url, name="on-beta", source="dqa", scenario="locating", db="sqlite", questions="1",
+                 dqa_root=tmp_path / "beta")
+    [key] = [i.key for i in beta.pending]
+    astray = queue.app().configure_task("bench_item", queue=routing.set_queue("alpha")).defer(
+        v=1, config=bench_items.config_dict(beta), key=key, code=queue.code_version())
+    wait_for(lambda: len(read_results(beta.directory)) == 1, timeout=90, every=0.5)
+    assert queue.job_states([astray]) == {astray: "succeeded"} and not read_not_run(beta.directory)
+    assert any(f"handed back to the queue {routing.set_queue('beta')}" in line for line in workers_lines(workers))
+    stub.close()
+
+
+def workers_lines(workers) -> list[str]:
+    """Every line the workers started by the ``workers`` fixture printed."""
+    return [line for w in workers.started for line in w.lines]
 
 
 def cli(*args: str, **env) -> subprocess.CompletedProcess:
