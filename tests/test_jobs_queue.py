@@ -79,7 +79,7 @@ class Worker:
         self.lines: list[str] = []
         self.ready = threading.Event()
         threading.Thread(target=self._read, daemon=True).start()
-        assert self.ready.wait(60), "".join(self.lines)
+        assert self.ready.wait(180), "".join(self.lines)  # a hang guard: on a loaded machine a start takes a minute
 
     def _read(self):
         for line in self.process.stdout:
@@ -457,10 +457,10 @@ def test_a_five_minute_outage_is_ridden_out_by_workers_an_app_a_page_and_core_be
         said: list[str] = []
         reading = threading.Thread(target=lambda: said.extend(command.stdout), daemon=True)
         reading.start()
+        pool = at_once(workers, ("w1", "w2"), concurrency=2, OPENAI_BASE_URL=items.url)  # the command starts meanwhile
         isolate(monkeypatch, tmp_path / "page")
         monkeypatch.setenv("PLANRAG_JOBS", "threads")  # the app (this process) drives its run itself
         run = runs.start(settings(held.url), opener(held.url), who=ME)
-        pool = at_once(workers, ("w1", "w2"), concurrency=2, OPENAI_BASE_URL=items.url)  # the command starts meanwhile
         results = bench_home(home) / "long-outage"
         wait_for(lambda: sum(items.calls.values()) >= 2, timeout=120, every=0.2)  # items in flight on the workers
         assert held.held.wait(60)
