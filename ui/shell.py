@@ -26,7 +26,9 @@ def prepare() -> None:
     answers_switch()
     try:  # a project home that cannot be used: a fallback one, said on every page (core.config.home)
         moved = home.use_fallback()
-        database.check()  # a team store whose schema is behind (or unreachable): said, and nothing else runs
+        _this_run.away = _store_away()  # said in the page's place by ``run``, which then runs nothing of the page
+        if _this_run.away is None:
+            database.check()  # a team store whose schema is behind: said, and nothing else runs
     except home.HomeError as e:
         st.error(str(e), icon=":material/error:")
         st.stop()
@@ -52,19 +54,34 @@ def warming() -> threading.Thread:
 
 
 STORE_RETRY_S = 5  # how often a page the team store's outage interrupted looks whether it is back
+#: How long a page waits for the team store before it says the store is away (a store pool waits 30 s for a
+#: connection before it gives up: the page would show nothing that long).
+PROBE_S = 3.0
+_this_run = threading.local()  # the team store's state ``prepare`` found for this script run (its thread's)
+
+
+def _store_away() -> Exception | None:
+    """Why the team store cannot be reached now, found within PROBE_S seconds; None when it can or there is none."""
+    url = core_settings.database_url()
+    return database.unreachable(url, PROBE_S) if url else None
 
 
 def run(page) -> None:
-    """Run the page; the team store away mid-page is said in one line, and the page runs again once the store
-    answers (looked at every STORE_RETRY_S seconds; core.store.database.is_lost)."""
-    try:
-        page.run()
-    except Exception as e:
-        if not database.is_lost(e):
-            raise
-        st.error(f"The team store cannot be reached ({database.lost_reason(e)}): the page goes on once it is back.",
-                 icon=":material/cloud_off:")
-        st.fragment(_when_back, run_every=STORE_RETRY_S)()
+    """Run the page (anything with ``run()``); the team store away, found by ``prepare`` or met mid-page, is said in
+    one line, and the page runs again once the store answers (looked at every STORE_RETRY_S seconds;
+    core.store.database.is_lost)."""
+    away, _this_run.away = getattr(_this_run, "away", None), None
+    if away is None:
+        try:
+            page.run()
+            return
+        except Exception as e:
+            if not database.is_lost(e):
+                raise
+            away = e
+    st.error(f"The team store cannot be reached ({database.lost_reason(away)}): the page goes on once it is back.",
+             icon=":material/cloud_off:")
+    st.fragment(_when_back, run_every=STORE_RETRY_S)()
 
 
 def _when_back() -> None:

@@ -25,7 +25,7 @@ DESCRIPTION = __doc__.split("\n\n", 1)[0].replace("``", "")
 
 
 def main(args) -> int:
-    from core.jobs import queue  # heavy: procrastinate, and the runtime its tasks drive
+    from core.jobs import queue, routing  # heavy: procrastinate, and the runtime its tasks drive
 
     if not core_settings.database_url():
         print(f"error: a worker takes its jobs from the team store: set {core_settings.DATABASE_URL_ENV} "
@@ -57,7 +57,7 @@ def main(args) -> int:
     except queue.QueueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    queues, left = queue.worker_queues(queues)
+    queues, left = routing.worker_queues(queues)
     queue.run_worker(args.concurrency, queues, name,
                      on_ready=lambda: print(f"worker {name} ready: {args.concurrency} at once from "
                                             f"{', '.join(queues)} (code {queue.code_version()})"

@@ -17,6 +17,7 @@ from core.benchmark.items import Item
 from core.benchmark.runner import Bench, Progress
 from core.benchmark.results import read_not_run
 from core.jobs import queue
+from core.scenarios.dqa.source import DQA_SET
 from core.store import database
 
 FOLLOW_S = 0.5  # how often the follower reads the store
@@ -24,11 +25,13 @@ _LOCAL = ("out", "dqa_root", "home", "base_url", "llm_settings", "limits", "conc
 
 def config_dict(bench: Bench) -> dict:
     """What a job says of the benchmark: its settings, named by its folder's name, the LLM settings without the
-    key or the server's URL."""
+    key or the server's URL, and the name of its generated question set if it runs one (not the set's folder: a
+    worker reads its own)."""
     c = bench.config
     values = {f.name: getattr(c, f.name) for f in fields(c) if f.name not in _LOCAL}
+    question_set = bench.set_name if c.source == "dqa" and bench.set_name != DQA_SET else None
     return {**values, "name": bench.directory.name, "limits": asdict(c.limits),
-            "llm_settings": queue.llm_fields(c.llm_settings)}
+            "llm_settings": queue.llm_fields(c.llm_settings), "question_set": question_set}
 
 
 def drive(bench: Bench, on_result=None, stop: threading.Event | None = None, on_note=None) -> Progress:

@@ -178,6 +178,9 @@ class BenchSpec(_Strict):
     budget_calls: _number("budget_calls", int) | None = None
     budget_id: Annotated[str, Field(pattern=r"^[0-9a-f]{32}$")] | None = None
     source: Literal["dqa", "demo", "scenario"] = "dqa"
+    #: the DQA-format question set of a ``dqa`` source: a generated set's name (its manifest's), None for DQA's own;
+    #: a worker runs the item only when its DQA folder holds that set (core.jobs.routing)
+    question_set: Annotated[str, Field(min_length=1, max_length=300), AfterValidator(no_nul)] | None = None
     prompts: Literal[PROMPT_SETTINGS] = "improved"
     reaper_planner: Literal[REAPER_PLANNERS] = "examples"
     epochs: _number("epochs", int) = 1

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import os
 import signal
 import threading
@@ -28,14 +27,14 @@ import time
 from core.config import settings as config
 from core.benchmark.items import Item
 from core.config.secrets import scrub
-from core.jobs import payload
+from core.jobs import payload, routing
 from core.jobs.code import code_version
 from core.model.events import ErrorEvent
 from core.store import database
 
-RUNS, BENCH = "runs", "bench"  # the queues
-#: DQA benchmark items wait in a queue of their own, taken only by workers that have the DQA data (DQA_DIR)
-BENCH_DQA = "bench-dqa"
+#: the queues (core.jobs.routing: an item of a DQA-format question set waits in its set's queue, BENCH_DQA for DQA's)
+RUNS, BENCH, BENCH_DQA = routing.RUNS, routing.BENCH, routing.BENCH_DQA
+HAND_BACK_S = 10  # an item handed back by a worker without its question set waits this long in its set's queue
 HEARTBEAT_S = 2.0  # how often a worker beats
 LEASE_S = 10.0  # a worker silent this long is gone; its jobs go back to the queue
 SWEEP_S = 2.5  # how often a worker looks for jobs of workers gone
@@ -72,11 +71,24 @@ def new_app(url: str | None = None):
     from core.jobs import tasks  # heavy: the tasks load the agent runtime (langgraph), needed by workers
 
     app = procrastinate.App(connector=procrastinate.PsycopgConnector(
-        conninfo=url or _url(), kwargs=database.connect_kwargs(), min_size=1, max_size=4))
+        conninfo=url or _url(), kwargs=database.connect_kwargs(), min_size=1, max_size=4,
+        **database.pool_options()))
     # a job the store's loss interrupted (infrastructure, not the work) is tried again once the store is back
     again = procrastinate.RetryStrategy(max_attempts=RETRIES, wait=int(HEARTBEAT_S), retry_exceptions={tasks.StoreLost})
     app.task(name="drive_run", queue=RUNS, retry=again)(tasks.drive_run)
-    app.task(name="bench_item", queue=BENCH, retry=again)(tasks.bench_item)
+
+    def bench_item(context, **job) -> str:
+        """tasks.bench_item; an item whose question set this worker lacks (a job in another set's queue) is handed
+        back, not failed: queued again in its set's queue (HAND_BACK_S later, so no worker takes it in a loop)."""
+        try:
+            return tasks.bench_item(**job)
+        except tasks.NotHere as e:
+            lock = f"bench:{job['config']['name']}:{job['key']}"
+            context.app.configure_task("bench_item", lock=lock, queueing_lock=lock, queue=e.queue,
+                                       schedule_in={"seconds": HAND_BACK_S}).defer(**job)
+            return f"handed back to the queue {e.queue}: {e}"
+
+    app.task(name="bench_item", queue=BENCH, retry=again, pass_context=True)(bench_item)
     return app
 
 
@@ -133,28 +145,12 @@ def enqueue_items(config_dict: dict, keys: list[str], benchmark: str) -> dict[st
         lock = f"bench:{benchmark}:{key}"
         try:
             queued[key] = app().configure_task("bench_item", lock=lock, queueing_lock=lock,
-                                               queue=item_queue(Item.from_key(key).source)).defer(
+                                               queue=routing.item_queue(Item.from_key(key).source,
+                                                                        config_dict.get("question_set"))).defer(
                 v=payload.VERSION, config=config_dict, key=key, code=code)
         except AlreadyEnqueued:
             pass
     return queued
-
-
-def item_queue(source: str) -> str:
-    """The queue a benchmark item of question source ``source`` waits in."""
-    return BENCH_DQA if source == "dqa" else BENCH
-
-
-def worker_queues(asked: list[str] | None) -> tuple[list[str], str | None]:
-    """The queues a worker asked for ``asked`` (RUNS, BENCH; None: both) takes jobs from: BENCH brings BENCH_DQA
-    when this machine has the DQA data. With why DQA items are left to other workers (None when they are not)."""
-    queues = list(asked or (RUNS, BENCH))
-    if BENCH not in queues:
-        return queues, None
-    folder = config.dqa_dir()
-    if folder is None or not folder.is_dir():
-        return queues, f"no DQA data here ({folder or 'DQA_DIR is not set'}): DQA benchmark items are left to other workers"
-    return [*queues, BENCH_DQA], None
 
 
 def _sql(query: str, params: tuple = ()) -> list[tuple]:
@@ -337,8 +333,6 @@ def run_worker(concurrency: int = 1, queues: list[str] | None = None, name: str 
 
     tasks.warm_up()
     outage = steady.Outage(name or "")
-    # the pools' every failed attempt to reconnect, a warning each: the outage is said once instead
-    logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
 
     days = retention_days()
 

@@ -19,12 +19,14 @@ from core.store import database
 WAIT_S = 2.0  # how often a worker away from the store tries again
 
 
-def _caused_by(error: BaseException | None, kind: type) -> bool:
+def _cause(error: BaseException | None, kind: type) -> BaseException | None:
+    """The error of ``kind`` that ``error`` is or was caused by (procrastinate wraps the driver's: "Database
+    error."); None when there is none."""
     while error is not None:
         if isinstance(error, kind):
-            return True
+            return error
         error = error.__cause__ or error.__context__
-    return False
+    return None
 
 
 class Outage:
@@ -120,7 +122,7 @@ class SteadyWorker(procrastinate_worker.Worker):
             await super()._fetch_and_process_jobs()
             self.outage.reached()
         except Exception as e:
-            if _caused_by(e, psycopg.errors.ForeignKeyViolation):  # dropped as gone: register again
+            if _cause(e, psycopg.errors.ForeignKeyViolation):  # dropped as gone: register again
                 await self._register_again()
             elif database.is_lost(e):
                 self.outage.lost(e)
@@ -133,7 +135,7 @@ class SteadyWorker(procrastinate_worker.Worker):
             try:
                 return await super()._persist_job_status(**kwargs)
             except Exception as e:
-                if _caused_by(e, RaiseException) and "invalid status" in str(e):
+                if "invalid status" in str(_cause(e, RaiseException) or ""):
                     # the job's status moved on while the store was away (an attempt lost on the way went through,
                     # or a sweep took the job back): nothing is left to store, and a traceback would tell no one
                     print(f"worker {self.outage.name}: job {getattr(kwargs.get('job'), 'id', '?')}: its outcome was "

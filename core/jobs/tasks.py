@@ -21,12 +21,13 @@ from core.benchmark.results import ResultStore
 from core.benchmark.runner import Bench, BenchConfig, bench_home
 from core.config import settings as config
 from core.config.secrets import scrub
-from core.jobs import payload
+from core.jobs import payload, routing
 from core.jobs.code import code_version, process_name
 from core.jobs.job import SERVER_STOPPED
 from core.jobs.opening import open_runtime, open_store
 from core.model.events import ErrorEvent, Event
 from core.model.run_settings import Limits, RunSettings
+from core.scenarios.dqa.source import DQA_SET
 from core.store import database
 from core.store.runs import HEARTBEAT_S, STALE_S, PauseTaken
 
@@ -34,6 +35,15 @@ from core.store.runs import HEARTBEAT_S, STALE_S, PauseTaken
 class StoreLost(Exception):
     """The team store went away while a job ran (the infrastructure's failure, not the work's): the job is tried
     again once the store is back (core.jobs.queue.RETRIES)."""
+
+
+class NotHere(Exception):
+    """A benchmark item of a question set this worker lacks (a job in another set's queue): handed back to
+    ``queue``, the queue of its set (core.jobs.queue), neither failed nor kept as not run."""
+
+    def __init__(self, queue: str, message: str):
+        super().__init__(message)
+        self.queue = queue
 
 
 class OtherCode(Exception):
@@ -166,7 +176,7 @@ _benches: dict[str, Bench] = {}
 
 def _config_from(spec: payload.BenchSpec) -> BenchConfig:
     """The BenchConfig a worker runs a job's items with (its own home, DQA folder, model server and key)."""
-    values = spec.model_dump(exclude={"limits", "llm_settings"})
+    values = spec.model_dump(exclude={"limits", "llm_settings", "question_set"})
     return BenchConfig(**values, limits=Limits.from_dict(spec.limits),
                        llm_settings=_llm_settings(spec.llm_settings, unattended=True))
 
@@ -223,9 +233,16 @@ def _run_item(values: payload.BenchSpec, key: str, check: Callable[[], None]) ->
 
 def bench_item(**job) -> str:
     """Run the benchmark item a ``bench_item`` job names (core.jobs.payload.BenchPayload), unless it has a result;
-    what came of it. A payload that does not fit fails the job (PayloadError) and touches nothing; a failure is
-    kept as the item's not-run record, with the reason (a refusal of the gate also fails the job)."""
+    what came of it. A payload that does not fit fails the job (PayloadError) and touches nothing; an item of a
+    question set this worker lacks raises NotHere (handed back, touching nothing); a failure is kept as the item's
+    not-run record, with the reason (a refusal of the gate also fails the job)."""
     checked = payload.bench_payload(job)
+    if checked.config.source == "dqa":
+        wanted = checked.config.question_set or DQA_SET
+        here, why = routing.set_here()
+        if here != wanted:
+            raise NotHere(routing.set_queue(wanted), f"this worker has {f'the question set {here}' if here else why}, "
+                                                     f"not {wanted}")
     try:
         _still_allowed(checked.config.asked)
     except Refused as e:  # kept as the item's not-run record (the benchmark says why), and the job fails with it

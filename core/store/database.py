@@ -75,6 +75,35 @@ def pool_max() -> int:
     return int(value)
 
 
+#: How long one round of a pool's attempts to reconnect to a store that went away lasts: psycopg_pool backs its
+#: attempts off (1, 2, 4 s ...) within a round and then gives up (its default round, 300 s, spaces them up to 128 s
+#: apart: a store back after a long outage was reconnected to minutes late, and after 300 s not at all until asked).
+#: Here a round that gave up starts the next at once (pool_options), so attempts stay at most a few seconds apart
+#: and a store that is back is reconnected to within seconds, whatever the outage's length.
+RECONNECT_S = 10.0
+#: How long a store's request waits for a connection before it counts the store as away (is_lost: said, waited for
+#: and tried again by whoever made it; psycopg_pool's default is 30 s, all that time without a word). A connection is
+#: free or opened within milliseconds otherwise: the stores' transactions are short.
+WAIT_S = 5.0
+
+
+def _next_round(found):
+    """A new round of attempts to reconnect (psycopg_pool's own way to let a pool with no connection grow); for an
+    asyncio pool, the coroutine its caller awaits."""
+    return found.check()
+
+
+def pool_options() -> dict:
+    """What every pool to the team store is given (this module's and the job queue's, threaded or asyncio): rounds
+    of reconnection of RECONNECT_S, one after the other for as long as the store is away; and the pools' every
+    failed attempt to reconnect, a warning each, kept out of the log (the outage is said once instead, by whoever
+    waits for the store)."""
+    import logging
+
+    logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
+    return {"reconnect_timeout": RECONNECT_S, "reconnect_failed": _next_round}
+
+
 def pool(url: str, *, checkpoints: bool = False):
     """This process's connection pool to ``url`` (one per URL and kind; a forked process opens its own).
     ``checkpoints``: the pool LangGraph's PostgresSaver wants (autocommit, rows as dicts)."""
@@ -89,7 +118,8 @@ def pool(url: str, *, checkpoints: bool = False):
             # each connection is checked as it is handed out: after a server restart the pool reconnects
             found = _pools[key] = ConnectionPool(url, kwargs=kwargs, min_size=1, max_size=pool_max(), open=True,
                                                  check=ConnectionPool.check_connection,
-                                                 name="checkpoints" if checkpoints else "store")
+                                                 name="checkpoints" if checkpoints else "store", timeout=WAIT_S,
+                                                 **pool_options())
     return found
 
 
@@ -127,24 +157,29 @@ GRACE_S = 600.0  # how long a process waits for a team store that cannot be reac
 BACK_EVERY_S = 2.0  # how often it looks whether the store is back
 
 
-def back(url: str) -> bool:
-    """Whether the team store at ``url`` is back for this process: each of its pools to it hands out a connection
-    within BACK_EVERY_S seconds (a pool reconnects at its own pace after an outage), or, with none, the server
-    takes a connection."""
+def unreachable(url: str, wait_s: float = BACK_EVERY_S) -> Exception | None:
+    """Why the team store at ``url`` cannot be reached by this process now (None when it can): each of its pools to
+    it hands out a connection within ``wait_s`` seconds (a pool reconnects at its own pace after an outage), or,
+    with none, the server takes a connection within about that."""
     import psycopg  # optional: the team store's driver
 
     with _pools_lock:
         mine = [p for (u, _, pid), p in _pools.items() if u == url and pid == os.getpid()]
     try:
         if not mine:
-            with psycopg.connect(url, connect_timeout=int(BACK_EVERY_S) + 1, **connect_kwargs()):
-                return True
+            with psycopg.connect(url, connect_timeout=max(1, round(wait_s)), **connect_kwargs()):
+                return None
         for found in mine:
-            with found.connection(timeout=BACK_EVERY_S):
+            with found.connection(timeout=wait_s):
                 pass
-    except connection_errors():
-        return False
-    return True
+    except connection_errors() as e:
+        return e
+    return None
+
+
+def back(url: str) -> bool:
+    """Whether the team store at ``url`` is back for this process (``unreachable`` within BACK_EVERY_S seconds)."""
+    return unreachable(url) is None
 
 
 def wait_until_back(url: str, grace_s: float = GRACE_S) -> bool:

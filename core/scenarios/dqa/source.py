@@ -89,7 +89,7 @@ class DQA:
         except GenerateError as e:
             raise DQAError(str(e)) from None
         #: Which question set this is, for reports: DQA, or a generated set's name (its generated.json).
-        self.name: str = str(manifest.get("name") or self.root.name) if manifest else DQA_SET
+        self.name: str = _set_name(self.root, manifest)
         self._questions: dict[str, list[Question]] = {}
         for scenario in SCENARIOS:
             path = self.root / QUESTION_FILES[scenario]
@@ -167,6 +167,19 @@ class DQA:
 @lru_cache(maxsize=4)
 def _dqa(root: str) -> DQA:
     return DQA(root)
+
+
+def _set_name(root: Path, manifest: dict | None) -> str:
+    return str(manifest.get("name") or root.name) if manifest else DQA_SET
+
+
+def set_name(root: str | Path) -> str:
+    """The name of the question set in the DQA-format folder ``root``: DQA_SET, or a generated set's name (its
+    generated.json's), read without loading its questions; DQAError when its manifest cannot be read."""
+    try:
+        return _set_name(Path(root), read_manifest(Path(root)))
+    except GenerateError as e:
+        raise DQAError(str(e)) from None
 
 
 def dqa_benchmark(root: str | Path | None = None) -> DQA:
