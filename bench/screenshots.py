@@ -198,7 +198,7 @@ def scenarios(page: Page, out: Path) -> None:
     page.get_by_text('the country named "SWE"').wait_for()
     settle(page, charts=1)
     click_node(page, "krakow")
-    page.get_by_text("trade_node:krakow").wait_for()
+    page.get_by_role("button", name="Explore from here").wait_for()  # the clicked node's rows
     settle(page, charts=1)
     shoot(page, out, "scenarios-locating")
     page.get_by_role("radio", name="Building").click()
