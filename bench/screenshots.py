@@ -114,7 +114,7 @@ def streamlit_app(home: Path, timeout_s: float = 60.0, env: dict[str, str] | Non
         yield url
     finally:
         server.terminate()
-        server.wait(timeout=10)
+        server.wait(timeout=120)  # a hang guard: a loaded machine stops it slowly
         log.close()
 
 

@@ -28,7 +28,7 @@ from ui.run_options import (
     choose_database, choose_hitl, choose_model, choose_plan_version, choose_query_review, choose_setting, start_run,
     start_samples
 )
-from ui.inbox import mark_viewing, show_inbox
+from ui.inbox import follow_inbox, mark_viewing
 from ui.live import live
 from ui.run_view import branch_form, decision_spread, load, open_run, run_label, show_outcome, show_run
 from ui.timeline import show_timeline
@@ -119,13 +119,7 @@ elif run_id:
         if record is not None:
             pause_taken(record)  # a pause shown here, reviewed elsewhere
 
-waiting = [r for r in jobs.open_store().list(limit=None) if r.status in ("paused", "interrupted")
-           and not jobs.running(r.id)]
-if waiting:
-    mine = [r for r in waiting if r.status == "paused"]
-    with st.expander(f":material/inbox: Inbox: {len(mine)} waiting for review, "
-                     f"{len(waiting) - len(mine)} interrupted"):
-        show_inbox(waiting)
+follow_inbox()  # drawn again every few seconds: a review here or by another analyst shows by itself
 
 question, database = current_question()
 if notice := st.session_state.pop("run_notice", None):  # e.g. a learned plan opened on another question

@@ -41,9 +41,9 @@ def show_timeline(record: RunRecord) -> None:
         return
     with st.expander("Where the time went", icon=":material/timeline:"):
         cells = st.columns(4)
-        cells[0].metric("LLM calls", duration(line.seconds(LLM)),
+        cells[0].metric("In LLM calls", duration(line.seconds(LLM)),
                         f"{line.count(LLM)} calls, {line.tokens:,} tokens", delta_color="off", delta_arrow="off")
-        cells[1].metric("Queries", duration(line.seconds(QUERY)), f"{line.count(QUERY)} queries",
+        cells[1].metric("In queries", duration(line.seconds(QUERY)), f"{line.count(QUERY)} queries",
                         delta_color="off", delta_arrow="off")
         cells[2].metric("Waiting for review", duration(line.seconds(REVIEW)), f"{line.count(REVIEW)} reviews",
                         delta_color="off", delta_arrow="off")
