@@ -30,6 +30,7 @@ EVERY_S = 2.0  # how often the Run page's inbox is drawn again
 WAITS_FOR = {"plan": "approval of its plan", "replan": "approval of a new plan", "query": "approval of a query"}
 CHANGE = {"same": "{}", "removed": ":red[~~{}~~] (removed)", "added": ":green[{}] (added)"}
 ERROR = "inbox_error"
+OPENED = "_inbox_opened"  # whether the analyst has the inbox open
 
 
 def looking(record: RunRecord, me: str) -> str:
@@ -182,8 +183,14 @@ def _draw_inbox() -> None:
     if not waiting:
         return
     paused = sum(r.status == "paused" for r in waiting)
-    with st.expander(f":material/inbox: Inbox: {paused} waiting for review, {len(waiting) - paused} interrupted"):
+    with st.expander(f":material/inbox: Inbox: {paused} waiting for review, {len(waiting) - paused} interrupted",
+                     expanded=st.session_state.get(OPENED, False), key="inbox_expander", on_change=_opened):
         show_inbox(waiting)
+
+
+def _opened() -> None:
+    """The inbox opened or closed: it stays so when it is drawn again after nothing waited for a while."""
+    st.session_state[OPENED] = bool(st.session_state.get("inbox_expander"))
 
 
 def follow_inbox() -> None:
