@@ -123,6 +123,10 @@ def settle(page: Page, charts: int = 0) -> None:
     page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=30_000)
     page.wait_for_function(f"() => document.querySelectorAll('.js-plotly-plot .main-svg').length >= {charts}",
                            timeout=30_000)
+    # code blocks highlighted and tables drawn (both come a moment after their element on a loaded machine)
+    page.wait_for_function("""() => [...document.querySelectorAll('[data-testid="stCode"]')].every(e => e.innerText.trim())
+        && [...document.querySelectorAll('[data-testid="stDataFrame"]')].every(e => e.querySelector('canvas'))""",
+                           timeout=30_000)
     page.wait_for_timeout(600)  # plotly's transitions and Streamlit's element fade-in
 
 
@@ -232,20 +236,17 @@ def settings(page: Page, out: Path) -> None:
     shoot(page, out, "settings")
 
 
-def compare(page: Page, out: Path) -> None:
-    page.get_by_role("link", name="Scenarios").click()
-    page.get_by_role("heading", name="Scenarios").wait_for()
-    for option in ("Built-in demo scenarios", "Locating"):
-        pick(page, option)
-    page.get_by_text("demo/locating/1").first.wait_for()
-    settle(page, charts=1)
-    page.get_by_role("link", name="Compare").click()
+def compare(page: Page, out: Path, url: str) -> None:
+    """The scripted demo where re-planning matters (docs/scenarios.md): Distribution centre question 2."""
+    page.goto(f"{url}/compare?q=scenario/depot/2")
     page.get_by_role("heading", name="Compare").wait_for()
-    page.get_by_text("demo/locating/1").first.wait_for()
+    page.get_by_text("scenario/depot/2").first.wait_for()
+    settle(page)
+    page.get_by_text("PlanRAG w/o RP", exact=True).click()
     settle(page)
     choose(page, "LLM", "Recorded replays")
     page.get_by_role("button", name="Run side by side").click()
-    page.get_by_text("Decision:").nth(1).wait_for(timeout=60_000)  # both runs ended
+    page.get_by_text("Decision:").nth(2).wait_for(timeout=60_000)  # the three runs ended
     with viewport(page, WIDE):
         settle(page)
         shoot(page, out, "compare")
@@ -254,11 +255,17 @@ def compare(page: Page, out: Path) -> None:
 def history(page: Page, out: Path) -> None:
     page.get_by_role("link", name="History").click()
     page.get_by_role("heading", name="History").wait_for()
-    choose(page, "Open a run", "PlanRAG · demo")
+    choose(page, "Open a run", "PlanRAG · scenario/depot/2")
     page.get_by_text("Final answer:").first.wait_for()
     with viewport(page, WIDE):
         settle(page)
         shoot(page, out, "history")
+    page.get_by_role("button", name="Open in the Run view").click()  # the run's timeline, on the Run page
+    page.get_by_role("heading", name="Run", exact=True).wait_for()
+    page.get_by_text("Where the time went").click()
+    page.get_by_text("In LLM calls").wait_for()
+    settle(page, charts=1)
+    shoot(page, out, "run-timeline", top="[data-testid='stExpander']:has-text('Where the time went')")
 
 
 def benchmark(page: Page, out: Path, replays: Path) -> None:
@@ -276,6 +283,17 @@ def benchmark(page: Page, out: Path, replays: Path) -> None:
     with viewport(page, WIDE):
         settle(page, charts=4)
         shoot(page, out, "benchmark", until="[data-testid='stPlotlyChart']")  # the accuracy table and bars
+    page.get_by_role("tab", name="Compare sets").click()  # PlanRAG against IterRAG, drilled down into a question
+    page.get_by_text("Paired questions").wait_for()
+    settle(page)
+    changes = page.locator("[data-testid='stDataFrame']").last
+    changes.scroll_into_view_if_needed()
+    box = changes.bounding_box()
+    page.mouse.click(box["x"] + 18, box["y"] + 35 + 18)  # the first row's box
+    page.get_by_role("button", name="Open both side by side in Compare").wait_for()
+    with viewport(page, WIDE):
+        settle(page)
+        shoot(page, out, "benchmark-compare-sets", top="h1")
 
 
 def learned_plans(page: Page, out: Path) -> None:
@@ -310,7 +328,7 @@ def browse(url: str, out: Path, replays: Path, blocked: list[str]) -> None:
         scenarios(page, out)
         decision_check(page, out)
         settings(page, out)
-        compare(page, out)
+        compare(page, out, url)
         history(page, out)
         benchmark(page, out, replays)
         learned_plans(page, out)

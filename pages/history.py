@@ -18,6 +18,7 @@ from core import scenarios
 from core.store.overrides import OverrideStore, with_override
 from core.llm.replays import model_label
 from core.store.runs import ENDED, as_tree
+from core.analysis.format import GAP
 from core.analysis.summary import gaps_as_text, outcome_row, technique_label
 from ui import access
 from ui.branch_tree import show_branch_tree
@@ -28,10 +29,10 @@ from ui.untrusted import md, md_code
 ANY = "any"
 PAGE_ROWS = 100  # the table's rows at a time
 CORRECT = {True: "correct", False: "wrong"}
-#: The table's columns: the run's question and technique, then what an analyst reads first (is it right, how good
-#: is the pick), its cost, and who started it when; a link opens it.
-COLUMNS = ["branch", "question", "technique", "correct", "rank", "decision", "status", "grade", "LLM calls", "tokens",
-           "time (s)", "started", "started by", "database", "model", "setting", "review", "open", "run"]
+#: The table's columns: a link that opens the run, its question and technique, then what an analyst reads first (is
+#: it right, how good is the pick), its cost, and who started it when.
+COLUMNS = ["open", "branch", "question", "technique", "correct", "rank", "decision", "status", "grade", "LLM calls",
+           "tokens", "time (s)", "started", "started by", "database", "model", "setting", "review", "run"]
 TREE = "branch tree, newest first"
 #: What the table can be ordered by besides its branch tree: a column, and which comes first.
 ORDERS = {"started": "newest first", "time (s)": "longest first", "tokens": "most first", "LLM calls": "most first",
@@ -142,7 +143,8 @@ if len(pages) > 1:  # a thousand runs: the table a page at a time (each drawn ro
 else:
     first = 0
 on_page = [row_of(r, depth) for r, depth in listing[first:first + PAGE_ROWS]]
-table = pd.DataFrame(gaps_as_text(on_page), columns=COLUMNS)
+table = pd.DataFrame(gaps_as_text([{**row, "started by": row["started by"] or GAP} for row in on_page]),
+                     columns=COLUMNS)
 picked = st.dataframe(table, hide_index=True, column_order=shown_columns(COLUMNS), on_select="rerun",
                       selection_mode="single-row", key=f"history_table_{order}_{first}",
                       height=min(400, 38 + 35 * max(1, len(table))),
