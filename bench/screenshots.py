@@ -124,9 +124,12 @@ def settle(page: Page, charts: int = 0) -> None:
     page.wait_for_function(f"() => document.querySelectorAll('.js-plotly-plot .main-svg').length >= {charts}",
                            timeout=30_000)
     # code blocks highlighted and tables drawn (both come a moment after their element on a loaded machine)
-    page.wait_for_function("""() => [...document.querySelectorAll('[data-testid="stCode"]')].every(e => e.innerText.trim())
-        && [...document.querySelectorAll('[data-testid="stDataFrame"]')].every(e => e.querySelector('canvas'))""",
-                           timeout=30_000)
+    page.wait_for_function("""() => {
+        const shown = selector => [...document.querySelectorAll(selector)].filter(e => e.checkVisibility());
+        return !shown('[data-testid="stSkeleton"]').length
+            && shown('[data-testid="stCode"]').every(e => e.textContent.trim())
+            && shown('[data-testid="stDataFrame"]').every(e => e.querySelector('canvas'));
+    }""", timeout=30_000)
     page.wait_for_timeout(600)  # plotly's transitions and Streamlit's element fade-in
 
 
@@ -284,9 +287,10 @@ def benchmark(page: Page, out: Path, replays: Path) -> None:
         settle(page, charts=4)
         shoot(page, out, "benchmark", until="[data-testid='stPlotlyChart']")  # the accuracy table and bars
     page.get_by_role("tab", name="Compare sets").click()  # PlanRAG against IterRAG, drilled down into a question
-    page.get_by_text("Paired questions").wait_for()
+    panel = page.get_by_role("tabpanel", name="Compare sets")
+    panel.get_by_text("Paired questions").wait_for()
     settle(page)
-    changes = page.locator("[data-testid='stDataFrame']").last
+    changes = panel.locator("[data-testid='stDataFrame']").last
     changes.scroll_into_view_if_needed()
     box = changes.bounding_box()
     page.mouse.click(box["x"] + 18, box["y"] + 35 + 18)  # the first row's box

@@ -81,3 +81,36 @@ def test_the_inbox_draws_itself_again_after_any_analysts_review(chromium, app, m
     ben.keyboard.press("Enter")
     ben.get_by_role("button", name="Approve as proposed").click()
     expect(ana.get_by_text("(review 2)")).to_have_count(0)  # Ben's review shows in Ana's inbox by itself
+
+
+def test_compare_sets_drills_down_into_a_question_and_opens_both_runs(chromium, app, monkeypatch, shots):  # noqa: F811
+    """A question where two result sets' settings differ: ticked, it shows how each decided it; one click opens both
+    runs side by side on Compare (LangSmith's drill-down)."""
+    from playwright.sync_api import expect
+
+    from core.benchmark.results import ResultStore
+    from tests.test_benchmark_reports import RESULTS
+    from tests.test_page_state import demo_run
+
+    url, home = app
+    isolate(monkeypatch, home)
+    runs = {technique: demo_run(technique=technique) for technique in ("iterrag", "planrag")}
+    store = ResultStore(home / "bench" / "drill")
+    for technique, right in (("iterrag", False), ("planrag", True)):
+        store.put({**RESULTS[0], "source": "demo", "scenario": "locating", "question": 1, "technique": technique,
+                   "model": "replays", "correct": right, "decision": "ganges" if not right else "doab",
+                   "run_id": runs[technique], "finished": 0.0})
+    store.close()
+    page = chromium.new_context(viewport=VIEWPORT).new_page()
+    page.goto(f"{url}/benchmark")
+    page.get_by_role("tab", name="Compare sets").click()
+    expect(page.get_by_text("1 of 1 questions shown")).to_be_visible()
+    changes = page.locator("[data-testid='stDataFrame']").last
+    box = changes.bounding_box()
+    page.mouse.click(box["x"] + 18, box["y"] + 35 + 18)  # the row's tick box
+    expect(page.get_by_text("demo/locating/1: improved")).to_be_visible()
+    page.screenshot(path=shots / "compare-sets-drill-down.png", full_page=True)
+    page.get_by_role("button", name="Open both side by side in Compare").click()
+    expect(page.get_by_role("heading", name="Decisions of these runs")).to_be_visible()
+    for run_id in runs.values():
+        expect(page.get_by_text(run_id).first).to_be_visible()

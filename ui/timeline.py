@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from core.analysis.format import duration
+from core.analysis.format import GAP, duration
 from core.analysis.timeline import KINDS, LLM, QUERY, REVIEW, Timeline, timeline
 from core.store.runs import RunRecord
 
@@ -51,7 +51,8 @@ def show_timeline(record: RunRecord) -> None:
                         delta_arrow="off", help="The run's time (first event to last) outside these spans.")
         st.plotly_chart(figure(line), config={"displaylogo": False, "scrollZoom": False, "displayModeBar": False})
         st.dataframe(pd.DataFrame([{"from (s)": s.start, "seconds": s.seconds, "what": s.kind, "detail": s.label,
-                                    "tokens": s.tokens} for s in line.spans]), hide_index=True,
+                                    "tokens": GAP if s.tokens is None else f"{s.tokens:,}"} for s in line.spans]),
+                     hide_index=True,
                      height=min(320, 38 + 35 * len(line.spans)),
                      column_config={"from (s)": st.column_config.NumberColumn(format="%.2f"),
                                     "seconds": st.column_config.NumberColumn(format="%.2f")})
