@@ -1,5 +1,5 @@
-"""Screenshots of the app's pages for the README (all but Run, which tests/test_e2e_browser.py takes), and the
-first-render time.
+"""Screenshots of the app's pages for the README (all but the Run page mid-run, at a pause and finished, which
+tests/test_e2e_browser.py takes), and the first-render time.
 
 Starts ``streamlit run app.py`` on a free localhost port with a temporary PLANRAG_HOME (no user data is read or
 written) and no OPENAI_* variables, drives it in headless Chromium (Debian's /usr/bin/chromium, or $CHROMIUM;
@@ -7,9 +7,11 @@ Playwright never downloads a browser) and writes docs/screenshots/*.png. Every r
 blocked and printed: the app must work offline. Prints the time from navigation to the first page's title (target:
 2 s after the server is up). Needs the DQA data (DQA_DIR or ../shared/dqa).
 
-No model is used: Compare runs the recorded replays of assets/replays; the Benchmark page runs scripted transcripts
-(tests/bench_scripts.py) of DQA questions 1-3; Learned plans shows the versions ``python -m core autoplan train``
-learns from the tests' scripted transcript, trained into the temporary home before the app starts.
+No model is used: Compare runs the shipped scripted demo where re-planning matters (Distribution centre question 2,
+assets/replays), whose PlanRAG run History opens and the Run page shows the timeline of; the Benchmark page runs
+scripted transcripts (tests/bench_scripts.py) of DQA questions 1-3, and its Compare sets tab drills down into a
+question; Learned plans shows the versions ``python -m core autoplan train`` learns from the tests' scripted
+transcript, trained into the temporary home before the app starts.
 
 Usage: python bench/screenshots.py [--out DIR]
 """
@@ -120,16 +122,16 @@ def streamlit_app(home: Path, timeout_s: float = 60.0, env: dict[str, str] | Non
 
 def settle(page: Page, charts: int = 0) -> None:
     """Wait until the script run has finished and at least ``charts`` plotly charts are drawn."""
-    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=30_000)
+    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=120_000)
     page.wait_for_function(f"() => document.querySelectorAll('.js-plotly-plot .main-svg').length >= {charts}",
-                           timeout=30_000)
+                           timeout=120_000)
     # code blocks highlighted and tables drawn (both come a moment after their element on a loaded machine)
     page.wait_for_function("""() => {
         const shown = selector => [...document.querySelectorAll(selector)].filter(e => e.checkVisibility());
         return !shown('[data-testid="stSkeleton"]').length
             && shown('[data-testid="stCode"]').every(e => e.textContent.trim())
             && shown('[data-testid="stDataFrame"]').every(e => e.querySelector('canvas'));
-    }""", timeout=30_000)
+    }""", timeout=120_000)
     page.wait_for_timeout(600)  # plotly's transitions and Streamlit's element fade-in
 
 
@@ -324,6 +326,7 @@ def browse(url: str, out: Path, replays: Path, blocked: list[str]) -> None:
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         context = browser.new_context(viewport=VIEWPORT)
+        context.set_default_timeout(120_000)  # a hang guard: a loaded machine draws slowly
         context.route("**/*", lambda route: route.continue_() if urlparse(route.request.url).hostname in
                       ("127.0.0.1", "localhost") else (blocked.append(route.request.url), route.abort()))
         first_render(context.new_page(), url, "server's first session")
