@@ -290,7 +290,7 @@ def benchmark(page: Page, out: Path, replays: Path) -> None:
         shoot(page, out, "benchmark", until="[data-testid='stPlotlyChart']")  # the accuracy table and bars
     page.get_by_role("tab", name="Compare sets").click()  # PlanRAG against IterRAG, drilled down into a question
     panel = page.get_by_role("tabpanel", name="Compare sets")
-    panel.get_by_text("Paired questions").wait_for()
+    panel.get_by_text("Paired questions").first.wait_for()
     settle(page)
     changes = panel.locator("[data-testid='stDataFrame']").last
     changes.scroll_into_view_if_needed()

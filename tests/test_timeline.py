@@ -60,7 +60,7 @@ def test_the_run_page_shows_where_an_opened_runs_time_went(home):
     at = open_page("pages/run.py")
     at.session_state["run_id"] = "timed"
     at.run()
-    [where] = [e for e in at.expander if e.label == "Where the time went"]
+    [where] = [e for e in at.expander if e.label.endswith("Where the time went")]
     metrics = {m.label: (m.value, m.proto.body) for m in where.metric}
     assert metrics["Waiting for review"][0] == "40.0 s" and metrics["In queries"][0] == "0.8 s"
     assert "5 calls, 600 tokens" in str(where.metric[0].proto)

@@ -39,7 +39,7 @@ def show_timeline(record: RunRecord) -> None:
     line = timeline(record.events)
     if not line.spans:
         return
-    with st.expander("Where the time went", icon=":material/timeline:"):
+    with st.expander(":material/timeline: Where the time went"):
         cells = st.columns(4)
         cells[0].metric("In LLM calls", duration(line.seconds(LLM)),
                         f"{line.count(LLM)} calls, {line.tokens:,} tokens", delta_color="off", delta_arrow="off")
