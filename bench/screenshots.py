@@ -302,8 +302,8 @@ def benchmark(page: Page, out: Path, replays: Path) -> None:
         shoot(page, out, "benchmark-compare-sets", top="h1")
 
 
-def learned_plans(page: Page, out: Path) -> None:
-    page.get_by_role("link", name="Learned plans").click()
+def learned_plans(page: Page, out: Path, url: str) -> None:
+    page.goto(f"{url}/plans?q=dqa/locating/1")  # the trained scenario's question (Compare left the depot's current)
     page.get_by_role("heading", name="Learned plans").wait_for()
     page.get_by_role("heading", name="Accuracy by iteration").wait_for()
     page.locator("[data-testid='stVegaLiteChart'] canvas, [data-testid='stVegaLiteChart'] svg").first.wait_for()
@@ -338,7 +338,7 @@ def browse(url: str, out: Path, replays: Path, blocked: list[str]) -> None:
         compare(page, out, url)
         history(page, out)
         benchmark(page, out, replays)
-        learned_plans(page, out)
+        learned_plans(page, out, url)
         browser.close()
 
 
