@@ -9,6 +9,7 @@ from core.analysis.timeline import LLM, QUERY, REVIEW, timeline
 from core.model.events import (ActionEvent, FinalEvent, LLMUsage, ObservationEvent, PlanEvent, QueryReviewEvent,
                                ThoughtEvent)
 from core.model.run_settings import RunSettings
+from core.model.outcome import RunOutcome
 from tests.page_app import isolate, open_page
 
 
@@ -56,7 +57,7 @@ def test_the_run_page_shows_where_an_opened_runs_time_went(home):
     store.create("timed", RunSettings("locating", 1, "sqlite", "planrag", "replay:x", source="demo").to_dict())
     for event in EVENTS:
         store.add_event("timed", event)
-    store.update("timed", "finished", outcome={"decision": None, "wall_s": 10.0})
+    store.update("timed", "finished", outcome=RunOutcome(wall_s=10.0))
     at = open_page("pages/run.py")
     at.session_state["run_id"] = "timed"
     at.run()
