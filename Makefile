@@ -19,10 +19,9 @@ BIN := $(VENV)/bin
 run: setup
 	$(BIN)/streamlit run app.py
 
-# TEST_JOBS=3: the suite on 3 processes (pytest-xdist; the Neo4j tests on one of them, tests/conftest.py), about
-# 12 min instead of 20 on 2 cores; not the default until a whole run is green on it since the fix of the ui.shell
-# import race (ui/router.py). TEST_JOBS=0: one process.
-TEST_JOBS ?= 0
+# The suite on 3 processes (pytest-xdist; the Neo4j tests on one of them, the longest tests first: tests/conftest.py);
+# TEST_JOBS=0 runs it on one process (about twice as long on 2 cores).
+TEST_JOBS ?= 3
 
 test: setup-dev
 	$(BIN)/python -m pytest -n $(TEST_JOBS) $(PYTEST_ARGS)

@@ -32,12 +32,47 @@ def _scope(nodeid: str) -> str:
     return "neo4j" if "neo4j" in nodeid.lower() else nodeid
 
 
+#: The longest tests, longest first (seconds of a whole run on 3 processes at load 10, 2 cores, 2026-11-28): started
+#: first, so that under pytest-xdist none of them begins near the end and keeps one process busy after the others
+#: are done. Only the order depends on this list, never what runs.
+LONGEST_FIRST = (
+    "tests/test_benchmark_dqa.py::test_sweep_of_all_questions_gives_the_crafted_numbers",  # 257 s
+    "tests/test_e2e_gate.py::test_the_gate_in_the_browser",  # 255 s
+    "tests/test_e2e_untrusted.py::test_no_page_fetches_or_links_outside_with_hostile_data",  # 175 s
+    "tests/test_e2e_signin.py::test_each_role_sees_and_does_what_it_may",  # 163 s
+    "tests/test_e2e_team.py::",  # 132 s
+    "tests/test_benchmark_budget.py::test_the_smoke_benchmark_takes_the_budget_and_the_run_limits",  # 125 s
+    "tests/test_e2e_compile.py::",  # 124 s
+    "tests/test_e2e_links.py::",  # 111 s
+    "tests/test_benchmark_budget.py::test_two_workers_of_one_benchmark_share_its_budget",  # 102 s
+    "tests/test_jobs_queue.py::test_an_outage_of_the_store",  # 68-93 s each
+    "tests/test_e2e_run_control.py::",  # 83 s
+    "tests/test_e2e_inbox.py::",  # 74 s
+    "tests/test_e2e_peers.py::",
+    "tests/test_e2e_browser.py::",  # 30-70 s each
+    "tests/test_benchmark_budget.py::test_the_command_line_caps_the_calls",  # 67 s
+    "tests/test_benchmark_dqa.py::test_cli_resumes_after_a_kill",  # 63 s
+    "tests/test_auth_keys.py::",  # 33-58 s each
+    "tests/test_run_control.py::test_cli_branch_prints_the_new_run_and_stop_closes_a_paused_run",  # 57 s
+    "tests/test_benchmark_compare.py::test_the_benchmark_page_compares_two_result_sets",  # 54 s
+    "tests/test_cli_identity.py::",  # 53 s
+    "tests/test_benchmark_page.py::test_a_benchmark_another_process_runs_is_followed_live_from_this_app",  # 47 s
+    "tests/test_telemetry.py::",  # 36-45 s each
+    "tests/test_e2e_views.py::",  # 37 s
+)
+
+
+def _longest_first(nodeid: str) -> int:
+    return next((i for i, prefix in enumerate(LONGEST_FIRST) if nodeid.startswith(prefix)), len(LONGEST_FIRST))
+
+
 def pytest_collection_modifyitems(items):
     """A test on the Neo4j-protocol server must say so in its id (its file's name, its name or a parameter), for
-    the scheduler, which sees only ids, to keep it with the others."""
+    the scheduler, which sees only ids, to keep it with the others. The longest tests go first (``LONGEST_FIRST``)."""
     hidden = [item.nodeid for item in items if _uses_neo4j(item) and _scope(item.nodeid) != "neo4j"]
     if hidden:
         raise pytest.UsageError(f"tests on the Neo4j-protocol server whose id does not say neo4j: {hidden[:5]}")
+    items.sort(key=lambda item: _longest_first(item.nodeid))  # stable: the others keep their order
 
 
 if importlib.util.find_spec("xdist"):

@@ -395,8 +395,11 @@ def test_the_reply_streams_into_the_step_panel(chromium, tmp_path, dqa_dir):
             assert not any(piece == act for _, piece in stub.sent)  # shown while the rest was held back
             page.get_by_text("(LLM call 1, attempt 1 of ").first.wait_for()  # the status line names the call
             stub.release.set()
-            page.get_by_text("Final answer:").first.wait_for()
-            [run] = RunStore(tmp_path / "home" / "runs.sqlite").export()
+            page.get_by_text("Final answer:").first.wait_for()  # streamed: the run is stored finished just after
+            store = RunStore(tmp_path / "home" / "runs.sqlite")
+            deadline = time.monotonic() + WAIT_MS / 1000  # a hang guard
+            while (run := store.export()[0])["status"] == "running" and time.monotonic() < deadline:
+                time.sleep(0.05)
             context.close()
     finally:
         stub.close()

@@ -25,8 +25,11 @@ MAPPING = {"roles": {"analyst": ["group:analysts", "bob@example.test"], "admin":
 
 
 def person(role: str, login: str | None = None, **claims) -> Identity:
-    """A signed-in identity of ``role`` from a verified token of ``login`` (default: the role's name)."""
-    base = {"iss": ISS, "sub": login or role, "iat": NOW, "exp": NOW + 3600, "email": f"{login or role}@example.test",
+    """A signed-in identity of ``role`` from a verified token of ``login`` (default: the role's name), signed in now
+    (not when the module was imported: a suite on several processes reaches a test long after, and claims older than
+    15 minutes have expired)."""
+    now = int(time.time())
+    base = {"iss": ISS, "sub": login or role, "iat": now, "exp": now + 3600, "email": f"{login or role}@example.test",
             "email_verified": True, "roles": [role]}
     return identity_of({**base, **claims}, {})
 

@@ -696,6 +696,9 @@ def test_an_administrator_sees_each_worker_its_jobs_health_and_prunes_old_jobs(t
     import psycopg
 
     stub = TurnStub([ACT, FINAL])
+    # the workers keep what they finished ten years: their own prune, 10 s after they start, must not take the jobs
+    # the test makes 40 days old before `db prune` (30 days) does
+    monkeypatch.setenv(queue.RETENTION_ENV, "3650")
     w1 = workers("w1", concurrency=2)
     done = runs.start(settings(stub.url), opener(stub.url), who=ME)
     wait_for(lambda: status(done.run_id) == "finished")
@@ -728,7 +731,7 @@ def test_an_administrator_sees_each_worker_its_jobs_health_and_prunes_old_jobs(t
         wait_for(lambda: con.execute(finished).fetchone()[0] == 2)
         con.execute("UPDATE procrastinate_events SET at = at - interval '40 days' WHERE job_id IN (SELECT id FROM "
                     "procrastinate_jobs WHERE status IN ('succeeded', 'failed'))")
-    pruned = cli("db", "prune")
+    pruned = cli("db", "prune", **{queue.RETENTION_ENV: "30"})
     assert pruned.returncode == 0 and "pruned 2 job(s)" in pruned.stdout, pruned.stdout + pruned.stderr
     assert queue.counts()[queue.RUNS] == {"todo": 1}
     stub.close()
