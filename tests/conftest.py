@@ -25,11 +25,25 @@ def _uses_neo4j(item) -> bool:
     return "neo4j_server" in item.fixturenames or any(v == "neo4j" for v in (spec.params.values() if spec else ()))
 
 
+#: Files whose tests share an expensive set-up made once per process (a Phoenix server, 301 scripted transcripts, the
+#: DQA databases loaded, an app server): each goes to one process whole, so the set-up is made once, not on every
+#: process. The test files of the job queue and of budgets share a set-up too, but are long enough to be spread.
+ONE_PROCESS_EACH = ("tests/test_telemetry.py", "tests/test_benchmark_dqa.py", "tests/test_paper_exact.py",
+                    "tests/test_generator.py", "tests/test_inspect.py", "tests/test_agents_dqa.py",
+                    "tests/test_agents_guards_dqa.py", "tests/test_agents_reaper.py", "tests/test_autoplan.py",
+                    "tests/test_benchmark_epochs.py", "tests/test_backends_sql.py", "tests/test_backends_graph.py",
+                    "tests/test_backends_conformance.py", "tests/test_isolation.py", "tests/test_mysql_isolation.py",
+                    "tests/test_observation_cap.py", "tests/test_sims_locating.py", "tests/test_e2e_peers.py")
+
+
 def _scope(nodeid: str) -> str:
     """Under pytest-xdist, what goes to one worker as one unit: every test whose id names neo4j (the Neo4j-protocol
     server holds one graph in single-database mode, which each such test loads, checks and clears: one after
-    another), else the test alone (to whichever worker is free)."""
-    return "neo4j" if "neo4j" in nodeid.lower() else nodeid
+    another), the tests of a file of ``ONE_PROCESS_EACH``, else the test alone (to whichever worker is free)."""
+    if "neo4j" in nodeid.lower():
+        return "neo4j"
+    file = nodeid.split("::")[0]
+    return file if file in ONE_PROCESS_EACH else nodeid
 
 
 #: The longest tests, longest first (seconds of a whole run on 3 processes at load 10, 2 cores, 2026-11-28): started
@@ -69,7 +83,7 @@ def _longest_first(nodeid: str) -> int:
 def pytest_collection_modifyitems(items):
     """A test on the Neo4j-protocol server must say so in its id (its file's name, its name or a parameter), for
     the scheduler, which sees only ids, to keep it with the others. The longest tests go first (``LONGEST_FIRST``)."""
-    hidden = [item.nodeid for item in items if _uses_neo4j(item) and _scope(item.nodeid) != "neo4j"]
+    hidden = [item.nodeid for item in items if _uses_neo4j(item) and "neo4j" not in item.nodeid.lower()]
     if hidden:
         raise pytest.UsageError(f"tests on the Neo4j-protocol server whose id does not say neo4j: {hidden[:5]}")
     items.sort(key=lambda item: _longest_first(item.nodeid))  # stable: the others keep their order

@@ -120,8 +120,28 @@ def chromium():
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        _waiting_as_long(browser)
         yield browser
         browser.close()
+
+
+def _waiting_as_long(browser) -> None:
+    """Every context and page ``browser`` opens waits up to WAIT_MS for an action (a click, a wait for an element),
+    as expect() does, instead of Playwright's 30 s (passed at load 13-20 by a run's end before its button)."""
+    new_context, new_page = browser.new_context, browser.new_page
+
+    def waiting_context(*args, **kwargs):
+        context = new_context(*args, **kwargs)
+        context.set_default_timeout(WAIT_MS)
+        return context
+
+    def waiting_page(*args, **kwargs):
+        page = new_page(*args, **kwargs)
+        page.context.set_default_timeout(WAIT_MS)
+        page.set_default_timeout(WAIT_MS)
+        return page
+
+    browser.new_context, browser.new_page = waiting_context, waiting_page
 
 
 @pytest.fixture
