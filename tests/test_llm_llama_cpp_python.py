@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from core.model.technique import technique
 from core.agents import guards
 from core.llm import server_info
 from core.llm.client import LLMSettings
@@ -34,7 +35,7 @@ def _run(home, server, **limits):
     result = runtime.start(RunSettings("locating", 1, "sqlite", "iterrag", "stand-in", base_url=server.url,
                                        limits=Limits(**limits)))
     record = runtime.store.get(result.run_id)
-    state = runtime._graph_of("iterrag").get_state(runtime._config(result.run_id)).values
+    state = runtime._graph_of(technique("iterrag"), RunSettings.prompts).get_state(runtime._config(result.run_id)).values
     runtime.close()
     return result, record, state
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from core.model.technique import technique
 from core.config.settings import LLMSettings
 from core.llm import server_info
 from core.llm.server_info import Window, count_tokens, detect_window
@@ -122,7 +123,7 @@ def test_a_small_window_is_kept_by_the_servers_count_and_the_run_says_which_wind
     from core.agents import guards
     from core.agents.graph import context_full
 
-    state = runtime._graph_of("iterrag").get_state(runtime._config(result.run_id)).values
+    state = runtime._graph_of(technique("iterrag"), RunSettings.prompts).get_state(runtime._config(result.run_id)).values
     first = {**state, "messages": state["messages"][:1], "chars_per_token": None, "llm_calls": 0}
     message = context_full(first, Limits.from_dict(limits))[1]
     assert message.startswith("context window full (about ") and message.endswith(

@@ -9,6 +9,7 @@ import re
 
 import pytest
 
+from core.model.technique import technique
 from core.config.settings import LLMSettings
 from core.llm.client import LLMNotConfigured, open_llm
 from core.llm.tokenizer_file import TokenizerFileError, counted_by, open_tokenizer
@@ -92,7 +93,7 @@ def test_a_runs_context_estimate_says_it_counted_with_the_tokenizer_file(tokeniz
     [full] = [e for e in record.events if e.kind == "error" and "context window full" in e.message]
     assert ("tokens needed (estimate: tokenizer file tokenizer.json, with ChatML's 5 tokens a message for the chat "
             "template), ") in full.message
-    state = runtime._graph_of("iterrag").get_state(runtime._config(result.run_id)).values
+    state = runtime._graph_of(technique("iterrag"), RunSettings.prompts).get_state(runtime._config(result.run_id)).values
     assert state["counted_by"] == "tokenizer file tokenizer.json"
     first = "\n".join([state["prompt"], state["messages"][0]["content"]])
     tokens = len(Tokenizer.from_file(str(tokenizer_file)).encode(first, add_special_tokens=False).ids)
