@@ -19,9 +19,10 @@ BIN := $(VENV)/bin
 run: setup
 	$(BIN)/streamlit run app.py
 
-# The suite on 3 processes (pytest-xdist; the Neo4j tests on one of them, the longest tests first: tests/conftest.py);
-# TEST_JOBS=0 runs it on one process (about twice as long on 2 cores).
-TEST_JOBS ?= 3
+# TEST_JOBS=3: the suite on 3 processes (pytest-xdist; the Neo4j tests on one of them, the longest tests first:
+# tests/conftest.py). One process by default: on 2 cores a whole fresh-clone run on 3 took 35 min (7 failures, since
+# fixed or reverted) against about 20 min on one.
+TEST_JOBS ?= 0
 
 test: setup-dev
 	$(BIN)/python -m pytest -n $(TEST_JOBS) $(PYTEST_ARGS)
