@@ -73,3 +73,11 @@ def shown(text: str) -> str:
     """Markdown source as a person reads it rendered: the backslash escapes of ui.untrusted.md read, its
     invisible word joiners left out."""
     return html.unescape(re.sub(r"\\(.)", r"\1", text)).replace("\u2060", "").replace("  \n", "\n")
+
+
+def ended(job, timeout: float = 60.0):
+    """``job`` (a page's benchmark job) once it has ended, or after ``timeout`` seconds (a hang guard)."""
+    deadline = time.time() + timeout
+    while not job.done and time.time() < deadline:
+        time.sleep(0.1)
+    return job

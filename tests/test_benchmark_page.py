@@ -3,14 +3,13 @@ started from the page, followed while it runs in the background."""
 from __future__ import annotations
 
 import json
-import time
 
 from core.auth.roles import local_admin
 import core.jobs.benchmarks as jobs
 from core.benchmark.smoke import smoke_config
 from core.benchmark.results import ResultStore
 from tests.bench_scripts import write_transcripts
-from tests.page_app import isolate, open_page
+from tests.page_app import ended, isolate, open_page
 from tests.test_benchmark_reports import RESULTS
 
 
@@ -63,10 +62,7 @@ def test_a_benchmark_started_from_the_page(monkeypatch, tmp_path, dqa, dqa_dir):
     at.selectbox(key="bench_prompts").set_value("paper")
     at.get("form_submit_button")[0].click().run()
     assert not at.exception and not at.error
-    job = jobs.jobs()[-1]
-    deadline = time.time() + 60
-    while not job.done and time.time() < deadline:
-        time.sleep(0.1)
+    job = ended(jobs.jobs()[-1])
     at.run()
     assert job.bench.progress.done == 3 and job.bench.progress.correct == 3
     assert job.bench.config.prompts == "paper" and {r["prompts"] for r in job.bench.results()} == {"paper"}

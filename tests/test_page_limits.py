@@ -3,13 +3,12 @@ with the live counter of LLM calls, tokens and cost; a benchmark budget set on t
 benchmark and saying which cap it hit."""
 from __future__ import annotations
 
-import time
 
 import core.jobs.runs as jobs
 from core.model.run_settings import Limits
 import core.jobs.benchmarks as bench_jobs
 from tests.bench_scripts import write_transcripts
-from tests.page_app import button, isolate, open_file, open_page
+from tests.page_app import button, ended, isolate, open_file, open_page
 
 
 def test_settings_keep_the_limits_in_the_session():
@@ -56,10 +55,7 @@ def test_a_benchmark_budget_set_on_the_page_stops_it(monkeypatch, tmp_path, dqa,
     at.number_input(key="bench_budget_tokens").set_value(1)
     at.get("form_submit_button")[0].click().run()
     assert not at.exception and not at.error
-    job = bench_jobs.jobs()[-1]
-    deadline = time.time() + 60
-    while not job.done and time.time() < deadline:
-        time.sleep(0.1)
+    job = ended(bench_jobs.jobs()[-1])
     at.run()
     assert job.bench.progress.stopped.startswith("benchmark token budget reached")
     assert any("benchmark token budget reached" in s.value for s in at.success)
@@ -70,9 +66,7 @@ def test_a_benchmark_budget_set_on_the_page_stops_it(monkeypatch, tmp_path, dqa,
     at.text_input(key="bench_name").input("calls")
     at.get("form_submit_button")[0].click().run()
     assert not at.exception and not at.error
-    job = bench_jobs.jobs()[-1]
-    while not job.done and time.time() < deadline + 60:
-        time.sleep(0.1)
+    job = ended(bench_jobs.jobs()[-1], timeout=120)
     assert job.bench.config.budget_calls == 2 and job.bench.open_budget(job.bench.budget_id).calls == 2
     assert job.bench.progress.stopped.startswith("benchmark call budget reached: 2 LLM calls made of the 2 allowed")
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,7 @@ import core.jobs.runs as run_jobs
 from core.benchmark.results import read_results
 from core.model.run_settings import Review, RunSettings
 from core.model.technique import TECHNIQUES
-from tests.page_app import button, isolate, open_page
+from tests.page_app import button, ended, isolate, open_page
 from tests.test_agents_runtime import FakeBackend, make_runtime, replay, settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -140,10 +139,7 @@ def test_the_benchmark_page_runs_react(monkeypatch, tmp_path, transcripts):
     at.text_input(key="bench_questions").input("1")
     at.get("form_submit_button")[0].click().run()
     assert not at.exception and not at.error
-    job = bench_jobs.jobs()[-1]
-    deadline = time.time() + 60
-    while not job.done and time.time() < deadline:
-        time.sleep(0.1)
+    job = ended(bench_jobs.jobs()[-1])
     assert job.bench.progress.done == 1 and job.bench.progress.correct == 1
     assert {r["technique"] for r in job.bench.results()} == {REACT}
 
