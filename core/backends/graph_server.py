@@ -66,7 +66,7 @@ def _installer() -> list[str]:
     second install takes about a second instead of pip's 40 s), else pip."""
     uv = Path(sys.executable).with_name("uv")
     if uv.is_file():
-        return [str(uv), "pip", "install", "-q", "--python", sys.executable]
+        return [str(uv), "pip", "install", "-q", "--compile-bytecode", "--python", sys.executable]
     return [sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
 
 

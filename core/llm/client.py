@@ -649,12 +649,15 @@ def open_llm(spec: str | None = None, settings: LLMSettings | None = None, *, sk
         options["top_p"] = settings.top_p
     if settings.seed is not None:  # OpenAI, vLLM and llama.cpp take a seed; a server that ignores it still answers
         options["seed"] = settings.seed
-    from core.llm.transport import CappedTransport, proxy_for  # heavy: httpx
+    from core.llm.transport import CappedTransport, proxy_for, tls  # heavy: httpx
 
     transport = CappedTransport(reply_chars(cap), proxy=proxy_for(settings.base_url or OPENAI_URL))
     client = httpx.Client(transport=transport, timeout=settings.timeout_s, follow_redirects=True)
+    # never used (calls are synchronous): given so that LangChain makes none with a TLS context of its own
+    unused = httpx.AsyncClient(verify=tls())
     model = ChatOpenAI(model=spec, base_url=settings.base_url, api_key=key, temperature=temperature,
-                       timeout=settings.timeout_s, max_retries=0, stream_usage=True, http_client=client, **options)
+                       timeout=settings.timeout_s, max_retries=0, stream_usage=True, http_client=client,
+                       http_async_client=unused, **options)
     label = f"{spec} @ {settings.base_url}" if settings.base_url else spec
     counting = _tokenizer_file(settings)
     if not counting and settings.server_tokenizer and settings.base_url and not is_openai(settings.base_url):

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 
 import httpx
 
+from core.llm.transport import tls
+
 TIMEOUT_S = 2.0
 FORGET_S = 30.0
 _lock = threading.Lock()
@@ -50,7 +52,7 @@ def _request(url: str, api_key: str | None, body: dict | None = None) -> dict | 
     headers = {"Authorization": f"Bearer {api_key or 'unused'}"}
     try:
         response = httpx.request("GET" if body is None else "POST", url, json=body, headers=headers,
-                                 timeout=TIMEOUT_S, follow_redirects=True)
+                                 timeout=TIMEOUT_S, follow_redirects=True, verify=tls())
         found = response.json() if response.is_success else None
     except (httpx.HTTPError, ValueError):
         return None

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextvars
 import json
 import socket
+import ssl
 import threading
 import time
 import urllib.request
@@ -17,6 +18,20 @@ import httpx
 #: Bytes of a reply body per character of the reply cap: a plain reply is JSON (a character takes up to 6 bytes
 #: escaped); a streamed one frames every piece (about 200 bytes of JSON per piece of a few characters).
 BODY_BYTES_PER_CHAR, STREAM_BYTES_PER_CHAR, SLACK_BYTES = 8, 256, 1 << 20
+
+
+_tls: ssl.SSLContext | None = None
+_tls_lock = threading.Lock()
+
+
+def tls() -> ssl.SSLContext:
+    """The process's one TLS context, as httpx makes its default (certifi's roots, or SSL_CERT_FILE / SSL_CERT_DIR):
+    making one reads the roots, about 35 ms of CPU, which every model client and server probe of a run paid."""
+    global _tls
+    with _tls_lock:
+        if _tls is None:
+            _tls = httpx.create_ssl_context()
+        return _tls
 
 
 class ReplyTooLarge(Exception):
@@ -112,7 +127,7 @@ class CappedTransport(httpx.HTTPTransport):
     character, STREAM_BYTES_PER_CHAR for a stream) and handed to the attempt in flight."""
 
     def __init__(self, max_chars: int, **kwargs):
-        super().__init__(**kwargs)
+        super().__init__(verify=tls(), **kwargs)
         self._body = max_chars * BODY_BYTES_PER_CHAR + SLACK_BYTES
         self._stream = max_chars * STREAM_BYTES_PER_CHAR + SLACK_BYTES
 
