@@ -19,10 +19,10 @@ BIN := $(VENV)/bin
 run: setup
 	$(BIN)/streamlit run app.py
 
-# TEST_JOBS=3: the suite on 3 processes (pytest-xdist; the Neo4j tests on one of them, the longest tests first:
-# tests/conftest.py). One process by default: on 2 cores a whole fresh-clone run on 3 took 35 min (7 failures, since
-# fixed or reverted) against about 20 min on one.
-TEST_JOBS ?= 0
+# TEST_JOBS: the suite on that many processes (pytest-xdist; the Neo4j tests on one of them, the longest tests first:
+# tests/conftest.py); 0: in this process. Two by default, one a core here: a whole run took 17 min 50 s on two (at load
+# 5 to 8, other work included) against 42 min 52 s on one before the packages were compiled (CPU: 1,071 s).
+TEST_JOBS ?= 2
 # The long tests at once, one per process: one of them (a 5-minute outage of the store) mostly waits, the others are
 # a browser beside a CPU hog and fresh servers opened by 8 sessions, so together they take about as long as the
 # longest, not the sum.

@@ -37,13 +37,14 @@ def test_make_sets_up_then_runs():
     if shutil.which("make") is None:
         require("make", "no make on PATH (install it, e.g. apt-get install make)")
     # As if typed: without what an enclosing `make test PYTEST_ARGS=... PYTHON=...` puts in the environment.
-    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "PYTEST_ARGS", "PYTHON")}
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "PYTEST_ARGS", "PYTHON",
+                                                       "TEST_JOBS")}
     plan = {target: subprocess.run(["make", "--no-print-directory", "-n", "-B", target], cwd=ROOT, env=env,
                                    capture_output=True, text=True).stdout
             for target in ("run", "test")}
     assert "-m venv .venv" in plan["run"] and "-r requirements.txt" in plan["run"]
     assert plan["run"].rstrip().endswith("streamlit run app.py")
-    assert "-r requirements-dev.txt" in plan["test"] and plan["test"].rstrip().endswith("-m pytest -n 0")
+    assert "-r requirements-dev.txt" in plan["test"] and plan["test"].rstrip().endswith("-m pytest -n 2")
 
 
 def test_the_app_listens_on_localhost_and_sends_nothing_out():
