@@ -5,7 +5,8 @@ approve, edit, reject with a note (needed) and open the run; any run can be clos
 like the run page's form does, so a race with another analyst is refused with who won, and a row never moves to
 another pause without a click (ui.plan_review.moved_on). Approve (and approve edited), reject and close are the
 gate's ``inbox_approve``, ``inbox_reject`` and ``inbox_close``, asked by core.jobs.runs where they are carried out,
-for this session's identity."""
+for this session's identity. On the Run page the inbox draws itself again every few seconds (``follow_inbox``): a
+run that comes to wait, a review made here or by another analyst, shows without a reload."""
 from __future__ import annotations
 
 import time
@@ -19,14 +20,17 @@ from core.store.plans import diff_steps
 from core.store.runs import PauseTaken, RunRecord
 from ui import access
 from ui.common import review_name, session_reviewer
+from ui.live import live
 from ui.plan_review import made_here, moved_on
 from ui.run_options import runtime_factory
 from ui.run_view import open_run, run_label, steps_markdown
 from ui.untrusted import md
 
+EVERY_S = 2.0  # how often the Run page's inbox is drawn again
 WAITS_FOR = {"plan": "approval of its plan", "replan": "approval of a new plan", "query": "approval of a query"}
 CHANGE = {"same": "{}", "removed": ":red[~~{}~~] (removed)", "added": ":green[{}] (added)"}
 ERROR = "inbox_error"
+OPENED = "_inbox_opened"  # whether the analyst has the inbox open
 
 
 def looking(record: RunRecord, me: str) -> str:
@@ -165,3 +169,31 @@ def show_inbox(waiting: list[RunRecord]) -> None:
     for record in waiting:
         with st.container(border=True):
             _row(record, me, named)
+
+
+def waiting_runs() -> list[RunRecord]:
+    """The runs waiting for the analysts, newest first: paused (for a review) or interrupted, and not going on."""
+    store = jobs.open_store()
+    found = store.list(limit=None, status="paused") + store.list(limit=None, status="interrupted")
+    return sorted((r for r in found if not jobs.running(r.id)), key=lambda r: r.created, reverse=True)
+
+
+def _draw_inbox() -> None:
+    waiting = waiting_runs()
+    if not waiting:
+        return
+    paused = sum(r.status == "paused" for r in waiting)
+    with st.expander(f":material/inbox: Inbox: {paused} waiting for review, {len(waiting) - paused} interrupted",
+                     expanded=st.session_state.get(OPENED, False), key="inbox_expander", on_change=_opened):
+        show_inbox(waiting)
+
+
+def _opened() -> None:
+    """The inbox opened or closed: it stays so when it is drawn again after nothing waited for a while."""
+    st.session_state[OPENED] = bool(st.session_state.get("inbox_expander"))
+
+
+def follow_inbox() -> None:
+    """The inbox (nothing while no run waits), drawn again every EVERY_S seconds (ui.live): what another analyst
+    does, a run that comes to wait, and what a review here leads to show by themselves."""
+    live(_draw_inbox, going=lambda: True, every=EVERY_S)
