@@ -119,7 +119,7 @@ elif run_id:
         if record is not None:
             pause_taken(record)  # a pause shown here, reviewed elsewhere
 
-follow_inbox()  # drawn again every few seconds: a review here or by another analyst shows by itself
+follow_inbox()  # the page drawn again when what waits changes: a review here or by another analyst shows by itself
 
 question, database = current_question()
 if notice := st.session_state.pop("run_notice", None):  # e.g. a learned plan opened on another question

@@ -5,11 +5,12 @@ approve, edit, reject with a note (needed) and open the run; any run can be clos
 like the run page's form does, so a race with another analyst is refused with who won, and a row never moves to
 another pause without a click (ui.plan_review.moved_on). Approve (and approve edited), reject and close are the
 gate's ``inbox_approve``, ``inbox_reject`` and ``inbox_close``, asked by core.jobs.runs where they are carried out,
-for this session's identity. On the Run page the inbox draws itself again every few seconds (``follow_inbox``): a
-run that comes to wait, a review made here or by another analyst, shows without a reload."""
+for this session's identity. On the Run page the inbox is drawn again whenever what waits changes (``follow_inbox``):
+a run that comes to wait, a review made here or by another analyst, shows without a reload."""
 from __future__ import annotations
 
 import time
+from functools import partial
 
 import streamlit as st
 
@@ -26,7 +27,7 @@ from ui.run_options import runtime_factory
 from ui.run_view import open_run, run_label, steps_markdown
 from ui.untrusted import md
 
-EVERY_S = 2.0  # how often the Run page's inbox is drawn again
+EVERY_S = 2.0  # how often the Run page checks whether what waits has changed
 WAITS_FOR = {"plan": "approval of its plan", "replan": "approval of a new plan", "query": "approval of a query"}
 CHANGE = {"same": "{}", "removed": ":red[~~{}~~] (removed)", "added": ":green[{}] (added)"}
 ERROR = "inbox_error"
@@ -178,14 +179,15 @@ def waiting_runs() -> list[RunRecord]:
     return sorted((r for r in found if not jobs.running(r.id)), key=lambda r: r.created, reverse=True)
 
 
-def _draw_inbox() -> None:
-    waiting = waiting_runs()
-    if not waiting:
-        return
-    paused = sum(r.status == "paused" for r in waiting)
-    with st.expander(f":material/inbox: Inbox: {paused} waiting for review, {len(waiting) - paused} interrupted",
-                     expanded=st.session_state.get(OPENED, False), key="inbox_expander", on_change=_opened):
-        show_inbox(waiting)
+def _what_waits(waiting: list[RunRecord]) -> list[tuple]:
+    """What the inbox shows of the waiting runs, to tell when it must be drawn again: each run and its pause."""
+    return [(r.id, r.status, (r.pause or {}).get("id")) for r in waiting]
+
+
+def _redraw_if_changed(shown: list[tuple]) -> None:
+    """The whole page again when what waits is no longer what the inbox shows (its own draw stays in the page)."""
+    if _what_waits(waiting_runs()) != shown:
+        st.rerun()
 
 
 def _opened() -> None:
@@ -194,6 +196,14 @@ def _opened() -> None:
 
 
 def follow_inbox() -> None:
-    """The inbox (nothing while no run waits), drawn again every EVERY_S seconds (ui.live): what another analyst
-    does, a run that comes to wait, and what a review here leads to show by themselves."""
-    live(_draw_inbox, going=lambda: True, every=EVERY_S)
+    """The inbox (nothing while no run waits), and the whole page drawn again when what waits changes (checked every
+    EVERY_S seconds by a ``live`` fragment that draws nothing): what another analyst does, a run that comes to wait
+    and what a review here leads to show by themselves. The inbox's widgets (the name, notes, edits, the expander)
+    are drawn by the page, not in the fragment, so its timer's reruns neither redraw nor reset them."""
+    waiting = waiting_runs()
+    if waiting:
+        paused = sum(r.status == "paused" for r in waiting)
+        with st.expander(f":material/inbox: Inbox: {paused} waiting for review, {len(waiting) - paused} interrupted",
+                         expanded=st.session_state.get(OPENED, False), key="inbox_expander", on_change=_opened):
+            show_inbox(waiting)
+    live(partial(_redraw_if_changed, _what_waits(waiting)), going=lambda: True, every=EVERY_S)
