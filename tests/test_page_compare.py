@@ -118,3 +118,16 @@ def test_the_scripted_demo_where_re_planning_matters(home):
     [replan] = [e for e in replanned.events if e.kind == "replan" and e.replan]
     assert "DC-ASH open against no new centre" in replan.old_plan[-1]
     assert "with DC-BRO open" in replan.new_plan[-1]
+
+
+def test_the_scripted_demo_opens_in_one_click_from_any_question(home):
+    """Issue 40: the scripted demo is opened in the app, not only by its address: one click on Compare (here from a
+    DQA question) makes its question current and starts its three techniques on their scripted replays."""
+    at = open_page("pages/compare.py", ("demo", "building", 1))
+    button(at, "Scripted demo: where re-planning matters").click().run()
+    assert not at.exception and at.query_params["q"] == "scenario/depot/2"
+    assert at.button_group(key="compare_techniques").value == ["iterrag", "planrag-norp", "planrag"]
+    assert at.selectbox(key="compare_llm").value == "replays" and at.radio(key="compare_db").value == "sqlite"
+    table = at.dataframe[0].value.set_index("technique")
+    assert list(table.index) == ["IterRAG", "PlanRAG w/o RP", "PlanRAG"]
+    assert list(table["decision"]) == ["DC-ASH", "DC-ASH", "DC-BRO"] and list(table["re-plans"]) == [0, 0, 1]
