@@ -1,4 +1,4 @@
-"""Screenshots of the app's pages for the README (all but the Run page mid-run, at a pause and finished, which
+"""Screenshots of the app's pages for the README (all but the Run page at a pause and finished, which
 tests/test_e2e_browser.py takes), and the first-render time.
 
 Starts ``streamlit run app.py`` on a free localhost port with a temporary PLANRAG_HOME (no user data is read or
@@ -11,13 +11,16 @@ No model is used: Compare runs the shipped scripted demo where re-planning matte
 assets/replays), whose PlanRAG run History opens and the Run page shows the timeline of; the Benchmark page runs
 scripted transcripts (tests/bench_scripts.py) of DQA questions 1-3, and its Compare sets tab drills down into a
 question; Learned plans shows the versions ``python -m core autoplan train`` learns from the tests' scripted
-transcript, trained into the temporary home before the app starts.
+transcript, trained into the temporary home before the app starts. The Run page mid-run is the scripted demo's
+PlanRAG run after its re-plan, taken on an app of its own whose model is a stub OpenAI-compatible server
+(tests/streaming_stub.py, on 127.0.0.1) streaming the demo's scripted replies, held in the middle of one.
 
 Usage: python bench/screenshots.py [--out DIR]
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import socket
 import subprocess
@@ -37,6 +40,7 @@ sys.path.insert(0, str(ROOT))
 from core.scenarios.dqa.source import DQA  # noqa: E402
 from core.config.settings import dqa_dir  # noqa: E402
 from tests.bench_scripts import write_transcripts  # noqa: E402
+from tests.streaming_stub import StreamingStub  # noqa: E402
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -312,6 +316,36 @@ def learned_plans(page: Page, out: Path, url: str) -> None:
         shoot(page, out, "plans", until="[data-testid='stDataFrame'] >> nth=1")  # down to the iterations' table
 
 
+MIDRUN_REPLIES = ROOT / "assets" / "replays" / "scenario_depot_2_sql_planrag.json"  # the scripted demo's PlanRAG
+MIDRUN_HELD = 5  # the reply held mid-way: the fifth, after the re-plan (the new plan's second step)
+
+
+class HeldStub(StreamingStub):
+    """Streams the replies line by line; only the ``held``-th waits before its last line until ``release``."""
+
+    def __init__(self, replies: list[str], held: int):
+        super().__init__([r.splitlines(keepends=True) for r in replies], gap=lambda: 0.05)
+        self.held = held
+
+    def _chat(self, handler, body: dict) -> None:
+        self.hold = len(self.requests) + 1 == self.held
+        super()._chat(handler, body)
+
+
+def run_midrun(page: Page, url: str, out: Path) -> None:
+    """The Run page while the scripted demo's PlanRAG run goes on: the new plan as a checklist, its current step
+    highlighted, the steps so far and the reply the model is writing."""
+    page.goto(f"{url}/run?q=scenario/depot/2")
+    page.get_by_role("heading", name="Run", exact=True).wait_for()
+    settle(page)
+    page.get_by_text("None (automatic)").click()
+    settle(page)
+    page.get_by_role("button", name="Start", exact=True).click()
+    page.get_by_text("I can compute the costs from the observed data").first.wait_for()  # the held reply, written
+    page.wait_for_timeout(1000)  # the page's next draws (a run going on never settles)
+    shoot(page, out, "run-midrun")
+
+
 def run(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     blocked: list[str] = []
@@ -319,7 +353,27 @@ def run(out: Path) -> None:
         replays = prepare(Path(home))
         with streamlit_app(Path(home)) as url:
             browse(url, out, replays, blocked)
+    midrun(out, blocked)
     print("requests that left localhost (blocked): " + (", ".join(sorted(set(blocked))) or "none"))
+
+
+def midrun(out: Path, blocked: list[str]) -> None:
+    """The Run page mid-run (``run_midrun``), on an app of its own whose model is the held stub."""
+    stub = HeldStub(json.loads(MIDRUN_REPLIES.read_text()), MIDRUN_HELD)
+    try:
+        with tempfile.TemporaryDirectory(prefix="planrag-") as home, \
+                streamlit_app(Path(home), env={"OPENAI_MODEL": "stand-in", "OPENAI_BASE_URL": stub.url}) as url:
+            with sync_playwright() as p:
+                browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+                context = browser.new_context(viewport=VIEWPORT)
+                context.set_default_timeout(120_000)  # a hang guard, as in ``browse``
+                context.route("**/*", lambda route: route.continue_() if urlparse(route.request.url).hostname in
+                              ("127.0.0.1", "localhost") else (blocked.append(route.request.url), route.abort()))
+                run_midrun(context.new_page(), url, out)
+                stub.release.set()  # the run ends before the app stops
+                browser.close()
+    finally:
+        stub.close()
 
 
 def browse(url: str, out: Path, replays: Path, blocked: list[str]) -> None:
