@@ -32,7 +32,6 @@ COLUMNS = ["technique", "status", "decision", "correct", "rank", "plan steps", "
 PER_ROW = 4
 BRANCHED = "\u21b3"  # marks where a branch diverges (↳: in every common font; ⑂ showed as a box)
 SCRIPTED = ("scenario", "depot", 2)  # the scripted demo where re-planning matters (docs/scenarios.md)
-SCRIPTED_TECHNIQUES = ["iterrag", "planrag-norp", "planrag"]
 SCRIPTED_DB = "sqlite"
 
 
@@ -46,15 +45,18 @@ def runs_of(question: Question, started: list[str]) -> dict[str, str]:
 
 
 def scripted() -> None:
-    """The scripted demo: its question made current, and IterRAG, PlanRAG without re-planning and PlanRAG started
-    side by side on their recorded replays, the page's choices set to match."""
+    """The scripted demo: its question made current, and every technique with a scripted replay of it (IterRAG,
+    PlanRAG, PlanRAG without re-planning) started side by side on it, the page's choices set to match."""
     question = catalog.question(*SCRIPTED, root=dqa_root())
     select_question(question)
-    st.session_state.update({"compare_techniques": SCRIPTED_TECHNIQUES, "compare_db": SCRIPTED_DB,
-                             "compare_llm": REPLAYS})
-    started = [start_run(RunSettings(question.scenario, question.number, SCRIPTED_DB, technique, replay.spec,
+    found = {}
+    for replay in question_replays(question, SCRIPTED_DB):
+        found.setdefault(replay.technique, replay.spec)
+    techniques = [t for t in TECHNIQUES if t in found]
+    st.session_state.update({"compare_techniques": techniques, "compare_db": SCRIPTED_DB, "compare_llm": REPLAYS})
+    started = [start_run(RunSettings(question.scenario, question.number, SCRIPTED_DB, technique, found[technique],
                                      hitl="auto", source=question.source, limits=session_limits()))
-               for technique in SCRIPTED_TECHNIQUES for replay in question_replays(question, SCRIPTED_DB, technique)[:1]]
+               for technique in techniques]
     st.session_state[f"compare-{question.id}"] = [r for r in started if r]
 
 

@@ -126,8 +126,8 @@ def test_the_scripted_demo_opens_in_one_click_from_any_question(home):
     at = open_page("pages/compare.py", ("demo", "building", 1))
     button(at, "Scripted demo: where re-planning matters").click().run()
     assert not at.exception and at.query_params["q"] == "scenario/depot/2"
-    assert at.button_group(key="compare_techniques").value == ["iterrag", "planrag-norp", "planrag"]
+    assert at.button_group(key="compare_techniques").value == ["iterrag", "planrag", "planrag-norp"]
     assert at.selectbox(key="compare_llm").value == "replays" and at.radio(key="compare_db").value == "sqlite"
     table = at.dataframe[0].value.set_index("technique")
-    assert list(table.index) == ["IterRAG", "PlanRAG w/o RP", "PlanRAG"]
-    assert list(table["decision"]) == ["DC-ASH", "DC-ASH", "DC-BRO"] and list(table["re-plans"]) == [0, 0, 1]
+    assert list(table.index) == ["IterRAG", "PlanRAG", "PlanRAG w/o RP"]
+    assert list(table["decision"]) == ["DC-ASH", "DC-BRO", "DC-ASH"] and list(table["re-plans"]) == [0, 1, 0]
