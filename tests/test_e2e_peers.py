@@ -12,6 +12,7 @@ import pytest
 from tests.page_app import isolate
 from tests.test_e2e_browser import app_server, chromium, wait_healthy  # noqa: F401 (chromium: a fixture)
 from tests.test_e2e_inbox import PLAIN_STREAMLIT
+from tests.test_e2e_links import idle
 from tests.test_page_run_control import paused_run
 
 VIEWPORT = {"width": 1400, "height": 900}
@@ -106,6 +107,9 @@ def test_compare_sets_drills_down_into_a_question_and_opens_both_runs(chromium, 
     page.get_by_role("tab", name="Compare sets").click()
     expect(page.get_by_text("1 of 1 questions shown")).to_be_visible()
     changes = page.locator("[data-testid='stDataFrame']").last
+    changes.scroll_into_view_if_needed()  # a click by position: the row in the viewport, the page laid out,
+    idle(page)
+    changes.locator("canvas").first.wait_for()  # and the grid drawn
     box = changes.bounding_box()
     page.mouse.click(box["x"] + 18, box["y"] + 35 + 18)  # the row's tick box
     expect(page.get_by_text("demo/locating/1: improved")).to_be_visible()
