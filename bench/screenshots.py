@@ -1,5 +1,5 @@
-"""Screenshots of the app's pages for the README (all but Run, which tests/test_e2e_browser.py takes), and the
-first-render time.
+"""Screenshots of the app's pages for the README (all but the Run page at a pause and finished, which
+tests/test_e2e_browser.py takes), and the first-render time.
 
 Starts ``streamlit run app.py`` on a free localhost port with a temporary PLANRAG_HOME (no user data is read or
 written) and no OPENAI_* variables, drives it in headless Chromium (Debian's /usr/bin/chromium, or $CHROMIUM;
@@ -7,15 +7,20 @@ Playwright never downloads a browser) and writes docs/screenshots/*.png. Every r
 blocked and printed: the app must work offline. Prints the time from navigation to the first page's title (target:
 2 s after the server is up). Needs the DQA data (DQA_DIR or ../shared/dqa).
 
-No model is used: Compare runs the recorded replays of assets/replays; the Benchmark page runs scripted transcripts
-(tests/bench_scripts.py) of DQA questions 1-3; Learned plans shows the versions ``python -m core autoplan train``
-learns from the tests' scripted transcript, trained into the temporary home before the app starts.
+No model is used: Compare runs the shipped scripted demo where re-planning matters (Distribution centre question 2,
+assets/replays), whose PlanRAG run History opens and the Run page shows the timeline of; the Benchmark page runs
+scripted transcripts (tests/bench_scripts.py) of DQA questions 1-3, and its Compare sets tab drills down into a
+question; Learned plans shows the versions ``python -m core autoplan train`` learns from the tests' scripted
+transcript, trained into the temporary home before the app starts. The Run page mid-run is the scripted demo's
+PlanRAG run after its re-plan, taken on an app of its own whose model is a stub OpenAI-compatible server
+(tests/streaming_stub.py, on 127.0.0.1) streaming the demo's scripted replies, held in the middle of one.
 
 Usage: python bench/screenshots.py [--out DIR]
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import socket
 import subprocess
@@ -35,6 +40,7 @@ sys.path.insert(0, str(ROOT))
 from core.scenarios.dqa.source import DQA  # noqa: E402
 from core.config.settings import dqa_dir  # noqa: E402
 from tests.bench_scripts import write_transcripts  # noqa: E402
+from tests.streaming_stub import StreamingStub  # noqa: E402
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -114,15 +120,22 @@ def streamlit_app(home: Path, timeout_s: float = 60.0, env: dict[str, str] | Non
         yield url
     finally:
         server.terminate()
-        server.wait(timeout=10)
+        server.wait(timeout=120)  # a hang guard: a loaded machine stops it slowly
         log.close()
 
 
 def settle(page: Page, charts: int = 0) -> None:
     """Wait until the script run has finished and at least ``charts`` plotly charts are drawn."""
-    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=30_000)
+    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=120_000)
     page.wait_for_function(f"() => document.querySelectorAll('.js-plotly-plot .main-svg').length >= {charts}",
-                           timeout=30_000)
+                           timeout=120_000)
+    # code blocks highlighted and tables drawn (both come a moment after their element on a loaded machine)
+    page.wait_for_function("""() => {
+        const shown = selector => [...document.querySelectorAll(selector)].filter(e => e.checkVisibility());
+        return !shown('[data-testid="stSkeleton"]').length
+            && shown('[data-testid="stCode"]').every(e => e.textContent.trim())
+            && shown('[data-testid="stDataFrame"]').every(e => e.querySelector('canvas'));
+    }""", timeout=120_000)
     page.wait_for_timeout(600)  # plotly's transitions and Streamlit's element fade-in
 
 
@@ -198,7 +211,7 @@ def scenarios(page: Page, out: Path) -> None:
     page.get_by_text('the country named "SWE"').wait_for()
     settle(page, charts=1)
     click_node(page, "krakow")
-    page.get_by_text("trade_node:krakow").wait_for()
+    page.get_by_role("button", name="Explore from here").wait_for()  # the clicked node's rows
     settle(page, charts=1)
     shoot(page, out, "scenarios-locating")
     page.get_by_role("radio", name="Building").click()
@@ -232,20 +245,17 @@ def settings(page: Page, out: Path) -> None:
     shoot(page, out, "settings")
 
 
-def compare(page: Page, out: Path) -> None:
-    page.get_by_role("link", name="Scenarios").click()
-    page.get_by_role("heading", name="Scenarios").wait_for()
-    for option in ("Built-in demo scenarios", "Locating"):
-        pick(page, option)
-    page.get_by_text("demo/locating/1").first.wait_for()
-    settle(page, charts=1)
-    page.get_by_role("link", name="Compare").click()
+def compare(page: Page, out: Path, url: str) -> None:
+    """The scripted demo where re-planning matters (docs/scenarios.md): Distribution centre question 2."""
+    page.goto(f"{url}/compare?q=scenario/depot/2")
     page.get_by_role("heading", name="Compare").wait_for()
-    page.get_by_text("demo/locating/1").first.wait_for()
+    page.get_by_text("scenario/depot/2").first.wait_for()
+    settle(page)
+    page.get_by_text("PlanRAG w/o RP", exact=True).click()
     settle(page)
     choose(page, "LLM", "Recorded replays")
     page.get_by_role("button", name="Run side by side").click()
-    page.get_by_text("Decision:").nth(1).wait_for(timeout=60_000)  # both runs ended
+    page.get_by_text("Decision:").nth(2).wait_for(timeout=60_000)  # the three runs ended
     with viewport(page, WIDE):
         settle(page)
         shoot(page, out, "compare")
@@ -254,11 +264,17 @@ def compare(page: Page, out: Path) -> None:
 def history(page: Page, out: Path) -> None:
     page.get_by_role("link", name="History").click()
     page.get_by_role("heading", name="History").wait_for()
-    choose(page, "Open a run", "PlanRAG · demo")
+    choose(page, "Open a run", "PlanRAG · scenario/depot/2")
     page.get_by_text("Final answer:").first.wait_for()
     with viewport(page, WIDE):
         settle(page)
         shoot(page, out, "history")
+    page.get_by_role("button", name="Open in the Run view").click()  # the run's timeline, on the Run page
+    page.get_by_role("heading", name="Run", exact=True).wait_for()
+    page.get_by_text("Where the time went").click()
+    page.get_by_text("In LLM calls").wait_for()
+    settle(page, charts=1)
+    shoot(page, out, "run-timeline", top="[data-testid='stExpander']:has-text('Where the time went')")
 
 
 def benchmark(page: Page, out: Path, replays: Path) -> None:
@@ -276,16 +292,58 @@ def benchmark(page: Page, out: Path, replays: Path) -> None:
     with viewport(page, WIDE):
         settle(page, charts=4)
         shoot(page, out, "benchmark", until="[data-testid='stPlotlyChart']")  # the accuracy table and bars
+    page.get_by_role("tab", name="Compare sets").click()  # PlanRAG against IterRAG, drilled down into a question
+    panel = page.get_by_role("tabpanel", name="Compare sets")
+    panel.get_by_text("Paired questions").first.wait_for()
+    settle(page)
+    changes = panel.locator("[data-testid='stDataFrame']").last
+    changes.scroll_into_view_if_needed()
+    box = changes.bounding_box()
+    page.mouse.click(box["x"] + 18, box["y"] + 35 + 18)  # the first row's box
+    page.get_by_role("button", name="Open both side by side in Compare").wait_for()
+    with viewport(page, WIDE):
+        settle(page)
+        shoot(page, out, "benchmark-compare-sets", top="h1")
 
 
-def learned_plans(page: Page, out: Path) -> None:
-    page.get_by_role("link", name="Learned plans").click()
+def learned_plans(page: Page, out: Path, url: str) -> None:
+    page.goto(f"{url}/plans?q=dqa/locating/1")  # the trained scenario's question (Compare left the depot's current)
     page.get_by_role("heading", name="Learned plans").wait_for()
     page.get_by_role("heading", name="Accuracy by iteration").wait_for()
     page.locator("[data-testid='stVegaLiteChart'] canvas, [data-testid='stVegaLiteChart'] svg").first.wait_for()
     with viewport(page, WIDE):
         settle(page)
         shoot(page, out, "plans", until="[data-testid='stDataFrame'] >> nth=1")  # down to the iterations' table
+
+
+MIDRUN_REPLIES = ROOT / "assets" / "replays" / "scenario_depot_2_sql_planrag.json"  # the scripted demo's PlanRAG
+MIDRUN_HELD = 5  # the reply held mid-way: the fifth, after the re-plan (the new plan's second step)
+
+
+class HeldStub(StreamingStub):
+    """Streams the replies line by line; only the ``held``-th waits before its last line until ``release``."""
+
+    def __init__(self, replies: list[str], held: int):
+        super().__init__([r.splitlines(keepends=True) for r in replies], gap=lambda: 0.05)
+        self.held = held
+
+    def _chat(self, handler, body: dict) -> None:
+        self.hold = len(self.requests) + 1 == self.held
+        super()._chat(handler, body)
+
+
+def run_midrun(page: Page, url: str, out: Path) -> None:
+    """The Run page while the scripted demo's PlanRAG run goes on: the new plan as a checklist, its current step
+    highlighted, the steps so far and the reply the model is writing."""
+    page.goto(f"{url}/run?q=scenario/depot/2")
+    page.get_by_role("heading", name="Run", exact=True).wait_for()
+    settle(page)
+    page.get_by_text("None (automatic)").click()
+    settle(page)
+    page.get_by_role("button", name="Start", exact=True).click()
+    page.get_by_text("I can compute the costs from the observed data").first.wait_for()  # the held reply, written
+    page.wait_for_timeout(1000)  # the page's next draws (a run going on never settles)
+    shoot(page, out, "run-midrun")
 
 
 def run(out: Path) -> None:
@@ -295,13 +353,34 @@ def run(out: Path) -> None:
         replays = prepare(Path(home))
         with streamlit_app(Path(home)) as url:
             browse(url, out, replays, blocked)
+    midrun(out, blocked)
     print("requests that left localhost (blocked): " + (", ".join(sorted(set(blocked))) or "none"))
+
+
+def midrun(out: Path, blocked: list[str]) -> None:
+    """The Run page mid-run (``run_midrun``), on an app of its own whose model is the held stub."""
+    stub = HeldStub(json.loads(MIDRUN_REPLIES.read_text()), MIDRUN_HELD)
+    try:
+        with tempfile.TemporaryDirectory(prefix="planrag-") as home, \
+                streamlit_app(Path(home), env={"OPENAI_MODEL": "stand-in", "OPENAI_BASE_URL": stub.url}) as url:
+            with sync_playwright() as p:
+                browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+                context = browser.new_context(viewport=VIEWPORT)
+                context.set_default_timeout(120_000)  # a hang guard, as in ``browse``
+                context.route("**/*", lambda route: route.continue_() if urlparse(route.request.url).hostname in
+                              ("127.0.0.1", "localhost") else (blocked.append(route.request.url), route.abort()))
+                run_midrun(context.new_page(), url, out)
+                stub.release.set()  # the run ends before the app stops
+                browser.close()
+    finally:
+        stub.close()
 
 
 def browse(url: str, out: Path, replays: Path, blocked: list[str]) -> None:
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         context = browser.new_context(viewport=VIEWPORT)
+        context.set_default_timeout(120_000)  # a hang guard: a loaded machine draws slowly
         context.route("**/*", lambda route: route.continue_() if urlparse(route.request.url).hostname in
                       ("127.0.0.1", "localhost") else (blocked.append(route.request.url), route.abort()))
         first_render(context.new_page(), url, "server's first session")
@@ -310,10 +389,10 @@ def browse(url: str, out: Path, replays: Path, blocked: list[str]) -> None:
         scenarios(page, out)
         decision_check(page, out)
         settings(page, out)
-        compare(page, out)
+        compare(page, out, url)
         history(page, out)
         benchmark(page, out, replays)
-        learned_plans(page, out)
+        learned_plans(page, out, url)
         browser.close()
 
 

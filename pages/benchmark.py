@@ -119,6 +119,18 @@ def chart(figure) -> None:
     st.plotly_chart(figure)
 
 
+def n_above_intervals(figure):
+    """Bars with an interval (in %): each bar's text (its n) written just above the interval's top; in the bar, the
+    interval's line crossed it."""
+    for bar in [t for t in figure.data if t.type == "bar" and t.text is not None and t.error_y.array is not None]:
+        figure.add_scatter(x=bar.x, y=[y + plus + 2 for y, plus in zip(bar.y, bar.error_y.array)], text=bar.text,
+                           mode="text", textposition="top center", textfont_size=11, cliponaxis=False,
+                           xaxis=bar.xaxis, yaxis=bar.yaxis, offsetgroup=bar.offsetgroup,
+                           legendgroup=bar.legendgroup, showlegend=False, hoverinfo="skip")
+        bar.text = None
+    return figure.update_layout(scattermode="group")
+
+
 def smoke_start() -> None:
     """A benchmark without a model: question 1 of the demo scenarios or of the plugin scenarios, played from the
     shipped scripted transcripts."""
@@ -321,10 +333,10 @@ def show_team_runs() -> None:
 def bars_with_paper(acc: pd.DataFrame) -> None:
     """Label accuracy and optimal-decision rate per technique and database, each bar with its 95% interval and
     n, beside the paper's figures (their interval from the paper's n)."""
-    chart(px.bar(readable(reports.bar_data(acc)), x="technique", y="value", color="series", barmode="group",
-                 facet_col="scenario", facet_row="metric", error_y="plus", error_y_minus="minus",
-                 text="n", hover_data=["low", "high"], labels={"value": "%", "technique": "", "series": "database"},
-                 range_y=[0, 105]))
+    chart(n_above_intervals(px.bar(readable(reports.bar_data(acc)), x="technique", y="value", color="series",
+                                   barmode="group", facet_col="scenario", facet_row="metric", error_y="plus",
+                                   error_y_minus="minus", text="n", hover_data=["low", "high"],
+                                   labels={"value": "%", "technique": "", "series": "database"}, range_y=[0, 112])))
 
 
 def show_fidelity(results: list[dict]) -> None:
@@ -504,9 +516,10 @@ def show_retrievals(split: pd.DataFrame) -> None:
     shown = readable(split).dropna(subset=["accuracy"]).assign(n=lambda d: "n=" + d["pairs"].astype(str),
                                                                 plus=lambda d: d["ci95_high"] - d["accuracy"],
                                                                 minus=lambda d: d["accuracy"] - d["ci95_low"])
-    chart(px.bar(shown, x="split", y="accuracy", color="technique", barmode="group", facet_col="scenario",
-                 facet_row="basis", error_y="plus", error_y_minus="minus", text="n",
-                 hover_data=["pairs", "ci95_low", "ci95_high", "paper"], labels={"accuracy": "accuracy %"}))
+    chart(n_above_intervals(px.bar(shown, x="split", y="accuracy", color="technique", barmode="group",
+                                   facet_col="scenario", facet_row="basis", error_y="plus", error_y_minus="minus",
+                                   text="n", hover_data=["pairs", "ci95_low", "ci95_high", "paper"],
+                                   labels={"accuracy": "accuracy %"}, range_y=[0, 112])))
     table(readable(split))
 
 

@@ -1,6 +1,7 @@
 """Compare: techniques side by side on the current question, with one database and one model (runs in automatic
 mode): their plans, queries, counts, tokens, time, decisions and ranks; Stop ends a run. Past runs of the question
-can join, and a run can be lined up step by step with its branches, where they diverge marked."""
+can join, and a run can be lined up step by step with its branches, where they diverge marked. "Scripted demo"
+opens, in one click, the shipped demo where re-planning matters (docs/scenarios.md)."""
 from ui.router import through_router
 
 through_router()  # first: a fresh server may run this page without app.py (ui/router.py)
@@ -11,6 +12,7 @@ import streamlit as st
 
 import core.jobs.runs as jobs
 from core import scenarios
+from core.scenarios import catalog
 from core.model.run_settings import RunSettings
 from core.model.technique import FEATURED, TECHNIQUES
 from core.store.runs import ENDED, RunRecord
@@ -18,8 +20,8 @@ from core.model.question import Question
 from core.analysis.summary import compare_row, gaps_as_text, technique_label
 from core.analysis.trace import ANSWER, BEFORE_PLAN, align_by
 from ui import access
-from ui.common import current_question, kept, session_limits, shown_columns, url_param
-from ui.run_options import choose_database, choose_models, start_run
+from ui.common import current_question, dqa_root, kept, select_question, session_limits, shown_columns, url_param
+from ui.run_options import REPLAYS, choose_database, choose_models, question_replays, start_run
 from ui.live import live
 from ui.run_view import (RunPanel, decision_spread, load, run_label, show_live, show_outcome, show_state,
                          tracker)
@@ -29,6 +31,8 @@ COLUMNS = ["technique", "status", "decision", "correct", "rank", "plan steps", "
            "tokens", "time (s)", "database", "model", "run"]
 PER_ROW = 4
 BRANCHED = "\u21b3"  # marks where a branch diverges (↳: in every common font; ⑂ showed as a box)
+SCRIPTED = ("scenario", "depot", 2)  # the scripted demo where re-planning matters (docs/scenarios.md)
+SCRIPTED_DB = "sqlite"
 
 
 def runs_of(question: Question, started: list[str]) -> dict[str, str]:
@@ -38,6 +42,22 @@ def runs_of(question: Question, started: list[str]) -> dict[str, str]:
     labels = {run_id: run_label(run_id, job.settings.to_dict(), job.started)
               for run_id in started if (job := jobs.job(run_id))}
     return {**labels, **{r.id: run_label(r.id, r.settings, r.created) for r in past}}
+
+
+def scripted() -> None:
+    """The scripted demo: its question made current, and every technique with a scripted replay of it (IterRAG,
+    PlanRAG, PlanRAG without re-planning) started side by side on it, the page's choices set to match."""
+    question = catalog.question(*SCRIPTED, root=dqa_root())
+    select_question(question)
+    found = {}
+    for replay in question_replays(question, SCRIPTED_DB):
+        found.setdefault(replay.technique, replay.spec)
+    techniques = [t for t in TECHNIQUES if t in found]
+    st.session_state.update({"compare_techniques": techniques, "compare_db": SCRIPTED_DB, "compare_llm": REPLAYS})
+    started = [start_run(RunSettings(question.scenario, question.number, SCRIPTED_DB, technique, found[technique],
+                                     hitl="auto", source=question.source, limits=session_limits()))
+               for technique in techniques]
+    st.session_state[f"compare-{question.id}"] = [r for r in started if r]
 
 
 def columns(run_ids: list[str], key: str = "compare") -> None:
@@ -153,7 +173,14 @@ def with_branches(records: list[RunRecord]) -> None:
 
 st.title("Compare")
 question, database = current_question()
-st.caption(f"Question {md_code(question.id)} · {md(scenarios.target(question))}")
+about, demo = st.columns([5, 2], vertical_alignment="center")
+about.caption(f"Question {md_code(question.id)} · {md(scenarios.target(question))}")
+demo.button("Scripted demo: where re-planning matters", icon=":material/science:", on_click=scripted,
+            width="stretch", disabled=not access.allowed("start"),
+            help="Distribution centre question 2 (summer), scripted replays, no model needed: IterRAG looks only "
+                 "around the central site and picks DC-ASH (wrong); PlanRAG's re-plan follows the coastal summer "
+                 "demand its queries show and picks DC-BRO (rank 1); PlanRAG without re-planning keeps its first "
+                 "plan to DC-ASH.")
 compared = f"compare-{question.id}"  # the runs compared on this question (widget key)
 
 with st.container(border=True):

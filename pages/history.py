@@ -1,11 +1,13 @@
-"""History: every stored run with its settings, trace and outcome, branches under the run they branched from;
-filter them, export them as JSON, open one in the Run or Decision check view, read who reviewed its pauses and
-when, and branch it from a step."""
+"""History: the table of record of every stored run (who started it and when, its question, technique, decision,
+verdict, calls, tokens and time, and a link that opens it), branches under the run they branched from; filter and
+sort them, export them as JSON, open one in the Run or Decision check view, read who reviewed its pauses and when,
+and branch it from a step."""
 from ui.router import through_router
 
 through_router()  # first: a fresh server may run this page without app.py (ui/router.py)
 
 import json
+import re
 from datetime import datetime
 
 import pandas as pd
@@ -16,6 +18,7 @@ from core import scenarios
 from core.store.overrides import OverrideStore, with_override
 from core.llm.replays import model_label
 from core.store.runs import ENDED, as_tree
+from core.analysis.format import GAP
 from core.analysis.summary import gaps_as_text, outcome_row, technique_label
 from ui import access
 from ui.branch_tree import show_branch_tree
@@ -26,9 +29,16 @@ from ui.untrusted import md, md_code
 ANY = "any"
 PAGE_ROWS = 100  # the table's rows at a time
 CORRECT = {True: "correct", False: "wrong"}
-#: The table's columns, what an analyst reads first (is it right, how good is the pick) to the left.
-COLUMNS = ["branch", "question", "technique", "correct", "rank", "decision", "status", "grade", "database", "model",
-           "setting", "review", "LLM calls", "tokens", "time (s)", "started", "run"]
+#: The table's columns: a link that opens the run, its question and technique, then what an analyst reads first (is
+#: it right, how good is the pick), its cost, and who started it when.
+COLUMNS = ["open", "branch", "question", "technique", "correct", "rank", "decision", "status", "grade", "LLM calls",
+           "tokens", "time (s)", "started", "started by", "database", "model", "setting", "review", "run"]
+TREE = "branch tree, newest first"
+#: What the table can be ordered by besides its branch tree: a column, and which comes first.
+ORDERS = {"started": "newest first", "time (s)": "longest first", "tokens": "most first", "LLM calls": "most first",
+          "rank": "best first", "question": "A to Z", "technique": "A to Z", "started by": "A to Z",
+          "decision": "A to Z"}
+DESCENDING = {"started", "time (s)", "tokens", "LLM calls"}
 
 
 def scenario_title(name: str) -> str:
@@ -79,7 +89,8 @@ def _correct(record) -> bool | None:
     return outcome.correct if outcome else None
 
 
-columns = st.columns(6)
+starters = store.starters()
+columns = st.columns(7)
 filters = {
     "scenario": choose(columns[0], "Scenario", (r.settings["scenario"] for r in runs), scenario_title),
     "technique": choose(columns[1], "Technique", (r.settings["technique"] for r in runs), technique_label),
@@ -87,10 +98,11 @@ filters = {
     "llm": choose(columns[3], "Model", (r.settings["llm"] for r in runs), model_label),
     "status": choose(columns[4], "Status", (r.status for r in runs)),
     "correct": choose(columns[5], "Correct", (_correct(r) for r in runs), CORRECT.get),
+    "started by": choose(columns[6], "Started by", (starters.get(r.id) or None for r in runs)),
 }
-wanted = filters.pop("correct")  # an analyst's override decides it, not the stored automatic grade
+wanted, who = filters.pop("correct"), filters.pop("started by")  # not the store's own filters
 tree = as_tree([r for r in store.list(limit=None, **filters)
-                if wanted is None or _correct(r) == wanted])
+                if (wanted is None or _correct(r) == wanted) and who in (None, starters.get(r.id))])
 shown = [r for r, _ in tree]
 
 
@@ -101,23 +113,55 @@ def branch_of(record, depth: int) -> str:
     return "\u2003" * (depth - 1) + f"\u2514 step {record.branch_step} of {record.parent_id}"
 
 
+def row_of(record, depth: int) -> dict:
+    """The run's row of the table of record."""
+    return {"branch": branch_of(record, depth), **outcome_row(record, overrides.get(record.id)),
+            "started by": starters.get(record.id) or None, "open": f"run?run={record.id}"}
+
+
+def sort_key(row: dict, column: str):
+    """A row's value when ordered by ``column``: a number as a number (a rank by its number), None for a gap."""
+    value = row[column]
+    if column == "rank":
+        return int(m.group()) if value and (m := re.match(r"\d+", str(value))) else None
+    return value
+
+
+def ordered(column: str) -> list[tuple]:
+    """Every run by ``column`` (gaps last), each branch by itself: (record, depth) pairs, as the tree's."""
+    keyed = [((r, min(depth, 1)), sort_key(row_of(r, depth), column)) for r, depth in tree]
+    present = [(pair, key) for pair, key in keyed if key is not None]
+    return ([pair for pair, _ in sorted(present, key=lambda p: p[1], reverse=column in DESCENDING)]
+            + [pair for pair, key in keyed if key is None])
+
+
 ids = [r.id for r in shown]
-pages = range(0, max(1, len(tree)), PAGE_ROWS)
+order_by, pages_at = st.columns([2, 1])
+order = order_by.selectbox("Order", [TREE, *ORDERS], key=kept("history_order"),
+                           format_func=lambda o: o if o == TREE else f"by {o}, {ORDERS[o]}",
+                           help="The branch tree keeps branches under their run; any other order lists every run "
+                                "by itself. A column's header sorts the rows shown too.")
+listing = tree if order == TREE else ordered(order)
+pages = range(0, max(1, len(listing)), PAGE_ROWS)
 if len(pages) > 1:  # a thousand runs: the table a page at a time (each drawn row is sent and laid out)
-    first = st.selectbox("Rows", pages, key=kept("history_rows"), format_func=lambda i: f"{i + 1}–"
-                         f"{min(i + PAGE_ROWS, len(tree))} of {len(tree)}")
+    first = pages_at.selectbox("Rows", pages, key=kept("history_rows"), format_func=lambda i: f"{i + 1}–"
+                               f"{min(i + PAGE_ROWS, len(listing))} of {len(listing)}")
 else:
     first = 0
-on_page = tree[first:first + PAGE_ROWS]
-table = pd.DataFrame(gaps_as_text([{"branch": branch_of(r, depth), **outcome_row(r, overrides.get(r.id))}
-                                   for r, depth in on_page]), columns=COLUMNS)
-picked = st.dataframe(table, hide_index=True, column_order=shown_columns(COLUMNS), on_select="rerun", selection_mode="single-row",
-                      key=f"history_table_{first}", height=min(400, 38 + 35 * max(1, len(table))),
+on_page = [row_of(r, depth) for r, depth in listing[first:first + PAGE_ROWS]]
+table = pd.DataFrame(gaps_as_text([{**row, "started by": row["started by"] or GAP} for row in on_page]),
+                     columns=COLUMNS)
+picked = st.dataframe(table, hide_index=True, column_order=shown_columns(COLUMNS), on_select="rerun",
+                      selection_mode="single-row", key=f"history_table_{order}_{first}",
+                      height=min(400, 38 + 35 * max(1, len(table))),
                       column_config={"correct": st.column_config.CheckboxColumn("correct", width="small"),
-                                     "grade": st.column_config.TextColumn("grade", width="medium")})
-rows = picked.selection.rows
-if rows and rows[0] < len(on_page) and st.session_state.get("_history_clicked") != on_page[rows[0]][0].id:
-    clicked = on_page[rows[0]][0].id
+                                     "grade": st.column_config.TextColumn("grade", width="medium"),
+                                     "open": st.column_config.LinkColumn(
+                                         "open", display_text="open", width="small",
+                                         help="Open the run on the Run page (in a new tab)")})
+selected = picked.selection.rows
+if selected and selected[0] < len(on_page) and st.session_state.get("_history_clicked") != on_page[selected[0]]["run"]:
+    clicked = on_page[selected[0]]["run"]
     st.session_state["_history_clicked"] = clicked  # a click opens its run below (once: the list can follow)
     st.session_state[kept("history_run")] = clicked
 st.caption("Tick the box at a row's left to open its run below.")

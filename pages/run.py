@@ -1,7 +1,8 @@
 """Run: start an agent on the current question, watch its plan and steps as they happen (Stop ends it), review its
 plans (and, if asked, each query), and read its outcome. At a pause, a banner and the review form come first.
 The inbox lists every paused and interrupted run (also from before a restart), each proposal shown, with who is
-looking at each: approve, edit, reject (with a note), open or close from it; any run can be branched from a step."""
+looking at each: approve, edit, reject (with a note), open or close from it; any run can be branched from a step. An
+opened run shows where its time went (LLM calls, queries, waits for review)."""
 from ui.router import through_router
 
 through_router()  # first: a fresh server may run this page without app.py (ui/router.py)
@@ -27,9 +28,10 @@ from ui.run_options import (
     choose_database, choose_hitl, choose_model, choose_plan_version, choose_query_review, choose_setting, start_run,
     start_samples
 )
-from ui.inbox import mark_viewing, show_inbox
+from ui.inbox import follow_inbox, mark_viewing
 from ui.live import live
 from ui.run_view import branch_form, decision_spread, load, open_run, run_label, show_outcome, show_run
+from ui.timeline import show_timeline
 from ui.untrusted import md, md_code
 
 PAUSE_KINDS = {"plan": "its plan", "replan": "a new plan", "query": "a query"}
@@ -117,13 +119,7 @@ elif run_id:
         if record is not None:
             pause_taken(record)  # a pause shown here, reviewed elsewhere
 
-waiting = [r for r in jobs.open_store().list(limit=None) if r.status in ("paused", "interrupted")
-           and not jobs.running(r.id)]
-if waiting:
-    mine = [r for r in waiting if r.status == "paused"]
-    with st.expander(f":material/inbox: Inbox: {len(mine)} waiting for review, "
-                     f"{len(waiting) - len(mine)} interrupted"):
-        show_inbox(waiting)
+follow_inbox()  # the page drawn again when what waits changes: a review here or by another analyst shows by itself
 
 question, database = current_question()
 if notice := st.session_state.pop("run_notice", None):  # e.g. a learned plan opened on another question
@@ -185,4 +181,6 @@ if record.status in ENDED:
     show_outcome(record)
     if st.button("Check the decision", icon=":material/fact_check:", type="primary"):
         open_run(record, "pages/decision.py")
+if not jobs.running(run_id):
+    show_timeline(record)
 branch_form(record, key="run")

@@ -42,7 +42,8 @@ def test_the_benchmark_page_compares_two_result_sets(monkeypatch, tmp_path):
     for name, model, right in (("baseline", "m", lambda q: q <= 6), ("candidate", "m2", lambda q: q >= 3)):
         store = ResultStore(home / "bench" / name)
         for q in range(1, 11):
-            store.put({**RESULTS[0], **_result(q, right(q), model=model), "finished": 0.0})
+            store.put({**RESULTS[0], **_result(q, right(q), model=model), "finished": 0.0, "run_id": f"{name}-{q}",
+                       "decision": f"d{q}{name[0]}"})
         store.close()
     at = open_page("pages/benchmark.py", question_ref=None)
     assert not at.exception
@@ -57,3 +58,16 @@ def test_the_benchmark_page_compares_two_result_sets(monkeypatch, tmp_path):
     at.multiselect(key="set_compare_changes").set_value(["regressed"]).run()
     table = next(d.value for d in at.dataframe if "candidate right" in d.value.columns)
     assert list(table["question"]) == [1, 2]
+
+    # Issue 40 (LangSmith's drill-down): a question where the sets differ opens both runs side by side
+    assert list(table["side by side"]) == [f"compare?q=dqa%2Flocating%2F{q}&runs=baseline-{q}%2Ccandidate-{q}"
+                                           for q in (1, 2)]
+    at.session_state["set_compare_table_2"] = {"selection": {"rows": [1], "columns": []}}
+    at.run()
+    assert any(m.value == "**dqa/locating/2: regressed**" for m in at.markdown)
+    decided = [d.value.to_dict("records") for d in at.dataframe if "verdict" in d.value.columns]
+    assert [(r[0]["decision"], r[0]["verdict"], r[0]["run"]) for r in decided] == [
+        ("d2b", "right", "baseline-2"), ("d2c", "wrong", "candidate-2")]
+    at.button(key="set_compare_open").click().run()
+    assert at.title[0].value == "Compare"  # with both runs linked (none is in this test's run store)
+    assert any("`baseline-2`, `candidate-2`" in w.value for w in at.warning), [w.value for w in at.warning]

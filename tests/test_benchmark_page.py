@@ -2,7 +2,10 @@
 started from the page, followed while it runs in the background."""
 from __future__ import annotations
 
+import base64
 import json
+
+import numpy as np
 
 from core.auth.roles import local_admin
 import core.jobs.benchmarks as jobs
@@ -21,6 +24,13 @@ def items_table(at):
     return next(d.value for d in at.dataframe if d.key == "bench_items")
 
 
+def numbers(array) -> np.ndarray:
+    """A figure's array as plotly writes it: a list, or numpy's bytes in base64 (``{"dtype": "f8", "bdata": ...}``)."""
+    if isinstance(array, dict):
+        return np.frombuffer(base64.b64decode(array["bdata"]), dtype=array["dtype"])
+    return np.array(array, dtype=float)
+
+
 def test_results_show_the_tables_and_figures(monkeypatch, tmp_path):
     home = isolate(monkeypatch, tmp_path)
     store = ResultStore(home / "bench" / "gpt-4o")
@@ -36,11 +46,18 @@ def test_results_show_the_tables_and_figures(monkeypatch, tmp_path):
     acc = accuracy_table(at).set_index(["db", "technique"])
     row = acc.loc[("sqlite", "PlanRAG")]
     assert (row["n"], row["correct"], row["errors"], row["ci95_low"], row["ci95_high"]) == (4, 3, 0, 30.1, 95.4)
-    # every bar has its interval and n
+    # every bar has its interval, and its n above the interval's top, in the bar's place of its group (issue 40:
+    # written in the bar, the interval's line crossed it)
     figure = json.loads(at.get("plotly_chart")[0].proto.spec)
     bars = [t for t in figure["data"] if t["type"] == "bar"]
-    assert bars and all(t.get("error_y", {}).get("array") is not None
-                        and all(str(x).startswith("n=") for x in t["text"]) for t in bars)
+    labels = [t for t in figure["data"] if t["type"] == "scatter" and t["mode"] == "text"]
+    assert bars and len(labels) == len(bars) and figure["layout"]["scattermode"] == "group"
+    for bar, label in zip(bars, labels):
+        assert "text" not in bar
+        assert (label["offsetgroup"], label["xaxis"], label["yaxis"]) == (bar["offsetgroup"], bar["xaxis"], bar["yaxis"])
+        assert all(str(x).startswith("n=") for x in label["text"])
+        tops = numbers(bar["y"]) + numbers(bar["error_y"]["array"])
+        assert (numbers(label["y"]) > tops).all()
     assert any("not significant" in i.value for i in at.info)  # IterRAG vs PlanRAG on 4 questions
     setting = next(d.value for d in at.dataframe if "paper_setting" in d.value.columns)
     planrag = setting[(setting["technique"] == "PlanRAG") & (setting["db"] == "sqlite")].iloc[0]

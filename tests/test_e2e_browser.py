@@ -217,7 +217,7 @@ def test_run_with_an_edited_replan_in_the_browser(chromium, server, tmp_path):
 
     timeline = page.locator('[class*="st-key-timeline-"]')
     expect(timeline.locator("code").first).to_contain_text("SELECT")
-    page.screenshot(path=shots / "run-midrun.png")
+    page.screenshot(path=shots / "run-first-query.png")  # the README's mid-run shot: bench/screenshots.py
 
     approve_edited = page.get_by_role("button", name="Approve edited")
     approve_edited.wait_for()
@@ -248,6 +248,7 @@ def test_run_with_an_edited_replan_in_the_browser(chromium, server, tmp_path):
     check = page.get_by_role("button", name="Check the decision")
     check.wait_for()
     page.get_by_text("Final answer:").first.wait_for()
+    check.evaluate("e => e.scrollIntoView({block: 'center'})")  # the outcome in view, whatever the page scrolled to
     page.screenshot(path=shots / "run-finished.png")
     seen = page.evaluate("window.__seen")
 

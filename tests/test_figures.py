@@ -199,3 +199,21 @@ def test_a_bar_of_no_gain_reads_no_gain():
     texts = dict(zip(fig.data[0].y, fig.data[0].text))
     flat = [label for label, gain in zip(fig.data[0].y, fig.data[0].x) if gain == 0]
     assert flat and all(texts[label] == "no gain" for label in flat) and "+0" not in texts.values()
+
+
+def test_legends_clear_the_toolbar_and_labels_at_the_edge_are_not_cut():
+    """Issue 40: a chart's legend lay under its toolbar (plotly's modebar, at the figure's top right), and a node
+    label at the plot's edge was cut ("cape of go…")."""
+    from core.scenarios import get
+
+    q, db = _demo("locating")
+    r = ranking(q, db)
+    depot = catalog.question("scenario", "depot", 1)
+    figs = [figures.trade_network(q, db, scope="all"), figures.market(*_demo("building")),
+            drawing.ranking_bars(r, {}, 5, number=number), get("depot").network(depot, catalog.database(depot))]
+    for fig in figs:
+        assert fig.layout.legend.y == 1.0 and fig.layout.legend.yanchor == "bottom"  # above the plot ...
+        assert fig.layout.margin.t >= drawing.TOP_MARGIN  # ... in a margin with room for the toolbar above it
+    for fig in (figs[0], figs[1], figs[3]):
+        labelled = [t for t in fig.data if "text" in (t.mode or "")]
+        assert labelled and all(t.cliponaxis is False for t in labelled)

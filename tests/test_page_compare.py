@@ -99,3 +99,35 @@ def test_the_compared_runs_decisions_are_counted_with_the_simulators_rank(home):
     assert spread.to_dict("records") == [{"decision": "107", "samples": 2, "share %": 100.0, "rank": "1 of 10",
                                           "correct": "right"}]
     assert any("samples of one technique" in c.value and "(n=2)" in c.value for c in at.caption)
+
+
+def test_the_scripted_demo_where_re_planning_matters(home):
+    """Issue 40: with the shipped replays both techniques picked correctly and IterRAG was cheaper. On Distribution
+    centre question 2 (summer) the shipped scripted transcripts make the point: IterRAG and PlanRAG without
+    re-planning go for the central site; PlanRAG's first plan does too, its third query shows the summer demand on
+    the eastern coast, and its re-plan changes the decision to the best site."""
+    at = open_page("pages/compare.py", ("scenario", "depot", 2))
+    at.button_group(key="compare_techniques").set_value(["iterrag", "planrag-norp", "planrag"]).run()
+    assert at.selectbox(key="compare_llm").value == "replays"  # each technique's shipped transcript
+    button(at, "Run side by side").click().run()
+    table = at.dataframe[0].value.set_index("technique")
+    assert list(table["decision"]) == ["DC-ASH", "DC-ASH", "DC-BRO"]
+    assert list(table["correct"]) == [False, False, True] and list(table["re-plans"]) == [0, 0, 1]
+    assert list(table["rank"]) == ["2 of 6", "2 of 6", "1 of 6"]
+    replanned = jobs.open_store().get(table.loc["PlanRAG", "run"])
+    [replan] = [e for e in replanned.events if e.kind == "replan" and e.replan]
+    assert "DC-ASH open against no new centre" in replan.old_plan[-1]
+    assert "with DC-BRO open" in replan.new_plan[-1]
+
+
+def test_the_scripted_demo_opens_in_one_click_from_any_question(home):
+    """Issue 40: the scripted demo is opened in the app, not only by its address: one click on Compare (here from a
+    DQA question) makes its question current and starts its three techniques on their scripted replays."""
+    at = open_page("pages/compare.py", ("demo", "building", 1))
+    button(at, "Scripted demo: where re-planning matters").click().run()
+    assert not at.exception and at.query_params["q"] == "scenario/depot/2"
+    assert at.button_group(key="compare_techniques").value == ["iterrag", "planrag", "planrag-norp"]
+    assert at.selectbox(key="compare_llm").value == "replays" and at.radio(key="compare_db").value == "sqlite"
+    table = at.dataframe[0].value.set_index("technique")
+    assert list(table.index) == ["IterRAG", "PlanRAG", "PlanRAG w/o RP"]
+    assert list(table["decision"]) == ["DC-ASH", "DC-BRO", "DC-ASH"] and list(table["re-plans"]) == [0, 1, 0]

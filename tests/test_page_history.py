@@ -103,3 +103,27 @@ def test_many_runs_show_a_page_of_rows_at_a_time(home):
         at.selectbox(key="history_rows").set_value(first).run()
         seen += list(at.dataframe[0].value["run"])
     assert len(seen) == len(set(seen)) == 230 and seen[-1] == "copy0226"  # each run once, the oldest last
+
+
+def test_the_table_of_record_says_who_started_each_run_orders_it_and_links_each(home):
+    """Issue 40 (Inspect's log viewer): History as a table of record, sortable and filterable by who started a run,
+    with a link that opens each."""
+    store = jobs.open_store()
+    runs = {r.settings["technique"] + "/" + r.settings["scenario"]: r.id for r in store.list(limit=None)}
+    store.record_start(runs["planrag/locating"], "ana")
+    store.record_start(runs["iterrag/locating"], "benchmark smoke")
+    at = open_page("pages/history.py", question_ref=None)
+    table = at.dataframe[0]
+    order = list(table.proto.column_order)
+    assert order.index("started") < order.index("started by") and "open" in order
+    by_run = {r["run"]: r for r in table.value.to_dict("records")}
+    assert by_run[runs["planrag/locating"]]["started by"] == "ana"
+    assert by_run[runs["planrag/building"]]["open"] == f"run?run={runs['planrag/building']}"
+    at.selectbox(key="history_Started by").set_value("ana").run()
+    assert list(at.dataframe[0].value["run"]) == [runs["planrag/locating"]]
+    at.selectbox(key="history_Started by").set_value("any").run()
+    at.selectbox(key="history_order").set_value("started by").run()
+    assert list(at.dataframe[0].value["started by"])[:2] == ["ana", "benchmark smoke"]  # A to Z, gaps last
+    at.selectbox(key="history_order").set_value("tokens").run()
+    tokens = list(at.dataframe[0].value["tokens"])
+    assert tokens == sorted(tokens, reverse=True)

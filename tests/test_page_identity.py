@@ -68,3 +68,19 @@ def test_without_a_name_the_inbox_asks_for_one_and_then_reviews(home):
     approve.click().run()
     jobs.job(run_id).join(120)
     assert [r["reviewer"] for r in jobs.open_store().reviews(run_id)] == ["Cleo"]
+
+
+def test_a_given_name_is_never_taken_away_by_an_empty_box(home):
+    """An emptied name box (or a stale empty value sent by the browser) leaves the session its name: the review
+    stays enabled, recorded under the name given once."""
+    run_id = paused_run()
+    at = open_page("pages/run.py")
+    at.session_state["run_id"] = run_id
+    at.run()
+    at.sidebar.text_input(key="reviewer_input").input("Dana").run()
+    assert not button(at, "Approve as proposed").disabled
+    at.sidebar.text_input(key="reviewer_input").input("").run()
+    assert at.sidebar.text_input(key="reviewer_input").value == "Dana"
+    assert not button(at, "Approve as proposed").disabled
+    button(at, "Approve as proposed").click().run()
+    assert [r["reviewer"] for r in jobs.open_store().reviews(run_id)] == ["Dana"]

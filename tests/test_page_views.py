@@ -97,3 +97,17 @@ def test_the_benchmark_start_is_the_primary_button(home):
     at = open_page("pages/benchmark.py")
     [start] = [b for b in at.get("form_submit_button") if b.label == "Start"]
     assert start.proto.type == "primary"
+
+
+def test_check_the_decision_opens_the_decision_check_at_its_top(home):
+    """Issue 40: "Check the decision" landed mid-page (the Run page's scroll position kept) at the ranking chart
+    instead of Best / Pick / Regret. The browser test (tests/test_e2e_peers.py) sees where it lands."""
+    at = open_page("pages/run.py")
+    at.session_state["run_id"] = demo_run()
+    at.run()
+    button(at, "Check the decision").click().run()
+    assert at.title[0].value == "Decision check"
+    scripts = [e for e in at.sidebar.get("html") if "scrollTop = 0" in e.proto.body]
+    assert len(scripts) == 1 and {m.label for m in at.metric} >= {"Best decision", "Pick", "Regret"}
+    at.run()  # a rerun of the page (a widget) keeps its scroll position
+    assert not [e for e in at.sidebar.get("html") if "scrollTop = 0" in e.proto.body]

@@ -63,7 +63,9 @@ def named() -> bool:
 
 
 def _use_name(key: str) -> None:
-    st.session_state[NAME] = st.session_state.get(key, "").strip()
+    """The name typed in ``key``'s box becomes the session's; an empty box never takes a given name away (a box
+    emptied, or a stale empty value from the browser, would leave every review button disabled)."""
+    st.session_state[NAME] = st.session_state.get(key, "").strip() or st.session_state.get(NAME, "")
 
 
 def ask_name(key: str, label: str = "Your name, recorded with what you do here") -> bool:

@@ -253,3 +253,22 @@ def in_words(message: str, words: list[tuple[str, str]]) -> str:
     for flag, said in words:
         message = re.sub(flag, said, message)
     return message
+
+
+LANDING = "_landing"  # a button switched pages (ui.run_view.open_run): the next page opens at its top
+#: Scrolls the app's main area to its top (the browser keeps the last page's scroll position across a switch).
+_TO_TOP = """<script>
+for (const e of document.querySelectorAll('[data-testid="stAppViewContainer"], [data-testid="stAppViewContainer"] *'))
+  if (e.scrollTop > 0 && !e.closest('[data-testid="stSidebar"]')) e.scrollTop = 0;
+</script>"""
+
+
+def land_at_top() -> None:
+    """Open the next page at its top (a switch of pages by a button, not a rerun of this one)."""
+    st.session_state[LANDING] = True
+
+
+def landing() -> None:
+    """On the page a button switched to: its top shown, not the last page's scroll position (once)."""
+    if st.session_state.pop(LANDING, False):
+        st.sidebar.html(_TO_TOP, unsafe_allow_javascript=True)

@@ -5,10 +5,12 @@ approve, edit, reject with a note (needed) and open the run; any run can be clos
 like the run page's form does, so a race with another analyst is refused with who won, and a row never moves to
 another pause without a click (ui.plan_review.moved_on). Approve (and approve edited), reject and close are the
 gate's ``inbox_approve``, ``inbox_reject`` and ``inbox_close``, asked by core.jobs.runs where they are carried out,
-for this session's identity."""
+for this session's identity. On the Run page the inbox is drawn again whenever what waits changes (``follow_inbox``):
+a run that comes to wait, a review made here or by another analyst, shows without a reload."""
 from __future__ import annotations
 
 import time
+from functools import partial
 
 import streamlit as st
 
@@ -19,14 +21,17 @@ from core.store.plans import diff_steps
 from core.store.runs import PauseTaken, RunRecord
 from ui import access
 from ui.common import review_name, session_reviewer
+from ui.live import live
 from ui.plan_review import made_here, moved_on
 from ui.run_options import runtime_factory
 from ui.run_view import open_run, run_label, steps_markdown
 from ui.untrusted import md
 
+EVERY_S = 2.0  # how often the Run page checks whether what waits has changed
 WAITS_FOR = {"plan": "approval of its plan", "replan": "approval of a new plan", "query": "approval of a query"}
 CHANGE = {"same": "{}", "removed": ":red[~~{}~~] (removed)", "added": ":green[{}] (added)"}
 ERROR = "inbox_error"
+OPENED = "_inbox_opened"  # whether the analyst has the inbox open
 
 
 def looking(record: RunRecord, me: str) -> str:
@@ -165,3 +170,40 @@ def show_inbox(waiting: list[RunRecord]) -> None:
     for record in waiting:
         with st.container(border=True):
             _row(record, me, named)
+
+
+def waiting_runs() -> list[RunRecord]:
+    """The runs waiting for the analysts, newest first: paused (for a review) or interrupted, and not going on."""
+    store = jobs.open_store()
+    found = store.list(limit=None, status="paused") + store.list(limit=None, status="interrupted")
+    return sorted((r for r in found if not jobs.running(r.id)), key=lambda r: r.created, reverse=True)
+
+
+def _what_waits(waiting: list[RunRecord]) -> list[tuple]:
+    """What the inbox shows of the waiting runs, to tell when it must be drawn again: each run and its pause."""
+    return [(r.id, r.status, (r.pause or {}).get("id")) for r in waiting]
+
+
+def _redraw_if_changed(shown: list[tuple]) -> None:
+    """The whole page again when what waits is no longer what the inbox shows (its own draw stays in the page)."""
+    if _what_waits(waiting_runs()) != shown:
+        st.rerun()
+
+
+def _opened() -> None:
+    """The inbox opened or closed: it stays so when it is drawn again after nothing waited for a while."""
+    st.session_state[OPENED] = bool(st.session_state.get("inbox_expander"))
+
+
+def follow_inbox() -> None:
+    """The inbox (nothing while no run waits), and the whole page drawn again when what waits changes (checked every
+    EVERY_S seconds by a ``live`` fragment that draws nothing): what another analyst does, a run that comes to wait
+    and what a review here leads to show by themselves. The inbox's widgets (the name, notes, edits, the expander)
+    are drawn by the page, not in the fragment, so its timer's reruns neither redraw nor reset them."""
+    waiting = waiting_runs()
+    if waiting:
+        paused = sum(r.status == "paused" for r in waiting)
+        with st.expander(f":material/inbox: Inbox: {paused} waiting for review, {len(waiting) - paused} interrupted",
+                         expanded=st.session_state.get(OPENED, False), key="inbox_expander", on_change=_opened):
+            show_inbox(waiting)
+    live(partial(_redraw_if_changed, _what_waits(waiting)), going=lambda: True, every=EVERY_S)

@@ -32,7 +32,7 @@ from core.auth.gate import Refused
 from ui import access
 from ui.run_options import runtime_factory
 from core.analysis.evidence import of_run
-from ui.common import answers_hidden, dqa_root, shown_columns
+from ui.common import answers_hidden, dqa_root, land_at_top, shown_columns
 from ui.grading_view import override_form, override_note
 from ui.live import closely, live
 from ui.untrusted import md, md_code, md_table
@@ -56,6 +56,7 @@ def open_run(record: RunRecord, page: str) -> None:
     s = record.settings
     st.session_state["run_id"] = record.id
     st.session_state["question_ref"] = (s.get("source", "dqa"), s["scenario"], s["question"])
+    land_at_top()  # at its top: a run's outcome ("Check the decision") lies at the end of a long page
     st.switch_page(page)
 
 

@@ -1,16 +1,21 @@
 """The Benchmark page's "Compare sets" tab: a baseline setting and a candidate (another technique, model, prompt
 setting or plan version, from any stored result set), their per-question regressions and improvements with the
-paired statistics (core.benchmark.compare), filterable by change and scenario."""
+paired statistics (core.benchmark.compare), filterable by change and scenario; a question drilled down into: how
+each setting decided it, and both settings' runs of it opened side by side on the Compare page."""
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import urlencode
 
 import pandas as pd
 import streamlit as st
 
 from core.benchmark import compare
 from core.benchmark.results import read_all
+from core.analysis.format import GAP
+from ui.common import answers_hidden
 from ui.kept import kept
+from ui.untrusted import md
 
 
 def _side(column, title: str, names: list[str], default: int) -> tuple[list[dict], tuple | None]:
@@ -49,18 +54,68 @@ def show_set_comparison(directories: list[Path]) -> None:
                    "the candidate ran.")
     if not result.changes:
         return
-    table = pd.DataFrame([{"change": c.change, "scenario": c.scenario, "question": c.question,
-                           "source": c.source, "baseline right": c.baseline, "candidate right": c.candidate}
-                          for c in result.changes])
+    changes = result.changes
     shown, where = st.columns(2)
     keep = shown.multiselect("Show", list(compare.CHANGES), default=["regressed", "improved"],
                              key=kept("set_compare_changes"))
-    places = sorted(table["scenario"].unique())
+    places = sorted({c.scenario for c in changes})
     within = where.multiselect("Scenarios", places, default=places, key=kept("set_compare_scenarios"))
-    table = table[table["change"].isin(keep) & table["scenario"].isin(within)]
-    st.dataframe(table, hide_index=True, column_config={
+    changes = [c for c in changes if c.change in keep and c.scenario in within]
+    sides = {c: (compare.samples_of(base, base_setting, c), compare.samples_of(cand, cand_setting, c))
+             for c in changes}
+    table = pd.DataFrame([{"change": c.change, "scenario": c.scenario, "question": c.question,
+                           "source": c.source, "baseline right": c.baseline, "candidate right": c.candidate,
+                           "side by side": side_by_side(c, *sides[c])} for c in changes],
+                         columns=["change", "scenario", "question", "source", "baseline right", "candidate right",
+                                  "side by side"])
+    picked = st.dataframe(table, hide_index=True, on_select="rerun", selection_mode="single-row",
+                          key=f"set_compare_table_{len(changes)}", column_config={
         "baseline right": st.column_config.ProgressColumn("baseline right", format="percent", min_value=0,
                                                           max_value=1, help="share of its samples graded right"),
         "candidate right": st.column_config.ProgressColumn("candidate right", format="percent", min_value=0,
-                                                           max_value=1)})
-    st.caption(f"{len(table)} of {len(result.changes)} questions shown.")
+                                                           max_value=1),
+        "side by side": st.column_config.LinkColumn("side by side", display_text="open both",
+                                                    help="Both settings' runs of the question on the Compare page "
+                                                         "(in a new tab): decisions, traces, step by step")})
+    st.caption(f"{len(table)} of {len(result.changes)} questions shown. Tick a row's box to see how each setting "
+               "decided it.")
+    rows = picked.selection.rows
+    if rows and rows[0] < len(changes):
+        drill_down(changes[rows[0]], *sides[changes[rows[0]]], base_setting, cand_setting)
+
+
+def _runs(samples: list[dict]) -> list[str]:
+    return [r["run_id"] for r in samples if isinstance(r.get("run_id"), str)]
+
+
+def side_by_side(change: compare.Change, base: list[dict], cand: list[dict]) -> str | None:
+    """The Compare page's address with both settings' runs of the question (None when neither has a run)."""
+    runs = _runs(base) + _runs(cand)
+    if not runs:
+        return None
+    return "compare?" + urlencode({"q": f"{change.source}/{change.scenario}/{change.question}",
+                                   "runs": ",".join(runs)})
+
+
+def drill_down(change: compare.Change, base: list[dict], cand: list[dict], base_setting: tuple,
+               cand_setting: tuple) -> None:
+    """One question of the comparison: how each setting's samples decided it, and both opened side by side."""
+    st.markdown(f"**{md(change.source)}/{md(change.scenario)}/{change.question}: {change.change}**")
+    for column, title, setting, samples in zip(st.columns(2), ("Baseline", "Candidate"), (base_setting, cand_setting),
+                                               (base, cand)):
+        with column:
+            st.caption(f"{title}: {md(compare.setting_label(setting))}")
+            st.dataframe(pd.DataFrame([{
+                "decision": GAP if r.get("decision") is None else str(r["decision"]),
+                "verdict": "error" if r.get("status") == "error" else {True: "right", False: "wrong"}.get(
+                    r.get("correct"), GAP),
+                "label": GAP if r.get("label") is None else str(r["label"]),
+                "LLM calls": r.get("llm_calls"), "run": r.get("run_id") or GAP} for r in samples],
+                columns=["decision", "verdict", "label", "LLM calls", "run"]), hide_index=True,
+                column_order=[c for c in ("decision", "verdict", "label", "LLM calls", "run")
+                              if not (answers_hidden() and c in ("verdict", "label"))])
+    runs = _runs(base) + _runs(cand)
+    if st.button("Open both side by side in Compare", icon=":material/compare_arrows:", disabled=not runs,
+                 key="set_compare_open", help="Their decisions, traces and where they first differ"):
+        st.switch_page("pages/compare.py", query_params={
+            "q": f"{change.source}/{change.scenario}/{change.question}", "runs": ",".join(runs)})

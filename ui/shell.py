@@ -13,7 +13,7 @@ from core.config import settings as core_settings
 from core.jobs import opening
 from core.store import database
 from ui import access
-from ui.common import answers_switch
+from ui.common import answers_switch, landing
 
 
 def prepare() -> None:
@@ -24,6 +24,7 @@ def prepare() -> None:
     # This session's scenarios folder (Settings), for every page.
     scenarios.use_folder(st.session_state.get("scenarios_dir"))
     answers_switch()
+    landing()  # a page a button switched to opens at its top
     try:  # a project home that cannot be used: a fallback one, said on every page (core.config.home)
         moved = home.use_fallback()
         _this_run.away = _store_away()  # said in the page's place by ``run``, which then runs nothing of the page

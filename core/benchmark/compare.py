@@ -87,6 +87,14 @@ class Comparison:
                 f"p={self.p_value:.3g}, {verdict}.")
 
 
+def samples_of(results: list[dict], setting: tuple, change: Change) -> list[dict]:
+    """The results of ``setting`` on the question of ``change``: its samples (a vote of them left out), to drill
+    down into."""
+    return [r for r in results if setting_of(r) == setting and _question(r) == (change.source, change.scenario,
+                                                                                change.question)
+            and not r.get("samples")]
+
+
 def compare(baseline: list[dict], base_setting: tuple, candidate: list[dict], cand_setting: tuple) -> Comparison:
     """The candidate setting's results against the baseline's, question by question (see the module doc)."""
     a, b = _rates(baseline, base_setting), _rates(candidate, cand_setting)

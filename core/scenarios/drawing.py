@@ -15,6 +15,10 @@ FOCUS = "#d53f8c"  # a ring around the node a view is centred on
 TEXT, FADED_TEXT = "#2d3748", "#a0aec0"
 LABEL_SIZE = 12  # node labels, px
 TINY = 1e-12
+#: A figure's legend: one line above the plot, at its left, in a top margin (TOP_MARGIN px) tall enough that the
+#: chart's toolbar (plotly's modebar, at the figure's top right, shown on hover) sits above the legend, not over it.
+LEGEND = dict(orientation="h", yanchor="bottom", y=1.0, x=0, itemclick=False, itemdoubleclick=False)
+TOP_MARGIN = 64
 
 
 # --- Decision check --------------------------------------------------------------------------------------------
@@ -47,11 +51,10 @@ def ranking_bars(ranking: Ranking, names: dict, top: int, pick=None, *, number) 
     span = [low - room if low < 0 else 0.0, high + room if high > 0 or low == high else 0.0]
     for label, color in (("best decision", BEST), *((("pick", PICK),) if rank_of_pick else ()), ("other", PRESENT)):
         fig.add_trace(go.Bar(x=[None], y=[None], marker_color=color, name=label, hoverinfo="skip"))
-    fig.update_layout(height=90 + 24 * len(shown), margin=dict(l=10, r=40, t=30, b=30), plot_bgcolor="white",
+    fig.update_layout(height=90 + 24 * len(shown), margin=dict(l=10, r=40, t=TOP_MARGIN, b=30), plot_bgcolor="white",
                       paper_bgcolor="white", barmode="overlay", bargap=0.25,
                       xaxis=dict(title="gain over no decision", zeroline=False, gridcolor="#edf2f7",
                                  range=span),
                       yaxis=dict(autorange="reversed", automargin=True),
-                      legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0, itemclick=False,
-                                  itemdoubleclick=False))
+                      legend=LEGEND)
     return fig

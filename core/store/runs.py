@@ -300,6 +300,10 @@ class RunStore:
         rows = self.db.rows("SELECT reviewer FROM reviews WHERE run_id = ? AND pause_id = 'start'", (run_id,))
         return rows[0][0] if rows else ""
 
+    def starters(self) -> dict[str, str]:
+        """Who started each run, for every run whose start was recorded (one query, for a table of runs)."""
+        return dict(self.db.rows("SELECT run_id, reviewer FROM reviews WHERE pause_id = 'start'", ()))
+
     # ------------------------------------------------------------------------------------------ run control
 
     def viewing(self, run_id: str, viewer: str, at: float | None = None) -> None:

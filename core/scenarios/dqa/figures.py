@@ -19,7 +19,8 @@ import plotly.graph_objects as go
 from core.scenarios.labels import declutter
 from core.scenarios.network_view import depths, layered_layout, neighbourhood, order_columns
 from core.scenarios.drawing import (BEST, CONSUMER, EDGE, FADED_TEXT, FAINT_EDGE, FOCUS, GOODS, HOME,
-                                  LABEL_SIZE, LESS, MORE, OTHER, PICK, PRESENT, SUPPLIER, TEXT)
+                                  LABEL_SIZE, LEGEND, LESS, MORE, OTHER, PICK, PRESENT, SUPPLIER, TEXT,
+                                  TOP_MARGIN)
 from core.model.question import Database, Question
 from sims.tables import Table
 
@@ -156,17 +157,18 @@ def _style(fig: go.Figure, height: int) -> go.Figure:
     """Layout of a network figure. Clicking a node selects it: it keeps its colour and the other nodes fade (their
     labels stay readable)."""
     for trace in fig.data:
+        if "text" in (trace.mode or ""):
+            trace.cliponaxis = False  # a label at the plot's edge runs into the margin, not cut off ("cape of go…")
         if "markers" in (trace.mode or "") and trace.marker.opacity != 0:
             trace.selected = dict(marker=dict(opacity=1))
             trace.unselected = dict(marker=dict(opacity=0.3))
             if "text" in trace.mode:
                 trace.selected.textfont = dict(color="#000000")
                 trace.unselected.textfont = dict(color=FADED_TEXT)
-    fig.update_layout(height=height, margin=dict(l=10, r=10, t=36, b=10), plot_bgcolor="white",
+    fig.update_layout(height=height, margin=dict(l=10, r=10, t=TOP_MARGIN, b=10), plot_bgcolor="white",
                       paper_bgcolor="white", clickmode="event+select", dragmode="pan", hovermode="closest",
                       xaxis=dict(visible=False), yaxis=dict(visible=False), font=dict(size=LABEL_SIZE),
-                      legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0, itemclick=False,
-                                  itemdoubleclick=False))
+                      legend=LEGEND)
     return fig
 
 

@@ -10,7 +10,7 @@ import networkx as nx
 import plotly.graph_objects as go
 
 from core.scenarios.labels import declutter
-from core.scenarios.drawing import LABEL_SIZE
+from core.scenarios.drawing import LABEL_SIZE, LEGEND, TOP_MARGIN
 from core.scenarios.network_view import upstream
 
 WHOLE_LIMIT = 300  # nodes: a bigger network opens on its candidates' neighbourhood
@@ -132,9 +132,10 @@ def draw(tables, nodes: dict, edges: dict, *, pick=None, best=None, pick_label: 
     for trace in fig.data:
         if "markers" in (trace.mode or "") and trace.marker.opacity != 0:
             trace.unselected = dict(marker=dict(opacity=1), textfont=dict(color=TEXT))
-    fig.update_layout(height=520, margin=dict(l=10, r=10, t=36, b=10), plot_bgcolor="white", paper_bgcolor="white",
-                      clickmode="event+select", dragmode="pan", hovermode="closest", xaxis=dict(visible=False),
-                      yaxis=dict(visible=False, scaleanchor="x"),
-                      legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0, itemclick=False,
-                                  itemdoubleclick=False), meta={"caption": caption} if caption else None)
+            if "text" in trace.mode:
+                trace.cliponaxis = False  # a label at the plot's edge runs into the margin, not cut
+    fig.update_layout(height=520, margin=dict(l=10, r=10, t=TOP_MARGIN, b=10), plot_bgcolor="white",
+                      paper_bgcolor="white", clickmode="event+select", dragmode="pan", hovermode="closest",
+                      xaxis=dict(visible=False), yaxis=dict(visible=False, scaleanchor="x"), legend=LEGEND,
+                      meta={"caption": caption} if caption else None)
     return declutter(fig, first=[v for v in (pick, best) if v is not None] + sorted(existing))
