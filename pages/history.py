@@ -92,10 +92,10 @@ def _correct(record) -> bool | None:
 starters = store.starters()
 columns = st.columns(7)
 filters = {
-    "scenario": choose(columns[0], "Scenario", (r.settings["scenario"] for r in runs), scenario_title),
-    "technique": choose(columns[1], "Technique", (r.settings["technique"] for r in runs), technique_label),
-    "db": choose(columns[2], "Database", (r.settings["db"] for r in runs)),
-    "llm": choose(columns[3], "Model", (r.settings["llm"] for r in runs), model_label),
+    "scenario": choose(columns[0], "Scenario", (r.settings.scenario for r in runs), scenario_title),
+    "technique": choose(columns[1], "Technique", (r.settings.technique for r in runs), technique_label),
+    "db": choose(columns[2], "Database", (r.settings.db for r in runs)),
+    "llm": choose(columns[3], "Model", (r.settings.llm for r in runs), model_label),
     "status": choose(columns[4], "Status", (r.status for r in runs)),
     "correct": choose(columns[5], "Correct", (_correct(r) for r in runs), CORRECT.get),
     "started by": choose(columns[6], "Started by", (starters.get(r.id) or None for r in runs)),
@@ -186,7 +186,7 @@ if to_run.button("Open in the Run view", icon=":material/play_circle:", width="s
 if to_decision.button("Open in Decision check", icon=":material/fact_check:", width="stretch"):
     open_run(record, "pages/decision.py")
 with st.expander("Settings"):
-    st.json(record.settings)
+    st.json(record.settings.to_dict())
 started_by = store.started_by(run_id)
 if started_by:  # runs stored before starts were recorded say nothing
     st.caption(f"Started by **{md(started_by)}**.")

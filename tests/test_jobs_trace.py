@@ -97,7 +97,7 @@ def test_a_job_reports_what_stopped_it_and_a_run_is_driven_once(monkeypatch, tmp
 
     job = jobs.start(settings, slow_runtime, who=local_admin())
     with pytest.raises(jobs.RunBusy):  # a second review while the run goes on
-        jobs.resume(RunRecord(job.run_id, 0, 0, "paused", settings.to_dict()), Review.approve(), jobs.open_runtime, who=local_admin())
+        jobs.resume(RunRecord(job.run_id, 0, 0, "paused", settings), Review.approve(), jobs.open_runtime, who=local_admin())
     seen = []
     while not (job.done and len(seen) == len(job.events())):
         seen += job.wait(len(seen), timeout=1)

@@ -234,8 +234,8 @@ def linked_run() -> str | None:
                 s = jobs.open_store().get(linked, events=False).settings
             except KeyError:
                 return linked
-            st.session_state["question_ref"] = (s.get("source", "dqa"), s["scenario"], s["question"])
-            st.query_params["q"] = f"{s.get('source', 'dqa')}/{s['scenario']}/{s['question']}"
+            st.session_state["question_ref"] = (s.source, s.scenario, s.question)
+            st.query_params["q"] = f"{s.source}/{s.scenario}/{s.question}"
     return st.session_state.get("run_id")
 
 

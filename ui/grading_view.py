@@ -8,6 +8,7 @@ import streamlit as st
 
 from core.scenarios.dqa.source import DQAError
 from core.actions.grades import override, restore
+from core.model.run_settings import RunSettings
 from core.store.overrides import OverrideStore
 from core.scenarios.catalog import run_question
 from ui import access
@@ -28,7 +29,7 @@ def override_note(run_id: str) -> str | None:
             + (f" — {o.note}" if o.note else ""))
 
 
-def override_form(run_id: str, settings: dict, key: str, decision=None) -> None:
+def override_form(run_id: str, settings: RunSettings, key: str, decision=None) -> None:
     """A form to override the run's grade with the decision the analyst reads, or to restore the automatic one;
     it opens on the current override, else on the automatic ``decision``. Recorded under the session's identity
     (asked once when it has none)."""

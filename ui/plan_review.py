@@ -197,7 +197,7 @@ def show_review(record: RunRecord) -> None:
     if not access.allowed(action):
         st.info(f"You can read this pause; reviewing needs the analyst role (yours: {access.role()}).",
                 icon=":material/visibility:")
-    if record.settings.get("llm", "").startswith(REPLAY_PREFIX):
+    if record.settings.llm.startswith(REPLAY_PREFIX):
         st.info("This run replays recorded replies: the agent cannot respond to your review (its next replies are "
                 "the recorded ones, whatever you decide).", icon=":material/replay:")
     if query:

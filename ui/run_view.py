@@ -19,6 +19,7 @@ from core.benchmark.vote import outcome_spread
 from core.model.events import (ActionEvent, BranchEvent, ErrorEvent, Event, FinalEvent, LLMUsage, ObservationEvent,
                                PlanEvent, QueryReviewEvent, ReplanEvent, ThoughtEvent, UnknownEvent)
 from core.model.outcome import RunOutcome
+from core.model.run_settings import RunSettings
 from core.model.technique import TECHNIQUES
 from core.analysis.grading import placement_text
 from core.jobs.runs import RunFollower, RunJob
@@ -55,7 +56,7 @@ def open_run(record: RunRecord, page: str) -> None:
     """Make ``record`` the session's run (and its question the current one), then go to ``page``."""
     s = record.settings
     st.session_state["run_id"] = record.id
-    st.session_state["question_ref"] = (s.get("source", "dqa"), s["scenario"], s["question"])
+    st.session_state["question_ref"] = (s.source, s.scenario, s.question)
     land_at_top()  # at its top: a run's outcome ("Check the decision") lies at the end of a long page
     st.switch_page(page)
 
@@ -263,19 +264,19 @@ class RunPanel:
     """One run laid out on the page: header, plan checklist, status line and timeline. ``add`` shows new events;
     ``compact`` stacks everything in one column (for side by side)."""
 
-    def __init__(self, run_id: str, settings: dict, compact: bool = False):
-        self.run_id, self.technique = run_id, settings["technique"]
+    def __init__(self, run_id: str, settings: RunSettings, compact: bool = False):
+        self.run_id, self.technique = run_id, settings.technique
         self.trace = Trace()
-        self._price = model_price(settings["llm"])
-        label = technique_label(settings["technique"])
-        details = (f"{md_code(question_id(settings))} · {md(settings['db'])} · {md(model_label(settings['llm']))} · "
+        self._price = model_price(settings.llm)
+        label = technique_label(settings.technique)
+        details = (f"{md_code(question_id(settings))} · {md(settings.db)} · {md(model_label(settings.llm))} · "
                    f"review: {review_label(settings).lower()} · run {md_code(run_id)}{md(window_note(settings))}")
         if compact:
             st.markdown(f"#### {label}")
             st.caption(details)
             self._plan, self._status, self._counter = st.empty(), st.empty(), st.empty()
             self._timeline = st.container(height=460, key=f"timeline-{run_id}")
-        elif settings["technique"] in TECHNIQUES and not TECHNIQUES[settings["technique"]].plans:
+        elif settings.technique in TECHNIQUES and not TECHNIQUES[settings.technique].plans:
             # No plan to show: the timeline takes the width (and says once that the technique makes no plan).
             st.markdown(f"#### {label}  \n{details}")
             self._plan, self._status, self._counter = st.empty(), st.empty(), st.empty()
@@ -392,7 +393,7 @@ def events_so_far(run: RunJob | RunFollower) -> list[Event]:
     return events
 
 
-def show_live(run_id: str, settings: dict, run: RunJob | RunFollower, key: str, compact: bool = False) -> RunPanel:
+def show_live(run_id: str, settings: RunSettings, run: RunJob | RunFollower, key: str, compact: bool = False) -> RunPanel:
     """A run followed as it goes (ui.live draws this again every few tenths of a second): Stop while it runs, its
     panel with every event so far, the reply the model is writing (``partial``), what it waits for."""
     status = None if isinstance(run, RunJob) else run.status()  # another process's run: as stored, read once
@@ -419,7 +420,7 @@ def show_run(run_id: str, key: str = "run") -> RunRecord | None:
     if record is None and job is None:
         st.info(f"Run {md_code(run_id)} is not in the run store.")
         return None
-    settings = job.settings.to_dict() if job else record.settings
+    settings = job.settings if job else record.settings
     run = tracker(record, job)
     if run is None:
         RunPanel(run_id, settings).add(record.events)
@@ -474,7 +475,7 @@ def branch_form(record: RunRecord, key: str) -> None:
     steps = sorted({e.step for e in record.events if e.step >= 1})
     if not steps or record.status == "running":
         return
-    loop = record.settings["technique"] not in TECHNIQUES or TECHNIQUES[record.settings["technique"]].branch_edits
+    loop = record.settings.technique not in TECHNIQUES or TECHNIQUES[record.settings.technique].branch_edits
     with st.expander(":material/call_split: Branch from a step"):
         st.caption("A new run starts from the state just before the step you pick, with your change; this run stays "
                    "as it is. History shows branches under their run; Compare lines them up by step.")
@@ -619,10 +620,10 @@ def cost_text(cost: float | None) -> str:
     return "no cost (recorded replies, or cached)" if cost == 0 else f"≈ ${cost:.4f}"
 
 
-def run_label(run_id: str, settings: dict, started: float) -> str:
+def run_label(run_id: str, settings: RunSettings, started: float) -> str:
     """A run in one line, for lists."""
-    return (f"{technique_label(settings['technique'])} · {question_id(settings)} · {settings['db']} · "
-            f"{model_label(settings['llm'])} · {timestamp(started)} · {run_id}")
+    return (f"{technique_label(settings.technique)} · {question_id(settings)} · {settings.db} · "
+            f"{model_label(settings.llm)} · {timestamp(started)} · {run_id}")
 
 
 def timestamp(at: float) -> str:

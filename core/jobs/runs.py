@@ -216,7 +216,7 @@ def start(settings: RunSettings, make_runtime: Callable, *, who: Identity,
     store.record_start(run_id, who.name, asked if queue.enabled() else None)
     if queue.enabled():
         job = queue.run_job("start", run_id, _llm_of(make_runtime), asked=asked)  # checked before it is recorded
-        store.create(run_id, settings.validate().to_dict(), queued=True, then=lambda con: queue.defer_run(job, con))
+        store.create(run_id, settings.validate(), queued=True, then=lambda con: queue.defer_run(job, con))
         return follower(run_id)
     return launch(RunJob(run_id, settings, make_runtime, lambda runtime: runtime.iter_start(settings, run_id)))
 
@@ -275,7 +275,7 @@ def resume(record: RunRecord, review: Review, make_runtime: Callable, pause_id: 
     runtime, events = _prepared(make_runtime, lambda rt: rt.iter_resume(record.id, review, pause_id))
     if queue.enabled():
         return _handed_over(record.id, runtime, events, make_runtime, asked_by(who, action))
-    return launch(RunJob(record.id, RunSettings.from_dict(record.settings), lambda: runtime, lambda _: events))
+    return launch(RunJob(record.id, record.settings, lambda: runtime, lambda _: events))
 
 
 def proceed(record: RunRecord, make_runtime: Callable, *, who: Identity) -> RunJob | RunFollower:
@@ -286,7 +286,7 @@ def proceed(record: RunRecord, make_runtime: Callable, *, who: Identity) -> RunJ
     runtime, events = _prepared(make_runtime, lambda rt: rt.iter_continue(record.id))
     if queue.enabled():
         return _handed_over(record.id, runtime, events, make_runtime, asked_by(who, "resume"))
-    return launch(RunJob(record.id, RunSettings.from_dict(record.settings), lambda: runtime, lambda _: events))
+    return launch(RunJob(record.id, record.settings, lambda: runtime, lambda _: events))
 
 
 def branch(record: RunRecord, step: int, make_runtime: Callable, *, who: Identity,
@@ -311,7 +311,7 @@ def branch(record: RunRecord, step: int, make_runtime: Callable, *, who: Identit
         finally:
             runtime.close()
         return follower(new_id)
-    return launch(RunJob(new_id, RunSettings.from_dict(record.settings), lambda: runtime, lambda _: events))
+    return launch(RunJob(new_id, record.settings, lambda: runtime, lambda _: events))
 
 
 def stop(run_id: str, *, who: Identity, action: Action = "stop") -> str:
