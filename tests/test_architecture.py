@@ -220,3 +220,29 @@ def test_every_technique_folder_registers_one_technique():
 
     folders = sorted(f.parent.name for f in (ROOT / "core" / "techniques").glob("*/technique.toml"))
     assert sorted(t.folder for t in TECHNIQUES.values()) == folders and set(TECHNIQUES) == technique_ids()
+
+
+def job_kinds() -> set[str]:
+    """The names of core.jobs.job.Job and of every class of core/jobs/ deriving from it."""
+    bases = {node.name: {b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in node.bases}
+             for f in (ROOT / "core" / "jobs").glob("*.py")
+             for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))) if isinstance(node, ast.ClassDef)}
+    kinds = {"Job"}
+    while new := {name for name, of in bases.items() if of & kinds} - kinds:
+        kinds |= new
+    return kinds
+
+
+def test_no_caller_branches_on_a_job_kind():
+    """A job of any kind (a run driven here, a run another process drives, a benchmark) is followed through the one
+    interface of core.jobs.job.Job: no ``isinstance`` or ``issubclass`` on a job class anywhere."""
+    kinds, found = job_kinds(), []
+    assert {"Job", "RunJob", "RunFollower", "BenchJob"} <= kinds
+    for m, path in modules().items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                    and node.func.id in ("isinstance", "issubclass") and len(node.args) == 2):
+                classes = node.args[1].elts if isinstance(node.args[1], ast.Tuple) else [node.args[1]]
+                if {c.id if isinstance(c, ast.Name) else getattr(c, "attr", "") for c in classes} & kinds:
+                    found.append(f"{m}:{node.lineno}")
+    assert found == []

@@ -93,7 +93,7 @@ def test_smoke_benchmark_without_a_model(monkeypatch, tmp_path):
     at.button(key="bench_smoke").click().run()
     assert not at.exception and not at.error
     job = jobs.jobs()[-1]
-    job._thread.join(120)
+    job.join(120)
     at.run()
     assert job.bench.progress.done == 4 and job.bench.progress.correct == 4
     first = at.tabs[0].children[0]  # issue 40: the progress comes first in the Run tab, not below the whole form
@@ -123,7 +123,7 @@ def test_results_of_a_smoke_benchmark_over_plugin_scenarios(monkeypatch, tmp_pat
     session, every results tab left empty."""
     isolate(monkeypatch, tmp_path)
     job = jobs.start(smoke_config(source="scenario", db="sqlite"), who=local_admin())
-    job._thread.join(300)
+    job.join(300)
     assert job.done and not job.error
     at = open_page("pages/benchmark.py", question_ref=None)
     assert not at.exception

@@ -396,10 +396,10 @@ def events_so_far(run: RunJob | RunFollower) -> list[Event]:
 def show_live(run_id: str, settings: RunSettings, run: RunJob | RunFollower, key: str, compact: bool = False) -> RunPanel:
     """A run followed as it goes (ui.live draws this again every few tenths of a second): Stop while it runs, its
     panel with every event so far, the reply the model is writing (``partial``), what it waits for."""
-    status = None if isinstance(run, RunJob) else run.status()  # another process's run: as stored, read once
-    going = not run.done if status is None else status in DRIVEN
-    if going and status is not None:
-        st.info(run.note(status), icon=":material/sync:")
+    status = run.status()  # as stored, read once
+    going = status in DRIVEN
+    if going and (note := run.note(status)):  # another process's run: where it goes on
+        st.info(note, icon=":material/sync:")
     if going:
         stop_button(run_id, key=f"{key}-stop-{run_id}")
     panel = RunPanel(run_id, settings, compact=compact)
@@ -409,7 +409,7 @@ def show_live(run_id: str, settings: RunSettings, run: RunJob | RunFollower, key
         panel.writing(lambda: run.partial)
     if going and status != "queued":  # a queued run waits for a worker, said above
         panel.waiting(min(events[0].at, run.started) if events else run.started, run.started,
-                      getattr(run, "calling", None))
+                      run.calling)
     return panel
 
 

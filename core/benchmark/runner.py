@@ -98,6 +98,20 @@ class Progress:
         """The items with a verdict so far: the finished ones and those that could not run (not correct)."""
         return self.finished + len(self.errors)
 
+    def finish(self, result: dict) -> None:
+        """Count an item's stored result."""
+        self.done += 1
+        self.correct += bool(result.get("correct"))
+
+    def fail(self, name: str, error: str, kind: str | None) -> bool:
+        """Count item ``name`` that could not run (``kind`` of its error); whether that stops the benchmark (a
+        FATAL kind: ``stopped`` then says why)."""
+        self.errors.append(f"{name}: {error}")
+        if kind not in FATAL:
+            return False
+        self.stopped = self.stopped or (error if kind == "budget" else f"{name}: {error}")
+        return True
+
     @property
     def accuracy(self) -> float | None:
         """Correct % of ``n`` (items that could not run count as not correct)."""
@@ -496,15 +510,12 @@ class Bench:
             error, kind = scrub(str(e) or type(e).__name__), getattr(e, "kind", None)
             self.store.put_not_run(item, kind or "error", error, getattr(e, "attempts", []))
             with lock:
-                progress.errors.append(f"{item.name}: {error}")
-                if kind in FATAL:
-                    progress.stopped = progress.stopped or (error if kind == "budget" else f"{item.name}: {error}")
+                if progress.fail(item.name, error, kind):
                     stop.set()
         else:
             self.store.put(result)
             with lock:
-                progress.done += 1
-                progress.correct += bool(result["correct"])
+                progress.finish(result)
         finally:
             with lock:
                 progress.running.discard(item.name)

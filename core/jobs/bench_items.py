@@ -55,16 +55,13 @@ def _take(bench: Bench, waiting: dict[str, Item], jobs: dict[str, int], progress
     for key in list(waiting):
         item, state = waiting[key], states.get(jobs.get(key), "succeeded")
         if key in done:
-            progress.done += 1
-            progress.correct += bool(done[key].get("correct"))
+            progress.finish(done[key])
             waiting.pop(key)
             if on_result:
                 on_result(item, done[key], None, progress)
         elif key in failed or state == "failed":
             error = failed[key]["error"] if key in failed else "its job failed on a worker"
-            progress.errors.append(f"{item.name}: {error}")
-            if key in failed and failed[key]["error_kind"] == "budget" and not stop.is_set():
-                progress.stopped = error
+            if progress.fail(item.name, error, failed[key]["error_kind"] if key in failed else None):
                 stop.set()
             waiting.pop(key)
             if on_result:

@@ -165,18 +165,25 @@ def follower(run_id: str) -> RunFollower:
     return RunFollower(run_id)
 
 
-class RunFollower:
-    """A stored run followed by cursor (``events(after)``, ``status()``, ``done``, ``stop``); ``note()`` says
-    where it runs (a queued run: waiting for a worker, and whether one is up)."""
+class RunFollower(Job):
+    """A run another process drives (a worker, a command line), followed as a job of kind ``run`` through the run
+    store: ``events(after)`` by cursor, ``status()`` and ``done`` as stored, ``stop`` asked through the store,
+    ``note`` says where it runs (a queued run: waiting for a worker, and whether one is up). Never launched: the
+    work is not this process's."""
 
-    error = None
+    kind = "run"
     partial = ""  # another process's reply in flight is not seen here
     calling = None
     streams = False
+    POLL_S = 0.25  # how often ``join`` reads the store
 
     def __init__(self, run_id: str):
-        self.run_id, self._store = run_id, open_store()
-        self.started = time.time()
+        super().__init__(run_id)
+        self._store = open_store()
+
+    @property
+    def run_id(self) -> str:
+        return self.key
 
     def events(self, after: int = 0) -> list[AnyEvent]:
         return self._store.events(self.run_id, after)
@@ -190,6 +197,17 @@ class RunFollower:
 
     def stop(self, by: str = "") -> str:
         return self._store.request_stop(self.run_id, by)
+
+    def interrupt(self, reason: str) -> None:
+        """Nothing: the process that drives the run goes on with it."""
+
+    def join(self, timeout: float | None = None) -> bool:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self.done:
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+            time.sleep(self.POLL_S)
+        return True
 
     def note(self, status: str) -> str:
         """Where the run goes on, for a page, given its ``status`` as the page read it."""
