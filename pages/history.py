@@ -8,7 +8,6 @@ through_router()  # first: a fresh server may run this page without app.py (ui/r
 
 import json
 import re
-from datetime import datetime
 
 import pandas as pd
 import streamlit as st
@@ -18,12 +17,12 @@ from core import scenarios
 from core.store.overrides import OverrideStore, with_override
 from core.llm.replays import model_label
 from core.store.runs import ENDED, as_tree
-from core.analysis.format import GAP
+from core.analysis.format import GAP, timestamp
 from core.analysis.summary import gaps_as_text, outcome_row, technique_label
 from ui import access
 from ui.branch_tree import show_branch_tree
 from ui.common import kept, show_run_in_url, shown_columns, url_param
-from ui.run_view import TIME_FORMAT, branch_form, open_run, run_label, show_outcome, show_run
+from ui.run_view import branch_form, open_run, run_label, show_outcome, show_run
 from ui.untrusted import md, md_code
 
 ANY = "any"
@@ -194,7 +193,7 @@ reviews = store.reviews(run_id)
 if reviews:
     st.markdown("**Reviews**")
     st.dataframe(pd.DataFrame([{"pause": r["pause_id"], "of": r["kind"], "review": r["action"],
-                                "reviewer": r["reviewer"], "at": datetime.fromtimestamp(r["at"]).strftime(TIME_FORMAT),
+                                "reviewer": r["reviewer"], "at": timestamp(r["at"]),
                                 "note": (r["review"] or {}).get("note", "")} for r in reviews]), hide_index=True)
 show_branch_tree(store, run_id)
 record = show_run(run_id, key="history")

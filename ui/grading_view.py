@@ -2,10 +2,10 @@
 analyst's override shown as such, and the form to override (or restore) a run's grade."""
 from __future__ import annotations
 
-from datetime import datetime
 
 import streamlit as st
 
+from core.analysis.format import timestamp
 from core.scenarios.dqa.source import DQAError
 from core.actions.grades import override, restore
 from core.model.run_settings import RunSettings
@@ -25,7 +25,7 @@ def override_note(run_id: str) -> str | None:
         return None
     verdict = {True: "correct", False: "wrong", None: "no label"}[o.correct]
     decision = NO_DECISION if o.decision is None else o.decision
-    return (f"Grade overridden by {o.by} on {datetime.fromtimestamp(o.at):%Y-%m-%d %H:%M:%S}: {decision} ({verdict})"
+    return (f"Grade overridden by {o.by} on {timestamp(o.at)}: {decision} ({verdict})"
             + (f" — {o.note}" if o.note else ""))
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from functools import partial
-from datetime import datetime
 
 import pandas as pd
 import streamlit as st
@@ -28,7 +27,7 @@ from core.llm.replays import model_label
 from core.store.runs import DRIVEN, PauseTaken, RunRecord
 from core.analysis.summary import answered, question_id, review_label, technique_label, window_note
 from core.analysis.trace import Trace, row_count, step_summary
-from core.analysis.format import GAP, duration, number
+from core.analysis.format import GAP, clock, duration, number, timestamp, usd
 from core.auth.gate import Refused
 from ui import access
 from ui.run_options import runtime_factory
@@ -42,7 +41,6 @@ from ui.untrusted import md, md_code, md_table
 ENDED_BADLY = {"failed": ("The run failed", ":material/error:"),
                "stuck": ("The run was stuck", ":material/repeat:"),
                "context_exceeded": ("The run outgrew the model's context window", ":material/data_array:")}
-TIME_FORMAT = "%Y-%m-%d %H:%M:%S"  # every timestamp shown (the time of day alone within a run: its last part)
 SMALL_TABLE = 12  # rows shown in full; a longer table scrolls in a box
 _STATE_ICONS = {"done": ":material/check_circle:", "current": ":material/arrow_circle_right:",
                 "todo": ":material/radio_button_unchecked:", "unreported": ":material/help:"}
@@ -86,7 +84,7 @@ def load(run_id: str) -> tuple[RunRecord | None, RunJob | None]:
 def _by(e: PlanEvent | QueryReviewEvent | BranchEvent) -> str:
     """Who reviewed, and when."""
     who = md(e.reviewer or "The analyst")
-    return f"{who} ({datetime.fromtimestamp(e.at):%H:%M:%S})"
+    return f"{who} ({clock(e.at)})"
 
 
 def _plan(e: PlanEvent, trace: Trace) -> None:
@@ -154,7 +152,7 @@ def _observation(e: ObservationEvent, trace: Trace) -> None:
             # Numbers as short as they read (24, not 24.0000): a wide result keeps its columns in view.
             st.table(table.style.format(partial(number, digits=6), subset=numbers, na_rep=GAP), hide_index=True,
                      border="horizontal")
-        st.caption(f"{row_count(e.total_rows)}{kept} · {e.latency_s * 1000:.0f} ms")
+        st.caption(f"{row_count(e.total_rows)}{kept} · {number(e.latency_s * 1000, decimals=0)} ms")
         _as_run(e, action)
     elif not (action and action.language == "self" and e.text == action.query):
         st.caption(md(e.text))
@@ -216,11 +214,11 @@ def llm_wait(usage: LLMUsage) -> str:
     """How long an LLM call took: the answering attempt, and the whole wait when retries made it longer; a
     cached reply says so (its time is the original call's)."""
     if usage.cached:
-        return f"cached reply (took {usage.latency_s:.2f} s when made)"
+        return f"cached reply (took {number(usage.latency_s, decimals=2)} s when made)"
     attempts, wait = len(usage.attempts or []), usage.wait_s
     if attempts > 1 and wait is not None:
-        return f"{usage.latency_s:.2f} s · waited {wait:.1f} s over {attempts} attempts"
-    return f"{usage.latency_s:.2f} s"
+        return f"{number(usage.latency_s, decimals=2)} s · waited {number(wait, decimals=1)} s over {attempts} attempts"
+    return f"{number(usage.latency_s, decimals=2)} s"
 
 
 def show_event(event: Event, trace: Trace) -> None:
@@ -230,8 +228,8 @@ def show_event(event: Event, trace: Trace) -> None:
     if usage:
         tokens = usage.prompt_tokens + usage.completion_tokens
         basis = f" ({usage.counted_by})" if usage.estimated and usage.counted_by else ""
-        st.caption(f"LLM call {usage.call} · {'≈' if usage.estimated else ''}{tokens:,} tokens{basis} · "
-                   f"{llm_wait(usage)} · {datetime.fromtimestamp(event.at):%H:%M:%S}")
+        st.caption(f"LLM call {usage.call} · {'≈' if usage.estimated else ''}{number(tokens)} tokens{basis} · "
+                   f"{llm_wait(usage)} · {clock(event.at)}")
     _SHOW.get(event.kind, _unknown)(event, trace)
 
 
@@ -310,8 +308,8 @@ class RunPanel:
         """The live counter: LLM calls, tokens and estimated cost so far."""
         t = self.trace
         cost = call_cost(self._price, t.prompt_tokens, t.completion_tokens)
-        tokens = f"{'≈' if t.tokens_estimated else ''}{t.prompt_tokens + t.completion_tokens:,}"
-        failed = f" ({t.failed_tokens:,} on abandoned attempts)" if t.failed_tokens else ""
+        tokens = f"{'≈' if t.tokens_estimated else ''}{number(t.prompt_tokens + t.completion_tokens)}"
+        failed = f" ({number(t.failed_tokens)} on abandoned attempts)" if t.failed_tokens else ""
         self._counter.caption(f":material/toll: {t.llm_calls} LLM calls · {tokens} tokens{failed} · "
                               f"{cost_text(cost)}")
 
@@ -442,7 +440,7 @@ def show_state(record: RunRecord | None, job: RunJob | None, key: str = "state")
         stops = [r for r in jobs.open_store().reviews(record.id) if r["action"] == "stop"]
         if record.status == "stopped" and stops:
             st.caption(f"Stopped by **{md(stops[-1]['reviewer'])}** at "
-                       f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(stops[-1]['at']))}.")
+                       f"{timestamp(stops[-1]['at'])}.")
         if record.status == "interrupted":
             last = record.events[-1] if record.events else None
             why = (f"{md(last.message)}" if isinstance(last, ErrorEvent) and last.error_kind == "interrupted"
@@ -545,7 +543,7 @@ def show_outcome(record: RunRecord, compact: bool = False) -> None:
     if answers_hidden():  # for demos and blind review (the sidebar's switch)
         correct = rank = "hidden"
     tokens = o.tokens
-    total = f"{'≈' if tokens.estimated else ''}{tokens.total:,}"
+    total = f"{'≈' if tokens.estimated else ''}{number(tokens.total)}"
     seconds = duration(o.wall_s)
     if compact:
         st.markdown(f"**Decision{mark}:** {md(decision)} ({correct}) · **rank** {rank}  \n"
@@ -562,10 +560,10 @@ def show_outcome(record: RunRecord, compact: bool = False) -> None:
                  if placement else "Not a candidate decision")
     cols[2].metric(f"Rank{mark if placement else ''}", rank, help="Answers are hidden (sidebar)" if answers_hidden() else rank_help)
     estimated = " (estimated from characters)" if tokens.estimated else ""
-    failed = (f", of them {tokens.failed_attempts:,} spent on attempts abandoned at a time limit"
+    failed = (f", of them {number(tokens.failed_attempts)} spent on attempts abandoned at a time limit"
               if tokens.failed_attempts else "")
-    cols[3].metric("Tokens", total, help=f"prompt {tokens.prompt:,}, completion "
-                                         f"{tokens.completion:,}{estimated}{failed}; "
+    cols[3].metric("Tokens", total, help=f"prompt {number(tokens.prompt)}, completion "
+                                         f"{number(tokens.completion)}{estimated}{failed}; "
                                          f"{cost_text(o.cost_usd)}")
     cols[4].metric("LLM calls", o.llm_calls)
     cols[5].metric("Time", seconds, help="Time the run worked, without the analyst's reviews")
@@ -617,7 +615,7 @@ def cost_text(cost: float | None) -> str:
     """An estimated cost in US dollars, or that it is unknown."""
     if cost is None:
         return "cost unknown (the model is not in the price table)"
-    return "no cost (recorded replies, or cached)" if cost == 0 else f"≈ ${cost:.4f}"
+    return "no cost (recorded replies, or cached)" if cost == 0 else f"≈ {usd(cost)}"
 
 
 def run_label(run_id: str, settings: RunSettings, started: float) -> str:
@@ -625,7 +623,3 @@ def run_label(run_id: str, settings: RunSettings, started: float) -> str:
     return (f"{technique_label(settings.technique)} · {question_id(settings)} · {settings.db} · "
             f"{model_label(settings.llm)} · {timestamp(started)} · {run_id}")
 
-
-def timestamp(at: float) -> str:
-    """A moment as every page shows it: ``2026-11-23 14:05:09``."""
-    return datetime.fromtimestamp(at).strftime(TIME_FORMAT)

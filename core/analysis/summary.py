@@ -2,15 +2,13 @@
 what the trace shows: plan, re-plans, queries)."""
 from __future__ import annotations
 
-from datetime import datetime
-
 from core.model.run_settings import RunSettings, setting_label
 from core.model.technique import TECHNIQUES, parse_voted
 from core.analysis.grading import placement_text
 from core.llm.replays import model_label
 from core.store.overrides import with_override
 from core.store.runs import RunRecord, unanswered
-from core.analysis.format import GAP, number
+from core.analysis.format import GAP, number, timestamp
 from core.analysis.trace import Trace
 
 
@@ -63,7 +61,7 @@ def outcome_row(record: RunRecord, override=None) -> dict:
     s, o = record.settings, with_override(record.outcome, override)
     ended = record.outcome is not None
     grade = "overridden by " + override.by if override else o and o.grade_status
-    return {"run": record.id, "started": datetime.fromtimestamp(record.created).strftime("%Y-%m-%d %H:%M:%S"),
+    return {"run": record.id, "started": timestamp(record.created),
             "question": question_id(s), "technique": technique_label(s.technique), "database": s.db,
             "model": model_label(s.llm), "setting": setting_label(s.technique, s.prompts, s.reaper_planner),
             "review": review_label(s), "status": record.status,

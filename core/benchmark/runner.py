@@ -48,6 +48,7 @@ from core.benchmark.trace import read_trace
 from core.benchmark.vote import vote
 from core.scenarios.dqa.source import DQA_SET
 from core.analysis.evidence import run_coverage
+from core.analysis.format import clock
 from core.analysis.grading import stored_verdict
 from core.analysis.trace import Trace
 from core.llm.client import REPLAY_PREFIX, TRANSIENT, LLMSettings, open_llm, read_replay, replay_path
@@ -410,7 +411,7 @@ class Bench:
             with lock:
                 first, away["since"] = away["since"] is None, away["since"] or time.monotonic()
             if first:
-                note(f"{time.strftime('%H:%M:%S')}: the team store cannot be reached ({database.lost_reason(error)}); "
+                note(f"{clock(time.time())}: the team store cannot be reached ({database.lost_reason(error)}); "
                      "waiting for it")
             if not database.wait_until_back(database.location(self.store.path)):
                 raise error
@@ -418,7 +419,7 @@ class Bench:
                 since, away["since"] = away["since"], None
                 self.lock.regain()
             if since is not None:
-                note(f"{time.strftime('%H:%M:%S')}: the team store is back after {time.monotonic() - since:.0f} s; "
+                note(f"{clock(time.time())}: the team store is back after {time.monotonic() - since:.0f} s; "
                      "going on")
 
         def attempt(item: Item) -> None:
