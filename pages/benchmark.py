@@ -12,7 +12,7 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from core.analysis.format import GAP, duration, number, spent
+from core.analysis.format import GAP, duration, number, percent, spent
 from core.auth.gate import Refused
 from core import scenarios
 from core.model.bounds import NUMBERS
@@ -278,7 +278,7 @@ def show_job(job: jobs.BenchJob) -> None:
         st.progress(0.0, text="starting")
         return
     finished = progress.finished + len(progress.errors)
-    accuracy = "-" if progress.accuracy is None else (f"{progress.accuracy:.1f}% of n={progress.n} so far"
+    accuracy = "-" if progress.accuracy is None else (f"{percent(progress.accuracy)} of n={progress.n} so far"
                                                       + (f" ({len(progress.errors)} not run, counted wrong)"
                                                          if progress.errors else ""))
     text = (f"{finished}/{progress.total} ({progress.skipped} done before) · accuracy {accuracy} · "
@@ -316,7 +316,7 @@ def show_elsewhere(running: list[dict]) -> None:
         who = " ".join(x for x in (f"started by {md(b['by'])}" if b["by"] else "",
                                    f"on {md(b['host'])}" if b["host"] else "") if x)
         st.markdown(f"**{md(b['name'])}**: running in another app, command or worker" + (f" ({who})" if who else ""))
-        accuracy = f"{100 * b['correct'] / finished:.1f}% of n={finished} so far" if finished else "-"
+        accuracy = f"{percent(100 * b['correct'] / finished)} of n={finished} so far" if finished else "-"
         queued = (f" · {b['in_flight']} in flight, {b['waiting']} waiting in the queue"
                   if b["in_flight"] or b["waiting"] else "")
         st.progress(min(1.0, finished / total) if total else 0.0,
@@ -464,7 +464,8 @@ def show_repeats(acc: pd.DataFrame) -> None:
                "cluster: Wilson's interval at the effective n (samples over the design effect). Agreement: the share "
                "of pairs of a question's samples that made the same decision. All / some / none right: the share of "
                "questions right in every, some, no epoch (docs/verdicts.md).")
-    shown = acc.assign(accuracy=[f"{r['accuracy']:.1f}% [{r['ci95_low']:.1f}–{r['ci95_high']:.1f}]"
+    shown = acc.assign(accuracy=[f"{percent(r['accuracy'])} [{number(r['ci95_low'], decimals=1)}–"
+                                 f"{number(r['ci95_high'], decimals=1)}]"
                                  for r in acc.to_dict("records")])
     table(readable(shown[["scenario", "db", "technique", "accuracy", "n", *reports.EPOCH_COLUMNS]]),
           column_config={"accuracy": st.column_config.TextColumn("accuracy [clustered 95% CI]")})

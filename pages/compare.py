@@ -38,8 +38,8 @@ SCRIPTED_DB = "sqlite"
 def runs_of(question: Question, started: list[str]) -> dict[str, str]:
     """The runs that can be compared, with their labels: those started here, then the stored runs of the question."""
     past = [r for r in jobs.open_store().list(scenario=question.scenario, question=question.number, limit=None)
-            if r.settings.get("source") == question.source]
-    labels = {run_id: run_label(run_id, job.settings.to_dict(), job.started)
+            if r.settings.source == question.source]
+    labels = {run_id: run_label(run_id, job.settings, job.started)
               for run_id in started if (job := jobs.job(run_id))}
     return {**labels, **{r.id: run_label(r.id, r.settings, r.created) for r in past}}
 
@@ -66,7 +66,7 @@ def columns(run_ids: list[str], key: str = "compare") -> None:
         for column, run_id in zip(st.columns(min(PER_ROW, len(run_ids))), run_ids[start:start + PER_ROW]):
             with column:
                 record, job = load(run_id)
-                settings = job.settings.to_dict() if job else record.settings
+                settings = job.settings if job else record.settings
                 run = tracker(record, job)
                 if run is not None and not run.done:
                     show_live(run_id, settings, run, key, compact=True)
@@ -104,10 +104,10 @@ def decisions(records: list[RunRecord]) -> None:
     if len(ended) < 2:
         return
     st.subheader("Decisions of these runs")
-    same = len({(r.settings["technique"], r.settings["db"]) for r in ended}) == 1
-    model = " with the same model" if len({r.settings["llm"] for r in ended}) == 1 else ""
+    same = len({(r.settings.technique, r.settings.db) for r in ended}) == 1
+    model = " with the same model" if len({r.settings.llm for r in ended}) == 1 else ""
     st.caption(f"{len(ended)} ended runs (n={len(ended)})"
-               + (f", all {technique_label(ended[0].settings['technique'])} on {ended[0].settings['db']}{model}: "
+               + (f", all {technique_label(ended[0].settings.technique)} on {ended[0].settings.db}{model}: "
                   "samples of one technique. A vote takes the decision picked most (undecided runs do not vote; a "
                   "tie goes to the one picked first)." if same else "."))
     decision_spread(ended)
@@ -118,7 +118,7 @@ def step_by_step(records: list[RunRecord]) -> None:
     differs from the first marked."""
     if len(records) < 2:
         return
-    names = {r.id: f"{technique_label(r.settings['technique'])} · {r.id}" for r in records}
+    names = {r.id: f"{technique_label(r.settings.technique)} · {r.id}" for r in records}
     st.subheader("Step by step")
     by = st.segmented_control("Line up by", ["call", "plan"], default="call", required=True,
                               key=kept("compare_line_up"),

@@ -13,7 +13,7 @@ from core import scenarios
 from core.analysis.grading import place
 from core.scenarios import default_mode, ranking
 from ui.common import answers_hidden, current_question, decision_metric, linked_run, show_run_in_url
-from core.analysis.format import number
+from core.analysis.format import number, percent
 from ui.untrusted import md, md_code
 from sims.ranking import InputError
 
@@ -75,7 +75,8 @@ else:
 if placed:
     decision_metric(cells[2], "Pick", kind, question, pick, database, delta=f"rank {placed.text()}",
                     delta_color="off", delta_arrow="off", help=md(names[pick]))
-    cells[3].metric("Regret", number(placed.regret), f"{ranked.relative_regret(pick):.2f}% worse than the best",
+    cells[3].metric("Regret", number(placed.regret),
+                    f"{percent(ranked.relative_regret(pick), decimals=2)} worse than the best",
                     delta_color="off", delta_arrow="off", help=f"How much worse than the best, in {unit}; 0 for a pick "
                                                                "tied with the best.")
 if ranked.all_tied:

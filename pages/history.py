@@ -8,7 +8,6 @@ through_router()  # first: a fresh server may run this page without app.py (ui/r
 
 import json
 import re
-from datetime import datetime
 
 import pandas as pd
 import streamlit as st
@@ -18,12 +17,12 @@ from core import scenarios
 from core.store.overrides import OverrideStore, with_override
 from core.llm.replays import model_label
 from core.store.runs import ENDED, as_tree
-from core.analysis.format import GAP
+from core.analysis.format import GAP, timestamp
 from core.analysis.summary import gaps_as_text, outcome_row, technique_label
 from ui import access
 from ui.branch_tree import show_branch_tree
 from ui.common import kept, show_run_in_url, shown_columns, url_param
-from ui.run_view import TIME_FORMAT, branch_form, open_run, run_label, show_outcome, show_run
+from ui.run_view import branch_form, open_run, run_label, show_outcome, show_run
 from ui.untrusted import md, md_code
 
 ANY = "any"
@@ -92,10 +91,10 @@ def _correct(record) -> bool | None:
 starters = store.starters()
 columns = st.columns(7)
 filters = {
-    "scenario": choose(columns[0], "Scenario", (r.settings["scenario"] for r in runs), scenario_title),
-    "technique": choose(columns[1], "Technique", (r.settings["technique"] for r in runs), technique_label),
-    "db": choose(columns[2], "Database", (r.settings["db"] for r in runs)),
-    "llm": choose(columns[3], "Model", (r.settings["llm"] for r in runs), model_label),
+    "scenario": choose(columns[0], "Scenario", (r.settings.scenario for r in runs), scenario_title),
+    "technique": choose(columns[1], "Technique", (r.settings.technique for r in runs), technique_label),
+    "db": choose(columns[2], "Database", (r.settings.db for r in runs)),
+    "llm": choose(columns[3], "Model", (r.settings.llm for r in runs), model_label),
     "status": choose(columns[4], "Status", (r.status for r in runs)),
     "correct": choose(columns[5], "Correct", (_correct(r) for r in runs), CORRECT.get),
     "started by": choose(columns[6], "Started by", (starters.get(r.id) or None for r in runs)),
@@ -186,7 +185,7 @@ if to_run.button("Open in the Run view", icon=":material/play_circle:", width="s
 if to_decision.button("Open in Decision check", icon=":material/fact_check:", width="stretch"):
     open_run(record, "pages/decision.py")
 with st.expander("Settings"):
-    st.json(record.settings)
+    st.json(record.settings.to_dict())
 started_by = store.started_by(run_id)
 if started_by:  # runs stored before starts were recorded say nothing
     st.caption(f"Started by **{md(started_by)}**.")
@@ -194,7 +193,7 @@ reviews = store.reviews(run_id)
 if reviews:
     st.markdown("**Reviews**")
     st.dataframe(pd.DataFrame([{"pause": r["pause_id"], "of": r["kind"], "review": r["action"],
-                                "reviewer": r["reviewer"], "at": datetime.fromtimestamp(r["at"]).strftime(TIME_FORMAT),
+                                "reviewer": r["reviewer"], "at": timestamp(r["at"]),
                                 "note": (r["review"] or {}).get("note", "")} for r in reviews]), hide_index=True)
 show_branch_tree(store, run_id)
 record = show_run(run_id, key="history")

@@ -4,7 +4,6 @@ from ui.router import through_router
 
 through_router()  # first: a fresh server may run this page without app.py (ui/router.py)
 
-from datetime import datetime
 
 import pandas as pd
 import streamlit as st
@@ -16,7 +15,7 @@ from core.store.plans import training_setting
 from core.store.plans import LearnedPlan, PlanStore, diff_steps
 from core.scenarios.dqa.source import DQAError
 from core.model.numbers import spans
-from core.analysis.format import GAP
+from core.analysis.format import GAP, percent, timestamp
 from ui.common import DEFAULT_QUESTION, dqa_root, kept
 from ui.untrusted import md, md_code
 
@@ -24,7 +23,7 @@ from ui.untrusted import md, md_code
 def batch_accuracy(iteration: dict) -> str:
     """``3 of 4 (75%)``: an iteration's correct answers out of its batch, with its n."""
     correct, total = iteration["correct"], iteration["total"]
-    return f"{correct} of {total} ({100 * correct / total:.0f}%)"
+    return f"{correct} of {total} ({percent(100 * correct / total, decimals=0)})"
 
 
 def run_question(plan: LearnedPlan) -> tuple[tuple | None, str]:
@@ -87,7 +86,7 @@ if not plans:
     st.stop()
 
 st.dataframe(pd.DataFrame([{
-    "version": f"v{p.version}", "created": datetime.fromtimestamp(p.created).strftime("%Y-%m-%d %H:%M"),
+    "version": f"v{p.version}", "created": timestamp(p.created),
     "training": p.training, "iteration": p.iteration, "revises": f"v{p.parent}" if p.parent else "empty plan",
     "steps": len(p.steps), "batch accuracy": batch_accuracy(p.history[-1]) if p.history else GAP,
     "trained on": f"{p.source} {spans(p.train)}", "agent": p.trained_with.get("technique"),

@@ -146,9 +146,9 @@ with st.container(border=True):
                                prompts=prompt_setting, reaper_planner=planner, review_queries=review_queries)
         busy = jobs.running(run_id or "")
         start_slot = st.empty()
-        same_question = reviewing and (record.settings.get("source", "dqa"), record.settings["scenario"],
-                                       record.settings["question"]) == (question.source, question.scenario,
-                                                                        question.number)
+        same_question = reviewing and (record.settings.source, record.settings.scenario,
+                                       record.settings.question) == (question.source, question.scenario,
+                                                                     question.number)
         started_here = start_button(start_slot, busy, unavailable=bool(unavailable_reason or not model),
                                     reviewing=same_question)
         if started_here and (new_run := start_run(settings)):

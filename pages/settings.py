@@ -9,7 +9,6 @@ from ui.router import through_router
 
 through_router()  # first: a fresh server may run this page without app.py (ui/router.py)
 
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from core.llm.client import REPLAY_PREFIX, LLMError
 from core.llm.tokenizer_file import TokenizerFileError, counted_by
 from core.scenarios.plugins.checks import check_folder
 from core.actions import choices
+from core.analysis.format import number, timestamp
 from core.config import home as project_home
 from core.config.settings import DatabaseSettings, database_url
 from core.jobs import queue
@@ -195,7 +195,7 @@ def show_queue() -> None:
             st.warning(f"The job queue cannot be read: {md(str(e).strip())}")
             return
         rows = [{"worker": w["name"], "host": w["host"], "pid": w["pid"], "queues": w["queues"],
-                 "since": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(w["since"])) if w["since"] else None,
+                 "since": timestamp(w["since"]) if w["since"] else None,
                  "jobs running": w["running"], "last heartbeat (s ago)": round(w["heartbeat_s"], 1),
                  "up": w["heartbeat_s"] <= queue.LEASE_S} for w in state["workers"]]
         if rows:
@@ -203,8 +203,8 @@ def show_queue() -> None:
         else:
             st.caption("No worker is registered.")
         oldest = state["oldest_waiting_s"]
-        st.caption(f"Waiting: {state['waiting']} job(s)" + (f", the oldest queued {oldest:.0f} s ago." if oldest else
-                                                            ".") + " Jobs per queue and status: "
+        st.caption(f"Waiting: {state['waiting']} job(s)" + (f", the oldest queued {number(oldest, decimals=0)} s ago."
+                                                            if oldest else ".") + " Jobs per queue and status: "
                    + "; ".join(f"{name}: " + ", ".join(f"{n} {s}" for s, n in sorted(states.items()))
                                for name, states in sorted(state["counts"].items())))
         if state["failed"]:

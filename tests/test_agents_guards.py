@@ -485,8 +485,8 @@ def test_the_context_window_is_what_the_server_reports_unless_set(home, pages, s
     finally:
         server.close()
     assert result.status == "finished"
-    assert runtime.store.get(result.run_id, events=False).settings["limits"]["context_tokens"] == size
-    assert runtime.store.get(chosen.run_id, events=False).settings["limits"]["context_tokens"] == 4096
+    assert runtime.store.get(result.run_id, events=False).settings.limits.context_tokens == size
+    assert runtime.store.get(chosen.run_id, events=False).settings.limits.context_tokens == 4096
 
 
 def test_reaper_answers_from_what_it_has_when_the_replan_cannot_fit(home):

@@ -268,7 +268,7 @@ def test_run_store_lists_filters_exports(home, tmp_path):
     with pytest.raises(ValueError, match="cannot filter"):
         store.list(colour="red")
     record = store.get(a.run_id)
-    assert record.settings["technique"] == "iterrag" and record.settings["llm"].startswith("replay:/")
+    assert record.settings.technique == "iterrag" and record.settings.llm.startswith("replay:/")
     assert record.outcome.final_answer.endswith("krakow.") and kinds(record.events)[-1] == "final"
     out = tmp_path / "runs.json"
     assert store.export_json(out, technique="iterrag") == 1

@@ -5,8 +5,11 @@ a function says why it is there (a short comment: heavy or optional)."""
 from __future__ import annotations
 
 import ast
+import re
 from collections import defaultdict
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 ROOTS = ("app.py", "pages", "ui", "core", "sims")
@@ -220,3 +223,77 @@ def test_every_technique_folder_registers_one_technique():
 
     folders = sorted(f.parent.name for f in (ROOT / "core" / "techniques").glob("*/technique.toml"))
     assert sorted(t.folder for t in TECHNIQUES.values()) == folders and set(TECHNIQUES) == technique_ids()
+
+
+def job_kinds() -> set[str]:
+    """The names of core.jobs.job.Job and of every class of core/jobs/ deriving from it."""
+    bases = {node.name: {b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in node.bases}
+             for f in (ROOT / "core" / "jobs").glob("*.py")
+             for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))) if isinstance(node, ast.ClassDef)}
+    kinds = {"Job"}
+    while new := {name for name, of in bases.items() if of & kinds} - kinds:
+        kinds |= new
+    return kinds
+
+
+def test_no_caller_branches_on_a_job_kind():
+    """A job of any kind (a run driven here, a run another process drives, a benchmark) is followed through the one
+    interface of core.jobs.job.Job: no ``isinstance`` or ``issubclass`` on a job class anywhere."""
+    kinds, found = job_kinds(), []
+    assert {"Job", "RunJob", "RunFollower", "BenchJob"} <= kinds
+    for m, path in modules().items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                    and node.func.id in ("isinstance", "issubclass") and len(node.args) == 2):
+                classes = node.args[1].elts if isinstance(node.args[1], ast.Tuple) else [node.args[1]]
+                if {c.id if isinstance(c, ast.Name) else getattr(c, "attr", "") for c in classes} & kinds:
+                    found.append(f"{m}:{node.lineno}")
+    assert found == []
+
+
+_PERCENT_CODE = re.compile(r"%[-+ #0]*\d*(?:\.\d+)?[dfeEgGHMSYmb]")
+_FORMAT_FIELD = re.compile(r"\{[^{}]*:[^{}]*\}")
+
+
+def hand_formatted(tree: ast.AST) -> list[tuple[int, str]]:
+    """Where ``tree`` formats a number or a moment by hand: a format spec in an f-string (``{x:.2f}``, ``{x:,}``,
+    ``{t:%H:%M}``), ``format(x, spec)``, ``"{:.1f}".format(x)``, ``"%.1f" % x``, any ``strftime``, or a time
+    format written out (``"%Y-%m-%d"``: TIME_FORMAT's bypass)."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FormattedValue) and node.format_spec is not None:
+            found.append((node.lineno, f"{{{ast.unparse(node.value)}:{ast.unparse(node.format_spec)[2:-1]}}}"))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "strftime":
+            found.append((node.lineno, ast.unparse(node)))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "format":
+            found.append((node.lineno, ast.unparse(node)))
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format"
+              and isinstance(node.func.value, ast.Constant) and isinstance(node.func.value.value, str)
+              and _FORMAT_FIELD.search(node.func.value.value)):
+            found.append((node.lineno, ast.unparse(node)))
+        elif (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod) and isinstance(node.left, ast.Constant)
+              and isinstance(node.left.value, str) and _PERCENT_CODE.search(node.left.value)):
+            found.append((node.lineno, ast.unparse(node)))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and re.search(r"%[HMSYmd][-:/ ]%",
+                                                                                           node.value):
+            found.append((node.lineno, repr(node.value)))
+    return found
+
+
+def test_pages_format_numbers_and_moments_through_the_one_formatter():
+    """Every number and moment a page shows as text is formatted by core.analysis.format (number, percent, usd,
+    duration, timestamp, clock): no page or ui module formats one by hand or writes its own time format."""
+    found = [f"{m}:{line} {what}" for m, path in modules().items() if m.split(".")[0] in ("app", "pages", "ui")
+             for line, what in hand_formatted(ast.parse(path.read_text(encoding="utf-8"), str(path)))]
+    assert found == []
+
+
+@pytest.mark.parametrize("code", ['f"{x:.2f}"', 'f"{n:,} tokens"', 'f"{t:%H:%M}"', 'format(x, ".1f")',
+                                  '"{:.1f}%".format(x)', '"%.2f s" % x', 'd.strftime(FMT)',
+                                  'FMT = "%Y-%m-%d %H:%M"'])
+def test_the_formatting_check_finds_each_way_of_formatting_by_hand(code):
+    assert hand_formatted(ast.parse(code))
+
+
+def test_the_formatting_check_lets_text_be():
+    assert hand_formatted(ast.parse('f"{name!r} at {at} · 100%" + "{x}".format(x=1) + "50% of %s" % n')) == []

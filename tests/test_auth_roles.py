@@ -61,10 +61,11 @@ def test_a_missing_secrets_file_is_single_user_mode_and_a_broken_one_an_error(tm
 
 
 def test_a_stop_is_recorded_under_who_stopped_it(tmp_path):
+    from core.model.run_settings import RunSettings
     from core.store.runs import RunStore
 
     store = RunStore(tmp_path / "runs.sqlite")
-    store.create("r1", {"scenario": "locating", "question": 1})
+    store.create("r1", RunSettings("locating", 1, "sqlite", "planrag", "x"))
     store.update("r1", "paused", pause={"kind": "plan"})
     assert store.request_stop("r1", by="anna@example.test") == "stopped"
     assert store.request_stop("r1", by="late@example.test") == "stopped"  # already ended: nothing recorded

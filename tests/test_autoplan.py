@@ -72,7 +72,7 @@ def test_iteration_two_ran_with_the_first_plan(trained):
     runtime = AgentRuntime(home)
     try:
         for run_id in PlanStore(home / "plans").load("locating").history[1]["runs"]:
-            assert runtime.store.get(run_id).settings["initial_plan"] == v1.steps
+            assert runtime.store.get(run_id).settings.initial_plan == v1.steps
             system = runtime.transcript(run_id)[0]["content"]
             assert "A plan for questions of this kind:\nStep 1: Find the home node of the country" in system
             assert "Start from this plan" in system
@@ -91,7 +91,7 @@ def test_autoplan_starts_from_the_learned_plan_never_on_training_questions(train
         assert result.status == "finished" and result.outcome.correct is True
         stored = runtime.store.get(result.run_id).settings
         v2 = runtime.plans.load("locating", 2)
-        assert stored["plan_version"] == 2 and stored["initial_plan"] == v2.steps
+        assert stored.plan_version == 2 and stored.initial_plan == v2.steps
         assert "Step 3: When inland and coastal nodes compete" in runtime.transcript(result.run_id)[0]["content"]
         chosen = runtime.start(RunSettings("locating", 1, "sqlite", "planrag", replay, plan_version=1))
         assert "Step 3: Get the country's development" in runtime.transcript(chosen.run_id)[0]["content"]
@@ -100,8 +100,7 @@ def test_autoplan_starts_from_the_learned_plan_never_on_training_questions(train
             runtime.start(RunSettings("locating", 2, "sqlite", "autoplan", replay))
         with pytest.raises(TrainingQuestionError, match="question 3 is a training question of learned plan v1"):
             runtime.start(RunSettings("locating", 3, "sqlite", "iterrag", replay, plan_version=1))
-        rerun = RunSettings.from_dict(stored)  # a stored run starts again from the same plan
-        assert runtime.plans.resolve(rerun.validate()) == rerun
+        assert runtime.plans.resolve(stored.validate()) == stored  # a stored run starts again from the same plan
         with pytest.raises(ValueError, match="give an initial plan or a learned plan, not both"):
             runtime.start(RunSettings("locating", 1, "sqlite", "autoplan", replay, initial_plan=["my own step"]))
         with pytest.raises(ValueError, match="no learned plan v9 for locating; there are v1-2"):

@@ -127,14 +127,14 @@ def test_training_samples_and_evaluation_decodes_greedily(tmp_path, serve, monke
         runtime.close()
     evaluation = [r["body"] for r in server.requests[6:]]
     assert len(evaluation) == 2 and all(b["temperature"] == 0 and "top_p" not in b for b in evaluation)
-    assert stored["temperature"] == 0 and stored["top_p"] is None
+    assert stored.temperature == 0 and stored.top_p is None
     trained_runs = PlanStore(tmp_path / "plans").load("locating").history[0]["runs"]
     runtime = AgentRuntime(tmp_path)
     try:
         run = runtime.store.get(trained_runs[0], events=False).settings
     finally:
         runtime.close()
-    assert (run["temperature"], run["top_p"]) == (1.0, 0.9)  # the training's runs record their sampling
+    assert (run.temperature, run.top_p) == (1.0, 0.9)  # the training's runs record their sampling
 
 
 def test_greedy_training_is_a_command_line_option(tmp_path, serve, monkeypatch, capsys):  # noqa: F811
@@ -193,7 +193,7 @@ def test_experience_can_be_collected_with_the_papers_prompts(tmp_path, recorded)
     assert v1.trained_with["prompts"] == "paper"
     runtime = AgentRuntime(tmp_path)
     try:
-        assert runtime.store.get(v1.history[0]["runs"][0], events=False).settings["prompts"] == "paper"
+        assert runtime.store.get(v1.history[0]["runs"][0], events=False).settings.prompts == "paper"
     finally:
         runtime.close()
 

@@ -174,8 +174,8 @@ def test_the_reply_cache_keys_epochs_apart(dqa, tmp_path, dqa_dir):
     seeded, _ = run("c", seed=7, top_p=0.9)  # another key: the model asked again, each epoch its seed
     assert all(seeded[e]["cached_calls"] == 0 for e in (1, 2))
     store = RunStore(tmp_path / "home" / "runs.sqlite")
-    assert [store.get(seeded[e]["run_id"]).settings["seed"] for e in (1, 2)] == [7, 8]
-    assert store.get(seeded[2]["run_id"]).settings["top_p"] == 0.9
+    assert [store.get(seeded[e]["run_id"]).settings.seed for e in (1, 2)] == [7, 8]
+    assert store.get(seeded[2]["run_id"]).settings.top_p == 0.9
     with pytest.raises(BenchError, match=r"other parameters \(seed 7 -> 8"):
         run("c", seed=8, top_p=0.9)  # the results were made with seed 7
 

@@ -93,7 +93,7 @@ def test_smoke_benchmark_without_a_model(monkeypatch, tmp_path):
     at.button(key="bench_smoke").click().run()
     assert not at.exception and not at.error
     job = jobs.jobs()[-1]
-    job._thread.join(120)
+    job.join(120)
     at.run()
     assert job.bench.progress.done == 4 and job.bench.progress.correct == 4
     first = at.tabs[0].children[0]  # issue 40: the progress comes first in the Run tab, not below the whole form
@@ -123,7 +123,7 @@ def test_results_of_a_smoke_benchmark_over_plugin_scenarios(monkeypatch, tmp_pat
     session, every results tab left empty."""
     isolate(monkeypatch, tmp_path)
     job = jobs.start(smoke_config(source="scenario", db="sqlite"), who=local_admin())
-    job._thread.join(300)
+    job.join(300)
     assert job.done and not job.error
     at = open_page("pages/benchmark.py", question_ref=None)
     assert not at.exception
@@ -135,7 +135,8 @@ def test_results_of_a_smoke_benchmark_over_plugin_scenarios(monkeypatch, tmp_pat
 
 def test_results_and_compare_sets_read_the_team_store_from_any_app(monkeypatch, tmp_path, team_database):
     """A benchmark run by one app (or a worker) is in the team store: another app, with a home of its own and no
-    local results file, shows it on Results and Compare sets."""
+    local results file, lists it on Results and Compare sets, as one just begun (its parameters stored, no result
+    yet); a results file left in its own home from before the team store is not listed."""
     from tests.conftest import empty_team_store
 
     empty_team_store(team_database)
@@ -144,12 +145,20 @@ def test_results_and_compare_sets_read_the_team_store_from_any_app(monkeypatch, 
     for r in RESULTS:
         store.put({**r, "finished": 0.0})
     store.close()
+    begun = ResultStore(tmp_path / "other-app" / "bench" / "llama")
+    begun.check_params({"temperature": 0.0})
+    begun.close()
     home = isolate(monkeypatch, tmp_path / "this-app")
+    monkeypatch.delenv("PLANRAG_DATABASE_URL")
+    local = ResultStore(home / "bench" / "local-only")
+    local.put({**RESULTS[0], "finished": 0.0})
+    local.close()
     monkeypatch.setenv("PLANRAG_DATABASE_URL", team_database)
-    assert not list(home.rglob("results.sqlite"))
     at = open_page("pages/benchmark.py", question_ref=None)
     assert not at.exception
     assert not any("No benchmark results yet" in i.value for i in at.info)
+    assert next(s for s in at.selectbox if s.label == "Results").options == ["gpt-4o", "llama"]
+    assert [s.options for s in at.selectbox if s.label.endswith(": result set")] == [["gpt-4o", "llama"]] * 2
     assert accuracy_table(at).set_index(["db", "technique"]).loc[("sqlite", "PlanRAG"), "n"] == 4
 
 

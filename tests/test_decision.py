@@ -7,6 +7,7 @@ from core.store.runs import RunStore
 from core.scenarios import candidates, ranking
 from sims.ranking import MODES
 from core.model.outcome import RunOutcome
+from core.model.run_settings import RunSettings
 
 
 def _demo(scenario, number=1):
@@ -51,12 +52,12 @@ def store(tmp_path):
 
 def test_run_pick(store):
     q, _ = _demo("locating")
-    settings = {"source": "demo", "scenario": "locating", "question": 1}
+    settings = RunSettings("locating", 1, "sqlite", "planrag", "x", source="demo")
     store.create("r1", settings)
     assert "no outcome yet (status running)" in decision.run_pick("r1", q, store).note
     store.update("r1", "finished", outcome=RunOutcome.from_dict({"decision": "ceylon"}))
     assert decision.run_pick("r1", q, store) == decision.RunPick("r1", "ceylon")
-    store.create("r2", {**settings, "question": 2})
+    store.create("r2", RunSettings("locating", 2, "sqlite", "planrag", "x", source="demo"))
     assert "answered demo/locating/2, not demo/locating/1" in decision.run_pick("r2", q, store).note
     store.create("r3", settings)
     store.update("r3", "finished", outcome=RunOutcome.from_dict({"decision": None}))

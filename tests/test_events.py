@@ -10,6 +10,7 @@ from core.analysis.trace import Trace, step_summary
 from core.model.events import (ActionEvent, FinalEvent, LLMUsage, ObservationEvent, PlanEvent, UnknownEvent,
                                event_from_dict)
 from core.store.runs import RunStore
+from core.model.run_settings import Limits, RunSettings
 
 
 def test_every_kind_reads_back_typed_and_stores_the_same():
@@ -24,7 +25,7 @@ def test_every_kind_reads_back_typed_and_stores_the_same():
 @pytest.mark.usefixtures("store_engine")  # on both engines (conftest)
 def test_older_and_unknown_shapes_are_read_not_refused(tmp_path):
     store = RunStore(tmp_path / "runs.sqlite")
-    store.create("r", {"scenario": "locating", "question": 1, "db": "sqlite", "technique": "iterrag", "llm": "x"})
+    store.create("r", RunSettings("locating", 1, "sqlite", "iterrag", "x"))
     stored = [
         # an older usage record without the later fields, and a field this version no longer has
         {"kind": "action", "tool": "Relational DB", "query": "SELECT 1", "language": "sql", "step": 1, "at": 5.0,
@@ -48,6 +49,23 @@ def test_older_and_unknown_shapes_are_read_not_refused(tmp_path):
     assert step_summary(events) == "sql: SELECT 1 · answer: krakow"
     assert store.export(["r"])[0]["events"][1] == stored[1]  # exported as stored
     assert [e.kind for e in store.events("r", after=3)] == ["final", "unknown"]  # read on from a cursor
+
+
+@pytest.mark.usefixtures("store_engine")  # on both engines (conftest)
+def test_stored_settings_read_typed_whatever_version_wrote_them(tmp_path):
+    """A run's settings read back as RunSettings: a row from before ``seed``, ``endpoint`` and ``context_source``
+    existed takes their defaults, and a setting a later version added is left out."""
+    store = RunStore(tmp_path / "runs.sqlite")
+    store.create("r", RunSettings("locating", 1, "sqlite", "planrag", "x"))
+    older = {"scenario": "building", "question": 2, "db": "mysql", "technique": "planrag", "llm": "m",
+             "hitl": "approve-replans", "source": "demo", "limits": {"max_llm_calls": 5, "retired": 1},
+             "prompts": "paper", "later_setting": True}
+    with store.db.transaction() as con:
+        con.execute("UPDATE runs SET settings = ? WHERE id = 'r'", (json.dumps(older),))
+    settings = store.get("r").settings
+    assert settings == RunSettings("building", 2, "mysql", "planrag", "m", hitl="approve-replans", source="demo",
+                                   limits=Limits(max_llm_calls=5), prompts="paper")
+    assert store.list()[0].settings == settings and store.export(["r"])[0]["settings"] == settings.to_dict()
 
 
 def test_a_step_in_one_line_reads_in_words():

@@ -4,6 +4,7 @@ from __future__ import annotations
 from core.scenarios import catalog
 from core.analysis.evidence import coverage, deciding_values, of_run
 from core.model.events import ObservationEvent
+from core.model.run_settings import RunSettings
 from core.scenarios import ranking
 
 
@@ -55,4 +56,4 @@ def test_building_values_match_ids_and_goods_by_name_or_code():
 
 
 def test_a_stored_run_without_a_known_question_has_no_coverage():
-    assert of_run({"source": "demo", "scenario": "locating", "question": 99}, []) is None
+    assert of_run(RunSettings("locating", 99, "sqlite", "iterrag", "x", source="demo"), []) is None

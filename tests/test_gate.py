@@ -52,8 +52,7 @@ def no_runtime():
 
 
 RUN = "0123456789ab"
-DEMO = {"source": "demo", "scenario": "locating", "question": 1, "db": "sqlite", "technique": "planrag",
-        "llm": "m", "hitl": "approve-every-plan"}
+DEMO = RunSettings("locating", 1, "sqlite", "planrag", "m", source="demo", hitl="approve-every-plan")
 DEMO_RUN = RunSettings("locating", 1, "sqlite", "iterrag", "m", source="demo")
 
 
@@ -475,7 +474,7 @@ def test_a_benchmarks_runs_record_their_endpoint(home, monkeypatch):
     finally:
         stub.close()
     runs = RunStore(home / "runs.sqlite").list()
-    assert [r.settings.get("endpoint") for r in runs] == ["team"]
+    assert [r.settings.endpoint for r in runs] == ["team"]
 
 
 # ---------------------------------------------------------------------------------------------- redirects (8)

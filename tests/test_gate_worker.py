@@ -75,7 +75,7 @@ def test_the_job_code_fails_a_run_whose_analyst_lost_her_role(secrets, tmp_path,
     replay = RunSettings("locating", 1, "sqlite", "planrag", f"replay:{REPLAY}", source="demo")
     jobs = {}
     for run_id in ("0123456789ab", "ba9876543210"):
-        store.create(run_id, replay.validate().to_dict(), queued=True)
+        store.create(run_id, replay.validate(), queued=True)
         jobs[run_id] = queue.run_job("start", run_id, None, asked=payload.asked_by(anna(), "start"))
     assert tasks.drive_run(**jobs["0123456789ab"]) == "finished"  # still an analyst: driven
     secrets.write_text(TAKEN)  # her role taken away before a worker took the second job up

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 from core.model.outcome import RunOutcome
+from core.model.run_settings import RunSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 FIELDS = {"decision", "status", "reason", "mentions", "correct", "rank", "tied", "regret"}
@@ -51,8 +52,7 @@ def test_override_from_the_command_line(tmp_path):
     from core.store.runs import RunStore
 
     store = RunStore(tmp_path / "runs.sqlite")
-    store.create("r1", {"source": "demo", "scenario": "locating", "question": 1, "db": "sqlite",
-                        "technique": "planrag", "llm": "x", "hitl": "auto"})
+    store.create("r1", RunSettings("locating", 1, "sqlite", "planrag", "x", source="demo"))
     store.update("r1", "finished", outcome=RunOutcome.from_dict({"decision": None, "correct": False}))
     env = {**os.environ, "PLANRAG_HOME": str(tmp_path)}
 

@@ -10,6 +10,8 @@ import subprocess
 import pytest
 
 from core.config import home
+from core.store import sqlite as sqlite_store
+from core.model.run_settings import RunSettings
 from core.store.runs import RunStore
 from tests.conftest import ROOT
 from streamlit.testing.v1 import AppTest
@@ -51,7 +53,7 @@ def read_only(tmp_path):
 def _store_with_runs(path, n=3) -> RunStore:
     store = RunStore(path)
     for i in range(n):
-        store.create(f"run{i}", {"scenario": "locating", "question": 1, "db": "sqlite", "technique": "planrag"})
+        store.create(f"run{i}", RunSettings("locating", 1, "sqlite", "planrag", "x"))
     return store
 
 
@@ -87,7 +89,7 @@ def test_read_only_home_is_a_clear_error(cli_home, read_only, capsys, monkeypatc
 
 
 @pytest.mark.parametrize("damage", ["garbage", "truncated"])
-def test_damaged_run_store_set_aside_and_a_new_one_used(tmp_path, damage):
+def test_damaged_run_store_set_aside_and_a_new_one_used(tmp_path, damage, monkeypatch):
     path = tmp_path / "runs.sqlite"
     if damage == "garbage":
         path.write_bytes(os.urandom(5000))
@@ -98,6 +100,7 @@ def test_damaged_run_store_set_aside_and_a_new_one_used(tmp_path, damage):
         con.close()
         with open(path, "r+b") as f:
             f.truncate(path.stat().st_size // 2)
+        monkeypatch.setattr(sqlite_store, "_checked", set())  # opened next by a new process, which checks it
     before = path.read_bytes()
     seen = len(home.notices())
     store = RunStore(path)
@@ -108,7 +111,7 @@ def test_damaged_run_store_set_aside_and_a_new_one_used(tmp_path, damage):
     assert "run store" in notice and kept.name in notice
     if damage == "truncated":  # the store had runs: the new, empty one is not "no runs yet"
         assert store.notice and "40 were stored" in store.notice and kept.name in store.notice
-    store.create("new", {"scenario": "locating"})
+    store.create("new", RunSettings("locating", 1, "sqlite", "planrag", "x"))
     assert [r.id for r in RunStore(path).list()] == ["new"]
 
 
@@ -122,7 +125,7 @@ def test_emptied_or_replaced_run_store_is_noticed(tmp_path):
     path.write_bytes(b"")  # emptied: SQLite reads a 0-byte file as a new database
     store = RunStore(path)
     assert store.notice and "holds 0 runs where 3 were stored" in store.notice
-    store.create("after", {"scenario": "locating"})  # a run meanwhile does not make the notice go away
+    store.create("after", RunSettings("locating", 1, "sqlite", "planrag", "x"))  # a run meanwhile does not make the notice go away
     assert RunStore(path).notice
     store.acknowledge()
     assert RunStore(path).notice is None

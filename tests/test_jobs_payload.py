@@ -99,7 +99,7 @@ def _insert(url: str, queue_name: str, task: str, args: dict) -> int:
 def test_hostile_rows_are_failed_by_a_worker_and_touch_nothing(team, workers, tmp_path):  # noqa: F811
     evil = StubServer({"POST *": {}, "GET *": {}})
     settings = RunSettings("locating", 1, "sqlite", "iterrag", "m", base_url=None, source="demo")
-    runs.open_store().create(RUN_ID, settings.to_dict(), queued=True)
+    runs.open_store().create(RUN_ID, settings, queued=True)
     code = code_version()
     outside = tmp_path / "outside"
     hostile = {
@@ -136,7 +136,7 @@ def test_hostile_rows_are_failed_by_a_worker_and_touch_nothing(team, workers, tm
 def test_a_nul_in_a_branch_note_is_refused_before_anything_is_recorded_or_queued(team):  # noqa: F811
     parent = "fedcba987654"
     store = runs.open_store()
-    store.create(parent, RunSettings("locating", 1, "sqlite", "iterrag", "m", source="demo").to_dict())
+    store.create(parent, RunSettings("locating", 1, "sqlite", "iterrag", "m", source="demo"))
     for changes in ({"note": "look again\x00"}, {"plan": ["one", "t\x00wo"]}, {"query": "SELECT '\x00'"}):
         with pytest.raises(ValueError, match=r"may hold any character but NUL"):
             runs.branch(store.get(parent), 1, runs.Opener(), who=local_admin(), **changes)

@@ -609,10 +609,10 @@ def test_a_run_recorded_without_its_job_is_queued_by_the_sweep(team, workers):
 
     unasked = new_run_id()
     store = runs.open_store()
-    store.create(orphan, settings(stub.url).validate().to_dict(), queued=True)
+    store.create(orphan, settings(stub.url).validate(), queued=True)
     store.record_start(orphan, ME.name, asked_by(ME, "start"))  # as runs.start records it, before the job
-    store.create(branch, settings(stub.url).validate().to_dict(), parent_id=orphan, branch_step=1, queued=True)
-    store.create(unasked, settings(stub.url).validate().to_dict(), queued=True)  # no one asked for it
+    store.create(branch, settings(stub.url).validate(), parent_id=orphan, branch_step=1, queued=True)
+    store.create(unasked, settings(stub.url).validate(), queued=True)  # no one asked for it
     with psycopg.connect(team, autocommit=True) as con:  # recorded a lease ago (a run just recorded is left alone)
         con.execute("UPDATE runs SET updated = updated - %s", (queue.LEASE_S + 1,))
     worker = workers("w1")

@@ -97,12 +97,32 @@ def test_a_job_reports_what_stopped_it_and_a_run_is_driven_once(monkeypatch, tmp
 
     job = jobs.start(settings, slow_runtime, who=local_admin())
     with pytest.raises(jobs.RunBusy):  # a second review while the run goes on
-        jobs.resume(RunRecord(job.run_id, 0, 0, "paused", settings.to_dict()), Review.approve(), jobs.open_runtime, who=local_admin())
+        jobs.resume(RunRecord(job.run_id, 0, 0, "paused", settings), Review.approve(), jobs.open_runtime, who=local_admin())
     seen = []
     while not (job.done and len(seen) == len(job.events())):
         seen += job.wait(len(seen), timeout=1)
     assert job.error is None and seen == jobs.open_store().get(job.run_id).events and seen[-1].kind == "final"
     assert jobs.job(job.run_id) is job and not jobs.running(job.run_id)
+
+
+def test_a_run_of_another_process_is_followed_as_a_job_of_the_same_interface(monkeypatch, tmp_path):
+    """A RunFollower (a run a worker or a command line drives) is a Job of kind ``run``: a page follows it as it
+    follows a RunJob, with no branch on the kind."""
+    from core.jobs.job import Job
+
+    isolate(monkeypatch, tmp_path)
+    spec = replays("demo", "locating", 1, "sql", "iterrag")[0].spec
+    job = jobs.start(RunSettings("locating", 1, "sqlite", "iterrag", spec, source="demo"), jobs.open_runtime,
+                     who=local_admin())
+    assert job.join(60)
+    follower = jobs.follower(job.run_id)
+    assert isinstance(follower, Job) and follower.kind == job.kind and follower.run_id == job.run_id
+    assert follower.join(0) and follower.done and follower.status() == job.status() == "finished"
+    assert follower.wait(0, timeout=0) == job.events() == jobs.open_store().get(job.run_id).events
+    assert follower.wait(2, timeout=0) == job.events(2)
+    assert job.note("running") == "" and "worker" in follower.note("queued")
+    follower.interrupt("the server stopped")  # another process's run: left to it
+    assert follower.status() == "finished" and jobs.job(job.run_id) is job  # never registered as this process's
 
 
 @pytest.mark.parametrize("held", ["runtime", "workspace"])

@@ -44,7 +44,7 @@ def snapshot(home: Path) -> dict:
                       "queries": trace.queries, "llm_calls": trace.llm_calls, "finished": trace.finished,
                       "tokens": [trace.prompt_tokens, trace.completion_tokens], "proposed": trace.proposed},
             "step_summary": step_summary(record.events),
-            "benchmark_trace": read_trace(record.events, record.settings["scenario"],
+            "benchmark_trace": read_trace(record.events, record.settings.scenario,
                                           record.outcome and record.outcome.decision).to_dict(),
             "evidence": coverage.to_dict() if coverage else None,
             "pause": record.pause, "status": record.status, "events": len(record.events)}

@@ -66,8 +66,8 @@ def test_a_run_past_the_unknown_window_learns_it_from_the_error_and_goes_on(llam
     assert server.prompt_tokens[2] >= third - 20 > server.prompt_tokens[3]  # refused, then within the window
     # the next run of that server starts with the window, saying where it came from
     result, record, _ = _run(tmp_path / "c", server)
-    limits = record.settings["limits"]
-    assert (limits["context_tokens"], limits["context_source"]) == (third - 20, server_info.FROM_ERROR)
+    limits = record.settings.limits
+    assert (limits.context_tokens, limits.context_source) == (third - 20, server_info.FROM_ERROR)
 
 
 def test_the_estimate_by_the_servers_tokenizer_is_within_3_percent_and_says_so(llama, tmp_path):

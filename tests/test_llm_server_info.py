@@ -114,8 +114,8 @@ def test_a_small_window_is_kept_by_the_servers_count_and_the_run_says_which_wind
     result = runtime.start(RunSettings("locating", 1, "sqlite", "iterrag", "stand-in", base_url=server.url,
                                        limits=Limits(observation_chars=2000)))
     record = runtime.store.get(result.run_id)
-    limits = record.settings["limits"]
-    assert (limits["context_tokens"], limits["context_source"]) == (3000, "llama.cpp GET /props (n_ctx)")
+    limits = record.settings.limits
+    assert (limits.context_tokens, limits.context_source) == (3000, "llama.cpp GET /props (n_ctx)")
     assert result.status == "finished" and result.outcome.decision == "krakow"
     assert not [e for e in record.events if e.kind == "error" and e.error_kind in ("limit", "context")]
     assert ("POST", "/tokenize") in server.asked
@@ -125,7 +125,7 @@ def test_a_small_window_is_kept_by_the_servers_count_and_the_run_says_which_wind
 
     state = runtime._graph_of(technique("iterrag"), RunSettings.prompts).get_state(runtime._config(result.run_id)).values
     first = {**state, "messages": state["messages"][:1], "chars_per_token": None, "llm_calls": 0}
-    message = context_full(first, Limits.from_dict(limits))[1]
+    message = context_full(first, limits)[1]
     assert message.startswith("context window full (about ") and message.endswith(
         "1,500 available: a 3,000-token window less 1,500 kept for the reply; the window llama.cpp GET /props "
         "(n_ctx))")
@@ -154,8 +154,10 @@ def test_settings_says_which_window_a_run_assumes_and_where_it_came_from(stub):
 def test_the_run_page_says_the_window_the_run_assumed():
     from core.analysis.summary import window_note
 
-    assert window_note({"limits": {"context_tokens": 3000, "context_source": "llama.cpp GET /props (n_ctx)"}}) == (
+    def window(**limits) -> RunSettings:
+        return RunSettings("locating", 1, "sqlite", "iterrag", "x", limits=Limits(**limits))
+
+    assert window_note(window(context_tokens=3000, context_source="llama.cpp GET /props (n_ctx)")) == (
         " · context window 3,000 tokens (llama.cpp GET /props (n_ctx))")
-    assert window_note({"limits": {"context_tokens": 3000, "context_source": "set for the run"}}).endswith(
-        "(set for the run)")
-    assert window_note({"limits": {}}) == ""
+    assert window_note(window(context_tokens=3000, context_source="set for the run")).endswith("(set for the run)")
+    assert window_note(window()) == ""

@@ -13,7 +13,7 @@ from core.analysis.grading import override_for
 from core.benchmark.runner import Bench, BenchConfig
 from core.model.run_settings import RunSettings
 
-QUESTION = {"source": "dqa", "scenario": "building", "question": 15}
+QUESTION = RunSettings("building", 15, "sqlite", "singlerag", "x")
 ANSWERS = {  # answer: (decision, status, correct, optimal)
     "Raise building 2677.": (2677, "decided", True, True),  # plain correct
     "Raise building 2668.": (2668, "decided", False, True),  # tied with the label for best: wrong, yet optimal

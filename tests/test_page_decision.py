@@ -11,6 +11,7 @@ from core.scenarios import ranking
 from tests.page_app import open_file
 from tests.page_app import shown
 from core.model.outcome import RunOutcome
+from core.model.run_settings import RunSettings
 
 
 
@@ -53,7 +54,7 @@ def test_manual_pick_shows_rank_and_regret():
 def test_run_pick_is_marked(tmp_path, monkeypatch):
     store = RunStore(tmp_path / "runs.sqlite")
     monkeypatch.setattr(decision, "RunStore", lambda: store)
-    store.create("run1", {"source": "demo", "scenario": "building", "question": 1})
+    store.create("run1", RunSettings("building", 1, "sqlite", "planrag", "x", source="demo"))
     q = catalog.question("demo", "building", 1)
     r = ranking(q, catalog.database(q))
     second = r.entries[1].candidate

@@ -74,7 +74,7 @@ def test_an_override_shows_as_such_in_the_table(home):
     from core.analysis.grading import make_override
     from core.store.overrides import OverrideStore
 
-    run = next(r for r in jobs.open_store().list(limit=None) if r.settings["technique"] == "iterrag")
+    run = next(r for r in jobs.open_store().list(limit=None) if r.settings.technique == "iterrag")
     OverrideStore(home).put(run.id, make_override("ganges", "doab", by="ana", note="reads ganges"))
     at = open_page("pages/history.py", question_ref=None)
     rows = {r["run"]: r for r in at.dataframe[0].value.to_dict("records")}
@@ -109,7 +109,7 @@ def test_the_table_of_record_says_who_started_each_run_orders_it_and_links_each(
     """Issue 40 (Inspect's log viewer): History as a table of record, sortable and filterable by who started a run,
     with a link that opens each."""
     store = jobs.open_store()
-    runs = {r.settings["technique"] + "/" + r.settings["scenario"]: r.id for r in store.list(limit=None)}
+    runs = {r.settings.technique + "/" + r.settings.scenario: r.id for r in store.list(limit=None)}
     store.record_start(runs["planrag/locating"], "ana")
     store.record_start(runs["iterrag/locating"], "benchmark smoke")
     at = open_page("pages/history.py", question_ref=None)

@@ -33,7 +33,7 @@ def test_a_run_uses_the_session_limits_and_shows_its_counter(monkeypatch, tmp_pa
     at.selectbox(key="run_technique").set_value("iterrag").run()
     button(at, "Start").click().run()
     record = jobs.open_store().get(at.session_state["run_id"])
-    assert record.settings["limits"]["max_llm_calls"] == 2 and record.outcome.limit == "llm_calls"
+    assert record.settings.limits.max_llm_calls == 2 and record.outcome.limit == "llm_calls"
     assert record.outcome.llm_calls == 2 and not at.exception
     counter = next(c.value for c in at.caption if "toll" in c.value)
     tokens = record.outcome.tokens.total

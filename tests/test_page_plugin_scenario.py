@@ -108,7 +108,7 @@ def test_benchmark_over_depot_questions_from_the_page(home):
     at.get("form_submit_button")[0].click().run()
     assert not at.exception and not at.error
     job = bench_jobs.jobs()[-1]
-    job._thread.join(120)
+    job.join(120)
     at.run()
     assert job.bench.progress.done == 2 and job.bench.progress.correct == 2
     acc = next(d.value for d in at.dataframe if "optimal rate" in d.value.columns)
@@ -124,7 +124,7 @@ def test_smoke_benchmark_over_the_plugin_scenarios_from_the_page(home):
     at.button(key="bench_smoke").click().run()
     assert not at.exception and not at.error
     job = bench_jobs.jobs()[-1]
-    job._thread.join(120)
+    job.join(120)
     at.run()
     assert job.bench.directory.name == "smoke-scenario" and job.bench.progress.done == 2
     acc = next(d.value for d in at.dataframe if "optimal rate" in d.value.columns)

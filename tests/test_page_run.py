@@ -145,7 +145,7 @@ def test_a_learned_plan_can_be_chosen_as_the_start(monkeypatch, tmp_path):
     choice.set_value(1).run()
     button(at, "Start").click().run()
     record = jobs.open_store().get(at.session_state["run_id"])
-    assert record.settings["plan_version"] == 1 and record.status == "finished" and not at.exception
+    assert record.settings.plan_version == 1 and record.status == "finished" and not at.exception
 
 
 def test_a_finished_run_shows_its_evidence_coverage_and_takes_an_override(home):
@@ -220,7 +220,7 @@ def test_the_prompt_setting_and_the_reaper_planner_are_chosen_on_the_page(home):
         time.sleep(0.05)
     assert jobs.job(run_id).error is None, jobs.job(run_id).error  # a run that could not start says why
     record = jobs.open_store().get(run_id, events=False)
-    assert record.settings["prompts"] == "paper" and record.status == "finished"
+    assert record.settings.prompts == "paper" and record.status == "finished"
     at.selectbox(key="run_technique").set_value("reaper").run()
     assert at.radio(key="run_setting_planner").value == "examples"
     assert "run_setting_prompts" not in [r.key for r in at.radio]
@@ -239,7 +239,7 @@ def test_run_n_times_shows_the_spread_of_decisions_with_the_simulators_rank(home
         time.sleep(0.2)
     at.run()
     records = [jobs.open_store().get(r) for r in runs]
-    assert {r.settings["hitl"] for r in records} == {"auto"} and {r.settings["temperature"] for r in records} == {0.7}
+    assert {r.settings.hitl for r in records} == {"auto"} and {r.settings.temperature for r in records} == {0.7}
     spread = next(d.value for d in at.dataframe if "share %" in d.value.columns)
     # the recorded replay repeats itself: one decision, all three samples, the simulator's best
     assert spread.to_dict("records") == [{"decision": "doab", "samples": 3, "share %": 100.0, "rank": "1 of 9",

@@ -274,7 +274,7 @@ def test_a_run_driven_by_another_process_is_followed_live(home):
 
     store = jobs.open_store()
     spec = replays("demo", "locating", 1, "sql", "iterrag")[0].spec
-    store.create("far", RunSettings("locating", 1, "sqlite", "iterrag", spec, source="demo").to_dict())
+    store.create("far", RunSettings("locating", 1, "sqlite", "iterrag", spec, source="demo"))
     store.add_event("far", ThoughtEvent(text="Looking for the sources", step=1))
     at = open_page("pages/run.py")
     at.session_state["run_id"] = "far"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from core.agents.runtime import new_run_id
+from core.model.run_settings import RunSettings
 from tests.page_app import APP, isolate
 from tests.pg_cluster import upgraded
 
@@ -41,8 +42,7 @@ def test_an_open_page_says_the_store_is_away_and_goes_on_once_it_is_back(own_sto
     from ui import shell
 
     run_id = new_run_id()
-    open_store().create(run_id, {"scenario": "locating", "question": 1, "db": "sqlite", "technique": "iterrag",
-                                 "llm": "m"})
+    open_store().create(run_id, RunSettings("locating", 1, "sqlite", "iterrag", "m"))
     page = AppTest.from_string(_APP_ON_HISTORY, default_timeout=120).run()
     assert not page.exception and not page.error
     own_store.stop()
@@ -68,8 +68,7 @@ def test_a_page_streamlit_runs_by_itself_says_the_store_is_away_and_goes_on_once
     from ui import router
 
     run_id = new_run_id()
-    open_store().create(run_id, {"scenario": "locating", "question": 1, "db": "sqlite", "technique": "iterrag",
-                                 "llm": "m"})
+    open_store().create(run_id, RunSettings("locating", 1, "sqlite", "iterrag", "m"))
     by_itself = []
     real = router._by_itself
     monkeypatch.setattr(router, "_by_itself", lambda: by_itself.append(real()) or by_itself[-1])

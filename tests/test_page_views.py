@@ -73,7 +73,7 @@ def test_hide_answers_is_one_switch_for_the_session_on_every_page(home):
 def test_step_by_step_says_when_there_is_nothing_to_line_up(home):
     """Issue 40: "Step by step" said "The runs do the same at every row" over an empty table."""
     store = jobs.open_store()
-    settings = RunSettings("locating", 1, "sqlite", "planrag", "replay:x", source="demo").to_dict()
+    settings = RunSettings("locating", 1, "sqlite", "planrag", "replay:x", source="demo")
     for run_id in ("empty-a", "empty-b"):
         store.create(run_id, settings)
         store.update(run_id, "failed", outcome=RunOutcome.from_dict({"error": "no model"}))

@@ -62,7 +62,7 @@ def run(tmp_path, replies, technique="planrag", db="sqlite", scenario="locating"
 def test_paper_setting_sends_the_question_and_the_scratchpad_in_one_message(tmp_path):
     result, record, calls = run(tmp_path, [PLAN_ACT, FINAL], prompts="paper")
     assert result.status == "finished" and result.outcome.decision == "doab" and result.outcome.correct
-    assert record.settings["prompts"] == "paper"
+    assert record.settings.prompts == "paper"
     assert [(e.kind, getattr(e, "replan", None)) for e in record.events if e.kind in ("plan", "replan")] == [
         ("plan", None), ("replan", False)]  # the trace counts plans and re-plans as in the improved setting
     (first, stop1), (second, stop2) = calls
@@ -85,7 +85,7 @@ def test_paper_setting_sends_the_question_and_the_scratchpad_in_one_message(tmp_
 
 def test_improved_setting_sends_each_reply_and_observation_as_its_own_message(tmp_path):
     result, record, calls = run(tmp_path, [PLAN_ACT, FINAL])
-    assert result.status == "finished" and record.settings["prompts"] == "improved"
+    assert result.status == "finished" and record.settings.prompts == "improved"
     second, stop = calls[1]
     assert [type(m) for m in second] == [SystemMessage, HumanMessage, AIMessage, HumanMessage]
     assert second[2].content == PLAN_ACT and second[3].content.startswith("Observation: ")
@@ -158,7 +158,7 @@ REAPER_PLAN = ("Step 1: the nodes flowing into deccan - #E1 = Relational DB[SELE
 @pytest.mark.parametrize("planner", ["examples", "zero-shot"])
 def test_reaper_planner_prompt_with_and_without_example_plans(tmp_path, planner):
     result, record, calls = run(tmp_path, [REAPER_PLAN, "Final answer: doab"], "reaper", reaper_planner=planner)
-    assert result.status == "finished" and record.settings["reaper_planner"] == planner
+    assert result.status == "finished" and record.settings.reaper_planner == planner
     system = calls[0][0][0].content
     example = all_examples()[("locating", "sql")][1]
     if planner == "examples":

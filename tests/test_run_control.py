@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 
-from core.model.run_settings import Review
+from core.model.run_settings import Review, RunSettings
 from core.agents.runtime import RunNotPaused
 from core.agents.control import RunControl, RunStopped
 from core.llm.client import ChatLLM
@@ -72,7 +72,7 @@ def test_racing_processes_claim_one_pause_exactly_once(tmp_path):
     ctx = multiprocessing.get_context("spawn")
     run_ids = [f"run{i}" for i in range(10)]
     for i, run_id in enumerate(run_ids):
-        store.create(run_id, {"technique": "planrag"})
+        store.create(run_id, RunSettings("locating", 1, "sqlite", "planrag", "x"))
         store.set_pause(run_id, {"kind": "plan", "plan": ["a"]}, interrupt_id=f"i{i}")
     barrier, results = ctx.Barrier(2), ctx.Queue()
     workers = [ctx.Process(target=claim, args=(str(store.path), run_ids, barrier, results)) for _ in range(2)]
@@ -259,7 +259,7 @@ def test_a_run_whose_process_died_is_interrupted_then_resumed_or_closed(home, tm
     done = runtime.start(settings(replay(tmp_path, [ACT, FINAL])))
     store = runtime.store
     for run_id in ("a", "b"):
-        store.create(run_id, {"technique": "iterrag"})
+        store.create(run_id, RunSettings("locating", 1, "sqlite", "iterrag", "x"))
     with store.db.transaction() as con:
         con.execute("UPDATE runs SET owner_pid = ? WHERE id = 'a'", (dead_pid(),))
         con.execute("UPDATE runs SET heartbeat = heartbeat - 3600 WHERE id = 'b'")  # alive pid, stale heartbeat
@@ -277,7 +277,7 @@ def test_reads_show_an_orphaned_run_interrupted_without_writing_it(home):
     its stored row is left as it was until the sweep (detect_orphans) stores it."""
     store = RunStore(home / "runs.sqlite")
     for run_id in ("a", "b"):
-        store.create(run_id, {"technique": "iterrag"})
+        store.create(run_id, RunSettings("locating", 1, "sqlite", "iterrag", "x"))
     with store.db.transaction() as con:
         con.execute("UPDATE runs SET owner_pid = ? WHERE id = 'a'", (dead_pid(),))
 
@@ -484,7 +484,7 @@ def test_cli_branch_prints_the_new_run_and_stop_closes_a_paused_run(tmp_path, dq
 def test_an_owner_that_lost_its_run_stops_it(home, tmp_path):
     """A process that hung past the stale limit finds its run interrupted (maybe taken by another): it stops."""
     store = RunStore(home / "runs.sqlite")
-    store.create("x", {"technique": "iterrag"})
+    store.create("x", RunSettings("locating", 1, "sqlite", "iterrag", "x"))
     assert store.beat("x") is False
     with store.db.transaction() as con:
         con.execute("UPDATE runs SET status = 'interrupted' WHERE id = 'x'")
@@ -604,7 +604,7 @@ def test_core_stop_ends_a_run_another_process_drives_while_its_model_is_silent(t
 def test_a_viewer_who_changed_name_is_listed_once(home):
     """Issue 40: one browser was listed twice as looking, under its old and its new name."""
     store = RunStore(home / "runs.sqlite")
-    store.create("r", {"scenario": "locating", "question": 1, "db": "sqlite", "technique": "planrag", "llm": "x"})
+    store.create("r", RunSettings("locating", 1, "sqlite", "planrag", "x"))
     store.viewing("r", "local user")
     store.viewing("r", "ana")
     store.unview("r", "local user")

@@ -106,7 +106,7 @@ def test_benchmark_over_a_user_scenario_of_the_session_folder(folders, monkeypat
     at.get("form_submit_button")[0].click().run()
     assert not at.exception and not at.error
     job = bench_jobs.jobs()[-1]
-    job._thread.join(120)
+    job.join(120)
     assert job.error is None and job.bench.progress.done == 2
     at.run()
     acc = next(d.value for d in at.dataframe if "optimal rate" in d.value.columns)

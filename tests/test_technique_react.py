@@ -45,7 +45,7 @@ def test_react_runs_thought_action_observation_with_no_plan(tmp_path):
     record = runtime.store.get(result.run_id)
     assert result.status == "finished" and record.outcome.final_answer == "krakow"
     assert [e.kind for e in record.events] == ["thought", "action", "observation", "thought", "final"]
-    assert record.settings["technique"] == REACT and record.settings["hitl"] == "approve-every-plan"
+    assert record.settings.technique == REACT and record.settings.hitl == "approve-every-plan"
     assert backend.queries == ["SELECT trade_node, local_value FROM trade_node"]
     system = runtime.transcript(result.run_id)[0]["content"]
     assert system.startswith("Solve a decision question with interleaving Thought, Action, Observation steps.")
@@ -111,7 +111,7 @@ def test_the_run_page_runs_react(monkeypatch, tmp_path, transcripts):
     assert at.selectbox(key="run_llm").value.endswith(f"demo_building_1_sql_{REACT}.json")
     button(at, "Start").click().run()
     record = run_jobs.open_store().get(at.session_state["run_id"])
-    assert record.status == "finished" and record.settings["technique"] == REACT and not at.exception
+    assert record.status == "finished" and record.settings.technique == REACT and not at.exception
     assert any(m.value.startswith("#### ReAct") for m in at.markdown)
 
 

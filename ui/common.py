@@ -23,6 +23,7 @@ import re
 import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
 
+from core.analysis.format import number
 from core.scenarios import catalog
 from core.model.bounds import NUMBERS
 from core.model.run_settings import Limits
@@ -152,8 +153,8 @@ def url_param(name: str, max_chars: int = MAX_PARAM_CHARS) -> str | None:
     out of the URL and read as none."""
     value = st.query_params.get(name)
     if value and len(value) > max_chars:
-        st.error(f"The link's {md_code(name)} parameter is {len(value):,} characters long; at most {max_chars:,} are "
-                 "read: it is left out.", icon=":material/link_off:")
+        st.error(f"The link's {md_code(name)} parameter is {number(len(value))} characters long; at most "
+                 f"{number(max_chars)} are read: it is left out.", icon=":material/link_off:")
         del st.query_params[name]
         return None
     return value
@@ -184,8 +185,8 @@ def linked_question(stop: bool = True) -> tuple[Question, Database] | None:
     try:
         if ref is None:
             low, high = NUMBERS["question"]
-            raise DQAError(f"a question is written source/scenario/number, the number from {low} to {high:,}, e.g. "
-                           "demo/locating/1")
+            raise DQAError(f"a question is written source/scenario/number, the number from {low} to {number(high)}, "
+                           "e.g. demo/locating/1")
         question, database = _load(ref)
     except (DQAError, KeyError, ValueError) as e:
         st.error(f"The link names question {md_code(linked)}, which cannot be opened here: {md(e)}. Pick a question on the "
@@ -234,8 +235,8 @@ def linked_run() -> str | None:
                 s = jobs.open_store().get(linked, events=False).settings
             except KeyError:
                 return linked
-            st.session_state["question_ref"] = (s.get("source", "dqa"), s["scenario"], s["question"])
-            st.query_params["q"] = f"{s.get('source', 'dqa')}/{s['scenario']}/{s['question']}"
+            st.session_state["question_ref"] = (s.source, s.scenario, s.question)
+            st.query_params["q"] = f"{s.source}/{s.scenario}/{s.question}"
     return st.session_state.get("run_id")
 
 

@@ -2,12 +2,13 @@
 analyst's override shown as such, and the form to override (or restore) a run's grade."""
 from __future__ import annotations
 
-from datetime import datetime
 
 import streamlit as st
 
+from core.analysis.format import timestamp
 from core.scenarios.dqa.source import DQAError
 from core.actions.grades import override, restore
+from core.model.run_settings import RunSettings
 from core.store.overrides import OverrideStore
 from core.scenarios.catalog import run_question
 from ui import access
@@ -24,11 +25,11 @@ def override_note(run_id: str) -> str | None:
         return None
     verdict = {True: "correct", False: "wrong", None: "no label"}[o.correct]
     decision = NO_DECISION if o.decision is None else o.decision
-    return (f"Grade overridden by {o.by} on {datetime.fromtimestamp(o.at):%Y-%m-%d %H:%M:%S}: {decision} ({verdict})"
+    return (f"Grade overridden by {o.by} on {timestamp(o.at)}: {decision} ({verdict})"
             + (f" — {o.note}" if o.note else ""))
 
 
-def override_form(run_id: str, settings: dict, key: str, decision=None) -> None:
+def override_form(run_id: str, settings: RunSettings, key: str, decision=None) -> None:
     """A form to override the run's grade with the decision the analyst reads, or to restore the automatic one;
     it opens on the current override, else on the automatic ``decision``. Recorded under the session's identity
     (asked once when it has none)."""

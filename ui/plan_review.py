@@ -7,12 +7,12 @@ person reviewed it first) is refused, with the run's state now. Approving as pro
 first whether to apply or discard them. A review resumes the run in the background."""
 from __future__ import annotations
 
-from datetime import datetime
 from functools import partial
 
 import streamlit as st
 
 import core.jobs.runs as jobs
+from core.analysis.format import clock
 from core.auth.gate import Refused
 from core.model.run_settings import Pause, Review
 from core.llm.client import REPLAY_PREFIX
@@ -60,7 +60,7 @@ def moved_on(record: RunRecord, where: str) -> bool:
         return False
     taken = jobs.open_store().review_of(record.id, shown)
     said = (f"{md(taken['reviewer'])} {DONE.get(taken['action'], 'reviewed')} {review_name(shown)} at "
-            f"{datetime.fromtimestamp(taken['at']):%H:%M}" if taken else f"{review_name(shown)} was reviewed elsewhere")
+            f"{clock(taken['at'])}" if taken else f"{review_name(shown)} was reviewed elsewhere")
     st.warning(f"{said}; this is {review_name(now)}, a new proposal you have not read yet.", icon=":material/group:")
     st.button(f"Show {review_name(now)}", key=f"{where}-show-{record.id}-{now}", icon=":material/visibility:",
               on_click=_show_pause, args=(where, record.id, now))
@@ -174,7 +174,7 @@ def show_review(record: RunRecord) -> None:
         return
     pause = Pause(**record.pause)
     prefix = f"review-{record.id}-{pause.id or len(record.events)}"  # one draft per pause
-    since = f" · waiting since {datetime.fromtimestamp(pause.at):%H:%M:%S}" if pause.at else ""
+    since = f" · waiting since {clock(pause.at)}" if pause.at else ""
     query = pause.kind == "query"
     if query:
         st.subheader(":material/database: The agent wants to run a query")
@@ -197,7 +197,7 @@ def show_review(record: RunRecord) -> None:
     if not access.allowed(action):
         st.info(f"You can read this pause; reviewing needs the analyst role (yours: {access.role()}).",
                 icon=":material/visibility:")
-    if record.settings.get("llm", "").startswith(REPLAY_PREFIX):
+    if record.settings.llm.startswith(REPLAY_PREFIX):
         st.info("This run replays recorded replies: the agent cannot respond to your review (its next replies are "
                 "the recorded ones, whatever you decide).", icon=":material/replay:")
     if query:

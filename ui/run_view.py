@@ -6,7 +6,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from functools import partial
-from datetime import datetime
 
 import pandas as pd
 import streamlit as st
@@ -19,6 +18,7 @@ from core.benchmark.vote import outcome_spread
 from core.model.events import (ActionEvent, BranchEvent, ErrorEvent, Event, FinalEvent, LLMUsage, ObservationEvent,
                                PlanEvent, QueryReviewEvent, ReplanEvent, ThoughtEvent, UnknownEvent)
 from core.model.outcome import RunOutcome
+from core.model.run_settings import RunSettings
 from core.model.technique import TECHNIQUES
 from core.analysis.grading import placement_text
 from core.jobs.runs import RunFollower, RunJob
@@ -27,7 +27,7 @@ from core.llm.replays import model_label
 from core.store.runs import DRIVEN, PauseTaken, RunRecord
 from core.analysis.summary import answered, question_id, review_label, technique_label, window_note
 from core.analysis.trace import Trace, row_count, step_summary
-from core.analysis.format import GAP, duration, number
+from core.analysis.format import GAP, clock, duration, number, timestamp, usd
 from core.auth.gate import Refused
 from ui import access
 from ui.run_options import runtime_factory
@@ -41,7 +41,6 @@ from ui.untrusted import md, md_code, md_table
 ENDED_BADLY = {"failed": ("The run failed", ":material/error:"),
                "stuck": ("The run was stuck", ":material/repeat:"),
                "context_exceeded": ("The run outgrew the model's context window", ":material/data_array:")}
-TIME_FORMAT = "%Y-%m-%d %H:%M:%S"  # every timestamp shown (the time of day alone within a run: its last part)
 SMALL_TABLE = 12  # rows shown in full; a longer table scrolls in a box
 _STATE_ICONS = {"done": ":material/check_circle:", "current": ":material/arrow_circle_right:",
                 "todo": ":material/radio_button_unchecked:", "unreported": ":material/help:"}
@@ -55,7 +54,7 @@ def open_run(record: RunRecord, page: str) -> None:
     """Make ``record`` the session's run (and its question the current one), then go to ``page``."""
     s = record.settings
     st.session_state["run_id"] = record.id
-    st.session_state["question_ref"] = (s.get("source", "dqa"), s["scenario"], s["question"])
+    st.session_state["question_ref"] = (s.source, s.scenario, s.question)
     land_at_top()  # at its top: a run's outcome ("Check the decision") lies at the end of a long page
     st.switch_page(page)
 
@@ -85,7 +84,7 @@ def load(run_id: str) -> tuple[RunRecord | None, RunJob | None]:
 def _by(e: PlanEvent | QueryReviewEvent | BranchEvent) -> str:
     """Who reviewed, and when."""
     who = md(e.reviewer or "The analyst")
-    return f"{who} ({datetime.fromtimestamp(e.at):%H:%M:%S})"
+    return f"{who} ({clock(e.at)})"
 
 
 def _plan(e: PlanEvent, trace: Trace) -> None:
@@ -153,7 +152,7 @@ def _observation(e: ObservationEvent, trace: Trace) -> None:
             # Numbers as short as they read (24, not 24.0000): a wide result keeps its columns in view.
             st.table(table.style.format(partial(number, digits=6), subset=numbers, na_rep=GAP), hide_index=True,
                      border="horizontal")
-        st.caption(f"{row_count(e.total_rows)}{kept} · {e.latency_s * 1000:.0f} ms")
+        st.caption(f"{row_count(e.total_rows)}{kept} · {number(e.latency_s * 1000, decimals=0)} ms")
         _as_run(e, action)
     elif not (action and action.language == "self" and e.text == action.query):
         st.caption(md(e.text))
@@ -215,11 +214,11 @@ def llm_wait(usage: LLMUsage) -> str:
     """How long an LLM call took: the answering attempt, and the whole wait when retries made it longer; a
     cached reply says so (its time is the original call's)."""
     if usage.cached:
-        return f"cached reply (took {usage.latency_s:.2f} s when made)"
+        return f"cached reply (took {number(usage.latency_s, decimals=2)} s when made)"
     attempts, wait = len(usage.attempts or []), usage.wait_s
     if attempts > 1 and wait is not None:
-        return f"{usage.latency_s:.2f} s · waited {wait:.1f} s over {attempts} attempts"
-    return f"{usage.latency_s:.2f} s"
+        return f"{number(usage.latency_s, decimals=2)} s · waited {number(wait, decimals=1)} s over {attempts} attempts"
+    return f"{number(usage.latency_s, decimals=2)} s"
 
 
 def show_event(event: Event, trace: Trace) -> None:
@@ -229,8 +228,8 @@ def show_event(event: Event, trace: Trace) -> None:
     if usage:
         tokens = usage.prompt_tokens + usage.completion_tokens
         basis = f" ({usage.counted_by})" if usage.estimated and usage.counted_by else ""
-        st.caption(f"LLM call {usage.call} · {'≈' if usage.estimated else ''}{tokens:,} tokens{basis} · "
-                   f"{llm_wait(usage)} · {datetime.fromtimestamp(event.at):%H:%M:%S}")
+        st.caption(f"LLM call {usage.call} · {'≈' if usage.estimated else ''}{number(tokens)} tokens{basis} · "
+                   f"{llm_wait(usage)} · {clock(event.at)}")
     _SHOW.get(event.kind, _unknown)(event, trace)
 
 
@@ -263,19 +262,19 @@ class RunPanel:
     """One run laid out on the page: header, plan checklist, status line and timeline. ``add`` shows new events;
     ``compact`` stacks everything in one column (for side by side)."""
 
-    def __init__(self, run_id: str, settings: dict, compact: bool = False):
-        self.run_id, self.technique = run_id, settings["technique"]
+    def __init__(self, run_id: str, settings: RunSettings, compact: bool = False):
+        self.run_id, self.technique = run_id, settings.technique
         self.trace = Trace()
-        self._price = model_price(settings["llm"])
-        label = technique_label(settings["technique"])
-        details = (f"{md_code(question_id(settings))} · {md(settings['db'])} · {md(model_label(settings['llm']))} · "
+        self._price = model_price(settings.llm)
+        label = technique_label(settings.technique)
+        details = (f"{md_code(question_id(settings))} · {md(settings.db)} · {md(model_label(settings.llm))} · "
                    f"review: {review_label(settings).lower()} · run {md_code(run_id)}{md(window_note(settings))}")
         if compact:
             st.markdown(f"#### {label}")
             st.caption(details)
             self._plan, self._status, self._counter = st.empty(), st.empty(), st.empty()
             self._timeline = st.container(height=460, key=f"timeline-{run_id}")
-        elif settings["technique"] in TECHNIQUES and not TECHNIQUES[settings["technique"]].plans:
+        elif settings.technique in TECHNIQUES and not TECHNIQUES[settings.technique].plans:
             # No plan to show: the timeline takes the width (and says once that the technique makes no plan).
             st.markdown(f"#### {label}  \n{details}")
             self._plan, self._status, self._counter = st.empty(), st.empty(), st.empty()
@@ -309,8 +308,8 @@ class RunPanel:
         """The live counter: LLM calls, tokens and estimated cost so far."""
         t = self.trace
         cost = call_cost(self._price, t.prompt_tokens, t.completion_tokens)
-        tokens = f"{'≈' if t.tokens_estimated else ''}{t.prompt_tokens + t.completion_tokens:,}"
-        failed = f" ({t.failed_tokens:,} on abandoned attempts)" if t.failed_tokens else ""
+        tokens = f"{'≈' if t.tokens_estimated else ''}{number(t.prompt_tokens + t.completion_tokens)}"
+        failed = f" ({number(t.failed_tokens)} on abandoned attempts)" if t.failed_tokens else ""
         self._counter.caption(f":material/toll: {t.llm_calls} LLM calls · {tokens} tokens{failed} · "
                               f"{cost_text(cost)}")
 
@@ -392,13 +391,13 @@ def events_so_far(run: RunJob | RunFollower) -> list[Event]:
     return events
 
 
-def show_live(run_id: str, settings: dict, run: RunJob | RunFollower, key: str, compact: bool = False) -> RunPanel:
+def show_live(run_id: str, settings: RunSettings, run: RunJob | RunFollower, key: str, compact: bool = False) -> RunPanel:
     """A run followed as it goes (ui.live draws this again every few tenths of a second): Stop while it runs, its
     panel with every event so far, the reply the model is writing (``partial``), what it waits for."""
-    status = None if isinstance(run, RunJob) else run.status()  # another process's run: as stored, read once
-    going = not run.done if status is None else status in DRIVEN
-    if going and status is not None:
-        st.info(run.note(status), icon=":material/sync:")
+    status = run.status()  # as stored, read once
+    going = status in DRIVEN
+    if going and (note := run.note(status)):  # another process's run: where it goes on
+        st.info(note, icon=":material/sync:")
     if going:
         stop_button(run_id, key=f"{key}-stop-{run_id}")
     panel = RunPanel(run_id, settings, compact=compact)
@@ -408,7 +407,7 @@ def show_live(run_id: str, settings: dict, run: RunJob | RunFollower, key: str, 
         panel.writing(lambda: run.partial)
     if going and status != "queued":  # a queued run waits for a worker, said above
         panel.waiting(min(events[0].at, run.started) if events else run.started, run.started,
-                      getattr(run, "calling", None))
+                      run.calling)
     return panel
 
 
@@ -419,7 +418,7 @@ def show_run(run_id: str, key: str = "run") -> RunRecord | None:
     if record is None and job is None:
         st.info(f"Run {md_code(run_id)} is not in the run store.")
         return None
-    settings = job.settings.to_dict() if job else record.settings
+    settings = job.settings if job else record.settings
     run = tracker(record, job)
     if run is None:
         RunPanel(run_id, settings).add(record.events)
@@ -441,7 +440,7 @@ def show_state(record: RunRecord | None, job: RunJob | None, key: str = "state")
         stops = [r for r in jobs.open_store().reviews(record.id) if r["action"] == "stop"]
         if record.status == "stopped" and stops:
             st.caption(f"Stopped by **{md(stops[-1]['reviewer'])}** at "
-                       f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(stops[-1]['at']))}.")
+                       f"{timestamp(stops[-1]['at'])}.")
         if record.status == "interrupted":
             last = record.events[-1] if record.events else None
             why = (f"{md(last.message)}" if isinstance(last, ErrorEvent) and last.error_kind == "interrupted"
@@ -474,7 +473,7 @@ def branch_form(record: RunRecord, key: str) -> None:
     steps = sorted({e.step for e in record.events if e.step >= 1})
     if not steps or record.status == "running":
         return
-    loop = record.settings["technique"] not in TECHNIQUES or TECHNIQUES[record.settings["technique"]].branch_edits
+    loop = record.settings.technique not in TECHNIQUES or TECHNIQUES[record.settings.technique].branch_edits
     with st.expander(":material/call_split: Branch from a step"):
         st.caption("A new run starts from the state just before the step you pick, with your change; this run stays "
                    "as it is. History shows branches under their run; Compare lines them up by step.")
@@ -544,7 +543,7 @@ def show_outcome(record: RunRecord, compact: bool = False) -> None:
     if answers_hidden():  # for demos and blind review (the sidebar's switch)
         correct = rank = "hidden"
     tokens = o.tokens
-    total = f"{'≈' if tokens.estimated else ''}{tokens.total:,}"
+    total = f"{'≈' if tokens.estimated else ''}{number(tokens.total)}"
     seconds = duration(o.wall_s)
     if compact:
         st.markdown(f"**Decision{mark}:** {md(decision)} ({correct}) · **rank** {rank}  \n"
@@ -561,10 +560,10 @@ def show_outcome(record: RunRecord, compact: bool = False) -> None:
                  if placement else "Not a candidate decision")
     cols[2].metric(f"Rank{mark if placement else ''}", rank, help="Answers are hidden (sidebar)" if answers_hidden() else rank_help)
     estimated = " (estimated from characters)" if tokens.estimated else ""
-    failed = (f", of them {tokens.failed_attempts:,} spent on attempts abandoned at a time limit"
+    failed = (f", of them {number(tokens.failed_attempts)} spent on attempts abandoned at a time limit"
               if tokens.failed_attempts else "")
-    cols[3].metric("Tokens", total, help=f"prompt {tokens.prompt:,}, completion "
-                                         f"{tokens.completion:,}{estimated}{failed}; "
+    cols[3].metric("Tokens", total, help=f"prompt {number(tokens.prompt)}, completion "
+                                         f"{number(tokens.completion)}{estimated}{failed}; "
                                          f"{cost_text(o.cost_usd)}")
     cols[4].metric("LLM calls", o.llm_calls)
     cols[5].metric("Time", seconds, help="Time the run worked, without the analyst's reviews")
@@ -616,15 +615,11 @@ def cost_text(cost: float | None) -> str:
     """An estimated cost in US dollars, or that it is unknown."""
     if cost is None:
         return "cost unknown (the model is not in the price table)"
-    return "no cost (recorded replies, or cached)" if cost == 0 else f"≈ ${cost:.4f}"
+    return "no cost (recorded replies, or cached)" if cost == 0 else f"≈ {usd(cost)}"
 
 
-def run_label(run_id: str, settings: dict, started: float) -> str:
+def run_label(run_id: str, settings: RunSettings, started: float) -> str:
     """A run in one line, for lists."""
-    return (f"{technique_label(settings['technique'])} · {question_id(settings)} · {settings['db']} · "
-            f"{model_label(settings['llm'])} · {timestamp(started)} · {run_id}")
+    return (f"{technique_label(settings.technique)} · {question_id(settings)} · {settings.db} · "
+            f"{model_label(settings.llm)} · {timestamp(started)} · {run_id}")
 
-
-def timestamp(at: float) -> str:
-    """A moment as every page shows it: ``2026-11-23 14:05:09``."""
-    return datetime.fromtimestamp(at).strftime(TIME_FORMAT)

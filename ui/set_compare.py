@@ -10,6 +10,7 @@ from urllib.parse import urlencode
 import pandas as pd
 import streamlit as st
 
+from core.analysis.format import number
 from core.benchmark import compare
 from core.benchmark.results import read_all
 from core.analysis.format import GAP
@@ -46,8 +47,9 @@ def show_set_comparison(directories: list[Path]) -> None:
     cells[0].metric("Paired questions", len(result.changes))
     cells[1].metric("Improved", result.count("improved"))
     cells[2].metric("Regressed", result.count("regressed"))
-    cells[3].metric("Accuracy change", f"{result.diff:+.1f} pts", help=f"95% interval [{result.low:+.1f}, "
-                    f"{result.high:+.1f}]; {result.method}, p={result.p_value:.3g}")
+    cells[3].metric("Accuracy change", f"{number(result.diff, sign=True, decimals=1)} pts", help=f"95% interval ["
+                    f"{number(result.low, sign=True, decimals=1)}, {number(result.high, sign=True, decimals=1)}]; "
+                    f"{result.method}, p={number(result.p_value, digits=3)}")
     (st.success if result.significant else st.info)(result.text(), icon=":material/compare_arrows:")
     if result.only_baseline or result.only_candidate:
         st.caption(f"Left out: {result.only_baseline} questions only the baseline ran, {result.only_candidate} only "

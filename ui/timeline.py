@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from core.analysis.format import GAP, duration
+from core.analysis.format import GAP, duration, number
 from core.analysis.timeline import KINDS, LLM, QUERY, REVIEW, Timeline, timeline
 from core.store.runs import RunRecord
 
@@ -23,8 +23,8 @@ def figure(line: Timeline):
             continue
         fig.add_bar(y=[kind] * len(spans), x=[max(s.seconds, line.total_s / 400) for s in spans],
                     base=[s.start for s in spans], orientation="h", marker_color=COLOURS[kind], name=kind,
-                    hovertext=[f"{s.label}: {s.seconds:.2f} s from {s.start:.2f} s"
-                               + (f", {s.tokens:,} tokens" if s.tokens else "") for s in spans],
+                    hovertext=[f"{s.label}: {number(s.seconds, decimals=2)} s from {number(s.start, decimals=2)} s"
+                               + (f", {number(s.tokens)} tokens" if s.tokens else "") for s in spans],
                     hoverinfo="text", showlegend=False)
     fig.update_layout(height=70 + 40 * len({s.kind for s in line.spans}), margin=dict(l=10, r=20, t=10, b=40),
                       plot_bgcolor="white", barmode="overlay", bargap=0.3,
@@ -42,7 +42,7 @@ def show_timeline(record: RunRecord) -> None:
     with st.expander(":material/timeline: Where the time went"):
         cells = st.columns(4)
         cells[0].metric("In LLM calls", duration(line.seconds(LLM)),
-                        f"{line.count(LLM)} calls, {line.tokens:,} tokens", delta_color="off", delta_arrow="off")
+                        f"{line.count(LLM)} calls, {number(line.tokens)} tokens", delta_color="off", delta_arrow="off")
         cells[1].metric("In queries", duration(line.seconds(QUERY)), f"{line.count(QUERY)} queries",
                         delta_color="off", delta_arrow="off")
         cells[2].metric("Waiting for review", duration(line.seconds(REVIEW)), f"{line.count(REVIEW)} reviews",
@@ -51,7 +51,7 @@ def show_timeline(record: RunRecord) -> None:
                         delta_arrow="off", help="The run's time (first event to last) outside these spans.")
         st.plotly_chart(figure(line), config={"displaylogo": False, "scrollZoom": False, "displayModeBar": False})
         st.dataframe(pd.DataFrame([{"from (s)": s.start, "seconds": s.seconds, "what": s.kind, "detail": s.label,
-                                    "tokens": GAP if s.tokens is None else f"{s.tokens:,}"} for s in line.spans]),
+                                    "tokens": GAP if s.tokens is None else number(s.tokens)} for s in line.spans]),
                      hide_index=True,
                      height=min(320, 38 + 35 * len(line.spans)),
                      column_config={"from (s)": st.column_config.NumberColumn(format="%.2f"),

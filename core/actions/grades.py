@@ -5,10 +5,11 @@ from core.analysis.grading import override_for
 from core.auth.gate import authorize
 from core.auth.roles import Identity
 from core.model.grade import Override
+from core.model.run_settings import RunSettings
 from core.store.overrides import OverrideStore
 
 
-def override(run_id: str, settings: dict, decision, *, who: Identity, by: str = "", note: str = "", root=None,
+def override(run_id: str, settings: RunSettings, decision, *, who: Identity, by: str = "", note: str = "", root=None,
              store: OverrideStore | None = None) -> Override:
     """Override the stored run ``run_id``'s grade (its ``settings``) to ``decision`` for ``who``, as the gate's
     ``override`` lets them; recorded as ``who`` (a signed-in person always; ``by`` names the one person of

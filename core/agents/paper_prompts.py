@@ -27,6 +27,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 
 from core import scenarios
 from core.agents import prompts
+from core.model.bounds import one_of
 from core.model.run_settings import PROMPT_SETTINGS
 from core.agents.parsing import render_plan
 
@@ -89,9 +90,7 @@ ANSWER_PROMPT = ("You are a decision-making agent answering a given question. \n
 
 def check(setting: str) -> str:
     """The setting, or ValueError naming the choices."""
-    if setting not in PROMPT_SETTINGS:
-        raise ValueError(f"unknown prompt setting {setting!r}; choose one of {', '.join(PROMPT_SETTINGS)}")
-    return setting
+    return one_of(setting, PROMPT_SETTINGS, "prompt setting")
 
 
 def _names(props: str | None) -> str:

@@ -229,7 +229,7 @@ class AgentRuntime:
         try:
             hitl, note = settings.hitl if tech.plans else "auto", prompts.dialect_note(ws.backend.name)
             state = engine(tech).initial_state(tech, settings, ws, hitl, note)
-            self.store.create(run_id, settings.to_dict())
+            self.store.create(run_id, settings)
             yield from self._drive(run_id, tech, self._graph_of(tech, settings.prompts), state, ws, llm, price)
         finally:
             ws.backend.close()
@@ -246,7 +246,7 @@ class AgentRuntime:
         review.validate((record.pause or {}).get("kind") or ("query" if review.query else "plan"))
         if record.status != "paused" or not record.pause:
             raise RunNotPaused(self.store.describe_state(run_id, pause_id))
-        settings = RunSettings.from_dict(record.settings)
+        settings = record.settings
         tech = technique(settings.technique)
         graph = self._graph_of(tech, settings.prompts)
         snapshot = graph.get_state(self._config(run_id))
@@ -289,7 +289,7 @@ class AgentRuntime:
         there again. Raises RunNotPaused when the run is in none of them (or another process took it first),
         KeyError for an unknown run, when called."""
         record = self.store.get(run_id, events=False)
-        settings = RunSettings.from_dict(record.settings)
+        settings = record.settings
         tech = technique(settings.technique)
         graph = self._graph_of(tech, settings.prompts)
         try:
@@ -327,7 +327,7 @@ class AgentRuntime:
 
     def checkpointed(self, run_id: str) -> bool:
         """Whether the run has a checkpoint (it got past its start: resuming it goes on from there)."""
-        settings = RunSettings.from_dict(self.store.get(run_id, events=False).settings)
+        settings = self.store.get(run_id, events=False).settings
         graph = self._graph_of(technique(settings.technique), settings.prompts)
         return bool(graph.get_state(self._config(run_id)).values)
 
@@ -335,7 +335,7 @@ class AgentRuntime:
         """The checkpoint (a LangGraph StateSnapshot) of ``run_id`` just before its step ``step`` (LLM call number,
         as in ``Event.step``), or with ``at_query`` just before that step's query runs. ValueError if the run has
         no such point."""
-        settings = RunSettings.from_dict(self.store.get(run_id, events=False).settings)
+        settings = self.store.get(run_id, events=False).settings
         tech = technique(settings.technique)
         nodes = engine(tech)
         for snapshot in self._graph_of(tech, settings.prompts).get_state_history(self._config(run_id)):
@@ -360,7 +360,7 @@ class AgentRuntime:
                            *(("plan", step_text) for step_text in plan or ())):
             no_nul(text, what)
         parent = self.store.get(run_id)
-        settings = RunSettings.from_dict(parent.settings)
+        settings = parent.settings
         tech = technique(settings.technique)
         if not (plan or query or note.strip()):
             raise ValueError("a branch changes something: give a plan, a query or a note")
@@ -393,7 +393,7 @@ class AgentRuntime:
 
     def _branched(self, parent, tech: Technique, snapshot, values: dict, step: int, *, plan, query, note: str,
                   reviewer: str, new_id: str) -> Iterator[Event]:
-        run_id, settings = parent.id, RunSettings.from_dict(parent.settings)
+        run_id, settings = parent.id, parent.settings
         graph = self._graph_of(tech, settings.prompts)
         price = self._price_for(settings)
         llm = self._open_llm(settings, skip=values["llm_calls"])
@@ -402,7 +402,7 @@ class AgentRuntime:
             llm_nodes = engine(tech).llm_nodes
             graph.update_state(self._config(new_id), values, as_node=snapshot.next[0] if snapshot.next[0] in
                                llm_nodes else llm_nodes[0])
-            self.store.create(new_id, settings.to_dict(), parent_id=run_id, branch_step=step)
+            self.store.create(new_id, settings, parent_id=run_id, branch_step=step)
             for event in _events_before(parent.events, step, at_query=query is not None):
                 self.store.add_event(new_id, event)
                 yield event
@@ -524,7 +524,7 @@ class AgentRuntime:
 
     def transcript(self, run_id: str) -> list[dict]:
         """The conversation as the LLM sees it: the system prompt, the question, each reply and observation."""
-        settings = RunSettings.from_dict(self.store.get(run_id, events=False).settings)
+        settings = self.store.get(run_id, events=False).settings
         graph = self._graph_of(technique(settings.technique), settings.prompts)
         values = graph.get_state(self._config(run_id)).values
         return [{"role": "system", "content": values["prompt"]}] + values["messages"]

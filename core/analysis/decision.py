@@ -68,8 +68,8 @@ def run_pick(run_id: str, question: Question, store: RunStore | None = None) -> 
         record = (store or RunStore()).get(run_id)
     except KeyError:
         return RunPick(run_id, None, f"run {run_id} is not in the run store")
-    settings = record.settings or {}
-    ref = (settings.get("source", "dqa"), settings.get("scenario"), settings.get("question"))
+    settings = record.settings
+    ref = (settings.source, settings.scenario, settings.question)
     if ref != (question.source, question.scenario, question.number):
         return RunPick(run_id, None, f"run {run_id} answered {'/'.join(map(str, ref))}, not {question.id}")
     override = OverrideStore(Path((store or RunStore()).path).parent).get(run_id)

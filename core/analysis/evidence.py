@@ -16,6 +16,7 @@ import threading
 from dataclasses import dataclass, replace
 
 from core.model.question import Database, Question
+from core.model.run_settings import RunSettings
 from core.scenarios import default_mode, scenario_type
 from sims.ranking import InputError, Ranking, same_score
 from sims.tables import Tables
@@ -195,12 +196,12 @@ def run_coverage(question: Question, database: Database, events: list[Event] | T
     return coverage(deciding_values(question, database), events)
 
 
-def of_run(settings: dict, events: list[Event] | Trace, root=None) -> Coverage | None:
+def of_run(settings: RunSettings, events: list[Event] | Trace, root=None) -> Coverage | None:
     """The evidence coverage of a stored run (its settings and events), None when its question cannot be
     loaded or ranked."""
 
     try:
-        question = catalog.question(settings.get("source", "dqa"), settings["scenario"], settings["question"], root)
+        question = catalog.question(settings.source, settings.scenario, settings.question, root)
         return run_coverage(question, catalog.database(question, root), events)
     except (DQAError, ValueError, KeyError):
         return None

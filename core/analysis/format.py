@@ -1,7 +1,12 @@
-"""How numbers and durations read, on every page and on the command line: one place to change them."""
+"""How numbers, moments and durations read, on every page and on the command line: one place to change them
+(tests/test_architecture.py finds any other format in pages/ and ui/)."""
 from __future__ import annotations
 
+from datetime import datetime
+
 GAP = "–"  # a table cell with nothing to show (Streamlit's tables would show "None")
+TIME_FORMAT = "%Y-%m-%d %H:%M:%S"  # every moment shown (``timestamp``)
+CLOCK_FORMAT = TIME_FORMAT.split()[-1]  # the time of day alone, within a run or a review (``clock``)
 
 
 def number(value: float, sign: bool = False, digits: int = 4, decimals: int | None = None) -> str:
@@ -12,6 +17,26 @@ def number(value: float, sign: bool = False, digits: int = 4, decimals: int | No
     if decimals is not None:
         return f"{value:{plus},.{decimals}f}"
     return f"{value:{plus},.0f}" if abs(value) >= 10 ** (digits - 1) else f"{value:{plus},.{digits}g}"
+
+
+def percent(value: float, decimals: int = 1) -> str:
+    """A percentage: ``73.3%``."""
+    return f"{number(value, decimals=decimals)}%"
+
+
+def usd(cost: float) -> str:
+    """An amount in US dollars, to a hundredth of a cent: ``$0.0123``."""
+    return f"${number(cost, decimals=4)}"
+
+
+def timestamp(at: float) -> str:
+    """A moment (seconds since the epoch) as every page shows it: ``2026-11-23 14:05:09``."""
+    return datetime.fromtimestamp(at).strftime(TIME_FORMAT)
+
+
+def clock(at: float) -> str:
+    """The time of day of a moment: ``14:05:09``."""
+    return datetime.fromtimestamp(at).strftime(CLOCK_FORMAT)
 
 
 def duration(seconds: float | None) -> str:
@@ -27,4 +52,4 @@ def duration(seconds: float | None) -> str:
 def spent(progress) -> str:
     """What the benchmark's model calls spent so far: tokens and estimated cost."""
     cost = progress.cost_usd
-    return f"{progress.tokens:,} tokens, " + ("cost unknown" if cost is None else f"${cost:.4f}")
+    return f"{number(progress.tokens, decimals=0)} tokens, " + ("cost unknown" if cost is None else usd(cost))

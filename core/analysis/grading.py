@@ -34,6 +34,7 @@ from core.scenarios import DECISION_WORDS, catalog
 from core.model.grade import Override
 from core.model.outcome import GradeStatus, RunOutcome
 from core.model.question import DecisionWords
+from core.model.run_settings import RunSettings
 
 _WORD = re.compile(r"[a-z0-9]+")
 _TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+|[#$£€%]", re.UNICODE)
@@ -597,10 +598,10 @@ def stored_verdict(outcome: RunOutcome, ranked) -> Verdict:
                    ranked.relative_regret(outcome.decision) if placement and ranked is not None else None)
 
 
-def override_for(settings: dict, decision, by: str, note: str = "", root=None) -> Override:
+def override_for(settings: RunSettings, decision, by: str, note: str = "", root=None) -> Override:
     """An override of a stored run's grade (its settings) to ``decision`` (None: no decision), judged against the
     question's label and placed in the simulator's ranking, so that rank, regret and the optimal rate follow it."""
-    question = catalog.question(settings.get("source", "dqa"), settings["scenario"], settings["question"], root)
+    question = catalog.question(settings.source, settings.scenario, settings.question, root)
     v = judge(question, catalog.database(question, root), decision=decision)
     placement = {**asdict(v.placement), "relative_regret": v.relative_regret} if v.placement else None
     return make_override(v.decision, v.label, by, note, correct=v.correct, placement=placement)

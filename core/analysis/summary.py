@@ -2,15 +2,13 @@
 what the trace shows: plan, re-plans, queries)."""
 from __future__ import annotations
 
-from datetime import datetime
-
-from core.model.run_settings import setting_label
+from core.model.run_settings import RunSettings, setting_label
 from core.model.technique import TECHNIQUES, parse_voted
 from core.analysis.grading import placement_text
 from core.llm.replays import model_label
 from core.store.overrides import with_override
 from core.store.runs import RunRecord, unanswered
-from core.analysis.format import GAP, number
+from core.analysis.format import GAP, number, timestamp
 from core.analysis.trace import Trace
 
 
@@ -23,32 +21,32 @@ def technique_label(name: str) -> str:
     return TECHNIQUES[name].label if name in TECHNIQUES else name
 
 
-def question_id(settings: dict) -> str:
+def question_id(settings: RunSettings) -> str:
     """The run's question as ``source/scenario/number``."""
-    return f"{settings.get('source', 'dqa')}/{settings['scenario']}/{settings['question']}"
+    return f"{settings.source}/{settings.scenario}/{settings.question}"
 
 
-#: How a run's review mode reads (``settings["hitl"]``); "+ every query" when the analyst approves each query too.
+#: How a run's review mode reads (``RunSettings.hitl``); "+ every query" when the analyst approves each query too.
 HITL_LABELS = {"auto": "None (automatic)", "approve-replans": "Approve re-plans",
                "approve-every-plan": "Approve every plan"}
 
 
-def review_label(settings: dict) -> str:
+def review_label(settings: RunSettings) -> str:
     """The run's review mode as it reads: ``Approve every plan + every query``, ``Approve every query``."""
-    hitl = settings.get("hitl", "auto")
-    if settings.get("review_queries"):
+    hitl = settings.hitl
+    if settings.review_queries:
         return "Approve every query" if hitl == "auto" else f"{HITL_LABELS.get(hitl, hitl)} + every query"
     return HITL_LABELS.get(hitl, hitl)
 
 
-def window_note(settings: dict) -> str:
+def window_note(settings: RunSettings) -> str:
     """`` · context window 4,096 tokens (llama.cpp GET /props (n_ctx))``: the window a run assumed and where it
     came from ("" when it assumed none: nothing was shortened)."""
-    limits = settings.get("limits") or {}
-    if not limits.get("context_tokens"):
+    limits = settings.limits
+    if not limits.context_tokens:
         return ""
-    source = f" ({limits['context_source']})" if limits.get("context_source") else ""
-    return f" · context window {limits['context_tokens']:,} tokens{source}"
+    source = f" ({limits.context_source})" if limits.context_source else ""
+    return f" · context window {limits.context_tokens:,} tokens{source}"
 
 
 def answered(record: RunRecord) -> bool:
@@ -63,10 +61,9 @@ def outcome_row(record: RunRecord, override=None) -> dict:
     s, o = record.settings, with_override(record.outcome, override)
     ended = record.outcome is not None
     grade = "overridden by " + override.by if override else o and o.grade_status
-    return {"run": record.id, "started": datetime.fromtimestamp(record.created).strftime("%Y-%m-%d %H:%M:%S"),
-            "question": question_id(s), "technique": technique_label(s["technique"]), "database": s["db"],
-            "model": model_label(s["llm"]), "setting": setting_label(s["technique"], s.get("prompts"),
-                                                                     s.get("reaper_planner")),
+    return {"run": record.id, "started": timestamp(record.created),
+            "question": question_id(s), "technique": technique_label(s.technique), "database": s.db,
+            "model": model_label(s.llm), "setting": setting_label(s.technique, s.prompts, s.reaper_planner),
             "review": review_label(s), "status": record.status,
             "decision": GAP if o is None or o.decision is None else str(o.decision),
             "correct": o.correct if o and (override or answered(record)) else None,

@@ -4,6 +4,7 @@ from __future__ import annotations
 import importlib
 
 from core.backends.base import Backend, BackendUnavailable
+from core.model.bounds import unknown
 from core.model.question import Database
 from core.config.settings import DatabaseSettings
 
@@ -24,7 +25,7 @@ def language(name: str) -> str:
 def unavailable(name: str, settings: DatabaseSettings | None = None) -> str | None:
     """Why the backend cannot be used here (None when it can): a missing package, an unreachable server."""
     if name not in BACKENDS:
-        return f"unknown database backend {name!r}; choose one of {', '.join(BACKENDS)}"
+        return unknown("database backend", name, BACKENDS)
     try:
         module = importlib.import_module(BACKENDS[name][1])
     except ImportError as e:

@@ -20,6 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from core.agents.engine import engine
+from core.model.bounds import one_of
 from core.model.run_settings import PROMPT_SETTINGS, REAPER_PLANNERS, RunSettings, setting_label
 from core.model.technique import TECHNIQUES, technique
 from core.model.events import LLMUsage
@@ -50,10 +51,8 @@ REAPER_PAPER = {t.name: t.paper_latency for t in TECHNIQUES.values() if t.paper_
 
 def check(prompts: str, reaper_planner: str) -> None:
     """ValueError for an unknown setting."""
-    if prompts not in PROMPT_SETTINGS:
-        raise ValueError(f"unknown prompt setting {prompts!r}; choose one of {', '.join(PROMPT_SETTINGS)}")
-    if reaper_planner not in REAPER_PLANNERS:
-        raise ValueError(f"unknown REAPER planner {reaper_planner!r}; choose one of {', '.join(REAPER_PLANNERS)}")
+    one_of(prompts, PROMPT_SETTINGS, "prompt setting")
+    one_of(reaper_planner, REAPER_PLANNERS, "REAPER planner")
 
 
 def result_fields(settings: RunSettings, usage: list[LLMUsage]) -> dict:

@@ -48,6 +48,7 @@ from core.benchmark.trace import read_trace
 from core.benchmark.vote import vote
 from core.scenarios.dqa.source import DQA_SET
 from core.analysis.evidence import run_coverage
+from core.analysis.format import clock
 from core.analysis.grading import stored_verdict
 from core.analysis.trace import Trace
 from core.llm.client import REPLAY_PREFIX, TRANSIENT, LLMSettings, open_llm, read_replay, replay_path
@@ -97,6 +98,20 @@ class Progress:
     def n(self) -> int:
         """The items with a verdict so far: the finished ones and those that could not run (not correct)."""
         return self.finished + len(self.errors)
+
+    def finish(self, result: dict) -> None:
+        """Count an item's stored result."""
+        self.done += 1
+        self.correct += bool(result.get("correct"))
+
+    def fail(self, name: str, error: str, kind: str | None) -> bool:
+        """Count item ``name`` that could not run (``kind`` of its error); whether that stops the benchmark (a
+        FATAL kind: ``stopped`` then says why)."""
+        self.errors.append(f"{name}: {error}")
+        if kind not in FATAL:
+            return False
+        self.stopped = self.stopped or (error if kind == "budget" else f"{name}: {error}")
+        return True
 
     @property
     def accuracy(self) -> float | None:
@@ -396,7 +411,7 @@ class Bench:
             with lock:
                 first, away["since"] = away["since"] is None, away["since"] or time.monotonic()
             if first:
-                note(f"{time.strftime('%H:%M:%S')}: the team store cannot be reached ({database.lost_reason(error)}); "
+                note(f"{clock(time.time())}: the team store cannot be reached ({database.lost_reason(error)}); "
                      "waiting for it")
             if not database.wait_until_back(database.location(self.store.path)):
                 raise error
@@ -404,7 +419,7 @@ class Bench:
                 since, away["since"] = away["since"], None
                 self.lock.regain()
             if since is not None:
-                note(f"{time.strftime('%H:%M:%S')}: the team store is back after {time.monotonic() - since:.0f} s; "
+                note(f"{clock(time.time())}: the team store is back after {time.monotonic() - since:.0f} s; "
                      "going on")
 
         def attempt(item: Item) -> None:
@@ -496,15 +511,12 @@ class Bench:
             error, kind = scrub(str(e) or type(e).__name__), getattr(e, "kind", None)
             self.store.put_not_run(item, kind or "error", error, getattr(e, "attempts", []))
             with lock:
-                progress.errors.append(f"{item.name}: {error}")
-                if kind in FATAL:
-                    progress.stopped = progress.stopped or (error if kind == "budget" else f"{item.name}: {error}")
+                if progress.fail(item.name, error, kind):
                     stop.set()
         else:
             self.store.put(result)
             with lock:
-                progress.done += 1
-                progress.correct += bool(result["correct"])
+                progress.finish(result)
         finally:
             with lock:
                 progress.running.discard(item.name)

@@ -13,6 +13,7 @@ import time
 import uuid
 from dataclasses import asdict, fields
 
+from core.analysis.format import clock
 from core.benchmark.items import Item
 from core.benchmark.runner import Bench, Progress
 from core.benchmark.results import read_not_run
@@ -55,16 +56,13 @@ def _take(bench: Bench, waiting: dict[str, Item], jobs: dict[str, int], progress
     for key in list(waiting):
         item, state = waiting[key], states.get(jobs.get(key), "succeeded")
         if key in done:
-            progress.done += 1
-            progress.correct += bool(done[key].get("correct"))
+            progress.finish(done[key])
             waiting.pop(key)
             if on_result:
                 on_result(item, done[key], None, progress)
         elif key in failed or state == "failed":
             error = failed[key]["error"] if key in failed else "its job failed on a worker"
-            progress.errors.append(f"{item.name}: {error}")
-            if key in failed and failed[key]["error_kind"] == "budget" and not stop.is_set():
-                progress.stopped = error
+            if progress.fail(item.name, error, failed[key]["error_kind"] if key in failed else None):
                 stop.set()
             waiting.pop(key)
             if on_result:
@@ -102,14 +100,14 @@ def follow(bench: Bench, on_result, stop: threading.Event, on_note) -> Progress:
         try:
             _take(bench, waiting, jobs, progress, started, stop, on_result)
             if waiting and not told and time.time() - started > 5 and queue.workers() == 0:
-                note(f"{time.strftime('%H:%M:%S')}: {queue.describe_worker_gap()}")
+                note(f"{clock(time.time())}: {queue.describe_worker_gap()}")
                 told = True
             lost = None
         except Exception as e:  # the server restarting: the pools reconnect once it is back
             if not database.is_lost(e):
                 raise
             if lost is None:
-                note(f"{time.strftime('%H:%M:%S')}: the team store cannot be reached ({database.lost_reason(e)}); "
+                note(f"{clock(time.time())}: the team store cannot be reached ({database.lost_reason(e)}); "
                      "waiting for it")
             lost = lost or time.monotonic()
             if time.monotonic() - lost > database.GRACE_S:

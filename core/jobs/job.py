@@ -8,11 +8,13 @@
   driven by another process exactly as one driven by its own thread,
 - ``wait(after, timeout)``: the same, waiting for the next one,
 - ``stop(by)``; a run also resumes (core.jobs.runs),
+- ``note(status)``: where the work goes on, for a page ("" for work this process drives),
 - ``interrupt(reason)``: the process is stopping (``shutdown``, when its main thread ends: after SIGTERM or
   SIGINT): the work ends at once, kept to go on later (a run: ``interrupted``, resumed from its last checkpoint).
 
-Jobs live as long as the process (their work stays in the stores); where the work runs is this module's thread
-today, and the one place a job queue would take over (issue 25).
+A job of this process is ``launch``ed: its work runs in a thread. A job may also follow work another process drives
+(core.jobs.runs.RunFollower: a run of a worker or a command line), read from the store with the same interface; it
+has no thread and is not registered. Jobs live as long as the process (their work stays in the stores).
 """
 from __future__ import annotations
 
@@ -32,8 +34,9 @@ class JobBusy(Exception):
 
 
 class Job:
-    """Work driven in a thread. Subclasses give ``kind``, ``_work`` (the work itself, in the thread),
-    ``events(after)`` and ``stop``; ``key`` names the work (a run id, a results folder): one job per key at a time."""
+    """Work driven in a thread (once ``launch``ed). Subclasses give ``kind``, ``_work`` (the work itself, in the
+    thread), ``events(after)`` and ``stop``; ``key`` names the work (a run id, a results folder): one job per key at
+    a time."""
 
     kind: ClassVar[str] = "job"
 
@@ -44,8 +47,6 @@ class Job:
         self.error: Exception | None = None
         self._ended = threading.Event()
         self._changed = threading.Condition()
-        self._thread = threading.Thread(target=scenarios.in_context(self._drive), name=f"{self.kind}-{key}",
-                                        daemon=True)
 
     @property
     def done(self) -> bool:
@@ -91,6 +92,10 @@ class Job:
 
     def stop(self, by: str = "") -> str:
         raise NotImplementedError
+
+    def note(self, status: str) -> str:
+        """Where the work goes on, given its ``status`` as a page read it: "" for work this process drives."""
+        return ""
 
     def interrupt(self, reason: str) -> None:
         """End the work at once, kept to go on later, as the process stops (default: ``stop``)."""
@@ -155,7 +160,7 @@ def launch(job: Job) -> Job:
         for k in ended[:max(0, len(ended) - KEEP_JOBS)]:
             del _jobs[k]
         _jobs[(job.kind, job.key)] = job
-        job._thread.start()
+        threading.Thread(target=scenarios.in_context(job._drive), name=f"{job.kind}-{job.key}", daemon=True).start()
     return job
 
 

@@ -165,18 +165,25 @@ def follower(run_id: str) -> RunFollower:
     return RunFollower(run_id)
 
 
-class RunFollower:
-    """A stored run followed by cursor (``events(after)``, ``status()``, ``done``, ``stop``); ``note()`` says
-    where it runs (a queued run: waiting for a worker, and whether one is up)."""
+class RunFollower(Job):
+    """A run another process drives (a worker, a command line), followed as a job of kind ``run`` through the run
+    store: ``events(after)`` by cursor, ``status()`` and ``done`` as stored, ``stop`` asked through the store,
+    ``note`` says where it runs (a queued run: waiting for a worker, and whether one is up). Never launched: the
+    work is not this process's."""
 
-    error = None
+    kind = "run"
     partial = ""  # another process's reply in flight is not seen here
     calling = None
     streams = False
+    POLL_S = 0.25  # how often ``join`` reads the store
 
     def __init__(self, run_id: str):
-        self.run_id, self._store = run_id, open_store()
-        self.started = time.time()
+        super().__init__(run_id)
+        self._store = open_store()
+
+    @property
+    def run_id(self) -> str:
+        return self.key
 
     def events(self, after: int = 0) -> list[AnyEvent]:
         return self._store.events(self.run_id, after)
@@ -190,6 +197,17 @@ class RunFollower:
 
     def stop(self, by: str = "") -> str:
         return self._store.request_stop(self.run_id, by)
+
+    def interrupt(self, reason: str) -> None:
+        """Nothing: the process that drives the run goes on with it."""
+
+    def join(self, timeout: float | None = None) -> bool:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self.done:
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+            time.sleep(self.POLL_S)
+        return True
 
     def note(self, status: str) -> str:
         """Where the run goes on, for a page, given its ``status`` as the page read it."""
@@ -216,7 +234,7 @@ def start(settings: RunSettings, make_runtime: Callable, *, who: Identity,
     store.record_start(run_id, who.name, asked if queue.enabled() else None)
     if queue.enabled():
         job = queue.run_job("start", run_id, _llm_of(make_runtime), asked=asked)  # checked before it is recorded
-        store.create(run_id, settings.validate().to_dict(), queued=True, then=lambda con: queue.defer_run(job, con))
+        store.create(run_id, settings.validate(), queued=True, then=lambda con: queue.defer_run(job, con))
         return follower(run_id)
     return launch(RunJob(run_id, settings, make_runtime, lambda runtime: runtime.iter_start(settings, run_id)))
 
@@ -275,7 +293,7 @@ def resume(record: RunRecord, review: Review, make_runtime: Callable, pause_id: 
     runtime, events = _prepared(make_runtime, lambda rt: rt.iter_resume(record.id, review, pause_id))
     if queue.enabled():
         return _handed_over(record.id, runtime, events, make_runtime, asked_by(who, action))
-    return launch(RunJob(record.id, RunSettings.from_dict(record.settings), lambda: runtime, lambda _: events))
+    return launch(RunJob(record.id, record.settings, lambda: runtime, lambda _: events))
 
 
 def proceed(record: RunRecord, make_runtime: Callable, *, who: Identity) -> RunJob | RunFollower:
@@ -286,7 +304,7 @@ def proceed(record: RunRecord, make_runtime: Callable, *, who: Identity) -> RunJ
     runtime, events = _prepared(make_runtime, lambda rt: rt.iter_continue(record.id))
     if queue.enabled():
         return _handed_over(record.id, runtime, events, make_runtime, asked_by(who, "resume"))
-    return launch(RunJob(record.id, RunSettings.from_dict(record.settings), lambda: runtime, lambda _: events))
+    return launch(RunJob(record.id, record.settings, lambda: runtime, lambda _: events))
 
 
 def branch(record: RunRecord, step: int, make_runtime: Callable, *, who: Identity,
@@ -311,7 +329,7 @@ def branch(record: RunRecord, step: int, make_runtime: Callable, *, who: Identit
         finally:
             runtime.close()
         return follower(new_id)
-    return launch(RunJob(new_id, RunSettings.from_dict(record.settings), lambda: runtime, lambda _: events))
+    return launch(RunJob(new_id, record.settings, lambda: runtime, lambda _: events))
 
 
 def stop(run_id: str, *, who: Identity, action: Action = "stop") -> str:

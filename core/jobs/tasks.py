@@ -102,7 +102,7 @@ def interrupt_runs(reason: str = SERVER_STOPPED) -> list[str]:
 def _record_settings(record) -> RunSettings:
     """A stored run's settings as this worker takes them: known fields, checked, a replay only of its own files."""
     try:
-        settings = RunSettings.from_dict(record.settings).validate()
+        settings = record.settings.validate()
     except TypeError as e:
         raise ValueError(f"the run's stored settings do not fit: {e}") from None
     payload.replay_here(settings.llm or "")

@@ -91,6 +91,18 @@ def no_nul(text: str, what: str = "text") -> str:
     return text
 
 
+def one_of(value, choices, what: str):
+    """``value`` when it is one of ``choices``; ValueError ``unknown WHAT 'value'; choose one of ...`` otherwise."""
+    if value not in choices:
+        raise ValueError(unknown(what, value, choices))
+    return value
+
+
+def unknown(what: str, value, choices) -> str:
+    """The message for a ``value`` of ``what`` that is none of ``choices``."""
+    return f"unknown {what} {value!r}; choose one of {', '.join(choices)}"
+
+
 def _shown(value) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."

@@ -18,7 +18,22 @@ from __future__ import annotations
 
 import time
 from dataclasses import MISSING, asdict, dataclass, field, fields
-from typing import ClassVar, Union
+from typing import ClassVar, Literal, Union
+
+#: What an observation's error was: the query's (refused, timeout, syntax, error, or unavailable when the
+#: database cannot be reached), a corrective note on a malformed reply (format), an action the loop guard did not
+#: run again (repeat), a query the analyst rejected (rejected), the note on a final answer given before any query
+#: (unqueried); REAPER's result a step cannot use (reference) and step using a failed step's result (skipped).
+ObservationErrorKind = Literal["refused", "timeout", "syntax", "error", "unavailable", "format", "repeat",
+                               "rejected", "unqueried", "reference", "skipped"]
+#: Why a run failed or was warned (ErrorEvent): an LLM call's failure (core.llm.client.LLMError: config, auth,
+#: rate_limit, server, timeout, network, bad_request, context, model, replay), the database's (as
+#: ObservationErrorKind), the agent loop's (stuck, no_answer, empty_reply, format, limit, truncated, retry), the
+#: benchmark's budget, and the run's driver (interrupted, stopped, internal, worker).
+ErrorKind = Literal["config", "auth", "rate_limit", "server", "timeout", "network", "bad_request", "context",
+                    "model", "replay", "refused", "syntax", "error", "unavailable", "stuck", "no_answer",
+                    "empty_reply", "format", "limit", "truncated", "retry", "budget", "interrupted", "stopped",
+                    "internal", "worker"]
 
 
 @dataclass(kw_only=True)
@@ -62,8 +77,8 @@ class PlanEvent(Event):
 
     kind: ClassVar[str] = "plan"
     steps: list[str]
-    origin: str = "agent"  # agent | analyst
-    status: str = "adopted"  # proposed | adopted | approved | edited | rejected
+    origin: Literal["agent", "analyst"] = "agent"
+    status: Literal["proposed", "adopted", "approved", "edited", "rejected"] = "adopted"
     proposed_steps: list[str] | None = None
     note: str = ""
     reviewer: str = ""  # who reviewed it (analyst origin)
@@ -77,7 +92,7 @@ class ReplanEvent(Event):
     replan: bool
     old_plan: list[str]
     new_plan: list[str]
-    status: str = "adopted"  # proposed (awaits review) | adopted
+    status: Literal["proposed", "adopted"] = "adopted"  # proposed: awaits review
     note: str = ""
 
 
@@ -100,11 +115,8 @@ class ActionEvent(Event):
 
 @dataclass(kw_only=True)
 class ObservationEvent(Event):
-    """What came back: the rows (up to the row cap), the text the LLM saw, or the error (``error_kind``:
-    refused, timeout, syntax, error, or ``format`` for a corrective note on a malformed reply, ``repeat`` for an
-    action the loop guard did not run again, ``rejected`` for a query the analyst rejected, ``unqueried`` for the note on a final answer given before any
-    query; REAPER also
-    ``reference`` for a result a step cannot use and ``skipped`` for a step that uses a failed step's result)."""
+    """What came back: the rows (up to the row cap), the text the LLM saw, or the error (``error_kind``: one of
+    ObservationErrorKind)."""
 
     kind: ClassVar[str] = "observation"
     text: str
@@ -114,7 +126,7 @@ class ObservationEvent(Event):
     latency_s: float = 0.0
     executed: str = ""
     error: str | None = None
-    error_kind: str | None = None
+    error_kind: ObservationErrorKind | None = None
 
 
 @dataclass(kw_only=True)
@@ -134,7 +146,7 @@ class ErrorEvent(Event):
 
     kind: ClassVar[str] = "error"
     message: str
-    error_kind: str
+    error_kind: ErrorKind
     fatal: bool = True
     attempts: list[dict] = field(default_factory=list)
 
@@ -145,7 +157,7 @@ class QueryReviewEvent(Event):
     (``query`` ran instead of ``proposed``) or ``rejected`` (not run; ``note`` is the agent's observation)."""
 
     kind: ClassVar[str] = "query_review"
-    status: str
+    status: Literal["approved", "edited", "rejected"]
     query: str
     proposed: str
     note: str = ""

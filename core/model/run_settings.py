@@ -3,21 +3,28 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Literal, get_args
 
-from core.model.bounds import NUMBERS, in_bounds, no_nul
+from core.model.bounds import NUMBERS, in_bounds, no_nul, one_of
 from core.model.technique import technique
 
 #: ``auto`` never pauses; ``approve-replans`` pauses at each new plan from a Re-plan; ``approve-every-plan``
 #: also at the initial plan. Only the planning techniques pause.
 ReviewMode = Literal["auto", "approve-replans", "approve-every-plan"]
 HITL_MODES: tuple[ReviewMode, ...] = get_args(ReviewMode)
-DATABASES = ("sqlite", "mysql", "ladybug", "neo4j")
+DatabaseKind = Literal["sqlite", "mysql", "ladybug", "neo4j"]
+#: What a pause asks the analyst to review: the initial plan, a new plan from a Re-plan, or a query.
+PauseKind = Literal["plan", "replan", "query"]
+#: The analyst's answer at a pause.
+ReviewAction = Literal["approve", "edit", "reject"]
+DATABASES: tuple[DatabaseKind, ...] = get_args(DatabaseKind)
 #: The prompt settings of the loop techniques (core.agents.paper_prompts): the project's and the paper's.
-PROMPT_SETTINGS = ("improved", "paper")
+PromptSetting = Literal["improved", "paper"]
+PROMPT_SETTINGS: tuple[PromptSetting, ...] = get_args(PromptSetting)
 #: REAPER's planner prompt: with example retrieval plans for the scenario (core.techniques.reaper.examples), or without.
-REAPER_PLANNERS = ("examples", "zero-shot")
+ReaperPlanner = Literal["examples", "zero-shot"]
+REAPER_PLANNERS: tuple[ReaperPlanner, ...] = get_args(ReaperPlanner)
 DEFAULT_CELL_CHARS = 4000  # a result cell is cut to this many characters for the agent (Limits.cell_chars)
 MAX_CELL_CHARS = NUMBERS["cell_chars"][1]  # the most Limits.cell_chars may be, and what a backend keeps of a cell
 #: The question sources of a scenario by name (KeyError for an unknown one), for ``RunSettings.validate``: set by
@@ -91,6 +98,10 @@ from); the trace keeps up to ``row_cap`` rows of each
         return cls(**{k: v for k, v in data.items() if k in known})
 
 
+#: What a stored run's settings read as when a row lacks the question or what answered it.
+_UNKNOWN_RUN = {"scenario": "", "question": 0, "db": "", "technique": "", "llm": ""}
+
+
 @dataclass
 class RunSettings:
     """One run: the question (source, scenario and 1-based number), the database backend, the technique, the model
@@ -111,7 +122,7 @@ class RunSettings:
 
     scenario: str
     question: int
-    db: str
+    db: DatabaseKind
     technique: str
     llm: str
     base_url: str | None = None
@@ -122,8 +133,8 @@ class RunSettings:
     initial_plan: list[str] | None = None
     plan_version: int | None = None
     replan_on_failure: bool | None = None
-    prompts: str = "improved"
-    reaper_planner: str = "examples"
+    prompts: PromptSetting = "improved"
+    reaper_planner: ReaperPlanner = "examples"
     top_p: float | None = None
     seed: int | None = None  # the sampling seed sent to servers that take one (None: not sent)
     review_queries: bool = False  # the analyst approves each query before it runs (with any ``hitl``)
@@ -149,18 +160,13 @@ class RunSettings:
             if self.source not in sources:
                 raise ValueError(f"unknown question source {self.source!r} for scenario {self.scenario}; choose "
                                  f"{' or '.join(sources)}")
-        if self.db not in DATABASES:
-            raise ValueError(f"unknown database {self.db!r}; choose one of {', '.join(DATABASES)}")
-        if self.prompts not in PROMPT_SETTINGS:
-            raise ValueError(f"unknown prompt setting {self.prompts!r}; choose one of {', '.join(PROMPT_SETTINGS)}")
-        if self.reaper_planner not in REAPER_PLANNERS:
-            raise ValueError(f"unknown REAPER planner {self.reaper_planner!r}; choose one of "
-                             f"{', '.join(REAPER_PLANNERS)}")
+        one_of(self.db, DATABASES, "database")
+        one_of(self.prompts, PROMPT_SETTINGS, "prompt setting")
+        one_of(self.reaper_planner, REAPER_PLANNERS, "REAPER planner")
         self._check_technique_has_its_settings(tech)
         if self.top_p is not None and not 0 < self.top_p <= 1:
             raise ValueError(f"top_p must be above 0 and at most 1, not {self.top_p!r}")
-        if self.hitl not in HITL_MODES:
-            raise ValueError(f"unknown review mode {self.hitl!r}; choose one of {', '.join(HITL_MODES)}")
+        one_of(self.hitl, HITL_MODES, "review mode")
         self.limits.validate()
         return self
 
@@ -180,11 +186,16 @@ class RunSettings:
                              "is a workbench addition of the improved setting")
 
     def to_dict(self) -> dict:
+        """The settings as stored and as ``core run --json`` and the job payload carry them (limits as a dict)."""
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict) -> RunSettings:
-        return cls(**{**data, "limits": Limits.from_dict(data.get("limits", {}))})
+    def from_dict(cls, data: dict | None) -> RunSettings:
+        """Stored settings, typed: keys this version does not know are left out, ones an older row lacks take
+        their defaults (the question and what answered it read empty: no run the workbench started lacks them)."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{**_UNKNOWN_RUN, **{k: v for k, v in (data or {}).items() if k in known},
+                      "limits": Limits.from_dict((data or {}).get("limits") or {})})
 
 
 @dataclass(frozen=True)
@@ -195,7 +206,7 @@ class Pause:
     its run (``p1``, ``p2``, ...): a review is for one pause; ``at`` is when the run paused."""
 
     run_id: str
-    kind: str
+    kind: PauseKind
     plan: list[str]
     old_plan: list[str]
     reply: str
@@ -217,7 +228,7 @@ class Review:
     pause: approve the query, edit it (``query``: the query to run instead), or reject it with a note (the agent's
     observation). ``reviewer`` and ``at`` (seconds since the epoch) are set when the review is applied."""
 
-    action: str  # approve | edit | reject
+    action: ReviewAction
     plan: tuple[str, ...] = ()
     note: str = ""
     query: str = ""
@@ -240,7 +251,7 @@ class Review:
     def edit_query(cls, query: str, note: str = "", reviewer: str = "") -> Review:
         return cls("edit", (), note, query=query, reviewer=reviewer)
 
-    def validate(self, kind: str = "plan") -> Review:
+    def validate(self, kind: PauseKind = "plan") -> Review:
         """Self, or ValueError (``kind``: of the pause reviewed, plan | replan | query)."""
         if self.action not in ("approve", "edit", "reject"):
             raise ValueError(f"unknown review {self.action!r}; use approve, edit or reject")

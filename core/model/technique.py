@@ -8,6 +8,8 @@ import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from core.model.bounds import unknown
+
 #: Where the technique folders are.
 FOLDERS = Path(__file__).resolve().parents[1] / "techniques"
 
@@ -68,7 +70,7 @@ def technique(name: str) -> Technique:
     try:
         return TECHNIQUES[name]
     except KeyError:
-        raise ValueError(f"unknown technique {name!r}; choose one of {', '.join(TECHNIQUES)}") from None
+        raise ValueError(unknown("technique", name, TECHNIQUES)) from None
 
 
 _VOTED = re.compile(r"^(?P<technique>.+)\+vote(?P<n>\d+)$")

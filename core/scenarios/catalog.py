@@ -8,6 +8,7 @@ from core import scenarios
 from core.scenarios.dqa.source import DQAError
 from core.model.numbers import questions_text
 from core.model.question import Database, Question, ScenarioKind
+from core.model.run_settings import RunSettings
 
 SOURCES = {"demo": "Built-in demo scenarios", "dqa": "DQA benchmark", "scenario": "The scenario's own questions"}
 
@@ -47,7 +48,7 @@ def default_source(scenario: str) -> str:
     return _kind(scenario).source_keys()[0]
 
 
-def run_question(settings: dict, root=None):
+def run_question(settings: RunSettings, root=None):
     """The candidates and the label of a stored run's question (from its settings), for an override form."""
-    q = question(settings.get("source", "dqa"), settings["scenario"], settings["question"], root)
+    q = question(settings.source, settings.scenario, settings.question, root)
     return scenarios.candidates(q, database(q, root)), q.answer

@@ -38,6 +38,7 @@ from core.config.files import write_atomic
 from core.config.secrets import scrub
 from core.model.events import AnyEvent, Event, event_from_dict
 from core.model.outcome import RunOutcome, RunStatus
+from core.model.run_settings import RunSettings
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -89,7 +90,7 @@ class RunRecord:
     created: float
     updated: float
     status: RunStatus
-    settings: dict
+    settings: RunSettings
     pause: dict | None = None
     outcome: RunOutcome | None = None
     events: list[AnyEvent] = field(default_factory=list)
@@ -98,7 +99,7 @@ class RunRecord:
 
     def to_dict(self) -> dict:
         return {"id": self.id, "created": self.created, "updated": self.updated, "status": self.status,
-                "settings": self.settings, "pause": self.pause,
+                "settings": self.settings.to_dict(), "pause": self.pause,
                 "outcome": self.outcome.to_dict() if self.outcome else None,
                 "events": [e.to_dict() for e in self.events],
                 "parent_id": self.parent_id, "branch_step": self.branch_step}
@@ -236,7 +237,7 @@ class RunStore:
                     if "duplicate column" not in str(e):
                         raise
 
-    def create(self, run_id: str, settings: dict, parent_id: str | None = None,
+    def create(self, run_id: str, settings: RunSettings, parent_id: str | None = None,
                branch_step: int | None = None, queued: bool = False,
                then: Callable[[object], None] | None = None) -> None:
         """Record a new run with its settings: ``running`` and owned by this process, or ``queued`` for a worker and
@@ -246,9 +247,9 @@ class RunStore:
         columns = ("id", "created", "updated", "status", "scenario", "question", "db", "technique", "llm", "hitl",
                    "settings", "owner_pid", "owner_host", "heartbeat", "parent_id", "branch_step")
         owner = (None, None, None) if queued else (os.getpid(), socket.gethostname(), now)
-        values = (run_id, now, now, "queued" if queued else "running", settings.get("scenario"),
-                  settings.get("question"), settings.get("db"), settings.get("technique"), settings.get("llm"),
-                  settings.get("hitl"), _json(settings), *owner, parent_id, branch_step)
+        values = (run_id, now, now, "queued" if queued else "running", settings.scenario, settings.question,
+                  settings.db, settings.technique, settings.llm, settings.hitl, _json(settings.to_dict()), *owner,
+                  parent_id, branch_step)
         with self.db.transaction() as con:
             if queued or not con.execute("UPDATE runs SET updated = ?, scenario = ?, question = ?, db = ?, "
                                          "technique = ?, llm = ?, hitl = ?, settings = ? WHERE id = ? AND "
@@ -599,8 +600,8 @@ def _record(row, events: list[AnyEvent] | None = None) -> RunRecord:
     status = row[3]
     if status == "running" and _orphaned(row[9], row[10], row[11], row[2], time.time()):
         status = "interrupted"
-    return RunRecord(row[0], row[1], row[2], status, _load(row[4]), _load(row[5]), RunOutcome.from_dict(_load(row[6])),
-                     events or [], row[7], row[8])
+    return RunRecord(row[0], row[1], row[2], status, RunSettings.from_dict(_load(row[4])), _load(row[5]),
+                     RunOutcome.from_dict(_load(row[6])), events or [], row[7], row[8])
 
 
 def as_tree(records: list[RunRecord]) -> list[tuple[RunRecord, int]]:

@@ -93,10 +93,9 @@ class _Segment:
         self.prompts = _Prompts()
 
     def follow(self, events: Iterator[Event]) -> Iterator[Event]:
-        settings = self.record.settings or {}
         span = self.tracing.tracer.start_span("run segment", context=self.root, attributes={
             "openinference.span.kind": "CHAIN", "planrag.run_id": self.run_id,
-            "planrag.technique": str(settings.get("technique", ""))})
+            "planrag.technique": self.record.settings.technique})
         context = self.trace.set_span_in_context(span)
         events = iter(events)
         try:
@@ -125,7 +124,7 @@ class _Segment:
             span.add_event("stop", {"planrag.message": _text(event.message)}, timestamp=_ns(event.at))
 
     def _llm(self, event: Event, context) -> None:
-        usage, model = event.llm, str((self.record.settings or {}).get("llm", ""))
+        usage, model = event.llm, self.record.settings.llm
         reply = _text(usage.reply)
         span = self.tracing.tracer.start_span("llm call", context=context, start_time=_ns(event.at - usage.latency_s),
                                               attributes={
@@ -141,7 +140,7 @@ class _Segment:
         span.end(end_time=_ns(event.at))
 
     def _query(self, action: ActionEvent, seen: ObservationEvent, context) -> None:
-        kind = str((self.record.settings or {}).get("db", ""))
+        kind = self.record.settings.db
         start = seen.at - seen.latency_s if seen.latency_s else action.at
         span = self.tracing.tracer.start_span("database query", context=context, start_time=_ns(start), attributes={
             "openinference.span.kind": "TOOL", "tool.name": action.tool, "db.system": kind,
@@ -164,16 +163,15 @@ class _Segment:
             self._run_span(record)
 
     def _run_span(self, record) -> None:
-        settings, outcome = record.settings or {}, record.outcome or RunOutcome()
+        settings, outcome = record.settings, record.outcome or RunOutcome()
         placement = outcome.placement or {}
         attributes = {
             "openinference.span.kind": "AGENT", "planrag.run_id": self.run_id,
             "input.value": _text(self.question), "planrag.question": _text(self.question),
-            "planrag.scenario": str(settings.get("scenario", "")), "planrag.question_number":
-                str(settings.get("question", "")), "planrag.technique": str(settings.get("technique", "")),
-            "planrag.database": str(settings.get("db", "")), "planrag.review_mode": str(settings.get("hitl", "")),
-            "planrag.review_queries": bool(settings.get("review_queries")), "llm.model_name":
-                str(settings.get("llm", "")), "planrag.outcome": record.status,
+            "planrag.scenario": settings.scenario, "planrag.question_number": str(settings.question),
+            "planrag.technique": settings.technique, "planrag.database": settings.db,
+            "planrag.review_mode": settings.hitl, "planrag.review_queries": bool(settings.review_queries),
+            "llm.model_name": settings.llm, "planrag.outcome": record.status,
             "output.value": _text(outcome.final_answer), "planrag.llm_calls": outcome.llm_calls}
         for name, value in (("planrag.decision", outcome.decision), ("planrag.correct", outcome.correct),
                             ("planrag.error", outcome.error), ("planrag.rank", placement.get("rank")),

@@ -18,6 +18,7 @@ from pathlib import Path
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from core.agents.runtime import AgentRuntime, new_run_id
+from core.model.bounds import one_of
 from core.model.run_settings import Limits, RunSettings
 from core.agents.parsing import parse_reply
 from core.agents.workspace import Workspace, open_catalog_workspace
@@ -76,10 +77,8 @@ class TrainSettings:
         if not 1 <= self.batch_size <= len(self.train):
             raise ValueError(f"the batch size must be 1 to {len(self.train)} (the training questions), "
                              f"not {self.batch_size}")
-        if self.reflection not in REFLECTIONS:
-            raise ValueError(f"unknown reflection {self.reflection!r}; choose one of {', '.join(REFLECTIONS)}")
-        if self.reward not in REWARDS:
-            raise ValueError(f"unknown reward {self.reward!r}; choose one of {', '.join(REWARDS)}")
+        one_of(self.reflection, REFLECTIONS, "reflection")
+        one_of(self.reward, REWARDS, "reward")
         if not 0 <= self.temperature <= 2:
             raise ValueError(f"the temperature must be 0 to 2, not {self.temperature}")
         if self.iterations < 1:
