@@ -54,7 +54,7 @@ def home(monkeypatch, tmp_path):
 
 def test_the_run_page_shows_where_an_opened_runs_time_went(home):
     store = jobs.open_store()
-    store.create("timed", RunSettings("locating", 1, "sqlite", "planrag", "replay:x", source="demo").to_dict())
+    store.create("timed", RunSettings("locating", 1, "sqlite", "planrag", "replay:x", source="demo"))
     for event in EVENTS:
         store.add_event("timed", event)
     store.update("timed", "finished", outcome=RunOutcome(wall_s=10.0))
