@@ -243,10 +243,8 @@ def main() -> int:
                 session(url, 1, {title: [] for title in MAIN_CONTENT}, broken)  # a round untimed: pages warm
                 quiet = both_sessions(url, args.rounds, broken)
                 print(f"quiet: 2 sessions x {args.rounds} rounds done ({load()})", flush=True)
-                if broken:
-                    print("BROKEN: " + "\nBROKEN: ".join(broken))
-                    return 1
-                busy, delays, bench_runs = under_work(url, home, args, stand_in, broken)
+                if not broken:
+                    busy, delays, bench_runs = under_work(url, home, args, stand_in, broken)
     finally:
         stand_in.close()
     if broken:
