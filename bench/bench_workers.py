@@ -95,11 +95,15 @@ def stop_workers(workers: list[subprocess.Popen]) -> None:
 
 
 def benchmark(stub: TurnStub, name: str, epochs: int):
+    """The scripted benchmark, asked for by the local admin (a queued item says who asked for it)."""
+    from core.auth.roles import local_admin
     from core.benchmark.runner import Bench, BenchConfig
+    from core.jobs.payload import asked_by
     from core.llm.client import LLMSettings
 
     return Bench(BenchConfig(["iterrag"], "m", source="demo", base_url=stub.url, name=name, cache=False,
-                             epochs=epochs, llm_settings=LLMSettings.unattended(model="m", base_url=stub.url)))
+                             epochs=epochs, llm_settings=LLMSettings.unattended(model="m", base_url=stub.url),
+                             asked=asked_by(local_admin(), "benchmark_start")))
 
 
 def one_round(n: int, args, stub: TurnStub, folder: Path, env: dict, runs_n: int, tag: str) -> float:
