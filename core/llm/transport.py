@@ -11,6 +11,7 @@ import threading
 import time
 import urllib.request
 from collections.abc import Iterator
+from functools import cache
 from urllib.parse import urlsplit
 
 import httpx
@@ -20,18 +21,11 @@ import httpx
 BODY_BYTES_PER_CHAR, STREAM_BYTES_PER_CHAR, SLACK_BYTES = 8, 256, 1 << 20
 
 
-_tls: ssl.SSLContext | None = None
-_tls_lock = threading.Lock()
-
-
+@cache
 def tls() -> ssl.SSLContext:
     """The process's one TLS context, as httpx makes its default (certifi's roots, or SSL_CERT_FILE / SSL_CERT_DIR):
     making one reads the roots, about 35 ms of CPU, which every model client and server probe of a run paid."""
-    global _tls
-    with _tls_lock:
-        if _tls is None:
-            _tls = httpx.create_ssl_context()
-        return _tls
+    return httpx.create_ssl_context()
 
 
 class ReplyTooLarge(Exception):
