@@ -88,6 +88,32 @@ def echoes_of(events: list[dict]) -> set[int]:
             if action["kind"] == "action" and action["language"] == "self"}
 
 
+# Counts the app's script runs that start after it is installed ("running" on stApp's data-test-script-state) and
+# those of them that ended: a widget's rerun request reaches the server after every request sent before it, so the
+# first run seen starting after a click is the click's own (or a run it interrupts and takes over without ending).
+RUN_COUNTER = """() => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  window.__runs = {started: 0, ended: 0};
+  let last = app.getAttribute('data-test-script-state');
+  new MutationObserver(() => {
+    const now = app.getAttribute('data-test-script-state');
+    if (now === 'running' && last !== 'running') window.__runs.started += 1;
+    if (now === 'notRunning' && last !== 'notRunning' && window.__runs.started) window.__runs.ended = window.__runs.started;
+    last = now;
+  }).observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
+}"""
+
+
+def after_its_run(page, act) -> None:
+    """``act()`` (a click on a widget that reruns the page), then wait until the script run it caused has ended: the
+    page then shows what that run drew (a stale element still on screen mid-run is not taken for it)."""
+    page.evaluate(RUN_COUNTER)
+    act()
+    page.wait_for_function("window.__runs.started > 0 && window.__runs.ended === window.__runs.started "
+                           "&& document.querySelector('[data-testid=\"stApp\"]')"
+                           ".getAttribute('data-test-script-state') === 'notRunning'", timeout=WAIT_MS)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
