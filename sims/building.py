@@ -33,8 +33,15 @@ SCENARIO_BLOCK = 256
 _CARRY_OVER = {"dqa": True, "rules": False}
 
 
-def _columns(tables: Tables, table: str, *names: str) -> list[list]:
-    return required_columns(tables, "Building", table, *names)
+#: The columns the simulation reads, per table (a value elsewhere cannot change a price).
+READS = {"goods": ("goods_name", "code", "base_price", "current_price", "pop_demand"),
+         "building": ("id", "level"),
+         "demand": ("goods_id", "building_id", "max_demand"),
+         "supply": ("goods_id", "building_id", "max_supply", "current_output")}
+
+
+def _columns(tables: Tables, table: str) -> list[list]:
+    return required_columns(tables, "Building", table, *READS[table])
 
 
 class _GroupSums:
@@ -62,18 +69,16 @@ class Market:
     """The Building tables compiled for simulation (goods, buildings and rows in table order)."""
 
     def __init__(self, tables: Tables):
-        names, codes, base, current, pop = _columns(
-            tables, "goods", "goods_name", "code", "base_price", "current_price", "pop_demand")
+        names, codes, base, current, pop = _columns(tables, "goods")
         self.goods: list[str] = names
         self.base_price, self.current_price, self.pop_demand = (np.array(c, float) for c in (base, current, pop))
         self.goods_index = {g: i for i, g in enumerate(names)}
         by_code = {c: i for i, c in enumerate(codes)}
-        self.building_ids, self.levels = _columns(tables, "building", "id", "level")
+        self.building_ids, self.levels = _columns(tables, "building")
         self.building_index = {b: i for i, b in enumerate(self.building_ids)}
-        (self.demand_goods, self.demand_building, self.max_demand), _ = self._rows(
-            tables, "demand", "max_demand", by_code)
+        (self.demand_goods, self.demand_building, self.max_demand), _ = self._rows(tables, "demand", by_code)
         (self.supply_goods, self.supply_building, self.max_supply), (self.stored_output,) = self._rows(
-            tables, "supply", "max_supply", by_code, "current_output")
+            tables, "supply", by_code)
         n_inputs = np.bincount(self.demand_building, minlength=len(self.building_ids))
         self.n_inputs = np.maximum(n_inputs, 1).astype(float)  # divisor of the input ratio
         self.output_follows_inputs = n_inputs[self.supply_building] > 0
@@ -82,8 +87,8 @@ class Market:
         self.leftover_demand = _GroupSums(self.demand_goods, len(names), 1)(self.max_demand[:, None])[:, 0]
         self.leftover_supply = _GroupSums(self.supply_goods, len(names), 1)(self.stored_output[:, None])[:, 0]
 
-    def _rows(self, tables: Tables, table: str, amount: str, by_code: dict, *extra: str):
-        goods_ids, building_ids, amounts, *more = _columns(tables, table, "goods_id", "building_id", amount, *extra)
+    def _rows(self, tables: Tables, table: str, by_code: dict):
+        goods_ids, building_ids, amounts, *more = _columns(tables, table)
         try:
             goods = np.array([by_code[g] for g in goods_ids], dtype=np.intp)
         except KeyError as e:
@@ -196,6 +201,20 @@ def rank_all(tables: Tables | Market, mode: str = "dqa", goods: list[str] | None
 def rank(tables: Tables | Market, goods: str, mode: str = "dqa") -> Ranking:
     """Rank every building by the price of ``goods`` after adding 5 levels to it (see ``rank_all``)."""
     return rank_all(tables, mode, [goods])[goods]
+
+
+def prices(tables: Tables | Market, goods: str, building_ids: list, mode: str = "dqa") -> list[float]:
+    """The price of ``goods`` after adding 5 levels to each building of ``building_ids`` (the figures ``rank``
+    gives them; InputError for an unknown id or a building of level 0), from one simulation of those scenarios."""
+    carry_over, market = _CARRY_OVER[check_mode(mode)], _market(tables)
+    g = market.goods_of(goods)
+    scenarios = []
+    for building_id in building_ids:
+        if building_id not in market.building_index:
+            raise InputError(f"unknown building id {building_id!r}")
+        b = market.building_index[building_id]
+        scenarios.append({b: market.level_factor(b, LEVELS_ADDED)})
+    return _simulate(market, carry_over, scenarios).price[g].tolist() if scenarios else []
 
 
 @dataclass(frozen=True)

@@ -46,32 +46,37 @@ class _Rules:
 _RULES = {"dqa": _Rules(True, 1.0, True), "rules": _Rules(False, 3.0, False)}
 
 
-def _columns(tables: Tables, table: str, *names: str) -> list[list]:
-    return required_columns(tables, "Locating", table, *names)
+#: The columns the simulation reads, per table (a value elsewhere cannot change a score).
+READS = {"trade_node": ("trade_node", "local_value", "is_inland", "total_power", "outgoing", "ingoing"),
+         "country": ("country_name", "home_node", "development"),
+         "flow": ("source", "dest"),
+         "node_country": ("trade_node", "country_name", "is_home", "has_merchant", "base_trading_power")}
+
+
+def _columns(tables: Tables, table: str) -> list[list]:
+    return required_columns(tables, "Locating", table, *READS[table])
 
 
 class TradeNetwork:
     """The Locating tables compiled for simulation: nodes, edges and node_country rows in table order."""
 
     def __init__(self, tables: Tables):
-        names, local, inland, tp, out, inn = _columns(
-            tables, "trade_node", "trade_node", "local_value", "is_inland", "total_power", "outgoing", "ingoing")
+        names, local, inland, tp, out, inn = _columns(tables, "trade_node")
         self.names: list[str] = names
         self.index = {n: i for i, n in enumerate(names)}
         self.local, self.inland = local, inland
         self.stored = (np.array(tp, float), np.array(out, float), np.array(inn, float))
-        countries, homes, devs = _columns(tables, "country", "country_name", "home_node", "development")
+        countries, homes, devs = _columns(tables, "country")
         self.home = dict(zip(countries, homes))
         self.development = dict(zip(countries, devs))
         self.dests: list[list[int]] = [[] for _ in names]
         self.sources: list[list[int]] = [[] for _ in names]
-        for s, d in zip(*_columns(tables, "flow", "source", "dest")):
+        for s, d in zip(*_columns(tables, "flow")):
             si, di = self.node_index(s, "flow source"), self.node_index(d, "flow dest")
             if di not in self.dests[si]:
                 self.dests[si].append(di)
                 self.sources[di].append(si)
-        rows = _columns(tables, "node_country", "trade_node", "country_name", "is_home", "has_merchant",
-                        "base_trading_power")
+        rows = _columns(tables, "node_country")
         self.row_node = [self.node_index(n, "node_country row") for n in rows[0]]
         self.row_country, self.row_is_home, self.row_merchant, self.row_base = rows[1:]
         self.rows_at: list[list[int]] = [[] for _ in names]
@@ -281,19 +286,32 @@ def rank(tables: Tables | TradeNetwork, country: str, mode: str = "dqa") -> Rank
     fresh state). ``threshold`` is 0: the benchmark picks the first candidate, in table order, with the
     highest profit, and only if that profit is positive.
     """
-    rules, net = _RULES[check_mode(mode)], _network(tables)
+    net = _network(tables)
+    names = candidates(net, net.names[net.home_of(country)])
+    scores, baseline = _scores(net, country, names, mode)
+    return make_ranking("locating", mode, names, scores, baseline=baseline, threshold=0.0, higher_is_better=True)
+
+
+def scores(tables: Tables | TradeNetwork, country: str, names: list[str], mode: str = "dqa") -> list[float]:
+    """The scores ``rank`` gives the candidate nodes ``names`` (the same figures), simulating only theirs."""
+    return _scores(_network(tables), country, names, mode)[0]
+
+
+def _scores(net: TradeNetwork, country: str, names: list[str], mode: str) -> tuple[list[float], float]:
+    """Profits of a merchant placed at each of ``names`` (a node where the country cannot steer: the baseline) and
+    the baseline, from one trade pass over the home node's upstream with one scenario per node that can."""
+    rules = _RULES[check_mode(mode)]
     home = net.home_of(country)
     base = net.merchants_without({country})
     upstream = net.ancestors(home)
     nodes = [n for n in net.topo if n in upstream or n == home]
-    movers = [n for n in net.topo if n in upstream and (n, country) in net.row_at]
+    wanted = {net.index.get(n) for n in names}
+    movers = [n for n in net.topo if n in upstream and (n, country) in net.row_at and n in wanted]
     scenarios = [base] + [base | {net.row_at[(n, country)]} for n in movers]
     profits = _profit(net, rules, _trade_pass(net, rules, base, scenarios, nodes), country, home, scenarios)
     score = dict(zip(movers, profits[1:].tolist()))
-    names = candidates(net, net.names[home])
-    scores = [score.get(net.index[n], float(profits[0])) for n in names]
-    return make_ranking("locating", mode, names, scores, baseline=float(profits[0]), threshold=0.0,
-                        higher_is_better=True)
+    baseline = float(profits[0])
+    return [score.get(net.index.get(n), baseline) for n in names], baseline
 
 
 @dataclass(frozen=True)

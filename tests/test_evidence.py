@@ -57,3 +57,29 @@ def test_building_values_match_ids_and_goods_by_name_or_code():
 
 def test_a_stored_run_without_a_known_question_has_no_coverage():
     assert of_run(RunSettings("locating", 99, "sqlite", "iterrag", "x", source="demo"), []) is None
+
+
+def test_the_focus_scores_are_the_rankings_and_an_unread_column_changes_no_score():
+    """The evidence simulates only the focus candidates (sims.locating.scores, sims.building.prices) and skips the
+    columns its simulator does not read (READS): both give the ranking's own figures, for every candidate."""
+    from dataclasses import replace
+
+    from core.scenarios import scenario_type
+    from sims.tables import Tables
+
+    for scenario in ("locating", "building"):
+        q, db = _question(scenario)
+        kind = scenario_type(q.scenario)
+        for mode in ("dqa", "rules"):
+            r = ranking(q, db, mode)
+            everyone = [e.candidate for e in r.entries]
+            assert kind.focus_scores(q, db.tables, everyone, mode) == [e.score for e in r.entries]
+        reads = kind.reads()
+        for t in db.tables:
+            unread = [i for i, c in enumerate(t.columns) if c.name not in reads.get(t.name, ())
+                      and c.type in ("INT", "FLOAT")]
+            for i in unread:  # every row's value of an unread number column doubled: the same ranking
+                rows = [row[:i] + ((row[i] or 0) * 2 + 1,) + row[i + 1:] for row in t.rows]
+                changed = Tables({**db.tables.tables, t.name: replace(t, rows=rows)}, db.tables.notes)
+                assert kind.focus_scores(q, changed, everyone, "dqa") == kind.focus_scores(q, db.tables, everyone,
+                                                                                            "dqa"), (t.name, i)

@@ -2,7 +2,8 @@
 actually saw in its observations (docs/evidence.md has the method).
 
 A value *decides* the question when the simulator's verdict rests on it: nudging it (by +10%, or to 1 from 0)
-and ranking again changes the score of the best decision or of its nearest rival. The values tried are those of
+and simulating again changes the score of the best decision or of its nearest rival (a column the simulator does not
+read is not tried). The values tried are those of
 the rows about the best decisions, the runner-up and the target, as the scenario's type names them (Locating: the
 trade node rows, the deciding country's power there, the flows out of them and the country's development;
 Building: the buildings' levels, their supply and demand rows, and the asked goods' row; a plugin: every row).
@@ -132,11 +133,12 @@ def _derive(question: Question, database: Database, mode: str) -> list[Value]:
     if not focus:
         return []
     before = [ranking.score_of(c) for c in focus]
+    reads = scenario_type(question.scenario).reads()
     values = []
     for table, row, key, who in _rows(question, tables, focus):
         t = tables[table]
         for column, name in enumerate(t.column_names):
-            if name in t.primary_key:
+            if name in t.primary_key or (reads is not None and name not in reads.get(table, ())):
                 continue
             nudged = _nudged(tables, table, row, column)
             if nudged is None:

@@ -172,6 +172,10 @@ class ScenarioType:
         ranking = self.ranking(question, Database("nudged", self.name, tables, None), mode)
         return [ranking.score_of(c) for c in focus]
 
+    def reads(self) -> dict[str, tuple[str, ...]] | None:
+        """The columns the simulator reads, per table (a value elsewhere is never nudged); None: any may count."""
+        return None
+
     # --- drawing ---
     def view_options(self) -> list[ViewOption]:
         """Controls of the network view."""

@@ -111,8 +111,10 @@ class Locating(_DQAType):
         return out
 
     def focus_scores(self, question, tables, focus, mode):
-        ranking = locating_sim.rank(tables, question.country, mode)
-        return [ranking.score_of(c) for c in focus]
+        return locating_sim.scores(tables, question.country, focus, mode)
+
+    def reads(self):
+        return locating_sim.READS
 
     def view_options(self):
         return [ViewOption("scope", "Show", dict(TRADE_SCOPES), "neighbourhood",
@@ -235,8 +237,10 @@ class Building(_DQAType):
 
     def focus_scores(self, question, tables, focus, mode):
         """Only the focus candidates' simulations (equal to the ranking's scores)."""
-        return [building_sim.what_if(tables, {c: building_sim.LEVELS_ADDED}, mode).goods[question.goods].price
-                for c in focus]
+        return building_sim.prices(tables, question.goods, focus, mode)
+
+    def reads(self):
+        return building_sim.READS
 
     def view_options(self):
         return [ViewOption("hops", "Detail around the goods", dict(MARKET_DETAIL), 2),
