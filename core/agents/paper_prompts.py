@@ -10,7 +10,7 @@ the ways docs/paper-deviations.md lists; this module holds only what the ``paper
 - The conversation is two messages: the system prompt, and ``Question: {input}\n\n{agent_scratchpad}`` (each
   earlier reply followed by ``Observation:`` and what it observed); the model stops at ``Observation:``.
 - A reply is read as their parser read it (``read_reply``: ``Human: `` removed first); nothing is corrected, nothing
-  asked again, no repeat noted (graph.py, ``_act_paper``). The run stops, unanswered, after ``MAX_ITERATIONS`` LLM
+  asked again, no repeat noted (paper_loop.py, ``act``). The run stops, unanswered, after ``MAX_ITERATIONS`` LLM
   calls, as their agent executor did.
 - What a tool returns, as their tools returned it: rows as a pandas DataFrame printed (``result_text``), an error as
   ``An exception occured: ...``, ``Self thinking`` nothing.

@@ -31,7 +31,7 @@ from core.model.outcome import RunOutcome, RunStatus, Tokens
 from core.model.run_settings import Pause, Review, RunSettings, default_reviewer
 from core.agents.control import RunControl, RunInterrupted, RunStopped
 from core.model.events import ActionEvent, BranchEvent, ErrorEvent, Event
-from core.agents.graph import AgentContext
+from core.agents.nodes import AgentContext
 from core.model.technique import Technique, technique
 from core.agents.workspace import Workspace, open_catalog_workspace
 from core.store.plans import PlanStore

@@ -1,0 +1,74 @@
+"""A run given a plan in the paper setting acts as the AutoPlan paper's agent (its equations 2-5): a part of the
+shared loop (``PART``, a ``core.agents.state.LoopPart``) that the loop techniques taking a plan add to their
+engine: its fields (``FollowsPlan``) and its step."""
+from __future__ import annotations
+
+from typing import TypedDict
+
+from langgraph.runtime import Runtime
+
+from core.agents import paper_prompts
+from core.agents.nodes import AgentContext, Emitter, complete_call, fail_run
+from core.agents.paper_loop import act, safety_limit
+from core.agents.parsing import parse_reply
+from core.agents.state import LoopPart
+from core.model.events import ThoughtEvent
+from core.model.run_settings import Limits, RunSettings
+
+
+class FollowsPlan(TypedDict):
+    follows_plan: bool  # the run acts as AutoPlan's agent (absent in older checkpoints: it does not)
+    iterations: int  # its steps taken (thought, action, formalizing)
+
+
+def start(settings: RunSettings) -> dict:
+    """In the paper setting, any plan, even AutoPlan's empty one, makes the run act as AutoPlan's agent."""
+    return {"follows_plan": settings.prompts == paper_prompts.PAPER and settings.initial_plan is not None,
+            "iterations": 0}
+
+
+def leads(state: dict) -> bool:
+    return bool(state.get("follows_plan"))
+
+
+def done(state: dict) -> int:
+    return state.get("iterations", 0)
+
+
+def step(state: dict, runtime: Runtime[AgentContext], limits: Limits) -> dict:
+    """One step of a run following a learned plan in the paper setting, as the AutoPlan paper's agent acts
+    (equations 2-5): a thought call ending with the Thought-prompt, an action call continuing the thought after
+    ``Action:``, and the formalizer's call (Appendix A.1) putting that action into a valid form; the formalized
+    action is acted on as the original parser read a reply, and the history keeps the thought and the formalized
+    action (equation 5). A workbench safety limit reached between the calls ends the run."""
+    language, update = state["language"], {"iterations": state.get("iterations", 0) + 1}
+    texts: list[str] = []
+    for call in ("thought", "action", "formalize"):
+        emit = Emitter(runtime, state["llm_calls"] + 1)
+        reached = safety_limit(state, limits) if texts else None
+        if reached:
+            return {**update, "limit": reached[0], **fail_run("limit", reached[1], emit)}
+        if call == "thought":
+            counted, c = complete_call(state, runtime, state["prompt"], emit,
+                                    send=(paper_prompts.thought_chat, paper_prompts.THOUGHT_STOP))
+        elif call == "action":
+            counted, c = complete_call(state, runtime, state["prompt"], emit,
+                                    state["messages"] + [paper_prompts.action_cue(texts[0])])
+        else:
+            counted, c = complete_call(state, runtime, "", emit, [{"role": "human", "content": paper_prompts.formalizer(
+                language, texts[1])}], send=(paper_prompts.chat_alone, None))
+        update.update(counted)
+        if c is None:
+            return update
+        state = {**state, **counted}
+        texts.append(c.text.strip())
+        if call == "thought":
+            emit(ThoughtEvent(text=texts[0]))
+        elif call == "action":
+            emit(ThoughtEvent(text=f"{paper_prompts.ACTION} {texts[1]} (to be formalized)"))
+    text = f"{texts[0]}\n{texts[2]}"
+    return {**update, **act(state, parse_reply(text), emit, acted=texts[2])}
+
+
+#: The part, as the engines of the loop techniques that take a plan add it.
+PART = LoopPart(FollowsPlan, start, leads, step, done)
