@@ -37,6 +37,7 @@ from core.store.database import Database, is_url, location, upsert
 from core.config.files import write_atomic
 from core.config.secrets import scrub
 from core.model.events import AnyEvent, Event, event_from_dict
+from core.model.moments import clock
 from core.model.outcome import RunOutcome, RunStatus
 from core.model.run_settings import RunSettings
 
@@ -350,7 +351,7 @@ class RunStore:
                 f"run {run_id} is not waiting for a review")
         taken = self.review_of(run_id, pause_id) if pause_id else None
         by = (f": {taken['reviewer']} reviewed it ({taken['action']}) at "
-              f"{time.strftime('%H:%M:%S', time.localtime(taken['at']))}") if taken else ""
+              f"{clock(taken['at'])}") if taken else ""
         now = (f"the run now waits at pause {record.pause.get('id')} ({record.pause.get('kind')})"
                if record.status == "paused" and record.pause else f"the run is {record.status}")
         if record.status in ("interrupted", "stopped"):
