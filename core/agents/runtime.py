@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,7 +40,7 @@ from core.analysis.grading import judge
 from core.analysis.trace import Trace
 from core.auth import endpoints
 from core.llm.client import REPLAY_PREFIX, ChatLLM, LLMSettings, bound_key, open_llm, replay_path
-from core.store.runs import PauseTaken, RunStore
+from core.store.runs import PauseTaken, RunStore, new_run_id
 from core.config.secrets import scrub
 from core.telemetry.runs import traced
 from core.config import home as project_home
@@ -75,10 +74,6 @@ def native_panic(e: BaseException) -> bool:
     a BaseException that is the run's failure, not a request to stop the process."""
     return (not isinstance(e, (Exception, KeyboardInterrupt, SystemExit, GeneratorExit))
             and type(e).__name__ == "PanicException")
-
-
-def new_run_id() -> str:
-    return uuid.uuid4().hex[:12]
 
 
 class AgentRuntime:
@@ -144,11 +139,11 @@ class AgentRuntime:
             control.interrupt(reason)
         return [c.run_id for c in controls]
 
-    def _resolve(self, settings: RunSettings) -> RunSettings:
+    def _resolve(self, settings: RunSettings, tech: Technique) -> RunSettings:
         """The settings as they will be stored: model and base URL from the defaults when not given, a replay
         file as an absolute path; for a model, the context window (what its server reports; not asked in the paper
         prompt setting) and the reply cap (the LLM settings') when not given."""
-        settings = settings.validate()
+        settings = settings.validate(tech)
         if settings.endpoint:  # the server's named endpoint: its model and URL, recorded with its name
             endpoint = endpoints.get(settings.endpoint)
             settings = dataclasses.replace(settings, llm=endpoint.model, base_url=endpoint.base_url)
@@ -221,7 +216,7 @@ class AgentRuntime:
         Raises LLMError (no model configured), ValueError (bad settings, no learned plan, a plan's training
         question) or the workspace's errors before any event."""
         tech = technique(settings.technique)
-        settings = self.plans.resolve(self._resolve(settings), tech)
+        settings = self.plans.resolve(self._resolve(settings, tech), tech)
         run_id = run_id or new_run_id()
         price = self._price_for(settings)
         llm = self._open_llm(settings, skip=0)
@@ -331,12 +326,13 @@ class AgentRuntime:
         graph = self._graph_of(technique(settings.technique), settings.prompts)
         return bool(graph.get_state(self._config(run_id)).values)
 
-    def branch_point(self, run_id: str, step: int, at_query: bool = False):
+    def branch_point(self, run_id: str, step: int, at_query: bool = False, *, settings: RunSettings | None = None,
+                     tech: Technique | None = None):
         """The checkpoint (a LangGraph StateSnapshot) of ``run_id`` just before its step ``step`` (LLM call number,
-        as in ``Event.step``), or with ``at_query`` just before that step's query runs. ValueError if the run has
-        no such point."""
-        settings = self.store.get(run_id, events=False).settings
-        tech = technique(settings.technique)
+        as in ``Event.step``), or with ``at_query`` just before that step's query runs (``settings``, ``tech``: the
+        run's, when read already). ValueError if the run has no such point."""
+        settings = settings or self.store.get(run_id, events=False).settings
+        tech = tech or technique(settings.technique)
         nodes = engine(tech)
         for snapshot in self._graph_of(tech, settings.prompts).get_state_history(self._config(run_id)):
             values, nxt = snapshot.values, snapshot.next
@@ -371,7 +367,7 @@ class AgentRuntime:
             raise ValueError(f"{tech.label} runs its written plan: a branch of it takes a note only")
         if plan is not None and not [s for s in plan if s.strip()]:
             raise ValueError("an edited plan needs at least one step")
-        snapshot = self.branch_point(run_id, step, at_query=query is not None)
+        snapshot = self.branch_point(run_id, step, at_query=query is not None, settings=settings, tech=tech)
         values = dict(snapshot.values)
         if query is not None:
             if not query.strip():

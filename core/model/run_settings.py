@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Literal, get_args
 
 from core.model.bounds import NUMBERS, in_bounds, no_nul, one_of
-from core.model.technique import technique
+from core.model.technique import Technique, technique
 
 #: ``auto`` never pauses; ``approve-replans`` pauses at each new plan from a Re-plan; ``approve-every-plan``
 #: also at the initial plan. Only the planning techniques pause.
@@ -140,9 +140,9 @@ class RunSettings:
     review_queries: bool = False  # the analyst approves each query before it runs (with any ``hitl``)
     endpoint: str | None = None  # the server's named model endpoint (core.auth.endpoints): its model, URL and key
 
-    def validate(self) -> RunSettings:
-        """Self, or ValueError naming the bad field."""
-        tech = technique(self.technique)
+    def validate(self, tech: Technique | None = None) -> RunSettings:
+        """Self, or ValueError naming the bad field (``tech``: its technique, when resolved already)."""
+        tech = tech or technique(self.technique)
         if (self.initial_plan or self.plan_version is not None) and not tech.takes_initial_plan:
             why = "writes its own plan" if tech.plans else "starts from no plan"
             raise ValueError(f"{tech.label} {why}: an initial plan is for the loop techniques that take one")

@@ -77,6 +77,11 @@ NOT_ENDED = ("queued", "running", "paused")
 DRIVEN = ("queued", "running")
 
 
+def new_run_id() -> str:
+    """A new run's id: 12 hexadecimal digits."""
+    return uuid.uuid4().hex[:12]
+
+
 def unanswered(status: str, outcome: RunOutcome | None) -> bool:
     """Whether a run of ``status`` with ``outcome`` ended without an answer to grade: neither correct nor wrong."""
     return status not in NOT_ENDED and not (outcome and outcome.answered)
