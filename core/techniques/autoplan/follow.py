@@ -1,19 +1,26 @@
 """A run given a plan in the paper setting acts as the AutoPlan paper's agent (its equations 2-5): a part of the
 shared loop (``PART``, a ``core.agents.state.LoopPart``) that the loop techniques taking a plan add to their
-engine: its fields (``FollowsPlan``) and its step."""
+engine: its fields (``FollowsPlan``), its step and the texts its calls send."""
 from __future__ import annotations
 
 from typing import TypedDict
 
+from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
-from core.agents import paper_prompts
+from core.agents import paper_prompts, prompts
 from core.agents.nodes import AgentContext, Emitter, complete_call, fail_run
 from core.agents.paper_loop import act, safety_limit
 from core.agents.parsing import parse_reply
 from core.agents.state import LoopPart
 from core.model.events import ThoughtEvent
 from core.model.run_settings import Limits, RunSettings
+
+#: AutoPlan's thought call stops where the model would write its action (the action call writes it).
+THOUGHT_STOP = ["\nAction:", "Observation:"]
+#: The Thought-prompt (its Table 2, word for word), for a run given a learned plan in the paper setting.
+THOUGHT_PROMPT = ("Identify which step of plan you are at. Show your thought about the one next action. Your thought "
+                  "should be faithful the plan step.")
 
 
 class FollowsPlan(TypedDict):
@@ -50,13 +57,13 @@ def step(state: dict, runtime: Runtime[AgentContext], limits: Limits) -> dict:
             return {**update, "limit": reached[0], **fail_run("limit", reached[1], emit)}
         if call == "thought":
             counted, c = complete_call(state, runtime, state["prompt"], emit,
-                                    send=(paper_prompts.thought_chat, paper_prompts.THOUGHT_STOP))
+                                    send=(thought_chat, THOUGHT_STOP))
         elif call == "action":
             counted, c = complete_call(state, runtime, state["prompt"], emit,
-                                    state["messages"] + [paper_prompts.action_cue(texts[0])])
+                                    state["messages"] + [action_cue(texts[0])])
         else:
-            counted, c = complete_call(state, runtime, "", emit, [{"role": "human", "content": paper_prompts.formalizer(
-                language, texts[1])}], send=(paper_prompts.chat_alone, None))
+            counted, c = complete_call(state, runtime, "", emit, [{"role": "human", "content": formalizer(
+                language, texts[1])}], send=(chat_alone, None))
         update.update(counted)
         if c is None:
             return update
@@ -68,6 +75,33 @@ def step(state: dict, runtime: Runtime[AgentContext], limits: Limits) -> dict:
             emit(ThoughtEvent(text=f"{paper_prompts.ACTION} {texts[1]} (to be formalized)"))
     text = f"{texts[0]}\n{texts[2]}"
     return {**update, **act(state, parse_reply(text), emit, acted=texts[2])}
+
+
+def thought_chat(prompt: str, messages: list[dict]) -> list:
+    """AutoPlan's thought call (its equation 2): the history H (the system prompt with the plan, the question and
+    the scratchpad of earlier thoughts, formalized actions and observations), then the Thought-prompt."""
+    question = messages[0]["content"]
+    return [SystemMessage(prompt), HumanMessage(f"{question}\n\n{paper_prompts.scratchpad(messages[1:])}{THOUGHT_PROMPT}")]
+
+
+def action_cue(thought: str) -> dict:
+    """The scratchpad entry AutoPlan's action call continues (equation 3: H, the thought, then ``Action:``)."""
+    return {"role": "ai", "content": f"{thought}\n{paper_prompts.ACTION}"}
+
+
+def formalizer(language: str, raw_action: str) -> str:
+    """The formalizer's prompt (the AutoPlan paper's Appendix A.1, Figure 6), its valid action formats those of
+    the run's tools and of a final answer."""
+    tool, lang = prompts.TOOL_NAMES[language], prompts.LANGUAGE_NAMES[language]
+    return (f"Valid action formats are as follows:\nAction: {tool}\nAction input: a {lang} query statement\n"
+            f"Action: {paper_prompts.SELF_TOOL}\nAction input: your thought\nFinal answer: the final answer to the question\n\n"
+            "Formalize the following action strictly into the above valid action formats. If there are multiple "
+            f"actions, formalize the first one.\n\nAction to formalize: {raw_action}\nFormalized action:")
+
+
+def chat_alone(prompt: str, messages: list[dict]) -> list:
+    """The formalizer's call: its prompt as the one user message, no system prompt (``prompt`` is empty)."""
+    return [HumanMessage(messages[0]["content"])]
 
 
 #: The part, as the engines of the loop techniques that take a plan add it.
