@@ -163,12 +163,11 @@ def _account(state: dict, c: Completion, step: int, price: list[float] | None = 
 
 
 def complete_call(state: dict, runtime: Runtime[AgentContext], prompt: str, emit: Emitter,
-              messages: list[dict] | None = None, send: tuple | None = None) -> tuple[dict, Completion | None]:
+                  messages: list[dict] | None = None, send: tuple | None = None) -> tuple[dict, Completion | None]:
     """LLM call ``emit.step`` on ``messages`` (default the transcript) under ``prompt``, kept within the context
-    window, sent as ``send`` says (how the messages are built, and the stop sequences; default ``_chat_of``): the state update counting it (its usage goes with the next event emitted) and the completion (in the
-    paper setting its text as the original received it: ``paper_prompts.received``); on
-    LLMError, or a request that cannot fit the context window (by the estimate or by the server), the update
-    ending the run and None."""
+    window, sent as ``send`` (how the messages are built, and the stop sequences; default ``chat_turns``) says.
+    Returns the state update counting it and the completion (in the paper setting its text as the original
+    received it); on LLMError or a request that cannot fit the window, the update ending the run and None."""
     messages = state["messages"] if messages is None else messages
     limits = Limits.from_dict(state["limits"])
     fitted, shortened, need = guards.fit(prompt, messages, limits.context_tokens, state.get("chars_per_token"),
@@ -181,7 +180,7 @@ def complete_call(state: dict, runtime: Runtime[AgentContext], prompt: str, emit
         emit(ErrorEvent(message=prompts.context_shortened(shortened, limits.context_tokens), error_kind="context",
                         fatal=False))
     try:
-        chat, stop = send or _chat_of(state, emit.technique)
+        chat, stop = send or chat_turns(state)
         llm = runtime.context.llm
         follow = _followers(runtime.context, emit.step)
         c = run_control.call(getattr(runtime.context, "control", None), llm.complete, chat(prompt, fitted), stop,
@@ -224,18 +223,11 @@ def _abandoned(state: dict, attempts: list[dict]) -> dict:
             "failed_tokens": state.get("failed_tokens", 0) + prompt + reply, "tokens_estimated": True}
 
 
-def _chat_of(state: dict, tech: Technique) -> tuple:
-    """How a request is sent, and its stop sequences: the improved setting's chat turns (and REAPER's, whose paper
-    gives no conversation form, nor, in its paper setting, a stop sequence); the PlanRAG paper setting's two
-    messages (SingleRAG's calls with no stop sequence, as the original sent them)."""
-    paper = state.get("prompts") == paper_prompts.PAPER
-    if "technique" not in state:
-        return _chat, None if paper else prompts.STOP
-    if not paper:
-        return _chat, prompts.STOP
-    if tech.max_actions == 1 or state["answer_only"]:
-        return (lambda prompt, messages: paper_prompts.chat_single(prompt, messages[0]["content"])), None
-    return paper_prompts.chat, paper_prompts.STOP
+def chat_turns(state: dict) -> tuple:
+    """How a request is sent by default, and its stop sequences: the transcript as chat turns, stopped at
+    ``Observation:`` in the improved setting (in the paper setting with no stop sequence: REAPER's paper gives
+    none; the loop's paper nodes send their own way, ``paper_loop.send_of``)."""
+    return _chat, None if state.get("prompts") == paper_prompts.PAPER else prompts.STOP
 
 
 def _followers(context: AgentContext, call: int) -> dict:

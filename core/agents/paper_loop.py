@@ -11,6 +11,7 @@ from core.agents.parsing import Reply, parse_reply
 from core.agents.state import LoopPart
 from core.model.events import ActionEvent, ObservationEvent, ReplanEvent, ThoughtEvent
 from core.model.run_settings import Limits
+from core.model.technique import Technique
 
 
 def call_llm(state: dict, runtime: Runtime[AgentContext], parts: tuple[LoopPart, ...] = ()) -> dict:
@@ -31,7 +32,8 @@ def call_llm(state: dict, runtime: Runtime[AgentContext], parts: tuple[LoopPart,
         reply, observed = state["messages"][1]["content"], paper_prompts.observed(state["messages"][2]["content"])
         question = state["messages"][0]["content"].removeprefix("Question: ")
         text = paper_prompts.single_answer(question, paper_prompts.single_query(reply) or "", observed)
-        update, c = complete_call(state, runtime, state["answer_prompt"], emit, [{"role": "human", "content": text}])
+        update, c = complete_call(state, runtime, state["answer_prompt"], emit, [{"role": "human", "content": text}],
+                                  send=send_of(state, tech))
         if c is None:
             return update
         answer = paper_prompts.read_reply(c.text)
@@ -42,13 +44,21 @@ def call_llm(state: dict, runtime: Runtime[AgentContext], parts: tuple[LoopPart,
         return {**update, **finish({**state, **update}, parse_reply(c.text), answer, emit)}
     if leading is not None:
         return leading.step(state, runtime, limits)
-    update, c = complete_call(state, runtime, state["prompt"], emit)
+    update, c = complete_call(state, runtime, state["prompt"], emit, send=send_of(state, tech))
     if c is None:
         return update
     state, reply = {**state, **update}, parse_reply(c.text)
     if tech.max_actions == 1:
         return {**update, **_single_paper(state, reply, emit)}
     return {**update, **_settle_paper(state, reply, emit)}
+
+
+def send_of(state: dict, tech: Technique) -> tuple:
+    """How the PlanRAG paper setting sends a request, and its stop sequences: its two messages (SingleRAG's calls,
+    and an answer call, as one message with no stop sequence, as the original sent them)."""
+    if tech.max_actions == 1 or state["answer_only"]:
+        return (lambda prompt, messages: paper_prompts.chat_single(prompt, messages[0]["content"])), None
+    return paper_prompts.chat, paper_prompts.STOP
 
 
 NO_ANSWER = "the run ends without an answer (paper prompt setting: no final answer is asked for)"

@@ -10,7 +10,7 @@ from langgraph.runtime import Runtime
 
 from core.agents import paper_prompts, prompts
 from core.agents.nodes import AgentContext, Emitter, complete_call, fail_run
-from core.agents.paper_loop import act, safety_limit
+from core.agents.paper_loop import act, safety_limit, send_of
 from core.agents.parsing import parse_reply
 from core.agents.state import LoopPart
 from core.model.events import ThoughtEvent
@@ -57,10 +57,11 @@ def step(state: dict, runtime: Runtime[AgentContext], limits: Limits) -> dict:
             return {**update, "limit": reached[0], **fail_run("limit", reached[1], emit)}
         if call == "thought":
             counted, c = complete_call(state, runtime, state["prompt"], emit,
-                                    send=(thought_chat, THOUGHT_STOP))
+                                       send=(thought_chat, THOUGHT_STOP))
         elif call == "action":
             counted, c = complete_call(state, runtime, state["prompt"], emit,
-                                    state["messages"] + [action_cue(texts[0])])
+                                       state["messages"] + [action_cue(texts[0])],
+                                       send=send_of(state, runtime.context.technique))
         else:
             counted, c = complete_call(state, runtime, "", emit, [{"role": "human", "content": formalizer(
                 language, texts[1])}], send=(chat_alone, None))
