@@ -1,14 +1,11 @@
-"""The shared agent loop as a LangGraph state machine, run by the techniques whose engine is a ``LoopEngine``
-(core/techniques: a technique's attributes and prompt set shape the run, the prompt setting's ``LoopSetting`` its
-graph's nodes, its ``LoopPart``s its own state and steps):
+"""The shared agent loop as a LangGraph state machine, run by the techniques whose engine is a ``LoopEngine``:
 
     call_llm --> review_plan (pauses for the analyst) --> run_action --> call_llm ... --> END
 
-``call_llm`` asks the model for one reply and settles it: a plan to adopt or to send for review, a final answer, an
-action for ``run_action``, or a corrective observation. ``review_plan`` and ``review_query`` hold the loop's
-``interrupt()``s (nothing comes before one in a node: LangGraph re-runs the node from its top on resume). This
-module has the improved setting's nodes; the paper setting's are in ``paper_loop``, what every graph's nodes share in
-``nodes``, the state's parts in ``state``."""
+``call_llm`` asks the model for one reply and settles it: a plan to adopt or review, a final answer, an action, or
+a corrective observation; ``review_plan`` and ``review_query`` pause at an ``interrupt()``. The improved setting's
+nodes are here, the paper setting's in ``paper_loop``; a prompt setting's ``LoopSetting`` picks them when the graph
+is built."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -28,7 +25,8 @@ from core.agents.parsing import Reply, parse_reply, query_language, tool_kind
 from core.agents.state import LoopPart, LoopState, composed, guard_state
 from core.agents.workspace import Workspace
 from core.backends.base import BackendUnavailable, cap_text
-from core.model.events import ActionEvent, ErrorEvent, ObservationEvent, PlanEvent, QueryReviewEvent, ReplanEvent, ThoughtEvent
+from core.model.events import (ActionEvent, ErrorEvent, ObservationEvent, PlanEvent, QueryReviewEvent, ReplanEvent,
+                               ThoughtEvent)
 from core.model.run_settings import Limits, Review, RunSettings
 from core.model.technique import Technique
 

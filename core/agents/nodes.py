@@ -1,7 +1,6 @@
-"""What the nodes of every agent graph share (the loop's, core.agents.graph and core.agents.paper_loop; REAPER's,
-core/techniques/reaper/graph.py): the run's context (``AgentContext``), the events' ``Emitter``, the LLM call kept
-within the context window and counted (``complete_call``), the transcript's observations, the final answer, the end
-of a run, the plan announced and its review awaited, a query run and observed."""
+"""What the nodes of every agent graph share (the loop's, core.agents.graph and paper_loop; REAPER's): the run's
+context (``AgentContext``), the events' ``Emitter``, the counted LLM call (``complete_call``), observations, the
+final answer, a run's end, a plan announced and its review awaited, a query run."""
 from __future__ import annotations
 
 import time
@@ -19,7 +18,8 @@ from core.agents.control import RunControl
 from core.agents.parsing import Reply
 from core.backends.base import Backend, BackendUnavailable, QueryError, cap_text
 from core.llm.client import ChatLLM, Completion, LLMError
-from core.model.events import ErrorEvent, Event, FinalEvent, LLMUsage, ObservationEvent, PlanEvent, ReplanEvent, ThoughtEvent
+from core.model.events import (ErrorEvent, Event, FinalEvent, LLMUsage, ObservationEvent, PlanEvent, ReplanEvent,
+                               ThoughtEvent)
 from core.model.run_settings import Limits, Review
 from core.model.technique import Technique
 

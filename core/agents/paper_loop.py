@@ -5,8 +5,8 @@ from __future__ import annotations
 from langgraph.runtime import Runtime
 
 from core.agents import guards, paper_prompts, prompts
-from core.agents.nodes import (AgentContext, Emitter, announce_plan, complete_call, context_full, fail_run, finish, observe,
-                               queue_action, run_query)
+from core.agents.nodes import (AgentContext, Emitter, announce_plan, complete_call, context_full, fail_run, finish,
+                               observe, queue_action, run_query)
 from core.agents.parsing import Reply, parse_reply
 from core.agents.state import LoopPart
 from core.model.events import ActionEvent, ObservationEvent, ReplanEvent, ThoughtEvent
@@ -115,11 +115,10 @@ def _settle_paper(state: dict, reply: Reply, emit: Emitter) -> dict:
 
 
 def act(state: dict, reply: Reply, emit: Emitter, acted: str | None = None) -> dict:
-    """Act on a reply as the original parser and executor did (paper_prompts.read_reply): an Action with its Action
-    input runs when the Action names a tool of the run exactly (else the executor's "not a valid tool"
-    observation); else a Final answer ends the run; a reply with both, or with neither, ends the run failed (the
-    original raised a parse error there), with no corrective observation. ``acted``: the part read for the action
-    (AutoPlan's formalized action, its thought emitted already)."""
+    """Act on a reply as the original parser and executor did (paper_prompts.read_reply): an Action naming a
+    tool of the run runs (else the executor's "not a valid tool" observation); else a Final answer ends the run; a
+    reply with both or neither fails the run, uncorrected. ``acted``: the part read for the action (AutoPlan's
+    formalized action)."""
     if acted is None and (reply.thought or reply.current_step):
         emit(ThoughtEvent(text=reply.thought or "", current_step=reply.current_step))
     kind, first, query = paper_prompts.read_reply(reply.text if acted is None else acted)

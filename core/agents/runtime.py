@@ -7,11 +7,8 @@ a review, also from another process after a restart (the graph's state is checkp
         result = runtime.resume(result.run_id, Review.approve(), on_event=show)
     result.outcome                                # a RunOutcome: decision, correct, tokens, ...
 
-``iter_start`` / ``iter_resume`` are the same as generators of events. Run control (issue 11): a review names the
-pause it is for (``resume(run_id, review, pause_id)``) and claims it atomically in the run store; ``stop`` ends a run
-driven here (``RunStore.request_stop`` one driven elsewhere); ``iter_continue`` resumes an interrupted or stopped
-run from its last checkpoint; ``iter_branch`` starts a new run from the state just before a step of another run
-(LangGraph's checkpoint history), with the analyst's changes.
+``iter_start`` / ``iter_resume`` are the same as generators of events; ``stop``, ``iter_continue`` (from the last
+checkpoint) and ``iter_branch`` (a new run from before a step of another) control runs.
 """
 from __future__ import annotations
 
@@ -77,11 +74,9 @@ def native_panic(e: BaseException) -> bool:
 
 
 class AgentRuntime:
-    """Runs agents with a checkpointer (SQLite, or the team store's PostgreSQL), a run store and the learned plans (``plans``), all under ``home``
-    (default DATA_HOME). Each technique runs on its engine's graph (core.agents.engine), compiled once.
-    ``workspace`` opens a run's question and database (default: from the question catalog); ``llm_settings``
-    holds the API key and the defaults (default: from the environment); ``llm_opener`` opens the model, with
-    core.llm.client.open_llm's signature (default open_llm; the benchmark passes one adding a reply cache)."""
+    """Runs agents on their engines' graphs (compiled once) with a checkpointer, a run store and the learned plans
+    (``plans``) under ``home`` (default DATA_HOME). ``workspace`` opens a run's question and database;
+    ``llm_settings``: the key and defaults; ``llm_opener``: opens the model (open_llm's signature)."""
 
     def __init__(self, home: str | Path | None = None, *, store: RunStore | None = None,
                  workspace: Callable[[RunSettings], Workspace] = open_catalog_workspace,
@@ -230,13 +225,10 @@ class AgentRuntime:
             ws.backend.close()
 
     def iter_resume(self, run_id: str, review: Review, pause_id: str | None = None) -> Iterator[Event]:
-        """Resume a paused run with the analyst's review of pause ``pause_id`` (None: the pause current now) and
-        yield its events until it pauses again or ends. The review is claimed atomically in the run store: of two
-        reviews of one pause, one goes on and the other raises RunNotPaused, as does a review of a pause that is
-        no longer current. Works from a fresh runtime on the same home (after a restart). Raises RunNotPaused
-        (KeyError for an unknown run; ValueError for a review that does not fit the pause, e.g. a REAPER plan
-        edited into steps that cannot run). The checks and the claim are made when called, before the first event
-        is asked for."""
+        """Resume a paused run with the analyst's review of pause ``pause_id`` (None: the current one) and yield its
+        events until it pauses again or ends; the review is claimed atomically in the run store, when called.
+        Raises RunNotPaused (a pause no longer current, or claimed by another review), KeyError (unknown run),
+        ValueError (a review that does not fit the pause)."""
         record = self.store.get(run_id, events=False)
         review.validate((record.pause or {}).get("kind") or ("query" if review.query else "plan"))
         if record.status != "paused" or not record.pause:

@@ -1,7 +1,6 @@
-"""A run's checkpointed state, in typed parts: what every agent graph keeps (``RunCore``, ``Usage``, ``Guarded``,
-``Planning``), the shared loop's own (``LoopState``), and ``LoopPart``, a technique's own part of the loop (its
-fields and the step it takes). The state is plain JSON so the checkpointer can keep it. A field added after runs
-were checkpointed is read with a default where it is used (``state.get``)."""
+"""A run's checkpointed state in typed parts: what every agent graph keeps (``RunCore``, ``Usage``, ``Guarded``,
+``Planning``), the shared loop's state (``LoopState``) and ``LoopPart``, a technique's own fields and step on the
+loop. Plain JSON, so the checkpointer can keep it."""
 from __future__ import annotations
 
 from collections.abc import Callable

@@ -7,13 +7,13 @@ holds an API key: RunSettings has none. Safe to use from several threads and pro
 thread; every change of who drives a run is one conditional UPDATE, so exactly one of several racing processes
 wins it).
 
-Run control (issue 11): each pause has an id (``p1``, ``p2``, ... per run); a review claims its pause
+Run control: each pause has an id (``p1``, ``p2``, ... per run); a review claims its pause
 (``claim_pause``), which fails when the pause is no longer current. A driven run has an owner (process id and
 host) and a heartbeat; a ``running`` run whose owner is gone or whose heartbeat is stale reads as ``interrupted``
 (``detect_orphans``, the sweep, stores it so) and can be resumed from its last checkpoint or closed.
 ``request_stop`` asks the owner to stop the run; a branched run names its parent and the step it branched at.
 
-Bad state (issue 12): a store file that is damaged or not a database is set aside and a new one started
+Bad state: a store file that is damaged or not a database is set aside and a new one started
 (core.store.sqlite.open_sqlite). Beside the store, ``runs.sqlite.marker`` records the store's id and how many runs it held
 after the project's last change, so that a store emptied, replaced or deleted outside the project is noticed
 (``notice``) rather than read as "no runs yet", until ``acknowledge()`` accepts it.

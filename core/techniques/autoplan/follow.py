@@ -43,11 +43,9 @@ def done(state: dict) -> int:
 
 
 def step(state: dict, runtime: Runtime[AgentContext], limits: Limits) -> dict:
-    """One step of a run following a learned plan in the paper setting, as the AutoPlan paper's agent acts
-    (equations 2-5): a thought call ending with the Thought-prompt, an action call continuing the thought after
-    ``Action:``, and the formalizer's call (Appendix A.1) putting that action into a valid form; the formalized
-    action is acted on as the original parser read a reply, and the history keeps the thought and the formalized
-    action (equation 5). A workbench safety limit reached between the calls ends the run."""
+    """One step of the AutoPlan paper's agent (equations 2-5): a thought call, an action call continuing it after
+    ``Action:``, and the formalizer's call (Appendix A.1); the formalized action is acted on as the original parser
+    read a reply. A workbench safety limit reached between the calls ends the run."""
     language, update = state["language"], {"iterations": state.get("iterations", 0) + 1}
     texts: list[str] = []
     for call in ("thought", "action", "formalize"):
