@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from core.scenarios.dqa import demo  # noqa: E402
 from core.model.run_settings import Limits  # noqa: E402
-from core.agents.graph import run_query  # noqa: E402
+from core.agents.nodes import run_query  # noqa: E402
 from core.backends.registry import open_backend, unavailable  # noqa: E402
 
 LONG = "c" * 15_000

@@ -288,6 +288,15 @@ def test_pages_format_numbers_and_moments_through_the_one_formatter():
     assert found == []
 
 
+def test_the_command_line_and_the_stores_write_moments_through_the_one_formatter():
+    """Every moment core/cli and core/store write as text is formatted by core.analysis.format / core.model.moments
+    (timestamp, clock, file_stamp): no ``strftime`` and no time format written out there."""
+    found = [f"{m}:{line} {what}" for m, path in modules().items() if m.startswith(("core.cli", "core.store"))
+             for line, what in hand_formatted(ast.parse(path.read_text(encoding="utf-8"), str(path)))
+             if "strftime" in what or "%" in what]
+    assert found == []
+
+
 @pytest.mark.parametrize("code", ['f"{x:.2f}"', 'f"{n:,} tokens"', 'f"{t:%H:%M}"', 'format(x, ".1f")',
                                   '"{:.1f}%".format(x)', '"%.2f s" % x', 'd.strftime(FMT)',
                                   'FMT = "%Y-%m-%d %H:%M"'])

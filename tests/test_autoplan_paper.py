@@ -215,7 +215,7 @@ def test_the_learned_plans_page_shows_the_training_setting(tmp_path, monkeypatch
 
 
 def test_paper_setting_reflects_on_the_task_description_and_updates_with_the_papers_inputs(tmp_path, recorded):
-    from core.agents import paper_prompts
+    from core.techniques.autoplan import follow
 
     steps = [("Step 1: the inflows.", "sql", "Action: SQL\nAction input: SELECT source FROM flow"),
              ("Again.", "x", "Action: Relational DB\nAction input: SELECT x FROM flow"),
@@ -257,7 +257,7 @@ def test_paper_setting_reflects_on_the_task_description_and_updates_with_the_pap
     assert result.status == "finished"  # thought, action, formalizing: tests/test_paper_exact.py has the messages
     assert [e.text for e in events if e.kind == "thought"] == ["I am at step 2.",
                                                                      "Action: answer (to be formalized)"]
-    assert paper_prompts.THOUGHT_PROMPT not in system  # it ends each thought call's message instead
+    assert follow.THOUGHT_PROMPT not in system  # it ends each thought call's message instead
     plan_part = system.split("\n\n")[-2]  # before the suffix: the learned plan
     assert plan_part.startswith("A plan for questions of this kind:") and "adapting" not in system
     assert "Step 2: Compare them by the value a merchant would steer to the home node" in plan_part

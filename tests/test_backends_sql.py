@@ -424,7 +424,7 @@ def test_the_agent_is_told_its_own_query_and_the_analyst_sees_the_query_as_run(s
     """Issue 29: the model copied the rewrite (COLLATE NOCASE, CAST AS REAL) from error notes into its next query;
     the note quotes no rewrite, which goes to the observation's ``executed`` (the Run page's "As the database ran
     it") only."""
-    from core.agents.graph import run_query
+    from core.agents.nodes import run_query
     from core.model.run_settings import Limits
 
     query = "SELECT nosuch FROM country WHERE country_name = 'SWE'"

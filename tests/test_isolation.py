@@ -19,7 +19,7 @@ import pytest
 
 from core.scenarios import catalog
 from core.model.run_settings import Limits
-from core.agents.graph import run_query
+from core.agents.nodes import run_query
 from core.backends import ladybug, sqlite
 from core.backends.base import (MAX_CELL_CHARS, MAX_NESTING, MAX_QUERY_CHARS, MAX_RESULT_CHARS, QueryError, QueryResult,
                                 QuerySyntaxError, QueryTimeout, RefusedWrite, RowKeeper, cap_cell, render_rows)

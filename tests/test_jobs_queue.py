@@ -601,7 +601,7 @@ def test_a_run_recorded_without_its_job_is_queued_by_the_sweep(team, workers):
     the gate again with who asked, issue 36)."""
     import psycopg
 
-    from core.agents.runtime import new_run_id
+    from core.store.runs import new_run_id
 
     stub = TurnStub([ACT, FINAL])
     orphan, branch = new_run_id(), new_run_id()

@@ -121,7 +121,7 @@ def test_a_small_window_is_kept_by_the_servers_count_and_the_run_says_which_wind
     assert ("POST", "/tokenize") in server.asked
     # the same first request by the character estimate alone: more than the 1,500 tokens the window leaves it
     from core.agents import guards
-    from core.agents.graph import context_full
+    from core.agents.nodes import context_full
 
     state = runtime._graph_of(technique("iterrag"), RunSettings.prompts).get_state(runtime._config(result.run_id)).values
     first = {**state, "messages": state["messages"][:1], "chars_per_token": None, "llm_calls": 0}

@@ -11,7 +11,7 @@ import pytest
 from core.scenarios import catalog
 from core.agents.runtime import AgentRuntime
 from core.model.run_settings import Limits, RunSettings
-from core.agents.graph import run_query
+from core.agents.nodes import run_query
 from core.backends.base import (MAX_ERROR_CHARS, MAX_NAME_CHARS, QueryError, QueryResult, QuerySyntaxError,
                                 render_rows)
 from core.backends.registry import open_backend

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.agents.runtime import new_run_id
+from core.store.runs import new_run_id
 from core.model.run_settings import RunSettings
 from tests.page_app import APP, isolate
 from tests.pg_cluster import upgraded

@@ -319,7 +319,7 @@ def test_a_syntax_error_on_sqlite_is_observed_in_sqlites_own_words(runner):
     broken = "Thought: x\nAction: Relational DB\nAction input: SELEC source FROM flow"
     _, record, _, _ = runner("locating", "sqlite", "iterrag", [broken, ANSWER])
     assert observations(record)[0] == '\nAn exception occured: SQLite: near "SELEC": syntax error'
-    from core.agents.graph import run_query
+    from core.agents.nodes import run_query
     from core.agents.workspace import open_catalog_workspace
 
     ws = open_catalog_workspace(RunSettings("locating", 1, "sqlite", "iterrag", "x", source="demo"))

@@ -1,4 +1,4 @@
-"""Control of one driven run (issue 11): its heartbeat in the run store, and Stop. A stop is asked for in the run
+"""Control of one driven run: its heartbeat in the run store, and Stop. A stop is asked for in the run
 store (``RunStore.request_stop``, from any process: the Stop button, ``python -m core stop``) or directly
 (``RunControl.stop``); the run then ends between steps, and an LLM call or a query in flight is abandoned at once
 (the query is also cancelled through the backend's ``cancel`` hook where it has one; the LLM call makes no further

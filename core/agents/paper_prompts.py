@@ -10,14 +10,12 @@ the ways docs/paper-deviations.md lists; this module holds only what the ``paper
 - The conversation is two messages: the system prompt, and ``Question: {input}\n\n{agent_scratchpad}`` (each
   earlier reply followed by ``Observation:`` and what it observed); the model stops at ``Observation:``.
 - A reply is read as their parser read it (``read_reply``: ``Human: `` removed first); nothing is corrected, nothing
-  asked again, no repeat noted (graph.py, ``_act_paper``). The run stops, unanswered, after ``MAX_ITERATIONS`` LLM
+  asked again, no repeat noted (paper_loop.py, ``act``). The run stops, unanswered, after ``MAX_ITERATIONS`` LLM
   calls, as their agent executor did.
 - What a tool returns, as their tools returned it: rows as a pandas DataFrame printed (``result_text``), an error as
   ``An exception occured: ...``, ``Self thinking`` nothing.
 - SingleRAG: one retrieval call and one answer call (``ANSWER_PROMPT``, ``single_answer``), as their chains sent them.
-- A run given a plan (AutoPlan's) acts as the AutoPlan paper's agent (its equations 2-5): per step a thought call
-  ending with the Thought-prompt (``thought_chat``), an action call continuing the thought after ``Action:``, and the
-  formalizer's call (its Appendix A.1, Figure 6: ``formalizer``), whose formalized action is acted on.
+- A run given a plan acts as the AutoPlan paper's agent (core/techniques/autoplan/follow.py).
 """
 from __future__ import annotations
 
@@ -59,11 +57,6 @@ _REL = re.compile(r"^\(:(\w+)\)-\[:(\w+)(?: \{([^{}]*)\})?\]->\(:(\w+)\)$")
 _ACTION = re.compile(r"Action\s*\d*\s*:[\s]*(?P<tool>.*?)[\s]*Action\s*\d*\s*input\s*\d*\s*:[\s]*(?P<input>.*)", re.S)
 FINAL = "Final answer:"
 ACTION = "Action:"
-#: AutoPlan's thought call stops where the model would write its action (the action call writes it).
-THOUGHT_STOP = ["\nAction:", "Observation:"]
-#: AutoPlan's Thought-prompt (its Table 2, word for word), for a run given a learned plan in the paper setting.
-THOUGHT_PROMPT = ("Identify which step of plan you are at. Show your thought about the one next action. Your thought "
-                  "should be faithful the plan step.")
 HEAD = "You are a decision-making agent answering a given question."
 COLLECT = "You should collect the data to answer the question."
 MULTIPLE = "Keep in mind that the question can require to access following databases multiple times: "
@@ -153,33 +146,6 @@ def agent_prompt(prefix: str, format_text: str, language: str, schema_block: str
 def follow_plan(steps: list[str]) -> str:
     """The plan a run starts from (AutoPlan's X); the Thought-prompt comes with each step's thought call."""
     return f"A plan for questions of this kind:\n{render_plan(steps)}"
-
-
-def thought_chat(prompt: str, messages: list[dict]) -> list:
-    """AutoPlan's thought call (its equation 2): the history H (the system prompt with the plan, the question and
-    the scratchpad of earlier thoughts, formalized actions and observations), then the Thought-prompt."""
-    question = messages[0]["content"]
-    return [SystemMessage(prompt), HumanMessage(f"{question}\n\n{scratchpad(messages[1:])}{THOUGHT_PROMPT}")]
-
-
-def action_cue(thought: str) -> dict:
-    """The scratchpad entry AutoPlan's action call continues (equation 3: H, the thought, then ``Action:``)."""
-    return {"role": "ai", "content": f"{thought}\n{ACTION}"}
-
-
-def formalizer(language: str, raw_action: str) -> str:
-    """The formalizer's prompt (the AutoPlan paper's Appendix A.1, Figure 6), its valid action formats those of
-    the run's tools and of a final answer."""
-    tool, lang = prompts.TOOL_NAMES[language], prompts.LANGUAGE_NAMES[language]
-    return (f"Valid action formats are as follows:\nAction: {tool}\nAction input: a {lang} query statement\n"
-            f"Action: {SELF_TOOL}\nAction input: your thought\nFinal answer: the final answer to the question\n\n"
-            "Formalize the following action strictly into the above valid action formats. If there are multiple "
-            f"actions, formalize the first one.\n\nAction to formalize: {raw_action}\nFormalized action:")
-
-
-def chat_alone(prompt: str, messages: list[dict]) -> list:
-    """The formalizer's call: its prompt as the one user message, no system prompt (``prompt`` is empty)."""
-    return [HumanMessage(messages[0]["content"])]
 
 
 def observed(content: str) -> str:

@@ -7,17 +7,13 @@ a review, also from another process after a restart (the graph's state is checkp
         result = runtime.resume(result.run_id, Review.approve(), on_event=show)
     result.outcome                                # a RunOutcome: decision, correct, tokens, ...
 
-``iter_start`` / ``iter_resume`` are the same as generators of events. Run control (issue 11): a review names the
-pause it is for (``resume(run_id, review, pause_id)``) and claims it atomically in the run store; ``stop`` ends a run
-driven here (``RunStore.request_stop`` one driven elsewhere); ``iter_continue`` resumes an interrupted or stopped
-run from its last checkpoint; ``iter_branch`` starts a new run from the state just before a step of another run
-(LangGraph's checkpoint history), with the analyst's changes.
+``iter_start`` / ``iter_resume`` are the same as generators of events; ``stop``, ``iter_continue`` (from the last
+checkpoint) and ``iter_branch`` (a new run from before a step of another) control runs.
 """
 from __future__ import annotations
 
 import dataclasses
 import threading
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +27,7 @@ from core.model.outcome import RunOutcome, RunStatus, Tokens
 from core.model.run_settings import Pause, Review, RunSettings, default_reviewer
 from core.agents.control import RunControl, RunInterrupted, RunStopped
 from core.model.events import ActionEvent, BranchEvent, ErrorEvent, Event
-from core.agents.graph import AgentContext
+from core.agents.nodes import AgentContext
 from core.model.technique import Technique, technique
 from core.agents.workspace import Workspace, open_catalog_workspace
 from core.store.plans import PlanStore
@@ -41,7 +37,7 @@ from core.analysis.grading import judge
 from core.analysis.trace import Trace
 from core.auth import endpoints
 from core.llm.client import REPLAY_PREFIX, ChatLLM, LLMSettings, bound_key, open_llm, replay_path
-from core.store.runs import PauseTaken, RunStore
+from core.store.runs import PauseTaken, RunStore, new_run_id
 from core.config.secrets import scrub
 from core.telemetry.runs import traced
 from core.config import home as project_home
@@ -77,16 +73,10 @@ def native_panic(e: BaseException) -> bool:
             and type(e).__name__ == "PanicException")
 
 
-def new_run_id() -> str:
-    return uuid.uuid4().hex[:12]
-
-
 class AgentRuntime:
-    """Runs agents with a checkpointer (SQLite, or the team store's PostgreSQL), a run store and the learned plans (``plans``), all under ``home``
-    (default DATA_HOME). Each technique runs on its engine's graph (core.agents.engine), compiled once.
-    ``workspace`` opens a run's question and database (default: from the question catalog); ``llm_settings``
-    holds the API key and the defaults (default: from the environment); ``llm_opener`` opens the model, with
-    core.llm.client.open_llm's signature (default open_llm; the benchmark passes one adding a reply cache)."""
+    """Runs agents on their engines' graphs (compiled once) with a checkpointer, a run store and the learned plans
+    (``plans``) under ``home`` (default DATA_HOME). ``workspace`` opens a run's question and database;
+    ``llm_settings``: the key and defaults; ``llm_opener``: opens the model (open_llm's signature)."""
 
     def __init__(self, home: str | Path | None = None, *, store: RunStore | None = None,
                  workspace: Callable[[RunSettings], Workspace] = open_catalog_workspace,
@@ -144,11 +134,11 @@ class AgentRuntime:
             control.interrupt(reason)
         return [c.run_id for c in controls]
 
-    def _resolve(self, settings: RunSettings) -> RunSettings:
+    def _resolve(self, settings: RunSettings, tech: Technique) -> RunSettings:
         """The settings as they will be stored: model and base URL from the defaults when not given, a replay
         file as an absolute path; for a model, the context window (what its server reports; not asked in the paper
         prompt setting) and the reply cap (the LLM settings') when not given."""
-        settings = settings.validate()
+        settings = settings.validate(tech)
         if settings.endpoint:  # the server's named endpoint: its model and URL, recorded with its name
             endpoint = endpoints.get(settings.endpoint)
             settings = dataclasses.replace(settings, llm=endpoint.model, base_url=endpoint.base_url)
@@ -221,7 +211,7 @@ class AgentRuntime:
         Raises LLMError (no model configured), ValueError (bad settings, no learned plan, a plan's training
         question) or the workspace's errors before any event."""
         tech = technique(settings.technique)
-        settings = self.plans.resolve(self._resolve(settings), tech)
+        settings = self.plans.resolve(self._resolve(settings, tech), tech)
         run_id = run_id or new_run_id()
         price = self._price_for(settings)
         llm = self._open_llm(settings, skip=0)
@@ -235,13 +225,10 @@ class AgentRuntime:
             ws.backend.close()
 
     def iter_resume(self, run_id: str, review: Review, pause_id: str | None = None) -> Iterator[Event]:
-        """Resume a paused run with the analyst's review of pause ``pause_id`` (None: the pause current now) and
-        yield its events until it pauses again or ends. The review is claimed atomically in the run store: of two
-        reviews of one pause, one goes on and the other raises RunNotPaused, as does a review of a pause that is
-        no longer current. Works from a fresh runtime on the same home (after a restart). Raises RunNotPaused
-        (KeyError for an unknown run; ValueError for a review that does not fit the pause, e.g. a REAPER plan
-        edited into steps that cannot run). The checks and the claim are made when called, before the first event
-        is asked for."""
+        """Resume a paused run with the analyst's review of pause ``pause_id`` (None: the current one) and yield its
+        events until it pauses again or ends; the review is claimed atomically in the run store, when called.
+        Raises RunNotPaused (a pause no longer current, or claimed by another review), KeyError (unknown run),
+        ValueError (a review that does not fit the pause)."""
         record = self.store.get(run_id, events=False)
         review.validate((record.pause or {}).get("kind") or ("query" if review.query else "plan"))
         if record.status != "paused" or not record.pause:
@@ -331,12 +318,13 @@ class AgentRuntime:
         graph = self._graph_of(technique(settings.technique), settings.prompts)
         return bool(graph.get_state(self._config(run_id)).values)
 
-    def branch_point(self, run_id: str, step: int, at_query: bool = False):
+    def branch_point(self, run_id: str, step: int, at_query: bool = False, *, settings: RunSettings | None = None,
+                     tech: Technique | None = None):
         """The checkpoint (a LangGraph StateSnapshot) of ``run_id`` just before its step ``step`` (LLM call number,
-        as in ``Event.step``), or with ``at_query`` just before that step's query runs. ValueError if the run has
-        no such point."""
-        settings = self.store.get(run_id, events=False).settings
-        tech = technique(settings.technique)
+        as in ``Event.step``), or with ``at_query`` just before that step's query runs (``settings``, ``tech``: the
+        run's, when read already). ValueError if the run has no such point."""
+        settings = settings or self.store.get(run_id, events=False).settings
+        tech = tech or technique(settings.technique)
         nodes = engine(tech)
         for snapshot in self._graph_of(tech, settings.prompts).get_state_history(self._config(run_id)):
             values, nxt = snapshot.values, snapshot.next
@@ -371,7 +359,7 @@ class AgentRuntime:
             raise ValueError(f"{tech.label} runs its written plan: a branch of it takes a note only")
         if plan is not None and not [s for s in plan if s.strip()]:
             raise ValueError("an edited plan needs at least one step")
-        snapshot = self.branch_point(run_id, step, at_query=query is not None)
+        snapshot = self.branch_point(run_id, step, at_query=query is not None, settings=settings, tech=tech)
         values = dict(snapshot.values)
         if query is not None:
             if not query.strip():

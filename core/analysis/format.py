@@ -1,12 +1,14 @@
 """How numbers, moments and durations read, on every page and on the command line: one place to change them
-(tests/test_architecture.py finds any other format in pages/ and ui/)."""
+(tests/test_architecture.py finds any other format in pages/ and ui/, and any other time format in core/cli and
+core/store). The moments' formatters live in core.model.moments, below the store, and are offered here too."""
 from __future__ import annotations
 
-from datetime import datetime
+from core.model.moments import CLOCK_FORMAT as CLOCK_FORMAT
+from core.model.moments import TIME_FORMAT as TIME_FORMAT
+from core.model.moments import clock as clock
+from core.model.moments import timestamp as timestamp
 
 GAP = "–"  # a table cell with nothing to show (Streamlit's tables would show "None")
-TIME_FORMAT = "%Y-%m-%d %H:%M:%S"  # every moment shown (``timestamp``)
-CLOCK_FORMAT = TIME_FORMAT.split()[-1]  # the time of day alone, within a run or a review (``clock``)
 
 
 def number(value: float, sign: bool = False, digits: int = 4, decimals: int | None = None) -> str:
@@ -27,16 +29,6 @@ def percent(value: float, decimals: int = 1) -> str:
 def usd(cost: float) -> str:
     """An amount in US dollars, to a hundredth of a cent: ``$0.0123``."""
     return f"${number(cost, decimals=4)}"
-
-
-def timestamp(at: float) -> str:
-    """A moment (seconds since the epoch) as every page shows it: ``2026-11-23 14:05:09``."""
-    return datetime.fromtimestamp(at).strftime(TIME_FORMAT)
-
-
-def clock(at: float) -> str:
-    """The time of day of a moment: ``14:05:09``."""
-    return datetime.fromtimestamp(at).strftime(CLOCK_FORMAT)
 
 
 def duration(seconds: float | None) -> str:

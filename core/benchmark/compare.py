@@ -1,4 +1,4 @@
-"""Dataset-level comparison of two benchmark settings (issue 28): a baseline and a candidate (another technique,
+"""Dataset-level comparison of two benchmark settings: a baseline and a candidate (another technique,
 model, prompt setting or plan version, from the same or another result set), per question: improved, regressed or
 unchanged, with the paired statistics over the questions both ran (exact McNemar on right/wrong; with repeated
 samples the exact sign-flip permutation test on the per-question rates of right samples)."""

@@ -26,7 +26,8 @@ from core.scenarios import catalog
 from core.scenarios.dqa.source import dqa_benchmark
 from core import scenarios
 from core.config import home as project_home
-from core.agents.runtime import AgentRuntime, new_run_id
+from core.agents.runtime import AgentRuntime
+from core.store.runs import new_run_id
 from core.model.outcome import RunOutcome
 from core.model.run_settings import Limits, RunSettings
 from core.model.technique import technique, voted_name

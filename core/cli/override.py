@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from datetime import datetime
+from core.analysis.format import timestamp
 from core.auth.roles import local_operator
 from core.config.home import check as check_home
 from core.store.overrides import OverrideStore
@@ -69,6 +69,6 @@ def main(args) -> int:
             return 1
     o = override(args.run_id, record.settings, decision, who=local_operator(), by=args.by, note=args.note, store=store)
     verdict = {True: "correct", False: "wrong", None: "no label"}[o.correct]
-    print(f"{args.run_id}: grade overridden by {o.by} at {datetime.fromtimestamp(o.at):%Y-%m-%d %H:%M}: "
+    print(f"{args.run_id}: grade overridden by {o.by} at {timestamp(o.at)}: "
           f"{'no decision' if decision is None else decision} ({verdict})")
     return 0

@@ -25,7 +25,7 @@ from core.scenarios import catalog
 from core.scenarios.catalog import SOURCES
 from core.model.run_settings import Review
 from core.model.run_settings import RunSettings, default_reviewer
-from core.store.runs import ENDED, RunStore
+from core.store.runs import ENDED, RunStore, new_run_id
 
 
 OPERATOR = local_operator()  # who acts on the command line: the machine's operator (README, Sign-in)
@@ -155,7 +155,7 @@ def cmd_run(args) -> int:
             return _fail(e)
         except FileNotFoundError:
             pass  # said by the run, as before
-    from core.agents.runtime import AgentRuntime, RunNotPaused, new_run_id  # heavy: loads langchain_core, langgraph
+    from core.agents.runtime import AgentRuntime, RunNotPaused  # heavy: loads langchain_core, langgraph
     from core.llm.client import LLMError  # heavy: loads langchain_core
 
     missing = [f"--{k}" for k in ("scenario", "question", "db", "technique") if getattr(args, k) is None]
@@ -225,7 +225,7 @@ def cmd_stop(args) -> int:
 
 def cmd_branch(args) -> int:
     """Start a new run from a run's state just before one of its steps, with an edited plan, query or note."""
-    from core.agents.runtime import AgentRuntime, RunNotPaused, new_run_id  # heavy: loads langchain_core, langgraph
+    from core.agents.runtime import AgentRuntime, RunNotPaused  # heavy: loads langchain_core, langgraph
     from core.llm.client import LLMError  # heavy: loads langchain_core
 
     try:

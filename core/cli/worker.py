@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 
+from core.analysis.format import timestamp
 from core.cli.args import bounded
 from core.config import settings as core_settings
 from core.jobs.code import process_name
@@ -74,7 +74,7 @@ def _print_status(state: dict, lease: float) -> None:
     up = [w for w in state["workers"] if w["heartbeat_s"] <= lease]
     print(f"workers up: {len(up)}")
     for w in state["workers"]:
-        since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(w["since"])) if w["since"] else "-"
+        since = timestamp(w["since"]) if w["since"] else "-"
         print(f"  worker {w['name'] or '(unnamed)'}: host {w['host'] or '-'}, pid {w['pid'] or '-'}, "
               f"queues {w['queues'] or 'all'}, since {since}, {w['running']} job(s) running, "
               f"last heartbeat {_ago(w['heartbeat_s'])}" + ("" if w["heartbeat_s"] <= lease else " (gone)"))
@@ -86,7 +86,7 @@ def _print_status(state: dict, lease: float) -> None:
     if state["failed"]:
         print(f"failed (the last {len(state['failed'])}):")
         for job in state["failed"]:
-            at = job["at"].strftime("%Y-%m-%d %H:%M:%S") if job["at"] else "-"
+            at = timestamp(job["at"]) if job["at"] else "-"
             print(f"  job {job['id']} {job['task']} {job['subject']} ({job['queue']}) at {at}")
 
 

@@ -3,6 +3,8 @@ fallback home when DATA_HOME cannot be used: core.config.home), for the app's jo
 (core.jobs.tasks) alike."""
 from __future__ import annotations
 
+import os
+import threading
 from functools import partial
 from pathlib import Path
 
@@ -10,13 +12,41 @@ from core.agents.workspace import open_catalog_workspace
 from core.config import home
 from core.config import settings as config
 from core.llm.client import LLMSettings
+from core.store.database import location
 from core.store.runs import RunStore
+
+_stores: dict = {}  # where a store lives -> (its file's identity, its size then, the RunStore)
+_stores_lock = threading.Lock()
 
 
 def open_store() -> RunStore:
-    """The run store under DATA_HOME (the app's fallback home when DATA_HOME cannot be used: core.config.home)."""
+    """The run store under DATA_HOME (the app's fallback home when DATA_HOME cannot be used: core.config.home),
+    built once per process for each place a store lives and shared by its threads; built again when its file was
+    replaced or cut short outside the app, so that the store notices it (RunStore.notice)."""
     home.use_fallback()
-    return RunStore(config.DATA_HOME / "runs.sqlite")
+    path = config.DATA_HOME / "runs.sqlite"
+    target = location(path)
+    with _stores_lock:
+        kept = _stores.get(target)
+        if kept is not None:
+            identity, size = _file(target)
+            if identity is not False and identity == kept[0] and size >= kept[1]:
+                return kept[2]
+        store = RunStore(path)
+        _stores[target] = (*_file(target), store)
+        return store
+
+
+def _file(target: str | Path) -> tuple[tuple | bool | None, int]:
+    """A store file's identity (device and inode; False when it is missing) and size; the team store's URL has
+    none (None)."""
+    if not isinstance(target, Path):
+        return None, 0
+    try:
+        stat = os.stat(target)
+    except OSError:
+        return False, 0
+    return (stat.st_dev, stat.st_ino), stat.st_size
 
 
 def open_runtime(dqa_root: str | Path | None = None, llm: LLMSettings | None = None,

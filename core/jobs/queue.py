@@ -1,4 +1,4 @@
-"""The team's job queue (issue 25, docs/deploy.md): agent runs and benchmark items as jobs of procrastinate on
+"""The team's job queue (docs/deploy.md): agent runs and benchmark items as jobs of procrastinate on
 the team store's PostgreSQL, taken by ``python -m core worker`` processes on any machine that reaches it.
 
 The app (or ``core bench``) only enqueues and follows: a job names its run or item with a checked, versioned

@@ -24,7 +24,7 @@ from core.model.run_settings import Review, RunSettings
 from core.model.events import AnyEvent, Event
 from core.llm.client import LLMSettings
 from core.store import database
-from core.store.runs import DRIVEN, RunRecord, RunStore
+from core.store.runs import DRIVEN, RunRecord, RunStore, new_run_id
 from core.jobs import queue
 from core.jobs.job import Job, JobBusy, get, launch
 from core.jobs.opening import open_runtime, open_store
@@ -223,8 +223,6 @@ def start(settings: RunSettings, make_runtime: Callable, *, who: Identity,
     AgentRuntime to drive it (closed after). With the team's job queue (core.jobs.queue), the run is recorded queued
     and a worker drives it (with the Opener's LLM settings, sent without the key). ``action``: ``start`` or
     ``samples`` (one of several samples), as the gate checks it."""
-    from core.agents.runtime import new_run_id  # heavy: loads langgraph
-
     if action not in ("start", "samples"):
         raise ValueError(f"a run is started by the action start or samples, not {action!r}")
     authorize(who, action)
@@ -312,8 +310,6 @@ def branch(record: RunRecord, step: int, make_runtime: Callable, *, who: Identit
     """Start a branch of a run at ``step`` for ``who`` (``changes``: plan, query, note) in the background (with the
     job queue: by a worker); its job (``run_id``: the new run). ValueError now when the run has no
     such step or the change does not fit."""
-    from core.agents.runtime import new_run_id  # heavy: loads langgraph
-
     authorize(who, "branch")
     changes["reviewer"] = who.name
     new_id = new_run_id()

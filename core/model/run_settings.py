@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Literal, get_args
 
 from core.model.bounds import NUMBERS, in_bounds, no_nul, one_of
-from core.model.technique import technique
+from core.model.technique import Technique, technique
 
 #: ``auto`` never pauses; ``approve-replans`` pauses at each new plan from a Re-plan; ``approve-every-plan``
 #: also at the initial plan. Only the planning techniques pause.
@@ -105,20 +105,8 @@ _UNKNOWN_RUN = {"scenario": "", "question": 0, "db": "", "technique": "", "llm":
 @dataclass
 class RunSettings:
     """One run: the question (source, scenario and 1-based number), the database backend, the technique, the model
-    (a name, or ``replay:FILE``), the analyst's review mode and the limits. Holds no secret.
-
-    The loop techniques can start from a plan: ``initial_plan`` (its steps), or ``plan_version``, a learned
-    AutoPlan plan of the scenario, which sets ``initial_plan`` when the run starts (technique ``autoplan``: the
-    latest when None); an empty ``initial_plan`` is AutoPlan's empty plan X_0 (in the paper prompt setting the run
-    then acts as AutoPlan's agent, with no plan to show). REAPER re-plans once after failed steps unless ``replan_on_failure`` is off (None: as its
-    prompt setting has it, on in ``improved``, off in ``paper``).
-
-    Faithfulness switches (docs/paper-deviations.md): ``prompts`` ``improved`` (default) or ``paper``, the PlanRAG
-    paper's prompts as its original implementation sent them (the loop techniques), REAPER's planner prompt in
-    its paper's structure; ``reaper_planner`` ``examples`` (default: the planner prompt shows example retrieval
-    plans for the scenario) or ``zero-shot``. A setting the technique does not have is refused, not ignored.
-    ``top_p``: nucleus sampling (None: the server's default), as AutoPlan's training explores; ``seed``: the
-    sampling seed, for servers that take one (benchmark epochs send seed + epoch - 1)."""
+    (a name, or ``replay:FILE``), the analyst's review mode, the limits, the prompt setting (docs/paper-deviations.md)
+    and what the technique has of the rest (validate refuses a setting it does not have). Holds no secret."""
 
     scenario: str
     question: int
@@ -130,19 +118,19 @@ class RunSettings:
     temperature: float = 0.0
     source: str = "dqa"
     limits: Limits = field(default_factory=Limits)
-    initial_plan: list[str] | None = None
-    plan_version: int | None = None
-    replan_on_failure: bool | None = None
-    prompts: PromptSetting = "improved"
-    reaper_planner: ReaperPlanner = "examples"
-    top_p: float | None = None
-    seed: int | None = None  # the sampling seed sent to servers that take one (None: not sent)
+    initial_plan: list[str] | None = None  # the plan to start from ([]: AutoPlan's empty plan X_0)
+    plan_version: int | None = None  # a learned plan of the scenario, which sets initial_plan when the run starts
+    replan_on_failure: bool | None = None  # REAPER's re-plan after failed steps (None: on in improved, off in paper)
+    prompts: PromptSetting = "improved"  # or paper: the prompts as the papers' original code sent them
+    reaper_planner: ReaperPlanner = "examples"  # REAPER's planner shows example plans, or none (zero-shot)
+    top_p: float | None = None  # nucleus sampling (None: the server's default)
+    seed: int | None = None  # the sampling seed sent to servers that take one (None: not sent; epochs add epoch - 1)
     review_queries: bool = False  # the analyst approves each query before it runs (with any ``hitl``)
     endpoint: str | None = None  # the server's named model endpoint (core.auth.endpoints): its model, URL and key
 
-    def validate(self) -> RunSettings:
-        """Self, or ValueError naming the bad field."""
-        tech = technique(self.technique)
+    def validate(self, tech: Technique | None = None) -> RunSettings:
+        """Self, or ValueError naming the bad field (``tech``: its technique, when resolved already)."""
+        tech = tech or technique(self.technique)
         if (self.initial_plan or self.plan_version is not None) and not tech.takes_initial_plan:
             why = "writes its own plan" if tech.plans else "starts from no plan"
             raise ValueError(f"{tech.label} {why}: an initial plan is for the loop techniques that take one")

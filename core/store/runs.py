@@ -7,13 +7,13 @@ holds an API key: RunSettings has none. Safe to use from several threads and pro
 thread; every change of who drives a run is one conditional UPDATE, so exactly one of several racing processes
 wins it).
 
-Run control (issue 11): each pause has an id (``p1``, ``p2``, ... per run); a review claims its pause
+Run control: each pause has an id (``p1``, ``p2``, ... per run); a review claims its pause
 (``claim_pause``), which fails when the pause is no longer current. A driven run has an owner (process id and
 host) and a heartbeat; a ``running`` run whose owner is gone or whose heartbeat is stale reads as ``interrupted``
 (``detect_orphans``, the sweep, stores it so) and can be resumed from its last checkpoint or closed.
 ``request_stop`` asks the owner to stop the run; a branched run names its parent and the step it branched at.
 
-Bad state (issue 12): a store file that is damaged or not a database is set aside and a new one started
+Bad state: a store file that is damaged or not a database is set aside and a new one started
 (core.store.sqlite.open_sqlite). Beside the store, ``runs.sqlite.marker`` records the store's id and how many runs it held
 after the project's last change, so that a store emptied, replaced or deleted outside the project is noticed
 (``notice``) rather than read as "no runs yet", until ``acknowledge()`` accepts it.
@@ -37,6 +37,7 @@ from core.store.database import Database, is_url, location, upsert
 from core.config.files import write_atomic
 from core.config.secrets import scrub
 from core.model.events import AnyEvent, Event, event_from_dict
+from core.model.moments import clock
 from core.model.outcome import RunOutcome, RunStatus
 from core.model.run_settings import RunSettings
 
@@ -74,6 +75,11 @@ NOT_ENDED = ("queued", "running", "paused")
 #: The statuses of a run a job will drive: ``queued`` (waiting for a worker of the team's job queue,
 #: core.jobs.queue) and ``running``.
 DRIVEN = ("queued", "running")
+
+
+def new_run_id() -> str:
+    """A new run's id: 12 hexadecimal digits."""
+    return uuid.uuid4().hex[:12]
 
 
 def unanswered(status: str, outcome: RunOutcome | None) -> bool:
@@ -350,7 +356,7 @@ class RunStore:
                 f"run {run_id} is not waiting for a review")
         taken = self.review_of(run_id, pause_id) if pause_id else None
         by = (f": {taken['reviewer']} reviewed it ({taken['action']}) at "
-              f"{time.strftime('%H:%M:%S', time.localtime(taken['at']))}") if taken else ""
+              f"{clock(taken['at'])}") if taken else ""
         now = (f"the run now waits at pause {record.pause.get('id')} ({record.pause.get('kind')})"
                if record.status == "paused" and record.pause else f"the run is {record.status}")
         if record.status in ("interrupted", "stopped"):

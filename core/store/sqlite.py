@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-import time
 from pathlib import Path
 
 from core.config import home
+from core.model.moments import file_stamp
 
 #: SQLite result codes of a file that is damaged or not a database (not of a locked or unopenable one).
 _DAMAGED = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
@@ -27,7 +27,7 @@ def _damaged(e: sqlite3.DatabaseError) -> bool:
 
 def set_aside(path: Path) -> Path:
     """Rename a damaged store file (and its -wal and -shm files) to ``<name>.broken-<time>``; the new name."""
-    stamp = time.strftime("%Y%m%d-%H%M%S")
+    stamp = file_stamp()
     kept = path.with_name(f"{path.name}.broken-{stamp}")
     n = 1
     while kept.exists():

@@ -17,7 +17,8 @@ from pathlib import Path
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
-from core.agents.runtime import AgentRuntime, new_run_id
+from core.agents.runtime import AgentRuntime
+from core.store.runs import new_run_id
 from core.model.bounds import one_of
 from core.model.run_settings import Limits, RunSettings
 from core.agents.parsing import parse_reply

@@ -16,8 +16,6 @@ into query steps (``check_review``).
 """
 from __future__ import annotations
 
-from typing import TypedDict
-
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
@@ -26,62 +24,27 @@ from core.agents import guards, paper_prompts, prompts
 from core.techniques.reaper import prompts as texts
 from core.model.run_settings import Limits, Review
 from core.model.events import ActionEvent, ErrorEvent, ObservationEvent, PlanEvent, QueryReviewEvent
-from core.agents.graph import (AgentContext, Emitter, announce_plan, await_review, calibrate, complete_call,
-                               context_full, fail_run, guard_state, observe, route, run_query, settle_answer, timed,
-                               to_answer)
+from core.agents.nodes import (AgentContext, Emitter, announce_plan, await_review, calibrate, complete_call,
+                               context_full, fail_run, observe, route, run_query, settle_answer, timed, to_answer)
+from core.agents.state import Guarded, Planning, RunCore, Usage, guard_state
 from core.agents.parsing import parse_reply
 from core.techniques.reaper.plan import Step, UnusableResult, parse_plan, parse_steps, substitute
 from core.backends.base import BackendUnavailable
 
 
-class ReaperState(TypedDict):
-    hitl: str
-    limits: dict
-    language: str  # of the database: sql | cypher
+class ReaperState(RunCore, Usage, Guarded, Planning):
+    """REAPER's state: what every agent graph keeps (core.agents.state; ``plan``: its adopted steps rendered,
+    ``stuck`` unused here) and its own."""
+
     replan_on_failure: bool
     replanned: bool  # the one re-plan was asked for
-    prompt: str  # the planner's system prompt
-    answer_prompt: str  # the system prompt asking for the final answer
-    messages: list[dict]  # {"role": "human" | "ai", "content": ...}, after the system prompt
     steps: list[dict]  # every adopted step (Step fields), in order
-    plan: list[str]  # the same steps rendered
     cursor: int  # index in steps of the next step to settle
     results: dict  # "EN" -> {"columns", "rows", "total_rows"}, or {"error": ...}
     evidence: list[str]  # what the steps observed since the last reply
     failed: list[str]  # the steps that gave no result since the last reply
-    reply: str  # a plan waiting for review
-    proposal: dict | None  # {"kind": plan | replan, "plan": [...], "old_plan": [...]}
-    action: dict | None  # the query the next step runs, its references substituted
-    llm_calls: int
-    prompt_tokens: int
-    completion_tokens: int
-    failed_tokens: int  # of the tokens, those spent on attempts abandoned at a time limit
-    tokens_estimated: bool
-    actions: int
-    final_answer: str | None
-    status: str  # running | finished | failed | context_exceeded
-    error: str | None
-    next: str
-    wall_s: float
     collected: list[str]  # what every step observed, for the final answer
-    # guards.py (see graph.AgentState; absent from older checkpoints)
-    cost_usd: float | None
-    limit: str | None
-    seen: dict
-    repeats: int
-    empty_replies: int
-    answer_from: int | None
-    answer_tries: int
-    shortened: int
-    chars_per_token: float | None
-    counted_by: str | None
-    template_tokens: float | None  # what the chat template adds a message, from a call's usage (guards)
-    counted: list | None  # the tokenizer's count of the transcript before the call, and its messages
-    review_queries: bool  # each step's query waits for the analyst's approval (review_step)
-    prompts: str  # improved | paper: the planner prompt in the structure of the paper's (absent: improved)
     question: str  # the question as the answer call gives it (absent: the first message)
-    queries: int  # database queries run (absent: actions)
-    stuck: str | None  # unused here (the loop's loop guard; see graph.stuck_run)
 
 
 def initial_state(hitl: str, limits: Limits, language: str, schema: str, question_text: str,
