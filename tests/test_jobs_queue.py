@@ -432,6 +432,7 @@ def test_an_outage_of_the_store_mid_run_is_ridden_out_by_an_app_driving_it_in_it
 
 
 @pytest.mark.long
+@pytest.mark.waits
 def test_a_five_minute_outage_is_ridden_out_by_workers_an_app_a_page_and_core_bench(own_team, workers, monkeypatch,
                                                                                      tmp_path):
     """The issue's 5 minutes (LONG_OUTAGE_S), past every wait of the pools (database.WAIT_S, RECONNECT_S, psycopg_pool's
