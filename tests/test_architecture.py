@@ -297,6 +297,19 @@ def test_the_command_line_and_the_stores_write_moments_through_the_one_formatter
     assert found == []
 
 
+_NUMBER_SPEC = re.compile(r"[.,]|[bcdeEfFgGnoxX%]$")  # a precision, grouping or a number's type (not ``:<9``)
+
+
+def test_the_command_line_and_the_model_checks_format_numbers_through_the_one_formatter():
+    """Every number core/cli prints and the model checks (core/llm/checks.py) say is formatted by
+    core.analysis.format / core.model.quantities (number, percent, usd, duration): no number format spec there
+    (a column's width, ``{name:<9}``, is text)."""
+    found = [f"{m}:{line} {what}" for m, path in modules().items() if m.startswith("core.cli") or m == "core.llm.checks"
+             for line, what in hand_formatted(ast.parse(path.read_text(encoding="utf-8"), str(path)))
+             if not what.startswith("{") or _NUMBER_SPEC.search(what.rsplit(":", 1)[-1].rstrip("}"))]
+    assert found == []
+
+
 @pytest.mark.parametrize("code", ['f"{x:.2f}"', 'f"{n:,} tokens"', 'f"{t:%H:%M}"', 'format(x, ".1f")',
                                   '"{:.1f}%".format(x)', '"%.2f s" % x', 'd.strftime(FMT)',
                                   'FMT = "%Y-%m-%d %H:%M"'])

@@ -15,6 +15,7 @@ from core.config.settings import (
 )
 from core.config.settings import LLMSettings
 from core.llm.tokenizer_file import open_tokenizer
+from core.analysis.format import number
 
 _DEFAULTS = Limits()
 
@@ -59,7 +60,7 @@ def add_query_limit_arguments(g, timeout: float = _DEFAULTS.query_timeout_s, row
                               observation: bool = True) -> None:
     """The limits of each database query: time, rows kept, characters of a cell (and of what the model sees)."""
     g.add_argument("--timeout", type=bounded("query_timeout_s"), default=timeout, metavar="S",
-                   help=f"seconds each database query may run (default {timeout:g}); on the local Neo4j-protocol "
+                   help=f"seconds each database query may run (default {number(timeout)}); on the local Neo4j-protocol "
                         "server (ArcadeDB) the client stops waiting then, but the server may go on until its own "
                         "command timeout (graph-server --command-timeout, default 60 s)")
     g.add_argument("--row-cap", type=bounded("row_cap"), default=row_cap, metavar="N",
@@ -117,7 +118,7 @@ def add_llm_arguments(p: argparse.ArgumentParser, unattended: bool = False) -> N
     timeout, retries = ((UNATTENDED_TIMEOUT_S, UNATTENDED_RETRIES) if unattended else
                         (INTERACTIVE_TIMEOUT_S, INTERACTIVE_RETRIES))
     p.add_argument("--llm-timeout", type=bounded("timeout_s"), metavar="S",
-                   help=f"an attempt's time limit T (default {timeout:g}): a streamed reply's first words within 3 "
+                   help=f"an attempt's time limit T (default {number(timeout)}): a streamed reply's first words within 3 "
                         "T, then cut only after T of silence; any reply within 10 T; a retry after a timeout waits "
                         "longer, up to twice that; env PLANRAG_LLM_TIMEOUT")
     p.add_argument("--llm-retries", type=bounded("max_retries"), metavar="N",

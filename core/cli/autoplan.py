@@ -17,6 +17,7 @@ from core.model.numbers import parse_numbers, questions_text, spans
 from core.scenarios import catalog
 from core.scenarios.dqa.source import DQAError
 from core.store.plans import PlanStore
+from core.analysis.format import number
 
 DESCRIPTION = """\
 AutoPlan (Ouyang & Li, 2023): learn a task-level plan for a scenario from training questions.
@@ -134,7 +135,7 @@ def describe(plan) -> str:
              "accuracy by iteration (success rate, the paper's reward; mean regret apart):"]
     for h in plan.history:
         used = f"v{h['plan_version']}" if h["plan_version"] else "the empty plan"
-        regret = f"; mean regret {h['mean_regret']:.4g}" if h.get("mean_regret") is not None else ""
+        regret = f"; mean regret {number(h['mean_regret'])}" if h.get("mean_regret") is not None else ""
         lines.append(f"  {h['iteration']}: {h['correct']}/{h['total']} with {used} "
                      f"(questions {spans(h['questions'])}; {h['llm_calls']} LLM calls{regret})")
     return "\n".join(lines)

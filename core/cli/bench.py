@@ -15,7 +15,7 @@ from core.model.technique import FEATURED, TECHNIQUES, parse_voted
 from core.backends.registry import BACKENDS
 from core.cli.args import (add_budget_arguments, add_fidelity_arguments, add_limit_arguments, add_llm_arguments,
                            bounded, error_line, limits_from, llm_settings)
-from core.analysis.format import duration, spent
+from core.analysis.format import duration, number, percent, spent, usd
 from core.scenarios.catalog import SOURCES
 from core.benchmark.items import BenchError
 from core.llm.prices import load_prices
@@ -100,7 +100,7 @@ def _line(item, result, error, progress) -> str:
     if result["status"] == "failed":  # what happened, not "no candidate (wrong)"
         acc = progress.accuracy
         return (f"{item.name}: failed ({result.get('error_kind') or 'error'}): {result.get('error')} in "
-                f"{result['wall_s']:.2f} s | accuracy {'-' if acc is None else f'{acc:.1f}%'} | "
+                f"{number(result['wall_s'], decimals=2)} s | accuracy {'-' if acc is None else percent(acc)} | "
                 f"ETA {duration(progress.eta_s)}")
     verdict = ({True: "right", False: "wrong", None: "no label"}[result["correct"]] if result.get("final_answer")
                else "not answered")
@@ -113,8 +113,8 @@ def _line(item, result, error, progress) -> str:
     if result["status"] in ("stuck", "context_exceeded"):
         detail += f"; {result['status']}"
     acc = progress.accuracy
-    return (f"{item.name}: {verdict} ({detail}) in {result['wall_s']:.2f} s | accuracy "
-            f"{'-' if acc is None else f'{acc:.1f}% of n={progress.n}'} | {spent(progress)} | "
+    return (f"{item.name}: {verdict} ({detail}) in {number(result['wall_s'], decimals=2)} s | accuracy "
+            f"{'-' if acc is None else f'{percent(acc)} of n={progress.n}'} | {spent(progress)} | "
             f"ETA {duration(progress.eta_s)}")
 
 
@@ -255,16 +255,16 @@ def _print_accuracy(bench: Bench, this_run: list[dict], prices) -> None:
             ("all tied", "on questions where every candidate ties"),
             ("unconsulted", "answered without consulting the database")) if r[key])
         print(f"  {r['scenario']:<9} {r['db']:<8} {r['technique']:<13} {r['correct']}/{r['n']}{errors}  "
-              f"{reports.accuracy_text(r)} | optimal {r['optimal rate']:.1f}% "
-              f"[{r['optimal ci95_low']:.1f}–{r['optimal ci95_high']:.1f}]{paper}")
+              f"{reports.accuracy_text(r)} | optimal {percent(r['optimal rate'])} "
+              f"[{number(r['optimal ci95_low'], decimals=1)}–{number(r['optimal ci95_high'], decimals=1)}]{paper}")
     for r in reports.paired(this_run).to_dict("records"):
         print(f"  paired {r['scenario']} {r['db']}: {reports.paired_text(r)}")
     for r in reports.costs(this_run, prices).to_dict("records"):
         if parse_voted(r["technique"]):
             total, per = r["cost USD"], r["cost per correct USD"]
             print(f"  {r['scenario']} {r['db']} {reports.technique_name(r['technique'])}: {r['llm calls']} LLM calls "
-                  f"per question, cost {'unknown' if total is None else f'${total:.4f}'}, per correct decision "
-                  f"{'-' if per is None else f'${per:.5f}'}")
+                  f"per question, cost {'unknown' if total is None else usd(total)}, per correct decision "
+                  f"{'-' if per is None else '$' + number(per, decimals=5)}")
     for line in fidelity.summary_lines(bench.results()):
         print(line)
 

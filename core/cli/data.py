@@ -14,6 +14,7 @@ from core.model.numbers import spans
 from core.scenarios.dqa.source import SCENARIOS
 from core.scenarios import catalog
 from core.scenarios.dqa.source import DQA, DQAError
+from core.analysis.format import number
 
 
 def _dqa(path: str | None) -> DQA:
@@ -46,7 +47,7 @@ def cmd_dqa(args) -> int:
     for scenario in SCENARIOS:
         for repair, questions in repairs(dqa, scenario) or [("none", "")]:
             print(f"  {scenario}: {repair}" + (f": questions {questions}" if questions else ""))
-    print(f"set {dqa.name}, imported in {time.perf_counter() - start:.2f} s", file=sys.stderr)
+    print(f"set {dqa.name}, imported in {number(time.perf_counter() - start, decimals=2)} s", file=sys.stderr)
     return 0
 
 

@@ -17,6 +17,7 @@ import sys
 
 from core.config import settings as core_settings
 from core.store import database
+from core.analysis.format import number
 
 DESCRIPTION = __doc__.split("\n\n", 1)[0].replace("``", "")
 
@@ -84,7 +85,7 @@ def prune(args) -> int:
     except queue.QueueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    print(f"pruned {gone} job(s) of the queue finished more than {days:g} days ago (with their events)")
+    print(f"pruned {gone} job(s) of the queue finished more than {number(days)} days ago (with their events)")
     return 0
 
 

@@ -18,6 +18,7 @@ from core.cli.args import bounded
 from core.scenarios.catalog import SOURCES
 from core.scenarios import catalog
 from core.analysis.grading import judge
+from core.analysis.format import number
 
 DESCRIPTION = (__doc__.split("\n\n", 2)[0] + " Prints the decision the answer concludes with, whether it is the "
                "label, and its rank and regret in the simulator's ranking. " + __doc__.split("\n\n")[2].strip()
@@ -57,7 +58,7 @@ def main(args) -> int:
           f" ({verdict}; label {report['label']})")
     print(f"  why: {report['reason']}")
     if report["rank"] is not None:
-        print(f"  rank {report['rank_text']}, regret {report['regret']:.6g}"
+        print(f"  rank {report['rank_text']}, regret {number(report['regret'], digits=6)}"
               + (" (a best decision)" if report["optimal"] else ""))
     if report["all_tied"]:
         print("  every candidate ties in the simulator: no decision is better than another")

@@ -26,6 +26,7 @@ from core.scenarios.catalog import SOURCES
 from core.model.run_settings import Review
 from core.model.run_settings import RunSettings, default_reviewer
 from core.store.runs import ENDED, RunStore, new_run_id
+from core.analysis.format import number
 
 
 OPERATOR = local_operator()  # who acts on the command line: the machine's operator (README, Sign-in)
@@ -216,7 +217,7 @@ def cmd_stop(args) -> int:
         time.sleep(0.1)
         status = store.get(args.run_id, events=False).status
     if status == "running":
-        print(f"error: run {args.run_id} was asked to stop but its process has not answered in {args.wait:g} s; "
+        print(f"error: run {args.run_id} was asked to stop but its process has not answered in {number(args.wait)} s; "
               "it is marked interrupted once that process is gone", file=sys.stderr)
         return EXIT_FAILED
     print(f"{status}: run {args.run_id}" + (" (closed)" if before in ("paused", "interrupted") else ""))

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from core.analysis.format import timestamp
+from core.analysis.format import number, timestamp
 from core.cli.args import bounded
 from core.config import settings as core_settings
 from core.jobs.code import process_name
@@ -66,7 +66,7 @@ def main(args) -> int:
 
 
 def _ago(seconds: float | None) -> str:
-    return "-" if seconds is None else f"{seconds:.0f} s ago" if seconds < 120 else f"{seconds / 60:.0f} min ago"
+    return "-" if seconds is None else f"{number(seconds, decimals=0)} s ago" if seconds < 120 else f"{number(seconds / 60, decimals=0)} min ago"
 
 
 def _print_status(state: dict, lease: float) -> None:

@@ -8,6 +8,7 @@ from core.llm.client import (REPLAY_PREFIX, LLMError, LLMNotConfigured, LLMSetti
                              read_replay, replay_path)
 from core.llm.server_info import detect_window
 from core.config.secrets import scrub
+from core.model.quantities import number
 
 TEST_TIMEOUT_S = 30.0
 
@@ -32,7 +33,7 @@ def check_llm(settings: LLMSettings) -> str:
     except Exception as e:  # a client error the LLM layer does not classify (e.g. a malformed base URL)
         raise LLMError("config", scrub(f"{llm.label}: {type(e).__name__}: {e}", [settings.api_key])) from None
     counting = f"; tokens counted by {llm.counted_by}" if settings.tokenizer else ""
-    return f"{llm.label} answered in {reply.latency_s:.1f} s; {window_text(settings)}{counting}"
+    return f"{llm.label} answered in {number(reply.latency_s, decimals=1)} s; {window_text(settings)}{counting}"
 
 
 def window_text(settings: LLMSettings) -> str:
@@ -43,5 +44,5 @@ def window_text(settings: LLMSettings) -> str:
     if found is None:
         return ("context window: the server does not say it, so nothing is shortened until a request passes it and "
                 "the server's error states it (set one under Limits to keep requests within it)")
-    return f"context window: {found.tokens:,} tokens, from {found.source}"
+    return f"context window: {number(found.tokens, decimals=0)} tokens, from {found.source}"
 
