@@ -76,7 +76,7 @@ def limit_reached(state: dict, limits: Limits, keep_answer_call: bool = True) ->
     used = state["prompt_tokens"] + state["completion_tokens"]
     if used >= limits.max_tokens:
         return "tokens", f"token limit reached ({used} tokens used, limit {limits.max_tokens})"
-    spent = state.get("cost_usd")
+    spent = state["cost_usd"]
     if limits.max_cost_usd is not None and spent is not None and spent >= limits.max_cost_usd:
         return "cost", f"cost limit reached (${spent:.4f} spent, limit ${limits.max_cost_usd:.4f})"
     return None
@@ -85,7 +85,7 @@ def limit_reached(state: dict, limits: Limits, keep_answer_call: bool = True) ->
 def calls_left(state: dict, limits: Limits) -> bool:
     """Whether one more call stays within the run's call, token and cost limits."""
     used = state["prompt_tokens"] + state["completion_tokens"]
-    spent = state.get("cost_usd")
+    spent = state["cost_usd"]
     return (state["llm_calls"] < limits.max_llm_calls and used < limits.max_tokens
             and not (limits.max_cost_usd is not None and spent is not None and spent >= limits.max_cost_usd))
 
@@ -183,21 +183,21 @@ def tokenized_chars_per_token(prompt: str, messages: list[dict], tokens: int | N
 def margin_of(state: dict) -> float:
     """How much lower a run's measured characters per token are taken: not at all when the model's own tokenizer
     counted the request (its count is of that text), MEASURED_MARGIN when they come from a call's usage."""
-    return 1.0 if state.get("chars_per_token") and state.get("counted_by") not in (None, USAGE) else MEASURED_MARGIN
+    return 1.0 if state["chars_per_token"] and state["counted_by"] not in (None, USAGE) else MEASURED_MARGIN
 
 
 def estimate_basis(state: dict) -> str:
     """What a run's token estimate rests on: the tokenizer that counted it (``tokenizer file NAME``, ``the server's
     tokenizer``) with the chat template's tokens (ChatML's, or as measured on a call's reported usage), the last
     call's reported usage, or the characters alone."""
-    if state.get("chars_per_token") and state.get("counted_by") == USAGE:
+    if state["chars_per_token"] and state["counted_by"] == USAGE:
         return USAGE
-    if state.get("chars_per_token") and state.get("counted_by"):
-        measured = state.get("template_tokens")
+    if state["chars_per_token"] and state["counted_by"]:
+        measured = state["template_tokens"]
         template = (f"{measured:.1f} tokens a message for the chat template, measured on the reported usage"
                     if measured is not None else f"ChatML's {TEMPLATE_TOKENS} tokens a message for the chat template")
         return f"{state['counted_by']}, with {template}"
-    return USAGE if state.get("chars_per_token") else f"{CHARS_PER_TOKEN:g} characters a token"
+    return USAGE if state["chars_per_token"] else f"{CHARS_PER_TOKEN:g} characters a token"
 
 
 def measured_chars_per_token(prompt: str, messages: list[dict], prompt_tokens: int) -> float | None:
