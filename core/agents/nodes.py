@@ -167,8 +167,8 @@ def complete_call(state: dict, runtime: Runtime[AgentContext], prompt: str, emit
                   messages: list[dict] | None = None, send: tuple | None = None) -> tuple[dict, Completion | None]:
     """LLM call ``emit.step`` on ``messages`` (default the transcript) under ``prompt``, kept within the context
     window, sent as ``send`` (how the messages are built, and the stop sequences; default ``chat_turns``) says.
-    Returns the state update counting it and the completion (in the paper setting its text as the original
-    received it); on LLMError or a request that cannot fit the window, the update ending the run and None."""
+    Returns the state update counting it and the completion; on LLMError or a request that cannot fit the window,
+    the update ending the run and None."""
     messages = state["messages"] if messages is None else messages
     limits = Limits.from_dict(state["limits"])
     fitted, shortened, need = guards.fit(prompt, messages, limits.context_tokens, state["chars_per_token"],
