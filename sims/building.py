@@ -176,13 +176,12 @@ def candidates(tables: Tables | Market) -> list[int]:
 def rank_all(tables: Tables | Market, mode: str = "dqa", goods: list[str] | None = None) -> dict[str, Ranking]:
     """Rank every candidate for each of ``goods`` (default: all) from one simulation per candidate.
 
-    Scores are prices after the candidate's +5 levels (lower is better). ``threshold`` is the
-    stored current_price: the benchmark picks the first candidate, in table order, with the lowest
-    price, and only if that price is strictly below the stored one. ``baseline`` is the no-decision
-    price: in dqa mode the stored current_price (the dqa re-simulation without a change double-counts
-    building demand, so it is no meaningful "no decision" figure); in rules mode the fresh
-    re-simulation without a change (equal to the stored price on DQA data).
+    Scores: prices after the candidate's +5 levels (lower is better). ``threshold`` is the stored
+    current_price: the benchmark picks the first cheapest candidate, in table order, only if strictly below it.
+    ``baseline``, the no-decision price: the stored current_price in dqa mode, re-simulated in rules mode.
     """
+    # dqa mode's re-simulation without a change double-counts building demand, so it is no meaningful "no decision"
+    # figure; rules mode's equals the stored price on DQA data
     carry_over, market = _CARRY_OVER[check_mode(mode)], _market(tables)
     wanted = [market.goods_of(g) for g in (market.goods if goods is None else goods)]
     ids = list(market.building_ids)

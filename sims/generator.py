@@ -61,25 +61,24 @@ class GenerateError(ValueError):
 
 @dataclass(frozen=True)
 class Knobs:
-    """What to generate. ``size``: trade nodes (Locating) or goods (Building). ``candidates``: Locating, the nodes
-    upstream of the home node where the country has a row (the only candidates that change its profit; every
-    other node scores the no-merchant profit); Building, the buildings of the market (all are candidates).
-    ``hops``: Locating, how far upstream of the home node those nodes lie. ``min_margin``/``max_margin``: the
-    runner-up's score is this far below the best (a share of the best score, as ``Ranking.relative_regret``).
-    ``degenerate``: the share of questions where every candidate ties (Locating only). ``per_db``: questions
-    asked on each database (different countries or goods)."""
+    """What to generate: ``questions`` questions of ``scenario`` (locating or building) from ``seed``; the other
+    knobs' ranges and shares, each said beside it (None: the scenario's default, ``resolved``)."""
 
     scenario: str
     questions: int
     seed: int
-    size: int | None = None
+    size: int | None = None  # trade nodes (Locating) or goods (Building)
     countries: int | None = None
+    # Locating: the nodes upstream of the home node where the country has a row (the only candidates that change
+    # its profit; every other node scores the no-merchant profit); Building: the buildings of the market (all are
+    # candidates)
     candidates: tuple[int, int] | None = None
-    hops: tuple[int, int] = (1, 3)
+    hops: tuple[int, int] = (1, 3)  # Locating: how far upstream of the home node those nodes lie
+    # the runner-up's score is this far below the best (a share of the best score, as Ranking.relative_regret)
     min_margin: float = 0.0
     max_margin: float | None = None
-    degenerate: float = 0.0
-    per_db: int = 1
+    degenerate: float = 0.0  # the share of questions where every candidate ties (Locating only)
+    per_db: int = 1  # questions asked on each database (different countries or goods)
 
     def resolved(self) -> Knobs:
         """The knobs with the scenario's defaults filled in (DQA's sizes), checked; GenerateError if unusable."""
@@ -367,10 +366,10 @@ def _check_output(root: Path) -> dict | None:
 
 
 def generate(knobs: Knobs, out: str | Path, jobs: int = 1, name: str | None = None) -> Report:
-    """Generate ``knobs.questions`` questions of ``knobs.scenario`` into ``out`` (a new or empty folder, or a set
-    made by this generator: the scenario's part is replaced, the other scenario's is kept; a scenario never
-    generated gets an empty question file so the folder reads as a whole DQA folder). Files are written to a
-    staging folder and moved in at the end, so a failure leaves the previous set as it was."""
+    """Generate ``knobs.questions`` questions of ``knobs.scenario`` into ``out``: a new or empty folder, or a set
+    made by this generator, whose other scenario is kept. Files are written to a staging folder and moved in at the
+    end, so a failure leaves the previous set as it was."""
+    # a scenario never generated gets an empty question file, so the folder reads as a whole DQA folder
     start = time.perf_counter()
     knobs = knobs.resolved()
     root = Path(out)

@@ -281,11 +281,11 @@ def candidates(tables: Tables | TradeNetwork, home: str) -> list[str]:
 def rank(tables: Tables | TradeNetwork, country: str, mode: str = "dqa") -> Ranking:
     """Rank every candidate node for one more merchant of ``country`` by its profit at its home node.
 
-    Scores are profits (higher is better). ``baseline`` is the profit with no merchant of the
-    country placed, re-simulated the same way (dqa: from the stored state; rules: from the
-    fresh state). ``threshold`` is 0: the benchmark picks the first candidate, in table order, with the
-    highest profit, and only if that profit is positive.
+    Scores are profits (higher is better). ``baseline`` is the profit with no merchant of the country
+    placed, re-simulated the same way. ``threshold`` is 0: the benchmark picks the first most profitable
+    candidate, in table order, only if its profit is positive.
     """
+    # re-simulated in dqa mode from the stored state, in rules mode from the fresh state
     net = _network(tables)
     names = candidates(net, net.names[net.home_of(country)])
     scores, baseline = _scores(net, country, names, mode)
@@ -344,9 +344,8 @@ def what_if(tables: Tables | TradeNetwork, country: str, placements: Iterable[tu
     """Simulate one pass with merchants at ``placements`` ((country, trade_node) pairs) and report every node.
 
     The stored merchants of ``country`` and of every placed country are cleared first; a placement
-    where that country has no node_country row changes nothing (no row is created). With
-    ``[(country, node)]`` the profit equals ``rank``'s score for ``node``; with no placements it
-    equals ``rank``'s baseline.
+    where that country has no node_country row changes nothing. With ``[(country, node)]`` the profit
+    equals ``rank``'s score for ``node``; with no placements, ``rank``'s baseline.
     """
     rules, net = _RULES[check_mode(mode)], _network(tables)
     home = net.home_of(country)

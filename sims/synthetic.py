@@ -99,13 +99,12 @@ def store_first_pass(tables: Tables) -> None:
 
 def market(n_buildings: int, n_goods: int = 52, seed: int = 0, consumer_share: float = 0.0,
            supply_scale: float = 1.0) -> Tables:
-    """A Building database: ``n_buildings`` buildings (levels 1-20) with 0-3 inputs and 1-2 outputs each. A share
-    ``consumer_share`` of the goods are consumer goods, no building's input (as many DQA goods); each output's
-    max_supply is up to 30 * ``supply_scale`` per level (DQA markets supply about twice the buildings' demand).
-
-    The stored current_output, current_input and current_price are the result of the base run
+    """A Building database: ``n_buildings`` buildings (levels 1-20) with 0-3 inputs and 1-2 outputs each; a share
+    ``consumer_share`` of the goods are no building's input; each output's max_supply is up to 30 *
+    ``supply_scale`` per level. The stored current_output, current_input and current_price are the base run's
     (rules mode, no level change), as in the DQA databases.
     """
+    # as in DQA: many goods are consumer goods, and markets supply about twice the buildings' demand
     rng = random.Random(seed)
     goods = [(f"goods_{g:02d}", g, float(rng.choice((20, 30, 40, 50, 60, 80, 100))), 0.0,
               round(rng.uniform(0, 3000), 3) if rng.random() < 0.6 else 0.0) for g in range(n_goods)]

@@ -54,3 +54,22 @@ def test_techniques_with_the_same_parts_share_one_builder():
     for a in builders:
         for b in builders:
             assert (builders[a] is builders[b]) == (parts[a] == parts[b])
+
+
+#: The fields every checkpoint of the loop holds, the oldest too; the others a state may lack (state.completed).
+ALWAYS = {"technique", "hitl", "limits", "language", "prompt", "answer_prompt", "messages", "plan", "proposal",
+          "action", "llm_calls", "prompt_tokens", "completion_tokens", "tokens_estimated", "actions", "answer_only",
+          "final_answer", "status", "error", "next"}
+
+
+def test_a_state_from_an_older_checkpoint_reads_with_every_field():
+    from core.agents.state import completed
+
+    old = {**dict.fromkeys(ALWAYS), "actions": 3}
+    state = completed(old)
+    assert set(state) == LOOP_FIELDS and old.keys() == ALWAYS  # the checkpoint's own dict is left as it was
+    assert (state["queries"], state["prompts"], state["seen"], state["cost_usd"], state["repeats"]) == (
+        3, "improved", {}, 0.0, 0)  # every action was a query then; the improved setting; nothing spent or seen
+    assert completed(state) is state
+    assert completed({**state, "seen": None})["seen"] == {}
+    assert completed(old)["seen"] is not completed(old)["seen"]  # each state its own

@@ -319,3 +319,16 @@ def test_the_formatting_check_finds_each_way_of_formatting_by_hand(code):
 
 def test_the_formatting_check_lets_text_be():
     assert hand_formatted(ast.parse('f"{name!r} at {at} · 100%" + "{x}".format(x=1) + "50% of %s" % n')) == []
+
+
+DOCSTRING_CHARS = 400  # a docstring says what a thing is and what a caller must know; detail goes to comments, docs/
+
+
+def test_docstrings_are_short():
+    """No class or function docstring in app.py, pages/, ui/, core/ or sims/ runs past DOCSTRING_CHARS characters."""
+    long = [f"{m}:{node.lineno} {node.name} ({len(ast.get_docstring(node))} characters)"
+            for m, path in modules().items()
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path)))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            and len(ast.get_docstring(node) or "") > DOCSTRING_CHARS]
+    assert long == []

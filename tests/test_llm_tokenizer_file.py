@@ -104,13 +104,16 @@ def test_a_runs_context_estimate_says_it_counted_with_the_tokenizer_file(tokeniz
 
 def test_the_estimate_says_what_it_rests_on():
     from core.agents import guards
+    from core.agents.state import completed
 
-    assert guards.estimate_basis({"chars_per_token": None}) == "3 characters a token"
-    assert guards.estimate_basis({"chars_per_token": 4.2}) == "the prompt tokens the server reported for the last call"
-    assert guards.estimate_basis({"chars_per_token": 4.2, "counted_by": "the server's tokenizer"}) == (
+    def basis(**state):  # a run's state as its nodes read it
+        return guards.estimate_basis(completed({"actions": 0, **state}))
+
+    assert basis(chars_per_token=None) == "3 characters a token"
+    assert basis(chars_per_token=4.2) == "the prompt tokens the server reported for the last call"
+    assert basis(chars_per_token=4.2, counted_by="the server's tokenizer") == (
         "the server's tokenizer, with ChatML's 5 tokens a message for the chat template")
-    assert guards.estimate_basis({"chars_per_token": 4.2, "counted_by": "the server's tokenizer",
-                                  "template_tokens": 5.5}) == (
+    assert basis(chars_per_token=4.2, counted_by="the server's tokenizer", template_tokens=5.5) == (
         "the server's tokenizer, with 5.5 tokens a message for the chat template, measured on the reported usage")
 
 

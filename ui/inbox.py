@@ -197,9 +197,9 @@ def _opened() -> None:
 
 def follow_inbox() -> None:
     """The inbox (nothing while no run waits), and the whole page drawn again when what waits changes (checked every
-    EVERY_S seconds by a ``live`` fragment that draws nothing): what another analyst does, a run that comes to wait
-    and what a review here leads to show by themselves. The inbox's widgets (the name, notes, edits, the expander)
-    are drawn by the page, not in the fragment, so its timer's reruns neither redraw nor reset them."""
+    EVERY_S seconds by a ``live`` fragment that draws nothing), so what another analyst does shows by itself."""
+    # the inbox's widgets (the name, notes, edits, the expander) are drawn by the page, not in the fragment, so its
+    # timer's reruns neither redraw nor reset them
     waiting = waiting_runs()
     if waiting:
         paused = sum(r.status == "paused" for r in waiting)

@@ -82,7 +82,7 @@ def _proceed(state: dict, reply: Reply, emit: Emitter) -> dict:
     if reply.problems:
         return correct(state, reply, reply.problems[0], emit)
     if reply.final_answer is not None:
-        if (not state.get("queries", state["actions"]) and not state.get("told_unqueried")
+        if (not state["queries"] and not state["told_unqueried"]
                 and guards.calls_left(state, Limits.from_dict(state["limits"]))):
             note = ObservationEvent(text=prompts.not_queried_yet(state["language"]), error_kind="unqueried")
             return {"told_unqueried": True, **observe(state, reply.text, note, emit)}
@@ -100,7 +100,7 @@ def _proceed(state: dict, reply: Reply, emit: Emitter) -> dict:
     if found and found != language:
         return correct(state, reply, prompts.wrong_language(found, language), emit)
     key = guards.action_key(kind, reply.action_input)
-    earlier = (state.get("seen") or {}).get(key)
+    earlier = state["seen"].get(key)
     if earlier is not None:
         return repeat(state, reply, prompts.repeated_action(earlier["call"], earlier["text"]),
                        f"the same action as at LLM call {earlier['call']}: {reply.action_input}", emit)
@@ -143,7 +143,7 @@ def call_llm(state: LoopState, runtime: Runtime[AgentContext]) -> dict:
         reached = guards.limit_reached(state, limits) or context_full(state, limits)
         if reached:
             update.update(to_answer(state, *reached, emit))
-    elif state.get("answer_from") is None:  # SingleRAG after its query
+    elif state["answer_from"] is None:  # SingleRAG after its query
         update["answer_from"] = len(state["messages"])
     state = {**state, **update}
     if state["answer_only"]:
@@ -171,7 +171,7 @@ def call_llm(state: LoopState, runtime: Runtime[AgentContext]) -> dict:
 
 def _empty_reply(state: dict, reply: Reply, emit: Emitter) -> dict:
     """An empty reply: observed as such; ``guards.MAX_EMPTY_REPLIES`` in a row end the run."""
-    empty = state.get("empty_replies", 0) + 1
+    empty = state["empty_replies"] + 1
     if empty >= guards.MAX_EMPTY_REPLIES:
         return {"empty_replies": empty, **fail_run("empty_reply", prompts.empty_replies(empty), emit)}
     problem = "your reply was empty"
@@ -202,7 +202,7 @@ def review_plan(state: LoopState, runtime: Runtime[AgentContext], proceed: Calla
 
 def _current_step(state: dict) -> str:
     """The plan step the agent's pending reply says it works on ("" when it names none)."""
-    return parse_reply(state["reply"]).current_step or "" if state.get("reply") else ""
+    return parse_reply(state["reply"]).current_step or "" if state["reply"] else ""
 
 
 def review_query(state: LoopState, runtime: Runtime[AgentContext]) -> dict:
@@ -249,7 +249,7 @@ def run_action(state: LoopState, runtime: Runtime[AgentContext], observe_action:
     max_actions = runtime.context.technique.max_actions
     answer_only = state["answer_only"] or bool(max_actions and actions >= max_actions)
     remembered = _remember(state, action, event) if guarded else {}
-    queries = state.get("queries", state["actions"]) + (action["tool"] != "self")
+    queries = state["queries"] + (action["tool"] != "self")
     update = {"actions": actions, "queries": queries, "action": None, "answer_only": answer_only, **remembered}
     if update.get("repeats", 0) >= limits.max_repeats:
         emit(event)
@@ -263,7 +263,7 @@ def run_action(state: LoopState, runtime: Runtime[AgentContext], observe_action:
 def _remember(state: dict, action: dict, event: ObservationEvent) -> dict:
     """The loop guard's record of an action and what it gave; a query error met before (from another query)
     counts as a repeat, and the observation says so (not a timeout: a slow database is not the agent's loop)."""
-    seen = dict(state.get("seen") or {})
+    seen = dict(state["seen"])
     seen[guards.action_key(action["tool"], action["query"])] = {"call": state["llm_calls"],
                                                                "text": guards.earlier_result(event.text)}
     if not event.error or event.error_kind == "timeout":
@@ -273,7 +273,7 @@ def _remember(state: dict, action: dict, event: ObservationEvent) -> dict:
         seen[key] = {"call": state["llm_calls"], "text": event.error}
         return {"seen": seen}
     event.text += " " + prompts.same_error(seen[key]["call"])
-    return {"seen": seen, "repeats": state.get("repeats", 0) + 1}
+    return {"seen": seen, "repeats": state["repeats"] + 1}
 
 
 @dataclass(frozen=True)

@@ -76,7 +76,7 @@ def limit_reached(state: dict, limits: Limits, keep_answer_call: bool = True) ->
     used = state["prompt_tokens"] + state["completion_tokens"]
     if used >= limits.max_tokens:
         return "tokens", f"token limit reached ({used} tokens used, limit {limits.max_tokens})"
-    spent = state.get("cost_usd")
+    spent = state["cost_usd"]
     if limits.max_cost_usd is not None and spent is not None and spent >= limits.max_cost_usd:
         return "cost", f"cost limit reached (${spent:.4f} spent, limit ${limits.max_cost_usd:.4f})"
     return None
@@ -85,7 +85,7 @@ def limit_reached(state: dict, limits: Limits, keep_answer_call: bool = True) ->
 def calls_left(state: dict, limits: Limits) -> bool:
     """Whether one more call stays within the run's call, token and cost limits."""
     used = state["prompt_tokens"] + state["completion_tokens"]
-    spent = state.get("cost_usd")
+    spent = state["cost_usd"]
     return (state["llm_calls"] < limits.max_llm_calls and used < limits.max_tokens
             and not (limits.max_cost_usd is not None and spent is not None and spent >= limits.max_cost_usd))
 
@@ -108,12 +108,12 @@ def shorten(text: str) -> str:
 
 
 def reply_room(context_tokens: int, reply_tokens: int | None) -> int:
-    """Tokens of a ``context_tokens`` window kept free for the reply. With a reply cap sent (``reply_tokens``),
-    that cap, as vLLM refuses a request whose prompt and cap together pass the window; but at most half the
-    window, and a larger cap is cut to that when sent (``reply_cap``), so the prompt keeps room. With none sent
-    (the server replies until the window is full), REPLY_RESERVE, at most a quarter of the window."""
-    if reply_tokens is None:
+    """Tokens of a ``context_tokens`` window kept free for the reply: the reply cap sent (``reply_tokens``), at most
+    half the window; with none sent, REPLY_RESERVE, at most a quarter of the window."""
+    if reply_tokens is None:  # the server replies until the window is full
         return min(REPLY_RESERVE, context_tokens // 4)
+    # the whole cap, as vLLM refuses a request whose prompt and cap together pass the window; a larger cap is cut to
+    # half the window when sent (reply_cap), so the prompt keeps room
     return min(reply_tokens, context_tokens // 2)
 
 
@@ -128,11 +128,9 @@ def reply_cap(limits: Limits) -> int | None:
 def fit(prompt: str, messages: list[dict], context_tokens: int | None, chars_per_token: float | None = None,
         reply_tokens: int | None = None, margin: float = MEASURED_MARGIN) -> tuple[list[dict] | None, int, int]:
     """The messages of a request kept within ``context_tokens`` (None: no limit, unchanged) less the room for the
-    reply (``reply_room``, with the reply cap ``reply_tokens`` sent): older observations (user messages after the
-    question, but not the last one) are shortened, oldest first, until the request fits; the system prompt (with
-    the plan the run started from), the question, every reply (with the plans) and the latest observation stay
-    whole. Returns the messages (None when even that does not fit), how many were shortened, and the tokens the
-    request is estimated at. ``margin``: how much lower a measured ``chars_per_token`` is taken (``margin_of``)."""
+    reply (``reply_room``): older observations are shortened, oldest first, until the request fits. Returns the
+    messages (None when even that does not fit), how many were shortened, and the request's estimated tokens.
+    ``margin``: how much lower a measured ``chars_per_token`` is taken."""
     cpt = chars_per_token * margin if chars_per_token else CHARS_PER_TOKEN
     need = _tokens(request_chars(prompt, messages), cpt)
     if context_tokens is None:
@@ -141,6 +139,8 @@ def fit(prompt: str, messages: list[dict], context_tokens: int | None, chars_per
     if need <= budget:
         return messages, 0, need
     fitted, shortened = list(messages), 0
+    # user messages after the question, but not the last one: the system prompt (with the plan the run started
+    # from), the question, every reply (with the plans) and the latest observation stay whole
     older = [i for i, m in enumerate(messages) if m["role"] == "human" and i > 0][:-1]
     for i in older:
         short = shorten(fitted[i]["content"])
@@ -183,21 +183,21 @@ def tokenized_chars_per_token(prompt: str, messages: list[dict], tokens: int | N
 def margin_of(state: dict) -> float:
     """How much lower a run's measured characters per token are taken: not at all when the model's own tokenizer
     counted the request (its count is of that text), MEASURED_MARGIN when they come from a call's usage."""
-    return 1.0 if state.get("chars_per_token") and state.get("counted_by") not in (None, USAGE) else MEASURED_MARGIN
+    return 1.0 if state["chars_per_token"] and state["counted_by"] not in (None, USAGE) else MEASURED_MARGIN
 
 
 def estimate_basis(state: dict) -> str:
     """What a run's token estimate rests on: the tokenizer that counted it (``tokenizer file NAME``, ``the server's
     tokenizer``) with the chat template's tokens (ChatML's, or as measured on a call's reported usage), the last
     call's reported usage, or the characters alone."""
-    if state.get("chars_per_token") and state.get("counted_by") == USAGE:
+    if state["chars_per_token"] and state["counted_by"] == USAGE:
         return USAGE
-    if state.get("chars_per_token") and state.get("counted_by"):
-        measured = state.get("template_tokens")
+    if state["chars_per_token"] and state["counted_by"]:
+        measured = state["template_tokens"]
         template = (f"{measured:.1f} tokens a message for the chat template, measured on the reported usage"
                     if measured is not None else f"ChatML's {TEMPLATE_TOKENS} tokens a message for the chat template")
         return f"{state['counted_by']}, with {template}"
-    return USAGE if state.get("chars_per_token") else f"{CHARS_PER_TOKEN:g} characters a token"
+    return USAGE if state["chars_per_token"] else f"{CHARS_PER_TOKEN:g} characters a token"
 
 
 def measured_chars_per_token(prompt: str, messages: list[dict], prompt_tokens: int) -> float | None:

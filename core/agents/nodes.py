@@ -16,6 +16,7 @@ from core.agents import control as run_control
 from core.agents import guards, paper_prompts, prompts
 from core.agents.control import RunControl
 from core.agents.parsing import Reply
+from core.agents.state import completed
 from core.backends.base import Backend, BackendUnavailable, QueryError, cap_text
 from core.llm.client import ChatLLM, Completion, LLMError
 from core.model.events import (ErrorEvent, Event, FinalEvent, LLMUsage, ObservationEvent, PlanEvent, ReplanEvent,
@@ -72,7 +73,7 @@ def correct(state: dict, reply: Reply, problem: str, emit: Emitter, hint: str | 
     """A corrective observation (``hint``: how to go on, default the format's). The same reply corrected
     before counts as a repeat."""
     text = prompts.correction(problem, emit.technique, state["language"], hint)
-    key, seen = guards.reply_key(reply.text), state.get("seen") or {}
+    key, seen = guards.reply_key(reply.text), state["seen"]
     if key in seen:
         return repeat(state, reply, prompts.same_reply(seen[key]["call"]) + " " + text, problem, emit)
     seen = {**seen, key: {"call": state["llm_calls"], "text": problem}}
@@ -83,7 +84,7 @@ def correct(state: dict, reply: Reply, problem: str, emit: Emitter, hint: str | 
 def repeat(state: dict, reply: Reply, text: str, what: str, emit: Emitter) -> dict:
     """A repeat the loop guard caught: observed with ``text``; at ``Limits.max_repeats`` repeats the run ends as
     ``stuck``."""
-    repeats, limits = state.get("repeats", 0) + 1, Limits.from_dict(state["limits"])
+    repeats, limits = state["repeats"] + 1, Limits.from_dict(state["limits"])
     if repeats >= limits.max_repeats:
         messages = state["messages"] + [{"role": "ai", "content": reply.text}]
         return {"repeats": repeats, **stuck_run({**state, "repeats": repeats}, messages, prompts.stuck(repeats, what),
@@ -105,7 +106,7 @@ def stuck_run(state: dict, messages: list[dict], why: str, emit: Emitter) -> dic
 
 def finish(state: dict, reply: Reply, answer: str, emit: Emitter) -> dict:
     emit(FinalEvent(answer=answer))
-    ended = ({"status": "stuck", "error": prompts.stuck_end(state["stuck"], True)} if state.get("stuck") else
+    ended = ({"status": "stuck", "error": prompts.stuck_end(state["stuck"], True)} if state["stuck"] else
              {"status": "finished"})
     return {"messages": state["messages"] + [{"role": "ai", "content": reply.text}], "final_answer": answer,
             "reply": "", "next": END, **ended}
@@ -133,14 +134,14 @@ def settle_answer(state: dict, reply: Reply, emit: Emitter, finish_reason: str |
         if finish_reason == "length":
             emit(ErrorEvent(message=prompts.cut_off_answer(), error_kind="truncated", fatal=False))
         return finish(state, reply, (reply.final_answer or reply.text).strip(), emit)
-    if state.get("stuck"):  # asked once only
+    if state["stuck"]:  # asked once only
         return end_run("stuck", "stuck", prompts.stuck_end(state["stuck"], False, problem), emit)
-    if ask_again and state.get("answer_tries", 0) < 1 and guards.calls_left(state, Limits.from_dict(state["limits"])):
+    if ask_again and state["answer_tries"] < 1 and guards.calls_left(state, Limits.from_dict(state["limits"])):
         text = guards.answer_correction(problem)
         emit(ObservationEvent(text=text.removeprefix("Observation: "), error=problem, error_kind="format"))
         return {"messages": state["messages"] + [{"role": "ai", "content": reply.text}, {"role": "human",
                                                                                           "content": text}],
-                "answer_tries": state.get("answer_tries", 0) + 1, "reply": "", "next": again}
+                "answer_tries": state["answer_tries"] + 1, "reply": "", "next": again}
     return fail_run("no_answer", f"the agent gave no final answer when asked for it: {problem}", emit)
 
 
@@ -148,10 +149,10 @@ def _account(state: dict, c: Completion, step: int, price: list[float] | None = 
     """The state update counting LLM call ``step`` (tokens, and cost at ``price``) and its usage record."""
     failed_prompt, failed_reply = getattr(c, "failed_prompt_tokens", 0), getattr(c, "failed_completion_tokens", 0)
     prompt, reply = c.prompt_tokens + failed_prompt, c.completion_tokens + failed_reply  # abandoned attempts count
-    cost, spent = guards.call_cost(price, prompt, reply), state.get("cost_usd", 0.0)
+    cost, spent = guards.call_cost(price, prompt, reply), state["cost_usd"]
     update = {"llm_calls": step, "prompt_tokens": state["prompt_tokens"] + prompt,
               "completion_tokens": state["completion_tokens"] + reply,
-              "failed_tokens": state.get("failed_tokens", 0) + failed_prompt + failed_reply,
+              "failed_tokens": state["failed_tokens"] + failed_prompt + failed_reply,
               "tokens_estimated": state["tokens_estimated"] or c.estimated or bool(failed_prompt + failed_reply),
               "cost_usd": None if cost is None or spent is None else spent + cost}
     wait = c.latency_s if c.wait_s is None else c.wait_s
@@ -166,17 +167,17 @@ def complete_call(state: dict, runtime: Runtime[AgentContext], prompt: str, emit
                   messages: list[dict] | None = None, send: tuple | None = None) -> tuple[dict, Completion | None]:
     """LLM call ``emit.step`` on ``messages`` (default the transcript) under ``prompt``, kept within the context
     window, sent as ``send`` (how the messages are built, and the stop sequences; default ``chat_turns``) says.
-    Returns the state update counting it and the completion (in the paper setting its text as the original
-    received it); on LLMError or a request that cannot fit the window, the update ending the run and None."""
+    Returns the state update counting it and the completion; on LLMError or a request that cannot fit the window,
+    the update ending the run and None."""
     messages = state["messages"] if messages is None else messages
     limits = Limits.from_dict(state["limits"])
-    fitted, shortened, need = guards.fit(prompt, messages, limits.context_tokens, state.get("chars_per_token"),
+    fitted, shortened, need = guards.fit(prompt, messages, limits.context_tokens, state["chars_per_token"],
                                          limits.reply_tokens, guards.margin_of(state))
     if fitted is None:
         reserved = guards.reply_room(limits.context_tokens, limits.reply_tokens)
         return end_run("context_exceeded", "context", prompts.context_exceeded(
             need, limits.context_tokens, reserved, limits.context_source, guards.estimate_basis(state)), emit), None
-    if shortened > state.get("shortened", 0):
+    if shortened > state["shortened"]:
         emit(ErrorEvent(message=prompts.context_shortened(shortened, limits.context_tokens), error_kind="context",
                         fatal=False))
     try:
@@ -188,7 +189,7 @@ def complete_call(state: dict, runtime: Runtime[AgentContext], prompt: str, emit
     except LLMError as e:
         spent = _abandoned(state, e.attempts)
         if (e.kind == "context" and e.window is not None and limits.context_tokens is None
-                and state.get("prompts") != paper_prompts.PAPER):
+                and state["prompts"] != paper_prompts.PAPER):
             # the window the run did not know, as the server's error states it: kept to from now on, this call again
             learned = replace(limits, context_tokens=e.window.tokens, context_source=e.window.source)
             emit(ErrorEvent(message=prompts.window_learned(e.window.tokens, e.window.source), error_kind="context",
@@ -199,14 +200,14 @@ def complete_call(state: dict, runtime: Runtime[AgentContext], prompt: str, emit
         if e.kind == "context":  # the server's count of the request's tokens is past the window
             return {**spent, **end_run("context_exceeded", "context", str(e), emit, e.attempts)}, None
         return {**spent, **fail_run(e.kind, str(e), emit, e.attempts)}, None
-    if state.get("prompts") == paper_prompts.PAPER:  # the reply as the original received it, not the client's cut
+    if state["prompts"] == paper_prompts.PAPER:  # the reply as the original received it, not the client's cut
         c = replace(c, text=paper_prompts.received(c.text if c.raw is None else c.raw, stop))
     update, emit.usage = _account(state, c, emit.step, getattr(runtime.context, "price", None))
     update["shortened"] = shortened
     measured = None if c.estimated else guards.measured_chars_per_token(prompt, fitted, c.prompt_tokens)
     if measured:
         update.update(chars_per_token=measured, counted_by=guards.USAGE)
-    counted = state.get("counted") or [None, None]
+    counted = state["counted"] or [None, None]
     if measured and not shortened and messages is state["messages"] and counted[1] == len(fitted) and counted[0]:
         # the request the tokenizer counted just before: what the chat template added, as the server counts
         update["template_tokens"] = guards.template_tokens(c.prompt_tokens, counted[0], len(fitted))
@@ -220,14 +221,14 @@ def _abandoned(state: dict, attempts: list[dict]) -> dict:
     if not prompt + reply:
         return {}
     return {"prompt_tokens": state["prompt_tokens"] + prompt, "completion_tokens": state["completion_tokens"] + reply,
-            "failed_tokens": state.get("failed_tokens", 0) + prompt + reply, "tokens_estimated": True}
+            "failed_tokens": state["failed_tokens"] + prompt + reply, "tokens_estimated": True}
 
 
 def chat_turns(state: dict) -> tuple:
     """How a request is sent by default, and its stop sequences: the transcript as chat turns, stopped at
     ``Observation:`` in the improved setting (in the paper setting with no stop sequence: REAPER's paper gives
     none; the loop's paper nodes send their own way, ``paper_loop.send_of``)."""
-    return _chat, None if state.get("prompts") == paper_prompts.PAPER else prompts.STOP
+    return _chat, None if state["prompts"] == paper_prompts.PAPER else prompts.STOP
 
 
 def _followers(context: AgentContext, call: int) -> dict:
@@ -251,10 +252,10 @@ def _retry_event(attempt: dict) -> ErrorEvent:
 def answer_request(state: dict) -> list[dict]:
     """The messages asking for the final answer: the question and the data the transcript collected, then the
     answer-only exchange so far."""
-    start = state.get("answer_from") or len(state["messages"])
+    start = state["answer_from"] or len(state["messages"])
     return guards.fit_answer(state["answer_prompt"], state["messages"][0]["content"],
                              guards.collected_data(state["messages"][:start]), state["messages"][start:],
-                             Limits.from_dict(state["limits"]), state.get("chars_per_token"))
+                             Limits.from_dict(state["limits"]), state["chars_per_token"])
 
 
 def announce_plan(hitl: str, kind: str, old_plan: list[str], new_plan: list[str], emit: Emitter) -> bool:
@@ -278,7 +279,7 @@ def to_answer(state: dict, limit: str, reason: str, emit: Emitter) -> dict:
 def context_full(state: dict, limits: Limits) -> tuple[str, str] | None:
     """When the next request cannot fit the context window even with older observations shortened."""
     fitted, _, need = guards.fit(state["prompt"], state["messages"], limits.context_tokens,
-                                 state.get("chars_per_token"), limits.reply_tokens, guards.margin_of(state))
+                                 state["chars_per_token"], limits.reply_tokens, guards.margin_of(state))
     if fitted is None:
         reserved = guards.reply_room(limits.context_tokens, limits.reply_tokens)
         room = prompts.context_room(need, limits.context_tokens, reserved, limits.context_source,
@@ -296,7 +297,7 @@ def calibrate(state: dict, runtime: Runtime[AgentContext]) -> dict:
         return {}
     llm = runtime.context.llm
     counted = guards.count_request(state["prompt"], state["messages"], getattr(llm, "count_tokens", None))
-    cpt = guards.tokenized_chars_per_token(state["prompt"], state["messages"], counted, state.get("template_tokens"))
+    cpt = guards.tokenized_chars_per_token(state["prompt"], state["messages"], counted, state["template_tokens"])
     return {"chars_per_token": cpt, "counted_by": getattr(llm, "counted_by", None),
             "counted": [counted, len(state["messages"])]} if cpt else {}
 
@@ -316,7 +317,7 @@ def await_review(state: dict, runtime: Runtime[AgentContext]) -> tuple[Review, s
 def queue_action(state: dict, text: str, kind: str, query: str) -> dict:
     """The update that runs the agent's action next: after the analyst's review in review mode "approve every
     query" (a database query, not a self-thinking step), else at once."""
-    reviewed = state.get("review_queries") and kind != "self"
+    reviewed = state["review_queries"] and kind != "self"
     return {"reply": text, "action": {"tool": kind, "query": query},
             "next": "review_query" if reviewed else "run_action"}
 
@@ -349,13 +350,13 @@ def route(state: dict) -> str:
 
 
 def timed(node):
-    """The node, adding the seconds it runs to the state's ``wall_s`` (not the time a pause waits); a stopped
-    run ends before it (RunStopped)."""
+    """The node, given its state ``completed`` (the fields an older checkpoint lacks filled in), adding the seconds it
+    runs to the state's ``wall_s`` (not the time a pause waits); a stopped run ends before it (RunStopped)."""
     def run(state, runtime):
         if getattr(runtime.context, "control", None) is not None:
             runtime.context.control.check()
-        start = time.perf_counter()
+        start, state = time.perf_counter(), completed(state)
         update = node(state, runtime)
-        return {**update, "wall_s": state.get("wall_s", 0.0) + time.perf_counter() - start}
+        return {**update, "wall_s": state["wall_s"] + time.perf_counter() - start}
     return run
 

@@ -27,7 +27,7 @@ def call_llm(state: dict, runtime: Runtime[AgentContext], parts: tuple[LoopPart,
         limit, message = reached
         return {"limit": limit, **fail_run("limit", message, emit)}
     if state["answer_only"] and tech.max_actions != 1:  # a run checkpointed at a limit before this setting stopped
-        return {"limit": state.get("limit"), **fail_run("limit", "the run reached its limits; " + NO_ANSWER, emit)}
+        return {"limit": state["limit"], **fail_run("limit", "the run reached its limits; " + NO_ANSWER, emit)}
     if state["answer_only"]:  # SingleRAG's answer call
         reply, observed = state["messages"][1]["content"], paper_prompts.observed(state["messages"][2]["content"])
         question = state["messages"][0]["content"].removeprefix("Question: ")

@@ -92,10 +92,11 @@ def _names(props: str | None) -> str:
 
 def schema(language: str, schema_text: str) -> str:
     """A schema read from the database, laid out as the authors' schema texts are, for a scenario that has none of
-    its own: a relational schema's CREATE TABLE statements between newlines; a graph's node labels as
-    ``(n:Trade_node {name, local_value, ...});`` (variables n, m, then o, p, ...), a blank line, the first
-    relationship type as ``(Trade_node)-[r:source {flow}]->[Trade_node]`` and the others as
-    ``(Country)-[NodeCountry{is_home, ...}]->(Trade_node)``, their Locating text's two forms."""
+    its own: a relational schema's CREATE TABLE statements between newlines; a graph's node labels, a blank line and
+    its relationship types, in the two forms of their Locating text."""
+    # node labels as (n:Trade_node {name, local_value, ...}); (variables n, m, then o, p, ...); the first
+    # relationship type as (Trade_node)-[r:source {flow}]->[Trade_node], the others as
+    # (Country)-[NodeCountry{is_home, ...}]->(Trade_node)
     if language != "cypher":
         return f"\n{schema_text.strip()}\n"
     nodes, rels, variables = [], [], iter("nmopqstuvwxyzabcdefghijkl")
@@ -198,9 +199,10 @@ def single_query(text: str) -> str | None:
 
 def received(text: str, stop: list[str] | None) -> str:
     """A reply as the original code received it from the server: cut only where a stop sequence it sent cuts it (at
-    the first one met, which is left out, as the server does), nothing stripped: a reply's trailing newline stays in
-    the scratchpad, and SingleRAG's query keeps the newline before the reply's ``Observation`` (the workbench client's
-    own cut, at a line starting ``Observation:``, and its stripping are the improved setting's)."""
+    the first one met, which is left out, as the server does), nothing stripped."""
+    # so a reply's trailing newline stays in the scratchpad, and SingleRAG's query keeps the newline before the
+    # reply's Observation (the workbench client's own cut, at a line starting Observation:, and its stripping are the
+    # improved setting's)
     cuts = [text.find(s) for s in stop or () if s in text]
     return text[:min(cuts)] if cuts else text
 
@@ -212,9 +214,10 @@ def logged(text: str) -> str:
 
 def read_reply(text: str) -> tuple[str, str, str]:
     """A reply as the authors' parser read it (``Human: `` removed first): (``action``, tool, input) for an Action
-    followed by an Action input (whitespace around their colons skipped; the input runs to the end of the reply,
-    spaces and, unless it starts ``SELECT ``, double quotes stripped); (``final``, answer, "") for a reply with
-    ``Final answer:`` and no action; (``both``, "", "") or (``neither``, "", "") for what it could not parse."""
+    followed by an Action input; (``final``, answer, "") for a reply with ``Final answer:`` and no action;
+    (``both``, "", "") or (``neither``, "", "") for what it could not parse."""
+    # whitespace around the colons is skipped; the input runs to the end of the reply, spaces and, unless it starts
+    # "SELECT ", double quotes stripped
     text = logged(text)
     action, final = _ACTION.search(text), FINAL in text
     if action and final:

@@ -105,10 +105,9 @@ class AgentRuntime:
 
     def stop(self, run_id: str, starting: bool = False, by: str = "") -> str:
         """Stop a run: at once when this runtime drives it, else through the run store (its owner stops it within
-        a poll; a paused or interrupted run is closed). With ``starting`` (a run this runtime is about to start,
-        maybe not stored yet: Stop right after Start) the run stops as soon as it is driven. ``by``: who stopped
-        it, as recorded. Returns its status after the request; KeyError for a run not stored and not
-        ``starting``."""
+        a poll; a paused or interrupted run is closed). ``starting``: a run this runtime is about to start, maybe
+        not stored yet, stops as soon as it is driven. ``by``: who stopped it. Returns its status after the request;
+        KeyError for a run not stored and not ``starting``."""
         with self._controls_lock:
             control = self._controls.get(run_id)
             if control is None and starting:
@@ -270,11 +269,10 @@ class AgentRuntime:
             ws.backend.close()
 
     def iter_continue(self, run_id: str, statuses: tuple[str, ...] = ("interrupted", "stopped")) -> Iterator[Event]:
-        """Resume an ``interrupted`` run (its process died) or a ``stopped`` one (or one in other ``statuses``: a
-        worker takes a ``queued`` one) from its last checkpoint, and yield its events until it pauses or ends. A run
-        killed just after a review was claimed goes on with that review; a run that was waiting at a pause waits
-        there again. Raises RunNotPaused when the run is in none of them (or another process took it first),
-        KeyError for an unknown run, when called."""
+        """Resume a run in one of ``statuses`` (its process died, it was stopped; a worker takes a ``queued`` one)
+        from its last checkpoint, and yield its events until it pauses or ends; one waiting at a pause waits there
+        again. Raises RunNotPaused when the run is in none of them (or another process took it first), KeyError for
+        an unknown run, when called."""
         record = self.store.get(run_id, events=False)
         settings = record.settings
         tech = technique(settings.technique)
@@ -289,7 +287,7 @@ class AgentRuntime:
             self.store.update(run_id, "failed", outcome=RunOutcome(error="the run was interrupted before its first "
                                                                          "step; start it again"))
             return iter(())
-        if snapshot.interrupts:
+        if snapshot.interrupts:  # a run killed just after a review was claimed goes on with that review
             taken = (self.store.review_of(run_id, pause["id"])
                      if pause.get("interrupt") == snapshot.interrupts[0].id and pause.get("id") else None)
             if taken is None:  # no review was applied: the run waits at its pause again
@@ -341,9 +339,9 @@ class AgentRuntime:
                     note: str = "", reviewer: str = "", new_id: str | None = None) -> Iterator[Event]:
         """Start a new run (``new_id``) from the state of ``run_id`` just before its step ``step``, with the plan
         replaced by ``plan`` and/or a ``note`` for the agent; or, with ``query``, just before that step's query,
-        running ``query`` instead. The parent run is left as it was; the branch keeps the parent's events up to
-        that point, then a ``branch`` event, and is driven until it pauses or ends. Raises ValueError (no such
-        step, an edit the technique cannot take), KeyError for an unknown run, when called."""
+        running ``query`` instead; driven until it pauses or ends. Raises ValueError (no such step, an edit the
+        technique cannot take), KeyError for an unknown run, when called."""
+        # the parent is left as it was; the branch keeps its events up to that point, then a branch event
         for what, text in (("note", note), ("query", query or ""), ("reviewer's name", reviewer),
                            *(("plan", step_text) for step_text in plan or ())):
             no_nul(text, what)

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypedDict, get_type_hints
 
-from core.model.run_settings import RunSettings
+from core.model.run_settings import PROMPT_SETTINGS, RunSettings
 
 
 class RunCore(TypedDict):
@@ -78,9 +78,32 @@ class LoopState(RunCore, Usage, Guarded, Planning):
 
 def guard_state() -> dict:
     """The initial values of the guards' part of a run's state (and its cost and queries)."""
-    return {"cost_usd": 0.0, "limit": None, "seen": {}, "repeats": 0, "empty_replies": 0, "answer_from": None,
+    return {"cost_usd": 0.0, "limit": None, "repeats": 0, "empty_replies": 0, "answer_from": None,
             "answer_tries": 0, "shortened": 0, "chars_per_token": None, "counted_by": None, "queries": 0,
             "stuck": None}
+
+
+#: What a field a state may lack reads as: one an older checkpoint lacks (added since), or one a run sets only when
+#: it first needs it (``counted``, ``template_tokens``). ``cost_usd``: 0.0, as a call adds its cost (a checkpoint
+#: without it predates the cost limit too, so no limit reads it). ``queries`` reads as ``actions``, ``seen`` as {}.
+_ABSENT = {"prompts": PROMPT_SETTINGS[0], "review_queries": False, "reply": "", "wall_s": 0.0, "failed_tokens": 0,
+           "cost_usd": 0.0, "limit": None, "repeats": 0, "empty_replies": 0, "answer_from": None,
+           "answer_tries": 0, "shortened": 0, "chars_per_token": None, "counted_by": None, "template_tokens": None,
+           "counted": None, "stuck": None, "told_unqueried": False}
+
+
+def completed(state: dict) -> dict:
+    """``state`` with the fields of ``RunCore``, ``Usage``, ``Guarded`` (and the loop's ``told_unqueried``) it
+    lacks, as they read before they existed, so a node reads ``state[key]`` plainly: a new dict, or ``state`` itself
+    when it lacks none. Every graph's nodes get their state through it (``nodes.timed``)."""
+    missing = {key: value for key, value in _ABSENT.items() if key not in state}
+    if "queries" not in state:  # checkpointed before queries were counted apart from actions: each action was one
+        missing["queries"] = state.get("actions", 0)
+    if state.get("seen") is None:  # absent, or None: no action seen yet (a dict of its own, for each state)
+        missing["seen"] = {}
+    if not missing:
+        return state
+    return {**state, **missing}
 
 
 @dataclass(frozen=True)

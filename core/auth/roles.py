@@ -31,19 +31,17 @@ class PermissionDenied(PermissionError):
 @dataclass(frozen=True)
 class Identity:
     """Who acts: ``name`` as recorded with every stored action (the verified e-mail, else ``SUBJECT at ISSUER``),
-    and the role. A signed-in identity has its ``session`` (issuer, subject and issue time of its ID token, for
-    sign-out), ``valid_until`` (the token's expiry or the claims' age limit, whichever comes first) and what its
-    role was found from (``subject``, ``issuer``, the role claim's roles ``claimed``), so that a worker can find
-    its role again under the configuration of when it acts (``reassessed``)."""
+    and the role. A signed-in identity keeps its session and what its role was found from, so that a worker can
+    find its role again under the configuration of when it acts (``reassessed``)."""
 
     name: str
     role: str
     email: str | None = None
     groups: tuple[str, ...] = field(default=())
     signed_in: bool = False
-    session: str = ""
-    valid_until: float | None = None
-    subject: str = ""
+    session: str = ""  # issuer, subject and issue time of its ID token, for sign-out
+    valid_until: float | None = None  # the token's expiry or the claims' age limit, whichever comes first
+    subject: str = ""  # subject, issuer and the role claim's roles: what its role was found from
     issuer: str = ""
     claimed: tuple[str, ...] = field(default=())
 

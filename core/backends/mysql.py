@@ -341,10 +341,11 @@ def drop_legacy_reader(settings: DatabaseSettings | None = None) -> None:
 
 
 def check_statement(sql: str) -> None:
-    """Refuse, before it is sent, what a reader's query may not be even when the server would run it: a statement
-    other than SELECT, WITH, VALUES, TABLE, SHOW (tables, columns, indexes, CREATE TABLE/VIEW), DESCRIBE or EXPLAIN;
-    executable comments (``/*! */``, ``/*M! */``) and optimizer hints (``/*+ */``), which the server runs
-    although they look like comments; the server-wide lock functions and BENCHMARK()."""
+    """Refuse (QuerySyntaxError, RefusedWrite), before it is sent, what a reader's query may not be even when the
+    server would run it: a statement other than a read (SELECT, WITH, VALUES, TABLE, SHOW, DESCRIBE, EXPLAIN);
+    executable comments and optimizer hints, which the server runs though they look like comments; the
+    server-wide lock functions and BENCHMARK()."""
+    # SHOW: tables, columns, indexes, CREATE TABLE/VIEW; executable comments /*! */ and /*M! */, hints /*+ */
     try:
         tokens = _MYSQL.tokenize(sql)
     except Exception as e:  # noqa: BLE001 - sqlglot's tokenizer raises several kinds

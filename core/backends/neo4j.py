@@ -345,9 +345,9 @@ async def _create(session: neo4j.AsyncSession, graph: GraphData, write) -> None:
 async def _free_names(session: neo4j.AsyncSession, graph: GraphData, settings: DatabaseSettings,
                       database: str | None) -> list[str]:
     """In the cleared database, drop the left-over relationship types named like one of the graph's labels and the
-    node labels named like one of its relationship types: a server with one namespace for both (ArcadeDB, see
-    core.backends.arcadedb) could not create the graph otherwise. The names it could not drop (another server
-    than the local graph server; on Neo4j, with labels and types apart, they do no harm)."""
+    node labels named like one of its relationship types, which a server with one namespace for both (ArcadeDB)
+    needs to create the graph. Returns the names it could not drop (harmless on Neo4j, with labels and types
+    apart)."""
     labels = {r[0] async for r in await session.run("CALL db.labels()")}
     types = {r[0] async for r in await session.run("CALL db.relationshipTypes()")}
     clashes = sorted((set(graph.nodes) & types) | (set(graph.rels) & (labels - {MARKER})))

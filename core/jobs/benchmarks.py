@@ -51,9 +51,9 @@ class BenchJob(Job):
 
 def start(config: BenchConfig, *, who: Identity, usual_root: str | Path | None = None) -> BenchJob:
     """Prepare the benchmark (raising its errors: BenchError, LLMError, ValueError, DQAError) and start it for
-    ``who``: the gate's ``benchmark_start``, or ``benchmark_rerun`` into a results set that has results; a question
-    set other than ``usual_root`` (the session's DQA folder) or a replay other than the shipped transcripts
-    (assets/replays, the smoke benchmark's) is a path of the server, the gate's ``server_paths``."""
+    ``who``, as the gate allows: ``benchmark_start``, ``benchmark_rerun`` into a results set that has results, and
+    ``server_paths`` for a question set other than ``usual_root`` (the session's DQA folder) or a replay other than
+    the shipped transcripts."""
     from core.benchmark.runner import Bench  # heavy: LangGraph, loaded when a benchmark starts
 
     authorize(who, "benchmark_start")

@@ -323,11 +323,10 @@ def sweep() -> tuple[list[int], list[str]]:
 
 def run_worker(concurrency: int = 1, queues: list[str] | None = None, name: str | None = None,
                on_ready=None) -> None:
-    """Run a worker until SIGINT or SIGTERM: ``concurrency`` jobs at once from ``queues`` (default all), sweeping
-    the jobs of workers gone every SWEEP_S seconds. ``on_ready()`` once it is registered. A store outage is ridden
-    out (core.jobs.steady): said once, waited for; the sweep judges other workers only once this one has reached
-    the store for LEASE_S seconds without a break (right after an outage every heartbeat is old). On SIGINT or
-    SIGTERM it takes no more jobs and its runs in hand end at once, ``interrupted`` (core.jobs.tasks.interrupt_runs)."""
+    """Run a worker until SIGINT or SIGTERM (then it takes no more jobs and its runs in hand end at once,
+    ``interrupted``): ``concurrency`` jobs at once from ``queues`` (default all), sweeping the jobs of workers gone
+    every SWEEP_S seconds. ``on_ready()`` once it is registered. A store outage is said once and waited for
+    (core.jobs.steady)."""
     the_app = new_app()
     from core.jobs import steady, tasks  # heavy: as new_app
 
@@ -340,6 +339,8 @@ def run_worker(concurrency: int = 1, queues: list[str] | None = None, name: str 
         pruned = time.monotonic() - PRUNE_EVERY_S + LEASE_S  # the first prune once steady
         while True:
             await asyncio.sleep(SWEEP_S)
+            # other workers are judged only once this one has reached the store for LEASE_S seconds without a
+            # break: right after an outage every heartbeat is old
             if not outage.steady(LEASE_S):
                 continue
             try:

@@ -52,10 +52,9 @@ def _llm_of(make_runtime: Callable) -> LLMSettings | None:
 
 class RunJob(Job):
     """One start or resume of a run, driven in a thread. ``events(after)`` are the run's stored events (a resumed
-    run's earlier ones first); ``partial`` the text so far of the model's reply in flight, for a page to show (empty
-    when none is streaming), ``calling`` that call's number, attempt and time limit, ``streams`` whether its model
-    streams its replies (None until its first call); ``error`` is what stopped the job before or outside the agent loop (no model
-    configured, a broken replay, a database that cannot be opened, ...): the run's own failures are events."""
+    run's earlier ones first); ``partial`` the text so far of the model's reply in flight (empty when none is
+    streaming); ``error`` is what stopped the job before or outside the agent loop (no model configured, a
+    database that cannot be opened, ...): the run's own failures are events."""
 
     kind = "run"
 
@@ -65,7 +64,7 @@ class RunJob(Job):
         self.settings = settings
         self.runtime = None  # the AgentRuntime driving it, once opened (Stop goes through it)
         self._pieces: list[str] = []  # the reply in flight, as it came (joined when read)
-        self.calling: dict | None = None  # the LLM call in flight: call, attempt, of, timeout_s, streams
+        self.calling: dict | None = None  # the LLM call in flight: call, attempt, of, timeout_s (its limit), streams
         self.streams: bool | None = None  # whether the model streams its replies (None: no call made yet)
         self._make_runtime, self._iterate = make_runtime, iterate
         self._store: RunStore | None = None
@@ -278,12 +277,12 @@ REVIEW_ACTIONS = ("review", "query_decision", "inbox_approve", "inbox_reject")
 def resume(record: RunRecord, review: Review, make_runtime: Callable, pause_id: str | None = None, *,
            who: Identity, action: Action = "review") -> RunJob | RunFollower:
     """Resume a paused run (its stored record) with ``who``'s review of pause ``pause_id`` (recorded under
-    ``who``), in the background (with the job queue: by a worker). ``action``: how the review came (the form:
-    ``review``, or ``query_decision`` for a query, which it becomes for a query pause; the inbox's approve or
-    reject). The pause is claimed now: RunNotPaused (core.agents.runtime) when it is no longer current."""
+    ``who``), in the background (with the job queue: by a worker). ``action``: how the review came, as the gate
+    checks it (REVIEW_ACTIONS). The pause is claimed now: RunNotPaused (core.agents.runtime) when it is no longer
+    current."""
     if action not in REVIEW_ACTIONS:
         raise ValueError(f"a review is one of {', '.join(REVIEW_ACTIONS)}, not {action!r}")
-    if action == "review" and (record.pause or {}).get("kind") == "query":
+    if action == "review" and (record.pause or {}).get("kind") == "query":  # the form's review of a query
         action = "query_decision"
     authorize(who, action)
     review = replace(review, reviewer=who.name)

@@ -133,11 +133,12 @@ def _begin(runtime: AgentRuntime, action: str, run_id: str, branch: payload.Bran
 
 
 def drive_run(**job) -> str:
-    """Drive the run a ``drive_run`` job names (core.jobs.payload.RunPayload; recorded ``queued`` by the app) until
-    it pauses or ends: ``start`` it, ``continue`` it from its checkpoint (a review or a resume claimed by the app),
-    or start it as a ``branch`` (parent, step, changes). A payload that does not fit fails the job (PayloadError)
-    and touches nothing. A failure outside the agent's own loop (no data here, a broken model configuration, other
-    code, a native library's panic) ends the run as failed with the reason, and fails the job. The run's status."""
+    """Drive the run a ``drive_run`` job names (core.jobs.payload.RunPayload) until it pauses or ends: start it,
+    continue it from its checkpoint, or start it as a branch; returns its status. A payload that does not fit fails
+    the job (PayloadError), touching nothing; a failure outside the agent's own loop ends the run as failed with
+    the reason, and fails the job."""
+    # the run was recorded queued by the app, a review or resume claimed by it; a failure outside the agent's loop:
+    # no data here, a broken model configuration, other code, a native library's panic
     checked = payload.run_payload(job)
     runtime = None
     try:
@@ -233,9 +234,9 @@ def _run_item(values: payload.BenchSpec, key: str, check: Callable[[], None]) ->
 
 def bench_item(**job) -> str:
     """Run the benchmark item a ``bench_item`` job names (core.jobs.payload.BenchPayload), unless it has a result;
-    what came of it. A payload that does not fit fails the job (PayloadError) and touches nothing; an item of a
-    question set this worker lacks raises NotHere (handed back, touching nothing); a failure is kept as the item's
-    not-run record, with the reason (a refusal of the gate also fails the job)."""
+    returns what came of it. A payload that does not fit fails the job (PayloadError), an item of a question set
+    this worker lacks raises NotHere, both touching nothing; a failure is kept as the item's not-run record (a
+    refusal of the gate also fails the job)."""
     checked = payload.bench_payload(job)
     if checked.config.source == "dqa":
         wanted = checked.config.question_set or DQA_SET

@@ -38,22 +38,21 @@ ErrorKind = Literal["config", "auth", "rate_limit", "server", "timeout", "networ
 
 @dataclass(kw_only=True)
 class LLMUsage:
-    """One LLM call: its tokens (estimated from characters for replays), latency and reply as kept. ``latency_s``:
-    the attempt that answered (for a cached reply, the original call's); ``wait_s``: the time actually waited,
-    retries and backoff included (about 0 for a cached reply); ``attempts``: each attempt (start, duration_s,
-    timeout_s, error_kind, error; an abandoned one its prompt_tokens and completion_tokens spent); ``cached``: served
-    from the benchmark's reply cache; ``failed_prompt_tokens``, ``failed_completion_tokens``: what the attempts
-    abandoned before the one that answered spent (counted in the run's tokens and budgets, beside these)."""
+    """One LLM call: its tokens (estimated from characters for replays), latency and reply as kept; the tokens spent
+    by attempts abandoned before the one that answered are apart (``failed_*``), counted in the run's tokens and
+    budgets beside these."""
 
     call: int
     prompt_tokens: int
     completion_tokens: int
-    latency_s: float
+    latency_s: float  # the attempt that answered (for a cached reply, the original call's)
     estimated: bool
     reply: str
-    wait_s: float | None = None
+    wait_s: float | None = None  # the time actually waited, retries and backoff included (about 0 for a cached reply)
+    # each attempt: start, duration_s, timeout_s, error_kind, error; an abandoned one its prompt_tokens and
+    # completion_tokens spent
     attempts: list[dict] = field(default_factory=list)
-    cached: bool = False
+    cached: bool = False  # served from the benchmark's reply cache
     failed_prompt_tokens: int = 0
     failed_completion_tokens: int = 0
     counted_by: str | None = None  # what the counts rest on (the server's usage, a tokenizer, the characters)
@@ -137,15 +136,15 @@ class FinalEvent(Event):
 
 @dataclass(kw_only=True)
 class ErrorEvent(Event):
-    """A failure. ``fatal`` ends the run (LLM errors, an unreachable database; ``stuck`` from the loop guard,
-    ``context`` when a request cannot fit the context window, ``empty_reply``, ``no_answer``, ``budget`` for a
-    benchmark's budget). Not fatal: ``limit`` (a limit reached: the agent is asked for its final answer; the
-    message says which), ``context`` (older observations shortened to fit), ``truncated`` (a final answer cut
-    off by the reply cap, taken as written) and ``retry`` (an LLM attempt that is retried). ``attempts``: for a
-    failed LLM call, each attempt made (see LLMUsage)."""
+    """A failure, or a warning when not ``fatal``; ``error_kind`` says which (ErrorKind), ``message`` what happened.
+    ``attempts``: for a failed LLM call, each attempt made (see LLMUsage)."""
 
     kind: ClassVar[str] = "error"
     message: str
+    # fatal: LLM errors, an unreachable database, stuck (the loop guard), context (a request that cannot fit the
+    # window), empty_reply, no_answer, budget (a benchmark's). Not fatal: limit (a limit reached: the agent is asked
+    # for its final answer; the message says which), context (older observations shortened to fit), truncated (a
+    # final answer cut off by the reply cap, taken as written), retry (an LLM attempt that is retried)
     error_kind: ErrorKind
     fatal: bool = True
     attempts: list[dict] = field(default_factory=list)

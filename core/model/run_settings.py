@@ -53,27 +53,23 @@ _OPTIONAL = ("max_cost_usd", "context_tokens", "reply_tokens")
 
 @dataclass
 class Limits:
-    """Bounds on one run. At ``max_llm_calls``, ``max_tokens`` (prompt + completion, summed over calls) or
-    ``max_cost_usd`` (those tokens at the price table's rate for the model) the agent is asked for its final
-    answer. An action repeated (the same query, whitespace and case aside) is not run again; after
-    ``max_repeats`` repeats the run ends as ``stuck``. ``context_tokens``: the model's context window (None:
-    unknown); each request is kept within it by shortening older observations, leaving room for the reply cap
-    ``reply_tokens`` (None: not sent, or a run stored before runs kept it; set from the LLM settings when a run
-    starts, as ``context_tokens`` from the server). Rows beyond ``observation_rows`` /
-    ``observation_chars`` are summarised in what the LLM sees (``context_source`` says where the window came
-from); the trace keeps up to ``row_cap`` rows of each
-    query, each cell cut to ``cell_chars`` characters (marked). Each query runs at most ``query_timeout_s``."""
+    """Bounds on one run. At ``max_llm_calls``, ``max_tokens`` or ``max_cost_usd`` the agent is asked for its final
+    answer; after ``max_repeats`` repeated actions (not run again) it ends as ``stuck``. Each request is kept within
+    ``context_tokens`` by shortening older observations; what the LLM sees and the trace keeps of a query's rows is
+    capped as the fields say."""
 
     max_llm_calls: int = 20
-    max_tokens: int = 200_000
-    observation_rows: int = 50
+    max_tokens: int = 200_000  # prompt + completion, summed over calls
+    observation_rows: int = 50  # rows beyond these, or beyond observation_chars, are summarised for the LLM
     observation_chars: int = 4000
-    row_cap: int = 200
-    query_timeout_s: float = 10.0
-    max_cost_usd: float | None = None
-    max_repeats: int = 3
-    context_tokens: int | None = None
-    cell_chars: int = DEFAULT_CELL_CHARS
+    row_cap: int = 200  # the trace keeps up to these rows of each query
+    query_timeout_s: float = 10.0  # each query runs at most this long
+    max_cost_usd: float | None = None  # the tokens at the price table's rate for the model
+    max_repeats: int = 3  # an action repeated: the same query, whitespace and case aside
+    context_tokens: int | None = None  # the model's context window (None: unknown), from the server when a run starts
+    cell_chars: int = DEFAULT_CELL_CHARS  # each cell the trace keeps cut to these characters (marked)
+    # the reply cap, room left for it in each request (None: not sent, or a run stored before runs kept it); set
+    # from the LLM settings when a run starts
     reply_tokens: int | None = None
     context_source: str | None = None  # where context_tokens came from: the server's report, or set for the run
 
@@ -188,10 +184,9 @@ class RunSettings:
 
 @dataclass(frozen=True)
 class Pause:
-    """A run waiting for the analyst: the plan the agent proposes (``kind`` plan, or replan with the plan it
-    would replace), as a list of steps, and the agent's reply that proposed it; or (``kind`` query) the query it
-    wants to run (``query``, in ``language``) for the plan step ``current_step``. ``id`` names the pause within
-    its run (``p1``, ``p2``, ...): a review is for one pause; ``at`` is when the run paused."""
+    """A run waiting for the analyst: the plan the agent proposes (``kind`` plan, or replan with the ``old_plan`` it
+    would replace) and the reply that proposed it; or (``kind`` query) the ``query`` it wants to run for the plan
+    step ``current_step``. A review is for one pause, named by ``id`` within its run (``p1``, ``p2``, ...)."""
 
     run_id: str
     kind: PauseKind
@@ -200,9 +195,9 @@ class Pause:
     reply: str
     id: str = ""
     interrupt: str = ""  # LangGraph's id of the interrupt
-    at: float = 0.0
+    at: float = 0.0  # when the run paused
     query: str = ""
-    language: str = ""
+    language: str = ""  # the query's
     current_step: str = ""
 
     def to_dict(self) -> dict:
@@ -211,13 +206,13 @@ class Pause:
 
 @dataclass(frozen=True)
 class Review:
-    """The analyst's answer at a pause: approve the plan, edit it (the steps the agent must follow: added,
-    removed, reworded or reordered), or reject it with a note for the agent, which then re-plans. At a query
-    pause: approve the query, edit it (``query``: the query to run instead), or reject it with a note (the agent's
-    observation). ``reviewer`` and ``at`` (seconds since the epoch) are set when the review is applied."""
+    """The analyst's answer at a pause: approve the plan, edit it (``plan``: the steps the agent must follow), or
+    reject it with a note for the agent, which then re-plans; at a query pause: approve the query, edit it
+    (``query``: the query to run instead), or reject it (``note``: the agent's observation). ``reviewer`` and ``at``
+    (seconds since the epoch) are set when the review is applied."""
 
     action: ReviewAction
-    plan: tuple[str, ...] = ()
+    plan: tuple[str, ...] = ()  # an edit: steps added, removed, reworded or reordered
     note: str = ""
     query: str = ""
     reviewer: str = ""

@@ -112,8 +112,8 @@ def get(name: str) -> ScenarioType:
 
 
 class ByScenario(Mapping):
-    """One attribute of every scenario type, by scenario name (``ByScenario("paper_n")["locating"]`` is 200): for
-    tables that used to be keyed by the DQA scenarios' names."""
+    """One attribute of every scenario type, as a mapping by scenario name (``ByScenario("paper_n")["locating"]`` is
+    200)."""
 
     def __init__(self, attribute: str):
         self.attribute = attribute

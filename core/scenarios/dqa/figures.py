@@ -218,11 +218,11 @@ def trade_network(question: Question, database: Database, *, pick: str | None = 
                   flow_change: dict[tuple[str, str], float] | None = None, scope: str = "neighbourhood",
                   around: str | None = None) -> go.Figure:
     """The Locating trade network (``scope`` "neighbourhood", see trade_view, or "all"): the home node and the
-    nodes where the country trades highlighted, node size by value (local + ingoing), edge width by flow (the
-    stored flows, or ``flows``, e.g. a what-if state's). ``flow_change`` (a what-if minus no decision) colours
-    and sizes edges by the change instead. ``around`` centres the neighbourhood on another node (ringed). The
-    figure's ``layout.meta["caption"]`` says what is shown. Networks above BIG_NETWORK shown nodes are drawn with
-    WebGL, labelled only at the marked nodes."""
+    nodes where the country trades highlighted, node size by value, edge width by flow (the stored ``flows``, or a
+    what-if state's), or by ``flow_change`` (a what-if minus no decision). ``around`` centres the neighbourhood on
+    another node (ringed). ``layout.meta["caption"]`` says what is shown."""
+    # node value: local + ingoing; networks above BIG_NETWORK shown nodes are drawn with WebGL, labelled only at the
+    # marked nodes
     t = database.tables
     records = {n["trade_node"]: n for n in t["trade_node"].records()}
     flow_rows = t["flow"].records()
@@ -471,13 +471,12 @@ def _clear_of_marks(label: str, left: bool, marked: bool) -> str:
 def market(question: Question, database: Database, *, hops: int = 1, max_per_column: int | None = None,
            pick: int | None = None, best: int | None = None, pick_label: str = "agent's pick",
            price_change: dict[str, float] | None = None) -> go.Figure:
-    """The Building market around the asked goods, upstream (its suppliers, their inputs, ...) to the left and
-    downstream (its consumers, their outputs) to the right; ``hops`` (1-3) is the level of detail, see
-    core.scenarios.dqa.kinds.MARKET_DETAIL. A column shows at most ``max_per_column`` buildings (those with the
-    largest flows towards the goods; the pick and the best always) and says how many it leaves out. Node size by
-    level, edge width by current output or input. ``price_change`` (a what-if minus no decision) labels and
-    colours goods by it; with a ``pick`` (the simulated decision) the figure is laid out around it instead
-    (``_what_if_view``: the decision, its goods, their markets)."""
+    """The Building market around the asked goods, upstream to the left and downstream to the right, in ``hops``
+    (1-3, kinds.MARKET_DETAIL), at most ``max_per_column`` buildings a column. ``price_change`` (a what-if
+    minus no decision) labels and colours goods by it; with a ``pick`` (the simulated decision) the figure is laid
+    out around it (``_what_if_view``)."""
+    # a column keeps the buildings with the largest flows towards the goods, the pick and the best always, and says
+    # how many it leaves out; node size by level, edge width by current output or input
     t = database.tables
     links = _MarketLinks.of(database)
     buildings = {r["id"]: r for r in t["building"].records()}

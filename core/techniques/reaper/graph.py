@@ -101,7 +101,7 @@ def _observed(state: dict, evidence: list[str], failed: list[str]) -> dict:
 def _settle(state: dict, emit: Emitter) -> dict:
     """Go through the steps from the cursor: observe each that cannot run, and stop at the first that can,
     announcing its action; after the last step, go on with what they observed."""
-    language, steps, repeats = state["language"], state["steps"], state.get("repeats", 0)
+    language, steps, repeats = state["language"], state["steps"], state["repeats"]
     results, evidence, failed = dict(state["results"]), list(state["evidence"]), list(state["failed"])
     for i in range(state["cursor"], len(steps)):
         step = Step(**steps[i])
@@ -121,7 +121,7 @@ def _settle(state: dict, emit: Emitter) -> dict:
                     emit(ActionEvent(tool=step.tool, query=query, language=language))
                     return {"cursor": i, "action": {"query": query}, "results": results, "evidence": evidence,
                             "failed": failed, "repeats": repeats,
-                            "next": "review_step" if state.get("review_queries") else "run_step"}
+                            "next": "review_step" if state["review_queries"] else "run_step"}
                 repeats += 1
                 kind, text = "repeat", texts.repeated(earlier["step"], earlier["text"])
                 problem = f"the same query as {earlier['step']}"
@@ -143,9 +143,9 @@ def _settle(state: dict, emit: Emitter) -> dict:
 def _earlier(state: dict, query: str) -> dict | None:
     """The loop guard (not in the paper setting): the earlier step that ran the same query (whitespace and case
     aside), with what it gave, or None."""
-    if state.get("prompts") == paper_prompts.PAPER:
+    if state["prompts"] == paper_prompts.PAPER:
         return None
-    return (state.get("seen") or {}).get(guards.action_key(state["language"], query))
+    return state["seen"].get(guards.action_key(state["language"], query))
 
 
 def _adopt(state: dict, reply_text: str, steps: list[Step], emit: Emitter, feedback: str | None = None) -> dict:
@@ -153,7 +153,7 @@ def _adopt(state: dict, reply_text: str, steps: list[Step], emit: Emitter, feedb
     new = {"steps": state["steps"] + [s.to_dict() for s in steps], "plan": state["plan"] + [s.render() for s in steps],
            "messages": state["messages"] + [{"role": "ai", "content": reply_text}], "reply": "", "proposal": None,
            "evidence": [feedback] if feedback else [], "failed": []}
-    if not steps and state.get("prompts") == paper_prompts.PAPER:  # noted in the trace, not told to the model
+    if not steps and state["prompts"] == paper_prompts.PAPER:  # noted in the trace, not told to the model
         emit(ErrorEvent(message="the plan has no steps (paper prompt setting: no correction is sent)",
                         error_kind="format", fatal=False))
     elif not steps:
@@ -253,32 +253,32 @@ def run_step(state: ReaperState, runtime: Runtime[AgentContext]) -> dict:
     emit(event)
     result = ({"error": event.error} if event.error else
               {"columns": event.columns, "rows": event.rows, "total_rows": event.total_rows})
-    seen = {**(state.get("seen") or {}), guards.action_key(state["language"], state["action"]["query"]): {
+    seen = {**state["seen"], guards.action_key(state["language"], state["action"]["query"]): {
         "call": state["llm_calls"], "step": step.name(i + 1), "text": guards.earlier_result(said),
         "result": result}}
     state = {**state, "results": {**state["results"], f"E{step.label}": result}, "cursor": i + 1,
              "evidence": state["evidence"] + [event.text],
              "failed": state["failed"] + ([step.name(i + 1)] if event.error else []), "actions": state["actions"] + 1,
-             "queries": state.get("queries", state["actions"]) + 1, "seen": seen}
+             "queries": state["queries"] + 1, "seen": seen}
     return {"actions": state["actions"], "queries": state["queries"], "seen": seen, **_settle(state, emit)}
 
 
 def answer(state: ReaperState, runtime: Runtime[AgentContext]) -> dict:
     """One LLM call for the final answer from everything the steps observed (PlanRAG's answer prompt)."""
     emit = Emitter(runtime, state["llm_calls"] + 1)
-    start = state.get("answer_from")
+    start = state["answer_from"]
     update = {} if start is not None else {"answer_from": len(state["messages"])}
     state = {**state, **update}
     question = state.get("question") or state["messages"][0]["content"]
     request = guards.fit_answer(state["answer_prompt"], question, state.get("collected", []),
                                 state["messages"][state["answer_from"]:],
-                                Limits.from_dict(state["limits"]), state.get("chars_per_token"))
+                                Limits.from_dict(state["limits"]), state["chars_per_token"])
     counted, c = complete_call(state, runtime, state["answer_prompt"], emit, request)
     update.update(counted)
     if c is None:
         return update
     return {**update, **settle_answer({**state, **update}, parse_reply(c.text), emit, getattr(c, "finish_reason", None),
-                                again="answer", ask_again=state.get("prompts") != paper_prompts.PAPER)}
+                                again="answer", ask_again=state["prompts"] != paper_prompts.PAPER)}
 
 
 def build_graph() -> StateGraph:

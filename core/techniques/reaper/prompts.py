@@ -71,8 +71,8 @@ def paper_input(question: str) -> str:
 def paper_planner_prompt(language: str, schema: str, examples: list[tuple[str, str]]) -> str:
     """The planner prompt in the structure of REAPER's section 4.1: the role, the system instruction, each tool with
     its name, signature, description and an example usage, the task's constraints, then the m in-context examples
-    in Figure 2's ``# Input: ... # Answer:`` form (none for a zero-shot planner). Worded for this project: the
-    paper gives the structure and its retail wording, not a prompt for databases."""
+    in Figure 2's ``# Input: ... # Answer:`` form (none for a zero-shot planner)."""
+    # worded for this project: the paper gives the structure and its retail wording, not a prompt for databases
     tool, lang = PAPER_TOOLS[language], LANGUAGE_NAMES[language]
     in_list = "IN (#E1)" if language == "sql" else "IN [#E1]"
     parts = [

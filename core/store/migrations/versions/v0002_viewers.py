@@ -1,4 +1,4 @@
-"""Who is looking at which run (the review inbox, issue 28): a viewer's latest mark per run.
+"""Who is looking at which run (the review inbox): a viewer's latest mark per run.
 
 Revision ID: 0002
 Revises: 0001

@@ -1,4 +1,4 @@
-"""A benchmark's budget shared by all its workers (issue 25): caps, what its calls spent and the calls in flight,
+"""A benchmark's budget shared by all its workers: caps, what its calls spent and the calls in flight,
 per benchmark and budget id (core.benchmark.budget).
 
 Revision ID: 0003
