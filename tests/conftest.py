@@ -227,3 +227,15 @@ def _no_notices_of_other_tests(monkeypatch):
     from core.config import home
 
     monkeypatch.setattr(home, "_notices", [])
+
+
+@pytest.fixture(autouse=True)
+def _the_main_module_kept():
+    """Streamlit's AppTest runs a page as ``__main__`` and leaves it in ``sys.modules``: a later test whose code starts
+    processes by spawning (the generator's ``jobs``) would have each child run that page first, and die of it
+    (BrokenProcessPool in test_generator after test_llm_limits' pages, 1 in 1). The real one is put back after each
+    test."""
+    main = sys.modules.get("__main__")
+    yield
+    if main is not None:
+        sys.modules["__main__"] = main
