@@ -233,3 +233,25 @@ def test_copy_moves_a_home_into_the_team_store_once_and_its_paused_run_goes_on_t
     assert [r["question"] for r in read_results(tmp_path / "x" / "b1")] == [1]
     assert team.store.reviews(stopped.run_id)[0]["reviewer"] == "ana"
     assert team.resume(paused.run_id, Review.approve(), pause_id="p1").status == "finished"
+
+
+def test_patiently_says_the_store_is_away_waits_for_it_and_does_the_read_again(team_database):
+    """What ``core bench`` does at its end (its accuracy and reports, read after the items): a read that finds the team
+    store away is said, waited for and done again, not the command's failure (it failed after an outage with
+    "couldn't get a connection after 5.00 sec", every item done). Here the first read meets a server that refuses
+    connections (a closed port), the second the store."""
+    import psycopg
+
+    tries, said = [], []
+
+    def read():
+        url = "postgresql://postgres@127.0.0.1:1/none" if not tries else team_database
+        tries.append(url)
+        with psycopg.connect(url, connect_timeout=2) as con:
+            return con.execute("SELECT 41 + 1").fetchone()[0]
+
+    assert database.patiently(read, team_database, said.append) == 42
+    assert len(tries) == 2 and len(said) == 1 and said[0].startswith("the team store cannot be reached (")
+    with pytest.raises(ZeroDivisionError):  # any other error is the read's own: raised at once, not waited on
+        database.patiently(lambda: 1 / 0, team_database, said.append)
+    assert len(said) == 1

@@ -28,6 +28,7 @@ from core.llm.client import LLMError
 from core.config.secrets import scrub
 from core.jobs import queue
 from core.jobs.payload import asked_by
+from core.store import database
 from core.store.runs import RunStore
 from core.config import home as project_home
 
@@ -175,16 +176,20 @@ def main(args) -> int:
             signal.signal(signal.SIGINT, previous)
     if stop.is_set() and progress.stopped == "stopped":
         print("interrupted: the finished items are stored; rerun the same command to go on", file=sys.stderr)
-    _print_accuracy(bench, read_all(bench.directory, bench.keys(), config.home), prices)
-    _write_reports(bench, config, prices)
+    # the closing reads and reports wait for a team store that is away (said, as the items' outcomes were)
+    where = database.location(bench.store.path)
+    this_run, results = database.patiently(
+        lambda: (read_all(bench.directory, bench.keys(), config.home), bench.results()), where, note)
+    _print_accuracy(bench, this_run, results, prices)
+    database.patiently(lambda: _write_reports(bench, config, prices), where, note)
     if args.inspect_log:
-        _write_inspect_log(bench, config, args.inspect_log)
+        database.patiently(lambda: _write_inspect_log(bench, config, args.inspect_log), where, note)
     if progress.errors:
         print(f"{len(progress.errors)} items could not run (a rerun tries them again):", file=sys.stderr)
         for error in progress.errors[:10]:
             print(f"  {error}", file=sys.stderr)
         print("  (listed in report/not_run.csv)", file=sys.stderr)
-    stuck = sum(r.get("status") == "stuck" for r in bench.results())
+    stuck = sum(r.get("status") == "stuck" for r in results)
     if stuck:
         print(f"stuck: {stuck} of the runs (the loop guard ended them after repeated actions)")
     print(f"this run spent {spent(progress)} on LLM calls")
@@ -238,7 +243,7 @@ def _config(args) -> BenchConfig:
                        asked=asked_by(OPERATOR, "benchmark_start"))
 
 
-def _print_accuracy(bench: Bench, this_run: list[dict], prices) -> None:
+def _print_accuracy(bench: Bench, this_run: list[dict], results: list[dict], prices) -> None:
     """This run's accuracy and optimal decisions per setting (beside the paper's), the paired comparisons, the
     votes' costs and how each setting compares with the paper's."""
     import pandas as pd  # heavy: loads pandas
@@ -265,7 +270,7 @@ def _print_accuracy(bench: Bench, this_run: list[dict], prices) -> None:
             print(f"  {r['scenario']} {r['db']} {reports.technique_name(r['technique'])}: {r['llm calls']} LLM calls "
                   f"per question, cost {'unknown' if total is None else usd(total)}, per correct decision "
                   f"{'-' if per is None else '$' + number(per, decimals=5)}")
-    for line in fidelity.summary_lines(bench.results()):
+    for line in fidelity.summary_lines(results):
         print(line)
 
 

@@ -19,12 +19,15 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from core.config import home
 from core.config import settings as core_settings
 from core.config.secrets import scrub
 from core.store.sqlite import open_sqlite
+
+T = TypeVar("T")
 
 #: The Alembic revision this code's team-store schema is at (core/store/migrations/versions; a test keeps them equal).
 SCHEMA_HEAD = "0005"
@@ -191,6 +194,20 @@ def wait_until_back(url: str, grace_s: float = GRACE_S) -> bool:
             return False
         time.sleep(BACK_EVERY_S)
     return True
+
+
+def patiently(do: Callable[[], T], where: str | Path, say: Callable[[str], None]) -> T:
+    """``do()``; whenever it finds the team store at ``where`` away, said (``say``), waited for (GRACE_S) and done
+    again, so ``do`` must be safe to repeat (reads, or writes of the same files). An embedded store: ``do()`` alone."""
+    while True:
+        try:
+            return do()
+        except Exception as e:
+            if not is_lost(e):
+                raise
+            say(f"the team store cannot be reached ({lost_reason(e)}); waiting for it")
+            if not wait_until_back(str(where)):
+                raise
 
 
 def close_pools(url: str | None = None) -> None:
