@@ -91,8 +91,8 @@ for scenario, technique in (("locating", "iterrag"), ("locating", "planrag"), ("
     spec = replays("demo", scenario, 1, "sql", technique)[0].spec
     runtime.start(RunSettings(scenario, 1, "sqlite", technique, spec, source="demo"))
 runtime.close()
-bench_jobs.start(smoke_config(), who=local_admin())._thread.join(600)
-bench_jobs.start(smoke_config(source="scenario", db="sqlite"), who=local_admin())._thread.join(600)
+bench_jobs.start(smoke_config(), who=local_admin()).join(600)
+bench_jobs.start(smoke_config(source="scenario", db="sqlite"), who=local_admin()).join(600)
 """
 
 
@@ -188,8 +188,9 @@ def main() -> int:
         floors.mkdir()
         (floors / "title.py").write_text(TITLE_APP)
         (floors / "chart.py").write_text(CHART_APP)
-        subprocess.run([sys.executable, "-c", SEED], cwd=app.parent, env=app_env(home), check=True,
-                       capture_output=True)
+        # seeded by this checkout (an older app reads what it stores: old homes open, tests/test_legacy_stores.py),
+        # so an older checkout given by --app is timed on the same runs and benchmarks
+        subprocess.run([sys.executable, "-c", SEED], cwd=ROOT, env=app_env(home), check=True, capture_output=True)
         with sync_playwright() as p:
             firsts: dict[str, list[tuple[float, float | None, str]]] = {"title": [], "chart": [], "app": []}
             for _ in range(args.fresh):  # interleaved: load that comes and goes falls on all three alike
