@@ -110,6 +110,14 @@ class Market:
             raise InputError(f"unknown goods {goods!r}")
         return self.goods_index[goods]
 
+    def factor_of(self, building_id, added: int) -> tuple[int, float]:
+        """The index of the building ``building_id`` and its ``level_factor`` for ``added`` levels; InputError if
+        the id is unknown."""
+        if building_id not in self.building_index:
+            raise InputError(f"unknown building id {building_id!r}")
+        b = self.building_index[building_id]
+        return b, self.level_factor(b, added)
+
     def level_factor(self, building: int, added: int) -> float:
         """(L + added) / L: demand and supply are proportional to level (spec 2.3)."""
         level = self.levels[building]
@@ -207,12 +215,7 @@ def prices(tables: Tables | Market, goods: str, building_ids: list, mode: str = 
     gives them; InputError for an unknown id or a building of level 0), from one simulation of those scenarios."""
     carry_over, market = _CARRY_OVER[check_mode(mode)], _market(tables)
     g = market.goods_of(goods)
-    scenarios = []
-    for building_id in building_ids:
-        if building_id not in market.building_index:
-            raise InputError(f"unknown building id {building_id!r}")
-        b = market.building_index[building_id]
-        scenarios.append({b: market.level_factor(b, LEVELS_ADDED)})
+    scenarios = [dict([market.factor_of(building_id, LEVELS_ADDED)]) for building_id in building_ids]
     return _simulate(market, carry_over, scenarios).price[g].tolist() if scenarios else []
 
 
@@ -244,12 +247,7 @@ def what_if(tables: Tables | Market, level_changes: Mapping[int, int] | None = N
     """
     carry_over, market = _CARRY_OVER[check_mode(mode)], _market(tables)
     changes = dict(level_changes or {})
-    factors = {}
-    for building_id, added in changes.items():
-        if building_id not in market.building_index:
-            raise InputError(f"unknown building id {building_id!r}")
-        b = market.building_index[building_id]
-        factors[b] = market.level_factor(b, added)
+    factors = dict(market.factor_of(building_id, added) for building_id, added in changes.items())
     run = _simulate(market, carry_over, [factors])
     goods = {g: GoodsState(float(run.demand[i, 0]), float(run.supply[i, 0]), float(run.price[i, 0]))
              for i, g in enumerate(market.goods)}
