@@ -88,30 +88,29 @@ def echoes_of(events: list[dict]) -> set[int]:
             if action["kind"] == "action" and action["language"] == "self"}
 
 
-# Counts the app's script runs that start after it is installed ("running" on stApp's data-test-script-state) and
-# those of them that ended: a widget's rerun request reaches the server after every request sent before it, so the
-# first run seen starting after a click is the click's own (or a run it interrupts and takes over without ending).
-RUN_COUNTER = """() => {
-  const app = document.querySelector('[data-testid="stApp"]');
-  window.__runs = {started: 0, ended: 0};
-  let last = app.getAttribute('data-test-script-state');
-  new MutationObserver(() => {
-    const now = app.getAttribute('data-test-script-state');
-    if (now === 'running' && last !== 'running') window.__runs.started += 1;
-    if (now === 'notRunning' && last !== 'notRunning' && window.__runs.started) window.__runs.ended = window.__runs.started;
-    last = now;
-  }).observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
+# Watches the element container of the element it is given: ``window.__redrawn`` turns true once a run of the page has
+# marked it stale (Streamlit marks every element of a whole run stale until that run draws it again; a fragment's run
+# marks only its own) or replaced it.
+REDRAW_WATCH = """el => {
+  const box = el.closest('[data-testid="stElementContainer"]');
+  window.__box = box;
+  window.__stale = false;
+  new MutationObserver(() => { if (box.getAttribute('data-stale') === 'true') window.__stale = true; })
+    .observe(box, {attributes: true, attributeFilter: ['data-stale']});
 }"""
+REDRAWN = """() => (window.__stale || !window.__box.isConnected)
+  && document.querySelector('[data-testid="stApp"]').getAttribute('data-test-script-state') === 'notRunning'"""
 
 
-def after_its_run(page, act) -> None:
-    """``act()`` (a click on a widget that reruns the page), then wait until the script run it caused has ended: the
-    page then shows what that run drew (a stale element still on screen mid-run is not taken for it)."""
-    page.evaluate(RUN_COUNTER)
+def after_its_run(page, act, drawn) -> None:
+    """``act()`` (a click on a widget that reruns the page), then wait until a whole run of the page has drawn
+    ``drawn`` (a locator of an element the page draws outside any fragment, on screen before ``act``) again and
+    ended: the page then shows what that run drew, not a stale element of the run before. Counting script runs is not
+    enough: a fragment's timer (the inbox checks every 2 s) runs too, and its end was taken for the click's (failed
+    at load 2, 1 in 1)."""
+    drawn.first.evaluate(REDRAW_WATCH)
     act()
-    page.wait_for_function("window.__runs.started > 0 && window.__runs.ended === window.__runs.started "
-                           "&& document.querySelector('[data-testid=\"stApp\"]')"
-                           ".getAttribute('data-test-script-state') === 'notRunning'", timeout=WAIT_MS)
+    page.wait_for_function(REDRAWN, timeout=WAIT_MS)
 
 
 def free_port() -> int:
@@ -255,7 +254,7 @@ def test_run_with_an_edited_replan_in_the_browser(chromium, server, tmp_path):
     page.screenshot(path=shots / "run-pause.png")
     name = page.get_by_role("textbox", name="Your name, recorded with your review")  # this session's first review
     name.fill("Ana Costa")
-    after_its_run(page, lambda: name.press("Enter"))  # the form drawn again for the name: stale elements gone
+    after_its_run(page, lambda: name.press("Enter"), approve_edited)  # the form drawn again for the name
     page.get_by_text("you review as Ana Costa").wait_for()
     expect(approve_edited).to_have_count(1)
     expect(approve_edited).to_be_enabled()
