@@ -192,8 +192,8 @@ def app_server(launcher: str, env: dict, log_path: Path):
     with log_path.open("w") as log:
         process = subprocess.Popen(
             [sys.executable, "-c", launcher, "run", "app.py", "--server.port", str(port),
-             "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false",
-             "--server.fileWatcherType", "none"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+             "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
         try:
             yield f"http://127.0.0.1:{port}", process
         finally:

@@ -132,7 +132,7 @@ key_env = "TEAM_KEY"
             process = subprocess.Popen(
                 [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(app_port),
                  "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false",
-                 "--server.fileWatcherType", "none", "--secrets.files", str(secrets)],
+                 "--secrets.files", str(secrets)],
                 cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
             try:
                 wait_healthy(app, process)
@@ -308,7 +308,7 @@ def test_a_host_not_configured_gets_no_websocket(tmp_path):
     env = {**os.environ, "PLANRAG_HOME": str(tmp_path / "home")}
     with (tmp_path / "server.log").open("w") as log:
         process = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-                                    "--server.headless", "true", "--server.fileWatcherType", "none"],
+                                    "--server.headless", "true"],
                                    cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
         try:
             wait_healthy(f"http://127.0.0.1:{port}", process)
