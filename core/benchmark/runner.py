@@ -405,11 +405,16 @@ class Bench:
                 on_note(text)
 
         runtime, cache = self._items_runtime(budget, note)
-        away: dict[str, float | None] = {"since": None}  # the team store's outage going on, if any
+        # the team store's outage going on, if any (since), and when the last one was over (back)
+        away: dict[str, float | None] = {"since": None, "back": float("-inf")}
 
-        def wait_for_store(error: Exception) -> None:
-            """The team store away: said once, waited for (database.GRACE_S), the benchmark's lock held again."""
+        def wait_for_store(error: Exception, began: float) -> None:
+            """The team store away: said once, waited for (database.GRACE_S), the benchmark's lock held again. An
+            attempt begun before the last outage was over, failing after it (a pool's wait for a connection), is
+            part of that outage: tried again, not said again."""
             with lock:
+                if away["since"] is None and began < away["back"]:
+                    return
                 first, away["since"] = away["since"] is None, away["since"] or time.monotonic()
             if first:
                 note(f"{clock(time.time())}: the team store cannot be reached ({database.lost_reason(error)}); "
@@ -417,7 +422,7 @@ class Bench:
             if not database.wait_until_back(database.location(self.store.path)):
                 raise error
             with lock:
-                since, away["since"] = away["since"], None
+                since, away["since"], away["back"] = away["since"], None, time.monotonic()
                 self.lock.regain()
             if since is not None:
                 note(f"{clock(time.time())}: the team store is back after {time.monotonic() - since:.0f} s; "
@@ -438,12 +443,13 @@ class Bench:
 
         def work(item: Item) -> None:
             while True:
+                began = time.monotonic()
                 try:
                     return attempt(item)
                 except Exception as e:  # the team store away: the item runs again once it is back
                     if not database.is_lost(e):
                         raise
-                    wait_for_store(e)
+                    wait_for_store(e, began)
 
         try:
             with ThreadPoolExecutor(self.config.concurrency, thread_name_prefix="bench") as pool:
