@@ -40,10 +40,11 @@ def override_form(run_id: str, settings: RunSettings, key: str, decision=None) -
         return
     store = OverrideStore()
     current = store.get(run_id)
-    popover = f"ov-popover-{key}"
-    if st.session_state.pop(f"{popover}-close", False):  # saved or restored: the popover closes
-        st.session_state[popover] = False
-    with st.popover("Override the grade", icon=":material/gavel:", key=popover, on_change="rerun"):
+    # saved or restored: the popover closes, drawn as a new element under a new key (closed by setting its state
+    # before it was drawn, it stayed open once in three suite runs)
+    closes = f"ov-closes-{key}"
+    drawn = st.session_state.get(closes, 0)
+    with st.popover("Override the grade", icon=":material/gavel:", key=f"ov-popover-{key}-{drawn}"):
         named = access.ask_name(f"ov-name-{key}")
         with st.form(f"override-{key}"):
             options = [NO_DECISION] + list(candidates)
@@ -56,10 +57,10 @@ def override_form(run_id: str, settings: RunSettings, key: str, decision=None) -
                     override(run_id, settings, None if decision == NO_DECISION else decision,
                              who=access.current(), by=session_reviewer(), note=note.strip(), root=dqa_root(),
                              store=store)
-                    st.session_state[f"{popover}-close"] = True
+                    st.session_state[closes] = st.session_state.get(closes, 0) + 1
                     st.rerun()
         if current and st.button("Restore the automatic grade", key=f"ov-clear-{key}", **access.disabled("override")):
             with access.asking():
                 restore(run_id, who=access.current(), store=store)
-                st.session_state[f"{popover}-close"] = True
+                st.session_state[closes] = st.session_state.get(closes, 0) + 1
                 st.rerun()
