@@ -57,10 +57,10 @@ def override_form(run_id: str, settings: RunSettings, key: str, decision=None) -
                     override(run_id, settings, None if decision == NO_DECISION else decision,
                              who=access.current(), by=session_reviewer(), note=note.strip(), root=dqa_root(),
                              store=store)
-                    st.session_state[closes] = st.session_state.get(closes, 0) + 1
+                    st.session_state[closes] = drawn + 1
                     st.rerun()
         if current and st.button("Restore the automatic grade", key=f"ov-clear-{key}", **access.disabled("override")):
             with access.asking():
                 restore(run_id, who=access.current(), store=store)
-                st.session_state[closes] = st.session_state.get(closes, 0) + 1
+                st.session_state[closes] = drawn + 1
                 st.rerun()
