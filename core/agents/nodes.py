@@ -227,7 +227,7 @@ def _abandoned(state: dict, attempts: list[dict]) -> dict:
 def chat_turns(state: dict) -> tuple:
     """How a request is sent by default, and its stop sequences: the transcript as chat turns, stopped at
     ``Observation:`` in the improved setting (in the paper setting with no stop sequence: REAPER's paper gives
-    none; the loop's paper nodes send their own way, ``paper_loop.send_of``)."""
+    none; the loop's paper nodes and their parts send their own way, ``paper_loop.SEND``)."""
     return _chat, None if state["prompts"] == paper_prompts.PAPER else prompts.STOP
 
 

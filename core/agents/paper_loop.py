@@ -4,63 +4,42 @@ from __future__ import annotations
 
 from langgraph.runtime import Runtime
 
-from core.agents import guards, paper_prompts, prompts
+from core.agents import guards, paper_prompts
 from core.agents.nodes import (AgentContext, Emitter, announce_plan, complete_call, context_full, fail_run, finish,
                                observe, queue_action, run_query)
 from core.agents.parsing import Reply, parse_reply
 from core.agents.state import LoopPart
 from core.model.events import ActionEvent, ObservationEvent, ReplanEvent, ThoughtEvent
 from core.model.run_settings import Limits
-from core.model.technique import Technique
 
 
 def call_llm(state: dict, runtime: Runtime[AgentContext], parts: tuple[LoopPart, ...] = ()) -> dict:
-    """One LLM call in the paper setting, and what its reply leads to, with nothing the original did not send: no
-    correction, no second request for an answer, no note on a repeat. The run ends unanswered at the original
-    executor's iteration limit, or at a workbench safety limit, which it names as such. A technique's part
-    (``parts``) that leads the run takes its step instead."""
-    limits, tech = Limits.from_dict(state["limits"]), runtime.context.technique
+    """One LLM call in the paper setting, and what its reply leads to, as the original: the run ends unanswered at
+    its executor's iteration limit, or at a workbench safety limit, named as such. A part (``parts``) that leads the
+    run takes its step instead; once the technique's actions are done, the first part with an ``answer`` makes its
+    call, else the run ends unanswered."""
+    limits = Limits.from_dict(state["limits"])
     emit = Emitter(runtime, state["llm_calls"] + 1)
     leading = next((part for part in parts if part.leads(state)), None)
     reached = _paper_limit(state, limits, leading)
     if reached:
         limit, message = reached
         return {"limit": limit, **fail_run("limit", message, emit)}
-    if state["answer_only"] and tech.max_actions != 1:  # a run checkpointed at a limit before this setting stopped
-        return {"limit": state["limit"], **fail_run("limit", "the run reached its limits; " + NO_ANSWER, emit)}
-    if state["answer_only"]:  # SingleRAG's answer call
-        reply, observed = state["messages"][1]["content"], paper_prompts.observed(state["messages"][2]["content"])
-        question = state["messages"][0]["content"].removeprefix("Question: ")
-        text = paper_prompts.single_answer(question, paper_prompts.single_query(reply) or "", observed)
-        update, c = complete_call(state, runtime, state["answer_prompt"], emit, [{"role": "human", "content": text}],
-                                  send=send_of(state, tech))
-        if c is None:
-            return update
-        answer = paper_prompts.read_reply(c.text)
-        answer = answer[1] if answer[0] == "final" else c.text.strip()
-        if not answer:
-            return {**update, **fail_run("no_answer", "the answer call gave an empty reply (paper prompt setting: it "
-                                                   "is not asked again)", emit)}
-        return {**update, **finish({**state, **update}, parse_reply(c.text), answer, emit)}
+    if state["answer_only"]:
+        answering = next((part for part in parts if part.answer is not None), None)
+        if answering is None:  # also a run checkpointed at a limit before this setting stopped
+            return {"limit": state["limit"], **fail_run("limit", "the run reached its limits; " + NO_ANSWER, emit)}
+        return answering.answer(state, runtime)
     if leading is not None:
         return leading.step(state, runtime, limits)
-    update, c = complete_call(state, runtime, state["prompt"], emit, send=send_of(state, tech))
+    update, c = complete_call(state, runtime, state["prompt"], emit, send=SEND)
     if c is None:
         return update
-    state, reply = {**state, **update}, parse_reply(c.text)
-    if tech.max_actions == 1:
-        return {**update, **_single_paper(state, reply, emit)}
-    return {**update, **_settle_paper(state, reply, emit)}
+    return {**update, **_settle_paper({**state, **update}, parse_reply(c.text), emit)}
 
 
-def send_of(state: dict, tech: Technique) -> tuple:
-    """How the PlanRAG paper setting sends a request, and its stop sequences: its two messages (SingleRAG's calls,
-    and an answer call, as one message with no stop sequence, as the original sent them)."""
-    if tech.max_actions == 1 or state["answer_only"]:
-        return (lambda prompt, messages: paper_prompts.chat_single(prompt, messages[0]["content"])), None
-    return paper_prompts.chat, paper_prompts.STOP
-
-
+#: How the loop's call is sent in the paper setting, and its stop sequences: the original agent's two messages.
+SEND = (paper_prompts.chat, paper_prompts.STOP)
 NO_ANSWER = "the run ends without an answer (paper prompt setting: no final answer is asked for)"
 
 
@@ -81,21 +60,6 @@ def safety_limit(state: dict, limits: Limits) -> tuple[str, str] | None:
     if reached:
         return reached[0], f"{reached[1]}: a workbench safety limit, not the paper's; {NO_ANSWER}"
     return None
-
-
-def _single_paper(state: dict, reply: Reply, emit: Emitter) -> dict:
-    """SingleRAG's retrieval reply, as the original read it: the text after its first ``Action input:`` (up to
-    any ``Observation``) runs as the database query, whatever tool its Action names."""
-    query = paper_prompts.single_query(reply.text)
-    if reply.thought:
-        emit(ThoughtEvent(text=reply.thought))
-    if query is None or not query.strip():
-        return fail_run("format", "the reply has no Action input to run (the original SingleRAG failed here; paper "
-                               "prompt setting: no correction is asked for)", emit)
-    language = state["language"]
-    query = paper_prompts.fence_free(query, language).strip()
-    emit(ActionEvent(tool=reply.action or prompts.TOOL_NAMES[language], query=query, language=language))
-    return queue_action(state, reply.text, language, query)
 
 
 def _settle_paper(state: dict, reply: Reply, emit: Emitter) -> dict:

@@ -14,7 +14,8 @@ the ways docs/paper-deviations.md lists; this module holds only what the ``paper
   calls, as their agent executor did.
 - What a tool returns, as their tools returned it: rows as a pandas DataFrame printed (``result_text``), an error as
   ``An exception occured: ...``, ``Self thinking`` nothing.
-- SingleRAG: one retrieval call and one answer call (``ANSWER_PROMPT``, ``single_answer``), as their chains sent them.
+- SingleRAG: one retrieval call and one answer call (``ANSWER_PROMPT``), as their chains sent them
+  (core/techniques/singlerag/paper.py).
 - A run given a plan acts as the AutoPlan paper's agent (core/techniques/autoplan/follow.py).
 """
 from __future__ import annotations
@@ -176,25 +177,6 @@ def chat(prompt: str, messages: list[dict]) -> list:
 def invalid_tool(action: str, language: str) -> str:
     """The observation for an Action naming no tool of the run (as the original agent's executor said it)."""
     return f"{action} is not a valid tool, try one of [{prompts.TOOL_NAMES[language]}, {SELF_TOOL}]."
-
-
-def chat_single(prompt: str, text: str) -> list:
-    """The messages of a SingleRAG call: the system prompt and one user message."""
-    return [SystemMessage(prompt), HumanMessage(text)]
-
-
-def single_answer(question: str, query: str, data: str) -> str:
-    """The user message of SingleRAG's answer call, as the original filled its ``Question: {input}`` template: the
-    question, the query as cut from the reply, and what the database returned."""
-    return f"Question: \n{question}\nRetrieving query:{query}\nRetrieved data: {data}        \n"
-
-
-def single_query(text: str) -> str | None:
-    """The query SingleRAG runs: the reply's text after its first ``Action input:``, up to any ``Observation``
-    (None when it has no ``Action input:``; the original failed there)."""
-    if "Action input:" not in text:
-        return None
-    return text.split("Action input:")[1].split("Observation")[0]
 
 
 def received(text: str, stop: list[str] | None) -> str:

@@ -108,16 +108,17 @@ def completed(state: dict) -> dict:
 
 @dataclass(frozen=True)
 class LoopPart:
-    """A technique's own part of the shared loop: its fields (``fields``, a TypedDict added to ``LoopState``), their
-    values when a run starts (``start(settings)``) and, in the paper setting, the step the run takes instead of the
-    loop's call while ``leads(state)`` (``step(state, runtime, limits)``; ``done(state)``: its steps so far, counted
-    against the original executor's iteration limit)."""
+    """A technique's own part of the shared loop: its ``fields`` (a TypedDict added to ``LoopState``) and their
+    values at a run's ``start``; in the paper setting, the ``step(state, runtime, limits)`` taken instead of the
+    loop's call while it ``leads`` (``done``: its iterations so far), and ``answer(state, runtime)``, the call once
+    the technique's actions are done (None: the run ends unanswered)."""
 
     fields: type
     start: Callable[[RunSettings], dict]
     leads: Callable[[dict], bool]
     step: Callable[..., dict]
     done: Callable[[dict], int]
+    answer: Callable[..., dict] | None = None
 
 
 def composed(parts: tuple[LoopPart, ...]) -> type:

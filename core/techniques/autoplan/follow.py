@@ -1,8 +1,10 @@
 """A run given a plan in the paper setting acts as the AutoPlan paper's agent (its equations 2-5): a part of the
-shared loop (``PART``, a ``core.agents.state.LoopPart``) that the loop techniques taking a plan add to their
-engine: its fields (``FollowsPlan``), its step and the texts its calls send."""
+shared loop (``PART``, a ``core.agents.state.LoopPart``; ``part(send)`` for a technique sending its action call its
+own way) that the loop techniques taking a plan add to their engine: its fields (``FollowsPlan``), its step and the
+texts its calls send."""
 from __future__ import annotations
 
+from functools import partial
 from typing import TypedDict
 
 from langchain_core.messages import HumanMessage, SystemMessage
@@ -10,7 +12,7 @@ from langgraph.runtime import Runtime
 
 from core.agents import paper_prompts, prompts
 from core.agents.nodes import AgentContext, Emitter, complete_call, fail_run
-from core.agents.paper_loop import act, safety_limit, send_of
+from core.agents.paper_loop import SEND, act, safety_limit
 from core.agents.parsing import parse_reply
 from core.agents.state import LoopPart
 from core.model.events import ThoughtEvent
@@ -42,10 +44,11 @@ def done(state: dict) -> int:
     return state.get("iterations", 0)
 
 
-def step(state: dict, runtime: Runtime[AgentContext], limits: Limits) -> dict:
+def step(state: dict, runtime: Runtime[AgentContext], limits: Limits, *, send: tuple) -> dict:
     """One step of the AutoPlan paper's agent (equations 2-5): a thought call, an action call continuing it after
-    ``Action:``, and the formalizer's call (Appendix A.1); the formalized action is acted on as the original parser
-    read a reply. A workbench safety limit reached between the calls ends the run."""
+    ``Action:`` (sent as ``send`` says, the technique's way), and the formalizer's call (Appendix A.1); the formalized
+    action is acted on as the original parser read a reply. A workbench safety limit reached between the calls ends
+    the run."""
     language, update = state["language"], {"iterations": state.get("iterations", 0) + 1}
     texts: list[str] = []
     for call in ("thought", "action", "formalize"):
@@ -59,7 +62,7 @@ def step(state: dict, runtime: Runtime[AgentContext], limits: Limits) -> dict:
         elif call == "action":
             counted, c = complete_call(state, runtime, state["prompt"], emit,
                                        state["messages"] + [action_cue(texts[0])],
-                                       send=send_of(state, runtime.context.technique))
+                                       send=send)
         else:
             counted, c = complete_call(state, runtime, "", emit, [{"role": "human", "content": formalizer(
                 language, texts[1])}], send=(chat_alone, None))
@@ -103,5 +106,11 @@ def chat_alone(prompt: str, messages: list[dict]) -> list:
     return [HumanMessage(messages[0]["content"])]
 
 
-#: The part, as the engines of the loop techniques that take a plan add it.
-PART = LoopPart(FollowsPlan, start, leads, step, done)
+def part(send: tuple) -> LoopPart:
+    """The part, its action call sent as ``send`` says (how its messages are built, and its stop sequences). Make
+    it once, at import: the loop's graph builders are cached by their parts."""
+    return LoopPart(FollowsPlan, start, leads, partial(step, send=send), done)
+
+
+#: The part, as the engines of the loop techniques that take a plan add it (its action call sent as the loop's).
+PART = part(SEND)
