@@ -222,7 +222,7 @@ def test_benchmark_items_waiting_for_the_teams_workers_are_shown_from_any_app(mo
     monkeypatch.setenv("PLANRAG_DATABASE_URL", team_database)
     monkeypatch.setenv("PLANRAG_JOBS", "queue")
     try:
-        from core.jobs.payload import asked_by
+        from core.auth.gate import asked_by
 
         other = Bench(BenchConfig(["iterrag"], "m", source="demo", name="queued", cache=False,
                                   base_url="http://127.0.0.1:1", asked=asked_by(local_admin("ann"), "benchmark_start"),

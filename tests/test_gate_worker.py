@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from core.auth.gate import Refused, authorize_job
+from core.auth.gate import Refused, asked_by, authorize_job
 from core.auth.roles import identity_of, local_admin, local_operator
 from core.jobs import payload, queue, runs
 from core.jobs.code import code_version
@@ -42,7 +42,7 @@ def anna():
 def test_a_job_is_refused_once_its_role_was_taken_away(secrets):
     who = anna()
     assert who.role == "analyst"
-    asked = payload.asked_by(who, "start")
+    asked = asked_by(who, "start")
     assert authorize_job(who, "start", asked["at"]).role == "analyst"
     secrets.write_text(TAKEN)
     with pytest.raises(Refused, match="refused when a worker took the job up: anna@example.test is signed in as "
@@ -76,7 +76,7 @@ def test_the_job_code_fails_a_run_whose_analyst_lost_her_role(secrets, tmp_path,
     jobs = {}
     for run_id in ("0123456789ab", "ba9876543210"):
         store.create(run_id, replay.validate(), queued=True)
-        jobs[run_id] = queue.run_job("start", run_id, None, asked=payload.asked_by(anna(), "start"))
+        jobs[run_id] = queue.run_job("start", run_id, None, asked=asked_by(anna(), "start"))
     assert tasks.drive_run(**jobs["0123456789ab"]) == "finished"  # still an analyst: driven
     secrets.write_text(TAKEN)  # her role taken away before a worker took the second job up
     with pytest.raises(Refused, match="anna@example.test is signed in as viewer"):
@@ -96,7 +96,7 @@ def test_the_job_code_runs_no_benchmark_item_for_a_lost_role(secrets, tmp_path, 
     monkeypatch.setenv("PLANRAG_HOME", str(tmp_path / "home"))
     spec = {"techniques": ["iterrag"], "llm": "m", "scenario": "locating", "db": "sqlite", "questions": "1",
             "name": "anna-set", "limits": {}, "source": "demo", "llm_settings": {"model": "m"},
-            "asked": payload.asked_by(anna(), "benchmark_start")}
+            "asked": asked_by(anna(), "benchmark_start")}
     key = "demo:locating/1/sqlite/iterrag/m"
     secrets.write_text(TAKEN)
     with pytest.raises(Refused, match="may start benchmarks"):
@@ -134,7 +134,7 @@ def test_a_benchmark_in_this_process_runs_no_item_once_its_analysts_role_was_tak
 
     monkeypatch.setattr(config, "DATA_HOME", tmp_path / "home")
     monkeypatch.setenv("PLANRAG_HOME", str(tmp_path / "home"))
-    asked = payload.asked_by(anna(), "benchmark_start")  # as core.jobs.benchmarks.start gives it
+    asked = asked_by(anna(), "benchmark_start")  # as core.jobs.benchmarks.start gives it
     bench = Bench(replace(smoke_config(techniques=["iterrag"]), started_by="anna@example.test", asked=asked))
     secrets.write_text(TAKEN)
     progress = bench.run()

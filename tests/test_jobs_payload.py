@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from core.auth.gate import asked_by
 from core.auth.roles import local_admin
 from core.jobs import payload, queue, runs
 from core.jobs.code import code_version
@@ -81,7 +82,7 @@ def test_what_the_app_queues_fits_the_schema():
     llm = LLMSettings(model="m", base_url="http://127.0.0.1:1/v1", api_key="sk-app-only-1234567890")
     checked = payload.run_payload({"v": 1, "action": "start", "run_id": RUN_ID, "llm": payload.model_of(llm),
                                    "branch": None, "code": code_version(),
-                                   "asked": payload.asked_by(local_admin(), "start")})
+                                   "asked": asked_by(local_admin(), "start")})
     assert "sk-app" not in checked.model_dump_json() and "127.0.0.1" not in checked.model_dump_json()
     payload.run_payload(run_job(llm={"model": "m", "endpoint": "team-llama"}))
     payload.run_payload(run_job(action="branch", branch={"parent": RUN_ID, "step": 2, "changes": {

@@ -301,7 +301,7 @@ def test_many_workers_never_drive_one_run_twice(team, workers):
 def bench(url: str, name: str = "team-bench", **kw):
     from core.benchmark.runner import Bench, BenchConfig
 
-    from core.jobs.payload import asked_by
+    from core.auth.gate import asked_by
 
     return Bench(BenchConfig(["iterrag"], "m", base_url=url, name=name, cache=False,
                              llm_settings=LLMSettings.unattended(model="m", base_url=url),
@@ -606,7 +606,7 @@ def test_a_run_recorded_without_its_job_is_queued_by_the_sweep(team, workers):
 
     stub = TurnStub([ACT, FINAL])
     orphan, branch = new_run_id(), new_run_id()
-    from core.jobs.payload import asked_by
+    from core.auth.gate import asked_by
 
     unasked = new_run_id()
     store = runs.open_store()

@@ -10,7 +10,6 @@ import streamlit as st
 from core import scenarios
 from core.config import home
 from core.config import settings as core_settings
-from core.jobs import opening
 from core.store import database
 from ui import access
 from ui.common import answers_switch, landing
@@ -48,6 +47,8 @@ def warming() -> threading.Thread:
     """Once per server, in the background, after the first page is out (app.py starts it once the page has run):
     load what its first run would wait for (core.jobs.opening.warm_up). A run started before then imports what it
     needs itself."""
+    from core.jobs import opening  # heavy (the LLM client, httpx: 75 ms), which the first page has no use for
+
     thread = threading.Timer(WARM_UP_AFTER_S, opening.warm_up)
     thread.name, thread.daemon = "warm-up", True
     thread.start()

@@ -6,12 +6,14 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from functools import cache
-
-from langgraph.graph import StateGraph
+from typing import TYPE_CHECKING
 
 from core.agents.workspace import Workspace
 from core.model.run_settings import Review, RunSettings
 from core.model.technique import Technique
+
+if TYPE_CHECKING:  # LangGraph (0.6 s of imports) is loaded by the engines themselves, not by who only asks about one
+    from langgraph.graph import StateGraph
 
 
 class Engine:

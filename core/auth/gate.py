@@ -9,7 +9,7 @@ import time
 from typing import Literal, get_args
 
 from core.auth import config, sessions
-from core.auth.roles import ROLES, Identity, PermissionDenied, reassessed
+from core.auth.roles import ROLES, Identity, PermissionDenied, as_record, reassessed
 
 Action = Literal[
     "start", "samples", "review", "query_decision", "inbox_approve", "inbox_reject", "inbox_close", "stop",
@@ -108,3 +108,9 @@ def authorize_job(who: Identity | None, action: Action, asked_at: float) -> Iden
         raise Refused(f"refused when a worker took the job up: {e} (roles as the server's configuration gives "
                       "them now)") from None
     return now
+
+
+def asked_by(who: Identity, action: Action) -> dict:
+    """What a job says of who asks for it by the gate's ``action``, now (core.jobs.payload.Asked): the worker
+    checks it again (``authorize_job``)."""
+    return {"who": as_record(who), "action": action, "at": time.time()}

@@ -69,7 +69,7 @@ class BenchConfig:
     seed: int | None = None  # the sampling seed of epoch 1 (epoch e sends seed + e - 1); None: not sent
     vote: int = 0  # also record each technique's decision by majority over epochs 1..vote (0: no vote)
     started_by: str = ""  # who started the benchmark (recorded as who started each of its runs)
-    asked: dict | None = None  # who asked for it, by which gate action, when (core.jobs.payload.asked_by): for workers
+    asked: dict | None = None  # who asked for it, by which gate action, when (core.auth.gate.asked_by): for workers
 
     def __post_init__(self):
         if self.name is not None:

@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # the runner loads LangGraph: only ``bench`` itself needs it,
 from core.llm.client import LLMError
 from core.config.secrets import scrub
 from core.jobs import queue
-from core.jobs.payload import asked_by
+from core.auth.gate import asked_by
 from core.store import database
 from core.store.runs import RunStore
 from core.config import home as project_home

@@ -8,14 +8,13 @@ from pathlib import Path
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from core.auth.gate import authorize
+from core.auth.gate import asked_by, authorize
 from core.auth.roles import Identity
 from core.benchmark.config import BenchConfig
 from core.benchmark.items import BenchError
 from core.config import settings as config
 from core.jobs import queue
 from core.jobs.job import Job, JobBusy, all_jobs, get, launch
-from core.jobs.payload import asked_by
 from core.config.settings import PROJECT_ROOT
 from core.llm.client import REPLAY_PREFIX, replay_path
 

@@ -13,13 +13,11 @@ A payload that does not fit raises PayloadError (a ValueError), one line saying 
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from core.auth.roles import Identity, as_record
 from core.config import settings as config
 from core.llm.client import REPLAY_PREFIX, replay_path
 from core.model.bounds import NUMBERS, no_nul
@@ -248,11 +246,6 @@ def run_payload(values: dict) -> RunPayload:
 def bench_payload(values: dict) -> BenchPayload:
     """A ``bench_item`` job's payload checked; PayloadError saying what does not fit."""
     return _parse(BenchPayload, "bench_item", values)
-
-
-def asked_by(who: Identity, action: str) -> dict:
-    """What a job says of who asks for it by the gate's ``action``, now (``Asked``)."""
-    return {"who": as_record(who), "action": action, "at": time.time()}
 
 
 def model_of(llm) -> dict:

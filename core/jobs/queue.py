@@ -27,7 +27,7 @@ import time
 from core.config import settings as config
 from core.benchmark.items import Item
 from core.config.secrets import scrub
-from core.jobs import payload, routing
+from core.jobs import routing
 from core.jobs.code import code_version
 from core.model.events import ErrorEvent
 from core.store import database
@@ -113,13 +113,17 @@ def close() -> None:
 def llm_fields(llm) -> dict:
     """What a job carries of an LLMSettings: its endpoint's name or model, sampling and limits; never a key or a
     URL (core.jobs.payload.Model)."""
+    from core.jobs import payload  # heavy: pydantic and the payload's models (0.1 s), for a page that only follows
+
     return payload.model_of(llm)
 
 
 def run_job(action: str, run_id: str, llm=None, branch: dict | None = None, *, asked: dict) -> dict:
     """The payload of a job driving run ``run_id`` (core.jobs.payload.RunPayload) that ``asked`` says who asked
-    for (core.jobs.payload.asked_by), checked: PayloadError (a ValueError) saying what does not fit, before anything
+    for (core.auth.gate.asked_by), checked: PayloadError (a ValueError) saying what does not fit, before anything
     is stored or queued."""
+    from core.jobs import payload  # heavy: as above
+
     values = {"v": payload.VERSION, "action": action, "run_id": run_id,
               "llm": llm_fields(llm) if llm is not None else None, "branch": branch, "asked": asked,
               "code": code_version()}
@@ -138,6 +142,7 @@ def enqueue_items(config_dict: dict, keys: list[str], benchmark: str) -> dict[st
     already waiting in the queue is not queued twice (procrastinate's queueing lock), so two commands on one
     benchmark share its items. Item key -> job id (of this call's jobs)."""
     from procrastinate.exceptions import AlreadyEnqueued  # optional: as above
+    from core.jobs import payload  # heavy: as above
 
     queued, code = {}, code_version()
     for key in keys:
@@ -269,6 +274,7 @@ async def _requeue_orphans(app_) -> list[str]:
     recorded it (the worker asks the gate again); a branch never started cannot be (its changes went with the job
     that was never queued), nor a run without that record: each is failed, saying so. The run ids queued."""
     from core.jobs.opening import open_store  # heavy: the agent workspace (a worker has it loaded already)
+    from core.jobs import payload  # heavy: as above
 
     queued = []
     for row in await app_.connector.execute_query_all_async(_ORPHANS, lease=LEASE_S):

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from core.auth.gate import Action, authorize
+from core.auth.gate import Action, asked_by, authorize
 from core.auth.roles import Identity
 from core.config import settings as config
 from core.model.run_settings import Review, RunSettings
@@ -28,7 +28,6 @@ from core.store.runs import DRIVEN, RunRecord, RunStore, new_run_id
 from core.jobs import queue
 from core.jobs.job import Job, JobBusy, get, launch
 from core.jobs.opening import open_runtime, open_store
-from core.jobs.payload import asked_by
 
 RunBusy = JobBusy  # the run is already being driven by a job
 

@@ -6,7 +6,6 @@ from dataclasses import replace
 
 from core.llm.client import (REPLAY_PREFIX, LLMError, LLMNotConfigured, LLMSettings, bound_key, is_openai, open_llm,
                              read_replay, replay_path)
-from core.llm.server_info import detect_window
 from core.config.secrets import scrub
 from core.model.quantities import number
 
@@ -40,6 +39,8 @@ def window_text(settings: LLMSettings) -> str:
     """The context window a run of this model assumes and where it came from, as Settings says it."""
     if not settings.base_url or is_openai(settings.base_url):
         return "context window: OpenAI's API does not say it (set one under Limits to keep requests within it)"
+    from core.llm.server_info import detect_window  # heavy: httpx (45 ms), for a page that may never ask
+
     found = detect_window(settings.base_url, settings.model or "", bound_key(settings))
     if found is None:
         return ("context window: the server does not say it, so nothing is shortened until a request passes it and "

@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 
 from core.config import secrets
 from core.config.settings import PROJECT_ROOT, LLMSettings
-from core.llm import server_info, tokenizer_file
+from core.llm import tokenizer_file
 from sims.files import FileRefused, read_text
 
 if TYPE_CHECKING:  # langchain_core is heavy: loaded only when a model is opened (pages show runs without it)
@@ -649,6 +649,7 @@ def open_llm(spec: str | None = None, settings: LLMSettings | None = None, *, sk
         options["top_p"] = settings.top_p
     if settings.seed is not None:  # OpenAI, vLLM and llama.cpp take a seed; a server that ignores it still answers
         options["seed"] = settings.seed
+    from core.llm import server_info  # heavy: httpx
     from core.llm.transport import CappedTransport, proxy_for, tls  # heavy: httpx
 
     transport = CappedTransport(reply_chars(cap), proxy=proxy_for(settings.base_url or OPENAI_URL))

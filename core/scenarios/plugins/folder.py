@@ -15,7 +15,6 @@ from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 
-from core.backends import sqlite as sqlite_backend
 from core.backends.base import DEFAULT_TIMEOUT_S, QueryError
 from core.scenarios.dqa.source import SCENARIOS as DQA_SCENARIOS
 from core.scenarios.dqa.source import DQAError
@@ -337,6 +336,8 @@ class FolderScenario(ScenarioType):
         """The rows of a plugin's query (SQLite, on its tables as given), run as an agent's query is: read-only, in
         a worker process, within QUERY_TIMEOUT_S, QUERY_ROW_CAP rows and the result's character caps; a query
         past one of them fails, saying which."""
+        from core.backends import sqlite as sqlite_backend  # heavy (sqlglot, 45 ms): not for a page that only lists
+
         try:
             result = sqlite_backend.query_file(sqlite_backend.database_file(database, typed=False), sql,
                                                QUERY_TIMEOUT_S, QUERY_ROW_CAP)
