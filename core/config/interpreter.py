@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import functools
 import importlib._bootstrap as bootstrap
+import sys
 import threading
 
 LOCK = threading.RLock()
@@ -31,7 +32,26 @@ def install() -> None:
     """Make first imports hold ``LOCK`` and ``ast.parse`` hold ``SYNTAX_LOCK`` (once per process)."""
     ast.parse = locked(ast.parse, SYNTAX_LOCK)
     # The import statement and importlib.import_module both load a module not yet imported through this function.
-    bootstrap._find_and_load = locked(bootstrap._find_and_load, LOCK)
+    bootstrap._find_and_load = _first_imports_locked(bootstrap._find_and_load)
+
+
+def _first_imports_locked(find_and_load):
+    """``importlib._bootstrap._find_and_load`` holding ``LOCK`` for a module not yet imported (or still being
+    imported); a module already imported is returned at once, as the function itself would. Unlike the import
+    statement, ``importlib.import_module`` (app.py's, on every page run) calls it for any module."""
+    if getattr(find_and_load, "holds_interpreter_lock", False):
+        return find_and_load
+
+    @functools.wraps(find_and_load)
+    def loading(name, import_):
+        module = sys.modules.get(name)
+        if module is not None and not getattr(getattr(module, "__spec__", None), "_initializing", False):
+            return module
+        with LOCK:
+            return find_and_load(name, import_)
+
+    loading.holds_interpreter_lock = True
+    return loading
 
 
 def locked(function, lock):
