@@ -1,8 +1,9 @@
 """How soon each page shows its main content after navigation, measured in headless Chromium as a person
 navigates: a click on the page's link in the sidebar, then the time until the page's title and its main content (a
 page's chart, table or first control, below) are drawn. Once the page's script has run, the content it draws further
-down or in a hidden tab (``CONTENT``, e.g. the Benchmark's results tables) must be there and no exception box
-anywhere: a page that draws its first control and then fails is reported broken, not fast.
+down (``CONTENT``, e.g. the Benchmark's smoke button below its form) must be there and no exception box anywhere: a
+page that draws its first control and then fails is reported broken, not fast. The Benchmark's Results tab, drawn
+only when open, is checked with a click on it for every stored benchmark (``check_results``).
 
 The first page of a fresh server is set beside Streamlit's own floors on this machine, each timed on a fresh server in
 a new browser, interleaved with the app's ``--fresh`` times so that load falls on all alike: an app drawing only a
@@ -52,9 +53,9 @@ MAIN_CONTENT = {
     "Learned plans": "[data-testid=stAlert], [data-testid=stDataFrame]",
     "Settings": "[data-testid=stTextInput]",
 }
-#: Page title -> what the page draws once its script has run, in any tab (attached, not necessarily visible).
+#: Page title -> what the page draws last once its script has run (attached, not necessarily in view).
 CONTENT = {
-    "Benchmark": "[data-testid=stDataFrame]",  # the Results tab's tables (the Run tab has none)
+    "Benchmark": "button:has-text('Run the smoke benchmark')",  # below the Run tab's form (Results: check_results)
 }
 EXCEPTION = "[data-testid=stException]"
 #: Requests leaving localhost (blocked). A pattern, not a function: each request a function sees waits on this
@@ -125,7 +126,8 @@ def check_results(page: Page, names: list[str]) -> None:
     box (one crashing set, e.g. the plugin scenarios' smoke benchmark, broke the page for everyone)."""
     page.locator("[data-testid=stSidebarNav] a", has_text="Benchmark").first.click()
     idle(page)
-    page.get_by_role("tab", name="Results").click()
+    page.get_by_role("tab", name="Results").click()  # drawn only when open: a rerun of the page
+    idle(page)
     for name in names:
         page.locator("[data-testid=stSelectbox]:visible", has_text="Results").first.click()
         page.keyboard.type(name)

@@ -229,6 +229,13 @@ if at.exception:
 said = [e.value for e in list(at.error) + list(at.warning)]
 clear = any("cannot be opened here" in v or "characters long; at most" in v for v in said)
 hot = [v for v in shown_markdown(at) if live(v)]
+if page.endswith("benchmark.py"):  # its results' tabs, each drawn only when open
+    for tab in ("Results", "Compare sets"):
+        at.session_state["bench_tab"] = tab
+        at.run()
+        if at.exception:
+            sys.exit(f"exception: {at.exception[0].message}")
+        hot += [v for v in shown_markdown(at) if live(v)]
 print(f"{len(hot)} live markup, {len(said)} message(s), {'clear' if clear else 'none clear'}, longest "
       f"{max(map(len, said), default=0)} characters |", said[0][:60] if said else "")
 """

@@ -586,38 +586,66 @@ def show_items(items: pd.DataFrame) -> None:
                 st.caption(note)
 
 
-st.title("Benchmark")
-run_tab, results_tab, compare_tab = st.tabs(["Run", "Results", "Compare sets"])
-with run_tab:
-    progress = st.container()  # above the form: a benchmark started below shows here at once (issue 40)
-    start_form()
-    smoke_start()
-    with progress:
-        live(show_jobs, going=lambda: any(not j.done for j in jobs.jobs()), every=POLL_S)
-        live(show_team_runs, going=lambda: bool(jobs.elsewhere()), every=POLL_S)
-with results_tab:
+def going() -> bool:
+    """Whether a benchmark runs now: this app's, or another's into the team store."""
+    return any(not j.done for j in jobs.jobs()) or bool(jobs.elsewhere())
+
+
+def stored_so_far() -> None:
+    """While a benchmark runs, on the tabs of stored results: a note that they are the results stored so far, and
+    the page drawn again when it ends (as the Run tab's progress does)."""
+    if going():
+        live(lambda: st.caption("A benchmark is running (the Run tab follows it): these are the results stored so "
+                                "far; they are drawn again when it ends."), going=going, every=POLL_S)
+
+
+def show_stored_results() -> None:
+    """The Results tab: one stored benchmark's tables and figures; the one just started here, else the one chosen
+    (the first at first)."""
     directories = stored_benchmarks(bench_home())
     if not directories:
         st.info("No benchmark results yet: start one on the Run tab.", icon=":material/leaderboard:")
+        return
+    chosen = st.session_state.get("bench_dir")
+    names = [str(d) for d in directories]
+    if chosen in names and st.session_state.get("_bench_shown") != chosen:  # a benchmark started here: its results
+        st.session_state["_bench_shown"] = st.session_state[kept("bench_results")] = chosen
+    directory = st.selectbox("Results", names, index=names.index(chosen) if chosen in names else 0,
+                             format_func=lambda d: Path(d).name, key=kept("bench_results"))
+    results = read_all(directory)
+    models = sorted({r["model"] for r in results})
+    if len(models) > 1:
+        keep = st.multiselect("Models", models, default=models, key=kept(f"bench_models-{Path(directory).name}"))
+        results = [r for r in results if r["model"] in keep]
+    if results:
+        show_results(results)
     else:
-        chosen = st.session_state.get("bench_dir")
-        names = [str(d) for d in directories]
-        if chosen in names and st.session_state.get("_bench_shown") != chosen:  # a benchmark started here: its results
-            st.session_state["_bench_shown"] = st.session_state[kept("bench_results")] = chosen
-        directory = st.selectbox("Results", names, index=names.index(chosen) if chosen in names else 0,
-                                 format_func=lambda d: Path(d).name, key=kept("bench_results"))
-        results = read_all(directory)
-        models = sorted({r["model"] for r in results})
-        if len(models) > 1:
-            keep = st.multiselect("Models", models, default=models, key=kept(f"bench_models-{Path(directory).name}"))
-            results = [r for r in results if r["model"] in keep]
-        if results:
-            show_results(results)
+        st.info("No results here yet.")
+
+
+#: The page's tabs. Only the open one is drawn (a rerun on each switch): the Results tab's tables and figures took
+#: most of a visit's time while the Run tab was shown. The tab chosen stays for the session (``kept``).
+PAGE_TABS = ["Run", "Results", "Compare sets"]
+
+st.title("Benchmark")
+run_tab, results_tab, compare_tab = st.tabs(PAGE_TABS, key=kept("bench_tab"), on_change="rerun")
+if run_tab.open:
+    with run_tab:
+        progress = st.container()  # above the form: a benchmark started below shows here at once (issue 40)
+        start_form()
+        smoke_start()
+        with progress:
+            live(show_jobs, going=lambda: any(not j.done for j in jobs.jobs()), every=POLL_S)
+            live(show_team_runs, going=lambda: bool(jobs.elsewhere()), every=POLL_S)
+if results_tab.open:
+    with results_tab:
+        stored_so_far()
+        show_stored_results()
+if compare_tab.open:
+    with compare_tab:
+        stored_so_far()
+        stored = stored_benchmarks(bench_home())
+        if stored:
+            show_set_comparison(stored)
         else:
-            st.info("No results here yet.")
-with compare_tab:
-    stored = stored_benchmarks(bench_home())
-    if stored:
-        show_set_comparison(stored)
-    else:
-        st.info("No benchmark results yet: start one on the Run tab.", icon=":material/leaderboard:")
+            st.info("No benchmark results yet: start one on the Run tab.", icon=":material/leaderboard:")

@@ -41,12 +41,22 @@ class PageTest(AppTest):
         return result
 
 
-def open_page(page: str, question_ref: tuple | None = ("demo", "locating", 1)) -> AppTest:
-    """The app on ``page`` (e.g. ``pages/run.py``), run once, with ``question_ref`` as the current question."""
+def open_page(page: str, question_ref: tuple | None = ("demo", "locating", 1), **state) -> AppTest:
+    """The app on ``page`` (e.g. ``pages/run.py``), run once, with ``question_ref`` as the current question and
+    ``state`` in its session state (e.g. ``bench_tab="Results"``: the Benchmark page opened on that tab)."""
     at = PageTest(APP, default_timeout=30)
     if question_ref:
         at.session_state["question_ref"] = question_ref
+    for key, value in state.items():
+        at.session_state[key] = value
     at.switch_page(page)
+    return at.run()
+
+
+def on_tab(at: AppTest, label: str, key: str = "bench_tab") -> AppTest:
+    """``at`` run again with the tab ``label`` of the tabs keyed ``key`` open, as a click on it does: tabs made with
+    ``on_change="rerun"`` draw the open tab's content only (the Benchmark page's, ``bench_tab``)."""
+    at.session_state[key] = label
     return at.run()
 
 

@@ -45,7 +45,7 @@ def test_the_benchmark_page_compares_two_result_sets(monkeypatch, tmp_path):
             store.put({**RESULTS[0], **_result(q, right(q), model=model), "finished": 0.0, "run_id": f"{name}-{q}",
                        "decision": f"d{q}{name[0]}"})
         store.close()
-    at = open_page("pages/benchmark.py", question_ref=None)
+    at = open_page("pages/benchmark.py", question_ref=None, bench_tab="Compare sets")
     assert not at.exception
     at.selectbox(key="set_compare_Candidate_dir").set_value(str(home / "bench" / "candidate")).run()
     assert not at.exception

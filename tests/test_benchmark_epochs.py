@@ -219,7 +219,7 @@ def test_the_benchmark_page_shows_the_repeated_figures_with_their_n(bench_3, mon
     for r in read_results(bench_3[0] / "out"):
         store.put(r)
     store.close()
-    at = open_page("pages/benchmark.py", question_ref=None)
+    at = open_page("pages/benchmark.py", question_ref=None, bench_tab="Results")
     assert not at.exception
     acc = next(d.value for d in at.dataframe if "ci95_low" in d.value.columns).set_index("technique")
     assert (acc.loc["PlanRAG", "n"], acc.loc["PlanRAG", "ci95_low"], acc.loc["PlanRAG", "ci95_high"]) == (12, 20.5, 79.5)

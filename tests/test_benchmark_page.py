@@ -12,7 +12,7 @@ import core.jobs.benchmarks as jobs
 from core.benchmark.smoke import smoke_config
 from core.benchmark.results import ResultStore
 from tests.bench_scripts import write_transcripts
-from tests.page_app import ended, isolate, open_page
+from tests.page_app import ended, isolate, on_tab, open_page
 from tests.test_benchmark_reports import RESULTS
 
 
@@ -37,12 +37,11 @@ def test_results_show_the_tables_and_figures(monkeypatch, tmp_path):
     for r in RESULTS:
         store.put({**r, "finished": 0.0})
     store.close()
-    at = open_page("pages/benchmark.py", question_ref=None)
+    at = open_page("pages/benchmark.py", question_ref=None, bench_tab="Results")
     assert not at.exception
     layout = at.dataframe[0].value.set_index("technique")  # techniques by their names
     assert layout.loc["PlanRAG", "locating RDB sqlite"] == 75.0 and layout.loc["PlanRAG", "locating average paper"] == 64.3
-    # with the two tables of the settings, and the Compare sets tab's (PlanRAG against IterRAG by default)
-    assert len(at.get("plotly_chart")) == 5 and len(at.dataframe) == 13
+    assert len(at.get("plotly_chart")) == 5 and len(at.dataframe) == 12  # with the two tables of the settings
     acc = accuracy_table(at).set_index(["db", "technique"])
     row = acc.loc[("sqlite", "PlanRAG")]
     assert (row["n"], row["correct"], row["errors"], row["ci95_low"], row["ci95_high"]) == (4, 3, 0, 30.1, 95.4)
@@ -64,6 +63,27 @@ def test_results_show_the_tables_and_figures(monkeypatch, tmp_path):
     assert planrag["setting"] == "prompts improved" and planrag["paper"] == 64.5
     at.toggle[0].set_value(True).run()
     assert len(items_table(at)) == 4  # the wrong answers
+    on_tab(at, "Compare sets")  # its table: PlanRAG against IterRAG by default
+    assert not at.exception and len(at.dataframe) == 1 and not at.get("plotly_chart")
+
+
+def test_the_run_tab_does_not_build_the_results(monkeypatch, tmp_path):
+    """Only the open tab is drawn: a visit on the Run tab builds none of the results' tables and figures (most of
+    the page's time), the Results tab does; the tab chosen stays when the page is left and opened again."""
+    home = isolate(monkeypatch, tmp_path)
+    store = ResultStore(home / "bench" / "gpt-4o")
+    for r in RESULTS:
+        store.put({**r, "finished": 0.0})
+    store.close()
+    at = open_page("pages/benchmark.py", question_ref=None)
+    assert not at.exception and [b.label for b in at.get("form_submit_button")] == ["Start"]
+    assert not at.dataframe and not at.get("plotly_chart") and "bench_results" not in at.session_state
+    on_tab(at, "Results")
+    assert not at.exception and accuracy_table(at) is not None and at.get("plotly_chart")
+    assert not at.get("form_submit_button")  # the Run tab's form is not drawn meanwhile
+    at.switch_page("pages/history.py").run()
+    at.switch_page("pages/benchmark.py").run()
+    assert at.session_state["bench_tab"] == "Results" and accuracy_table(at) is not None
 
 
 def test_a_benchmark_started_from_the_page(monkeypatch, tmp_path, dqa, dqa_dir):
@@ -71,8 +91,9 @@ def test_a_benchmark_started_from_the_page(monkeypatch, tmp_path, dqa, dqa_dir):
     monkeypatch.setenv("DQA_DIR", str(dqa_dir))
     folder = tmp_path / "scripts"
     write_transcripts(dqa, folder, {"locating": [1, 2, 3]}, ["sqlite"], ["planrag"], lambda q: "right")
-    at = open_page("pages/benchmark.py", question_ref=None)
+    at = open_page("pages/benchmark.py", question_ref=None, bench_tab="Results")
     assert "No benchmark results yet" in at.info[0].value
+    on_tab(at, "Run")
     at.selectbox(key="bench_scenario").set_value("locating")
     at.text_input(key="bench_model").input(f"replay:{folder}")
     at.text_input(key="bench_questions").input("1-3")
@@ -84,6 +105,8 @@ def test_a_benchmark_started_from_the_page(monkeypatch, tmp_path, dqa, dqa_dir):
     assert job.bench.progress.done == 3 and job.bench.progress.correct == 3
     assert job.bench.config.prompts == "paper" and {r["prompts"] for r in job.bench.results()} == {"paper"}
     assert any("ended" in s.value for s in at.success)
+    on_tab(at, "Results")  # the benchmark just started is the one shown
+    assert at.selectbox(key="bench_results").value == str(job.bench.directory)
     assert at.dataframe[0].value.iloc[0]["locating RDB sqlite"] == 100.0
 
 
@@ -98,7 +121,7 @@ def test_smoke_benchmark_without_a_model(monkeypatch, tmp_path):
     assert job.bench.progress.done == 4 and job.bench.progress.correct == 4
     first = at.tabs[0].children[0]  # issue 40: the progress comes first in the Run tab, not below the whole form
     assert any("ended" in s.value for s in first.success)
-    acc = accuracy_table(at)
+    acc = accuracy_table(on_tab(at, "Results"))
     assert set(acc["source"]) == {"demo"} and (acc["paper"] == "–").all() and (acc["n"] == 1).all()
 
 
@@ -112,7 +135,7 @@ def test_an_analyst_overrides_a_grade_from_the_benchmark_view(monkeypatch, tmp_p
         store.put({**r, "finished": 0.0})
     store.close()
     OverrideStore(home).put("sqliteiterrag3", make_override("krakow", "krakow", by="ana"))
-    at = open_page("pages/benchmark.py", question_ref=None)
+    at = open_page("pages/benchmark.py", question_ref=None, bench_tab="Results")
     acc = accuracy_table(at).set_index(["db", "technique"])
     assert acc.loc[("sqlite", "IterRAG"), "correct"] == 3 and acc.loc[("sqlite", "IterRAG"), "overridden"] == 1
     assert any("1 grades were overridden" in c.value for c in at.caption)
@@ -125,7 +148,7 @@ def test_results_of_a_smoke_benchmark_over_plugin_scenarios(monkeypatch, tmp_pat
     job = jobs.start(smoke_config(source="scenario", db="sqlite"), who=local_admin())
     job.join(300)
     assert job.done and not job.error
-    at = open_page("pages/benchmark.py", question_ref=None)
+    at = open_page("pages/benchmark.py", question_ref=None, bench_tab="Results")
     assert not at.exception
     setting = next(d.value for d in at.dataframe if "paper_setting" in d.value.columns)
     assert set(setting["set"]) == {"scenario"} and (setting["paper"] == "–").all()
@@ -154,12 +177,14 @@ def test_results_and_compare_sets_read_the_team_store_from_any_app(monkeypatch, 
     local.put({**RESULTS[0], "finished": 0.0})
     local.close()
     monkeypatch.setenv("PLANRAG_DATABASE_URL", team_database)
-    at = open_page("pages/benchmark.py", question_ref=None)
+    at = open_page("pages/benchmark.py", question_ref=None, bench_tab="Results")
     assert not at.exception
     assert not any("No benchmark results yet" in i.value for i in at.info)
     assert next(s for s in at.selectbox if s.label == "Results").options == ["gpt-4o", "llama"]
-    assert [s.options for s in at.selectbox if s.label.endswith(": result set")] == [["gpt-4o", "llama"]] * 2
     assert accuracy_table(at).set_index(["db", "technique"]).loc[("sqlite", "PlanRAG"), "n"] == 4
+    on_tab(at, "Compare sets")
+    assert not at.exception and not any("No benchmark results yet" in i.value for i in at.info)
+    assert [s.options for s in at.selectbox if s.label.endswith(": result set")] == [["gpt-4o", "llama"]] * 2
 
 
 def _progress_texts(at) -> list[str]:
@@ -198,10 +223,15 @@ def test_a_benchmark_another_process_runs_is_followed_live_from_this_app(monkeyp
         assert any(m.value.startswith("**elsewhere**: running in another app, command or worker")
                    for m in at.markdown), [m.value for m in at.markdown]
         assert "0/6 items stored (0 not run) · accuracy -" in _progress_texts(at)
+        running = "A benchmark is running (the Run tab follows it)"  # the results tabs say so, and follow its end
+        assert any(c.value.startswith(running) for c in on_tab(at, "Results").caption)
+        on_tab(at, "Run")
         stub.release.set()
         assert other.wait(120) == 0, other.stdout.read()
         at.run()
         assert not at.exception and not any("running in another app" in m.value for m in at.markdown)
+        on_tab(at, "Results")
+        assert not any(c.value.startswith(running) for c in at.caption)
         assert not any("No benchmark results yet" in i.value for i in at.info)
         assert at.selectbox(key="bench_results").options == ["elsewhere"]
     finally:

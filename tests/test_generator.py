@@ -292,7 +292,7 @@ def test_workbench_pages_on_a_generated_set(monkeypatch, tmp_path):
 
     import core.jobs.benchmarks as jobs
     from tests.bench_scripts import write_transcripts
-    from tests.page_app import isolate, open_file, open_page
+    from tests.page_app import isolate, on_tab, open_file, open_page
 
     isolate(monkeypatch, tmp_path)
     root = tmp_path / "my-set"
@@ -327,6 +327,7 @@ def test_workbench_pages_on_a_generated_set(monkeypatch, tmp_path):
     at.run()
     assert job.bench.progress.correct == 3 and job.bench.set_name == "my-set"
     assert any("items of set **my\\-set**" in m.value for m in at.markdown)  # the name as text (ui.untrusted.md)
+    on_tab(at, "Results")
     assert any("Question set: **my-set**" in c.value for c in at.caption)
 
 

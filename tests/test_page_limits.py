@@ -102,6 +102,6 @@ def test_the_benchmark_results_count_stuck_runs_apart(monkeypatch, tmp_path):
     for i, r in enumerate(RESULTS):
         store.put({**r, "finished": 0.0, **({"status": "stuck", "correct": False} if i == 0 else {})})
     store.close()
-    at = open_page("pages/benchmark.py", question_ref=None)
+    at = open_page("pages/benchmark.py", question_ref=None, bench_tab="Results")
     assert not at.exception
     assert any(c.value.startswith("1 run was stuck") for c in at.caption)

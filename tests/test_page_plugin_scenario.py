@@ -10,7 +10,7 @@ from core.scenarios import catalog
 import core.jobs.runs as jobs
 from core import scenarios
 from core.scenarios import ranking
-from tests.page_app import button, isolate, open_file, open_page
+from tests.page_app import button, isolate, on_tab, open_file, open_page
 from tests import page_app
 
 REF = ("scenario", "depot", 1)
@@ -111,7 +111,7 @@ def test_benchmark_over_depot_questions_from_the_page(home):
     job.join(120)
     at.run()
     assert job.bench.progress.done == 2 and job.bench.progress.correct == 2
-    acc = next(d.value for d in at.dataframe if "optimal rate" in d.value.columns)
+    acc = next(d.value for d in on_tab(at, "Results").dataframe if "optimal rate" in d.value.columns)
     assert (set(acc["scenario"]) == {"Distribution centre"} and set(acc["source"]) == {"scenario"}  # by its title
             and (acc["paper"] == "–").all())
 
@@ -127,5 +127,5 @@ def test_smoke_benchmark_over_the_plugin_scenarios_from_the_page(home):
     job.join(120)
     at.run()
     assert job.bench.directory.name == "smoke-scenario" and job.bench.progress.done == 2
-    acc = next(d.value for d in at.dataframe if "optimal rate" in d.value.columns)
+    acc = next(d.value for d in on_tab(at, "Results").dataframe if "optimal rate" in d.value.columns)
     assert set(acc["scenario"]) == {"Distribution centre"} and set(acc["technique"]) == {"PlanRAG", "IterRAG"}

@@ -16,7 +16,7 @@ import core.jobs.runs as jobs
 from core.model.run_settings import RunSettings
 from ui.untrusted import md, md_code, md_table
 from tests.conftest import ROOT
-from tests.page_app import isolate
+from tests.page_app import isolate, on_tab
 from tests.test_page_state import linked
 
 HOST = "evil.test"
@@ -146,9 +146,10 @@ def test_the_benchmark_results_of_a_hostile_plugin_and_set_are_shown_as_text(hos
                                   questions="1", name=name, cache=False))
         bench.run()
         assert bench.results()
-    at = linked("pages/benchmark.py")
+    at = on_tab(linked("pages/benchmark.py"), "Results")
     assert_text_only(at)
     assert any("evil" in v and "Depot" in v for v in shown_markdown(at))  # the plugin's title: shown, as text
+    assert_text_only(on_tab(at, "Compare sets"))
 
 
 @pytest.mark.parametrize("page, params", [

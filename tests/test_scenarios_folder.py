@@ -12,7 +12,7 @@ from core.scenarios import catalog
 from core import scenarios
 from core.cli.main import main
 from core.scenarios.plugins import checks
-from tests.page_app import isolate, open_page
+from tests.page_app import isolate, on_tab, open_page
 
 
 @pytest.fixture
@@ -108,7 +108,7 @@ def test_benchmark_over_a_user_scenario_of_the_session_folder(folders, monkeypat
     job = bench_jobs.jobs()[-1]
     job.join(120)
     assert job.error is None and job.bench.progress.done == 2
-    at.run()
+    on_tab(at, "Results")
     acc = next(d.value for d in at.dataframe if "optimal rate" in d.value.columns)
     rows = acc[acc["scenario"] == "Supplier Pick"]  # by its title
     assert len(rows) == 1 and rows.iloc[0]["n"] == 2 and set(rows["source"]) == {"scenario"}
