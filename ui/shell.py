@@ -3,6 +3,7 @@ folder and the project home's notices, then the app's navigation (app.py; ui/rou
 itself)."""
 from __future__ import annotations
 
+import contextlib
 import threading
 
 import streamlit as st
@@ -42,17 +43,43 @@ def prepare() -> None:
 WARM_UP_AFTER_S = 4.0
 
 
+#: The longest the warm-up waits for pages to end before its next step (a server whose pages never stop still
+#: warms up).
+WARM_UP_YIELDS_S = 10.0
+_pages = threading.Condition()  # guards _running: the script runs of pages in progress (``run``)
+_running = 0
+
+
 @st.cache_resource(show_spinner=False)
 def warming() -> threading.Thread:
     """Once per server, in the background, after the first page is out (app.py starts it once the page has run):
-    load what its first run would wait for (core.jobs.opening.warm_up). A run started before then imports what it
-    needs itself."""
+    load what its first run would wait for (core.jobs.opening.warm_up), each step once no page is running. A run
+    started before then imports what it needs itself."""
     from core.jobs import opening  # heavy (the LLM client, httpx: 75 ms), which the first page has no use for
 
-    thread = threading.Timer(WARM_UP_AFTER_S, opening.warm_up)
+    thread = threading.Timer(WARM_UP_AFTER_S, opening.warm_up, kwargs={"between": pages_idle})
     thread.name, thread.daemon = "warm-up", True
     thread.start()
     return thread
+
+
+def pages_idle(longest_s: float = WARM_UP_YIELDS_S) -> bool:
+    """Wait until no page's script is running, ``longest_s`` seconds at most; whether none is."""
+    with _pages:
+        return _pages.wait_for(lambda: _running == 0, timeout=longest_s)
+
+
+@contextlib.contextmanager
+def _page_running():
+    global _running
+    with _pages:
+        _running += 1
+    try:
+        yield
+    finally:
+        with _pages:
+            _running -= 1
+            _pages.notify_all()
 
 
 STORE_RETRY_S = 5  # how often a page the team store's outage interrupted looks whether it is back
@@ -75,7 +102,8 @@ def run(page) -> None:
     away, _this_run.away = getattr(_this_run, "away", None), None
     if away is None:
         try:
-            page.run()
+            with _page_running():
+                page.run()
             return
         except Exception as e:
             if not database.is_lost(e):

@@ -1,0 +1,42 @@
+"""The app's warm-up (core.jobs.opening.warm_up, started by ui/shell.py after the first page): it loads what a first
+run needs a step at a time, each step once no page is running, so that a page's first visit meanwhile waits for one
+step at most, not for the whole warm-up (bench/bench_pages.py: a first visit then took 1.4 s instead of 0.2)."""
+from __future__ import annotations
+
+import sys
+import threading
+
+from core.jobs import opening
+from ui import shell
+
+
+def test_the_warm_up_asks_before_each_step_and_loads_them_all():
+    asked: list[int] = []
+    opening.warm_up(between=lambda: asked.append(len(asked)))
+    assert asked == list(range(len(opening.WARM_UP))) and len(opening.WARM_UP) > 1
+    assert [name for name in opening.WARM_UP if name not in sys.modules] == []
+
+
+def test_the_warm_up_waits_while_a_page_runs():
+    page_ends, started = threading.Event(), threading.Event()
+
+    def page():
+        with shell._page_running():
+            started.set()
+            page_ends.wait(30)
+
+    running = threading.Thread(target=page)
+    running.start()
+    try:
+        assert started.wait(30)
+        assert shell.pages_idle(0.2) is False  # a page runs: the step waits (here at most 0.2 s)
+        waited: list[bool] = []
+        waiter = threading.Thread(target=lambda: waited.append(shell.pages_idle(30)))
+        waiter.start()
+        page_ends.set()
+        waiter.join(30)
+        assert waited == [True]  # woken by the page's end, not by the bound
+    finally:
+        page_ends.set()
+        running.join(30)
+    assert shell.pages_idle(0) is True
