@@ -20,9 +20,10 @@ run: setup
 	$(BIN)/streamlit run app.py
 
 # TEST_JOBS: the suite on that many processes (pytest-xdist; the Neo4j tests on one of them, the longest tests first:
-# tests/conftest.py); 0: in this process. Two by default, one a core here: a whole run took 17 min 50 s on two (at load
-# 5 to 8, other work included) against 42 min 52 s on one before the packages were compiled (CPU: 1,071 s).
-TEST_JOBS ?= 2
+# tests/conftest.py); 0: in this process. Three by default: many tests wait (a server starting, a store away, a
+# model's delay), so a third process fills two cores. Fresh-clone .ci/run of one head on 2 cores, one after the
+# other: make test 8 min 56 s on 2 processes, 8 min 30 s on 3 (on 4, the machine was CPU-bound at load 13: no faster).
+TEST_JOBS ?= 3
 # The long tests at once, one per process: one of them (a 5-minute outage of the store) mostly waits, the others are
 # a browser beside a CPU hog and fresh servers opened by 8 sessions, so together they take about as long as the
 # longest, not the sum.

@@ -44,7 +44,7 @@ def test_make_sets_up_then_runs():
             for target in ("run", "test")}
     assert "-m venv .venv" in plan["run"] and "-r requirements.txt" in plan["run"]
     assert plan["run"].rstrip().endswith("streamlit run app.py")
-    assert "-r requirements-dev.txt" in plan["test"] and plan["test"].rstrip().endswith("-m pytest -n 2")
+    assert "-r requirements-dev.txt" in plan["test"] and plan["test"].rstrip().endswith("-m pytest -n 3")
 
 
 def test_the_app_listens_on_localhost_and_sends_nothing_out():
