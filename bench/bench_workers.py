@@ -98,7 +98,7 @@ def benchmark(stub: TurnStub, name: str, epochs: int):
     """The scripted benchmark, asked for by the local admin (a queued item says who asked for it)."""
     from core.auth.roles import local_admin
     from core.benchmark.runner import Bench, BenchConfig
-    from core.jobs.payload import asked_by
+    from core.auth.gate import asked_by
     from core.llm.client import LLMSettings
 
     return Bench(BenchConfig(["iterrag"], "m", source="demo", base_url=stub.url, name=name, cache=False,
