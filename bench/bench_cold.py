@@ -25,7 +25,7 @@ from playwright.sync_api import sync_playwright
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_pages import EXCEPTION, SEED, Broken, first_look, idle, load, navigate  # noqa: E402
+from bench_pages import EXCEPTION, MAIN_CONTENT, SEED, Broken, first_look, idle, load, navigate  # noqa: E402
 from screenshots import CHROMIUM, CHROMIUM_ARGS, app_env, streamlit_app  # noqa: E402
 
 #: Copies the seeded runs (with their events) to ``RUNS`` runs, and the smoke benchmark's results to two sets of
@@ -82,7 +82,10 @@ def compare_sets(page, candidate: str) -> float:
     seconds = time.perf_counter() - start
     if page.locator(EXCEPTION).count():
         raise Broken(f"Compare sets: {page.locator(EXCEPTION).first.inner_text()[:2000]}")
-    page.get_by_role("tab", name="Run").click()  # the session keeps its tab: the next round's Benchmark opens on Run
+    # the session keeps its tab: the next round's Benchmark opens on Run, once this click's run has drawn it (a
+    # navigation before that run keeps the tab before it)
+    page.get_by_role("tab", name="Run").click()
+    page.locator(MAIN_CONTENT["Benchmark"]).first.wait_for(state="visible", timeout=60_000)
     idle(page)
     return seconds
 
