@@ -91,3 +91,30 @@ def test_a_form_never_moves_to_the_next_pause_without_a_click(home):
     [show] = [b for b in ben.button if b.key == f"form-show-{run_id}-p2"]
     show.click().run()
     assert button(ben, "Approve as proposed") and "The agent wants to change its plan" in ben.subheader[0].value
+
+
+def _texts(node):
+    """The Markdown texts in ``node`` and below it."""
+    if getattr(node, "type", None) == "markdown":
+        yield node.value
+    for child in getattr(node, "children", {}).values():
+        yield from _texts(child)
+
+
+def test_a_row_keeps_its_place_in_the_inbox_once_the_name_is_given(home):
+    """The inbox asks for a name before its rows; once it is given the rows must stay where they were: the rerun
+    drawing them one place up kept the run before's copy, one place down, until it ended (the row shown twice for a
+    moment; a browser test met both copies)."""
+    paused_run()
+    at = open_page("pages/run.py")  # no name yet: the inbox asks for it
+
+    def row_place() -> list[int]:
+        box = at.expander[0]
+        return [i for i, child in box.children.items() if any("waits for approval" in t for t in _texts(child))]
+
+    before = row_place()
+    assert len(before) == 1 and any(t.key == "inbox_name" for t in at.text_input)
+    [asked] = [t for t in at.text_input if t.key == "inbox_name"]
+    asked.set_value("Ana").run()
+    assert at.session_state["reviewer"] == "Ana" and not any(t.key == "inbox_name" for t in at.text_input)
+    assert row_place() == before

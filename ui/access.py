@@ -71,9 +71,12 @@ def _use_name(key: str) -> None:
 def ask_name(key: str, label: str = "Your name, recorded with what you do here") -> bool:
     """Where an action records who took it and this session has no identity yet (single-user mode, no name given):
     ask for the name, once; every action and presence line of the session then use it. Whether there is one."""
+    # One element here, asked or not: what follows keeps its place once the name is given, so that the rerun drawing
+    # it does not show it twice for a moment (its copy of the run before, one place down, stays until the run ends).
+    slot = st.container()
     if named():
         return True
-    st.text_input(label, key=key, on_change=_use_name, args=(key,),
+    slot.text_input(label, key=key, on_change=_use_name, args=(key,),
                   placeholder="e.g. Ana Costa (press Enter)",
                   help="Asked once for this session (change it in the sidebar): your reviews, stops, branches and "
                        "grade overrides are recorded under it.")
