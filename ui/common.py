@@ -19,9 +19,11 @@ so a view can be bookmarked or sent: a link's question and run win over the sess
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
+from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
 from core.analysis.format import number
 from core.scenarios import catalog
@@ -42,10 +44,16 @@ DEFAULT_QUESTION = ("demo", "locating", 1)  # a page opened with no question in 
 def _use_app_navigation() -> None:
     """On a fresh server, Streamlit serves a deep link (e.g. /run) by running the page file alone, with the files of
     pages/ as the menu, until app.py has run once. Every page imports this module: switch such a run over to
-    app.py's navigation and rerun it, keeping the requested page."""
-    if PagesManager.uses_pages_directory:
-        PagesManager.uses_pages_directory = False
-        st.rerun()
+    app.py's navigation and rerun it, keeping the requested page. A run of app.py itself goes on: it routes below
+    (its first run on a fresh server was run twice)."""
+    ctx = get_script_run_ctx()
+    if not PagesManager.uses_pages_directory or ctx is None:
+        return
+    running = ctx.pages_manager.get_pages().get(ctx.page_script_hash, {}).get("script_path")
+    if running and Path(running).resolve() == Path(ctx.main_script_path).resolve():
+        return
+    PagesManager.uses_pages_directory = False
+    st.rerun()
 
 
 _use_app_navigation()
