@@ -586,9 +586,19 @@ def show_items(items: pd.DataFrame) -> None:
                 st.caption(note)
 
 
+def running_here() -> bool:
+    """Whether one of this app's benchmarks runs now."""
+    return any(not j.done for j in jobs.jobs())
+
+
+def running_elsewhere() -> bool:
+    """Whether another app, command or the queue's workers run a benchmark into the team store now."""
+    return bool(jobs.elsewhere())
+
+
 def going() -> bool:
     """Whether a benchmark runs now: this app's, or another's into the team store."""
-    return any(not j.done for j in jobs.jobs()) or bool(jobs.elsewhere())
+    return running_here() or running_elsewhere()
 
 
 def stored_so_far() -> None:
@@ -635,8 +645,8 @@ if run_tab.open:
         start_form()
         smoke_start()
         with progress:
-            live(show_jobs, going=lambda: any(not j.done for j in jobs.jobs()), every=POLL_S)
-            live(show_team_runs, going=lambda: bool(jobs.elsewhere()), every=POLL_S)
+            live(show_jobs, going=running_here, every=POLL_S)
+            live(show_team_runs, going=running_elsewhere, every=POLL_S)
 if results_tab.open:
     with results_tab:
         stored_so_far()
