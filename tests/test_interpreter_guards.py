@@ -175,3 +175,34 @@ def test_a_module_already_imported_is_found_without_waiting_for_another_threads_
         print(order)
     """)
     assert order == str(["json found", "lock let go"])
+
+
+def test_the_server_event_loops_imports_as_a_session_starts_never_wait_for_a_pages_first_imports():
+    """As a session starts, Streamlit's event loop imports the modules of its agent-skills nudge; on a fresh server
+    the session's first page holds the import lock meanwhile (importing the app), and every message of the page
+    waited behind it (0.26 s). The guard imports them before the lock exists."""
+    order = run(f"""
+        import sys, threading
+        sys.path.insert(0, {str(ROOT)!r})
+        from ui import threads
+        from core.config import interpreter
+        threads.guard()
+        order, held, done = [], threading.Event(), threading.Event()
+
+        def first_page_importing():
+            with interpreter.LOCK:
+                held.set()
+                done.wait(60)
+                order.append("page's imports done")
+
+        page = threading.Thread(target=first_page_importing)
+        page.start()
+        held.wait(60)
+        from streamlit.runtime.backend_operation_handler import connection_locality  # app_session's, as it starts
+        from streamlit.web import skills
+        order.append("session started")
+        done.set()
+        page.join()
+        print(order)
+    """)
+    assert order == str(["session started", "page's imports done"])

@@ -16,6 +16,7 @@ other where a library is not thread-safe.
 from __future__ import annotations
 
 import functools
+import importlib
 import sys
 
 from _plotly_utils import optional_imports
@@ -24,8 +25,16 @@ from streamlit.runtime.scriptrunner import script_cache
 from core.config import interpreter
 
 
+#: Streamlit modules the server's event loop imports as a session starts (for its nudge to install agent skills),
+#: imported before the import lock is installed: the loop waited there for the first page's imports of the app,
+#: holding every message of the page back (0.26 s on a fresh server, in about half the starts).
+EVENT_LOOP_IMPORTS = ("streamlit.web.skills", "streamlit.runtime.backend_operation_handler")
+
+
 def guard() -> None:
     """Install the interpreter's guards and these two (once per process)."""
+    for name in EVENT_LOOP_IMPORTS:
+        importlib.import_module(name)
     interpreter.install()
     # the cache's compile of a parsed page (the module's name shadows the built-in; ast.parse is locked already)
     script_cache.compile = interpreter.locked(getattr(script_cache, "compile", compile), interpreter.SYNTAX_LOCK)
