@@ -1,7 +1,7 @@
 """Pages draw without loading what only a run, a model or a query needs, and the first page's run is not run
 twice: each of these modules costs a fresh server's first look, or a page's first visit, tens of milliseconds or
 more (httpx with its command line's rich and pygments 45 ms, sqlglot 45 ms, the job payload's pydantic models 0.1 s,
-LangGraph with LangChain 0.6 s), measured by bench/bench_pages.py."""
+LangGraph with LangChain 0.6 s, networkx 0.3-0.5 s), measured by bench/bench_pages.py."""
 from __future__ import annotations
 
 import json
@@ -14,13 +14,15 @@ ROOT = Path(__file__).resolve().parent.parent
 #: Loaded by a run, a model probe or a worker, never by a page before it starts one.
 RUN_ONLY = ("httpx", "langchain_core", "langgraph", "openai", "psycopg", "procrastinate", "pydantic", "sqlalchemy",
             "opentelemetry")
-#: Loaded by a query or a table, never by the first look.
-FIRST_LOOK = RUN_ONLY + ("sqlglot", "pandas")
+#: Loaded by a query or a table, never by the first look; networkx by a plugin scenario's figure only.
+FIRST_LOOK = RUN_ONLY + ("sqlglot", "pandas", "networkx")
 PAGES = ("benchmark", "plans", "history", "settings", "compare", "decision", "run")
 PROBE = """
 import json, os, sys
 import streamlit
 from streamlit.testing.v1 import AppTest
+from ui import shell
+shell.WARM_UP_AFTER_S = 3600  # not within these visits: its imports are a run's, not a page's (a loaded machine)
 reruns, rerun = [], streamlit.rerun
 streamlit.rerun = lambda *args, **kwargs: (reruns.append(1), rerun(*args, **kwargs))
 at = AppTest.from_file(os.path.abspath("app.py"), default_timeout=120)

@@ -1,14 +1,13 @@
 """What part of a directed network a figure shows, and where: the neighbourhood of a few nodes (their upstream
 nodes within some hops, and the paths from chosen nodes to them), and a layered left-to-right layout (a node's
 column is the longest path from it to an end node; rows ordered by the barycentre heuristic). Pure functions of
-node names and edges, fast enough for networks of thousands of nodes."""
+node names and edges, fast enough for networks of thousands of nodes, in plain Python: a graph library's import
+(networkx: 0.3-0.5 s) held a fresh server's first figure back longer than all of this takes."""
 from __future__ import annotations
 
 from collections import deque
 from functools import lru_cache
 from statistics import fmean
-
-import networkx as nx
 
 BARYCENTRE_SWEEPS = 8
 
@@ -38,13 +37,68 @@ def order_columns(columns: list[list], neighbours, sweeps: int = BARYCENTRE_SWEE
 def depths(nodes: tuple[str, ...], edges: tuple[tuple[str, str], ...]) -> dict[str, int]:
     """Longest path (in edges) from each node to an end node (one without dests). The nodes of a cycle (no valid
     trade network has one) share a depth: the cycle counts as one node."""
-    graph = nx.DiGraph(list(edges))
-    graph.add_nodes_from(nodes)
-    dag = nx.condensation(graph)
-    deep: dict[int, int] = {}
-    for c in reversed(list(nx.topological_sort(dag))):
-        deep[c] = max((deep[d] + 1 for d in dag.successors(c)), default=0)
-    return {n: deep[c] for n, c in dag.graph["mapping"].items()}
+    dests: dict[str, list[str]] = {n: [] for n in nodes}
+    for s, d in edges:
+        dests.setdefault(s, []).append(d)
+        dests.setdefault(d, [])
+    component: dict[str, int] = {}
+    deep: list[int] = []
+    for i, members in enumerate(strong_components(dests)):  # each after every component it reaches
+        component.update(dict.fromkeys(members, i))
+        deep.append(max((deep[component[d]] + 1 for n in members for d in dests[n] if component[d] != i),
+                        default=0))
+    return {n: deep[component[n]] for n in dests}
+
+
+def strong_components(dests: dict) -> list[list]:
+    """The strongly connected components of the directed graph ``dests`` (node -> the nodes its edges go to, every
+    node a key), each listed after every component it reaches: Tarjan's algorithm, with a stack of its own instead
+    of recursion (a path may be thousands of nodes long)."""
+    index: dict = {}
+    low: dict = {}
+    stack: list = []
+    on_stack: set = set()
+    found: list[list] = []
+    for root in dests:
+        if root in index:
+            continue
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        work = [(root, iter(dests[root]))]
+        while work:
+            node, ahead = work[-1]
+            for child in ahead:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(dests[child])))
+                    break
+                if child in on_stack:
+                    low[node] = min(low[node], index[child])
+            else:
+                work.pop()
+                if work:
+                    parent = work[-1][0]
+                    low[parent] = min(low[parent], low[node])
+                if low[node] == index[node]:
+                    members = []
+                    while not members or members[-1] != node:
+                        members.append(stack.pop())
+                        on_stack.discard(members[-1])
+                    found.append(members)
+    return found
+
+
+def neighbours(nodes, edges) -> dict:
+    """Each of ``nodes``' neighbours along ``edges`` (tuples starting with their two ends, either way; each
+    neighbour once; ends outside ``nodes`` left out)."""
+    adjacent: dict = {n: {} for n in nodes}
+    for s, d, *_ in edges:
+        if s in adjacent and d in adjacent:
+            adjacent[s][d] = adjacent[d][s] = None
+    return {n: list(around) for n, around in adjacent.items()}
 
 
 def layered_layout(nodes: list[str], edges: list[tuple[str, str]], depth: dict[str, int]) -> dict:
@@ -55,12 +109,7 @@ def layered_layout(nodes: list[str], edges: list[tuple[str, str]], depth: dict[s
     columns: list[list[str]] = [[] for _ in levels]
     for n in nodes:
         columns[x_of[depth[n]]].append(n)
-    adjacent: dict[str, list[str]] = {n: [] for n in nodes}
-    for s, d in edges:
-        if s in adjacent and d in adjacent:
-            adjacent[s].append(d)
-            adjacent[d].append(s)
-    row = order_columns(columns, adjacent.__getitem__)
+    row = order_columns(columns, neighbours(nodes, edges).__getitem__)
     return {n: (float(x), row[n]) for x, column in enumerate(columns) for n in column}
 
 

@@ -12,12 +12,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-import networkx as nx
 import numpy as np
 import plotly.graph_objects as go
 
 from core.scenarios.labels import declutter
-from core.scenarios.network_view import depths, layered_layout, neighbourhood, order_columns
+from core.scenarios.network_view import depths, layered_layout, neighbourhood, neighbours, order_columns
 from core.scenarios.drawing import (BEST, CONSUMER, EDGE, FADED_TEXT, FAINT_EDGE, FOCUS, GOODS, HOME,
                                   LABEL_SIZE, LEGEND, LESS, MORE, OTHER, PICK, PRESENT, SUPPLIER, TEXT,
                                   TOP_MARGIN)
@@ -409,12 +408,10 @@ def _market_view(question: Question, links: _MarketLinks, names: dict[int, str],
                 for n in set(nodes) - shown:
                     del column[n]
         edges = [e for e in edges if e[0] in column and e[1] in column]
-    graph = nx.Graph([(a, b) for a, b, *_ in edges])
-    graph.add_nodes_from(column)
     columns = [sorted((n for n, c in column.items() if c == x),
                       key=lambda n: (names[int(n[9:])], int(n[9:])) if n.startswith("building:") else (n, 0))
                for x in range(min(column.values()), max(column.values()) + 1)]
-    row = order_columns(columns, graph.neighbors, spread=True)
+    row = order_columns(columns, neighbours(column, edges).__getitem__, spread=True)
     return _MarketView(column, {n: (float(column[n]), -row[n]) for n in column}, edges, hidden)
 
 
@@ -452,12 +449,10 @@ def _what_if_view(question: Question, links: _MarketLinks, names: dict[int, str]
     edges = [e for e in edges if e[0] in column and e[1] in column]
     notes = {n: "also trades " + ", ".join(sorted(g[6:] for g in trades[n] if g != home[n]))
              for n in shown if len(trades[n]) > 1}
-    graph = nx.Graph([(a, b) for a, b, *_ in edges])
-    graph.add_nodes_from(column)
     columns = [sorted((n for n, c in column.items() if c == x),
                       key=lambda n: (names[int(n[9:])], int(n[9:])) if n.startswith("building:") else (n, 0))
                for x in (-1, 0, 1)]
-    row = order_columns(columns, graph.neighbors, spread=True)
+    row = order_columns(columns, neighbours(column, edges).__getitem__, spread=True)
     return _MarketView(column, {n: (float(column[n]), -row[n]) for n in column}, edges, hidden, notes)
 
 
