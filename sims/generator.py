@@ -25,17 +25,15 @@ from multiprocessing import get_context
 from pathlib import Path
 
 from sims import building, dqa_files, locating, synthetic
-from sims.files import FileRefused, read_text
 from sims.locating_networks import NoRoom, Plant, trade_network
 from sims.question_text import (BUILDING_QUESTION, BUILDING_RULES, LOCATING_GOAL, LOCATING_QUESTION,
                                  LOCATING_RULES)
+from sims.manifest import MANIFEST, GenerateError, read_manifest
 from sims.ranking import Ranking
 from sims.tables import Tables
 
 #: Version of the generator's output for a given seed and knobs; raise it when that output changes.
 GENERATOR_VERSION = 1
-#: The set's manifest at its root; its presence marks a folder as a generated set.
-MANIFEST = "generated.json"
 #: Per scenario, beside the question file: one ranking summary per question, in question order.
 RANKINGS = "rankings.json"
 #: Scores closer than this (relative to the best score) count as tied: such a label could depend on rounding.
@@ -53,10 +51,6 @@ MARKET_SHAPE = {"consumer_share": 0.3, "supply_scale": 3.0}
 #: Fields the released files carry that their own loader reads (constant there too).
 LOCATING_TARGETS = {"target_rdb": "eu4_1445", "target_gdb": "eu4"}
 BUILDING_TARGET_GDB = "gdb-2hop-001"
-
-
-class GenerateError(ValueError):
-    """Knobs that cannot be met, or an output folder that must not be written; the message says what to change."""
 
 
 @dataclass(frozen=True)
@@ -342,17 +336,6 @@ class Report:
 def rankings_json(summaries: list[dict]) -> str:
     """The rankings file's text: a JSON array, one question's summary a line."""
     return "[\n" + ",\n".join(json.dumps(s) for s in summaries) + "\n]\n"
-
-
-def read_manifest(root: Path) -> dict | None:
-    """The manifest of a generated set, or None when ``root`` has none."""
-    path = Path(root) / MANIFEST
-    if not os.path.lexists(path):
-        return None
-    try:
-        return json.loads(read_text(path, "manifest"))
-    except (json.JSONDecodeError, UnicodeDecodeError, FileRefused) as e:
-        raise GenerateError(f"{path}: not a generator manifest ({e})") from None
 
 
 def _check_output(root: Path) -> dict | None:

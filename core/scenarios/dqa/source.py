@@ -15,7 +15,7 @@ from core.config.settings import dqa_dir
 from core.model.graph import GraphData, GraphMapping, read_cypher_dump
 from core.model.numbers import questions_text
 from core.model.question import Database, Question, ScenarioKind
-from sims.generator import GenerateError, read_manifest
+from sims.manifest import GenerateError, read_manifest
 from sims.files import FileRefused, read_bytes, read_text
 from sims.sqldump import read_sql_dump
 from sims.tables import Tables
