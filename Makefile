@@ -14,7 +14,7 @@ PYTHON ?=
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test test-long lint setup setup-dev phoenix clean
+.PHONY: run test test-long lint setup setup-dev bytecode phoenix clean
 
 run: setup
 	$(BIN)/streamlit run app.py
@@ -38,8 +38,15 @@ test-long: setup-dev
 lint: setup-dev
 	$(BIN)/ruff check .
 
-setup: $(VENV)/.runtime
-setup-dev: $(VENV)/.dev
+setup: $(VENV)/.runtime bytecode
+setup-dev: $(VENV)/.dev bytecode
+
+# The project's own modules compiled, as the packages are (below): where PYTHONDONTWRITEBYTECODE is set, Python
+# never writes their .pyc files, so every process (an app, a worker, a command, a test's server) compiled the ones
+# it imports again (the app's first page: 78 modules, 0.17 s of a fresh server's first look). Only files changed
+# since are compiled again; a file edited later is read from source until then, as always.
+bytecode: | $(VENV)/bin/python
+	@$(BIN)/python -m compileall -q -j 0 app.py core ui sims pages tests bench >/dev/null
 
 $(VENV)/bin/python:
 	@python="$(PYTHON)"; new_enough="import sys; sys.exit(sys.version_info < (3, 11))"; \
