@@ -217,3 +217,35 @@ def test_legends_clear_the_toolbar_and_labels_at_the_edge_are_not_cut():
     for fig in (figs[0], figs[1], figs[3]):
         labelled = [t for t in fig.data if "text" in (t.mode or "")]
         assert labelled and all(t.cliponaxis is False for t in labelled)
+
+
+def test_depths_are_longest_paths_to_an_end_with_a_cycle_as_one_node():
+    """network_view.depths (plain Python since networkx's import held the first figure back) against networkx's
+    condensation on random graphs, with and without cycles; a path of 20,000 nodes needs no recursion."""
+    import random
+
+    import networkx as nx
+
+    from core.scenarios.network_view import depths, neighbours
+
+    rng = random.Random(7)
+    for trial in range(200):
+        nodes = tuple(f"n{i}" for i in range(rng.randint(1, 40)))
+        edges = tuple(sorted({(rng.choice(nodes), rng.choice(nodes)) for _ in range(rng.randint(0, 3 * len(nodes)))}))
+        if trial % 2:
+            edges = tuple((a, b) for a, b in edges if int(a[1:]) < int(b[1:]))
+        graph = nx.DiGraph(list(edges))
+        graph.add_nodes_from(nodes)
+        dag = nx.condensation(graph)
+        deep: dict = {}
+        for c in reversed(list(nx.topological_sort(dag))):
+            deep[c] = max((deep[d] + 1 for d in dag.successors(c)), default=0)
+        assert depths(nodes, edges) == {n: deep[c] for n, c in dag.graph["mapping"].items()}
+        undirected = nx.Graph(list(edges))
+        undirected.add_nodes_from(nodes)
+        assert {n: sorted(m) for n, m in neighbours(nodes, edges).items()} == {
+            n: sorted(undirected.neighbors(n)) for n in nodes}
+    assert depths(("a", "b", "c", "d"), (("a", "b"), ("b", "c"), ("c", "b"), ("c", "d"))) == {
+        "a": 2, "b": 1, "c": 1, "d": 0}
+    chain = tuple(f"c{i}" for i in range(20_000))
+    assert depths(chain, tuple(zip(chain, chain[1:])))["c0"] == 19_999
