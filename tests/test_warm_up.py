@@ -1,6 +1,7 @@
 """The app's warm-up (core.jobs.opening.warm_up, started by ui/shell.py after the first page): it loads what a first
-run needs a step at a time, each step once no page is running, so that a page's first visit meanwhile waits for one
-step at most, not for the whole warm-up (bench/bench_pages.py: a first visit then took 1.4 s instead of 0.2)."""
+run needs a step at a time, each step once no page has run for a moment, so that a page's first visit meanwhile
+waits for one step at most, not for the whole warm-up (bench/bench_pages.py: a first visit then took 1.4 s instead of
+0.2), and an analyst going from page to page meets none."""
 from __future__ import annotations
 
 import sys
@@ -35,8 +36,17 @@ def test_the_warm_up_waits_while_a_page_runs():
         waiter.start()
         page_ends.set()
         waiter.join(30)
-        assert waited == [True]  # woken by the page's end, not by the bound
+        assert waited == [True]  # woken by the page's end and the quiet after it, not by the bound
     finally:
         page_ends.set()
         running.join(30)
-    assert shell.pages_idle(0) is True
+    assert shell.pages_idle(0, quiet_s=0) is True
+
+
+def test_the_warm_up_waits_for_a_quiet_moment_after_a_page():
+    """An analyst going from page to page: a step waits until no page has run for a while (WARM_UP_QUIET_S), so
+    that it does not begin between two pages and hold the next one's first visit back."""
+    with shell._page_running():
+        pass
+    assert shell.pages_idle(0, quiet_s=60) is False  # a page just ended: not quiet yet (not waited for here)
+    assert shell.pages_idle(30, quiet_s=0.2) is True  # quiet once 0.2 s have passed without a page

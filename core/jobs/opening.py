@@ -71,9 +71,9 @@ WARM_UP = ("langchain_core.messages", "langsmith.client", "langgraph.graph", "co
 
 def warm_up(between: Callable[[], object] = lambda: None) -> None:
     """Load what a process's first run would otherwise wait for (``WARM_UP``, each once per process), a step at a
-    time; ``between()``, called before each step, may hold it back (the app: until no page is running). A page's
-    own first imports wait for the step under way, not for the whole warm-up (a page's first visit then took 1.4 s
-    instead of 0.2)."""
+    time; ``between()``, called before each step, may hold it back (the app: until no page has run for a moment). A
+    page's own first imports wait for the step under way, not for the whole warm-up (a page's first visit then took
+    1.4 s instead of 0.2)."""
     for name in WARM_UP:
         between()
         importlib.import_module(name)
