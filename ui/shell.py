@@ -47,9 +47,9 @@ WARM_UP_AFTER_S = 4.0
 #: The longest the warm-up waits for pages to end before its next step (a server whose pages never stop still
 #: warms up).
 WARM_UP_YIELDS_S = 10.0
-#: How long no page must have run before the warm-up's next step: a step begun between two pages of an analyst
-#: going from page to page held the next one's first visit back (History 0.98-1.92 s against 0.76-0.94 s without a
-#: warm-up, Benchmark 1.3-2.8 s against 1.15-1.33 s, 4 fresh servers each).
+#: How long no page must have run before the warm-up's next step: it goes on while an analyst reads a page, not in
+#: the gaps (up to a second) of one going from page to page, where a step held the next page's first visit back
+#: (History 0.98-1.92 s against 0.76-0.94 s without a warm-up, Benchmark 1.3-2.8 s against 1.15-1.33 s).
 WARM_UP_QUIET_S = 2.0
 _pages = threading.Condition()  # guards _running and _last_end: the script runs of pages in progress (``run``)
 _running = 0
