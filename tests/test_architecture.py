@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from core.scenarios.network_view import strong_components
+
 ROOT = Path(__file__).resolve().parents[1]
 ROOTS = ("app.py", "pages", "ui", "core", "sims")
 
@@ -104,43 +106,9 @@ def layer(module: str) -> str:
 
 
 def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected groups of more than one module (Tarjan's algorithm, iterative)."""
-    index, low, on, stack, out, counter = {}, {}, set(), [], [], [0]
-    for start in sorted(edges):
-        if start in index:
-            continue
-        work = [(start, iter(sorted(edges.get(start, ()))))]
-        index[start] = low[start] = counter[0]
-        counter[0] += 1
-        stack.append(start)
-        on.add(start)
-        while work:
-            v, children = work[-1]
-            for w in children:
-                if w not in index:
-                    index[w] = low[w] = counter[0]
-                    counter[0] += 1
-                    stack.append(w)
-                    on.add(w)
-                    work.append((w, iter(sorted(edges.get(w, ())))))
-                    break
-                if w in on:
-                    low[v] = min(low[v], index[w])
-            else:
-                work.pop()
-                if work:
-                    low[work[-1][0]] = min(low[work[-1][0]], low[v])
-                if low[v] == index[v]:
-                    group = []
-                    while True:
-                        w = stack.pop()
-                        on.discard(w)
-                        group.append(w)
-                        if w == v:
-                            break
-                    if len(group) > 1:
-                        out.append(sorted(group))
-    return out
+    """The strongly connected groups of more than one module (network_view's Tarjan, the network figures' own)."""
+    dests = {n: [] for targets in edges.values() for n in targets} | {n: sorted(t) for n, t in sorted(edges.items())}
+    return [sorted(group) for group in strong_components(dests) if len(group) > 1]
 
 
 def test_the_import_graph_has_no_cycle():
