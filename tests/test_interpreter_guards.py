@@ -147,33 +147,42 @@ def test_sessions_compiling_pages_around_the_guard_and_a_first_import_do_not_dea
     assert finished == "['slow_page', 'other_page', 'cleared']", finished
 
 
+#: A fresh interpreter where ``setup`` ran, then another thread held the lock of first imports (a first import under
+#: way, saying ``held`` once it lets go) while this one did ``act`` (saying ``acted``): the order of the two.
+WHILE_THE_LOCK_IS_HELD = """
+import importlib, sys, threading
+sys.path.insert(0, {root!r})
+from core.config import interpreter
+{setup}
+order, held, done = [], threading.Event(), threading.Event()
+
+def first_import_under_way():
+    with interpreter.LOCK:
+        held.set()
+        done.wait(60)
+        order.append({held_says!r})
+
+holder = threading.Thread(target=first_import_under_way)
+holder.start()
+held.wait(60)
+{act}
+order.append({acted!r})
+done.set()
+holder.join()
+print(order)
+"""
+
+
+def order_while_the_lock_is_held(setup: str, act: str, acted: str, held_says: str) -> str:
+    return run(WHILE_THE_LOCK_IS_HELD.format(root=str(ROOT), setup=setup, act=act, acted=acted, held_says=held_says))
+
+
 def test_a_module_already_imported_is_found_without_waiting_for_another_threads_first_import():
     """``importlib.import_module`` (app.py's and the router's, every page run) of a module already imported returns
     at once, while another thread holds the lock of first imports (the app's warm-up): it returned only once the lock
     was let go, and a page opened meanwhile took 1.0-1.5 s instead of 0.15."""
-    order = run(f"""
-        import importlib, sys, threading
-        sys.path.insert(0, {str(ROOT)!r})
-        from core.config import interpreter
-        interpreter.install()
-        import json  # imported before
-        order, held, done = [], threading.Event(), threading.Event()
-
-        def first_import_under_way():
-            with interpreter.LOCK:
-                held.set()
-                done.wait(60)
-                order.append("lock let go")
-
-        holder = threading.Thread(target=first_import_under_way)
-        holder.start()
-        held.wait(60)
-        importlib.import_module("json")
-        order.append("json found")
-        done.set()
-        holder.join()
-        print(order)
-    """)
+    order = order_while_the_lock_is_held("interpreter.install()\nimport json  # imported before",
+                                         'importlib.import_module("json")', "json found", "lock let go")
     assert order == str(["json found", "lock let go"])
 
 
@@ -181,28 +190,8 @@ def test_the_server_event_loops_imports_as_a_session_starts_never_wait_for_a_pag
     """As a session starts, Streamlit's event loop imports the modules of its agent-skills nudge; on a fresh server
     the session's first page holds the import lock meanwhile (importing the app), and every message of the page
     waited behind it (0.26 s). The guard imports them before the lock exists."""
-    order = run(f"""
-        import sys, threading
-        sys.path.insert(0, {str(ROOT)!r})
-        from ui import threads
-        from core.config import interpreter
-        threads.guard()
-        order, held, done = [], threading.Event(), threading.Event()
-
-        def first_page_importing():
-            with interpreter.LOCK:
-                held.set()
-                done.wait(60)
-                order.append("page's imports done")
-
-        page = threading.Thread(target=first_page_importing)
-        page.start()
-        held.wait(60)
-        from streamlit.runtime.backend_operation_handler import connection_locality  # app_session's, as it starts
-        from streamlit.web import skills
-        order.append("session started")
-        done.set()
-        page.join()
-        print(order)
-    """)
+    order = order_while_the_lock_is_held(
+        "from ui import threads\nthreads.guard()",
+        "from streamlit.runtime.backend_operation_handler import connection_locality  # app_session's, as it starts\n"
+        "from streamlit.web import skills", "session started", "page's imports done")
     assert order == str(["session started", "page's imports done"])
