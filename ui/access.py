@@ -77,9 +77,9 @@ def ask_name(key: str, label: str = "Your name, recorded with what you do here")
     if named():
         return True
     slot.text_input(label, key=key, on_change=_use_name, args=(key,),
-                  placeholder="e.g. Ana Costa (press Enter)",
-                  help="Asked once for this session (change it in the sidebar): your reviews, stops, branches and "
-                       "grade overrides are recorded under it.")
+                    placeholder="e.g. Ana Costa (press Enter)",
+                    help="Asked once for this session (change it in the sidebar): your reviews, stops, branches and "
+                         "grade overrides are recorded under it.")
     return False
 
 

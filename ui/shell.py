@@ -79,7 +79,7 @@ def pages_idle(longest_s: float = WARM_UP_YIELDS_S, quiet_s: float = WARM_UP_QUI
                 return True
             if now >= deadline:
                 return False
-            _pages.wait(min(deadline, quiet_from if _running == 0 else deadline) - now)
+            _pages.wait((min(deadline, quiet_from) if _running == 0 else deadline) - now)
 
 
 @contextlib.contextmanager

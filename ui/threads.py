@@ -27,12 +27,12 @@ from core.config import interpreter
 
 #: Streamlit modules the server's event loop imports as a session starts (for its nudge to install agent skills),
 #: imported before the import lock is installed: the loop waited there for the first page's imports of the app,
-#: holding every message of the page back (0.26 s on a fresh server, in about half the starts).
+#: holding every message of the page back (0.25-0.26 s, in 2 of 7 fresh servers measured).
 EVENT_LOOP_IMPORTS = ("streamlit.web.skills", "streamlit.runtime.backend_operation_handler")
 
 
 def guard() -> None:
-    """Install the interpreter's guards and these two (once per process)."""
+    """Install the interpreter's guards and these two (once per process), the event loop's imports done first."""
     for name in EVENT_LOOP_IMPORTS:
         importlib.import_module(name)
     interpreter.install()
