@@ -196,7 +196,8 @@ def counts() -> dict[str, dict[str, int]]:
 
 def status(failed: int = 10) -> dict:
     """The queue as an administrator sees it: ``workers`` (each: name, host, pid, queues, since, running,
-    heartbeat_s: seconds since its last beat), ``counts`` (jobs per queue and status), ``failed`` (the last
+    heartbeat_s: seconds since its last beat; name, host, pid, queues and since are None for a worker registered
+    but not yet described, as it starts), ``counts`` (jobs per queue and status), ``failed`` (the last
     ``failed`` failed jobs: id, queue, task, subject, at), ``waiting`` (jobs to do) and ``oldest_waiting_s``."""
     rows = _sql("SELECT w.id, d.name, d.host, d.pid, d.queues, d.since, "
                 "extract(epoch FROM now() - w.last_heartbeat), "
