@@ -160,8 +160,9 @@ def _row(record: RunRecord, me: str, named: bool) -> None:
 
 def show_inbox(waiting: list[RunRecord]) -> None:
     """The list (see the module doc); what the gate would refuse this session is disabled."""
+    said = st.container()  # always drawn: an error shown moves nothing below it, so an open popover stays open
     if st.session_state.get(ERROR):
-        st.error(md(st.session_state[ERROR]), icon=":material/block:")
+        said.error(md(st.session_state[ERROR]), icon=":material/block:")
     st.caption("Read each proposal and approve, edit or reject it here (a rejection needs a note for the agent), "
                "open its run, or close a run you will not go on with (it ends as stopped, its trace kept; it can "
                "still be resumed or branched from History).")

@@ -196,9 +196,9 @@ def counts() -> dict[str, dict[str, int]]:
 
 def status(failed: int = 10) -> dict:
     """The queue as an administrator sees it: ``workers`` (each: name, host, pid, queues, since, running,
-    heartbeat_s: seconds since its last beat; name, host, pid, queues and since are None for a worker registered
-    but not yet described, as it starts), ``counts`` (jobs per queue and status), ``failed`` (the last
-    ``failed`` failed jobs: id, queue, task, subject, at), ``waiting`` (jobs to do) and ``oldest_waiting_s``."""
+    heartbeat_s: seconds since its last beat; None but the last two while it starts), ``counts`` (jobs per queue
+    and status), ``failed`` (the last ``failed`` failed jobs: id, queue, task, subject, at), ``waiting`` (jobs to
+    do) and ``oldest_waiting_s``."""
     rows = _sql("SELECT w.id, d.name, d.host, d.pid, d.queues, d.since, "
                 "extract(epoch FROM now() - w.last_heartbeat), "
                 "(SELECT count(*) FROM procrastinate_jobs j WHERE j.worker_id = w.id AND j.status = 'doing') "
