@@ -246,3 +246,38 @@ def test_run_n_times_shows_the_spread_of_decisions_with_the_simulators_rank(home
                                           "correct": "right"}]
     assert any("3 samples of the question" in s.value for s in at.subheader)
     assert any("(n=3)" in c.value for c in at.caption)
+
+
+def test_a_run_whose_runtime_is_still_opening_says_so_not_that_it_waits_for_the_model(home):
+    """A process's first run loads the agent's libraries as it opens its runtime (a few seconds): its panel says
+    so instead of "waiting for the model" (issue 43: the first run after a start looked hung)."""
+    import threading
+
+    from streamlit.testing.v1 import AppTest
+
+    from core.auth.roles import local_admin
+
+    def script(run_id: str):
+        import core.jobs.runs as jobs
+        from core.model.run_settings import RunSettings
+        from ui.run_view import show_live
+
+        show_live(run_id, RunSettings("locating", 1, "sqlite", "planrag", "m", source="demo"), jobs.job(run_id), "t")
+
+    release = threading.Event()
+
+    def opening_slowly():
+        release.wait(60)
+        raise RuntimeError("no runtime in this test")
+
+    job = jobs.start(RunSettings("locating", 1, "sqlite", "planrag", "m", source="demo"), opening_slowly,
+                     who=local_admin())
+    try:
+        assert job.opening
+        at = AppTest.from_function(script, args=(job.run_id,), default_timeout=30).run()
+        said = " ".join(c.value for c in at.caption)
+        assert "waiting for the agent to open" in said and "waiting for the model" not in said, said
+    finally:
+        release.set()
+        job.join(60)
+    assert not job.opening and jobs.follower(job.run_id).opening is False

@@ -320,13 +320,16 @@ class RunPanel:
         else:
             self._status.empty()
 
-    def waiting(self, started: float | None = None, driven: float | None = None, calling: dict | None = None) -> None:
+    def waiting(self, started: float | None = None, driven: float | None = None, calling: dict | None = None,
+                opening: bool = False) -> None:
         """Say how long the run has gone on (since ``started``, its first event) and what it is waiting for, since
-        its last event or since it was resumed (``driven``), whichever is later; for the model, which call and
-        attempt and its time limit (``calling``, when known)."""
+        its last event or since it was resumed (``driven``), whichever is later: its runtime while ``opening``; for
+        the model, which call and attempt and its time limit (``calling``, when known)."""
         last = self.trace.events[-1] if self.trace.events else None
         what = "the database" if isinstance(last, ActionEvent) and last.language != "self" else "the model"
-        if what == "the model" and calling:
+        if opening:
+            what = "the agent to open (the first run after the server starts loads its libraries: a few seconds)"
+        elif what == "the model" and calling:
             what += f" (LLM call {calling['call']}, attempt {calling['attempt']} of {calling['of']}{_limits(calling)})"
         since = f": {duration(time.time() - max(last.at, driven or 0))}" if last else ""
         running = f" {duration(time.time() - started)}" if started else ""
@@ -407,7 +410,7 @@ def show_live(run_id: str, settings: RunSettings, run: RunJob | RunFollower, key
         panel.writing(lambda: run.partial)
     if going and status != "queued":  # a queued run waits for a worker, said above
         panel.waiting(min(events[0].at, run.started) if events else run.started, run.started,
-                      run.calling)
+                      run.calling, run.opening)
     return panel
 
 

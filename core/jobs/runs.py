@@ -105,6 +105,11 @@ class RunJob(Job):
     def partial(self) -> str:
         return "".join(self._pieces)
 
+    @property
+    def opening(self) -> bool:
+        """Whether its runtime is still being opened (a process's first run loads the agent's libraries then)."""
+        return self.runtime is None and not self.done
+
     def interrupt(self, reason: str) -> None:
         """The process stops: the run ends at once, kept ``interrupted`` (``reason`` in its trace), to be resumed
         from its last checkpoint; also before its runtime is open."""
@@ -172,6 +177,7 @@ class RunFollower(Job):
     kind = "run"
     partial = ""  # another process's reply in flight is not seen here
     calling = None
+    opening = False
     streams = False
     POLL_S = 0.25  # how often ``join`` reads the store
 
