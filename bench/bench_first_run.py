@@ -2,10 +2,10 @@
 warm one), in headless Chromium: a fresh app server (``streamlit run app.py`` on a free localhost port, a temporary
 PLANRAG_HOME) and a stand-in model streaming its replies (tests/streaming_stub.py); on the Run page, Start, then
 Start again once it ended, ``--rounds`` times, each click once the page has settled (its script run over, its code
-and tables drawn: a click while the browser still draws the last run's outcome waited for it, up to 3 s of a warm
-run's figure). For each run, from the Start click: when its first event shows on the page, and when its outcome
-does. Prints them, the first run's lag behind the median warm one, and flags a lag
-over the target (exit 1). The figures rest on this machine's load.
+and tables drawn: a click while the browser still drew the last run's outcome waited for it, and warm runs then
+took 1.05-4.57 s). For each run, from the Start click: when its first event shows on the page, and when its
+outcome does. Prints them, the first run's lag behind the median warm one, and flags a lag over the target (exit
+1). The figures rest on this machine's load.
 
 Usage: python bench/bench_first_run.py [--rounds 4] [--target 2.0]
 """
