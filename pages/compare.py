@@ -23,6 +23,7 @@ from ui import access
 from ui.common import current_question, dqa_root, kept, select_question, session_limits, shown_columns, url_param
 from ui.run_options import REPLAYS, choose_database, choose_models, question_replays, start_run
 from ui.live import live
+from ui.shell import runs_ahead
 from ui.run_view import (RunPanel, decision_spread, load, run_label, show_live, show_outcome, show_state,
                          tracker)
 from ui.untrusted import md, md_code
@@ -172,6 +173,7 @@ def with_branches(records: list[RunRecord]) -> None:
 
 
 st.title("Compare")
+runs_ahead()  # what a run loads is loaded from now on, between this page's runs
 question, database = current_question()
 about, demo = st.columns([5, 2], vertical_alignment="center")
 about.caption(f"Question {md_code(question.id)} · {md(scenarios.target(question))}")

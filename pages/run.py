@@ -30,6 +30,7 @@ from ui.run_options import (
 )
 from ui.inbox import follow_inbox, mark_viewing
 from ui.live import live
+from ui.shell import runs_ahead
 from ui.run_view import branch_form, decision_spread, load, open_run, run_label, show_outcome, show_run
 from ui.timeline import show_timeline
 from ui.untrusted import md, md_code
@@ -94,6 +95,7 @@ def start_button(slot, busy: bool, unavailable: bool, reviewing: bool = False) -
                        key="run_start_busy" if busy else "run_start", help=why)
 
 st.title("Run")
+runs_ahead()  # what a run loads is loaded from now on, between this page's runs
 
 run_id = linked_run()
 record, job = load(run_id) if run_id else (None, None)

@@ -22,7 +22,7 @@ import json, os, sys
 import streamlit
 from streamlit.testing.v1 import AppTest
 from ui import shell
-shell.WARM_UP_AFTER_S = 3600  # not within these visits: its imports are a run's, not a page's (a loaded machine)
+shell._warm_up = lambda: None  # not within these visits: its imports are a run's, not a page's
 reruns, rerun = [], streamlit.rerun
 streamlit.rerun = lambda *args, **kwargs: (reruns.append(1), rerun(*args, **kwargs))
 at = AppTest.from_file(os.path.abspath("app.py"), default_timeout=120)

@@ -50,3 +50,51 @@ def test_the_warm_up_waits_for_a_quiet_moment_after_a_page():
         pass
     assert shell.pages_idle(0, quiet_s=60) is False  # a page just ended: not quiet yet (not waited for here)
     assert shell.pages_idle(30, quiet_s=0.2) is True  # quiet once 0.2 s have passed without a page
+
+
+def test_a_page_that_starts_runs_lets_the_warm_up_go_on_at_once_but_never_while_a_page_runs(monkeypatch):
+    """Run and Compare call ``runs_ahead``: a run is likely next, so the warm-up neither waits WARM_UP_AFTER_S after
+    the first page nor for a quiet moment between steps (a fresh server's first run then lagged a warm one by
+    1.35-2.03 s instead of 3.0-3.1 s: bench/bench_first_run.py), but still never takes a step while a page runs."""
+    monkeypatch.setattr(shell, "_runs_ahead", threading.Event())
+    with shell._page_running():
+        pass
+    assert shell.between_steps(0) is False  # a page just ended: the quiet moment is waited for
+    started: list[bool] = []
+    monkeypatch.setattr(shell, "WARM_UP_AFTER_S", 60.0)
+    monkeypatch.setattr(opening, "warm_up", lambda between: started.append(between is shell.between_steps))
+    warm_up = threading.Thread(target=shell._warm_up)
+    warm_up.start()
+    shell.runs_ahead()
+    warm_up.join(30)  # begun at once, not after 60 s
+    assert started == [True] and not warm_up.is_alive()
+    assert shell.between_steps(0) is True  # no quiet moment needed
+    page_ends, running = threading.Event(), threading.Event()
+
+    def page():
+        with shell._page_running():
+            running.set()
+            page_ends.wait(30)
+
+    busy = threading.Thread(target=page)
+    busy.start()
+    try:
+        assert running.wait(30)
+        assert shell.between_steps(0.2) is False  # a page runs: the step waits for it
+    finally:
+        page_ends.set()
+        busy.join(30)
+    assert shell.between_steps(30) is True
+
+
+def test_the_pages_that_start_runs_say_runs_are_ahead_and_the_others_do_not(monkeypatch, tmp_path):
+    from tests.page_app import isolate, open_page
+
+    isolate(monkeypatch, tmp_path)
+    said = {}
+    for page in ("pages/run.py", "pages/compare.py", "pages/scenarios.py", "pages/history.py"):
+        monkeypatch.setattr(shell, "_runs_ahead", threading.Event())
+        assert not open_page(page).exception
+        said[page] = shell._runs_ahead.is_set()
+    assert said == {"pages/run.py": True, "pages/compare.py": True, "pages/scenarios.py": False,
+                    "pages/history.py": False}
