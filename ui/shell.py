@@ -72,9 +72,9 @@ def warming() -> threading.Thread:
 
 def runs_ahead() -> None:
     """This page starts runs (Run, Compare): a run is likely next, so the warm-up begins at once and takes each step
-    as soon as no page runs, without a quiet moment (a fresh server's first run came 3.0-3.1 s after a warm one's
-    when its Start was clicked on a settled Run page, 1.35-2.03 s so; the cost: a page visited first within seconds
-    may wait for one step, at most 0.9 s here)."""
+    as soon as no page runs, without a quiet moment (a fresh server's first run lagged a warm one by 3.0-3.1 s when
+    Start was clicked on a settled Run page, by 1.35-2.05 s so; the cost: a page first visited within seconds may
+    wait for one step, at most 0.9 s here)."""
     _runs_ahead.set()
 
 
