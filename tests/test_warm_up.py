@@ -4,6 +4,7 @@ waits for one step at most, not for the whole warm-up (bench/bench_pages.py: a f
 0.2), and an analyst going from page to page meets none."""
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 
@@ -18,7 +19,9 @@ def test_the_warm_up_asks_before_each_step_and_loads_them_all():
     assert [name for name in opening.WARM_UP if name not in sys.modules] == []
 
 
-def test_the_warm_up_waits_while_a_page_runs():
+@contextlib.contextmanager
+def a_page_running():
+    """A page's script run going on in another thread within the block; the event it yields ends it sooner."""
     page_ends, started = threading.Event(), threading.Event()
 
     def page():
@@ -30,6 +33,14 @@ def test_the_warm_up_waits_while_a_page_runs():
     running.start()
     try:
         assert started.wait(30)
+        yield page_ends
+    finally:
+        page_ends.set()
+        running.join(30)
+
+
+def test_the_warm_up_waits_while_a_page_runs():
+    with a_page_running() as page_ends:
         assert shell.pages_idle(0.2) is False  # a page runs: the step waits (here at most 0.2 s)
         waited: list[bool] = []
         waiter = threading.Thread(target=lambda: waited.append(shell.pages_idle(30)))
@@ -37,9 +48,6 @@ def test_the_warm_up_waits_while_a_page_runs():
         page_ends.set()
         waiter.join(30)
         assert waited == [True]  # woken by the page's end and the quiet after it, not by the bound
-    finally:
-        page_ends.set()
-        running.join(30)
     assert shell.pages_idle(0, quiet_s=0) is True
 
 
@@ -70,21 +78,8 @@ def test_a_page_that_starts_runs_lets_the_warm_up_go_on_at_once_but_never_while_
     warm_up.join(30)  # begun at once, not after 60 s
     assert started == [True] and not warm_up.is_alive()
     assert shell.between_steps(0) is True  # no quiet moment needed
-    page_ends, running = threading.Event(), threading.Event()
-
-    def page():
-        with shell._page_running():
-            running.set()
-            page_ends.wait(30)
-
-    busy = threading.Thread(target=page)
-    busy.start()
-    try:
-        assert running.wait(30)
+    with a_page_running():
         assert shell.between_steps(0.2) is False  # a page runs: the step waits for it
-    finally:
-        page_ends.set()
-        busy.join(30)
     assert shell.between_steps(30) is True
 
 
