@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -59,9 +58,6 @@ CONTENT = {
     "Benchmark": "button:has-text('Run the smoke benchmark')",  # below the Run tab's form (Results: check_results)
 }
 EXCEPTION = "[data-testid=stException]"
-#: Requests leaving localhost (blocked). A pattern, not a function: each request a function sees waits on this
-#: process (a page's first look fetches about 150 files), which the timings would count.
-NOT_LOCAL = re.compile(r"^(?!(?:https?|wss?)://(?:127\.0\.0\.1|localhost)[:/])")
 #: What shows the first page's (Scenarios') own content: its title, the question picker and the question's facts.
 FIRST_LOOK = ("h1", "[data-testid=stSelectbox]", "[data-testid=stMetric]")
 FIGURE = "[data-testid=stPlotlyChart] .main-svg"
@@ -166,7 +162,6 @@ def first_look(browser, url: str, look: tuple[str, ...] = FIRST_LOOK,
                figure: bool = True) -> tuple[Page, float, float | None]:
     """A new browser page opening ``url``, and the seconds to its first look (``look``) and to its first figure."""
     page = browser.new_page(viewport={"width": 1440, "height": 900})
-    page.route(NOT_LOCAL, lambda route: route.abort())  # a pattern matched in the driver: local requests go straight
     start = time.perf_counter()
     page.goto(url)
     for selector in look:

@@ -43,7 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_pages import MAIN_CONTENT, NOT_LOCAL, SEED, Broken, first_look, idle, load, navigate  # noqa: E402
+from bench_pages import MAIN_CONTENT, SEED, Broken, first_look, idle, load, navigate  # noqa: E402
 from bench_workers import ACT, FINAL, benchmark, drop_database, fresh_database, start_workers, stop_workers  # noqa: E402
 from screenshots import CHROMIUM, CHROMIUM_ARGS, app_env, streamlit_app  # noqa: E402
 
@@ -125,7 +125,6 @@ def both_sessions(url: str, rounds: int, broken: list[str]) -> dict[str, list[tu
 def start_run(browser, url: str, store: RunStore) -> None:
     """Start a run as an analyst does (Start on the Run page, in a session of its own), closed once it is stored."""
     context = browser.new_context(viewport={"width": 1440, "height": 900})
-    context.route(NOT_LOCAL, lambda route: route.abort())
     page = context.new_page()
     page.set_default_timeout(WAIT_MS)
     known = {r.id for r in store.list(limit=None)}
@@ -144,7 +143,6 @@ def keeper(url: str, store: RunStore, stop: threading.Event, ready: threading.Ev
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         watch = browser.new_context(viewport={"width": 1440, "height": 1200})
         watch.add_init_script(OBSERVER)
-        watch.route(NOT_LOCAL, lambda route: route.abort())
         page = watch.new_page()
         page.set_default_timeout(WAIT_MS)
         followed, opened = None, 0.0

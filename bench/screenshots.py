@@ -4,7 +4,7 @@ tests/test_e2e_browser.py takes), and the first-render time.
 Starts ``streamlit run app.py`` on a free localhost port with a temporary PLANRAG_HOME (no user data is read or
 written) and no OPENAI_* variables, drives it in headless Chromium (Debian's /usr/bin/chromium, or $CHROMIUM;
 Playwright never downloads a browser) and writes docs/screenshots/*.png. Every request that leaves localhost is
-blocked and printed: the app must work offline. Prints the time from navigation to the first page's title (target:
+blocked and printed (tests/browser.py): the app must work offline. Prints the time from navigation to the first page's title (target:
 2 s after the server is up). Needs the DQA data (DQA_DIR or ../shared/dqa).
 
 No model is used: Compare runs the shipped scripted demo where re-planning matters (Distribution centre question 2,
@@ -30,7 +30,6 @@ import time
 import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
-from urllib.parse import urlparse
 
 from playwright.sync_api import Page, sync_playwright
 
@@ -40,11 +39,10 @@ sys.path.insert(0, str(ROOT))
 from core.scenarios.dqa.source import DQA  # noqa: E402
 from core.config.settings import dqa_dir  # noqa: E402
 from tests.bench_scripts import write_transcripts  # noqa: E402
+from tests.browser import CHROMIUM_ARGS, outside_attempts  # noqa: E402
 from tests.streaming_stub import StreamingStub  # noqa: E402
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
 VIEWPORT = {"width": 1440, "height": 1400}
 WIDE = {"width": 1920, "height": 1480}  # for the pages with wide tables (Compare, History, Benchmark, Learned plans)
 FIRST_RENDER_TARGET_S = 2.0
@@ -367,11 +365,11 @@ def midrun(out: Path, blocked: list[str]) -> None:
                 browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
                 context = browser.new_context(viewport=VIEWPORT)
                 context.set_default_timeout(120_000)  # a hang guard, as in ``browse``
-                context.route("**/*", lambda route: route.continue_() if urlparse(route.request.url).hostname in
-                              ("127.0.0.1", "localhost") else (blocked.append(route.request.url), route.abort()))
+                attempted = outside_attempts(context)
                 run_midrun(context.new_page(), url, out)
                 stub.release.set()  # the run ends before the app stops
                 browser.close()
+                blocked.extend(attempted)
     finally:
         stub.close()
 
@@ -381,8 +379,7 @@ def browse(url: str, out: Path, replays: Path, blocked: list[str]) -> None:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         context = browser.new_context(viewport=VIEWPORT)
         context.set_default_timeout(120_000)  # a hang guard: a loaded machine draws slowly
-        context.route("**/*", lambda route: route.continue_() if urlparse(route.request.url).hostname in
-                      ("127.0.0.1", "localhost") else (blocked.append(route.request.url), route.abort()))
+        attempted = outside_attempts(context)
         first_render(context.new_page(), url, "server's first session")
         page = context.new_page()
         first_render(page, url, "a second session")
@@ -394,6 +391,7 @@ def browse(url: str, out: Path, replays: Path, blocked: list[str]) -> None:
         benchmark(page, out, replays)
         learned_plans(page, out, url)
         browser.close()
+        blocked.extend(attempted)
 
 
 def main() -> None:

