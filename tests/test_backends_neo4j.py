@@ -324,10 +324,51 @@ def test_a_clash_it_cannot_free_is_a_clear_error(server, dbs, monkeypatch):
     try:
         backend = open_backend("neo4j", depot)
     except BackendUnavailable as e:
-        assert "Demand" in str(e) and "empty database" in str(e)
+        assert "Demand" in str(e) and "ARCADEDB_COMMAND_URL" in str(e) and "empty database" in str(e)
     else:
         assert _graph_counts(backend, depot) == _counts(depot)
         backend.close()
+
+
+def test_an_arcadedb_server_of_ones_own_frees_a_clash_through_its_command_url(server, dbs, monkeypatch):
+    """On an ArcadeDB server the workbench did not start, ARCADEDB_COMMAND_URL (here the local server's, which the
+    workbench is made not to recognise) lets it drop the left-over type: the depot's graph loads after Building's."""
+    from core.backends import arcadedb, graph_server
+
+    own = arcadedb.local_server(DatabaseSettings())
+    if own is not None:
+        monkeypatch.setenv("ARCADEDB_COMMAND_URL",
+                           f"http://127.0.0.1:{own.http_port}/api/v1/command/{graph_server.DEFAULT_DATABASE}")
+    elif not os.environ.get("ARCADEDB_COMMAND_URL"):
+        pytest.skip("a server of one's own without ARCADEDB_COMMAND_URL (on Neo4j nothing clashes: see the test above)")
+    open_backend("neo4j", dbs["bld1"]).close()
+    monkeypatch.setattr(arcadedb, "local_server", lambda settings: None)
+    dropped, drop = [], arcadedb.drop_types
+    monkeypatch.setattr(arcadedb, "drop_types", lambda *a: dropped.append(a[2]) or drop(*a))
+    depot = _depot_db()
+    backend = open_backend("neo4j", depot)
+    assert _graph_counts(backend, depot) == _counts(depot)
+    backend.close()
+    assert ["Demand"] in dropped
+
+
+@pytest.mark.parametrize("bolt, url, database, taken", [
+    ("bolt://db.example:7687", "http://db.example:2480/api/v1/command/graphs", None, True),
+    ("bolt://db.example:7687", "https://db.example/api/v1/command/graphs", None, True),
+    ("bolt://db.example:7687", "http://elsewhere.example:2480/api/v1/command/graphs", None, False),  # not the host
+    ("bolt://db.example:7687", "file:///etc/passwd", None, False),
+    ("bolt://db.example:7687", "http://db.example:2480/api/v1/command/graphs", "planrag-x", False),  # not its default
+    ("bolt://db.example:7687", "", None, False),
+    ("bolt://db.example:7687", "http://[::1", None, False),
+])
+def test_the_command_url_is_taken_only_for_the_bolt_servers_host_and_default_database(monkeypatch, bolt, url,
+                                                                                        database, taken):
+    """No server needed: the Bolt user and password go only to the host the Bolt URI names, over HTTP(S)."""
+    from core.backends import arcadedb
+
+    monkeypatch.setenv("ARCADEDB_COMMAND_URL", url)
+    settings = DatabaseSettings(neo4j_uri=bolt, neo4j_user="u", neo4j_password="p-secret-1")
+    assert arcadedb.command_url(settings, database) == ((url, "u", "p-secret-1") if taken else None)
 
 
 # --- the agents' replayed Cypher runs -----------------------------------------------------------------

@@ -5,12 +5,14 @@ graph that uses the name as a node label (the depot scenario's ``Demand`` table)
 'Demand' is not a vertex type"). The Neo4j loader drops such left-over, empty types with ArcadeDB SQL over HTTP.
 
 The HTTP endpoint is known for the local graph server (core.backends.graph_server keeps its ports and password per Bolt
-port); for another ArcadeDB server the loader says which names clash and how to get an empty database.
+port); for an ArcadeDB server of one's own, ARCADEDB_COMMAND_URL names it (``command_url``); without either, the loader
+says which names clash and the ways out.
 """
 from __future__ import annotations
 
 import base64
 import json
+import os
 import urllib.error
 import urllib.request
 from urllib.parse import quote, urlsplit
@@ -19,6 +21,7 @@ from core.config.settings import DatabaseSettings
 from core.backends import graph_server
 
 HTTP_TIMEOUT_S = 10.0
+COMMAND_URL_VARIABLE = "ARCADEDB_COMMAND_URL"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
@@ -38,16 +41,35 @@ def local_server(settings: DatabaseSettings):
     return server
 
 
-def drop_types(settings: DatabaseSettings, database: str | None, names: list[str]) -> bool:
-    """Drop the (empty) schema types ``names`` from ``database`` (None: the server's default) of the local graph
-    server ``settings`` connect to; False when that is not a local graph server (nothing dropped). Raises OSError
-    when the server refuses."""
-
+def command_url(settings: DatabaseSettings, database: str | None) -> tuple[str, str, str] | None:
+    """Where and as whom to send ArcadeDB SQL for ``database`` of the server ``settings`` connect to: (URL, user,
+    password). The local graph server's own; else ``ARCADEDB_COMMAND_URL`` (the command endpoint of the database a
+    server of one's own serves over Bolt by default, e.g. http://localhost:2480/api/v1/command/graphs), taken only for
+    that default database and only on the host of the Bolt URI, as the Bolt user. None: neither."""
     server = local_server(settings)
-    if server is None:
+    if server is not None:
+        return (f"http://127.0.0.1:{server.http_port}/api/v1/command/{quote(database or graph_server.DEFAULT_DATABASE)}",
+                graph_server.USER, server.password)
+    url = os.environ.get(COMMAND_URL_VARIABLE, "").strip()
+    try:
+        given, bolt = urlsplit(url), urlsplit(settings.neo4j_uri or "")
+        usable = given.scheme in ("http", "https") and given.hostname is not None and given.hostname == bolt.hostname
+    except ValueError:
+        usable = False
+    if not usable or database is not None:
+        return None
+    return url, settings.neo4j_user, settings.neo4j_password
+
+
+def drop_types(settings: DatabaseSettings, database: str | None, names: list[str]) -> bool:
+    """Drop the (empty) schema types ``names`` from ``database`` (None: the server's default) of the ArcadeDB server
+    ``settings`` connect to; False when its HTTP API is not known (``command_url``: nothing dropped). Raises OSError
+    when the server refuses."""
+    known = command_url(settings, database)
+    if known is None:
         return False
-    auth = base64.b64encode(f"{graph_server.USER}:{server.password}".encode()).decode()
-    url = f"http://127.0.0.1:{server.http_port}/api/v1/command/{quote(database or graph_server.DEFAULT_DATABASE)}"
+    url, user, password = known
+    auth = base64.b64encode(f"{user}:{password}".encode()).decode()
     for name in names:
         body = json.dumps({"language": "sql", "command": f"DROP TYPE `{name.replace('`', '')}` IF EXISTS"})
         request = urllib.request.Request(url, body.encode(), {"Authorization": f"Basic {auth}",

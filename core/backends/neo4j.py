@@ -316,8 +316,9 @@ async def _load(session: neo4j.AsyncSession, graph: GraphData, token: str, setti
             raise BackendUnavailable(
                 f"the graph database keeps {', '.join(clashes)} from a graph loaded before, as a label where this "
                 "graph needs a relationship type or the reverse, and this server (ArcadeDB?) keeps both in one "
-                "namespace: give each scenario an empty database, or use the local graph server (python -m core "
-                "graph-server start), whose left-over types the workbench drops itself") from None
+                "namespace: set ARCADEDB_COMMAND_URL to its HTTP command endpoint (e.g. "
+                "http://localhost:2480/api/v1/command/DATABASE) for the workbench to drop them, give each scenario an "
+                "empty database, or use the local graph server (python -m core graph-server start)") from None
         raise
     await write(f"MATCH (m:{MARKER} {{id: 1}}) WHERE m.owner = $token SET m.state = 'ready' RETURN count(m)")
 
