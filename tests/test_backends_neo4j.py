@@ -20,6 +20,7 @@ from core.backends import neo4j as nb
 from core.backends.base import MAX_CELL_CHARS, BackendUnavailable, QueryTimeout, RefusedWrite
 from core.backends.registry import open_backend
 from core.config.settings import DatabaseSettings
+from tests.conftest import require
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNAWAY = ("MATCH (a:Country), (b:Country), (c:Country), (d:Country) "
@@ -302,7 +303,22 @@ def _depot_db():
     return catalog.database(catalog.question("scenario", "depot", 1))
 
 
-def test_a_label_left_over_as_a_relationship_type_is_freed(server, dbs):
+@pytest.fixture
+def frees_types(server):
+    """The depot's graph after Building's needs a type dropped on ArcadeDB (README): on an ArcadeDB server other
+    than the local graph server, ARCADEDB_COMMAND_URL must be set, else the test is skipped (or fails with
+    REQUIRE_NEO4J=1). Neo4j keeps labels and types apart: nothing to drop."""
+    from core.backends import arcadedb
+
+    settings = DatabaseSettings()
+    with _raw_driver() as driver:
+        agent = driver.get_server_info().agent
+    if "ArcadeDB" in agent and arcadedb.command_url(settings, None) is None:
+        require("neo4j", f"{agent} at {settings.neo4j_uri} is not the local graph server and ARCADEDB_COMMAND_URL is "
+                         "not set: the depot's graph cannot follow Building's there (see the README)")
+
+
+def test_a_label_left_over_as_a_relationship_type_is_freed(server, dbs, frees_types):
     """Building's relationship type Demand, then the depot's node label Demand, then Building again: a server with
     one namespace for labels and relationship types (ArcadeDB keeps a type after its data is cleared) still loads
     each graph whole."""
@@ -402,7 +418,9 @@ def _run(runtime, source: str, path: Path, backend: str):
 
 
 @pytest.mark.parametrize("name, source, path", REPLAYS)
-def test_replayed_cypher_runs_decide_as_on_ladybug(server, runtime, name, source, path):
+def test_replayed_cypher_runs_decide_as_on_ladybug(server, runtime, name, source, path, request):
+    if "depot" in name:
+        request.getfixturevalue("frees_types")
     on_ladybug, seen_ladybug = _run(runtime, source, path, "ladybug")
     on_neo4j, seen_neo4j = _run(runtime, source, path, "neo4j")
     assert on_neo4j.status == on_ladybug.status == "finished"
@@ -412,7 +430,7 @@ def test_replayed_cypher_runs_decide_as_on_ladybug(server, runtime, name, source
 
 
 # --- a scenario on the user's own Neo4j-protocol database ------------------------------------------------
-def test_a_scenario_reads_the_users_own_neo4j_database(server, tmp_path):
+def test_a_scenario_reads_the_users_own_neo4j_database(server, tmp_path, frees_types):
     """A plugin scenario whose data is a Neo4j-protocol database (here the server holding the depot's graph, as a
     user's own database would): every label and relationship type becomes a table, read in read sessions, and the
     scenario checks and lists its candidates; a wrong password is a clear error that does not show it."""
