@@ -19,9 +19,13 @@ LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
 def outside(url: str) -> bool:
-    """Whether a page's request to ``url`` would leave this machine (data: and blob: URLs never do)."""
-    parts = urlsplit(url)
-    return parts.scheme in ("http", "https", "ws", "wss") and parts.hostname not in LOCAL_HOSTS
+    """Whether a page's request to ``url`` would leave this machine (data: and blob: URLs never do; one that cannot
+    be read is counted as leaving)."""
+    try:
+        parts = urlsplit(url)
+        return parts.scheme in ("http", "https", "ws", "wss") and parts.hostname not in LOCAL_HOSTS
+    except ValueError:
+        return True
 
 
 def outside_attempts(context) -> list[str]:
