@@ -43,9 +43,8 @@ def local_server(settings: DatabaseSettings):
 
 def command_url(settings: DatabaseSettings, database: str | None) -> tuple[str, str, str] | None:
     """Where and as whom to send ArcadeDB SQL for ``database`` of the server ``settings`` connect to: (URL, user,
-    password). The local graph server's own; else ``ARCADEDB_COMMAND_URL`` (the command endpoint of the database a
-    server of one's own serves over Bolt by default, e.g. http://localhost:2480/api/v1/command/graphs), taken only for
-    that default database and only on the host of the Bolt URI, as the Bolt user. None: neither."""
+    password), or None. The local graph server's own; else ``ARCADEDB_COMMAND_URL`` (e.g.
+    http://localhost:2480/api/v1/command/graphs), only for the default database and the Bolt URI's host."""
     server = local_server(settings)
     if server is not None:
         return (f"http://127.0.0.1:{server.http_port}/api/v1/command/{quote(database or graph_server.DEFAULT_DATABASE)}",
