@@ -4,8 +4,8 @@ tests/test_e2e_browser.py takes), and the first-render time.
 Starts ``streamlit run app.py`` on a free localhost port with a temporary PLANRAG_HOME (no user data is read or
 written) and no OPENAI_* variables, drives it in headless Chromium (Debian's /usr/bin/chromium, or $CHROMIUM;
 Playwright never downloads a browser) and writes docs/screenshots/*.png. Every request that leaves localhost is
-blocked and printed (tests/browser.py): the app must work offline. Prints the time from navigation to the first page's title (target:
-2 s after the server is up). Needs the DQA data (DQA_DIR or ../shared/dqa).
+blocked and printed (tests/browser.py): the app must work offline. Prints the time from navigation to the first
+page's title (target: 2 s after the server is up). Needs the DQA data (DQA_DIR or ../shared/dqa).
 
 No model is used: Compare runs the shipped scripted demo where re-planning matters (Distribution centre question 2,
 assets/replays), whose PlanRAG run History opens and the Run page shows the timeline of; the Benchmark page runs

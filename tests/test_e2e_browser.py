@@ -214,9 +214,11 @@ def test_the_browser_reaches_nothing_outside_and_each_try_is_seen(chromium, tmp_
 
     (tmp_path / "index.html").write_text(PAGE_REACHING_OUT)
     (tmp_path / "here").write_text("ok")
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
-    handler.log_message = lambda *args: None
-    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler) as local:
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args) -> None:  # no access lines in the test's output
+            pass
+
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(tmp_path))) as local:
         threading.Thread(target=local.serve_forever, daemon=True).start()
         context = chromium.new_context()
         attempted = outside_attempts(context)
