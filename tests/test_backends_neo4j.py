@@ -349,12 +349,11 @@ def test_a_clash_it_cannot_free_is_a_clear_error(server, dbs, monkeypatch):
 def test_an_arcadedb_server_of_ones_own_frees_a_clash_through_its_command_url(server, dbs, monkeypatch):
     """On an ArcadeDB server the workbench did not start, ARCADEDB_COMMAND_URL (here the local server's, which the
     workbench is made not to recognise) lets it drop the left-over type: the depot's graph loads after Building's."""
-    from core.backends import arcadedb, graph_server
+    from core.backends import arcadedb
 
-    own = arcadedb.local_server(DatabaseSettings())
-    if own is not None:
-        monkeypatch.setenv("ARCADEDB_COMMAND_URL",
-                           f"http://127.0.0.1:{own.http_port}/api/v1/command/{graph_server.DEFAULT_DATABASE}")
+    settings = DatabaseSettings()
+    if arcadedb.local_server(settings) is not None:
+        monkeypatch.setenv("ARCADEDB_COMMAND_URL", arcadedb.command_url(settings, None)[0])
     elif not os.environ.get("ARCADEDB_COMMAND_URL"):
         pytest.skip("a server of one's own without ARCADEDB_COMMAND_URL (on Neo4j nothing clashes: see the test above)")
     open_backend("neo4j", dbs["bld1"]).close()
