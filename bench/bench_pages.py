@@ -167,10 +167,10 @@ def first_look(browser, url: str, look: tuple[str, ...] = FIRST_LOOK,
     page = browser.new_page(viewport={"width": 1440, "height": 900})
     start = time.perf_counter()
     page.goto(url)
-    for selector in look:
+    page.locator(look[0]).first.wait_for(state="visible", timeout=60_000)
+    title = time.perf_counter() - start
+    for selector in look[1:]:
         page.locator(selector).first.wait_for(state="visible", timeout=60_000)
-        if selector == look[0]:
-            title = time.perf_counter() - start
     seen = time.perf_counter() - start
     if not figure:
         return page, seen, None, title
