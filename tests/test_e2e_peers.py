@@ -82,7 +82,7 @@ def test_the_inbox_draws_itself_again_after_any_analysts_review(chromium, app, m
     name.wait_for()
     # Typed once the page has settled, as Ben reads the form first: in CI (load about 10) the name was not taken once
     # (Approve stayed disabled for 60 s), likely typed between two runs of the page drawing the form, the second
-    # drawing the box again empty; not reproduced here in 18 tries at load 5-8.
+    # drawing the box again empty; not reproduced here in 30 tries at load 1.5-8 (12 of them beside two CPU hogs).
     idle(ben)
     name.fill("Ben")
     ben.keyboard.press("Enter")
