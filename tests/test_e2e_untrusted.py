@@ -96,6 +96,10 @@ def test_no_page_fetches_or_links_outside_with_hostile_data(chromium, server):
         if path not in ("plans", "benchmark", "decision?q=scenario/hostile/1", f"decision?{q}&run={run_id}",
                         "run?q=scenario/hostile/1", f"compare?runs={quote(URL_PARAM)}"):
             expect(page.get_by_text(re.compile(r"evil\.test|phish")).first).to_be_visible(timeout=60_000)
+        if path == f"run?{q}&run={run_id}":  # the run's timeline (its spans' labels), drawn only once opened
+            page.get_by_text("Where the time went").click()
+            expect(page.get_by_test_id("stPlotlyChart")).to_be_visible(timeout=60_000)
+            idle(page)
         if path == "benchmark":  # the Results tab: the plugin's title, the sets' names, the results
             page.get_by_role("tab", name="Results").click()
             expect(page.get_by_text(re.compile(r"Depot .*evil\.test"))).not_to_have_count(0, timeout=60_000)

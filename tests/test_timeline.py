@@ -1,5 +1,5 @@
 """Where a run's time went (issue 40, Langfuse's timeline): the LLM calls, queries and waits for review of a run's
-events on its clock (core.analysis.timeline), shown on the Run page for an opened run."""
+events on its clock (core.analysis.timeline), shown on the Run page for an opened run once its expander is opened."""
 from __future__ import annotations
 
 import pytest
@@ -11,6 +11,7 @@ from core.model.events import (ActionEvent, FinalEvent, LLMUsage, ObservationEve
 from core.model.run_settings import RunSettings
 from core.model.outcome import RunOutcome
 from tests.page_app import isolate, open_page
+from ui.timeline import OPEN
 
 
 def usage(call: int, wait: float, tokens: int = 100) -> LLMUsage:
@@ -62,6 +63,12 @@ def test_the_run_page_shows_where_an_opened_runs_time_went(home):
     at.session_state["run_id"] = "timed"
     at.run()
     [where] = [e for e in at.expander if e.label.endswith("Where the time went")]
+    # closed, it draws nothing: no chart (Plotly's JavaScript), no table, no metric
+    assert not where.get("plotly_chart") and not where.dataframe and not where.metric
+    at.session_state[OPEN] = True  # the analyst opens it: the page runs again and draws it
+    at.run()
+    [where] = [e for e in at.expander if e.label.endswith("Where the time went")]
+    assert len(where.get("plotly_chart")) == 1
     metrics = {m.label: (m.value, m.proto.body) for m in where.metric}
     assert metrics["Waiting for review"][0] == "40.0 s" and metrics["In queries"][0] == "0.8 s"
     assert "5 calls, 600 tokens" in str(where.metric[0].proto)
