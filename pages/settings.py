@@ -31,11 +31,13 @@ from core import telemetry
 from core.store.database import SCHEMA_HEAD, shown
 from ui import access
 from ui.common import dqa_root, in_words, session_db, session_limits, session_llm
+from ui.kept import kept
 from ui.limit_inputs import limit_inputs
 from ui.untrusted import md, md_code
 
 PROVIDERS = {"openai": "OpenAI", "compatible": "OpenAI-compatible server", "replay": "Replay file"}
 KEPT = "kept (leave empty to keep it)"
+QUEUE_OPEN = "settings_queue"  # the job queue expander's open state
 ICONS = {"success": ":material/check_circle:", "warning": ":material/block:", "error": ":material/error:"}
 
 
@@ -187,8 +189,12 @@ def own_model(llm) -> None:
 
 
 def show_queue() -> None:
-    """The job queue as ``python -m core worker --status`` shows it: each worker, the waiting and failed jobs."""
-    with st.expander("Job queue: workers and jobs", icon=":material/dns:"):
+    """The job queue as ``python -m core worker --status`` shows it: each worker, the waiting and failed jobs. Read
+    only while its expander is open (Streamlit's lazy expander): a closed one asks the team store nothing."""
+    box = st.expander("Job queue: workers and jobs", icon=":material/dns:", key=kept(QUEUE_OPEN), on_change="rerun")
+    if not box.open:
+        return
+    with box:
         try:
             state = queue.status()
         except Exception as e:  # noqa: BLE001 - said; the page goes on

@@ -761,8 +761,13 @@ def test_the_settings_page_shows_the_admin_each_worker_and_the_failed_jobs(team,
     failed = runs.start(settings(stub.url), opener(stub.url), who=ME)  # queued by other code: it fails on the worker
     wait_for(lambda: status(failed.run_id) == "failed")
     isolate(monkeypatch, tmp_path / "page")
+    read = []
+    monkeypatch.setattr(queue, "status", lambda status=queue.status: read.append(1) or status())
     at = open_page("pages/settings.py", question_ref=None)
-    assert not at.exception
+    assert not at.exception and not at.dataframe and not read  # closed, the queue's expander reads and draws nothing
+    at.session_state["settings_queue"] = True  # the admin opens it (pages/settings.py's QUEUE_OPEN)
+    at.run()
+    assert not at.exception and read
     shown = next(d.value for d in at.dataframe if "jobs running" in d.value.columns)
     assert list(shown["worker"]) == ["w1"] and list(shown["queues"]) == ["runs"] and list(shown["up"]) == [True]
     assert list(next(d.value for d in at.dataframe if "run or item" in d.value.columns)["run or item"]) == [
