@@ -12,7 +12,9 @@ title (``TITLE_APP``, the least a first look can take) and one drawing a title a
 look's own elements cost the browser, one drawing them and computing nothing (``SAME_ELEMENTS_APP``). Prints the
 medians and their ratios: the first look (title, question and controls) ≤ 1.25× the title floor, the first figure (the network)
 ≤ 1.2× the chart floor; what holds the first look (its title's time, and in how many loads the rest of it came
-only with the figure); then each page's median (target 0.6 s) and worst (target 1.5 s) over ``--rounds`` rounds.
+only with the figure); then each page's median (target 0.6 s) and worst (target 1.5 s) over ``--rounds`` rounds;
+and an ended run opened by its link in a new tab (``LINKED`` tabs: the time to its outcome's "Check the decision"
+button, printed beside the title floor, without a target of its own).
 Every figure is printed with the load average and core count at its time; exits 1 when a figure misses or a page
 breaks. How soon an agent's event reaches the browser (target: 300 ms) is measured by tests/test_e2e_browser.py.
 
@@ -95,6 +97,8 @@ st.navigation([st.Page(page, title="Scenarios", icon=":material/hub:"),
 FIRST_LOOK_RATIO = 1.25  # the first look / the title floor
 FIRST_FIGURE_RATIO = 1.2  # the first figure / the chart floor
 WITH_FIGURE_S = 0.2  # a first look drawn this close to the figure waited for it
+LINKED = 5  # new tabs opening an ended run by its link
+ENDED_RUN = "import core.jobs.runs as jobs; print(jobs.open_store().list(status='finished')[0].id)"
 
 
 class Broken(Exception):
@@ -178,6 +182,20 @@ def first_look(browser, url: str, look: tuple[str, ...] = FIRST_LOOK,
     return page, seen, time.perf_counter() - start, title
 
 
+def linked_run(browser, url: str, run_id: str) -> float:
+    """Seconds from a new tab's visit of an ended run's link (``/run?run=ID``) to its outcome's "Check the decision"
+    button: the page a colleague's link opens."""
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    try:
+        page = context.new_page()
+        start = time.perf_counter()
+        page.goto(f"{url}/run?run={run_id}")
+        page.get_by_role("button", name="Check the decision").wait_for(timeout=60_000)
+        return time.perf_counter() - start
+    finally:
+        context.close()
+
+
 def fresh(p, script: Path, home: Path, look: tuple[str, ...], figure: bool) -> tuple[float, float | None, str, float]:
     """The first look and first figure of ``script`` on a fresh server (data in ``home``) in a new browser, the load
     at the time and the look's title."""
@@ -215,6 +233,8 @@ def main() -> int:
         # seeded by this checkout (an older app reads what it stores: old homes open, tests/test_legacy_stores.py),
         # so an older checkout given by --app is timed on the same runs and benchmarks
         subprocess.run([sys.executable, "-c", SEED], cwd=ROOT, env=app_env(home), check=True, capture_output=True)
+        ended = subprocess.run([sys.executable, "-c", ENDED_RUN], cwd=ROOT, env=app_env(home), check=True,
+                               capture_output=True, text=True).stdout.split()[-1]
         with sync_playwright() as p:
             firsts: dict[str, list[tuple[float, float | None, str, float]]] = {"title": [], "chart": [], "same": [],
                                                                          "app": []}
@@ -233,6 +253,7 @@ def main() -> int:
                         for title in [*list(MAIN_CONTENT)[1:], list(MAIN_CONTENT)[0]]:  # the first page is open
                             times[title].append((navigate(page, title), load()))
                     check_results(page, sorted(p.parent.name for p in (home / "bench").glob("*/results.sqlite")))
+                    linked = [(linked_run(browser, url, ended), load()) for _ in range(LINKED)]
                 except Broken as e:
                     print(f"BROKEN page: {e}")
                     return 1
@@ -279,6 +300,10 @@ def main() -> int:
         missed += [title] if flag else []
         print(f"  {title:<15} median {median(seconds):.2f} s · worst {max(seconds):.2f} s{flag}"
               f"  [{'; '.join(f'{s:.2f} ({at})' for s, at in runs)}]")
+    seconds = [s for s, _ in linked]
+    print(f"an ended run opened by its link in a new tab -> its outcome: median {median(seconds):.2f} s = "
+          f"{median(seconds) / title_floor:.2f}x the title floor · worst {max(seconds):.2f} s (n={len(seconds)})  "
+          f"[{'; '.join(f'{s:.2f} ({at})' for s, at in linked)}]")
     print(f"{len(missed)} of {len(times) + 2} figures miss the target" + (f": {', '.join(missed)}" if missed else ""))
     return 1 if missed else 0
 
