@@ -98,7 +98,6 @@ FIRST_LOOK_RATIO = 1.25  # the first look / the title floor
 FIRST_FIGURE_RATIO = 1.2  # the first figure / the chart floor
 WITH_FIGURE_S = 0.2  # a first look drawn this close to the figure waited for it
 LINKED = 5  # new tabs opening an ended run by its link
-ENDED_RUN = "import core.jobs.runs as jobs; print(jobs.open_store().list(status='finished')[0].id)"
 
 
 class Broken(Exception):
@@ -117,6 +116,7 @@ for scenario, technique in (("locating", "iterrag"), ("locating", "planrag"), ("
 runtime.close()
 bench_jobs.start(smoke_config(), who=local_admin()).join(600)
 bench_jobs.start(smoke_config(source="scenario", db="sqlite"), who=local_admin()).join(600)
+print(jobs.open_store().list(status="finished")[0].id)
 """
 
 
@@ -232,9 +232,8 @@ def main() -> int:
         (floors / "same.py").write_text(SAME_ELEMENTS_APP)
         # seeded by this checkout (an older app reads what it stores: old homes open, tests/test_legacy_stores.py),
         # so an older checkout given by --app is timed on the same runs and benchmarks
-        subprocess.run([sys.executable, "-c", SEED], cwd=ROOT, env=app_env(home), check=True, capture_output=True)
-        ended = subprocess.run([sys.executable, "-c", ENDED_RUN], cwd=ROOT, env=app_env(home), check=True,
-                               capture_output=True, text=True).stdout.split()[-1]
+        ended = subprocess.run([sys.executable, "-c", SEED], cwd=ROOT, env=app_env(home), check=True,
+                               capture_output=True, text=True).stdout.split()[-1]  # SEED prints an ended run last
         with sync_playwright() as p:
             firsts: dict[str, list[tuple[float, float | None, str, float]]] = {"title": [], "chart": [], "same": [],
                                                                          "app": []}
