@@ -535,5 +535,5 @@ def test_history_says_who_started_a_run(home, monkeypatch):
     settings = RunSettings("locating", 1, "sqlite", "iterrag", f"replay:{REPLAY}", source="demo")
     job = jobs.start(settings, jobs.Opener(), who=person("analyst", "anna"))
     job.join(60)
-    at = open_file("pages/history.py")
+    at = open_file("pages/history.py", history_run=job.run_id)
     assert any("anna" in c.value and "Started by" in c.value for c in at.caption)

@@ -55,7 +55,10 @@ def test_filter_export_and_open_a_run(home, downloads):
     assert run["outcome"]["decision"] == "doab" and [e["kind"] for e in run["events"]][-1] == "final"
     assert download.proto.label == "Export 1 run as JSON"
 
+    assert not at.metric and not at.get("button")  # no run is opened below the table until asked for (issue 41)
+    at.selectbox(key="history_run").set_value(row["run"]).run()
     assert {m.label: m.value for m in at.metric}["Decision"] == "doab"  # the run shown below the table
+    assert at.query_params["run"] == row["run"]
     at.selectbox(key="history_Technique").set_value("iterrag").run()  # IterRAG ran on Locating only
     at.selectbox(key="history_Scenario").set_value("building").run()
     assert at.dataframe[0].value.empty and "No run matches" in at.info[0].value
@@ -63,6 +66,7 @@ def test_filter_export_and_open_a_run(home, downloads):
     assert at.selectbox(key="history_Correct").options == ["any", "correct"]  # the values the runs have
     at.selectbox(key="history_Correct").set_value(True).run()
     [iterrag] = at.dataframe[0].value.to_dict("records")
+    at.selectbox(key="history_run").set_value(iterrag["run"]).run()
 
     button(at, "Open in the Run view").click().run()
     assert at.session_state["run_id"] == iterrag["run"]

@@ -195,7 +195,7 @@ def test_branch_from_a_step_in_history_opens_the_new_run(home):
     spec = replays("demo", "locating", 1, "sql", "planrag")[0].spec
     parent = runtime.start(RunSettings("locating", 1, "sqlite", "planrag", spec, source="demo"))
     runtime.close()
-    at = open_page("pages/history.py")
+    at = open_page("pages/history.py", history_run=parent.run_id)  # as a tick on its row opens it
     assert button(at, "Start the branch").disabled  # issue 40: recorded under a name, asked once
     at.text_input(key="history-branch-name-" + parent.run_id).input("ana").run()
     at.selectbox(key="history-branch-step-" + parent.run_id).set_value(2).run()
@@ -206,7 +206,7 @@ def test_branch_from_a_step_in_history_opens_the_new_run(home):
     assert new_id != parent.run_id and not at.exception
     child = jobs.open_store().get(new_id)
     assert child.parent_id == parent.run_id and child.branch_step == 2
-    history = open_page("pages/history.py")
+    history = open_page("pages/history.py", history_run=parent.run_id)
     table = history.dataframe[0].value
     assert list(table["run"])[:2] == [parent.run_id, new_id]  # the branch under its run
     assert table["branch"][1].endswith(f"step 2 of {parent.run_id}")
@@ -221,7 +221,7 @@ def test_a_branch_opens_with_the_plan_in_force_at_its_step(home):
     spec = replays("demo", "locating", 1, "sql", "planrag")[0].spec
     parent = runtime.start(RunSettings("locating", 1, "sqlite", "planrag", spec, source="demo"))
     runtime.close()
-    at = open_page("pages/history.py")
+    at = open_page("pages/history.py", history_run=parent.run_id)
     at.selectbox(key="history-branch-step-" + parent.run_id).set_value(1).run()
     [plan] = [t for t in at.text_area if t.key == f"history-branch-plan-{parent.run_id}-1"]
     assert plan.value.startswith('Find the trade nodes whose flow goes into "deccan"')
