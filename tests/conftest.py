@@ -2,6 +2,7 @@
 unless REQUIRE_<NAME>=1 is set (as CI does), which turns the skip into a failure."""
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import sys
@@ -17,6 +18,12 @@ from ui import threads  # noqa: E402 (after the checkout is importable)
 
 # The test process is the app's server here (AppTest sessions, runs on threads): the same guards as app.py installs.
 threads.guard()
+
+# Each new AppTest scans every installed distribution for Streamlit components (0.1 CPU-s, about 150 AppTests per
+# test process); what is installed does not change while the tests run, so the first scan serves the others.
+from streamlit.components.v2 import manifest_scanner  # noqa: E402
+
+manifest_scanner.scan_component_manifests = functools.cache(manifest_scanner.scan_component_manifests)
 
 
 def _uses_neo4j(item) -> bool:

@@ -16,8 +16,7 @@ planner_cost.csv beside the other reports.
 from __future__ import annotations
 
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from core.agents.engine import engine
 from core.model.bounds import one_of
@@ -31,7 +30,9 @@ from core.benchmark.stats import wilson
 from core.scenarios.dqa.source import DQA_SET
 from core.scenarios import ByScenario
 from core.config.files import write_atomic
-from core.analysis.spreadsheet import csv_text
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 KIND = {"sql": "RDB", "cypher": "GDB"}
 #: The paper's number of questions per scenario.
@@ -96,6 +97,8 @@ def paper_comparison(results: list[dict]) -> pd.DataFrame:
     run count as not correct) and its 95% Wilson interval (clustered by question for repeated samples: see
     core.benchmark.epochs), beside the paper's figure, its n and its setting (the
     DQA set only: other sets' questions are not the paper's)."""
+    import pandas as pd  # heavy: only the tables need it (a worker's or a command's runs never do)
+
     if not results:
         return pd.DataFrame(columns=COMPARISON_COLUMNS)
     df = pd.DataFrame(results)
@@ -123,6 +126,8 @@ def paper_comparison(results: list[dict]) -> pd.DataFrame:
 def planner_cost(results: list[dict]) -> pd.DataFrame:
     """REAPER beside IterRAG: calls per question, the plan call's latency (REAPER's first call; IterRAG's first
     call for comparison), the mean latency of a call and the LLM time per question."""
+    import pandas as pd  # heavy: see paper_comparison
+
     rows = []
     chosen = [r for r in results if r["technique"] in REAPER_PAPER]
     groups: dict[tuple, list[dict]] = {}
@@ -146,6 +151,8 @@ def planner_cost(results: list[dict]) -> pd.DataFrame:
 def summary_lines(results: list[dict]) -> list[str]:
     """The comparison with the paper (none without results) and REAPER's cost (only when REAPER ran), for the
     command line."""
+    import pandas as pd  # heavy: see paper_comparison
+
     compared = paper_comparison(results)
     lines = ["setting beside the paper's figure:"] if not compared.empty else []
     for r in compared.itertuples():
@@ -167,6 +174,8 @@ def summary_lines(results: list[dict]) -> list[str]:
 
 def export(results: list[dict], directory: str | Path) -> list[Path]:
     """Write paper_comparison.csv and planner_cost.csv to ``directory``; the files written."""
+    from core.analysis.spreadsheet import csv_text  # heavy: pandas, see paper_comparison
+
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     written = []
