@@ -19,8 +19,8 @@ from ui import threads  # noqa: E402 (after the checkout is importable)
 # The test process is the app's server here (AppTest sessions, runs on threads): the same guards as app.py installs.
 threads.guard()
 
-# Each new AppTest scans every installed distribution for Streamlit components (0.1 CPU-s each; sampled with py-spy,
-# about 30 CPU-s of a whole run); what is installed does not change while the tests run, so one scan serves all.
+# Each new AppTest scans every installed distribution for Streamlit components (0.1 CPU-s each; 30 s of a whole
+# run's py-spy samples); what is installed does not change while the tests run, so one scan serves all.
 from streamlit.components.v2 import manifest_scanner  # noqa: E402
 
 manifest_scanner.scan_component_manifests = functools.cache(manifest_scanner.scan_component_manifests)
