@@ -25,8 +25,8 @@ from core.scenarios.plugins.checks import check_folder
 from core.actions import choices
 from core.analysis.format import number, timestamp
 from core.config import home as project_home
-from core.config.settings import DatabaseSettings, database_url
-from core.jobs import queue
+from core.config.settings import DatabaseSettings, database_url, jobs_mode
+from core.jobs import local, queue
 from core import telemetry
 from core.store.database import SCHEMA_HEAD, shown
 from ui import access
@@ -38,6 +38,11 @@ from ui.untrusted import md, md_code
 PROVIDERS = {"openai": "OpenAI", "compatible": "OpenAI-compatible server", "replay": "Replay file"}
 KEPT = "kept (leave empty to keep it)"
 QUEUE_OPEN = "settings_queue"  # the job queue expander's open state
+#: Where runs and benchmark items run, by jobs mode (PLANRAG_JOBS) outside the team's queue.
+RUNS_RUN = {"process": "Runs run in a process of their own that this app starts (PLANRAG_JOBS=process, the default), "
+                       "so that pages stay quick while agents work; benchmark items run in this app's process. "
+                       "PLANRAG_JOBS=threads runs both in this app's process.",
+            "threads": "Runs and benchmark items run in this app's process (PLANRAG_JOBS=threads)."}
 ICONS = {"success": ":material/check_circle:", "warning": ":material/block:", "error": ":material/error:"}
 
 
@@ -286,12 +291,16 @@ if team_url:  # the app started, so its schema is current (app.py checks it)
         if access.allowed("databases"):  # the queue's workers and jobs: the admin's (python -m core worker --status)
             show_queue()
     else:
-        st.caption("Runs and benchmark items run in this app's process (PLANRAG_JOBS=threads).")
+        st.caption(RUNS_RUN[jobs_mode()])
 else:
     st.caption(f"This machine's project home: SQLite files under {md_code(str(project_home.data_home()))} "
                "(PLANRAG_HOME). Set PLANRAG_DATABASE_URL=postgresql://... to share them as a team (README, "
                "Team deployment).")
+    st.caption(RUNS_RUN[jobs_mode()])
 st.caption(telemetry.describe())
+if telemetry.endpoint() and jobs_mode() == "process" and (told := local.spans()) is not None:
+    st.caption(f"The runs' spans are sent by the local run process: {told[0]} sent, {told[1]} dropped, as it last "
+               "told (once a run's spans were out).")
 
 paths = access.disabled("server_paths")
 st.subheader("DQA benchmark")

@@ -19,6 +19,11 @@ from ui import threads  # noqa: E402 (after the checkout is importable)
 # The test process is the app's server here (AppTest sessions, runs on threads): the same guards as app.py installs.
 threads.guard()
 
+# Runs start in this process's threads (PLANRAG_JOBS=threads), as AppTest sessions follow them: the embedded default,
+# a local run process per home (core.jobs.local), is tested where a test asks for it (tests/test_jobs_local.py, a
+# server stopped mid-run in tests/test_shutdown.py, the browser's run in tests/test_e2e_local_runs.py).
+os.environ["PLANRAG_JOBS"] = "threads"
+
 # Each new AppTest scans every installed distribution for Streamlit components (0.1 CPU-s each; 30 s of a whole
 # run's py-spy samples); what is installed does not change while the tests run, so one scan serves all.
 from streamlit.components.v2 import manifest_scanner  # noqa: E402

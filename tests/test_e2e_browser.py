@@ -115,6 +115,22 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def approve_as(page, reviewer: str) -> None:
+    """Approve the plan the run waits with, as proposed, on ``page`` as ``reviewer`` (this session's first review:
+    the name typed first). Until the rerun for the name ends, the disabled button of the run before may stand beside
+    the new one (Streamlit keeps stale elements until the script finishes): the one usable button is waited for."""
+    from playwright.sync_api import expect
+
+    name = page.get_by_role("textbox", name="Your name, recorded with your review")
+    name.fill(reviewer)
+    name.press("Enter")
+    page.get_by_text(f"you review as {reviewer}").wait_for()
+    approve = page.get_by_role("button", name="Approve as proposed")
+    expect(approve).to_have_count(1)
+    expect(approve).to_be_enabled()
+    approve.click()
+
+
 def wait_healthy(url: str, process: subprocess.Popen, timeout: float = WAIT_MS / 1000) -> float:
     """When the server first answered its health check (time.time())."""
     deadline = time.time() + timeout

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from core.store.runs import RunStore
-from tests.test_e2e_browser import app_server, chromium, wait_healthy  # noqa: F401 (chromium: a fixture)
+from tests.test_e2e_browser import app_server, approve_as, chromium, wait_healthy  # noqa: F401 (chromium: a fixture)
 
 HANG_CALL = 4  # the model call (counted in the server process) that never answers: the first after the review
 
@@ -74,16 +74,7 @@ def test_pause_screen_then_stop_a_hanging_run(chromium, server, tmp_path):  # no
          (("banner", banner), ("form", form), ("timeline", timeline), ("proposed", proposed))}
     assert y["banner"] < y["form"] < y["timeline"] and y["proposed"] > y["form"], y
 
-    name = page.get_by_role("textbox", name="Your name, recorded with your review")  # this session's first review
-    name.fill("Ana Costa")
-    name.press("Enter")
-    page.get_by_text("you review as Ana Costa").wait_for()  # redrawn: the buttons usable, the old ones gone
-    # until the rerun ends, the disabled button of the run before may stand beside the new one (Streamlit keeps
-    # stale elements until the script finishes): wait for the one usable button
-    approve = page.get_by_role("button", name="Approve as proposed")
-    expect(approve).to_have_count(1)
-    expect(approve).to_be_enabled()
-    approve.click()
+    approve_as(page, "Ana Costa")
     waiting = page.get_by_text("waiting for the model (LLM call")  # which call and attempt (issue 29)
     waiting.wait_for()
     expect(waiting).to_contain_text(" s")

@@ -72,7 +72,9 @@ def test_runs_followed_to_their_end_never_blank_the_page(chromium, hog, tmp_path
     stub = StreamingStub([r for n in range(RUNS) for r in replies(n)], hold=False,
                          gap=lambda: draw.uniform(0.0, 0.06))
     home = tmp_path / "home"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_") and k != "PLANRAG_REPLAYS"}
+    # the app as an analyst starts it: its runs in its local run process (the default, PLANRAG_JOBS unset)
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("OPENAI_") and k not in ("PLANRAG_REPLAYS", "PLANRAG_JOBS")}
     env.update(PLANRAG_HOME=str(home), OPENAI_MODEL="stand-in", OPENAI_BASE_URL=stub.url)
     log = tmp_path / "server.log"
     blank, errors, started = [], [], time.monotonic()

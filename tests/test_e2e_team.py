@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import empty_team_store
-from tests.test_e2e_browser import app_server, chromium, wait_healthy  # noqa: F401 (chromium: a fixture)
+from tests.test_e2e_browser import app_server, approve_as, chromium, wait_healthy  # noqa: F401 (chromium: a fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
 LAUNCH = "import sys\nfrom streamlit.web.cli import main\nsys.argv[0] = 'streamlit'\nmain()\n"
@@ -60,14 +60,7 @@ def test_two_analysts_follow_and_review_a_run_a_worker_drives(chromium, team_ser
         assert run_id
         ben.goto(f"{url}/run?run={run_id}")
         ben.get_by_test_id("stAlert").filter(has_text="Waiting for your review — run").wait_for()
-        name = ben.get_by_role("textbox", name="Your name, recorded with your review")
-        name.fill("Ben Ode")
-        name.press("Enter")
-        ben.get_by_text("you review as Ben Ode").wait_for()
-        approve = ben.get_by_role("button", name="Approve as proposed")
-        expect(approve).to_have_count(1)
-        expect(approve).to_be_enabled()
-        approve.click()
+        approve_as(ben, "Ben Ode")
         ana.get_by_text("Final answer").first.wait_for()  # Ana's page followed the run to its end on the worker
         ana.screenshot(path=shots / "team-finished-on-a-worker.png", full_page=True)
         ben.get_by_text("Final answer").first.wait_for()

@@ -145,3 +145,18 @@ def test_the_page_says_where_runs_are_kept(monkeypatch, tmp_path):
     at = open_page()
     shown = [c.value for c in at.caption if "The team store" in c.value]
     assert shown and "postgresql://ana:***@db.example:5432/team" in shown[0] and "s3cret" not in shown[0]
+
+
+def test_the_page_says_where_runs_run(monkeypatch, tmp_path):
+    """Without a team store: a process of their own (the default) or this app's process (PLANRAG_JOBS=threads)."""
+    page_app.isolate(monkeypatch, tmp_path)
+    monkeypatch.delenv("PLANRAG_DATABASE_URL", raising=False)
+    said = {}
+    for mode in ("process", "threads"):
+        monkeypatch.setenv("PLANRAG_JOBS", mode)
+        at = open_page()
+        said[mode] = [shown(c.value) for c in at.caption if "Runs " in c.value]
+    assert said["process"] == ["Runs run in a process of their own that this app starts (PLANRAG_JOBS=process, the "
+                               "default), so that pages stay quick while agents work; benchmark items run in this "
+                               "app's process. PLANRAG_JOBS=threads runs both in this app's process."]
+    assert said["threads"] == ["Runs and benchmark items run in this app's process (PLANRAG_JOBS=threads)."]

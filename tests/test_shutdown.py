@@ -1,7 +1,8 @@
-"""A process stopped mid-run (issue 43 section 2): the app server (``streamlit run app.py``, threads mode) stopped
-with SIGTERM or SIGINT, or a worker of the job queue stopped with SIGTERM, takes no more work, ends each run it
-drives ``interrupted`` with the reason "the server stopped" (not failed), and exits; killed with SIGKILL, the run
-is found interrupted at the next start. Resumed, the run goes on from its last checkpoint: only the model call in
+"""A process stopped mid-run (issue 43 section 2): the app server (``streamlit run app.py``; its runs in its local
+run process, the default, or in its threads) stopped with SIGTERM or SIGINT, or a worker of the job queue stopped
+with SIGTERM, takes no more work, ends each run it drives ``interrupted`` with the reason "the server stopped" (not
+failed), and exits; killed with SIGKILL, the run is found interrupted at the next start (in the threads mode) or
+at once (its run process sees the app gone, interrupts it and ends). Resumed, the run goes on from its last checkpoint: only the model call in
 flight is asked again, and no event is lost or doubled. The model is a scripted stub server (tests/turn_stub.py)
 holding its second reply, the call in flight when the signal comes."""
 from __future__ import annotations
@@ -13,14 +14,14 @@ import time
 import pytest
 
 from core.analysis.trace import Trace
-from core.jobs import runs
+from core.jobs import local, runs
 from core.store.runs import RunStore
 from tests.test_e2e_browser import app_server, wait_healthy
 from tests.test_jobs_queue import ACT, FINAL, ME, opener, settings, status, team, wait_for, workers  # noqa: F401
 from tests.turn_stub import TurnStub
 
-# `streamlit run app.py`, where the server process starts one run (threads mode) before it serves: the run is
-# driven by a thread of the app server, as one started from the Run page is.
+# `streamlit run app.py`, where the server process starts one run before it serves: the run is driven where one
+# started from the Run page is (the app's local run process, or a thread of the app server).
 STARTING_STREAMLIT = """
 import os, sys
 from core.auth.roles import local_admin
@@ -60,12 +61,16 @@ def finished_once(store: RunStore, run_id: str) -> None:
 
 
 @pytest.fixture
-def app(tmp_path, monkeypatch):
-    """Starts the app server with one run under way (its model holding the run's second call); its process, the
-    run id and the model stub."""
+def app(tmp_path, monkeypatch, request):
+    """Starts the app server with one run under way (its model holding the run's second call), in the jobs mode the
+    test asks for (``request.param``; default: the embedded default, the local run process); its process, the run
+    id and the model stub."""
     home = tmp_path / "home"
     monkeypatch.setenv("PLANRAG_HOME", str(home))
-    monkeypatch.delenv("PLANRAG_JOBS", raising=False)
+    if getattr(request, "param", "process") == "process":
+        monkeypatch.delenv("PLANRAG_JOBS", raising=False)  # the default
+    else:
+        monkeypatch.setenv("PLANRAG_JOBS", request.param)
     monkeypatch.delenv("PLANRAG_DATABASE_URL", raising=False)
     monkeypatch.setattr(runs.config, "DATA_HOME", home)
     stub = TurnStub([ACT, FINAL], hold_at=1)
@@ -77,8 +82,10 @@ def app(tmp_path, monkeypatch):
         [record] = RunStore(home / "runs.sqlite").list()
         yield process, record.id, stub, home
     stub.close()
+    local.stop_all()  # the test's own (its Resume)
 
 
+@pytest.mark.parametrize("app", ["process", "threads"], indirect=True)
 @pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGINT])
 def test_the_app_stopped_mid_run_leaves_it_interrupted_and_it_resumes_from_its_checkpoint(app, how):
     process, run_id, stub, home = app
@@ -99,17 +106,37 @@ def test_the_app_stopped_mid_run_leaves_it_interrupted_and_it_resumes_from_its_c
     print(f"\n{signal.Signals(how).name}: the app exited {took:.2f} s after the signal (target: 10 s)")
 
 
-def test_the_app_killed_mid_run_leaves_it_interrupted_at_the_next_start(app):
+def gone(pid: int) -> bool:
+    """Whether process ``pid`` has ended (a zombie no one reaps has)."""
+    try:
+        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.parametrize("app", ["process", "threads"], indirect=True)
+def test_the_app_killed_mid_run_leaves_it_interrupted_at_the_next_start(app, request):
     process, run_id, stub, home = app
+    store = RunStore(home / "runs.sqlite")
+    driver = store.db.rows("SELECT owner_pid FROM runs WHERE id = ?", (run_id,))[0][0]
     process.send_signal(signal.SIGKILL)
     process.wait(10)
-    store = RunStore(home / "runs.sqlite")
-    assert store.detect_orphans() == [run_id]  # what the next start's pages see (the inbox lists it)
+    threads = request.node.callspec.params["app"] == "threads"
+    if threads:
+        assert driver == process.pid and store.detect_orphans() == [run_id]  # what the next start's pages see
+    else:  # its run process saw the app gone: it interrupted the run and ended
+        assert driver != process.pid
+        wait_for(lambda: gone(driver), timeout=30)
+        record = store.get(run_id)
+        assert record.status == "interrupted" and record.events[-1].message == "the server stopped"
     stub.release.set()
     job = runs.proceed(store.get(run_id), opener(stub.url), who=ME)
     assert job.join(60)
-    record = store.get(run_id)
-    assert record.status == "finished" and [e.kind for e in record.events] == KINDS
+    if threads:  # no trace of the kill: the process could not say it
+        record = store.get(run_id)
+        assert record.status == "finished" and [e.kind for e in record.events] == KINDS
+    else:
+        finished_once(store, run_id)
     assert in_flight_asked_again(stub), stub.calls
 
 

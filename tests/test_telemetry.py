@@ -257,6 +257,17 @@ def shape(spans: list[dict]) -> list[tuple[str, str | None, tuple]]:
                   for s in spans)
 
 
+def reviewed_in_process(phoenix: str, tmp_path: Path) -> list[dict]:
+    """The spans of a PlanRAG run with a review (approved with a note), driven in this process."""
+    runtime = make_runtime(tmp_path / "in-process", llm_settings=LLMSettings(api_key=KEY))
+    first = runtime.start(RunSettings("locating", 1, "sqlite", "planrag", replay(tmp_path, [PLAN, "Re-plan: N\n"
+                                                                                           + FINAL]),
+                                      source="demo", hitl="approve-every-plan"))
+    assert runtime.resume(first.run_id, Review.approve(note="fine")).status == "finished"
+    runtime.close()
+    return spans_of(phoenix, run_ids(first.run_id)[0], {"agent run", "run segment"})
+
+
 def test_a_run_on_a_queue_worker_is_one_trace_shaped_as_an_in_process_run(phoenix, team, workers, tmp_path,
                                                                           monkeypatch):
     """Issue 42: runs on workers trace the same way. A run with a review, driven by a ``python -m core worker``
@@ -278,13 +289,7 @@ def test_a_run_on_a_queue_worker_is_one_trace_shaped_as_an_in_process_run(phoeni
     queued = spans_of(phoenix, run_ids(run.run_id)[0], {"agent run", "run segment"})
     assert len({s["context"]["trace_id"] for s in queued}) == 1
 
-    runtime = make_runtime(tmp_path / "in-process", llm_settings=LLMSettings(api_key=KEY))
-    first = runtime.start(RunSettings("locating", 1, "sqlite", "planrag", replay(tmp_path, [PLAN, "Re-plan: N\n"
-                                                                                           + FINAL]),
-                                      source="demo", hitl="approve-every-plan"))
-    assert runtime.resume(first.run_id, Review.approve(note="fine")).status == "finished"
-    runtime.close()
-    in_process = spans_of(phoenix, run_ids(first.run_id)[0], {"agent run", "run segment"})
+    in_process = reviewed_in_process(phoenix, tmp_path)
     assert shape(queued) == shape(in_process)
     assert [s["name"] for s in queued].count("agent run") == 1 and [s["name"] for s in queued].count(
         "run segment") == 2
@@ -295,3 +300,39 @@ def test_a_run_on_a_queue_worker_is_one_trace_shaped_as_an_in_process_run(phoeni
     assert set(alike["attributes"]) <= set(root["attributes"]) and root["attributes"]["planrag.decision"] == "doab"
     assert {"planrag.rank", "planrag.of", "planrag.regret"} <= set(root["attributes"])
     assert KEY not in json.dumps(queued)
+
+
+def test_a_run_in_the_local_run_process_is_one_trace_shaped_as_an_in_process_run(phoenix, tmp_path, monkeypatch):
+    """Issue 41: the app's runs in its local run process (``PLANRAG_JOBS=process``, the embedded default) trace as
+    runs in-process do. A run with a review, paused and resumed there (its segments driven by the run process, the
+    review claimed by the app), is one trace in Phoenix shaped as the same run in-process; the Settings page tells
+    the spans the run process sent."""
+    from core.jobs import local, runs as job_runs
+    from tests.page_app import isolate
+    from tests.test_jobs_local import ME, opener, settings as local_settings, wait_for
+    from tests.turn_stub import TurnStub
+
+    isolate(monkeypatch, tmp_path / "home")
+    monkeypatch.setenv("PLANRAG_JOBS", "process")
+    monkeypatch.setenv("PLANRAG_OTLP_ENDPOINT", phoenix)  # before the run process starts: it is started with it
+    stub = TurnStub([PLAN, "Re-plan: N\n" + FINAL.replace("krakow", "doab")])  # a node of the demo's question
+    try:
+        run = job_runs.start(local_settings(stub.url, "planrag", hitl="approve-every-plan"), opener(stub.url),
+                             who=ME)
+        assert run.join(60) and run.status() == "paused"
+        record = job_runs.open_store().get(run.run_id, events=False)
+        resumed = job_runs.resume(record, Review.approve(note="fine"), opener(stub.url), pause_id="p1", who=ME)
+        assert resumed.join(60) and resumed.status() == "finished"
+        there = spans_of(phoenix, run_ids(run.run_id)[0], {"agent run", "run segment"})
+        told = wait_for(lambda: (n := local.spans()) and n[0] >= len(there) and n)  # the resumed segment's too
+        at = open_file("pages/settings.py")
+        said = [shown(c.value) for c in at.caption if "local run process" in c.value and "spans" in c.value]
+    finally:
+        local.stop_all()
+        stub.close()
+    assert len({s["context"]["trace_id"] for s in there}) == 1 and told[1] == 0
+    assert said == [f"The runs' spans are sent by the local run process: {told[0]} sent, 0 dropped, as it last told "
+                    "(once a run's spans were out)."]
+
+    in_process = reviewed_in_process(phoenix, tmp_path)
+    assert shape(there) == shape(in_process)

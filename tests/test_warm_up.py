@@ -94,3 +94,20 @@ def test_the_pages_that_start_runs_say_runs_are_ahead_and_the_others_do_not(monk
         said[page] = shell._runs_ahead.is_set()
     assert said == {"pages/run.py": True, "pages/compare.py": True, "pages/scenarios.py": False,
                     "pages/history.py": False}
+
+
+def test_with_runs_in_the_local_run_process_the_warm_up_starts_it_first(monkeypatch):
+    """``PLANRAG_JOBS=process`` (the embedded default): the warm-up starts the local run process before its own
+    steps, so that it loads what a run needs in its own process while the analyst reads the page; a mode that
+    names nothing is left to the page that starts a run to say."""
+    from core.jobs import local
+
+    done: list[str] = []
+    monkeypatch.setattr(shell, "_runs_ahead", threading.Event())
+    shell._runs_ahead.set()
+    monkeypatch.setattr(local, "process_for", lambda: done.append("run process"))
+    monkeypatch.setattr(opening, "warm_up", lambda between: done.append("steps"))
+    for mode in ("process", "threads", "no such mode"):
+        monkeypatch.setenv("PLANRAG_JOBS", mode)
+        shell._warm_up()
+    assert done == ["run process", "steps", "steps", "steps"]

@@ -34,7 +34,7 @@ from ui.run_options import runtime_factory
 from core.analysis.evidence import of_run
 from ui.common import answers_hidden, dqa_root, land_at_top, shown_columns
 from ui.grading_view import override_form, override_note
-from ui.live import closely, live
+from ui.live import closely, live, meanwhile
 from ui.untrusted import md, md_code, md_table
 
 #: Ended runs that did not end well: status -> what the outcome box leads with, and its icon.
@@ -265,6 +265,7 @@ class RunPanel:
     def __init__(self, run_id: str, settings: RunSettings, compact: bool = False):
         self.run_id, self.technique = run_id, settings.technique
         self.trace = Trace()
+        self._more = None  # where the events that come while the panel is followed go (``follow``)
         self._price = model_price(settings.llm)
         label = technique_label(settings.technique)
         details = (f"{md_code(question_id(settings))} · {md(settings.db)} · {md(model_label(settings.llm))} · "
@@ -291,12 +292,18 @@ class RunPanel:
         """Show the next events and bring the checklist up to date."""
         for event in events:
             self.trace.add(event)
-            with self._timeline.container(key=f"ev-{self.run_id}-{len(self.trace.events)}"):
+            with (self._more or self._timeline).container(key=f"ev-{self.run_id}-{len(self.trace.events)}"):
                 show_event(event, self.trace)
         if events:
             with self._plan.container():
                 show_checklist(self.trace, self.technique)
             self.count()
+
+    def follow(self, newer: Callable[[], list[Event]]) -> None:
+        """While the run goes on, until the panel is drawn again: the events ``newer()`` gives (those stored since),
+        added as they come, below those shown and above the reply in flight (ui.live.meanwhile)."""
+        self._more = self._timeline.container()
+        meanwhile(lambda: self.add(newer()))
 
     def writing(self, reply: Callable[[], str]) -> None:
         """The model's reply in flight as far as it has come, ``reply()``, below the events so far: drawn again
@@ -387,11 +394,17 @@ def tracker(record: RunRecord | None, job: RunJob | None) -> RunJob | RunFollowe
 
 def events_so_far(run: RunJob | RunFollower) -> list[Event]:
     """The run's events: those this session read before, with those after them (its cursor)."""
+    newer_events(run)
+    return st.session_state[f"_live-events-{run.run_id}"]
+
+
+def newer_events(run: RunJob | RunFollower) -> list[Event]:
+    """The run's events after those this session read (its cursor), read from now on."""
     key = f"_live-events-{run.run_id}"
-    events = st.session_state.get(key, [])
-    events = events + run.events(len(events))
-    st.session_state[key] = events
-    return events
+    seen = st.session_state.get(key, [])
+    new = run.events(len(seen))
+    st.session_state[key] = seen + new
+    return new
 
 
 def show_live(run_id: str, settings: RunSettings, run: RunJob | RunFollower, key: str, compact: bool = False) -> RunPanel:
@@ -406,6 +419,8 @@ def show_live(run_id: str, settings: RunSettings, run: RunJob | RunFollower, key
     panel = RunPanel(run_id, settings, compact=compact)
     events = events_so_far(run)
     panel.add(events)
+    if going:  # the events that come before the next draw, added as they come
+        panel.follow(partial(newer_events, run))
     if going and run.streams is not False:  # a model that streams, or no call yet to say: its reply drawn closely
         panel.writing(lambda: run.partial)
     if going and status != "queued":  # a queued run waits for a worker, said above

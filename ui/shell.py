@@ -63,8 +63,9 @@ _runs_ahead = threading.Event()  # a page that starts runs was drawn (``runs_ahe
 @st.cache_resource(show_spinner=False)
 def warming() -> threading.Thread:
     """Once per server, in the background, after the first page is out (app.py starts it once the page has run):
-    load what its first run would wait for (core.jobs.opening.warm_up), a step at a time (``between_steps``). A run
-    started before then imports what it needs itself."""
+    start the local run process (core.jobs.local, when runs go there), and load what the first run would wait for
+    here (core.jobs.opening.warm_up), a step at a time (``between_steps``). A run started before then starts or
+    imports what it needs itself."""
     thread = threading.Thread(target=_warm_up, name="warm-up", daemon=True)
     thread.start()
     return thread
@@ -79,10 +80,16 @@ def runs_ahead() -> None:
 
 
 def _warm_up() -> None:
-    from core.jobs import opening  # heavy (the LLM client, httpx: 75 ms), which the first page has no use for
+    from core.jobs import local, opening  # heavy (the LLM client, httpx: 75 ms), which the first page has no use for
 
     _runs_ahead.wait(WARM_UP_AFTER_S)
-    opening.warm_up(between=between_steps)
+    try:
+        ahead = local.enabled()
+    except ValueError:  # PLANRAG_JOBS names no mode: said where a run is started
+        ahead = False
+    if ahead:  # the local run process loads what a run needs in its own process, apart from the pages
+        local.process_for()
+    opening.warm_up(between=between_steps)  # what this process needs of it: a review's claim, the pages' own
 
 
 def between_steps(longest_s: float = WARM_UP_YIELDS_S) -> bool:

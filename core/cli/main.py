@@ -58,11 +58,21 @@ def build_parser() -> argparse.ArgumentParser:
                        description=scenario_command.DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     scenario_command.add_arguments(p)
 
+    p = sub.add_parser("local-runs", help="drive the app's runs in a process of their own (the app starts it)",
+                       description="Started by the app (PLANRAG_JOBS=process, the embedded default): it reads the "
+                       "runs to drive on its standard input and ends when that closes. Not meant to be run by hand.")
+    p.set_defaults(func=_local_runs)
     p = sub.add_parser("graph-server", help="install, start, stop a local Neo4j-protocol server (ArcadeDB)",
                        description=graph_server.DESCRIPTION)
     graph_server.add_arguments(p)
     p.set_defaults(func=graph_server.main)
     return parser
+
+
+def _local_runs(args) -> int:
+    from core.jobs import local_host  # heavy: the agent runtime, which no other command here needs at its start
+
+    return local_host.main(args)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -138,15 +138,16 @@ def database_url() -> str | None:
 
 
 JOBS_ENV = "PLANRAG_JOBS"
+JOBS_MODES = ("queue", "process", "threads")
 
 
 def jobs_mode() -> str:
-    """Where runs and benchmark items run: ``queue`` (jobs on the team store's job queue, taken by
-    ``python -m core worker`` processes on any machine; the default with a team store) or ``threads`` (in the
-    process that starts them; the embedded default). ``PLANRAG_JOBS`` chooses; ``queue`` needs a team store."""
-    value = os.environ.get(JOBS_ENV, "").strip().lower() or ("queue" if database_url() else "threads")
-    if value not in ("queue", "threads"):
-        raise ValueError(f"{JOBS_ENV} is {value!r}: choose queue or threads")
+    """Where runs and benchmark items run (``PLANRAG_JOBS``): ``queue`` (the team's job queue, taken by ``python -m
+    core worker`` processes; the default with a team store), ``process`` (runs in the app's local run process,
+    core.jobs.local; the embedded default) or ``threads`` (in the process that starts them)."""
+    value = os.environ.get(JOBS_ENV, "").strip().lower() or ("queue" if database_url() else "process")
+    if value not in JOBS_MODES:
+        raise ValueError(f"{JOBS_ENV} is {value!r}: choose {', '.join(JOBS_MODES)}")
     if value == "queue" and not database_url():
         raise ValueError(f"{JOBS_ENV}=queue needs a team store: set {DATABASE_URL_ENV} to a postgresql:// URL")
     return value

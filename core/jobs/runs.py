@@ -3,7 +3,9 @@ page follows its events as they arrive, read from the run store by cursor (so a 
 followed the same way: ``follower``). The run store (under DATA_HOME) keeps every run; a job only lives as long as
 the process, and a paused run is resumed by a new job. Every function that acts takes the acting identity
 (``who``) and asks the gate (core.auth.gate.authorize) first; the run store records who started, reviewed,
-stopped and branched.
+stopped and branched. Where a run goes: a worker of the team's job queue (core.jobs.queue), the local run
+process (core.jobs.local: the embedded default, out of the app server's process), or a thread of this process
+(``PLANRAG_JOBS=threads``, and callers whose runtime is not an Opener).
 
     job = start(settings, lambda: open_runtime(dqa_root, llm_settings), who=identity)
     seen = 0
@@ -25,7 +27,8 @@ from core.model.events import AnyEvent, Event
 from core.llm.client import LLMSettings
 from core.store import database
 from core.store.runs import DRIVEN, RunRecord, RunStore, new_run_id
-from core.jobs import queue
+from core import scenarios
+from core.jobs import local, queue
 from core.jobs.job import Job, JobBusy, get, launch
 from core.jobs.opening import open_runtime, open_store
 
@@ -222,7 +225,7 @@ class RunFollower(Job):
 
 
 def start(settings: RunSettings, make_runtime: Callable, *, who: Identity,
-          action: Action = "start") -> RunJob | RunFollower:
+          action: Action = "start") -> RunJob | local.LocalRun | RunFollower:
     """Start a run in the background for ``who`` (recorded as who started it); ``make_runtime()`` gives the
     AgentRuntime to drive it (closed after). With the team's job queue (core.jobs.queue), the run is recorded queued
     and a worker drives it (with the Opener's LLM settings, sent without the key). ``action``: ``start`` or
@@ -238,6 +241,8 @@ def start(settings: RunSettings, make_runtime: Callable, *, who: Identity,
         job = queue.run_job("start", run_id, _llm_of(make_runtime), asked=asked)  # checked before it is recorded
         store.create(run_id, settings.validate(), queued=True, then=lambda con: queue.defer_run(job, con))
         return follower(run_id)
+    if _elsewhere(make_runtime):
+        return _hand_to_local("start", run_id, settings, make_runtime)
     return launch(RunJob(run_id, settings, make_runtime, lambda runtime: runtime.iter_start(settings, run_id)))
 
 
@@ -264,6 +269,31 @@ def _prepared(make_runtime: Callable, begin: Callable) -> tuple[object, Iterator
         raise
 
 
+def _elsewhere(make_runtime: Callable) -> bool:
+    """Whether the run goes to the local run process (core.jobs.local): in the ``process`` mode, for a page's runs
+    (an Opener, which the run process can make again; other callers' runtimes stay in this process)."""
+    return local.enabled() and isinstance(make_runtime, Opener)
+
+
+def _hand_to_local(op: str, run_id: str, settings: RunSettings, opener: Opener, **fields) -> local.LocalRun:
+    """Hand run ``run_id`` to the local run process (``op``: start, continue or branch); its job here."""
+    request = {"op": op, "settings": settings.to_dict(), "opener": local.opener_fields(opener),
+               "scenarios": str(scenarios.scenarios_dir()), **fields}
+    return launch(local.LocalRun(run_id, settings, request))
+
+
+def _passed_on(record: RunRecord, runtime, events, make_runtime: Callable) -> local.LocalRun | RunFollower:
+    """A run this process claimed (a review, a resume), marked interrupted (its claimed review kept) for the local
+    run process to go on with from its last checkpoint (if that process dies first, the run stays interrupted, to
+    be resumed)."""
+    try:
+        getattr(events, "close", lambda: None)()  # never started: nothing of it ran here
+        handed = runtime.store.interrupt(record.id)  # not when the claim settled (paused again, ended)
+    finally:
+        runtime.close()
+    return _hand_to_local("continue", record.id, record.settings, make_runtime) if handed else follower(record.id)
+
+
 def _handed_over(run_id: str, runtime, events, make_runtime: Callable, asked: dict) -> RunFollower:
     """A run this process claimed (a review, a resume: ``asked``), given to the job queue's workers to drive."""
     try:
@@ -280,7 +310,7 @@ REVIEW_ACTIONS = ("review", "query_decision", "inbox_approve", "inbox_reject")
 
 
 def resume(record: RunRecord, review: Review, make_runtime: Callable, pause_id: str | None = None, *,
-           who: Identity, action: Action = "review") -> RunJob | RunFollower:
+           who: Identity, action: Action = "review") -> RunJob | local.LocalRun | RunFollower:
     """Resume a paused run (its stored record) with ``who``'s review of pause ``pause_id`` (recorded under
     ``who``), in the background (with the job queue: by a worker). ``action``: how the review came, as the gate
     checks it (REVIEW_ACTIONS). The pause is claimed now: RunNotPaused (core.agents.runtime) when it is no longer
@@ -295,10 +325,12 @@ def resume(record: RunRecord, review: Review, make_runtime: Callable, pause_id: 
     runtime, events = _prepared(make_runtime, lambda rt: rt.iter_resume(record.id, review, pause_id))
     if queue.enabled():
         return _handed_over(record.id, runtime, events, make_runtime, asked_by(who, action))
+    if _elsewhere(make_runtime):
+        return _passed_on(record, runtime, events, make_runtime)
     return launch(RunJob(record.id, record.settings, lambda: runtime, lambda _: events))
 
 
-def proceed(record: RunRecord, make_runtime: Callable, *, who: Identity) -> RunJob | RunFollower:
+def proceed(record: RunRecord, make_runtime: Callable, *, who: Identity) -> RunJob | local.LocalRun | RunFollower:
     """Resume an interrupted or stopped run from its last checkpoint for ``who``, in the background (claimed now;
     with the job queue: by a worker)."""
     authorize(who, "resume")
@@ -306,11 +338,13 @@ def proceed(record: RunRecord, make_runtime: Callable, *, who: Identity) -> RunJ
     runtime, events = _prepared(make_runtime, lambda rt: rt.iter_continue(record.id))
     if queue.enabled():
         return _handed_over(record.id, runtime, events, make_runtime, asked_by(who, "resume"))
+    if _elsewhere(make_runtime):
+        return _passed_on(record, runtime, events, make_runtime)
     return launch(RunJob(record.id, record.settings, lambda: runtime, lambda _: events))
 
 
 def branch(record: RunRecord, step: int, make_runtime: Callable, *, who: Identity,
-           **changes) -> RunJob | RunFollower:
+           **changes) -> RunJob | local.LocalRun | RunFollower:
     """Start a branch of a run at ``step`` for ``who`` (``changes``: plan, query, note) in the background (with the
     job queue: by a worker); its job (``run_id``: the new run). ValueError now when the run has no
     such step or the change does not fit."""
@@ -329,6 +363,13 @@ def branch(record: RunRecord, step: int, make_runtime: Callable, *, who: Identit
         finally:
             runtime.close()
         return follower(new_id)
+    if _elsewhere(make_runtime):
+        try:
+            getattr(events, "close", lambda: None)()  # checked here, driven there
+        finally:
+            runtime.close()
+        return _hand_to_local("branch", new_id, record.settings, make_runtime, parent=record.id, step=step,
+                              changes=changes)
     return launch(RunJob(new_id, record.settings, lambda: runtime, lambda _: events))
 
 
@@ -352,8 +393,9 @@ def go_on_with_store(store: RunStore, *, who: Identity) -> None:
     store.acknowledge()
 
 
-def job(run_id: str) -> RunJob | None:
-    """The latest job of a run in this process, running or done; None if there is none."""
+def job(run_id: str) -> RunJob | local.LocalRun | None:
+    """The latest job of a run in this process (one the local run process drives for it included), running or
+    done; None if there is none."""
     return get(RunJob.kind, run_id)
 
 
