@@ -184,6 +184,7 @@ class LocalRun(Job):
         self._request = {**request, "run_id": run_id}
         self._process: RunProcess | None = None
         self._stop_asked: dict | None = None  # a stop or interrupt asked before the run was handed over
+        self._handing = threading.Lock()  # the hand-over and a stop or interrupt, in that order (never the reader's)
         self._there = threading.Event()  # the run process has ended the run
         self._failure = ""  # what ended it there, if it failed outside the agent's loop
         self._process_gone = False  # whether the run process ended while it held the run
@@ -215,7 +216,7 @@ class LocalRun(Job):
     def _work(self) -> None:
         process = process_for()
         process.attach(self)  # from now on, its end is told to this run
-        with self._changed:
+        with self._handing:
             self._process, asked = process, self._stop_asked
             try:
                 process.send(self._request)
@@ -254,7 +255,7 @@ class LocalRun(Job):
         self.changed()
 
     def _relay(self, message: dict) -> str:
-        with self._changed:
+        with self._handing:
             process = self._process
             if process is None:  # not handed over yet: sent right after the run
                 self._stop_asked = message
