@@ -26,7 +26,7 @@ import sys
 import threading
 from dataclasses import asdict
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 from core.config import home
 from core.config import settings as config
@@ -38,10 +38,10 @@ from core.store.runs import RunStore
 
 Op = Literal["start", "continue", "branch", "stop", "interrupt"]
 Relayed = Literal["opened", "calling", "piece", "event", "ended", "spans"]
-OPS: tuple[Op, ...] = ("start", "continue", "branch", "stop", "interrupt")
-RELAYED: tuple[Relayed, ...] = ("opened", "calling", "piece", "event", "ended", "spans")
+OPS: tuple[Op, ...] = get_args(Op)
+RELAYED: tuple[Relayed, ...] = get_args(Relayed)
 COMMAND = ("-m", "core", "local-runs")  # after the interpreter
-MAX_LINE = 1 << 20  # the longest message line read from it (a reply's piece, a call's limits: far shorter)
+MAX_LINE = 1 << 20  # the longest message line either side reads (settings, plan edits, a reply's piece: far shorter)
 
 
 class RunProcessGone(Exception):

@@ -22,9 +22,6 @@ from core.jobs.runs import Opener, RunJob
 from core.model.events import Event
 from core.model.run_settings import RunSettings
 
-MAX_MESSAGE = 1 << 20  # the longest message line read (a run's settings and plan edits are far shorter)
-
-
 class Channel:
     """The messages to the app, one JSON line each, written whole by one thread at a time."""
 
@@ -127,7 +124,7 @@ def serve(requests: TextIO, replies: TextIO) -> int:
     """Drive the runs ``requests`` hand over until it closes, telling ``replies`` how they go; 0 when it closed."""
     channel = Channel(replies)
     threading.Thread(target=opening.warm_up, name="warm-up", daemon=True).start()  # before the first run needs it
-    while line := requests.readline(MAX_MESSAGE):
+    while line := requests.readline(local.MAX_LINE):
         try:
             message = json.loads(line)
             if not isinstance(message, dict):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -269,6 +270,17 @@ def _prepared(make_runtime: Callable, begin: Callable) -> tuple[object, Iterator
         raise
 
 
+@contextmanager
+def _driven_elsewhere(runtime, events: Iterator[Event]) -> Iterator[RunStore]:
+    """A run claimed or checked here (``_prepared``) for another process to drive: its events set aside unstarted,
+    the runtime's run store for the block (to hand the run over), the runtime closed after it."""
+    try:
+        getattr(events, "close", lambda: None)()  # never started: nothing of it runs here
+        yield runtime.store
+    finally:
+        runtime.close()
+
+
 def _elsewhere(make_runtime: Callable) -> bool:
     """Whether the run goes to the local run process (core.jobs.local): in the ``process`` mode, for a page's runs
     (an Opener, which the run process can make again; other callers' runtimes stay in this process)."""
@@ -286,23 +298,17 @@ def _passed_on(record: RunRecord, runtime, events, make_runtime: Callable) -> lo
     """A run this process claimed (a review, a resume), marked interrupted (its claimed review kept) for the local
     run process to go on with from its last checkpoint (if that process dies first, the run stays interrupted, to
     be resumed)."""
-    try:
-        getattr(events, "close", lambda: None)()  # never started: nothing of it ran here
-        handed = runtime.store.interrupt(record.id)  # not when the claim settled (paused again, ended)
-    finally:
-        runtime.close()
+    with _driven_elsewhere(runtime, events) as store:
+        handed = store.interrupt(record.id)  # not when the claim settled (paused again, ended)
     return _hand_to_local("continue", record.id, record.settings, make_runtime) if handed else follower(record.id)
 
 
 def _handed_over(run_id: str, runtime, events, make_runtime: Callable, asked: dict) -> RunFollower:
     """A run this process claimed (a review, a resume: ``asked``), given to the job queue's workers to drive."""
-    try:
-        getattr(events, "close", lambda: None)()  # never started: nothing of it ran here
+    with _driven_elsewhere(runtime, events) as store:
         job = queue.run_job("continue", run_id, _llm_of(make_runtime), asked=asked)
         # queued with its job in one transaction, unless the claim settled (paused again, ended)
-        runtime.store.hand_over(run_id, then=lambda con: queue.defer_run(job, con))
-    finally:
-        runtime.close()
+        store.hand_over(run_id, then=lambda con: queue.defer_run(job, con))
     return follower(run_id)
 
 
@@ -354,22 +360,16 @@ def branch(record: RunRecord, step: int, make_runtime: Callable, *, who: Identit
     runtime, events = _prepared(make_runtime, lambda rt: rt.iter_branch(record.id, step, new_id=new_id, **changes))
     runtime.store.record_start(new_id, who.name)
     if queue.enabled():
-        try:
-            getattr(events, "close", lambda: None)()  # checked, never started
+        with _driven_elsewhere(runtime, events) as store:  # checked here, driven by a worker
             job = queue.run_job("branch", new_id, _llm_of(make_runtime), asked=asked_by(who, "branch"),
                                 branch={"parent": record.id, "step": step, "changes": changes})
-            runtime.store.create(new_id, record.settings, parent_id=record.id, branch_step=step, queued=True,
-                                 then=lambda con: queue.defer_run(job, con))
-        finally:
-            runtime.close()
+            store.create(new_id, record.settings, parent_id=record.id, branch_step=step, queued=True,
+                         then=lambda con: queue.defer_run(job, con))
         return follower(new_id)
     if _elsewhere(make_runtime):
-        try:
-            getattr(events, "close", lambda: None)()  # checked here, driven there
-        finally:
-            runtime.close()
-        return _hand_to_local("branch", new_id, record.settings, make_runtime, parent=record.id, step=step,
-                              changes=changes)
+        with _driven_elsewhere(runtime, events):  # checked here, driven by the run process
+            return _hand_to_local("branch", new_id, record.settings, make_runtime, parent=record.id, step=step,
+                                  changes=changes)
     return launch(RunJob(new_id, record.settings, lambda: runtime, lambda _: events))
 
 
